@@ -22,6 +22,7 @@ kube::codegen::gen_openapi \
     --output-pkg "${THIS_PKG}/pkg/generated/openapi" \
     --report-filename "${ROOT}/hack/api-rule-violations.list" \
     --update-report \
+    --extra-pkgs k8s.io/api/autoscaling/v1 \
     --output-model-name-file "zz_generated.model_name.go" \
     --boilerplate "${ROOT}/hack/boilerplate.go.txt" \
     "${ROOT}/pkg/apis"

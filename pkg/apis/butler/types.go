@@ -265,9 +265,15 @@ type ControlPlaneSpec struct {
 
 // ControlPlaneResources are the requests and limits of the control plane components.
 type ControlPlaneResources struct {
-	APIServer *corev1.ResourceRequirements `json:"apiServer,omitempty"`
-	ControllerManager *corev1.ResourceRequirements `json:"controllerManager,omitempty"`
-	Scheduler *corev1.ResourceRequirements `json:"scheduler,omitempty"`
+	APIServer *ComponentResources `json:"apiServer,omitempty"`
+	ControllerManager *ComponentResources `json:"controllerManager,omitempty"`
+	Scheduler *ComponentResources `json:"scheduler,omitempty"`
+}
+
+// ComponentResources are the compute requests and limits of one control plane component.
+type ComponentResources struct {
+	Requests corev1.ResourceList `json:"requests,omitempty"`
+	Limits corev1.ResourceList `json:"limits,omitempty"`
 }
 
 // WorkersSpec is the worker pool of a tenant cluster.

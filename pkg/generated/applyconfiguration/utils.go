@@ -62,6 +62,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &butlerv1alpha1.ClusterDefaultsApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("CNIAddon"):
 		return &butlerv1alpha1.CNIAddonApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ComponentResources"):
+		return &butlerv1alpha1.ComponentResourcesApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ControlPlaneExposure"):
 		return &butlerv1alpha1.ControlPlaneExposureApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ControlPlaneResources"):

@@ -361,11 +361,19 @@ type ControlPlaneSpec struct {
 // ControlPlaneResources are the requests and limits of the control plane components.
 type ControlPlaneResources struct {
 	// +optional
-	APIServer *corev1.ResourceRequirements `json:"apiServer,omitempty"`
+	APIServer *ComponentResources `json:"apiServer,omitempty"`
 	// +optional
-	ControllerManager *corev1.ResourceRequirements `json:"controllerManager,omitempty"`
+	ControllerManager *ComponentResources `json:"controllerManager,omitempty"`
 	// +optional
-	Scheduler *corev1.ResourceRequirements `json:"scheduler,omitempty"`
+	Scheduler *ComponentResources `json:"scheduler,omitempty"`
+}
+
+// ComponentResources are the compute requests and limits of one control plane component.
+type ComponentResources struct {
+	// +optional
+	Requests corev1.ResourceList `json:"requests,omitempty"`
+	// +optional
+	Limits corev1.ResourceList `json:"limits,omitempty"`
 }
 
 // WorkersSpec is the worker pool of a tenant cluster.

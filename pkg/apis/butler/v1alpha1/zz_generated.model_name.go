@@ -107,6 +107,11 @@ func (in ClusterDefaults) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ComponentResources) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.ComponentResources"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ControlPlaneExposure) OpenAPIModelName() string {
 	return "dev.butlerlabs.butler.v1alpha1.ControlPlaneExposure"
 }

@@ -18,18 +18,14 @@ limitations under the License.
 
 package v1alpha1
 
-import (
-	v1 "k8s.io/api/core/v1"
-)
-
 // ControlPlaneResourcesApplyConfiguration represents a declarative configuration of the ControlPlaneResources type for use
 // with apply.
 //
 // ControlPlaneResources are the requests and limits of the control plane components.
 type ControlPlaneResourcesApplyConfiguration struct {
-	APIServer         *v1.ResourceRequirements `json:"apiServer,omitempty"`
-	ControllerManager *v1.ResourceRequirements `json:"controllerManager,omitempty"`
-	Scheduler         *v1.ResourceRequirements `json:"scheduler,omitempty"`
+	APIServer         *ComponentResourcesApplyConfiguration `json:"apiServer,omitempty"`
+	ControllerManager *ComponentResourcesApplyConfiguration `json:"controllerManager,omitempty"`
+	Scheduler         *ComponentResourcesApplyConfiguration `json:"scheduler,omitempty"`
 }
 
 // ControlPlaneResourcesApplyConfiguration constructs a declarative configuration of the ControlPlaneResources type for use with
@@ -41,23 +37,23 @@ func ControlPlaneResources() *ControlPlaneResourcesApplyConfiguration {
 // WithAPIServer sets the APIServer field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the APIServer field is set to the value of the last call.
-func (b *ControlPlaneResourcesApplyConfiguration) WithAPIServer(value v1.ResourceRequirements) *ControlPlaneResourcesApplyConfiguration {
-	b.APIServer = &value
+func (b *ControlPlaneResourcesApplyConfiguration) WithAPIServer(value *ComponentResourcesApplyConfiguration) *ControlPlaneResourcesApplyConfiguration {
+	b.APIServer = value
 	return b
 }
 
 // WithControllerManager sets the ControllerManager field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the ControllerManager field is set to the value of the last call.
-func (b *ControlPlaneResourcesApplyConfiguration) WithControllerManager(value v1.ResourceRequirements) *ControlPlaneResourcesApplyConfiguration {
-	b.ControllerManager = &value
+func (b *ControlPlaneResourcesApplyConfiguration) WithControllerManager(value *ComponentResourcesApplyConfiguration) *ControlPlaneResourcesApplyConfiguration {
+	b.ControllerManager = value
 	return b
 }
 
 // WithScheduler sets the Scheduler field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the Scheduler field is set to the value of the last call.
-func (b *ControlPlaneResourcesApplyConfiguration) WithScheduler(value v1.ResourceRequirements) *ControlPlaneResourcesApplyConfiguration {
-	b.Scheduler = &value
+func (b *ControlPlaneResourcesApplyConfiguration) WithScheduler(value *ComponentResourcesApplyConfiguration) *ControlPlaneResourcesApplyConfiguration {
+	b.Scheduler = value
 	return b
 }

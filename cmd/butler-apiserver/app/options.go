@@ -1,0 +1,110 @@
+// Package app holds the butler-apiserver command: its options, storage and server start.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/apiserver"
+)
+
+// etcdPathPrefix is where butler objects live in etcd.
+const etcdPathPrefix = "/registry/butler.butlerlabs.dev"
+
+// Options are the flags of butler-apiserver.
+type Options struct {
+	Recommended *genericoptions.RecommendedOptions
+
+	// Standalone serves without a management cluster: a self-signed CA, an admin
+	// client certificate written to DataDir, and that admin authorized for everything.
+	Standalone bool
+	// DataDir holds the embedded etcd (when no --etcd-servers are given) and, in standalone
+	// mode, the certificates and the admin kubeconfig.
+	DataDir string
+
+	// Out receives the "how to reach it" banner.
+	Out io.Writer
+}
+
+// NewOptions returns the defaults: delegated authentication and authorization, port 8443,
+// data in ./.butler.
+func NewOptions() *Options {
+	o := &Options{
+		Recommended: genericoptions.NewRecommendedOptions(etcdPathPrefix,
+			apiserver.Codecs.LegacyCodec(v1alpha1.SchemeGroupVersion)),
+		DataDir: ".butler",
+		Out:     os.Stdout,
+	}
+	o.Recommended.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
+		v1alpha1.SchemeGroupVersion, schema.GroupKind{Group: v1alpha1.GroupName})
+	o.Recommended.SecureServing.BindPort = 8443
+	o.Recommended.SecureServing.BindAddress = []byte{127, 0, 0, 1}
+	return o
+}
+
+// AddFlags adds the server's flags to fs.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	o.Recommended.AddFlags(fs)
+	fs.BoolVar(&o.Standalone, "standalone", o.Standalone,
+		"Serve without a management cluster: self-signed certificates, an admin kubeconfig written to --data-dir, "+
+			"and that admin authorized for everything.")
+	fs.StringVar(&o.DataDir, "data-dir", o.DataDir,
+		"Directory for the embedded etcd (used when --etcd-servers is empty) and the standalone certificates and kubeconfig.")
+}
+
+// Validate checks the options.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.DataDir == "" {
+		errs = append(errs, errors.New("--data-dir must not be empty"))
+	}
+	if o.Standalone && o.Recommended.SecureServing.BindPort <= 0 && o.Recommended.SecureServing.Listener == nil {
+		errs = append(errs, errors.New("--standalone needs --secure-port > 0"))
+	}
+	// Storage is validated once the embedded etcd, if any, has given its address.
+	recommended := *o.Recommended
+	recommended.Etcd = nil
+	errs = append(errs, recommended.Validate()...)
+	return utilerrors.NewAggregate(errs)
+}
+
+// NewCommand returns the butler-apiserver command.
+func NewCommand(ctx context.Context) *cobra.Command {
+	o := NewOptions()
+	cmd := &cobra.Command{
+		Use:   "butler-apiserver",
+		Short: "Serve the butler.butlerlabs.dev API (tenant clusters as Kubernetes resources)",
+		Long: `butler-apiserver serves TenantCluster, Team, ButlerConfig, TenantAddon, AddonDefinition,
+NetworkPool, IPAllocation and ProviderConfig as an aggregated Kubernetes API.
+
+With --standalone it needs nothing else: it starts an embedded etcd under --data-dir,
+serves TLS with its own CA and writes an admin kubeconfig there.`,
+		SilenceUsage: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return Run(cmd.Context(), o)
+		},
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return fmt.Errorf("%q takes no arguments, got %q", cmd.CommandPath(), args)
+			}
+			return nil
+		},
+	}
+	cmd.SetContext(ctx)
+	o.AddFlags(cmd.Flags())
+	return cmd
+}

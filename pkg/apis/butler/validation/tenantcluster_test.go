@@ -1,0 +1,303 @@
+package validation
+
+import (
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
+)
+
+// validTenantCluster is a TenantCluster as it looks after defaulting.
+func validTenantCluster() *butler.TenantCluster {
+	return &butler.TenantCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "prod", Namespace: "team-a", ResourceVersion: "1"},
+		Spec: butler.TenantClusterSpec{
+			KubernetesVersion: "v1.30.2",
+			TeamRef:           &butler.LocalObjectReference{Name: "team-a"},
+			ProviderConfigRef: &butler.NamespacedObjectReference{Name: "harvester", Namespace: "butler-system"},
+			ControlPlane: butler.ControlPlaneSpec{
+				Type:     butler.ControlPlaneHosted,
+				Replicas: ptr.To[int32](1),
+				CertSANs: []string{"prod.example.com"},
+			},
+			Workers: butler.WorkersSpec{
+				Replicas: 3,
+				MachineTemplate: butler.MachineTemplate{
+					CPU:      ptr.To[int32](4),
+					Memory:   ptr.To(resource.MustParse("16Gi")),
+					DiskSize: ptr.To(resource.MustParse("100Gi")),
+					OS:       butler.OSSpec{Type: butler.OSTalos},
+				},
+			},
+			Networking: butler.NetworkingSpec{
+				PodCIDR:     "10.244.0.0/16",
+				ServiceCIDR: "10.96.0.0/12",
+				LBPoolSize:  ptr.To[int32](8),
+			},
+			Addons: butler.AddonsSpec{
+				CNI:          &butler.CNIAddon{Provider: "cilium", Values: raw(`{"hubble":{"enabled":true}}`)},
+				LoadBalancer: &butler.LoadBalancerAddon{Provider: "metallb"},
+				CertManager:  &butler.CertManagerAddon{Enabled: ptr.To(true)},
+				Storage:      &butler.StorageAddon{Provider: "longhorn"},
+				Ingress:      &butler.IngressAddon{Enabled: ptr.To(true), Provider: "traefik"},
+				Gitops: &butler.GitOpsAddon{Provider: "fluxcd", Repository: &butler.GitRepository{
+					URL: "https://github.com/example/fleet", SecretRef: &butler.LocalObjectReference{Name: "git-creds"},
+				}},
+			},
+		},
+	}
+}
+
+func standalone(o *butler.TenantCluster) {
+	o.Spec.ControlPlane.Type = butler.ControlPlaneStandalone
+	o.Spec.ControlPlane.MachineTemplate = &butler.MachineTemplate{CPU: ptr.To[int32](2), OS: butler.OSSpec{Type: butler.OSTalos}}
+}
+
+// TestTenantClusterHeadline is the example from the brief: three unrelated mistakes, three
+// errors in one answer, each at its own path.
+func TestTenantClusterHeadline(t *testing.T) {
+	tc := validTenantCluster()
+	tc.Spec.Networking.PodCIDR = "10.0.0.0/33"
+	tc.Spec.Workers.MachineTemplate.OS.Type = butler.OSRocky
+	tc.Spec.KubernetesVersion = "v1.31.0"
+	tc.Spec.Workers.Replicas = -1
+	errs := ValidateTenantCluster(tc)
+	expectErrors(t, errs,
+		invalid("spec.networking.podCIDR"),
+		invalid("spec.kubernetesVersion"),
+		invalid("spec.workers.replicas"),
+	)
+	expectDetail(t, errs, "spec.kubernetesVersion", "Rocky workers support Kubernetes up to v1.30.2")
+	if len(errs) != 3 {
+		t.Errorf("got %d errors, want 3", len(errs))
+	}
+}
+
+func TestValidateTenantCluster(t *testing.T) {
+	resources := func(req, limit string) *butler.ControlPlaneResources {
+		return &butler.ControlPlaneResources{APIServer: &butler.ComponentResources{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(req)},
+			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(limit)},
+		}}
+	}
+	runCreateCases(t, validTenantCluster, ValidateTenantCluster, []createCase[butler.TenantCluster]{
+		{"cluster scoped", func(o *butler.TenantCluster) { o.Namespace = "" }, []fieldErr{required("metadata.namespace")}},
+		{"minimal", func(o *butler.TenantCluster) {
+			o.Spec = butler.TenantClusterSpec{KubernetesVersion: "v1.31.0"}
+		}, nil},
+
+		{"missing version", func(o *butler.TenantCluster) { o.Spec.KubernetesVersion = "" }, []fieldErr{required("spec.kubernetesVersion")}},
+		{"version without v", func(o *butler.TenantCluster) { o.Spec.KubernetesVersion = "1.30.2" }, []fieldErr{invalid("spec.kubernetesVersion")}},
+		{"version without patch", func(o *butler.TenantCluster) { o.Spec.KubernetesVersion = "v1.30" }, []fieldErr{invalid("spec.kubernetesVersion")}},
+
+		{"teamRef without name", func(o *butler.TenantCluster) { o.Spec.TeamRef.Name = "" }, []fieldErr{required("spec.teamRef.name")}},
+		{"teamRef not a label", func(o *butler.TenantCluster) { o.Spec.TeamRef.Name = "Team_A" }, []fieldErr{invalid("spec.teamRef.name")}},
+		{"providerConfigRef bad", func(o *butler.TenantCluster) {
+			o.Spec.ProviderConfigRef.Name, o.Spec.ProviderConfigRef.Namespace = "", "Bad NS"
+		}, []fieldErr{required("spec.providerConfigRef.name"), invalid("spec.providerConfigRef.namespace")}},
+
+		{"unknown control plane type", func(o *butler.TenantCluster) { o.Spec.ControlPlane.Type = "managed" }, []fieldErr{notSupp("spec.controlPlane.type")}},
+		{"unknown type gets no type-dependent errors", func(o *butler.TenantCluster) {
+			o.Spec.ControlPlane.Type, o.Spec.ControlPlane.Replicas = "managed", ptr.To[int32](7)
+			o.Spec.ControlPlane.MachineTemplate = &butler.MachineTemplate{}
+		}, []fieldErr{notSupp("spec.controlPlane.type")}},
+		{"hosted 3 replicas", func(o *butler.TenantCluster) { o.Spec.ControlPlane.Replicas = ptr.To[int32](3) }, nil},
+		{"hosted 0 replicas", func(o *butler.TenantCluster) { o.Spec.ControlPlane.Replicas = ptr.To[int32](0) }, []fieldErr{invalid("spec.controlPlane.replicas")}},
+		{"hosted 4 replicas", func(o *butler.TenantCluster) { o.Spec.ControlPlane.Replicas = ptr.To[int32](4) }, []fieldErr{invalid("spec.controlPlane.replicas")}},
+		{"standalone 5 replicas", func(o *butler.TenantCluster) { standalone(o); o.Spec.ControlPlane.Replicas = ptr.To[int32](5) }, nil},
+		{"standalone 2 replicas", func(o *butler.TenantCluster) { standalone(o); o.Spec.ControlPlane.Replicas = ptr.To[int32](2) }, []fieldErr{invalid("spec.controlPlane.replicas")}},
+		{"standalone 4 replicas", func(o *butler.TenantCluster) { standalone(o); o.Spec.ControlPlane.Replicas = ptr.To[int32](4) }, []fieldErr{invalid("spec.controlPlane.replicas")}},
+		{"service type override", func(o *butler.TenantCluster) { o.Spec.ControlPlane.ServiceType = butler.ExposureIngress }, nil},
+		{"unknown service type", func(o *butler.TenantCluster) { o.Spec.ControlPlane.ServiceType = "NodePort" }, []fieldErr{notSupp("spec.controlPlane.serviceType")}},
+		{"machineTemplate on hosted", func(o *butler.TenantCluster) {
+			o.Spec.ControlPlane.MachineTemplate = &butler.MachineTemplate{CPU: ptr.To[int32](2)}
+		}, []fieldErr{forbidden("spec.controlPlane.machineTemplate")}},
+		{"standalone machineTemplate checked", func(o *butler.TenantCluster) {
+			standalone(o)
+			o.Spec.ControlPlane.MachineTemplate.CPU = ptr.To[int32](0)
+			o.Spec.ControlPlane.MachineTemplate.OS.Type = "windows"
+		}, []fieldErr{invalid("spec.controlPlane.machineTemplate.cpu"), notSupp("spec.controlPlane.machineTemplate.os.type")}},
+		{"empty certSAN", func(o *butler.TenantCluster) { o.Spec.ControlPlane.CertSANs = []string{"a.example.com", ""} }, []fieldErr{required("spec.controlPlane.certSANs[1]")}},
+		{"request above limit", func(o *butler.TenantCluster) { o.Spec.ControlPlane.Resources = resources("2", "1") }, []fieldErr{invalid("spec.controlPlane.resources.apiServer.requests[cpu]")}},
+		{"request within limit", func(o *butler.TenantCluster) { o.Spec.ControlPlane.Resources = resources("500m", "1") }, nil},
+		{"dataStoreRef without name", func(o *butler.TenantCluster) { o.Spec.ControlPlane.DataStoreRef = &butler.LocalObjectReference{} }, []fieldErr{required("spec.controlPlane.dataStoreRef.name")}},
+
+		{"zero workers", func(o *butler.TenantCluster) { o.Spec.Workers.Replicas = 0 }, nil},
+		{"negative workers", func(o *butler.TenantCluster) { o.Spec.Workers.Replicas = -1 }, []fieldErr{invalid("spec.workers.replicas")}},
+		{"machine sizes", func(o *butler.TenantCluster) {
+			mt := &o.Spec.Workers.MachineTemplate
+			mt.CPU, mt.Memory, mt.DiskSize = ptr.To[int32](0), ptr.To(resource.MustParse("0")), ptr.To(resource.MustParse("-1Gi"))
+		}, []fieldErr{
+			invalid("spec.workers.machineTemplate.cpu"),
+			invalid("spec.workers.machineTemplate.memory"),
+			invalid("spec.workers.machineTemplate.diskSize"),
+		}},
+		{"unknown os", func(o *butler.TenantCluster) { o.Spec.Workers.MachineTemplate.OS.Type = "windows" }, []fieldErr{notSupp("spec.workers.machineTemplate.os.type")}},
+		{"flatcar", func(o *butler.TenantCluster) { o.Spec.Workers.MachineTemplate.OS.Type = butler.OSFlatcar }, nil},
+		{"bottlerocket accepted", func(o *butler.TenantCluster) { o.Spec.Workers.MachineTemplate.OS.Type = butler.OSBottlerocket }, nil},
+		{"kairos accepted", func(o *butler.TenantCluster) { o.Spec.Workers.MachineTemplate.OS.Type = butler.OSKairos }, nil},
+		{"rocky at v1.30.2", func(o *butler.TenantCluster) { o.Spec.Workers.MachineTemplate.OS.Type = butler.OSRocky }, nil},
+		{"rocky at v1.29.9", func(o *butler.TenantCluster) {
+			o.Spec.Workers.MachineTemplate.OS.Type, o.Spec.KubernetesVersion = butler.OSRocky, "v1.29.9"
+		}, nil},
+		{"rocky at v1.30.3", func(o *butler.TenantCluster) {
+			o.Spec.Workers.MachineTemplate.OS.Type, o.Spec.KubernetesVersion = butler.OSRocky, "v1.30.3"
+		}, []fieldErr{invalid("spec.kubernetesVersion")}},
+		{"rocky standalone control plane at v1.31.0", func(o *butler.TenantCluster) {
+			standalone(o)
+			o.Spec.ControlPlane.MachineTemplate.OS.Type, o.Spec.KubernetesVersion = butler.OSRocky, "v1.31.0"
+		}, []fieldErr{invalid("spec.kubernetesVersion")}},
+
+		{"pod CIDR prefix too long", func(o *butler.TenantCluster) { o.Spec.Networking.PodCIDR = "10.0.0.0/33" }, []fieldErr{invalid("spec.networking.podCIDR")}},
+		{"pod CIDR garbage", func(o *butler.TenantCluster) { o.Spec.Networking.PodCIDR = "pods" }, []fieldErr{invalid("spec.networking.podCIDR")}},
+		{"pod CIDR not canonical", func(o *butler.TenantCluster) { o.Spec.Networking.PodCIDR = "10.244.1.0/16" }, []fieldErr{invalid("spec.networking.podCIDR")}},
+		{"service CIDR garbage", func(o *butler.TenantCluster) { o.Spec.Networking.ServiceCIDR = "10.96.0.0" }, []fieldErr{invalid("spec.networking.serviceCIDR")}},
+		{"CIDRs overlap", func(o *butler.TenantCluster) { o.Spec.Networking.ServiceCIDR = "10.244.128.0/20" }, []fieldErr{invalid("spec.networking.serviceCIDR")}},
+		{"service CIDR contains pod CIDR", func(o *butler.TenantCluster) { o.Spec.Networking.ServiceCIDR = "10.0.0.0/8" }, []fieldErr{invalid("spec.networking.serviceCIDR")}},
+		{"CIDRs of different families", func(o *butler.TenantCluster) { o.Spec.Networking.ServiceCIDR = "fd00:96::/108" }, []fieldErr{invalid("spec.networking.serviceCIDR")}},
+		{"IPv6 cluster", func(o *butler.TenantCluster) {
+			o.Spec.Networking.PodCIDR, o.Spec.Networking.ServiceCIDR = "fd00:244::/56", "fd00:96::/108"
+		}, nil},
+		{"explicit LB pool", func(o *butler.TenantCluster) {
+			o.Spec.Networking.LBPoolSize = nil
+			o.Spec.Networking.LoadBalancerPool = &butler.AddressRange{Start: "192.168.10.100", End: "192.168.10.120"}
+		}, nil},
+		{"LB pool reversed", func(o *butler.TenantCluster) {
+			o.Spec.Networking.LBPoolSize = nil
+			o.Spec.Networking.LoadBalancerPool = &butler.AddressRange{Start: "192.168.10.120", End: "192.168.10.100"}
+		}, []fieldErr{invalid("spec.networking.loadBalancerPool.end")}},
+		{"LB pool mixed families", func(o *butler.TenantCluster) {
+			o.Spec.Networking.LBPoolSize = nil
+			o.Spec.Networking.LoadBalancerPool = &butler.AddressRange{Start: "192.168.10.100", End: "fd00::10"}
+		}, []fieldErr{invalid("spec.networking.loadBalancerPool.end")}},
+		{"LB pool bad addresses", func(o *butler.TenantCluster) {
+			o.Spec.Networking.LBPoolSize = nil
+			o.Spec.Networking.LoadBalancerPool = &butler.AddressRange{Start: "192.168.10.300"}
+		}, []fieldErr{invalid("spec.networking.loadBalancerPool.start"), required("spec.networking.loadBalancerPool.end")}},
+		{"LB pool inside pod CIDR", func(o *butler.TenantCluster) {
+			o.Spec.Networking.LBPoolSize = nil
+			o.Spec.Networking.LoadBalancerPool = &butler.AddressRange{Start: "10.243.255.250", End: "10.244.0.10"}
+		}, []fieldErr{invalid("spec.networking.loadBalancerPool")}},
+		{"LB pool size zero", func(o *butler.TenantCluster) { o.Spec.Networking.LBPoolSize = ptr.To[int32](0) }, []fieldErr{invalid("spec.networking.lbPoolSize")}},
+		{"LB pool and size", func(o *butler.TenantCluster) {
+			o.Spec.Networking.LoadBalancerPool = &butler.AddressRange{Start: "192.168.10.100", End: "192.168.10.120"}
+		}, []fieldErr{forbidden("spec.networking.lbPoolSize")}},
+
+		{"no addons", func(o *butler.TenantCluster) { o.Spec.Addons = butler.AddonsSpec{} }, nil},
+		{"empty providers mean defaults", func(o *butler.TenantCluster) {
+			a := &o.Spec.Addons
+			a.CNI.Provider, a.LoadBalancer.Provider, a.Storage.Provider, a.Ingress.Provider, a.Gitops.Provider = "", "", "", "", ""
+		}, nil},
+		{"alternative providers", func(o *butler.TenantCluster) {
+			a := &o.Spec.Addons
+			a.Storage.Provider, a.Ingress.Provider, a.Gitops.Provider = "linstor", "nginx", "argocd"
+		}, nil},
+		{"unknown providers", func(o *butler.TenantCluster) {
+			a := &o.Spec.Addons
+			a.CNI.Provider, a.LoadBalancer.Provider, a.Storage.Provider, a.Ingress.Provider, a.Gitops.Provider = "calico", "kube-vip", "ceph", "haproxy", "jenkins"
+		}, []fieldErr{
+			notSupp("spec.addons.cni.provider"),
+			notSupp("spec.addons.loadBalancer.provider"),
+			notSupp("spec.addons.storage.provider"),
+			notSupp("spec.addons.ingress.provider"),
+			notSupp("spec.addons.gitops.provider"),
+		}},
+		{"gitops repository without url", func(o *butler.TenantCluster) { o.Spec.Addons.Gitops.Repository.URL = "" }, []fieldErr{required("spec.addons.gitops.repository.url")}},
+		{"gitops without repository", func(o *butler.TenantCluster) { o.Spec.Addons.Gitops.Repository = nil }, nil},
+		{"values not an object", func(o *butler.TenantCluster) {
+			o.Spec.Addons.CNI.Values = raw(`[1,2]`)
+			o.Spec.Addons.Storage.Values = raw(`"replicas: 3"`)
+		}, []fieldErr{invalid("spec.addons.cni.values"), invalid("spec.addons.storage.values")}},
+	})
+}
+
+func TestValidateTenantClusterUpdate(t *testing.T) {
+	version := func(v string) func(*butler.TenantCluster) {
+		return func(o *butler.TenantCluster) { o.Spec.KubernetesVersion = v }
+	}
+	runUpdateCases(t, validTenantCluster, ValidateTenantClusterUpdate, []updateCase[butler.TenantCluster]{
+		{"scale workers", func(o *butler.TenantCluster) { o.Spec.Workers.Replicas = 10 }, nil},
+		{"patch upgrade", version("v1.30.5"), nil},
+		{"minor upgrade", version("v1.31.0"), nil},
+		{"minor upgrade to a later patch", version("v1.31.4"), nil},
+		{"patch downgrade", version("v1.30.1"), []fieldErr{invalid("spec.kubernetesVersion")}},
+		{"minor downgrade", version("v1.29.9"), []fieldErr{invalid("spec.kubernetesVersion")}},
+		{"minor skip", version("v1.32.0"), []fieldErr{invalid("spec.kubernetesVersion")}},
+		{"major change", version("v2.0.0"), []fieldErr{invalid("spec.kubernetesVersion")}},
+		{"malformed version", version("latest"), []fieldErr{invalid("spec.kubernetesVersion")}},
+		{"control plane type", standalone, []fieldErr{invalid("spec.controlPlane.type")}},
+		{"pod CIDR", func(o *butler.TenantCluster) { o.Spec.Networking.PodCIDR = "10.245.0.0/16" }, []fieldErr{invalid("spec.networking.podCIDR")}},
+		{"service CIDR", func(o *butler.TenantCluster) { o.Spec.Networking.ServiceCIDR = "10.112.0.0/12" }, []fieldErr{invalid("spec.networking.serviceCIDR")}},
+		{"worker OS", func(o *butler.TenantCluster) { o.Spec.Workers.MachineTemplate.OS.Type = butler.OSFlatcar }, []fieldErr{invalid("spec.workers.machineTemplate.os.type")}},
+		{"worker OS version may change", func(o *butler.TenantCluster) { o.Spec.Workers.MachineTemplate.OS.Version = "v1.8.0" }, nil},
+		{"namespace", func(o *butler.TenantCluster) { o.Namespace = "team-b" }, []fieldErr{invalid("metadata.namespace")}},
+	})
+}
+
+func TestTenantClusterUpdateMessages(t *testing.T) {
+	old := validTenantCluster()
+	old.Spec.KubernetesVersion = "v1.29.0"
+	tc := validTenantCluster()
+	tc.Spec.KubernetesVersion = "v1.31.0"
+	expectDetail(t, ValidateTenantClusterUpdate(tc, old), "spec.kubernetesVersion", "v1.29.0", "v1.31.0", "one minor version at a time")
+
+	tc.Spec.KubernetesVersion = "v1.28.3"
+	expectDetail(t, ValidateTenantClusterUpdate(tc, old), "spec.kubernetesVersion", "v1.29.0", "v1.28.3", "downgraded")
+
+	tc = validTenantCluster()
+	tc.Spec.Networking.PodCIDR = "10.245.0.0/16"
+	expectDetail(t, ValidateTenantClusterUpdate(tc, validTenantCluster()), "spec.networking.podCIDR", "field is immutable")
+}
+
+func TestValidateTenantClusterStatusUpdate(t *testing.T) {
+	runUpdateCases(t, validTenantCluster, ValidateTenantClusterStatusUpdate, []updateCase[butler.TenantCluster]{
+		{"ready", func(o *butler.TenantCluster) {
+			o.Status = butler.TenantClusterStatus{
+				Phase: butler.TenantClusterReady, ObservedGeneration: 3, TenantNamespace: "team-a-prod",
+				ControlPlaneEndpoint: "https://10.0.0.10:6443",
+				IPAllocationRefs:     []butler.LocalObjectReference{{Name: "prod-nodes"}},
+				ObservedState:        &butler.ObservedClusterState{KubernetesVersion: "v1.30.2", Workers: butler.WorkerCounts{Desired: 3, Ready: 2}},
+			}
+		}, nil},
+		{"unknown phase", func(o *butler.TenantCluster) { o.Status.Phase = "Running" }, []fieldErr{notSupp("status.phase")}},
+		{"negative counts", func(o *butler.TenantCluster) {
+			o.Status.ObservedGeneration = -1
+			o.Status.ObservedState = &butler.ObservedClusterState{Workers: butler.WorkerCounts{Desired: -1, Ready: -1}}
+		}, []fieldErr{
+			invalid("status.observedGeneration"),
+			invalid("status.observedState.workers.desired"),
+			invalid("status.observedState.workers.ready"),
+		}},
+		{"bad refs", func(o *butler.TenantCluster) {
+			o.Status.IPAllocationRefs = []butler.LocalObjectReference{{Name: "ok"}, {}}
+		}, []fieldErr{required("status.ipAllocationRefs[1].name")}},
+	})
+}
+
+func TestTenantClusterWarnings(t *testing.T) {
+	for osType, want := range map[butler.OSType][]string{
+		butler.OSTalos:        nil,
+		butler.OSRocky:        nil,
+		butler.OSFlatcar:      nil,
+		butler.OSBottlerocket: {"spec.workers.machineTemplate.os.type: bottlerocket workers are accepted but not yet proven end to end"},
+		butler.OSKairos:       {"spec.workers.machineTemplate.os.type: kairos workers are accepted but not yet proven end to end"},
+	} {
+		tc := validTenantCluster()
+		tc.Spec.Workers.MachineTemplate.OS.Type = osType
+		if got := TenantClusterWarnings(tc); !slices.Equal(got, want) {
+			t.Errorf("TenantClusterWarnings(%s) = %q, want %q", osType, got, want)
+		}
+	}
+
+	tc := validTenantCluster()
+	standalone(tc)
+	tc.Spec.ControlPlane.MachineTemplate.OS.Type = butler.OSKairos
+	if got := TenantClusterWarnings(tc); len(got) != 1 {
+		t.Errorf("standalone kairos control plane: warnings = %q, want one", got)
+	}
+}

@@ -1,0 +1,35 @@
+// Package storage wires ipallocations to etcd.
+package storage
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/registry/generic"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
+	"github.com/butlerdotdev/butler-apiserver/pkg/registry/butler/ipallocation"
+	"github.com/butlerdotdev/butler-apiserver/pkg/registry/butler/resource"
+)
+
+// Storage holds the endpoints of ipallocations.
+type Storage struct {
+	// IPAllocation is the main resource.
+	IPAllocation *resource.REST
+	// Status is ipallocations/status.
+	Status *resource.StatusREST
+}
+
+// NewStorage returns the etcd-backed endpoints of ipallocations.
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (Storage, error) {
+	strategy := ipallocation.NewStrategy(scheme)
+	main, err := resource.NewStore(optsGetter,
+		resource.Names{Plural: "ipallocations", Singular: "ipallocation", ShortNames: []string{"ipa"}},
+		func() runtime.Object { return &butler.IPAllocation{} },
+		func() runtime.Object { return &butler.IPAllocationList{} },
+		strategy, ipallocation.Table)
+	if err != nil {
+		return Storage{}, err
+	}
+	storage := Storage{IPAllocation: main}
+	storage.Status = resource.NewStatusREST(main, strategy)
+	return storage, nil
+}

@@ -1,0 +1,35 @@
+// Package storage wires networkpools to etcd.
+package storage
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/registry/generic"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
+	"github.com/butlerdotdev/butler-apiserver/pkg/registry/butler/networkpool"
+	"github.com/butlerdotdev/butler-apiserver/pkg/registry/butler/resource"
+)
+
+// Storage holds the endpoints of networkpools.
+type Storage struct {
+	// NetworkPool is the main resource.
+	NetworkPool *resource.REST
+	// Status is networkpools/status.
+	Status *resource.StatusREST
+}
+
+// NewStorage returns the etcd-backed endpoints of networkpools.
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (Storage, error) {
+	strategy := networkpool.NewStrategy(scheme)
+	main, err := resource.NewStore(optsGetter,
+		resource.Names{Plural: "networkpools", Singular: "networkpool", ShortNames: []string{"np"}},
+		func() runtime.Object { return &butler.NetworkPool{} },
+		func() runtime.Object { return &butler.NetworkPoolList{} },
+		strategy, networkpool.Table)
+	if err != nil {
+		return Storage{}, err
+	}
+	storage := Storage{NetworkPool: main}
+	storage.Status = resource.NewStatusREST(main, strategy)
+	return storage, nil
+}

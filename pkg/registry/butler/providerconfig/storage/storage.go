@@ -1,0 +1,35 @@
+// Package storage wires providerconfigs to etcd.
+package storage
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/registry/generic"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
+	"github.com/butlerdotdev/butler-apiserver/pkg/registry/butler/providerconfig"
+	"github.com/butlerdotdev/butler-apiserver/pkg/registry/butler/resource"
+)
+
+// Storage holds the endpoints of providerconfigs.
+type Storage struct {
+	// ProviderConfig is the main resource.
+	ProviderConfig *resource.REST
+	// Status is providerconfigs/status.
+	Status *resource.StatusREST
+}
+
+// NewStorage returns the etcd-backed endpoints of providerconfigs.
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (Storage, error) {
+	strategy := providerconfig.NewStrategy(scheme)
+	main, err := resource.NewStore(optsGetter,
+		resource.Names{Plural: "providerconfigs", Singular: "providerconfig", ShortNames: []string{"pc"}},
+		func() runtime.Object { return &butler.ProviderConfig{} },
+		func() runtime.Object { return &butler.ProviderConfigList{} },
+		strategy, providerconfig.Table)
+	if err != nil {
+		return Storage{}, err
+	}
+	storage := Storage{ProviderConfig: main}
+	storage.Status = resource.NewStatusREST(main, strategy)
+	return storage, nil
+}

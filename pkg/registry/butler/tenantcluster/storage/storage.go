@@ -1,0 +1,35 @@
+// Package storage wires tenantclusters to etcd.
+package storage
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/registry/generic"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
+	"github.com/butlerdotdev/butler-apiserver/pkg/registry/butler/resource"
+	"github.com/butlerdotdev/butler-apiserver/pkg/registry/butler/tenantcluster"
+)
+
+// Storage holds the endpoints of tenantclusters.
+type Storage struct {
+	// TenantCluster is the main resource.
+	TenantCluster *resource.REST
+	// Status is tenantclusters/status.
+	Status *resource.StatusREST
+}
+
+// NewStorage returns the etcd-backed endpoints of tenantclusters.
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (Storage, error) {
+	strategy := tenantcluster.NewStrategy(scheme)
+	main, err := resource.NewStore(optsGetter,
+		resource.Names{Plural: "tenantclusters", Singular: "tenantcluster", ShortNames: []string{"tc"}},
+		func() runtime.Object { return &butler.TenantCluster{} },
+		func() runtime.Object { return &butler.TenantClusterList{} },
+		strategy, tenantcluster.Table)
+	if err != nil {
+		return Storage{}, err
+	}
+	storage := Storage{TenantCluster: main}
+	storage.Status = resource.NewStatusREST(main, strategy)
+	return storage, nil
+}

@@ -1,0 +1,45 @@
+package tenantcluster
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
+	"github.com/butlerdotdev/butler-apiserver/pkg/registry/butler/resource"
+)
+
+// Table is the kubectl view of tenantclusters: PHASE, VERSION, WORKERS, ENDPOINT, AGE;
+// -o wide adds OS, TEAM and PROVIDER.
+var Table = resource.Table[*butler.TenantCluster]{
+	Columns: []metav1.TableColumnDefinition{
+		resource.Column("Phase", "string", "Lifecycle phase."),
+		resource.Column("Version", "string", "Kubernetes version."),
+		resource.Column("Workers", "string", "Ready and desired workers."),
+		resource.Column("Endpoint", "string", "Control plane endpoint."),
+	},
+	WideColumns: []metav1.TableColumnDefinition{
+		resource.Column("OS", "string", "Worker operating system."),
+		resource.Column("Team", "string", "Owning Team."),
+		resource.Column("Provider", "string", "ProviderConfig the workers come from."),
+	},
+	Cells: func(obj *butler.TenantCluster) []any {
+		var ready int32
+		if obj.Status.ObservedState != nil {
+			ready = obj.Status.ObservedState.Workers.Ready
+		}
+		team, provider := "", ""
+		if obj.Spec.TeamRef != nil {
+			team = obj.Spec.TeamRef.Name
+		}
+		if ref := obj.Spec.ProviderConfigRef; ref != nil {
+			provider = ref.Name
+			if ref.Namespace != "" {
+				provider = ref.Namespace + "/" + ref.Name
+			}
+		}
+		return []any{string(obj.Status.Phase), obj.Spec.KubernetesVersion,
+			fmt.Sprintf("%d/%d", ready, obj.Spec.Workers.Replicas), obj.Status.ControlPlaneEndpoint,
+			string(obj.Spec.Workers.MachineTemplate.OS.Type), team, provider}
+	},
+}
