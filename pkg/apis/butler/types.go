@@ -14,7 +14,7 @@ type LocalObjectReference struct {
 
 // NamespacedObjectReference names an object that may live in another namespace.
 type NamespacedObjectReference struct {
-	Name string `json:"name"`
+	Name      string `json:"name"`
 	Namespace string `json:"namespace,omitempty"`
 }
 
@@ -51,11 +51,11 @@ const (
 type ButlerConfigSpec struct {
 	MultiTenancy MultiTenancyConfig `json:"multiTenancy,omitempty"`
 	// DefaultNamespace holds TenantClusters created without a Team. Defaults to butler-tenants.
-	DefaultNamespace string `json:"defaultNamespace,omitempty"`
+	DefaultNamespace         string                     `json:"defaultNamespace,omitempty"`
 	DefaultProviderConfigRef *NamespacedObjectReference `json:"defaultProviderConfigRef,omitempty"`
 	// DefaultTeamLimits apply to every Team that sets no resourceLimits of its own.
-	DefaultTeamLimits *ResourceLimits `json:"defaultTeamLimits,omitempty"`
-	DefaultAddonVersions AddonVersions `json:"defaultAddonVersions,omitempty"`
+	DefaultTeamLimits    *ResourceLimits      `json:"defaultTeamLimits,omitempty"`
+	DefaultAddonVersions AddonVersions        `json:"defaultAddonVersions,omitempty"`
 	ControlPlaneExposure ControlPlaneExposure `json:"controlPlaneExposure,omitempty"`
 }
 
@@ -67,30 +67,30 @@ type MultiTenancyConfig struct {
 
 // AddonVersions are the platform's default addon chart versions.
 type AddonVersions struct {
-	Cilium string `json:"cilium,omitempty"`
-	Metallb string `json:"metallb,omitempty"`
+	Cilium      string `json:"cilium,omitempty"`
+	Metallb     string `json:"metallb,omitempty"`
 	CertManager string `json:"certManager,omitempty"`
-	Longhorn string `json:"longhorn,omitempty"`
-	Traefik string `json:"traefik,omitempty"`
-	Fluxcd string `json:"fluxcd,omitempty"`
+	Longhorn    string `json:"longhorn,omitempty"`
+	Traefik     string `json:"traefik,omitempty"`
+	Fluxcd      string `json:"fluxcd,omitempty"`
 }
 
 // ControlPlaneExposure says how tenant API servers are exposed by default.
 type ControlPlaneExposure struct {
 	// Mode is LoadBalancer (default), Ingress or Gateway. Ingress and Gateway need a hostname.
-	Mode ExposureMode `json:"mode,omitempty"`
-	Hostname string `json:"hostname,omitempty"`
-	IngressClassName string `json:"ingressClassName,omitempty"`
-	GatewayRef *NamespacedObjectReference `json:"gatewayRef,omitempty"`
+	Mode             ExposureMode               `json:"mode,omitempty"`
+	Hostname         string                     `json:"hostname,omitempty"`
+	IngressClassName string                     `json:"ingressClassName,omitempty"`
+	GatewayRef       *NamespacedObjectReference `json:"gatewayRef,omitempty"`
 }
 
 // ButlerConfigStatus is the observed platform state.
 type ButlerConfigStatus struct {
-	TeamCount int32 `json:"teamCount,omitempty"`
-	ClusterCount int32 `json:"clusterCount,omitempty"`
-	ControlPlaneExposureMode ExposureMode `json:"controlPlaneExposureMode,omitempty"`
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	TeamCount                int32              `json:"teamCount,omitempty"`
+	ClusterCount             int32              `json:"clusterCount,omitempty"`
+	ControlPlaneExposureMode ExposureMode       `json:"controlPlaneExposureMode,omitempty"`
+	ObservedGeneration       int64              `json:"observedGeneration,omitempty"`
+	Conditions               []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -126,18 +126,18 @@ const (
 
 // TeamSpec is the desired state of a Team.
 type TeamSpec struct {
-	DisplayName string `json:"displayName,omitempty"`
-	Description string `json:"description,omitempty"`
-	Access TeamAccess `json:"access,omitempty"`
+	DisplayName string     `json:"displayName,omitempty"`
+	Description string     `json:"description,omitempty"`
+	Access      TeamAccess `json:"access,omitempty"`
 	// ResourceLimits bound what the Team may create; ButlerConfig's defaultTeamLimits apply where unset.
-	ResourceLimits *ResourceLimits `json:"resourceLimits,omitempty"`
+	ResourceLimits    *ResourceLimits            `json:"resourceLimits,omitempty"`
 	ProviderConfigRef *NamespacedObjectReference `json:"providerConfigRef,omitempty"`
-	ClusterDefaults *ClusterDefaults `json:"clusterDefaults,omitempty"`
+	ClusterDefaults   *ClusterDefaults           `json:"clusterDefaults,omitempty"`
 }
 
 // TeamAccess lists the users and groups of a Team.
 type TeamAccess struct {
-	Users []TeamMember `json:"users,omitempty"`
+	Users  []TeamMember `json:"users,omitempty"`
 	Groups []TeamMember `json:"groups,omitempty"`
 }
 
@@ -150,26 +150,26 @@ type TeamMember struct {
 
 // ResourceLimits bound a Team's clusters, workers and resources.
 type ResourceLimits struct {
-	MaxClusters *int32 `json:"maxClusters,omitempty"`
-	MaxWorkersPerCluster *int32 `json:"maxWorkersPerCluster,omitempty"`
-	MaxTotalWorkers *int32 `json:"maxTotalWorkers,omitempty"`
-	MaxTotalCPU *resource.Quantity `json:"maxTotalCPU,omitempty"`
-	MaxTotalMemory *resource.Quantity `json:"maxTotalMemory,omitempty"`
-	MaxTotalStorage *resource.Quantity `json:"maxTotalStorage,omitempty"`
-	AllowedKubernetesVersions []string `json:"allowedKubernetesVersions,omitempty"`
-	AllowedProviders []string `json:"allowedProviders,omitempty"`
-	AllowedAddons []string `json:"allowedAddons,omitempty"`
-	DeniedAddons []string `json:"deniedAddons,omitempty"`
+	MaxClusters               *int32             `json:"maxClusters,omitempty"`
+	MaxWorkersPerCluster      *int32             `json:"maxWorkersPerCluster,omitempty"`
+	MaxTotalWorkers           *int32             `json:"maxTotalWorkers,omitempty"`
+	MaxTotalCPU               *resource.Quantity `json:"maxTotalCPU,omitempty"`
+	MaxTotalMemory            *resource.Quantity `json:"maxTotalMemory,omitempty"`
+	MaxTotalStorage           *resource.Quantity `json:"maxTotalStorage,omitempty"`
+	AllowedKubernetesVersions []string           `json:"allowedKubernetesVersions,omitempty"`
+	AllowedProviders          []string           `json:"allowedProviders,omitempty"`
+	AllowedAddons             []string           `json:"allowedAddons,omitempty"`
+	DeniedAddons              []string           `json:"deniedAddons,omitempty"`
 }
 
 // ClusterDefaults fill in TenantClusters created by the Team.
 type ClusterDefaults struct {
-	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
-	WorkerCount *int32 `json:"workerCount,omitempty"`
-	WorkerCPU *int32 `json:"workerCPU,omitempty"`
-	WorkerMemory *resource.Quantity `json:"workerMemory,omitempty"`
-	WorkerDisk *resource.Quantity `json:"workerDisk,omitempty"`
-	DefaultAddons []string `json:"defaultAddons,omitempty"`
+	KubernetesVersion string             `json:"kubernetesVersion,omitempty"`
+	WorkerCount       *int32             `json:"workerCount,omitempty"`
+	WorkerCPU         *int32             `json:"workerCPU,omitempty"`
+	WorkerMemory      *resource.Quantity `json:"workerMemory,omitempty"`
+	WorkerDisk        *resource.Quantity `json:"workerDisk,omitempty"`
+	DefaultAddons     []string           `json:"defaultAddons,omitempty"`
 }
 
 // TeamPhase is the lifecycle phase of a Team.
@@ -184,25 +184,25 @@ const (
 
 // TeamStatus is the observed state of a Team.
 type TeamStatus struct {
-	Phase TeamPhase `json:"phase,omitempty"`
-	Namespace string `json:"namespace,omitempty"`
-	ClusterCount int32 `json:"clusterCount,omitempty"`
-	MemberCount int32 `json:"memberCount,omitempty"`
+	Phase         TeamPhase      `json:"phase,omitempty"`
+	Namespace     string         `json:"namespace,omitempty"`
+	ClusterCount  int32          `json:"clusterCount,omitempty"`
+	MemberCount   int32          `json:"memberCount,omitempty"`
 	ResourceUsage *ResourceUsage `json:"resourceUsage,omitempty"`
 	// QuotaStatus is OK, Warning or Exceeded.
-	QuotaStatus string `json:"quotaStatus,omitempty"`
-	QuotaMessage string `json:"quotaMessage,omitempty"`
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	QuotaStatus        string             `json:"quotaStatus,omitempty"`
+	QuotaMessage       string             `json:"quotaMessage,omitempty"`
+	ObservedGeneration int64              `json:"observedGeneration,omitempty"`
+	Conditions         []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // ResourceUsage is what a Team's clusters use now.
 type ResourceUsage struct {
-	Clusters int32 `json:"clusters,omitempty"`
-	Nodes int32 `json:"nodes,omitempty"`
-	CPU *resource.Quantity `json:"cpu,omitempty"`
-	Memory *resource.Quantity `json:"memory,omitempty"`
-	Storage *resource.Quantity `json:"storage,omitempty"`
+	Clusters int32              `json:"clusters,omitempty"`
+	Nodes    int32              `json:"nodes,omitempty"`
+	CPU      *resource.Quantity `json:"cpu,omitempty"`
+	Memory   *resource.Quantity `json:"memory,omitempty"`
+	Storage  *resource.Quantity `json:"storage,omitempty"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -230,12 +230,12 @@ type TenantClusterSpec struct {
 	// KubernetesVersion is vMAJOR.MINOR.PATCH. It may only move forward, one minor at a time.
 	KubernetesVersion string `json:"kubernetesVersion"`
 	// TeamRef names the owning Team. In Enforced mode it must match the namespace's Team.
-	TeamRef *LocalObjectReference `json:"teamRef,omitempty"`
+	TeamRef           *LocalObjectReference      `json:"teamRef,omitempty"`
 	ProviderConfigRef *NamespacedObjectReference `json:"providerConfigRef,omitempty"`
-	ControlPlane ControlPlaneSpec `json:"controlPlane,omitempty"`
-	Workers      WorkersSpec      `json:"workers"`
-	Networking NetworkingSpec `json:"networking,omitempty"`
-	Addons AddonsSpec `json:"addons,omitempty"`
+	ControlPlane      ControlPlaneSpec           `json:"controlPlane,omitempty"`
+	Workers           WorkersSpec                `json:"workers"`
+	Networking        NetworkingSpec             `json:"networking,omitempty"`
+	Addons            AddonsSpec                 `json:"addons,omitempty"`
 }
 
 // ControlPlaneType says where the tenant control plane runs.
@@ -255,31 +255,31 @@ type ControlPlaneSpec struct {
 	// Replicas: hosted 1-3 (default 1); standalone 1, 3 or 5.
 	Replicas *int32 `json:"replicas,omitempty"`
 	// ServiceType overrides ButlerConfig's exposure mode: LoadBalancer, Ingress or Gateway.
-	ServiceType ExposureMode `json:"serviceType,omitempty"`
-	DataStoreRef *LocalObjectReference `json:"dataStoreRef,omitempty"`
-	CertSANs []string `json:"certSANs,omitempty"`
-	Resources *ControlPlaneResources `json:"resources,omitempty"`
+	ServiceType  ExposureMode           `json:"serviceType,omitempty"`
+	DataStoreRef *LocalObjectReference  `json:"dataStoreRef,omitempty"`
+	CertSANs     []string               `json:"certSANs,omitempty"`
+	Resources    *ControlPlaneResources `json:"resources,omitempty"`
 	// MachineTemplate sizes control plane machines; standalone only.
 	MachineTemplate *MachineTemplate `json:"machineTemplate,omitempty"`
 }
 
 // ControlPlaneResources are the requests and limits of the control plane components.
 type ControlPlaneResources struct {
-	APIServer *ComponentResources `json:"apiServer,omitempty"`
+	APIServer         *ComponentResources `json:"apiServer,omitempty"`
 	ControllerManager *ComponentResources `json:"controllerManager,omitempty"`
-	Scheduler *ComponentResources `json:"scheduler,omitempty"`
+	Scheduler         *ComponentResources `json:"scheduler,omitempty"`
 }
 
 // ComponentResources are the compute requests and limits of one control plane component.
 type ComponentResources struct {
 	Requests corev1.ResourceList `json:"requests,omitempty"`
-	Limits corev1.ResourceList `json:"limits,omitempty"`
+	Limits   corev1.ResourceList `json:"limits,omitempty"`
 }
 
 // WorkersSpec is the worker pool of a tenant cluster.
 type WorkersSpec struct {
 	// Replicas is the number of workers (>= 0); the scale subresource maps to it.
-	Replicas int32 `json:"replicas"`
+	Replicas        int32           `json:"replicas"`
 	MachineTemplate MachineTemplate `json:"machineTemplate,omitempty"`
 }
 
@@ -291,7 +291,7 @@ type MachineTemplate struct {
 	Memory *resource.Quantity `json:"memory,omitempty"`
 	// DiskSize defaults to 100Gi.
 	DiskSize *resource.Quantity `json:"diskSize,omitempty"`
-	OS OSSpec `json:"os,omitempty"`
+	OS       OSSpec             `json:"os,omitempty"`
 }
 
 // OSType is a worker operating system.
@@ -308,8 +308,8 @@ const (
 // OSSpec is a worker's operating system.
 type OSSpec struct {
 	// Type is talos (default), rocky, flatcar, bottlerocket or kairos; immutable.
-	Type OSType `json:"type,omitempty"`
-	Version string `json:"version,omitempty"`
+	Type     OSType `json:"type,omitempty"`
+	Version  string `json:"version,omitempty"`
 	ImageRef string `json:"imageRef,omitempty"`
 }
 
@@ -333,67 +333,67 @@ type AddressRange struct {
 
 // AddonsSpec selects the platform addons of a tenant cluster.
 type AddonsSpec struct {
-	CNI *CNIAddon `json:"cni,omitempty"`
+	CNI          *CNIAddon          `json:"cni,omitempty"`
 	LoadBalancer *LoadBalancerAddon `json:"loadBalancer,omitempty"`
-	CertManager *CertManagerAddon `json:"certManager,omitempty"`
-	Storage *StorageAddon `json:"storage,omitempty"`
-	Ingress *IngressAddon `json:"ingress,omitempty"`
-	Gitops *GitOpsAddon `json:"gitops,omitempty"`
+	CertManager  *CertManagerAddon  `json:"certManager,omitempty"`
+	Storage      *StorageAddon      `json:"storage,omitempty"`
+	Ingress      *IngressAddon      `json:"ingress,omitempty"`
+	Gitops       *GitOpsAddon       `json:"gitops,omitempty"`
 }
 
 // CNIAddon is the cluster network plugin.
 type CNIAddon struct {
 	// Provider is cilium.
-	Provider string `json:"provider,omitempty"`
-	Version string `json:"version,omitempty"`
-	Values *runtime.RawExtension `json:"values,omitempty"`
+	Provider string                `json:"provider,omitempty"`
+	Version  string                `json:"version,omitempty"`
+	Values   *runtime.RawExtension `json:"values,omitempty"`
 }
 
 // LoadBalancerAddon is the bare-metal load balancer.
 type LoadBalancerAddon struct {
 	// Provider is metallb.
-	Provider string `json:"provider,omitempty"`
-	Version string `json:"version,omitempty"`
-	Values *runtime.RawExtension `json:"values,omitempty"`
+	Provider string                `json:"provider,omitempty"`
+	Version  string                `json:"version,omitempty"`
+	Values   *runtime.RawExtension `json:"values,omitempty"`
 }
 
 // CertManagerAddon installs cert-manager.
 type CertManagerAddon struct {
-	Enabled *bool `json:"enabled,omitempty"`
-	Version string `json:"version,omitempty"`
-	Values *runtime.RawExtension `json:"values,omitempty"`
+	Enabled *bool                 `json:"enabled,omitempty"`
+	Version string                `json:"version,omitempty"`
+	Values  *runtime.RawExtension `json:"values,omitempty"`
 }
 
 // StorageAddon is the persistent storage provider.
 type StorageAddon struct {
 	// Provider is longhorn or linstor.
-	Provider string `json:"provider,omitempty"`
-	Version string `json:"version,omitempty"`
-	Values *runtime.RawExtension `json:"values,omitempty"`
+	Provider string                `json:"provider,omitempty"`
+	Version  string                `json:"version,omitempty"`
+	Values   *runtime.RawExtension `json:"values,omitempty"`
 }
 
 // IngressAddon is the ingress controller.
 type IngressAddon struct {
 	Enabled *bool `json:"enabled,omitempty"`
 	// Provider is traefik or nginx.
-	Provider string `json:"provider,omitempty"`
-	Version string `json:"version,omitempty"`
-	Values *runtime.RawExtension `json:"values,omitempty"`
+	Provider string                `json:"provider,omitempty"`
+	Version  string                `json:"version,omitempty"`
+	Values   *runtime.RawExtension `json:"values,omitempty"`
 }
 
 // GitOpsAddon bootstraps a GitOps engine from a repository.
 type GitOpsAddon struct {
 	// Provider is fluxcd or argocd.
-	Provider string `json:"provider,omitempty"`
-	Version string `json:"version,omitempty"`
+	Provider   string         `json:"provider,omitempty"`
+	Version    string         `json:"version,omitempty"`
 	Repository *GitRepository `json:"repository,omitempty"`
 }
 
 // GitRepository is where GitOps reads the cluster's desired state.
 type GitRepository struct {
-	URL string `json:"url"`
-	Branch string `json:"branch,omitempty"`
-	Path string `json:"path,omitempty"`
+	URL       string                `json:"url"`
+	Branch    string                `json:"branch,omitempty"`
+	Path      string                `json:"path,omitempty"`
 	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
 }
 
@@ -412,34 +412,34 @@ const (
 
 // TenantClusterStatus is the observed state of a tenant cluster.
 type TenantClusterStatus struct {
-	Phase TenantClusterPhase `json:"phase,omitempty"`
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	TenantNamespace string `json:"tenantNamespace,omitempty"`
-	ControlPlaneEndpoint string `json:"controlPlaneEndpoint,omitempty"`
-	KubeconfigSecretRef *LocalObjectReference `json:"kubeconfigSecretRef,omitempty"`
-	IPAllocationRefs []LocalObjectReference `json:"ipAllocationRefs,omitempty"`
-	ObservedState *ObservedClusterState `json:"observedState,omitempty"`
+	Phase                TenantClusterPhase     `json:"phase,omitempty"`
+	Conditions           []metav1.Condition     `json:"conditions,omitempty"`
+	ObservedGeneration   int64                  `json:"observedGeneration,omitempty"`
+	TenantNamespace      string                 `json:"tenantNamespace,omitempty"`
+	ControlPlaneEndpoint string                 `json:"controlPlaneEndpoint,omitempty"`
+	KubeconfigSecretRef  *LocalObjectReference  `json:"kubeconfigSecretRef,omitempty"`
+	IPAllocationRefs     []LocalObjectReference `json:"ipAllocationRefs,omitempty"`
+	ObservedState        *ObservedClusterState  `json:"observedState,omitempty"`
 }
 
 // ObservedClusterState is what the tenant cluster reports of itself.
 type ObservedClusterState struct {
-	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
-	Workers WorkerCounts `json:"workers,omitempty"`
-	Addons []ObservedAddon `json:"addons,omitempty"`
+	KubernetesVersion string          `json:"kubernetesVersion,omitempty"`
+	Workers           WorkerCounts    `json:"workers,omitempty"`
+	Addons            []ObservedAddon `json:"addons,omitempty"`
 }
 
 // WorkerCounts are the desired and ready workers.
 type WorkerCounts struct {
 	Desired int32 `json:"desired"`
-	Ready int32 `json:"ready"`
+	Ready   int32 `json:"ready"`
 }
 
 // ObservedAddon is one addon as installed in the tenant cluster.
 type ObservedAddon struct {
-	Name string `json:"name"`
+	Name    string `json:"name"`
 	Version string `json:"version,omitempty"`
-	Status string `json:"status,omitempty"`
+	Status  string `json:"status,omitempty"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -458,7 +458,7 @@ type KubeconfigRequest struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec KubeconfigRequestSpec `json:"spec,omitempty"`
+	Spec   KubeconfigRequestSpec   `json:"spec,omitempty"`
 	Status KubeconfigRequestStatus `json:"status,omitempty"`
 }
 
@@ -469,7 +469,7 @@ type KubeconfigRequestSpec struct {
 
 // KubeconfigRequestStatus carries the issued kubeconfig.
 type KubeconfigRequestStatus struct {
-	Kubeconfig []byte `json:"kubeconfig,omitempty"`
+	Kubeconfig          []byte      `json:"kubeconfig,omitempty"`
 	ExpirationTimestamp metav1.Time `json:"expirationTimestamp,omitempty"`
 }
 
@@ -491,20 +491,20 @@ type TenantAddonSpec struct {
 	// Addon names an AddonDefinition from the catalog.
 	Addon string `json:"addon,omitempty"`
 	// Helm installs a chart that is not in the catalog.
-	Helm *HelmChartSpec `json:"helm,omitempty"`
-	Version string `json:"version,omitempty"`
-	Values *runtime.RawExtension `json:"values,omitempty"`
+	Helm    *HelmChartSpec        `json:"helm,omitempty"`
+	Version string                `json:"version,omitempty"`
+	Values  *runtime.RawExtension `json:"values,omitempty"`
 	// DependsOn names other TenantAddons of the same cluster.
 	DependsOn []LocalObjectReference `json:"dependsOn,omitempty"`
 }
 
 // HelmChartSpec is a chart installed directly.
 type HelmChartSpec struct {
-	Repository string `json:"repository"`
-	Chart      string `json:"chart"`
-	ReleaseName string `json:"releaseName,omitempty"`
-	Namespace string `json:"namespace,omitempty"`
-	CreateNamespace *bool `json:"createNamespace,omitempty"`
+	Repository      string `json:"repository"`
+	Chart           string `json:"chart"`
+	ReleaseName     string `json:"releaseName,omitempty"`
+	Namespace       string `json:"namespace,omitempty"`
+	CreateNamespace *bool  `json:"createNamespace,omitempty"`
 }
 
 // TenantAddonPhase is the lifecycle phase of an addon.
@@ -522,21 +522,21 @@ const (
 
 // TenantAddonStatus is the observed state of an addon.
 type TenantAddonStatus struct {
-	Phase TenantAddonPhase `json:"phase,omitempty"`
-	InstalledVersion string `json:"installedVersion,omitempty"`
-	HelmRelease *HelmReleaseStatus `json:"helmRelease,omitempty"`
-	Message string `json:"message,omitempty"`
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	Phase              TenantAddonPhase   `json:"phase,omitempty"`
+	InstalledVersion   string             `json:"installedVersion,omitempty"`
+	HelmRelease        *HelmReleaseStatus `json:"helmRelease,omitempty"`
+	Message            string             `json:"message,omitempty"`
+	ObservedGeneration int64              `json:"observedGeneration,omitempty"`
+	Conditions         []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // HelmReleaseStatus is the Helm release behind an addon.
 type HelmReleaseStatus struct {
-	Name string `json:"name,omitempty"`
+	Name      string `json:"name,omitempty"`
 	Namespace string `json:"namespace,omitempty"`
-	Version string `json:"version,omitempty"`
-	Revision int32 `json:"revision,omitempty"`
-	Status string `json:"status,omitempty"`
+	Version   string `json:"version,omitempty"`
+	Revision  int32  `json:"revision,omitempty"`
+	Status    string `json:"status,omitempty"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -563,11 +563,11 @@ type AddonCategory string
 
 // AddonDefinitionSpec describes an addon and its chart.
 type AddonDefinitionSpec struct {
-	DisplayName string `json:"displayName,omitempty"`
-	Description string `json:"description,omitempty"`
-	Category    AddonCategory `json:"category"`
+	DisplayName string         `json:"displayName,omitempty"`
+	Description string         `json:"description,omitempty"`
+	Category    AddonCategory  `json:"category"`
 	Chart       ChartReference `json:"chart"`
-	Defaults *AddonDefaults `json:"defaults,omitempty"`
+	Defaults    *AddonDefaults `json:"defaults,omitempty"`
 	// Platform marks addons the platform itself installs.
 	Platform bool `json:"platform,omitempty"`
 	// DependsOn names other AddonDefinitions.
@@ -577,18 +577,18 @@ type AddonDefinitionSpec struct {
 // ChartReference locates a Helm chart.
 type ChartReference struct {
 	// Repository is an http(s):// or oci:// URL, or a local path for bundled charts.
-	Repository string `json:"repository"`
-	Name       string `json:"name"`
-	DefaultVersion string `json:"defaultVersion,omitempty"`
+	Repository        string   `json:"repository"`
+	Name              string   `json:"name"`
+	DefaultVersion    string   `json:"defaultVersion,omitempty"`
 	AvailableVersions []string `json:"availableVersions,omitempty"`
 }
 
 // AddonDefaults are the install defaults of a catalog addon.
 type AddonDefaults struct {
-	Namespace string `json:"namespace,omitempty"`
-	ReleaseName string `json:"releaseName,omitempty"`
-	CreateNamespace *bool `json:"createNamespace,omitempty"`
-	Values *runtime.RawExtension `json:"values,omitempty"`
+	Namespace       string                `json:"namespace,omitempty"`
+	ReleaseName     string                `json:"releaseName,omitempty"`
+	CreateNamespace *bool                 `json:"createNamespace,omitempty"`
+	Values          *runtime.RawExtension `json:"values,omitempty"`
 	// Timeout is a duration such as 10m.
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 }
@@ -621,33 +621,33 @@ type NetworkPoolSpec struct {
 	Reserved []ReservedRange `json:"reserved,omitempty"`
 	// Ranges are the parts of cidr that may be handed out; empty means all of cidr
 	// less the network and broadcast addresses.
-	Ranges []AddressRange `json:"ranges,omitempty"`
-	Defaults PoolDefaults `json:"defaults,omitempty"`
+	Ranges   []AddressRange `json:"ranges,omitempty"`
+	Defaults PoolDefaults   `json:"defaults,omitempty"`
 }
 
 // ReservedRange is a CIDR kept out of allocation.
 type ReservedRange struct {
-	CIDR string `json:"cidr"`
+	CIDR        string `json:"cidr"`
 	Description string `json:"description,omitempty"`
 }
 
 // PoolDefaults are the allocation sizes used when a request gives none.
 type PoolDefaults struct {
-	NodesPerTenant *int32 `json:"nodesPerTenant,omitempty"`
+	NodesPerTenant  *int32 `json:"nodesPerTenant,omitempty"`
 	LBPoolPerTenant *int32 `json:"lbPoolPerTenant,omitempty"`
 }
 
 // NetworkPoolStatus is computed from the allocation state, never taken from a client.
 type NetworkPoolStatus struct {
-	TotalIPs int64 `json:"totalIPs"`
-	AllocatedIPs int64 `json:"allocatedIPs"`
-	AvailableIPs int64 `json:"availableIPs"`
+	TotalIPs        int64 `json:"totalIPs"`
+	AllocatedIPs    int64 `json:"allocatedIPs"`
+	AvailableIPs    int64 `json:"availableIPs"`
 	AllocationCount int32 `json:"allocationCount"`
 	// FragmentationPercent is 100 - largest free block * 100 / total free.
-	FragmentationPercent int32 `json:"fragmentationPercent"`
-	LargestFreeBlock int64 `json:"largestFreeBlock"`
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	FragmentationPercent int32              `json:"fragmentationPercent"`
+	LargestFreeBlock     int64              `json:"largestFreeBlock"`
+	ObservedGeneration   int64              `json:"observedGeneration,omitempty"`
+	Conditions           []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -681,11 +681,11 @@ const (
 // IPAllocationSpec asks for addresses. Exactly one of count and pinnedRange is set. Immutable.
 type IPAllocationSpec struct {
 	// PoolRef names a NetworkPool in the same namespace.
-	PoolRef LocalObjectReference `json:"poolRef"`
+	PoolRef          LocalObjectReference       `json:"poolRef"`
 	TenantClusterRef *NamespacedObjectReference `json:"tenantClusterRef,omitempty"`
 	Type             IPAllocationType           `json:"type"`
-	Count *int32 `json:"count,omitempty"`
-	PinnedRange *PinnedRange `json:"pinnedRange,omitempty"`
+	Count            *int32                     `json:"count,omitempty"`
+	PinnedRange      *PinnedRange               `json:"pinnedRange,omitempty"`
 }
 
 // PinnedRange is an exact inclusive range to reserve.
@@ -706,16 +706,16 @@ const (
 
 // IPAllocationStatus is the block held.
 type IPAllocationStatus struct {
-	Phase IPAllocationPhase `json:"phase,omitempty"`
-	StartAddress string `json:"startAddress,omitempty"`
-	EndAddress string `json:"endAddress,omitempty"`
+	Phase        IPAllocationPhase `json:"phase,omitempty"`
+	StartAddress string            `json:"startAddress,omitempty"`
+	EndAddress   string            `json:"endAddress,omitempty"`
 	// CIDR is set only when the block is an aligned power of two.
 	CIDR string `json:"cidr,omitempty"`
 	// Addresses lists the block, capped for huge blocks.
-	Addresses []string `json:"addresses,omitempty"`
-	AllocatedCount int64 `json:"allocatedCount,omitempty"`
-	AllocatedAt *metav1.Time `json:"allocatedAt,omitempty"`
-	Message string `json:"message,omitempty"`
+	Addresses      []string     `json:"addresses,omitempty"`
+	AllocatedCount int64        `json:"allocatedCount,omitempty"`
+	AllocatedAt    *metav1.Time `json:"allocatedAt,omitempty"`
+	Message        string       `json:"message,omitempty"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -756,53 +756,53 @@ type ProviderConfigSpec struct {
 	Provider ProviderType `json:"provider"`
 	// CredentialsRef is a Secret in the management cluster; optional only for local.
 	CredentialsRef *SecretKeyReference `json:"credentialsRef,omitempty"`
-	Harvester *HarvesterConfig `json:"harvester,omitempty"`
-	Nutanix *NutanixConfig `json:"nutanix,omitempty"`
-	Proxmox *ProxmoxConfig `json:"proxmox,omitempty"`
-	AWS *AWSConfig `json:"aws,omitempty"`
-	Azure *AzureConfig `json:"azure,omitempty"`
-	GCP *GCPConfig `json:"gcp,omitempty"`
-	Network ProviderNetwork `json:"network,omitempty"`
-	Scope ProviderScope `json:"scope,omitempty"`
-	Limits *ProviderLimits `json:"limits,omitempty"`
+	Harvester      *HarvesterConfig    `json:"harvester,omitempty"`
+	Nutanix        *NutanixConfig      `json:"nutanix,omitempty"`
+	Proxmox        *ProxmoxConfig      `json:"proxmox,omitempty"`
+	AWS            *AWSConfig          `json:"aws,omitempty"`
+	Azure          *AzureConfig        `json:"azure,omitempty"`
+	GCP            *GCPConfig          `json:"gcp,omitempty"`
+	Network        ProviderNetwork     `json:"network,omitempty"`
+	Scope          ProviderScope       `json:"scope,omitempty"`
+	Limits         *ProviderLimits     `json:"limits,omitempty"`
 }
 
 // SecretKeyReference names a key of a Secret.
 type SecretKeyReference struct {
-	Name string `json:"name"`
+	Name      string `json:"name"`
 	Namespace string `json:"namespace,omitempty"`
-	Key string `json:"key,omitempty"`
+	Key       string `json:"key,omitempty"`
 }
 
 // HarvesterConfig are Harvester settings.
 type HarvesterConfig struct {
-	Endpoint string `json:"endpoint,omitempty"`
+	Endpoint  string `json:"endpoint,omitempty"`
 	Namespace string `json:"namespace,omitempty"`
 	// NetworkName is namespace/name of a Harvester VM network.
-	NetworkName string `json:"networkName"`
-	ImageName string `json:"imageName,omitempty"`
+	NetworkName      string `json:"networkName"`
+	ImageName        string `json:"imageName,omitempty"`
 	StorageClassName string `json:"storageClassName,omitempty"`
 }
 
 // NutanixConfig are Nutanix Prism settings.
 type NutanixConfig struct {
-	Endpoint string `json:"endpoint"`
-	Port int32 `json:"port,omitempty"`
-	Insecure bool   `json:"insecure,omitempty"`
-	ClusterUUID string `json:"clusterUUID"`
-	SubnetUUID  string `json:"subnetUUID"`
-	ImageUUID string `json:"imageUUID,omitempty"`
+	Endpoint             string `json:"endpoint"`
+	Port                 int32  `json:"port,omitempty"`
+	Insecure             bool   `json:"insecure,omitempty"`
+	ClusterUUID          string `json:"clusterUUID"`
+	SubnetUUID           string `json:"subnetUUID"`
+	ImageUUID            string `json:"imageUUID,omitempty"`
 	StorageContainerUUID string `json:"storageContainerUUID,omitempty"`
 }
 
 // ProxmoxConfig are Proxmox VE settings.
 type ProxmoxConfig struct {
-	Endpoint string `json:"endpoint"`
-	Insecure bool `json:"insecure,omitempty"`
-	Nodes   []string `json:"nodes"`
-	Storage string   `json:"storage"`
-	TemplateID int32 `json:"templateID,omitempty"`
-	VMIDRange *VMIDRange `json:"vmidRange,omitempty"`
+	Endpoint   string     `json:"endpoint"`
+	Insecure   bool       `json:"insecure,omitempty"`
+	Nodes      []string   `json:"nodes"`
+	Storage    string     `json:"storage"`
+	TemplateID int32      `json:"templateID,omitempty"`
+	VMIDRange  *VMIDRange `json:"vmidRange,omitempty"`
 }
 
 // VMIDRange bounds the Proxmox VM ids Butler uses.
@@ -813,9 +813,9 @@ type VMIDRange struct {
 
 // AWSConfig are AWS settings.
 type AWSConfig struct {
-	Region string `json:"region"`
-	VPCID string `json:"vpcID,omitempty"`
-	SubnetIDs []string `json:"subnetIDs,omitempty"`
+	Region           string   `json:"region"`
+	VPCID            string   `json:"vpcID,omitempty"`
+	SubnetIDs        []string `json:"subnetIDs,omitempty"`
 	SecurityGroupIDs []string `json:"securityGroupIDs,omitempty"`
 }
 
@@ -823,19 +823,19 @@ type AWSConfig struct {
 type AzureConfig struct {
 	SubscriptionID string `json:"subscriptionID"`
 	ResourceGroup  string `json:"resourceGroup"`
-	Location string `json:"location,omitempty"`
-	VnetName string `json:"vnetName,omitempty"`
-	SubnetName string `json:"subnetName,omitempty"`
-	VMSize string `json:"vmSize,omitempty"`
+	Location       string `json:"location,omitempty"`
+	VnetName       string `json:"vnetName,omitempty"`
+	SubnetName     string `json:"subnetName,omitempty"`
+	VMSize         string `json:"vmSize,omitempty"`
 }
 
 // GCPConfig are Google Cloud settings.
 type GCPConfig struct {
-	ProjectID string `json:"projectID"`
-	Region    string `json:"region"`
-	Zone string `json:"zone,omitempty"`
-	Network string `json:"network,omitempty"`
-	Subnetwork string `json:"subnetwork,omitempty"`
+	ProjectID   string `json:"projectID"`
+	Region      string `json:"region"`
+	Zone        string `json:"zone,omitempty"`
+	Network     string `json:"network,omitempty"`
+	Subnetwork  string `json:"subnetwork,omitempty"`
 	MachineType string `json:"machineType,omitempty"`
 }
 
@@ -850,19 +850,19 @@ const (
 // ProviderNetwork is how workers get addresses.
 type ProviderNetwork struct {
 	// Mode is ipam (addresses from NetworkPools) or cloud (default).
-	Mode NetworkMode `json:"mode,omitempty"`
-	PoolRefs []PoolReference `json:"poolRefs,omitempty"`
-	Subnet string `json:"subnet,omitempty"`
-	Gateway string `json:"gateway,omitempty"`
-	DNSServers []string `json:"dnsServers,omitempty"`
-	LoadBalancer *LoadBalancerAllocation `json:"loadBalancer,omitempty"`
-	QuotaPerTenant *TenantIPQuota `json:"quotaPerTenant,omitempty"`
+	Mode           NetworkMode             `json:"mode,omitempty"`
+	PoolRefs       []PoolReference         `json:"poolRefs,omitempty"`
+	Subnet         string                  `json:"subnet,omitempty"`
+	Gateway        string                  `json:"gateway,omitempty"`
+	DNSServers     []string                `json:"dnsServers,omitempty"`
+	LoadBalancer   *LoadBalancerAllocation `json:"loadBalancer,omitempty"`
+	QuotaPerTenant *TenantIPQuota          `json:"quotaPerTenant,omitempty"`
 }
 
 // PoolReference is a NetworkPool and its priority (lower first).
 type PoolReference struct {
-	Name string `json:"name"`
-	Priority int32 `json:"priority,omitempty"`
+	Name     string `json:"name"`
+	Priority int32  `json:"priority,omitempty"`
 }
 
 // LBAllocationMode says how load balancer addresses grow.
@@ -875,15 +875,15 @@ const (
 
 // LoadBalancerAllocation sizes tenants' load balancer pools.
 type LoadBalancerAllocation struct {
-	DefaultPoolSize *int32 `json:"defaultPoolSize,omitempty"`
-	AllocationMode LBAllocationMode `json:"allocationMode,omitempty"`
-	InitialPoolSize *int32 `json:"initialPoolSize,omitempty"`
-	GrowthIncrement *int32 `json:"growthIncrement,omitempty"`
+	DefaultPoolSize *int32           `json:"defaultPoolSize,omitempty"`
+	AllocationMode  LBAllocationMode `json:"allocationMode,omitempty"`
+	InitialPoolSize *int32           `json:"initialPoolSize,omitempty"`
+	GrowthIncrement *int32           `json:"growthIncrement,omitempty"`
 }
 
 // TenantIPQuota bounds the addresses one tenant may hold.
 type TenantIPQuota struct {
-	MaxNodeIPs *int32 `json:"maxNodeIPs,omitempty"`
+	MaxNodeIPs         *int32 `json:"maxNodeIPs,omitempty"`
 	MaxLoadBalancerIPs *int32 `json:"maxLoadBalancerIPs,omitempty"`
 }
 
@@ -897,28 +897,28 @@ const (
 
 // ProviderScope limits a ProviderConfig to the platform or one Team.
 type ProviderScope struct {
-	Type ScopeType `json:"type,omitempty"`
+	Type    ScopeType             `json:"type,omitempty"`
 	TeamRef *LocalObjectReference `json:"teamRef,omitempty"`
 }
 
 // ProviderLimits bound what Teams may create through this provider.
 type ProviderLimits struct {
 	MaxClustersPerTeam *int32 `json:"maxClustersPerTeam,omitempty"`
-	MaxNodesPerTeam *int32 `json:"maxNodesPerTeam,omitempty"`
+	MaxNodesPerTeam    *int32 `json:"maxNodesPerTeam,omitempty"`
 }
 
 // ProviderConfigStatus is the observed state of a provider.
 type ProviderConfigStatus struct {
-	Validated bool `json:"validated,omitempty"`
-	Ready bool `json:"ready,omitempty"`
-	Capacity *ProviderCapacity `json:"capacity,omitempty"`
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	Validated          bool               `json:"validated,omitempty"`
+	Ready              bool               `json:"ready,omitempty"`
+	Capacity           *ProviderCapacity  `json:"capacity,omitempty"`
+	ObservedGeneration int64              `json:"observedGeneration,omitempty"`
+	Conditions         []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // ProviderCapacity is what the provider's pools can still hold.
 type ProviderCapacity struct {
-	AvailableIPs int64 `json:"availableIPs,omitempty"`
+	AvailableIPs     int64 `json:"availableIPs,omitempty"`
 	EstimatedTenants int32 `json:"estimatedTenants,omitempty"`
 }
 

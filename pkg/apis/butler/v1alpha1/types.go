@@ -757,8 +757,8 @@ type AddonDefinitionSpec struct {
 	// +optional
 	DisplayName string `json:"displayName,omitempty"`
 	// +optional
-	Description string `json:"description,omitempty"`
-	Category    AddonCategory `json:"category"`
+	Description string         `json:"description,omitempty"`
+	Category    AddonCategory  `json:"category"`
 	Chart       ChartReference `json:"chart"`
 	// +optional
 	Defaults *AddonDefaults `json:"defaults,omitempty"`
@@ -1044,7 +1044,7 @@ type NutanixConfig struct {
 	// +optional
 	Port int32 `json:"port,omitempty"`
 	// +optional
-	Insecure bool   `json:"insecure,omitempty"`
+	Insecure    bool   `json:"insecure,omitempty"`
 	ClusterUUID string `json:"clusterUUID"`
 	SubnetUUID  string `json:"subnetUUID"`
 	// +optional
