@@ -2,7 +2,6 @@
 package apiserver
 
 import (
-	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -11,6 +10,8 @@ import (
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	scalescheme "k8s.io/client-go/scale/scheme"
+	scaleautoscalingv1 "k8s.io/client-go/scale/scheme/autoscalingv1"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/install"
@@ -33,8 +34,15 @@ var (
 
 func init() {
 	install.Install(Scheme)
-	// The scale subresource speaks autoscaling/v1 Scale.
-	utilruntime.Must(autoscalingv1.AddToScheme(Scheme))
+	// The scale subresource speaks autoscaling/v1 Scale. Its handlers convert the Scale to the
+	// internal ("hub") version of autoscaling (a strategic merge patch or an apply does), and
+	// k8s.io/api has no internal autoscaling types: client-go's scale scheme supplies one, with
+	// its conversions to and from autoscaling/v1, as apiextensions-apiserver uses for CR scale.
+	// (Registering autoscalingv1.Scale itself as the internal version also works, but then the
+	// OpenAPI definition of io.k8s.api.autoscaling.v1.Scale lists an autoscaling/__internal
+	// kind, which differs from kube-apiserver's and gets renamed when the specs are aggregated.)
+	utilruntime.Must(scaleautoscalingv1.AddToScheme(Scheme))
+	utilruntime.Must(scalescheme.AddToScheme(Scheme))
 
 	// The generic server decodes options (ListOptions, DeleteOptions, ...) as v1 of the empty group.
 	metav1.AddToGroupVersion(Scheme, schema.GroupVersion{Version: "v1"})
@@ -82,6 +90,7 @@ func newResources(optsGetter generic.RESTOptionsGetter) (map[string]rest.Storage
 	}
 	resources["tenantclusters"] = tc.TenantCluster
 	resources["tenantclusters/status"] = tc.Status
+	resources["tenantclusters/scale"] = tc.Scale
 
 	ta, err := tenantaddon.NewStorage(Scheme, optsGetter)
 	if err != nil {

@@ -73,6 +73,9 @@ check "strict field validation names an unknown field" refused_naming 'unknown f
 check "kubectl patch bumps generation" bash -c \
   "kubectl patch tc prod -n team-a --type=merge -p '{\"spec\":{\"workers\":{\"replicas\":4}}}' >/dev/null &&
    [[ \$(kubectl get tc prod -n team-a -o jsonpath='{.metadata.generation}') == 2 ]]"
+check "kubectl scale sets spec.workers.replicas" bash -c \
+  "kubectl scale tenantcluster prod -n team-a --replicas=6 >/dev/null &&
+   [[ \$(kubectl get tc prod -n team-a -o jsonpath='{.spec.workers.replicas}') == 6 ]]"
 check "delete removes everything" bash -c \
   "kubectl delete -f '${ROOT}/artifacts/examples' >/dev/null && [[ -z \$(kubectl get butler -A -o name) ]]"
 

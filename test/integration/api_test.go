@@ -412,3 +412,43 @@ func extractClientCert(kubeconfig string) string {
 	}
 	return "<no client certificate in kubeconfig>"
 }
+
+func TestScaleSubresource(t *testing.T) {
+	ctx := context.Background()
+	clusters := shared.Client.ButlerV1alpha1().TenantClusters("scale")
+	if _, err := clusters.Create(ctx, exampleCluster(t, "scale", "prod"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	scale, err := clusters.GetScale(ctx, "prod", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if scale.Spec.Replicas != 3 || scale.Status.Replicas != 0 {
+		t.Fatalf("scale spec %d status %d, want 3 and 0", scale.Spec.Replicas, scale.Status.Replicas)
+	}
+	stale := scale.DeepCopy()
+
+	scale.Spec.Replicas = 5
+	if _, err := clusters.UpdateScale(ctx, "prod", scale, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tc, err := clusters.Get(ctx, "prod", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tc.Spec.Workers.Replicas != 5 || tc.Generation != 2 {
+		t.Errorf("after scale: replicas %d generation %d, want 5 and 2", tc.Spec.Workers.Replicas, tc.Generation)
+	}
+
+	stale.Spec.Replicas = 1
+	if _, err := clusters.UpdateScale(ctx, "prod", stale, metav1.UpdateOptions{}); !apierrors.IsConflict(err) {
+		t.Errorf("scale with a stale resourceVersion: want 409, got %v", err)
+	}
+	current, err := clusters.GetScale(ctx, "prod", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	current.Spec.Replicas = -1
+	_, err = clusters.UpdateScale(ctx, "prod", current, metav1.UpdateOptions{})
+	expectInvalidFields(t, err, "spec.replicas")
+}

@@ -16,6 +16,8 @@ type Storage struct {
 	TenantCluster *resource.REST
 	// Status is tenantclusters/status.
 	Status *resource.StatusREST
+	// Scale is tenantclusters/scale: an autoscaling/v1 Scale over spec.workers.replicas.
+	Scale *ScaleREST
 }
 
 // NewStorage returns the etcd-backed endpoints of tenantclusters.
@@ -31,5 +33,6 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (S
 	}
 	storage := Storage{TenantCluster: main}
 	storage.Status = resource.NewStatusREST(main, strategy)
+	storage.Scale = NewScaleREST(main.Store)
 	return storage, nil
 }
