@@ -8,7 +8,7 @@ trap 'rm -rf "${SCRATCH}"' EXIT
 
 # Copy the sources (not .git or build output) and regenerate there.
 tar -C "${ROOT}" --exclude=./.git --exclude=./_output --exclude=./.butler -cf - . | tar -C "${SCRATCH}" -xf -
-mkdir -p "${SCRATCH}/_output"
+mkdir -p "${SCRATCH}/_output" "${ROOT}/_output/bin"
 ln -s "${ROOT}/_output/bin" "${SCRATCH}/_output/bin" 2>/dev/null || true
 "${SCRATCH}/hack/update-codegen.sh" >/dev/null
 
