@@ -2,10 +2,13 @@
 package apiserver
 
 import (
+	"maps"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -67,64 +70,28 @@ func InstallButlerAPI(server *genericapiserver.GenericAPIServer, optsGetter gene
 	return server.InstallAPIGroup(&group)
 }
 
+// endpoints are the served paths of one resource and its subresources.
+type endpoints interface {
+	Endpoints() map[string]rest.Storage
+}
+
 func newResources(optsGetter generic.RESTOptionsGetter) (map[string]rest.Storage, error) {
 	resources := map[string]rest.Storage{}
-
-	bc, err := butlerconfig.NewStorage(Scheme, optsGetter)
-	if err != nil {
-		return nil, err
+	var errs []error
+	add := func(storage endpoints, err error) {
+		if err != nil {
+			errs = append(errs, err)
+			return
+		}
+		maps.Copy(resources, storage.Endpoints())
 	}
-	resources["butlerconfigs"] = bc.ButlerConfig
-	resources["butlerconfigs/status"] = bc.Status
-
-	tm, err := team.NewStorage(Scheme, optsGetter)
-	if err != nil {
-		return nil, err
-	}
-	resources["teams"] = tm.Team
-	resources["teams/status"] = tm.Status
-
-	tc, err := tenantcluster.NewStorage(Scheme, optsGetter)
-	if err != nil {
-		return nil, err
-	}
-	resources["tenantclusters"] = tc.TenantCluster
-	resources["tenantclusters/status"] = tc.Status
-	resources["tenantclusters/scale"] = tc.Scale
-
-	ta, err := tenantaddon.NewStorage(Scheme, optsGetter)
-	if err != nil {
-		return nil, err
-	}
-	resources["tenantaddons"] = ta.TenantAddon
-	resources["tenantaddons/status"] = ta.Status
-
-	ad, err := addondefinition.NewStorage(Scheme, optsGetter)
-	if err != nil {
-		return nil, err
-	}
-	resources["addondefinitions"] = ad.AddonDefinition
-
-	np, err := networkpool.NewStorage(Scheme, optsGetter)
-	if err != nil {
-		return nil, err
-	}
-	resources["networkpools"] = np.NetworkPool
-	resources["networkpools/status"] = np.Status
-
-	ipa, err := ipallocation.NewStorage(Scheme, optsGetter)
-	if err != nil {
-		return nil, err
-	}
-	resources["ipallocations"] = ipa.IPAllocation
-	resources["ipallocations/status"] = ipa.Status
-
-	pc, err := providerconfig.NewStorage(Scheme, optsGetter)
-	if err != nil {
-		return nil, err
-	}
-	resources["providerconfigs"] = pc.ProviderConfig
-	resources["providerconfigs/status"] = pc.Status
-
-	return resources, nil
+	add(butlerconfig.NewStorage(Scheme, optsGetter))
+	add(team.NewStorage(Scheme, optsGetter))
+	add(tenantcluster.NewStorage(Scheme, optsGetter))
+	add(tenantaddon.NewStorage(Scheme, optsGetter))
+	add(addondefinition.NewStorage(Scheme, optsGetter))
+	add(networkpool.NewStorage(Scheme, optsGetter))
+	add(ipallocation.NewStorage(Scheme, optsGetter))
+	add(providerconfig.NewStorage(Scheme, optsGetter))
+	return resources, utilerrors.NewAggregate(errs)
 }

@@ -4,6 +4,7 @@ package storage
 import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/generic"
+	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
 	"github.com/butlerdotdev/butler-apiserver/pkg/registry/butler/addondefinition"
@@ -29,4 +30,11 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (S
 	}
 	storage := Storage{AddonDefinition: main}
 	return storage, nil
+}
+
+// Endpoints maps each served path of addondefinitions to its storage.
+func (s Storage) Endpoints() map[string]rest.Storage {
+	return map[string]rest.Storage{
+		"addondefinitions": s.AddonDefinition,
+	}
 }

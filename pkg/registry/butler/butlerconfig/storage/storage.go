@@ -4,6 +4,7 @@ package storage
 import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/generic"
+	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
 	"github.com/butlerdotdev/butler-apiserver/pkg/registry/butler/butlerconfig"
@@ -32,4 +33,12 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (S
 	storage := Storage{ButlerConfig: main}
 	storage.Status = resource.NewStatusREST(main, strategy)
 	return storage, nil
+}
+
+// Endpoints maps each served path of butlerconfigs to its storage.
+func (s Storage) Endpoints() map[string]rest.Storage {
+	return map[string]rest.Storage{
+		"butlerconfigs":        s.ButlerConfig,
+		"butlerconfigs/status": s.Status,
+	}
 }

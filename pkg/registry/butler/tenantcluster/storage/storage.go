@@ -4,6 +4,7 @@ package storage
 import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/generic"
+	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
 	"github.com/butlerdotdev/butler-apiserver/pkg/registry/butler/resource"
@@ -35,4 +36,13 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (S
 	storage.Status = resource.NewStatusREST(main, strategy)
 	storage.Scale = NewScaleREST(main.Store)
 	return storage, nil
+}
+
+// Endpoints maps each served path of tenantclusters to its storage.
+func (s Storage) Endpoints() map[string]rest.Storage {
+	return map[string]rest.Storage{
+		"tenantclusters":        s.TenantCluster,
+		"tenantclusters/status": s.Status,
+		"tenantclusters/scale":  s.Scale,
+	}
 }
