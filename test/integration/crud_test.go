@@ -2,11 +2,11 @@ package integration
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -230,7 +230,7 @@ func expectEvent(t *testing.T, w watch.Interface, want watch.EventType, name str
 		if !ok {
 			t.Fatalf("watch closed while waiting for %s of %s", want, name)
 		}
-		accessor, err := metaOf(ev.Object)
+		accessor, err := meta.Accessor(ev.Object)
 		if ev.Type != want || err != nil || accessor.GetName() != name {
 			t.Fatalf("watch: got %s %v (%v), want %s %s", ev.Type, ev.Object, err, want, name)
 		}
@@ -239,19 +239,11 @@ func expectEvent(t *testing.T, w watch.Interface, want watch.EventType, name str
 	}
 }
 
-func metaOf(obj runtime.Object) (metav1.Object, error) {
-	o, ok := obj.(metav1.Object)
-	if !ok {
-		return nil, fmt.Errorf("%T has no metadata", obj)
-	}
-	return o, nil
-}
-
 func mustListRV(t *testing.T, list runtime.Object) string {
 	t.Helper()
-	l, ok := list.(metav1.ListInterface)
-	if !ok {
-		t.Fatalf("%T is not a list", list)
+	l, err := meta.ListAccessor(list)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return l.GetResourceVersion()
 }

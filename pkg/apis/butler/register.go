@@ -42,8 +42,3 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 func Resource(resource string) schema.GroupResource {
 	return SchemeGroupVersion.WithResource(resource).GroupResource()
 }
-
-// Kind qualifies a kind name with this group.
-func Kind(kind string) schema.GroupKind {
-	return SchemeGroupVersion.WithKind(kind).GroupKind()
-}
