@@ -296,6 +296,7 @@ type TeamList struct {
 // +genclient
 // +genclient:method=GetScale,verb=get,subresource=scale,result=k8s.io/api/autoscaling/v1.Scale
 // +genclient:method=UpdateScale,verb=update,subresource=scale,input=k8s.io/api/autoscaling/v1.Scale,result=k8s.io/api/autoscaling/v1.Scale
+// +genclient:method=CreateKubeconfig,verb=create,subresource=kubeconfig,input=KubeconfigRequest,result=KubeconfigRequest
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
 // TenantCluster is one tenant Kubernetes cluster.
@@ -808,6 +809,7 @@ type AddonDefinitionList struct {
 }
 
 // +genclient
+// +genclient:method=Allocate,verb=create,subresource=allocate,input=IPAllocation,result=IPAllocation
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
 // NetworkPool is a range of addresses handed out to tenants.

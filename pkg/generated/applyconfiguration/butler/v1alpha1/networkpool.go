@@ -84,6 +84,12 @@ func ExtractNetworkPool(networkPool *butlerv1alpha1.NetworkPool, fieldManager st
 	return ExtractNetworkPoolFrom(networkPool, fieldManager, "")
 }
 
+// ExtractNetworkPoolAllocate extracts the applied configuration owned by fieldManager from
+// networkPool for the allocate subresource.
+func ExtractNetworkPoolAllocate(networkPool *butlerv1alpha1.NetworkPool, fieldManager string) (*NetworkPoolApplyConfiguration, error) {
+	return ExtractNetworkPoolFrom(networkPool, fieldManager, "allocate")
+}
+
 // ExtractNetworkPoolStatus extracts the applied configuration owned by fieldManager from
 // networkPool for the status subresource.
 func ExtractNetworkPoolStatus(networkPool *butlerv1alpha1.NetworkPool, fieldManager string) (*NetworkPoolApplyConfiguration, error) {

@@ -84,6 +84,12 @@ func ExtractTenantCluster(tenantCluster *butlerv1alpha1.TenantCluster, fieldMana
 	return ExtractTenantClusterFrom(tenantCluster, fieldManager, "")
 }
 
+// ExtractTenantClusterKubeconfig extracts the applied configuration owned by fieldManager from
+// tenantCluster for the kubeconfig subresource.
+func ExtractTenantClusterKubeconfig(tenantCluster *butlerv1alpha1.TenantCluster, fieldManager string) (*TenantClusterApplyConfiguration, error) {
+	return ExtractTenantClusterFrom(tenantCluster, fieldManager, "kubeconfig")
+}
+
 // ExtractTenantClusterScale extracts the applied configuration owned by fieldManager from
 // tenantCluster for the scale subresource.
 func ExtractTenantClusterScale(tenantCluster *butlerv1alpha1.TenantCluster, fieldManager string) (*TenantClusterApplyConfiguration, error) {

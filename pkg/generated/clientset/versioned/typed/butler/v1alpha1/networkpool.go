@@ -51,6 +51,8 @@ type NetworkPoolInterface interface {
 	Apply(ctx context.Context, networkPool *applyconfigurationbutlerv1alpha1.NetworkPoolApplyConfiguration, opts v1.ApplyOptions) (result *butlerv1alpha1.NetworkPool, err error)
 	// Add a +genclient:noStatus comment above the type to avoid generating ApplyStatus().
 	ApplyStatus(ctx context.Context, networkPool *applyconfigurationbutlerv1alpha1.NetworkPoolApplyConfiguration, opts v1.ApplyOptions) (result *butlerv1alpha1.NetworkPool, err error)
+	Allocate(ctx context.Context, networkPoolName string, iPAllocation *butlerv1alpha1.IPAllocation, opts v1.CreateOptions) (*butlerv1alpha1.IPAllocation, error)
+
 	NetworkPoolExpansion
 }
 
@@ -71,4 +73,19 @@ func newNetworkPools(c *ButlerV1alpha1Client, namespace string) *networkPools {
 			func() *butlerv1alpha1.NetworkPoolList { return &butlerv1alpha1.NetworkPoolList{} },
 		),
 	}
+}
+
+// Allocate takes the representation of a iPAllocation and creates it.  Returns the server's representation of the iPAllocation, and an error, if there is any.
+func (c *networkPools) Allocate(ctx context.Context, networkPoolName string, iPAllocation *butlerv1alpha1.IPAllocation, opts v1.CreateOptions) (result *butlerv1alpha1.IPAllocation, err error) {
+	result = &butlerv1alpha1.IPAllocation{}
+	err = c.GetClient().Post().
+		Namespace(c.GetNamespace()).
+		Resource("networkpools").
+		Name(networkPoolName).
+		SubResource("allocate").
+		VersionedParams(&opts, scheme.ParameterCodec).
+		Body(iPAllocation).
+		Do(ctx).
+		Into(result)
+	return
 }

@@ -54,6 +54,7 @@ type TenantClusterInterface interface {
 	ApplyStatus(ctx context.Context, tenantCluster *applyconfigurationbutlerv1alpha1.TenantClusterApplyConfiguration, opts v1.ApplyOptions) (result *butlerv1alpha1.TenantCluster, err error)
 	GetScale(ctx context.Context, tenantClusterName string, options v1.GetOptions) (*autoscalingv1.Scale, error)
 	UpdateScale(ctx context.Context, tenantClusterName string, scale *autoscalingv1.Scale, opts v1.UpdateOptions) (*autoscalingv1.Scale, error)
+	CreateKubeconfig(ctx context.Context, tenantClusterName string, kubeconfigRequest *butlerv1alpha1.KubeconfigRequest, opts v1.CreateOptions) (*butlerv1alpha1.KubeconfigRequest, error)
 
 	TenantClusterExpansion
 }
@@ -101,6 +102,21 @@ func (c *tenantClusters) UpdateScale(ctx context.Context, tenantClusterName stri
 		SubResource("scale").
 		VersionedParams(&opts, scheme.ParameterCodec).
 		Body(scale).
+		Do(ctx).
+		Into(result)
+	return
+}
+
+// CreateKubeconfig takes the representation of a kubeconfigRequest and creates it.  Returns the server's representation of the kubeconfigRequest, and an error, if there is any.
+func (c *tenantClusters) CreateKubeconfig(ctx context.Context, tenantClusterName string, kubeconfigRequest *butlerv1alpha1.KubeconfigRequest, opts v1.CreateOptions) (result *butlerv1alpha1.KubeconfigRequest, err error) {
+	result = &butlerv1alpha1.KubeconfigRequest{}
+	err = c.GetClient().Post().
+		Namespace(c.GetNamespace()).
+		Resource("tenantclusters").
+		Name(tenantClusterName).
+		SubResource("kubeconfig").
+		VersionedParams(&opts, scheme.ParameterCodec).
+		Body(kubeconfigRequest).
 		Do(ctx).
 		Into(result)
 	return

@@ -19,10 +19,14 @@ limitations under the License.
 package fake
 
 import (
+	context "context"
+
 	v1alpha1 "github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	butlerv1alpha1 "github.com/butlerdotdev/butler-apiserver/pkg/generated/applyconfiguration/butler/v1alpha1"
 	typedbutlerv1alpha1 "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned/typed/butler/v1alpha1"
+	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gentype "k8s.io/client-go/gentype"
+	testing "k8s.io/client-go/testing"
 )
 
 // fakeNetworkPools implements NetworkPoolInterface
@@ -50,4 +54,16 @@ func newFakeNetworkPools(fake *FakeButlerV1alpha1, namespace string) typedbutler
 		),
 		fake,
 	}
+}
+
+// Allocate takes the representation of a iPAllocation and creates it.  Returns the server's representation of the iPAllocation, and an error, if there is any.
+func (c *fakeNetworkPools) Allocate(ctx context.Context, networkPoolName string, iPAllocation *v1alpha1.IPAllocation, opts v1.CreateOptions) (result *v1alpha1.IPAllocation, err error) {
+	emptyResult := &v1alpha1.IPAllocation{}
+	obj, err := c.Fake.
+		Invokes(testing.NewCreateSubresourceActionWithOptions(c.Resource(), networkPoolName, "allocate", c.Namespace(), iPAllocation, opts), emptyResult)
+
+	if obj == nil {
+		return emptyResult, err
+	}
+	return obj.(*v1alpha1.IPAllocation), err
 }

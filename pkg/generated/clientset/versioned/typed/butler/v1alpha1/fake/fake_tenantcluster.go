@@ -80,3 +80,15 @@ func (c *fakeTenantClusters) UpdateScale(ctx context.Context, tenantClusterName 
 	}
 	return obj.(*autoscalingv1.Scale), err
 }
+
+// CreateKubeconfig takes the representation of a kubeconfigRequest and creates it.  Returns the server's representation of the kubeconfigRequest, and an error, if there is any.
+func (c *fakeTenantClusters) CreateKubeconfig(ctx context.Context, tenantClusterName string, kubeconfigRequest *v1alpha1.KubeconfigRequest, opts v1.CreateOptions) (result *v1alpha1.KubeconfigRequest, err error) {
+	emptyResult := &v1alpha1.KubeconfigRequest{}
+	obj, err := c.Fake.
+		Invokes(testing.NewCreateSubresourceActionWithOptions(c.Resource(), tenantClusterName, "kubeconfig", c.Namespace(), kubeconfigRequest, opts), emptyResult)
+
+	if obj == nil {
+		return emptyResult, err
+	}
+	return obj.(*v1alpha1.KubeconfigRequest), err
+}
