@@ -4,5 +4,9 @@
 package hack
 
 import (
+	// goimports is run by go-to-protobuf on the generated.pb.go files it writes.
+	_ "golang.org/x/tools/cmd/goimports"
 	_ "k8s.io/code-generator"
+	_ "k8s.io/code-generator/cmd/go-to-protobuf"
+	_ "k8s.io/code-generator/cmd/go-to-protobuf/protoc-gen-gogo"
 )

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Fails when generated code is stale: regenerates into a scratch copy and compares.
+# Fails when generated code is stale: regenerates into a scratch copy and compares. Covers
+# everything hack/update-codegen.sh writes, the protobuf (and its struct tags in types.go) too;
+# protoc is installed on demand (hack/install-protoc.sh).
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

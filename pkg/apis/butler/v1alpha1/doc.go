@@ -1,4 +1,5 @@
 // +k8s:openapi-gen=true
+// +k8s:protobuf-gen=package
 // +k8s:deepcopy-gen=package
 // +k8s:conversion-gen=github.com/butlerdotdev/butler-apiserver/pkg/apis/butler
 // +k8s:defaulter-gen=TypeMeta

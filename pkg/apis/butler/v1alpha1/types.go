@@ -9,14 +9,14 @@ import (
 
 // LocalObjectReference names an object in the same namespace (or a cluster-scoped object).
 type LocalObjectReference struct {
-	Name string `json:"name"`
+	Name string `json:"name" protobuf:"bytes,1,opt,name=name"`
 }
 
 // NamespacedObjectReference names an object that may live in another namespace.
 type NamespacedObjectReference struct {
-	Name string `json:"name"`
+	Name string `json:"name" protobuf:"bytes,1,opt,name=name"`
 	// +optional
-	Namespace string `json:"namespace,omitempty"`
+	Namespace string `json:"namespace,omitempty" protobuf:"bytes,2,opt,name=namespace"`
 }
 
 // +genclient
@@ -26,10 +26,10 @@ type NamespacedObjectReference struct {
 // ButlerConfig holds platform-wide settings. It is a singleton named "butler".
 type ButlerConfig struct {
 	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata,omitempty"`
+	metav1.ObjectMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
 
-	Spec   ButlerConfigSpec   `json:"spec,omitempty"`
-	Status ButlerConfigStatus `json:"status,omitempty"`
+	Spec   ButlerConfigSpec   `json:"spec,omitempty" protobuf:"bytes,2,opt,name=spec"`
+	Status ButlerConfigStatus `json:"status,omitempty" protobuf:"bytes,3,opt,name=status"`
 }
 
 // MultiTenancyMode says whether TenantClusters must live in a Team's namespace.
@@ -53,71 +53,71 @@ const (
 // ButlerConfigSpec is the desired platform configuration.
 type ButlerConfigSpec struct {
 	// +optional
-	MultiTenancy MultiTenancyConfig `json:"multiTenancy,omitempty"`
+	MultiTenancy MultiTenancyConfig `json:"multiTenancy,omitempty" protobuf:"bytes,1,opt,name=multiTenancy"`
 	// DefaultNamespace holds TenantClusters created without a Team. Defaults to butler-tenants.
 	// +optional
-	DefaultNamespace string `json:"defaultNamespace,omitempty"`
+	DefaultNamespace string `json:"defaultNamespace,omitempty" protobuf:"bytes,2,opt,name=defaultNamespace"`
 	// +optional
-	DefaultProviderConfigRef *NamespacedObjectReference `json:"defaultProviderConfigRef,omitempty"`
+	DefaultProviderConfigRef *NamespacedObjectReference `json:"defaultProviderConfigRef,omitempty" protobuf:"bytes,3,opt,name=defaultProviderConfigRef"`
 	// DefaultTeamLimits apply to every Team that sets no resourceLimits of its own.
 	// +optional
-	DefaultTeamLimits *ResourceLimits `json:"defaultTeamLimits,omitempty"`
+	DefaultTeamLimits *ResourceLimits `json:"defaultTeamLimits,omitempty" protobuf:"bytes,4,opt,name=defaultTeamLimits"`
 	// +optional
-	DefaultAddonVersions AddonVersions `json:"defaultAddonVersions,omitempty"`
+	DefaultAddonVersions AddonVersions `json:"defaultAddonVersions,omitempty" protobuf:"bytes,5,opt,name=defaultAddonVersions"`
 	// +optional
-	ControlPlaneExposure ControlPlaneExposure `json:"controlPlaneExposure,omitempty"`
+	ControlPlaneExposure ControlPlaneExposure `json:"controlPlaneExposure,omitempty" protobuf:"bytes,6,opt,name=controlPlaneExposure"`
 }
 
 // MultiTenancyConfig configures tenancy enforcement.
 type MultiTenancyConfig struct {
 	// Mode is Enforced, Optional or Disabled (default).
 	// +optional
-	Mode MultiTenancyMode `json:"mode,omitempty"`
+	Mode MultiTenancyMode `json:"mode,omitempty" protobuf:"bytes,1,opt,name=mode,casttype=MultiTenancyMode"`
 }
 
 // AddonVersions are the platform's default addon chart versions.
 type AddonVersions struct {
 	// +optional
-	Cilium string `json:"cilium,omitempty"`
+	Cilium string `json:"cilium,omitempty" protobuf:"bytes,1,opt,name=cilium"`
 	// +optional
-	Metallb string `json:"metallb,omitempty"`
+	Metallb string `json:"metallb,omitempty" protobuf:"bytes,2,opt,name=metallb"`
 	// +optional
-	CertManager string `json:"certManager,omitempty"`
+	CertManager string `json:"certManager,omitempty" protobuf:"bytes,3,opt,name=certManager"`
 	// +optional
-	Longhorn string `json:"longhorn,omitempty"`
+	Longhorn string `json:"longhorn,omitempty" protobuf:"bytes,4,opt,name=longhorn"`
 	// +optional
-	Traefik string `json:"traefik,omitempty"`
+	Traefik string `json:"traefik,omitempty" protobuf:"bytes,5,opt,name=traefik"`
 	// +optional
-	Fluxcd string `json:"fluxcd,omitempty"`
+	Fluxcd string `json:"fluxcd,omitempty" protobuf:"bytes,6,opt,name=fluxcd"`
 }
 
 // ControlPlaneExposure says how tenant API servers are exposed by default.
 type ControlPlaneExposure struct {
 	// Mode is LoadBalancer (default), Ingress or Gateway. Ingress and Gateway need a hostname.
 	// +optional
-	Mode ExposureMode `json:"mode,omitempty"`
+	Mode ExposureMode `json:"mode,omitempty" protobuf:"bytes,1,opt,name=mode,casttype=ExposureMode"`
 	// +optional
-	Hostname string `json:"hostname,omitempty"`
+	Hostname string `json:"hostname,omitempty" protobuf:"bytes,2,opt,name=hostname"`
 	// +optional
-	IngressClassName string `json:"ingressClassName,omitempty"`
+	IngressClassName string `json:"ingressClassName,omitempty" protobuf:"bytes,3,opt,name=ingressClassName"`
 	// +optional
-	GatewayRef *NamespacedObjectReference `json:"gatewayRef,omitempty"`
+	GatewayRef *NamespacedObjectReference `json:"gatewayRef,omitempty" protobuf:"bytes,4,opt,name=gatewayRef"`
 }
 
 // ButlerConfigStatus is the observed platform state.
 type ButlerConfigStatus struct {
 	// +optional
-	TeamCount int32 `json:"teamCount,omitempty"`
+	TeamCount int32 `json:"teamCount,omitempty" protobuf:"varint,1,opt,name=teamCount"`
 	// +optional
-	ClusterCount int32 `json:"clusterCount,omitempty"`
+	ClusterCount int32 `json:"clusterCount,omitempty" protobuf:"varint,2,opt,name=clusterCount"`
 	// +optional
-	ControlPlaneExposureMode ExposureMode `json:"controlPlaneExposureMode,omitempty"`
+	ControlPlaneExposureMode ExposureMode `json:"controlPlaneExposureMode,omitempty" protobuf:"bytes,3,opt,name=controlPlaneExposureMode,casttype=ExposureMode"`
 	// +optional
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	ObservedGeneration int64 `json:"observedGeneration,omitempty" protobuf:"varint,4,opt,name=observedGeneration"`
 	// +optional
 	// +listType=map
 	// +listMapKey=type
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	Conditions []metav1.Condition `json:"conditions,omitempty" protobuf:"bytes,5,rep,name=conditions"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -125,8 +125,8 @@ type ButlerConfigStatus struct {
 // ButlerConfigList is a list of ButlerConfig.
 type ButlerConfigList struct {
 	metav1.TypeMeta `json:",inline"`
-	metav1.ListMeta `json:"metadata,omitempty"`
-	Items           []ButlerConfig `json:"items"`
+	metav1.ListMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
+	Items           []ButlerConfig `json:"items" protobuf:"bytes,2,rep,name=items"`
 }
 
 // +genclient
@@ -136,10 +136,10 @@ type ButlerConfigList struct {
 // Team is a group of people, their access and their limits. Its namespace has the Team's name.
 type Team struct {
 	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata,omitempty"`
+	metav1.ObjectMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
 
-	Spec   TeamSpec   `json:"spec,omitempty"`
-	Status TeamStatus `json:"status,omitempty"`
+	Spec   TeamSpec   `json:"spec,omitempty" protobuf:"bytes,2,opt,name=spec"`
+	Status TeamStatus `json:"status,omitempty" protobuf:"bytes,3,opt,name=status"`
 }
 
 // TeamRole is the access a member has to the Team's clusters.
@@ -156,18 +156,18 @@ const (
 // TeamSpec is the desired state of a Team.
 type TeamSpec struct {
 	// +optional
-	DisplayName string `json:"displayName,omitempty"`
+	DisplayName string `json:"displayName,omitempty" protobuf:"bytes,1,opt,name=displayName"`
 	// +optional
-	Description string `json:"description,omitempty"`
+	Description string `json:"description,omitempty" protobuf:"bytes,2,opt,name=description"`
 	// +optional
-	Access TeamAccess `json:"access,omitempty"`
+	Access TeamAccess `json:"access,omitempty" protobuf:"bytes,3,opt,name=access"`
 	// ResourceLimits bound what the Team may create; ButlerConfig's defaultTeamLimits apply where unset.
 	// +optional
-	ResourceLimits *ResourceLimits `json:"resourceLimits,omitempty"`
+	ResourceLimits *ResourceLimits `json:"resourceLimits,omitempty" protobuf:"bytes,4,opt,name=resourceLimits"`
 	// +optional
-	ProviderConfigRef *NamespacedObjectReference `json:"providerConfigRef,omitempty"`
+	ProviderConfigRef *NamespacedObjectReference `json:"providerConfigRef,omitempty" protobuf:"bytes,5,opt,name=providerConfigRef"`
 	// +optional
-	ClusterDefaults *ClusterDefaults `json:"clusterDefaults,omitempty"`
+	ClusterDefaults *ClusterDefaults `json:"clusterDefaults,omitempty" protobuf:"bytes,6,opt,name=clusterDefaults"`
 }
 
 // TeamAccess lists the users and groups of a Team.
@@ -175,64 +175,64 @@ type TeamAccess struct {
 	// +optional
 	// +listType=map
 	// +listMapKey=name
-	Users []TeamMember `json:"users,omitempty"`
+	Users []TeamMember `json:"users,omitempty" protobuf:"bytes,1,rep,name=users"`
 	// +optional
 	// +listType=map
 	// +listMapKey=name
-	Groups []TeamMember `json:"groups,omitempty"`
+	Groups []TeamMember `json:"groups,omitempty" protobuf:"bytes,2,rep,name=groups"`
 }
 
 // TeamMember is one user or group and its role.
 type TeamMember struct {
-	Name string `json:"name"`
+	Name string `json:"name" protobuf:"bytes,1,opt,name=name"`
 	// Role is admin, operator (or member) or viewer (default).
 	// +optional
-	Role TeamRole `json:"role,omitempty"`
+	Role TeamRole `json:"role,omitempty" protobuf:"bytes,2,opt,name=role,casttype=TeamRole"`
 }
 
 // ResourceLimits bound a Team's clusters, workers and resources.
 type ResourceLimits struct {
 	// +optional
-	MaxClusters *int32 `json:"maxClusters,omitempty"`
+	MaxClusters *int32 `json:"maxClusters,omitempty" protobuf:"varint,1,opt,name=maxClusters"`
 	// +optional
-	MaxWorkersPerCluster *int32 `json:"maxWorkersPerCluster,omitempty"`
+	MaxWorkersPerCluster *int32 `json:"maxWorkersPerCluster,omitempty" protobuf:"varint,2,opt,name=maxWorkersPerCluster"`
 	// +optional
-	MaxTotalWorkers *int32 `json:"maxTotalWorkers,omitempty"`
+	MaxTotalWorkers *int32 `json:"maxTotalWorkers,omitempty" protobuf:"varint,3,opt,name=maxTotalWorkers"`
 	// +optional
-	MaxTotalCPU *resource.Quantity `json:"maxTotalCPU,omitempty"`
+	MaxTotalCPU *resource.Quantity `json:"maxTotalCPU,omitempty" protobuf:"bytes,4,opt,name=maxTotalCPU"`
 	// +optional
-	MaxTotalMemory *resource.Quantity `json:"maxTotalMemory,omitempty"`
+	MaxTotalMemory *resource.Quantity `json:"maxTotalMemory,omitempty" protobuf:"bytes,5,opt,name=maxTotalMemory"`
 	// +optional
-	MaxTotalStorage *resource.Quantity `json:"maxTotalStorage,omitempty"`
-	// +optional
-	// +listType=set
-	AllowedKubernetesVersions []string `json:"allowedKubernetesVersions,omitempty"`
+	MaxTotalStorage *resource.Quantity `json:"maxTotalStorage,omitempty" protobuf:"bytes,6,opt,name=maxTotalStorage"`
 	// +optional
 	// +listType=set
-	AllowedProviders []string `json:"allowedProviders,omitempty"`
+	AllowedKubernetesVersions []string `json:"allowedKubernetesVersions,omitempty" protobuf:"bytes,7,rep,name=allowedKubernetesVersions"`
 	// +optional
 	// +listType=set
-	AllowedAddons []string `json:"allowedAddons,omitempty"`
+	AllowedProviders []string `json:"allowedProviders,omitempty" protobuf:"bytes,8,rep,name=allowedProviders"`
 	// +optional
 	// +listType=set
-	DeniedAddons []string `json:"deniedAddons,omitempty"`
+	AllowedAddons []string `json:"allowedAddons,omitempty" protobuf:"bytes,9,rep,name=allowedAddons"`
+	// +optional
+	// +listType=set
+	DeniedAddons []string `json:"deniedAddons,omitempty" protobuf:"bytes,10,rep,name=deniedAddons"`
 }
 
 // ClusterDefaults fill in TenantClusters created by the Team.
 type ClusterDefaults struct {
 	// +optional
-	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
+	KubernetesVersion string `json:"kubernetesVersion,omitempty" protobuf:"bytes,1,opt,name=kubernetesVersion"`
 	// +optional
-	WorkerCount *int32 `json:"workerCount,omitempty"`
+	WorkerCount *int32 `json:"workerCount,omitempty" protobuf:"varint,2,opt,name=workerCount"`
 	// +optional
-	WorkerCPU *int32 `json:"workerCPU,omitempty"`
+	WorkerCPU *int32 `json:"workerCPU,omitempty" protobuf:"varint,3,opt,name=workerCPU"`
 	// +optional
-	WorkerMemory *resource.Quantity `json:"workerMemory,omitempty"`
+	WorkerMemory *resource.Quantity `json:"workerMemory,omitempty" protobuf:"bytes,4,opt,name=workerMemory"`
 	// +optional
-	WorkerDisk *resource.Quantity `json:"workerDisk,omitempty"`
+	WorkerDisk *resource.Quantity `json:"workerDisk,omitempty" protobuf:"bytes,5,opt,name=workerDisk"`
 	// +optional
 	// +listType=atomic
-	DefaultAddons []string `json:"defaultAddons,omitempty"`
+	DefaultAddons []string `json:"defaultAddons,omitempty" protobuf:"bytes,6,rep,name=defaultAddons"`
 }
 
 // TeamPhase is the lifecycle phase of a Team.
@@ -248,40 +248,40 @@ const (
 // TeamStatus is the observed state of a Team.
 type TeamStatus struct {
 	// +optional
-	Phase TeamPhase `json:"phase,omitempty"`
+	Phase TeamPhase `json:"phase,omitempty" protobuf:"bytes,1,opt,name=phase,casttype=TeamPhase"`
 	// +optional
-	Namespace string `json:"namespace,omitempty"`
+	Namespace string `json:"namespace,omitempty" protobuf:"bytes,2,opt,name=namespace"`
 	// +optional
-	ClusterCount int32 `json:"clusterCount,omitempty"`
+	ClusterCount int32 `json:"clusterCount,omitempty" protobuf:"varint,3,opt,name=clusterCount"`
 	// +optional
-	MemberCount int32 `json:"memberCount,omitempty"`
+	MemberCount int32 `json:"memberCount,omitempty" protobuf:"varint,4,opt,name=memberCount"`
 	// +optional
-	ResourceUsage *ResourceUsage `json:"resourceUsage,omitempty"`
+	ResourceUsage *ResourceUsage `json:"resourceUsage,omitempty" protobuf:"bytes,5,opt,name=resourceUsage"`
 	// QuotaStatus is OK, Warning or Exceeded.
 	// +optional
-	QuotaStatus string `json:"quotaStatus,omitempty"`
+	QuotaStatus string `json:"quotaStatus,omitempty" protobuf:"bytes,6,opt,name=quotaStatus"`
 	// +optional
-	QuotaMessage string `json:"quotaMessage,omitempty"`
+	QuotaMessage string `json:"quotaMessage,omitempty" protobuf:"bytes,7,opt,name=quotaMessage"`
 	// +optional
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	ObservedGeneration int64 `json:"observedGeneration,omitempty" protobuf:"varint,8,opt,name=observedGeneration"`
 	// +optional
 	// +listType=map
 	// +listMapKey=type
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	Conditions []metav1.Condition `json:"conditions,omitempty" protobuf:"bytes,9,rep,name=conditions"`
 }
 
 // ResourceUsage is what a Team's clusters use now.
 type ResourceUsage struct {
 	// +optional
-	Clusters int32 `json:"clusters,omitempty"`
+	Clusters int32 `json:"clusters,omitempty" protobuf:"varint,1,opt,name=clusters"`
 	// +optional
-	Nodes int32 `json:"nodes,omitempty"`
+	Nodes int32 `json:"nodes,omitempty" protobuf:"varint,2,opt,name=nodes"`
 	// +optional
-	CPU *resource.Quantity `json:"cpu,omitempty"`
+	CPU *resource.Quantity `json:"cpu,omitempty" protobuf:"bytes,3,opt,name=cpu"`
 	// +optional
-	Memory *resource.Quantity `json:"memory,omitempty"`
+	Memory *resource.Quantity `json:"memory,omitempty" protobuf:"bytes,4,opt,name=memory"`
 	// +optional
-	Storage *resource.Quantity `json:"storage,omitempty"`
+	Storage *resource.Quantity `json:"storage,omitempty" protobuf:"bytes,5,opt,name=storage"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -289,8 +289,8 @@ type ResourceUsage struct {
 // TeamList is a list of Team.
 type TeamList struct {
 	metav1.TypeMeta `json:",inline"`
-	metav1.ListMeta `json:"metadata,omitempty"`
-	Items           []Team `json:"items"`
+	metav1.ListMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
+	Items           []Team `json:"items" protobuf:"bytes,2,rep,name=items"`
 }
 
 // +genclient
@@ -302,28 +302,28 @@ type TeamList struct {
 // TenantCluster is one tenant Kubernetes cluster.
 type TenantCluster struct {
 	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata,omitempty"`
+	metav1.ObjectMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
 
-	Spec   TenantClusterSpec   `json:"spec,omitempty"`
-	Status TenantClusterStatus `json:"status,omitempty"`
+	Spec   TenantClusterSpec   `json:"spec,omitempty" protobuf:"bytes,2,opt,name=spec"`
+	Status TenantClusterStatus `json:"status,omitempty" protobuf:"bytes,3,opt,name=status"`
 }
 
 // TenantClusterSpec is the desired state of a tenant cluster.
 type TenantClusterSpec struct {
 	// KubernetesVersion is vMAJOR.MINOR.PATCH. It may only move forward, one minor at a time.
-	KubernetesVersion string `json:"kubernetesVersion"`
+	KubernetesVersion string `json:"kubernetesVersion" protobuf:"bytes,1,opt,name=kubernetesVersion"`
 	// TeamRef names the owning Team. In Enforced mode it must match the namespace's Team.
 	// +optional
-	TeamRef *LocalObjectReference `json:"teamRef,omitempty"`
+	TeamRef *LocalObjectReference `json:"teamRef,omitempty" protobuf:"bytes,2,opt,name=teamRef"`
 	// +optional
-	ProviderConfigRef *NamespacedObjectReference `json:"providerConfigRef,omitempty"`
+	ProviderConfigRef *NamespacedObjectReference `json:"providerConfigRef,omitempty" protobuf:"bytes,3,opt,name=providerConfigRef"`
 	// +optional
-	ControlPlane ControlPlaneSpec `json:"controlPlane,omitempty"`
-	Workers      WorkersSpec      `json:"workers"`
+	ControlPlane ControlPlaneSpec `json:"controlPlane,omitempty" protobuf:"bytes,4,opt,name=controlPlane"`
+	Workers      WorkersSpec      `json:"workers" protobuf:"bytes,5,opt,name=workers"`
 	// +optional
-	Networking NetworkingSpec `json:"networking,omitempty"`
+	Networking NetworkingSpec `json:"networking,omitempty" protobuf:"bytes,6,opt,name=networking"`
 	// +optional
-	Addons AddonsSpec `json:"addons,omitempty"`
+	Addons AddonsSpec `json:"addons,omitempty" protobuf:"bytes,7,opt,name=addons"`
 }
 
 // ControlPlaneType says where the tenant control plane runs.
@@ -340,64 +340,64 @@ const (
 type ControlPlaneSpec struct {
 	// Type is hosted (default) or standalone; immutable.
 	// +optional
-	Type ControlPlaneType `json:"type,omitempty"`
+	Type ControlPlaneType `json:"type,omitempty" protobuf:"bytes,1,opt,name=type,casttype=ControlPlaneType"`
 	// Replicas: hosted 1-3 (default 1); standalone 1, 3 or 5.
 	// +optional
-	Replicas *int32 `json:"replicas,omitempty"`
+	Replicas *int32 `json:"replicas,omitempty" protobuf:"varint,2,opt,name=replicas"`
 	// ServiceType overrides ButlerConfig's exposure mode: LoadBalancer, Ingress or Gateway.
 	// +optional
-	ServiceType ExposureMode `json:"serviceType,omitempty"`
+	ServiceType ExposureMode `json:"serviceType,omitempty" protobuf:"bytes,3,opt,name=serviceType,casttype=ExposureMode"`
 	// +optional
-	DataStoreRef *LocalObjectReference `json:"dataStoreRef,omitempty"`
+	DataStoreRef *LocalObjectReference `json:"dataStoreRef,omitempty" protobuf:"bytes,4,opt,name=dataStoreRef"`
 	// +optional
 	// +listType=atomic
-	CertSANs []string `json:"certSANs,omitempty"`
+	CertSANs []string `json:"certSANs,omitempty" protobuf:"bytes,5,rep,name=certSANs"`
 	// +optional
-	Resources *ControlPlaneResources `json:"resources,omitempty"`
+	Resources *ControlPlaneResources `json:"resources,omitempty" protobuf:"bytes,6,opt,name=resources"`
 	// MachineTemplate sizes control plane machines; standalone only.
 	// +optional
-	MachineTemplate *MachineTemplate `json:"machineTemplate,omitempty"`
+	MachineTemplate *MachineTemplate `json:"machineTemplate,omitempty" protobuf:"bytes,7,opt,name=machineTemplate"`
 }
 
 // ControlPlaneResources are the requests and limits of the control plane components.
 type ControlPlaneResources struct {
 	// +optional
-	APIServer *ComponentResources `json:"apiServer,omitempty"`
+	APIServer *ComponentResources `json:"apiServer,omitempty" protobuf:"bytes,1,opt,name=apiServer"`
 	// +optional
-	ControllerManager *ComponentResources `json:"controllerManager,omitempty"`
+	ControllerManager *ComponentResources `json:"controllerManager,omitempty" protobuf:"bytes,2,opt,name=controllerManager"`
 	// +optional
-	Scheduler *ComponentResources `json:"scheduler,omitempty"`
+	Scheduler *ComponentResources `json:"scheduler,omitempty" protobuf:"bytes,3,opt,name=scheduler"`
 }
 
 // ComponentResources are the compute requests and limits of one control plane component.
 type ComponentResources struct {
 	// +optional
-	Requests corev1.ResourceList `json:"requests,omitempty"`
+	Requests corev1.ResourceList `json:"requests,omitempty" protobuf:"bytes,1,rep,name=requests,casttype=k8s.io/api/core/v1.ResourceList,castkey=k8s.io/api/core/v1.ResourceName"`
 	// +optional
-	Limits corev1.ResourceList `json:"limits,omitempty"`
+	Limits corev1.ResourceList `json:"limits,omitempty" protobuf:"bytes,2,rep,name=limits,casttype=k8s.io/api/core/v1.ResourceList,castkey=k8s.io/api/core/v1.ResourceName"`
 }
 
 // WorkersSpec is the worker pool of a tenant cluster.
 type WorkersSpec struct {
 	// Replicas is the number of workers (>= 0); the scale subresource maps to it.
-	Replicas int32 `json:"replicas"`
+	Replicas int32 `json:"replicas" protobuf:"varint,1,opt,name=replicas"`
 	// +optional
-	MachineTemplate MachineTemplate `json:"machineTemplate,omitempty"`
+	MachineTemplate MachineTemplate `json:"machineTemplate,omitempty" protobuf:"bytes,2,opt,name=machineTemplate"`
 }
 
 // MachineTemplate sizes a machine and picks its OS.
 type MachineTemplate struct {
 	// CPU is the number of cores (default 4).
 	// +optional
-	CPU *int32 `json:"cpu,omitempty"`
+	CPU *int32 `json:"cpu,omitempty" protobuf:"varint,1,opt,name=cpu"`
 	// Memory defaults to 16Gi.
 	// +optional
-	Memory *resource.Quantity `json:"memory,omitempty"`
+	Memory *resource.Quantity `json:"memory,omitempty" protobuf:"bytes,2,opt,name=memory"`
 	// DiskSize defaults to 100Gi.
 	// +optional
-	DiskSize *resource.Quantity `json:"diskSize,omitempty"`
+	DiskSize *resource.Quantity `json:"diskSize,omitempty" protobuf:"bytes,3,opt,name=diskSize"`
 	// +optional
-	OS OSSpec `json:"os,omitempty"`
+	OS OSSpec `json:"os,omitempty" protobuf:"bytes,4,opt,name=os"`
 }
 
 // OSType is a worker operating system.
@@ -415,127 +415,127 @@ const (
 type OSSpec struct {
 	// Type is talos (default), rocky, flatcar, bottlerocket or kairos; immutable.
 	// +optional
-	Type OSType `json:"type,omitempty"`
+	Type OSType `json:"type,omitempty" protobuf:"bytes,1,opt,name=type,casttype=OSType"`
 	// +optional
-	Version string `json:"version,omitempty"`
+	Version string `json:"version,omitempty" protobuf:"bytes,2,opt,name=version"`
 	// +optional
-	ImageRef string `json:"imageRef,omitempty"`
+	ImageRef string `json:"imageRef,omitempty" protobuf:"bytes,3,opt,name=imageRef"`
 }
 
 // NetworkingSpec is the tenant cluster's address plan.
 type NetworkingSpec struct {
 	// PodCIDR defaults to 10.244.0.0/16; immutable.
 	// +optional
-	PodCIDR string `json:"podCIDR,omitempty"`
+	PodCIDR string `json:"podCIDR,omitempty" protobuf:"bytes,1,opt,name=podCIDR"`
 	// ServiceCIDR defaults to 10.96.0.0/12; immutable.
 	// +optional
-	ServiceCIDR string `json:"serviceCIDR,omitempty"`
+	ServiceCIDR string `json:"serviceCIDR,omitempty" protobuf:"bytes,2,opt,name=serviceCIDR"`
 	// LoadBalancerPool is an explicit range for service load balancers; exclusive with lbPoolSize.
 	// +optional
-	LoadBalancerPool *AddressRange `json:"loadBalancerPool,omitempty"`
+	LoadBalancerPool *AddressRange `json:"loadBalancerPool,omitempty" protobuf:"bytes,3,opt,name=loadBalancerPool"`
 	// LBPoolSize asks IPAM for this many load balancer addresses; exclusive with loadBalancerPool.
 	// +optional
-	LBPoolSize *int32 `json:"lbPoolSize,omitempty"`
+	LBPoolSize *int32 `json:"lbPoolSize,omitempty" protobuf:"varint,4,opt,name=lbPoolSize"`
 }
 
 // AddressRange is an inclusive range of IP addresses.
 type AddressRange struct {
-	Start string `json:"start"`
-	End   string `json:"end"`
+	Start string `json:"start" protobuf:"bytes,1,opt,name=start"`
+	End   string `json:"end" protobuf:"bytes,2,opt,name=end"`
 }
 
 // AddonsSpec selects the platform addons of a tenant cluster.
 type AddonsSpec struct {
 	// +optional
-	CNI *CNIAddon `json:"cni,omitempty"`
+	CNI *CNIAddon `json:"cni,omitempty" protobuf:"bytes,1,opt,name=cni"`
 	// +optional
-	LoadBalancer *LoadBalancerAddon `json:"loadBalancer,omitempty"`
+	LoadBalancer *LoadBalancerAddon `json:"loadBalancer,omitempty" protobuf:"bytes,2,opt,name=loadBalancer"`
 	// +optional
-	CertManager *CertManagerAddon `json:"certManager,omitempty"`
+	CertManager *CertManagerAddon `json:"certManager,omitempty" protobuf:"bytes,3,opt,name=certManager"`
 	// +optional
-	Storage *StorageAddon `json:"storage,omitempty"`
+	Storage *StorageAddon `json:"storage,omitempty" protobuf:"bytes,4,opt,name=storage"`
 	// +optional
-	Ingress *IngressAddon `json:"ingress,omitempty"`
+	Ingress *IngressAddon `json:"ingress,omitempty" protobuf:"bytes,5,opt,name=ingress"`
 	// +optional
-	Gitops *GitOpsAddon `json:"gitops,omitempty"`
+	Gitops *GitOpsAddon `json:"gitops,omitempty" protobuf:"bytes,6,opt,name=gitops"`
 }
 
 // CNIAddon is the cluster network plugin.
 type CNIAddon struct {
 	// Provider is cilium.
 	// +optional
-	Provider string `json:"provider,omitempty"`
+	Provider string `json:"provider,omitempty" protobuf:"bytes,1,opt,name=provider"`
 	// +optional
-	Version string `json:"version,omitempty"`
+	Version string `json:"version,omitempty" protobuf:"bytes,2,opt,name=version"`
 	// +optional
-	Values *runtime.RawExtension `json:"values,omitempty"`
+	Values *runtime.RawExtension `json:"values,omitempty" protobuf:"bytes,3,opt,name=values"`
 }
 
 // LoadBalancerAddon is the bare-metal load balancer.
 type LoadBalancerAddon struct {
 	// Provider is metallb.
 	// +optional
-	Provider string `json:"provider,omitempty"`
+	Provider string `json:"provider,omitempty" protobuf:"bytes,1,opt,name=provider"`
 	// +optional
-	Version string `json:"version,omitempty"`
+	Version string `json:"version,omitempty" protobuf:"bytes,2,opt,name=version"`
 	// +optional
-	Values *runtime.RawExtension `json:"values,omitempty"`
+	Values *runtime.RawExtension `json:"values,omitempty" protobuf:"bytes,3,opt,name=values"`
 }
 
 // CertManagerAddon installs cert-manager.
 type CertManagerAddon struct {
 	// +optional
-	Enabled *bool `json:"enabled,omitempty"`
+	Enabled *bool `json:"enabled,omitempty" protobuf:"varint,1,opt,name=enabled"`
 	// +optional
-	Version string `json:"version,omitempty"`
+	Version string `json:"version,omitempty" protobuf:"bytes,2,opt,name=version"`
 	// +optional
-	Values *runtime.RawExtension `json:"values,omitempty"`
+	Values *runtime.RawExtension `json:"values,omitempty" protobuf:"bytes,3,opt,name=values"`
 }
 
 // StorageAddon is the persistent storage provider.
 type StorageAddon struct {
 	// Provider is longhorn or linstor.
 	// +optional
-	Provider string `json:"provider,omitempty"`
+	Provider string `json:"provider,omitempty" protobuf:"bytes,1,opt,name=provider"`
 	// +optional
-	Version string `json:"version,omitempty"`
+	Version string `json:"version,omitempty" protobuf:"bytes,2,opt,name=version"`
 	// +optional
-	Values *runtime.RawExtension `json:"values,omitempty"`
+	Values *runtime.RawExtension `json:"values,omitempty" protobuf:"bytes,3,opt,name=values"`
 }
 
 // IngressAddon is the ingress controller.
 type IngressAddon struct {
 	// +optional
-	Enabled *bool `json:"enabled,omitempty"`
+	Enabled *bool `json:"enabled,omitempty" protobuf:"varint,1,opt,name=enabled"`
 	// Provider is traefik or nginx.
 	// +optional
-	Provider string `json:"provider,omitempty"`
+	Provider string `json:"provider,omitempty" protobuf:"bytes,2,opt,name=provider"`
 	// +optional
-	Version string `json:"version,omitempty"`
+	Version string `json:"version,omitempty" protobuf:"bytes,3,opt,name=version"`
 	// +optional
-	Values *runtime.RawExtension `json:"values,omitempty"`
+	Values *runtime.RawExtension `json:"values,omitempty" protobuf:"bytes,4,opt,name=values"`
 }
 
 // GitOpsAddon bootstraps a GitOps engine from a repository.
 type GitOpsAddon struct {
 	// Provider is fluxcd or argocd.
 	// +optional
-	Provider string `json:"provider,omitempty"`
+	Provider string `json:"provider,omitempty" protobuf:"bytes,1,opt,name=provider"`
 	// +optional
-	Version string `json:"version,omitempty"`
+	Version string `json:"version,omitempty" protobuf:"bytes,2,opt,name=version"`
 	// +optional
-	Repository *GitRepository `json:"repository,omitempty"`
+	Repository *GitRepository `json:"repository,omitempty" protobuf:"bytes,3,opt,name=repository"`
 }
 
 // GitRepository is where GitOps reads the cluster's desired state.
 type GitRepository struct {
-	URL string `json:"url"`
+	URL string `json:"url" protobuf:"bytes,1,opt,name=url"`
 	// +optional
-	Branch string `json:"branch,omitempty"`
+	Branch string `json:"branch,omitempty" protobuf:"bytes,2,opt,name=branch"`
 	// +optional
-	Path string `json:"path,omitempty"`
+	Path string `json:"path,omitempty" protobuf:"bytes,3,opt,name=path"`
 	// +optional
-	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
+	SecretRef *LocalObjectReference `json:"secretRef,omitempty" protobuf:"bytes,4,opt,name=secretRef"`
 }
 
 // TenantClusterPhase is the lifecycle phase of a tenant cluster.
@@ -554,53 +554,53 @@ const (
 // TenantClusterStatus is the observed state of a tenant cluster.
 type TenantClusterStatus struct {
 	// +optional
-	Phase TenantClusterPhase `json:"phase,omitempty"`
+	Phase TenantClusterPhase `json:"phase,omitempty" protobuf:"bytes,1,opt,name=phase,casttype=TenantClusterPhase"`
 	// +optional
 	// +listType=map
 	// +listMapKey=type
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	Conditions []metav1.Condition `json:"conditions,omitempty" protobuf:"bytes,2,rep,name=conditions"`
 	// +optional
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	ObservedGeneration int64 `json:"observedGeneration,omitempty" protobuf:"varint,3,opt,name=observedGeneration"`
 	// +optional
-	TenantNamespace string `json:"tenantNamespace,omitempty"`
+	TenantNamespace string `json:"tenantNamespace,omitempty" protobuf:"bytes,4,opt,name=tenantNamespace"`
 	// +optional
-	ControlPlaneEndpoint string `json:"controlPlaneEndpoint,omitempty"`
+	ControlPlaneEndpoint string `json:"controlPlaneEndpoint,omitempty" protobuf:"bytes,5,opt,name=controlPlaneEndpoint"`
 	// +optional
-	KubeconfigSecretRef *LocalObjectReference `json:"kubeconfigSecretRef,omitempty"`
+	KubeconfigSecretRef *LocalObjectReference `json:"kubeconfigSecretRef,omitempty" protobuf:"bytes,6,opt,name=kubeconfigSecretRef"`
 	// +optional
 	// +listType=atomic
-	IPAllocationRefs []LocalObjectReference `json:"ipAllocationRefs,omitempty"`
+	IPAllocationRefs []LocalObjectReference `json:"ipAllocationRefs,omitempty" protobuf:"bytes,7,rep,name=ipAllocationRefs"`
 	// +optional
-	ObservedState *ObservedClusterState `json:"observedState,omitempty"`
+	ObservedState *ObservedClusterState `json:"observedState,omitempty" protobuf:"bytes,8,opt,name=observedState"`
 }
 
 // ObservedClusterState is what the tenant cluster reports of itself.
 type ObservedClusterState struct {
 	// +optional
-	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
+	KubernetesVersion string `json:"kubernetesVersion,omitempty" protobuf:"bytes,1,opt,name=kubernetesVersion"`
 	// +optional
-	Workers WorkerCounts `json:"workers,omitempty"`
+	Workers WorkerCounts `json:"workers,omitempty" protobuf:"bytes,2,opt,name=workers"`
 	// +optional
 	// +listType=map
 	// +listMapKey=name
-	Addons []ObservedAddon `json:"addons,omitempty"`
+	Addons []ObservedAddon `json:"addons,omitempty" protobuf:"bytes,3,rep,name=addons"`
 }
 
 // WorkerCounts are the desired and ready workers.
 type WorkerCounts struct {
 	// +optional
-	Desired int32 `json:"desired"`
+	Desired int32 `json:"desired" protobuf:"varint,1,opt,name=desired"`
 	// +optional
-	Ready int32 `json:"ready"`
+	Ready int32 `json:"ready" protobuf:"varint,2,opt,name=ready"`
 }
 
 // ObservedAddon is one addon as installed in the tenant cluster.
 type ObservedAddon struct {
-	Name string `json:"name"`
+	Name string `json:"name" protobuf:"bytes,1,opt,name=name"`
 	// +optional
-	Version string `json:"version,omitempty"`
+	Version string `json:"version,omitempty" protobuf:"bytes,2,opt,name=version"`
 	// +optional
-	Status string `json:"status,omitempty"`
+	Status string `json:"status,omitempty" protobuf:"bytes,3,opt,name=status"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -608,8 +608,8 @@ type ObservedAddon struct {
 // TenantClusterList is a list of TenantCluster.
 type TenantClusterList struct {
 	metav1.TypeMeta `json:",inline"`
-	metav1.ListMeta `json:"metadata,omitempty"`
-	Items           []TenantCluster `json:"items"`
+	metav1.ListMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
+	Items           []TenantCluster `json:"items" protobuf:"bytes,2,rep,name=items"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -617,26 +617,26 @@ type TenantClusterList struct {
 // KubeconfigRequest asks for a tenant cluster's admin kubeconfig (the tenantclusters/kubeconfig subresource).
 type KubeconfigRequest struct {
 	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata,omitempty"`
+	metav1.ObjectMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
 
 	// +optional
-	Spec KubeconfigRequestSpec `json:"spec,omitempty"`
+	Spec KubeconfigRequestSpec `json:"spec,omitempty" protobuf:"bytes,2,opt,name=spec"`
 	// +optional
-	Status KubeconfigRequestStatus `json:"status,omitempty"`
+	Status KubeconfigRequestStatus `json:"status,omitempty" protobuf:"bytes,3,opt,name=status"`
 }
 
 // KubeconfigRequestSpec says how long the kubeconfig should be valid.
 type KubeconfigRequestSpec struct {
 	// +optional
-	ExpirationSeconds *int64 `json:"expirationSeconds,omitempty"`
+	ExpirationSeconds *int64 `json:"expirationSeconds,omitempty" protobuf:"varint,1,opt,name=expirationSeconds"`
 }
 
 // KubeconfigRequestStatus carries the issued kubeconfig.
 type KubeconfigRequestStatus struct {
 	// +optional
-	Kubeconfig []byte `json:"kubeconfig,omitempty"`
+	Kubeconfig []byte `json:"kubeconfig,omitempty" protobuf:"bytes,1,opt,name=kubeconfig"`
 	// +optional
-	ExpirationTimestamp metav1.Time `json:"expirationTimestamp,omitempty"`
+	ExpirationTimestamp metav1.Time `json:"expirationTimestamp,omitempty" protobuf:"bytes,2,opt,name=expirationTimestamp"`
 }
 
 // +genclient
@@ -645,43 +645,43 @@ type KubeconfigRequestStatus struct {
 // TenantAddon is an addon installed into one tenant cluster.
 type TenantAddon struct {
 	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata,omitempty"`
+	metav1.ObjectMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
 
-	Spec   TenantAddonSpec   `json:"spec,omitempty"`
-	Status TenantAddonStatus `json:"status,omitempty"`
+	Spec   TenantAddonSpec   `json:"spec,omitempty" protobuf:"bytes,2,opt,name=spec"`
+	Status TenantAddonStatus `json:"status,omitempty" protobuf:"bytes,3,opt,name=status"`
 }
 
 // TenantAddonSpec is the desired addon. Exactly one of addon and helm is set.
 type TenantAddonSpec struct {
 	// ClusterRef names a TenantCluster in the same namespace.
-	ClusterRef LocalObjectReference `json:"clusterRef"`
+	ClusterRef LocalObjectReference `json:"clusterRef" protobuf:"bytes,1,opt,name=clusterRef"`
 	// Addon names an AddonDefinition from the catalog.
 	// +optional
-	Addon string `json:"addon,omitempty"`
+	Addon string `json:"addon,omitempty" protobuf:"bytes,2,opt,name=addon"`
 	// Helm installs a chart that is not in the catalog.
 	// +optional
-	Helm *HelmChartSpec `json:"helm,omitempty"`
+	Helm *HelmChartSpec `json:"helm,omitempty" protobuf:"bytes,3,opt,name=helm"`
 	// +optional
-	Version string `json:"version,omitempty"`
+	Version string `json:"version,omitempty" protobuf:"bytes,4,opt,name=version"`
 	// +optional
-	Values *runtime.RawExtension `json:"values,omitempty"`
+	Values *runtime.RawExtension `json:"values,omitempty" protobuf:"bytes,5,opt,name=values"`
 	// DependsOn names other TenantAddons of the same cluster.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
-	DependsOn []LocalObjectReference `json:"dependsOn,omitempty"`
+	DependsOn []LocalObjectReference `json:"dependsOn,omitempty" protobuf:"bytes,6,rep,name=dependsOn"`
 }
 
 // HelmChartSpec is a chart installed directly.
 type HelmChartSpec struct {
-	Repository string `json:"repository"`
-	Chart      string `json:"chart"`
+	Repository string `json:"repository" protobuf:"bytes,1,opt,name=repository"`
+	Chart      string `json:"chart" protobuf:"bytes,2,opt,name=chart"`
 	// +optional
-	ReleaseName string `json:"releaseName,omitempty"`
+	ReleaseName string `json:"releaseName,omitempty" protobuf:"bytes,3,opt,name=releaseName"`
 	// +optional
-	Namespace string `json:"namespace,omitempty"`
+	Namespace string `json:"namespace,omitempty" protobuf:"bytes,4,opt,name=namespace"`
 	// +optional
-	CreateNamespace *bool `json:"createNamespace,omitempty"`
+	CreateNamespace *bool `json:"createNamespace,omitempty" protobuf:"varint,5,opt,name=createNamespace"`
 }
 
 // TenantAddonPhase is the lifecycle phase of an addon.
@@ -700,33 +700,33 @@ const (
 // TenantAddonStatus is the observed state of an addon.
 type TenantAddonStatus struct {
 	// +optional
-	Phase TenantAddonPhase `json:"phase,omitempty"`
+	Phase TenantAddonPhase `json:"phase,omitempty" protobuf:"bytes,1,opt,name=phase,casttype=TenantAddonPhase"`
 	// +optional
-	InstalledVersion string `json:"installedVersion,omitempty"`
+	InstalledVersion string `json:"installedVersion,omitempty" protobuf:"bytes,2,opt,name=installedVersion"`
 	// +optional
-	HelmRelease *HelmReleaseStatus `json:"helmRelease,omitempty"`
+	HelmRelease *HelmReleaseStatus `json:"helmRelease,omitempty" protobuf:"bytes,3,opt,name=helmRelease"`
 	// +optional
-	Message string `json:"message,omitempty"`
+	Message string `json:"message,omitempty" protobuf:"bytes,4,opt,name=message"`
 	// +optional
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	ObservedGeneration int64 `json:"observedGeneration,omitempty" protobuf:"varint,5,opt,name=observedGeneration"`
 	// +optional
 	// +listType=map
 	// +listMapKey=type
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	Conditions []metav1.Condition `json:"conditions,omitempty" protobuf:"bytes,6,rep,name=conditions"`
 }
 
 // HelmReleaseStatus is the Helm release behind an addon.
 type HelmReleaseStatus struct {
 	// +optional
-	Name string `json:"name,omitempty"`
+	Name string `json:"name,omitempty" protobuf:"bytes,1,opt,name=name"`
 	// +optional
-	Namespace string `json:"namespace,omitempty"`
+	Namespace string `json:"namespace,omitempty" protobuf:"bytes,2,opt,name=namespace"`
 	// +optional
-	Version string `json:"version,omitempty"`
+	Version string `json:"version,omitempty" protobuf:"bytes,3,opt,name=version"`
 	// +optional
-	Revision int32 `json:"revision,omitempty"`
+	Revision int32 `json:"revision,omitempty" protobuf:"varint,4,opt,name=revision"`
 	// +optional
-	Status string `json:"status,omitempty"`
+	Status string `json:"status,omitempty" protobuf:"bytes,5,opt,name=status"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -734,8 +734,8 @@ type HelmReleaseStatus struct {
 // TenantAddonList is a list of TenantAddon.
 type TenantAddonList struct {
 	metav1.TypeMeta `json:",inline"`
-	metav1.ListMeta `json:"metadata,omitempty"`
-	Items           []TenantAddon `json:"items"`
+	metav1.ListMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
+	Items           []TenantAddon `json:"items" protobuf:"bytes,2,rep,name=items"`
 }
 
 // +genclient
@@ -745,9 +745,9 @@ type TenantAddonList struct {
 // AddonDefinition is one entry of the addon catalog. It has no status.
 type AddonDefinition struct {
 	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata,omitempty"`
+	metav1.ObjectMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
 
-	Spec AddonDefinitionSpec `json:"spec,omitempty"`
+	Spec AddonDefinitionSpec `json:"spec,omitempty" protobuf:"bytes,2,opt,name=spec"`
 }
 
 // AddonCategory groups catalog entries.
@@ -756,47 +756,47 @@ type AddonCategory string
 // AddonDefinitionSpec describes an addon and its chart.
 type AddonDefinitionSpec struct {
 	// +optional
-	DisplayName string `json:"displayName,omitempty"`
+	DisplayName string `json:"displayName,omitempty" protobuf:"bytes,1,opt,name=displayName"`
 	// +optional
-	Description string         `json:"description,omitempty"`
-	Category    AddonCategory  `json:"category"`
-	Chart       ChartReference `json:"chart"`
+	Description string         `json:"description,omitempty" protobuf:"bytes,2,opt,name=description"`
+	Category    AddonCategory  `json:"category" protobuf:"bytes,3,opt,name=category,casttype=AddonCategory"`
+	Chart       ChartReference `json:"chart" protobuf:"bytes,4,opt,name=chart"`
 	// +optional
-	Defaults *AddonDefaults `json:"defaults,omitempty"`
+	Defaults *AddonDefaults `json:"defaults,omitempty" protobuf:"bytes,5,opt,name=defaults"`
 	// Platform marks addons the platform itself installs.
 	// +optional
-	Platform bool `json:"platform,omitempty"`
+	Platform bool `json:"platform,omitempty" protobuf:"varint,6,opt,name=platform"`
 	// DependsOn names other AddonDefinitions.
 	// +optional
 	// +listType=set
-	DependsOn []string `json:"dependsOn,omitempty"`
+	DependsOn []string `json:"dependsOn,omitempty" protobuf:"bytes,7,rep,name=dependsOn"`
 }
 
 // ChartReference locates a Helm chart.
 type ChartReference struct {
 	// Repository is an http(s):// or oci:// URL, or a local path for bundled charts.
-	Repository string `json:"repository"`
-	Name       string `json:"name"`
+	Repository string `json:"repository" protobuf:"bytes,1,opt,name=repository"`
+	Name       string `json:"name" protobuf:"bytes,2,opt,name=name"`
 	// +optional
-	DefaultVersion string `json:"defaultVersion,omitempty"`
+	DefaultVersion string `json:"defaultVersion,omitempty" protobuf:"bytes,3,opt,name=defaultVersion"`
 	// +optional
 	// +listType=set
-	AvailableVersions []string `json:"availableVersions,omitempty"`
+	AvailableVersions []string `json:"availableVersions,omitempty" protobuf:"bytes,4,rep,name=availableVersions"`
 }
 
 // AddonDefaults are the install defaults of a catalog addon.
 type AddonDefaults struct {
 	// +optional
-	Namespace string `json:"namespace,omitempty"`
+	Namespace string `json:"namespace,omitempty" protobuf:"bytes,1,opt,name=namespace"`
 	// +optional
-	ReleaseName string `json:"releaseName,omitempty"`
+	ReleaseName string `json:"releaseName,omitempty" protobuf:"bytes,2,opt,name=releaseName"`
 	// +optional
-	CreateNamespace *bool `json:"createNamespace,omitempty"`
+	CreateNamespace *bool `json:"createNamespace,omitempty" protobuf:"varint,3,opt,name=createNamespace"`
 	// +optional
-	Values *runtime.RawExtension `json:"values,omitempty"`
+	Values *runtime.RawExtension `json:"values,omitempty" protobuf:"bytes,4,opt,name=values"`
 	// Timeout is a duration such as 10m.
 	// +optional
-	Timeout *metav1.Duration `json:"timeout,omitempty"`
+	Timeout *metav1.Duration `json:"timeout,omitempty" protobuf:"bytes,5,opt,name=timeout"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -804,8 +804,8 @@ type AddonDefaults struct {
 // AddonDefinitionList is a list of AddonDefinition.
 type AddonDefinitionList struct {
 	metav1.TypeMeta `json:",inline"`
-	metav1.ListMeta `json:"metadata,omitempty"`
-	Items           []AddonDefinition `json:"items"`
+	metav1.ListMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
+	Items           []AddonDefinition `json:"items" protobuf:"bytes,2,rep,name=items"`
 }
 
 // +genclient
@@ -815,65 +815,65 @@ type AddonDefinitionList struct {
 // NetworkPool is a range of addresses handed out to tenants.
 type NetworkPool struct {
 	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata,omitempty"`
+	metav1.ObjectMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
 
-	Spec   NetworkPoolSpec   `json:"spec,omitempty"`
-	Status NetworkPoolStatus `json:"status,omitempty"`
+	Spec   NetworkPoolSpec   `json:"spec,omitempty" protobuf:"bytes,2,opt,name=spec"`
+	Status NetworkPoolStatus `json:"status,omitempty" protobuf:"bytes,3,opt,name=status"`
 }
 
 // NetworkPoolSpec is the address space of a pool.
 type NetworkPoolSpec struct {
 	// CIDR is the pool's IPv4 or IPv6 prefix.
-	CIDR string `json:"cidr"`
+	CIDR string `json:"cidr" protobuf:"bytes,1,opt,name=cidr"`
 	// Reserved CIDRs inside cidr are never handed out.
 	// +optional
 	// +listType=atomic
-	Reserved []ReservedRange `json:"reserved,omitempty"`
+	Reserved []ReservedRange `json:"reserved,omitempty" protobuf:"bytes,2,rep,name=reserved"`
 	// Ranges are the parts of cidr that may be handed out; empty means all of cidr
 	// less the network and broadcast addresses.
 	// +optional
 	// +listType=atomic
-	Ranges []AddressRange `json:"ranges,omitempty"`
+	Ranges []AddressRange `json:"ranges,omitempty" protobuf:"bytes,3,rep,name=ranges"`
 	// +optional
-	Defaults PoolDefaults `json:"defaults,omitempty"`
+	Defaults PoolDefaults `json:"defaults,omitempty" protobuf:"bytes,4,opt,name=defaults"`
 }
 
 // ReservedRange is a CIDR kept out of allocation.
 type ReservedRange struct {
-	CIDR string `json:"cidr"`
+	CIDR string `json:"cidr" protobuf:"bytes,1,opt,name=cidr"`
 	// +optional
-	Description string `json:"description,omitempty"`
+	Description string `json:"description,omitempty" protobuf:"bytes,2,opt,name=description"`
 }
 
 // PoolDefaults are the allocation sizes used when a request gives none.
 type PoolDefaults struct {
 	// +optional
-	NodesPerTenant *int32 `json:"nodesPerTenant,omitempty"`
+	NodesPerTenant *int32 `json:"nodesPerTenant,omitempty" protobuf:"varint,1,opt,name=nodesPerTenant"`
 	// +optional
-	LBPoolPerTenant *int32 `json:"lbPoolPerTenant,omitempty"`
+	LBPoolPerTenant *int32 `json:"lbPoolPerTenant,omitempty" protobuf:"varint,2,opt,name=lbPoolPerTenant"`
 }
 
 // NetworkPoolStatus is computed from the allocation state, never taken from a client.
 type NetworkPoolStatus struct {
 	// +optional
-	TotalIPs int64 `json:"totalIPs"`
+	TotalIPs int64 `json:"totalIPs" protobuf:"varint,1,opt,name=totalIPs"`
 	// +optional
-	AllocatedIPs int64 `json:"allocatedIPs"`
+	AllocatedIPs int64 `json:"allocatedIPs" protobuf:"varint,2,opt,name=allocatedIPs"`
 	// +optional
-	AvailableIPs int64 `json:"availableIPs"`
+	AvailableIPs int64 `json:"availableIPs" protobuf:"varint,3,opt,name=availableIPs"`
 	// +optional
-	AllocationCount int32 `json:"allocationCount"`
+	AllocationCount int32 `json:"allocationCount" protobuf:"varint,4,opt,name=allocationCount"`
 	// FragmentationPercent is 100 - largest free block * 100 / total free.
 	// +optional
-	FragmentationPercent int32 `json:"fragmentationPercent"`
+	FragmentationPercent int32 `json:"fragmentationPercent" protobuf:"varint,5,opt,name=fragmentationPercent"`
 	// +optional
-	LargestFreeBlock int64 `json:"largestFreeBlock"`
+	LargestFreeBlock int64 `json:"largestFreeBlock" protobuf:"varint,6,opt,name=largestFreeBlock"`
 	// +optional
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	ObservedGeneration int64 `json:"observedGeneration,omitempty" protobuf:"varint,7,opt,name=observedGeneration"`
 	// +optional
 	// +listType=map
 	// +listMapKey=type
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	Conditions []metav1.Condition `json:"conditions,omitempty" protobuf:"bytes,8,rep,name=conditions"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -881,8 +881,8 @@ type NetworkPoolStatus struct {
 // NetworkPoolList is a list of NetworkPool.
 type NetworkPoolList struct {
 	metav1.TypeMeta `json:",inline"`
-	metav1.ListMeta `json:"metadata,omitempty"`
-	Items           []NetworkPool `json:"items"`
+	metav1.ListMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
+	Items           []NetworkPool `json:"items" protobuf:"bytes,2,rep,name=items"`
 }
 
 // +genclient
@@ -891,10 +891,10 @@ type NetworkPoolList struct {
 // IPAllocation is a block of addresses held by one tenant.
 type IPAllocation struct {
 	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata,omitempty"`
+	metav1.ObjectMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
 
-	Spec   IPAllocationSpec   `json:"spec,omitempty"`
-	Status IPAllocationStatus `json:"status,omitempty"`
+	Spec   IPAllocationSpec   `json:"spec,omitempty" protobuf:"bytes,2,opt,name=spec"`
+	Status IPAllocationStatus `json:"status,omitempty" protobuf:"bytes,3,opt,name=status"`
 }
 
 // IPAllocationType says what the addresses are for.
@@ -908,20 +908,20 @@ const (
 // IPAllocationSpec asks for addresses. Exactly one of count and pinnedRange is set. Immutable.
 type IPAllocationSpec struct {
 	// PoolRef names a NetworkPool in the same namespace.
-	PoolRef LocalObjectReference `json:"poolRef"`
+	PoolRef LocalObjectReference `json:"poolRef" protobuf:"bytes,1,opt,name=poolRef"`
 	// +optional
-	TenantClusterRef *NamespacedObjectReference `json:"tenantClusterRef,omitempty"`
-	Type             IPAllocationType           `json:"type"`
+	TenantClusterRef *NamespacedObjectReference `json:"tenantClusterRef,omitempty" protobuf:"bytes,2,opt,name=tenantClusterRef"`
+	Type             IPAllocationType           `json:"type" protobuf:"bytes,3,opt,name=type,casttype=IPAllocationType"`
 	// +optional
-	Count *int32 `json:"count,omitempty"`
+	Count *int32 `json:"count,omitempty" protobuf:"varint,4,opt,name=count"`
 	// +optional
-	PinnedRange *PinnedRange `json:"pinnedRange,omitempty"`
+	PinnedRange *PinnedRange `json:"pinnedRange,omitempty" protobuf:"bytes,5,opt,name=pinnedRange"`
 }
 
 // PinnedRange is an exact inclusive range to reserve.
 type PinnedRange struct {
-	StartAddress string `json:"startAddress"`
-	EndAddress   string `json:"endAddress"`
+	StartAddress string `json:"startAddress" protobuf:"bytes,1,opt,name=startAddress"`
+	EndAddress   string `json:"endAddress" protobuf:"bytes,2,opt,name=endAddress"`
 }
 
 // IPAllocationPhase is the lifecycle phase of an allocation.
@@ -937,24 +937,24 @@ const (
 // IPAllocationStatus is the block held.
 type IPAllocationStatus struct {
 	// +optional
-	Phase IPAllocationPhase `json:"phase,omitempty"`
+	Phase IPAllocationPhase `json:"phase,omitempty" protobuf:"bytes,1,opt,name=phase,casttype=IPAllocationPhase"`
 	// +optional
-	StartAddress string `json:"startAddress,omitempty"`
+	StartAddress string `json:"startAddress,omitempty" protobuf:"bytes,2,opt,name=startAddress"`
 	// +optional
-	EndAddress string `json:"endAddress,omitempty"`
+	EndAddress string `json:"endAddress,omitempty" protobuf:"bytes,3,opt,name=endAddress"`
 	// CIDR is set only when the block is an aligned power of two.
 	// +optional
-	CIDR string `json:"cidr,omitempty"`
+	CIDR string `json:"cidr,omitempty" protobuf:"bytes,4,opt,name=cidr"`
 	// Addresses lists the block, capped for huge blocks.
 	// +optional
 	// +listType=atomic
-	Addresses []string `json:"addresses,omitempty"`
+	Addresses []string `json:"addresses,omitempty" protobuf:"bytes,5,rep,name=addresses"`
 	// +optional
-	AllocatedCount int64 `json:"allocatedCount,omitempty"`
+	AllocatedCount int64 `json:"allocatedCount,omitempty" protobuf:"varint,6,opt,name=allocatedCount"`
 	// +optional
-	AllocatedAt *metav1.Time `json:"allocatedAt,omitempty"`
+	AllocatedAt *metav1.Time `json:"allocatedAt,omitempty" protobuf:"bytes,7,opt,name=allocatedAt"`
 	// +optional
-	Message string `json:"message,omitempty"`
+	Message string `json:"message,omitempty" protobuf:"bytes,8,opt,name=message"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -962,8 +962,8 @@ type IPAllocationStatus struct {
 // IPAllocationList is a list of IPAllocation.
 type IPAllocationList struct {
 	metav1.TypeMeta `json:",inline"`
-	metav1.ListMeta `json:"metadata,omitempty"`
-	Items           []IPAllocation `json:"items"`
+	metav1.ListMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
+	Items           []IPAllocation `json:"items" protobuf:"bytes,2,rep,name=items"`
 }
 
 // +genclient
@@ -972,10 +972,10 @@ type IPAllocationList struct {
 // ProviderConfig says where and how workers are made.
 type ProviderConfig struct {
 	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata,omitempty"`
+	metav1.ObjectMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
 
-	Spec   ProviderConfigSpec   `json:"spec,omitempty"`
-	Status ProviderConfigStatus `json:"status,omitempty"`
+	Spec   ProviderConfigSpec   `json:"spec,omitempty" protobuf:"bytes,2,opt,name=spec"`
+	Status ProviderConfigStatus `json:"status,omitempty" protobuf:"bytes,3,opt,name=status"`
 }
 
 // ProviderType is an infrastructure provider.
@@ -993,127 +993,127 @@ const (
 
 // ProviderConfigSpec is one infrastructure provider's settings.
 type ProviderConfigSpec struct {
-	Provider ProviderType `json:"provider"`
+	Provider ProviderType `json:"provider" protobuf:"bytes,1,opt,name=provider,casttype=ProviderType"`
 	// CredentialsRef is a Secret in the management cluster; optional only for local.
 	// +optional
-	CredentialsRef *SecretKeyReference `json:"credentialsRef,omitempty"`
+	CredentialsRef *SecretKeyReference `json:"credentialsRef,omitempty" protobuf:"bytes,2,opt,name=credentialsRef"`
 	// +optional
-	Harvester *HarvesterConfig `json:"harvester,omitempty"`
+	Harvester *HarvesterConfig `json:"harvester,omitempty" protobuf:"bytes,3,opt,name=harvester"`
 	// +optional
-	Nutanix *NutanixConfig `json:"nutanix,omitempty"`
+	Nutanix *NutanixConfig `json:"nutanix,omitempty" protobuf:"bytes,4,opt,name=nutanix"`
 	// +optional
-	Proxmox *ProxmoxConfig `json:"proxmox,omitempty"`
+	Proxmox *ProxmoxConfig `json:"proxmox,omitempty" protobuf:"bytes,5,opt,name=proxmox"`
 	// +optional
-	AWS *AWSConfig `json:"aws,omitempty"`
+	AWS *AWSConfig `json:"aws,omitempty" protobuf:"bytes,6,opt,name=aws"`
 	// +optional
-	Azure *AzureConfig `json:"azure,omitempty"`
+	Azure *AzureConfig `json:"azure,omitempty" protobuf:"bytes,7,opt,name=azure"`
 	// +optional
-	GCP *GCPConfig `json:"gcp,omitempty"`
+	GCP *GCPConfig `json:"gcp,omitempty" protobuf:"bytes,8,opt,name=gcp"`
 	// +optional
-	Network ProviderNetwork `json:"network,omitempty"`
+	Network ProviderNetwork `json:"network,omitempty" protobuf:"bytes,9,opt,name=network"`
 	// +optional
-	Scope ProviderScope `json:"scope,omitempty"`
+	Scope ProviderScope `json:"scope,omitempty" protobuf:"bytes,10,opt,name=scope"`
 	// +optional
-	Limits *ProviderLimits `json:"limits,omitempty"`
+	Limits *ProviderLimits `json:"limits,omitempty" protobuf:"bytes,11,opt,name=limits"`
 }
 
 // SecretKeyReference names a key of a Secret.
 type SecretKeyReference struct {
-	Name string `json:"name"`
+	Name string `json:"name" protobuf:"bytes,1,opt,name=name"`
 	// +optional
-	Namespace string `json:"namespace,omitempty"`
+	Namespace string `json:"namespace,omitempty" protobuf:"bytes,2,opt,name=namespace"`
 	// +optional
-	Key string `json:"key,omitempty"`
+	Key string `json:"key,omitempty" protobuf:"bytes,3,opt,name=key"`
 }
 
 // HarvesterConfig are Harvester settings.
 type HarvesterConfig struct {
 	// +optional
-	Endpoint string `json:"endpoint,omitempty"`
+	Endpoint string `json:"endpoint,omitempty" protobuf:"bytes,1,opt,name=endpoint"`
 	// +optional
-	Namespace string `json:"namespace,omitempty"`
+	Namespace string `json:"namespace,omitempty" protobuf:"bytes,2,opt,name=namespace"`
 	// NetworkName is namespace/name of a Harvester VM network.
-	NetworkName string `json:"networkName"`
+	NetworkName string `json:"networkName" protobuf:"bytes,3,opt,name=networkName"`
 	// +optional
-	ImageName string `json:"imageName,omitempty"`
+	ImageName string `json:"imageName,omitempty" protobuf:"bytes,4,opt,name=imageName"`
 	// +optional
-	StorageClassName string `json:"storageClassName,omitempty"`
+	StorageClassName string `json:"storageClassName,omitempty" protobuf:"bytes,5,opt,name=storageClassName"`
 }
 
 // NutanixConfig are Nutanix Prism settings.
 type NutanixConfig struct {
-	Endpoint string `json:"endpoint"`
+	Endpoint string `json:"endpoint" protobuf:"bytes,1,opt,name=endpoint"`
 	// +optional
-	Port int32 `json:"port,omitempty"`
+	Port int32 `json:"port,omitempty" protobuf:"varint,2,opt,name=port"`
 	// +optional
-	Insecure    bool   `json:"insecure,omitempty"`
-	ClusterUUID string `json:"clusterUUID"`
-	SubnetUUID  string `json:"subnetUUID"`
+	Insecure    bool   `json:"insecure,omitempty" protobuf:"varint,3,opt,name=insecure"`
+	ClusterUUID string `json:"clusterUUID" protobuf:"bytes,4,opt,name=clusterUUID"`
+	SubnetUUID  string `json:"subnetUUID" protobuf:"bytes,5,opt,name=subnetUUID"`
 	// +optional
-	ImageUUID string `json:"imageUUID,omitempty"`
+	ImageUUID string `json:"imageUUID,omitempty" protobuf:"bytes,6,opt,name=imageUUID"`
 	// +optional
-	StorageContainerUUID string `json:"storageContainerUUID,omitempty"`
+	StorageContainerUUID string `json:"storageContainerUUID,omitempty" protobuf:"bytes,7,opt,name=storageContainerUUID"`
 }
 
 // ProxmoxConfig are Proxmox VE settings.
 type ProxmoxConfig struct {
-	Endpoint string `json:"endpoint"`
+	Endpoint string `json:"endpoint" protobuf:"bytes,1,opt,name=endpoint"`
 	// +optional
-	Insecure bool `json:"insecure,omitempty"`
+	Insecure bool `json:"insecure,omitempty" protobuf:"varint,2,opt,name=insecure"`
 	// +listType=set
-	Nodes   []string `json:"nodes"`
-	Storage string   `json:"storage"`
+	Nodes   []string `json:"nodes" protobuf:"bytes,3,rep,name=nodes"`
+	Storage string   `json:"storage" protobuf:"bytes,4,opt,name=storage"`
 	// +optional
-	TemplateID int32 `json:"templateID,omitempty"`
+	TemplateID int32 `json:"templateID,omitempty" protobuf:"varint,5,opt,name=templateID"`
 	// +optional
-	VMIDRange *VMIDRange `json:"vmidRange,omitempty"`
+	VMIDRange *VMIDRange `json:"vmidRange,omitempty" protobuf:"bytes,6,opt,name=vmidRange"`
 }
 
 // VMIDRange bounds the Proxmox VM ids Butler uses.
 type VMIDRange struct {
-	Start int32 `json:"start"`
-	End   int32 `json:"end"`
+	Start int32 `json:"start" protobuf:"varint,1,opt,name=start"`
+	End   int32 `json:"end" protobuf:"varint,2,opt,name=end"`
 }
 
 // AWSConfig are AWS settings.
 type AWSConfig struct {
-	Region string `json:"region"`
+	Region string `json:"region" protobuf:"bytes,1,opt,name=region"`
 	// +optional
-	VPCID string `json:"vpcID,omitempty"`
-	// +optional
-	// +listType=set
-	SubnetIDs []string `json:"subnetIDs,omitempty"`
+	VPCID string `json:"vpcID,omitempty" protobuf:"bytes,2,opt,name=vpcID"`
 	// +optional
 	// +listType=set
-	SecurityGroupIDs []string `json:"securityGroupIDs,omitempty"`
+	SubnetIDs []string `json:"subnetIDs,omitempty" protobuf:"bytes,3,rep,name=subnetIDs"`
+	// +optional
+	// +listType=set
+	SecurityGroupIDs []string `json:"securityGroupIDs,omitempty" protobuf:"bytes,4,rep,name=securityGroupIDs"`
 }
 
 // AzureConfig are Azure settings.
 type AzureConfig struct {
-	SubscriptionID string `json:"subscriptionID"`
-	ResourceGroup  string `json:"resourceGroup"`
+	SubscriptionID string `json:"subscriptionID" protobuf:"bytes,1,opt,name=subscriptionID"`
+	ResourceGroup  string `json:"resourceGroup" protobuf:"bytes,2,opt,name=resourceGroup"`
 	// +optional
-	Location string `json:"location,omitempty"`
+	Location string `json:"location,omitempty" protobuf:"bytes,3,opt,name=location"`
 	// +optional
-	VnetName string `json:"vnetName,omitempty"`
+	VnetName string `json:"vnetName,omitempty" protobuf:"bytes,4,opt,name=vnetName"`
 	// +optional
-	SubnetName string `json:"subnetName,omitempty"`
+	SubnetName string `json:"subnetName,omitempty" protobuf:"bytes,5,opt,name=subnetName"`
 	// +optional
-	VMSize string `json:"vmSize,omitempty"`
+	VMSize string `json:"vmSize,omitempty" protobuf:"bytes,6,opt,name=vmSize"`
 }
 
 // GCPConfig are Google Cloud settings.
 type GCPConfig struct {
-	ProjectID string `json:"projectID"`
-	Region    string `json:"region"`
+	ProjectID string `json:"projectID" protobuf:"bytes,1,opt,name=projectID"`
+	Region    string `json:"region" protobuf:"bytes,2,opt,name=region"`
 	// +optional
-	Zone string `json:"zone,omitempty"`
+	Zone string `json:"zone,omitempty" protobuf:"bytes,3,opt,name=zone"`
 	// +optional
-	Network string `json:"network,omitempty"`
+	Network string `json:"network,omitempty" protobuf:"bytes,4,opt,name=network"`
 	// +optional
-	Subnetwork string `json:"subnetwork,omitempty"`
+	Subnetwork string `json:"subnetwork,omitempty" protobuf:"bytes,5,opt,name=subnetwork"`
 	// +optional
-	MachineType string `json:"machineType,omitempty"`
+	MachineType string `json:"machineType,omitempty" protobuf:"bytes,6,opt,name=machineType"`
 }
 
 // NetworkMode says who hands out worker addresses.
@@ -1128,29 +1128,29 @@ const (
 type ProviderNetwork struct {
 	// Mode is ipam (addresses from NetworkPools) or cloud (default).
 	// +optional
-	Mode NetworkMode `json:"mode,omitempty"`
+	Mode NetworkMode `json:"mode,omitempty" protobuf:"bytes,1,opt,name=mode,casttype=NetworkMode"`
 	// +optional
 	// +listType=map
 	// +listMapKey=name
-	PoolRefs []PoolReference `json:"poolRefs,omitempty"`
+	PoolRefs []PoolReference `json:"poolRefs,omitempty" protobuf:"bytes,2,rep,name=poolRefs"`
 	// +optional
-	Subnet string `json:"subnet,omitempty"`
+	Subnet string `json:"subnet,omitempty" protobuf:"bytes,3,opt,name=subnet"`
 	// +optional
-	Gateway string `json:"gateway,omitempty"`
+	Gateway string `json:"gateway,omitempty" protobuf:"bytes,4,opt,name=gateway"`
 	// +optional
 	// +listType=atomic
-	DNSServers []string `json:"dnsServers,omitempty"`
+	DNSServers []string `json:"dnsServers,omitempty" protobuf:"bytes,5,rep,name=dnsServers"`
 	// +optional
-	LoadBalancer *LoadBalancerAllocation `json:"loadBalancer,omitempty"`
+	LoadBalancer *LoadBalancerAllocation `json:"loadBalancer,omitempty" protobuf:"bytes,6,opt,name=loadBalancer"`
 	// +optional
-	QuotaPerTenant *TenantIPQuota `json:"quotaPerTenant,omitempty"`
+	QuotaPerTenant *TenantIPQuota `json:"quotaPerTenant,omitempty" protobuf:"bytes,7,opt,name=quotaPerTenant"`
 }
 
 // PoolReference is a NetworkPool and its priority (lower first).
 type PoolReference struct {
-	Name string `json:"name"`
+	Name string `json:"name" protobuf:"bytes,1,opt,name=name"`
 	// +optional
-	Priority int32 `json:"priority,omitempty"`
+	Priority int32 `json:"priority,omitempty" protobuf:"varint,2,opt,name=priority"`
 }
 
 // LBAllocationMode says how load balancer addresses grow.
@@ -1164,21 +1164,21 @@ const (
 // LoadBalancerAllocation sizes tenants' load balancer pools.
 type LoadBalancerAllocation struct {
 	// +optional
-	DefaultPoolSize *int32 `json:"defaultPoolSize,omitempty"`
+	DefaultPoolSize *int32 `json:"defaultPoolSize,omitempty" protobuf:"varint,1,opt,name=defaultPoolSize"`
 	// +optional
-	AllocationMode LBAllocationMode `json:"allocationMode,omitempty"`
+	AllocationMode LBAllocationMode `json:"allocationMode,omitempty" protobuf:"bytes,2,opt,name=allocationMode,casttype=LBAllocationMode"`
 	// +optional
-	InitialPoolSize *int32 `json:"initialPoolSize,omitempty"`
+	InitialPoolSize *int32 `json:"initialPoolSize,omitempty" protobuf:"varint,3,opt,name=initialPoolSize"`
 	// +optional
-	GrowthIncrement *int32 `json:"growthIncrement,omitempty"`
+	GrowthIncrement *int32 `json:"growthIncrement,omitempty" protobuf:"varint,4,opt,name=growthIncrement"`
 }
 
 // TenantIPQuota bounds the addresses one tenant may hold.
 type TenantIPQuota struct {
 	// +optional
-	MaxNodeIPs *int32 `json:"maxNodeIPs,omitempty"`
+	MaxNodeIPs *int32 `json:"maxNodeIPs,omitempty" protobuf:"varint,1,opt,name=maxNodeIPs"`
 	// +optional
-	MaxLoadBalancerIPs *int32 `json:"maxLoadBalancerIPs,omitempty"`
+	MaxLoadBalancerIPs *int32 `json:"maxLoadBalancerIPs,omitempty" protobuf:"varint,2,opt,name=maxLoadBalancerIPs"`
 }
 
 // ScopeType says who may use a ProviderConfig.
@@ -1192,41 +1192,41 @@ const (
 // ProviderScope limits a ProviderConfig to the platform or one Team.
 type ProviderScope struct {
 	// +optional
-	Type ScopeType `json:"type,omitempty"`
+	Type ScopeType `json:"type,omitempty" protobuf:"bytes,1,opt,name=type,casttype=ScopeType"`
 	// +optional
-	TeamRef *LocalObjectReference `json:"teamRef,omitempty"`
+	TeamRef *LocalObjectReference `json:"teamRef,omitempty" protobuf:"bytes,2,opt,name=teamRef"`
 }
 
 // ProviderLimits bound what Teams may create through this provider.
 type ProviderLimits struct {
 	// +optional
-	MaxClustersPerTeam *int32 `json:"maxClustersPerTeam,omitempty"`
+	MaxClustersPerTeam *int32 `json:"maxClustersPerTeam,omitempty" protobuf:"varint,1,opt,name=maxClustersPerTeam"`
 	// +optional
-	MaxNodesPerTeam *int32 `json:"maxNodesPerTeam,omitempty"`
+	MaxNodesPerTeam *int32 `json:"maxNodesPerTeam,omitempty" protobuf:"varint,2,opt,name=maxNodesPerTeam"`
 }
 
 // ProviderConfigStatus is the observed state of a provider.
 type ProviderConfigStatus struct {
 	// +optional
-	Validated bool `json:"validated,omitempty"`
+	Validated bool `json:"validated,omitempty" protobuf:"varint,1,opt,name=validated"`
 	// +optional
-	Ready bool `json:"ready,omitempty"`
+	Ready bool `json:"ready,omitempty" protobuf:"varint,2,opt,name=ready"`
 	// +optional
-	Capacity *ProviderCapacity `json:"capacity,omitempty"`
+	Capacity *ProviderCapacity `json:"capacity,omitempty" protobuf:"bytes,3,opt,name=capacity"`
 	// +optional
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	ObservedGeneration int64 `json:"observedGeneration,omitempty" protobuf:"varint,4,opt,name=observedGeneration"`
 	// +optional
 	// +listType=map
 	// +listMapKey=type
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	Conditions []metav1.Condition `json:"conditions,omitempty" protobuf:"bytes,5,rep,name=conditions"`
 }
 
 // ProviderCapacity is what the provider's pools can still hold.
 type ProviderCapacity struct {
 	// +optional
-	AvailableIPs int64 `json:"availableIPs,omitempty"`
+	AvailableIPs int64 `json:"availableIPs,omitempty" protobuf:"varint,1,opt,name=availableIPs"`
 	// +optional
-	EstimatedTenants int32 `json:"estimatedTenants,omitempty"`
+	EstimatedTenants int32 `json:"estimatedTenants,omitempty" protobuf:"varint,2,opt,name=estimatedTenants"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -1234,6 +1234,6 @@ type ProviderCapacity struct {
 // ProviderConfigList is a list of ProviderConfig.
 type ProviderConfigList struct {
 	metav1.TypeMeta `json:",inline"`
-	metav1.ListMeta `json:"metadata,omitempty"`
-	Items           []ProviderConfig `json:"items"`
+	metav1.ListMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
+	Items           []ProviderConfig `json:"items" protobuf:"bytes,2,rep,name=items"`
 }
