@@ -350,3 +350,38 @@ func TestAllocationAt(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentClones is how a store uses a cached allocator: many requests clone it at
+// once, read it, and change only their clones. Run with -race.
+func TestConcurrentClones(t *testing.T) {
+	shared := newTestAllocator(t, Spec{CIDR: "10.0.0.0/16"})
+	for i := 0; i < 3000; i++ {
+		if _, err := shared.Allocate(uint64(1 + i%4)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := shared.Status()
+	done := make(chan error)
+	for g := 0; g < 8; g++ {
+		go func() {
+			var err error
+			for i := 0; i < 50 && err == nil; i++ {
+				c := shared.Clone()
+				_ = shared.Status()
+				_, err = c.Allocate(uint64(1 + g))
+				if err == nil {
+					err = c.Release(c.Allocations()[i])
+				}
+			}
+			done <- err
+		}()
+	}
+	for g := 0; g < 8; g++ {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := shared.Status(); got != want {
+		t.Fatalf("clones changed the shared allocator: %+v, want %+v", got, want)
+	}
+}
