@@ -42,16 +42,31 @@ func NewAllocator(p *Pool, allocated []Range) (*Allocator, error) {
 	var stranded []Range
 	for _, r := range allocated {
 		s, ok := p.spanOf(r)
-		if !ok || !p.allocatable(s) {
+		if !ok {
 			stranded = append(stranded, r)
 			continue
 		}
 		spans = append(spans, s)
 	}
+	return newAllocatorFromSpans(p, spans, stranded)
+}
+
+// newAllocatorFromSpans builds an allocator holding spans, offsets inside p's CIDR, after
+// checking that each is allocatable and that none overlap. stranded are allocations
+// already found outside the CIDR. It may reorder spans.
+func newAllocatorFromSpans(p *Pool, spans []span, stranded []Range) (*Allocator, error) {
+	for _, s := range spans {
+		if !p.allocatable(s) {
+			stranded = append(stranded, p.rangeOf(s))
+		}
+	}
 	if len(stranded) > 0 {
 		return nil, &StrandedError{Pool: p.prefix, Ranges: stranded}
 	}
-	slices.SortFunc(spans, compareLo)
+	// Stored allocations usually come back in address order; sorting is then skipped.
+	if !slices.IsSortedFunc(spans, compareLo) {
+		slices.SortFunc(spans, compareLo)
+	}
 	var total uint64
 	for i, s := range spans {
 		if i > 0 && s.lo <= spans[i-1].hi {
@@ -63,10 +78,21 @@ func NewAllocator(p *Pool, allocated []Range) (*Allocator, error) {
 	a := newAllocator(p)
 	a.allocs.build(spans)
 	a.free.build(free)
-	slices.SortFunc(free, func(x, y span) int { return cmp.Or(cmp.Compare(x.hi-x.lo, y.hi-y.lo), cmp.Compare(x.lo, y.lo)) })
+	slices.SortFunc(free, compareSize)
 	a.bySize.build(free)
 	a.allocated = total
 	return a, nil
+}
+
+// compareSize is the bySize order as a comparison function.
+func compareSize(x, y span) int {
+	if sx, sy := x.hi-x.lo, y.hi-y.lo; sx != sy {
+		if sx < sy {
+			return -1
+		}
+		return 1
+	}
+	return cmp.Compare(x.lo, y.lo)
 }
 
 // Pool returns the pool the allocator hands out.

@@ -105,23 +105,47 @@ func checkBits(a netip.Addr, bits int) {
 // b must be a valid prefix of the pool's family, written as its network address, of at
 // most 2^64 addresses. A block outside the pool is empty. O(log n + segments).
 func (a *Allocator) Block(b netip.Prefix) (Block, error) {
-	if err := checkBlockPrefix(b); err != nil {
+	rb, err := a.rawBlock(b)
+	if err != nil {
 		return Block{}, err
 	}
-	if b.Addr().Is4() != a.pool.is4 {
-		return Block{}, fmt.Errorf("block %s is not of the pool's family", b)
+	return rb.block(), nil
+}
+
+// MarshalBlock encodes the state of block b, byte for byte what Block(b).MarshalBinary()
+// gives, without building the Block: what a store writes for each block a request
+// touches.
+func (a *Allocator) MarshalBlock(b netip.Prefix) ([]byte, error) {
+	rb, err := a.rawBlock(b)
+	if err != nil {
+		return nil, err
 	}
-	out := Block{Prefix: b}
-	var blo, bhi uint64
+	return rb.appendTo(nil), nil
+}
+
+// rawBlock collects the allocations that overlap b, clipped to it, in offsets from b's
+// first address.
+func (a *Allocator) rawBlock(b netip.Prefix) (rawBlock, error) {
+	if err := checkBlockPrefix(b); err != nil {
+		return rawBlock{}, err
+	}
+	if b.Addr().Is4() != a.pool.is4 {
+		return rawBlock{}, fmt.Errorf("block %s is not of the pool's family", b)
+	}
+	rb := rawBlock{prefix: b}
+	// blo..bhi is the part of the block inside the pool, in pool offsets; a pool offset
+	// off is block offset off-blo+shift.
+	var blo, bhi, shift uint64
+	pool := a.pool.prefix
 	switch {
-	case b.Bits() <= a.pool.prefix.Bits() && b.Contains(a.pool.prefix.Addr()):
-		blo, bhi = 0, lowMask(a.pool.prefix.Addr().BitLen()-a.pool.prefix.Bits()).lo
-	case a.pool.prefix.Contains(b.Addr()):
-		r := PrefixRange(b)
-		blo, _ = a.pool.offset(r.First)
-		bhi, _ = a.pool.offset(r.Last)
+	case b.Bits() <= pool.Bits() && b.Contains(pool.Addr()):
+		blo, bhi = 0, lowMask(pool.Addr().BitLen()-pool.Bits()).lo
+		shift = a.pool.base.sub(u128Of(b.Addr())).lo
+	case pool.Contains(b.Addr()):
+		blo = u128Of(b.Addr()).sub(a.pool.base).lo
+		bhi = blo + lowMask(b.Addr().BitLen()-b.Bits()).lo
 	default:
-		return out, nil
+		return rb, nil
 	}
 	visit := func(s span) bool {
 		if s.lo > bhi {
@@ -131,14 +155,16 @@ func (a *Allocator) Block(b netip.Prefix) (Block, error) {
 			return true
 		}
 		c := span{max(s.lo, blo), min(s.hi, bhi)}
-		out.Segments = append(out.Segments, Segment{Range: a.pool.rangeOf(c), FromPrev: s.lo < blo, ToNext: s.hi > bhi})
+		rb.segs = append(rb.segs, span{c.lo - blo + shift, c.hi - blo + shift})
+		rb.fromPrev = rb.fromPrev || s.lo < blo
+		rb.toNext = s.hi > bhi
 		return true
 	}
 	if f, ok := a.allocs.floor(span{lo: blo}); ok && f.lo < blo {
 		visit(f)
 	}
 	a.allocs.ascend(span{lo: blo}, visit)
-	return out, nil
+	return rb, nil
 }
 
 func checkBlockPrefix(b netip.Prefix) error {
@@ -176,43 +202,59 @@ func (b Block) check() error {
 }
 
 // JoinBlocks stitches the segments of blocks back into whole allocations, in address
-// order: what a store passes to NewAllocator after reading a pool's blocks. The blocks may
-// come in any order and must not overlap; a segment that continues into or from a block
-// that is missing, or does not continue, makes the state corrupt.
+// order. The blocks may come in any order and must not overlap; a segment that continues
+// into or from a block that is missing, or does not continue, makes the state corrupt.
+// NewAllocatorFromBlocks does the same from the encoded blocks, faster.
 func JoinBlocks(blocks []Block) ([]Range, error) {
-	sorted := slices.Clone(blocks)
-	slices.SortFunc(sorted, func(x, y Block) int {
-		return cmp.Or(x.Prefix.Addr().Compare(y.Prefix.Addr()), cmp.Compare(x.Prefix.Bits(), y.Prefix.Bits()))
-	})
-	var out []Range
-	var open *Range
-	for i, b := range sorted {
+	raws := make([]rawBlock, len(blocks))
+	for i, b := range blocks {
 		if err := b.check(); err != nil {
 			return nil, err
 		}
-		if i > 0 && sorted[i-1].Prefix.Overlaps(b.Prefix) {
-			return nil, corrupt("blocks %s and %s overlap", sorted[i-1].Prefix, b.Prefix)
+		raws[i] = b.raw()
+	}
+	var out []Range
+	err := stitch(raws, func(lo, hi u128, is4 bool) {
+		out = append(out, Range{First: lo.addr(is4), Last: hi.addr(is4)})
+	})
+	return out, err
+}
+
+// stitch calls emit with each whole allocation held by raws, in address order, joining
+// the segments that continue from one block into the next. It sorts raws.
+func stitch(raws []rawBlock, emit func(lo, hi u128, is4 bool)) error {
+	slices.SortFunc(raws, func(x, y rawBlock) int {
+		return cmp.Or(x.prefix.Addr().Compare(y.prefix.Addr()), cmp.Compare(x.prefix.Bits(), y.prefix.Bits()))
+	})
+	var open bool
+	var olo, ohi u128
+	var ois4 bool
+	for i, rb := range raws {
+		if i > 0 && raws[i-1].prefix.Overlaps(rb.prefix) {
+			return corrupt("blocks %s and %s overlap", raws[i-1].prefix, rb.prefix)
 		}
-		for _, s := range b.Segments {
-			if s.FromPrev {
-				if open == nil || open.Last.Next() != s.First {
-					return nil, corrupt("block %s: segment %s continues an allocation that no adjacent block ends", b.Prefix, s.Range)
+		base, is4 := u128Of(rb.prefix.Addr()), rb.prefix.Addr().Is4()
+		for j, s := range rb.segs {
+			lo, hi := base.addU64(s.lo), base.addU64(s.hi)
+			if j == 0 && rb.fromPrev {
+				if !open || ois4 != is4 || ohi.addU64(1) != lo {
+					return corrupt("block %s: segment from %s continues an allocation that no adjacent block ends", rb.prefix, lo.addr(is4))
 				}
-				open.Last = s.Last
+				ohi = hi
 			} else {
-				if open != nil {
-					return nil, corrupt("allocation from %s continues past its block, but block %s does not continue it", open.First, b.Prefix)
+				if open {
+					return corrupt("allocation from %s continues past its block, but block %s does not continue it", olo.addr(ois4), rb.prefix)
 				}
-				open = &Range{First: s.First, Last: s.Last}
+				open, olo, ohi, ois4 = true, lo, hi, is4
 			}
-			if !s.ToNext {
-				out = append(out, *open)
-				open = nil
+			if j < len(rb.segs)-1 || !rb.toNext {
+				emit(olo, ohi, ois4)
+				open = false
 			}
 		}
 	}
-	if open != nil {
-		return nil, corrupt("allocation from %s continues past the last block", open.First)
+	if open {
+		return corrupt("allocation from %s continues past the last block", olo.addr(ois4))
 	}
-	return out, nil
+	return nil
 }

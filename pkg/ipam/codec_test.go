@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
+	"net/netip"
 	"slices"
 	"testing"
 )
@@ -63,15 +64,21 @@ func TestBlockDecodeCorrupt(t *testing.T) {
 		"FromPrev not at start":                 mod(func(b []byte) []byte { b[7] = flagFromPrev; return b }),
 		"truncated":                             good[:len(good)-1],
 		"trailing byte":                         append(slices.Clone(good), 0),
-		"segment past the block":                mod(func(b []byte) []byte { b[11] = 0xf0; b[12] = 0x01; return b }),
+		"segment starts past the block":         {1, 4, 10, 0, 0, 0, 24, 0, 2, 1, 3, 0xff, 0x01, 0},
+		"segment ends past the block":           {1, 4, 10, 0, 0, 0, 24, 0, 1, 0xfa, 0x01, 10}, // first 250, last 260
+		"truncated header":                      good[:5],
 		"too many segments":                     mod(func(b []byte) []byte { b[8] = 0x7f; return b }),
 		"flags without segments":                {1, 4, 10, 0, 0, 0, 24, flagToNext, 0},
 		"segment after the end of a full block": {1, 4, 10, 0, 0, 0, 24, 0, 2, 0, 0xff, 0x01, 0, 0},
+		"segment after the end of a 2^64 block": append(append([]byte{1, 6}, mustPrefix(t, "2001:db8::/64").Addr().AsSlice()...),
+			64, 0, 2, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0, 0),
+		"ToNext not at the end": {1, 4, 10, 0, 0, 0, 24, flagToNext, 1, 0, 3},
 	}
 	for name, data := range cases {
 		var b Block
 		var ce *CorruptError
-		if err := b.UnmarshalBinary(data); !errors.As(err, &ce) {
+		err := b.UnmarshalBinary(data)
+		if !errors.As(err, &ce) {
 			t.Errorf("%s: UnmarshalBinary = %v, want a CorruptError", name, err)
 		}
 	}
@@ -132,4 +139,100 @@ func TestUnmarshalAllocatorUnderAGrownCIDR(t *testing.T) {
 	if _, err := UnmarshalAllocator(MustNewPool(Spec{CIDR: "10.0.1.0/28"}), data); !errors.As(err, &se) {
 		t.Fatalf("UnmarshalAllocator under a shrunk cidr = %v", err)
 	}
+}
+
+func TestMarshalBlockMatchesBlock(t *testing.T) {
+	a, _ := fragmentedPool(t, Spec{CIDR: "10.0.0.0/12"}, 2000)
+	for _, bits := range []int{8, 12, 16, 20, 24} {
+		for p := range BlocksOf(PrefixRange(a.Pool().Prefix()), bits) {
+			fast, err := a.MarshalBlock(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := a.Block(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			slow, err := b.MarshalBinary()
+			if err != nil || !bytes.Equal(fast, slow) {
+				t.Fatalf("block %s: MarshalBlock and Block.MarshalBinary differ (%v)", p, err)
+			}
+		}
+	}
+}
+
+func TestNewAllocatorFromBlocks(t *testing.T) {
+	a, _ := fragmentedPool(t, Spec{CIDR: "10.0.0.0/12"}, 3000)
+	var blocks [][]byte
+	for p := range BlocksOf(PrefixRange(a.Pool().Prefix()), 16) {
+		data, err := a.MarshalBlock(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		blocks = append(blocks, data)
+	}
+	slices.Reverse(blocks)
+	b, err := NewAllocatorFromBlocks(a.Pool(), blocks...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(b.Allocations(), a.Allocations()) || b.Status() != a.Status() {
+		t.Fatal("rebuilding from blocks changed the state")
+	}
+	// An allocation that spans blocks, with one of its blocks missing.
+	c := newTestAllocator(t, Spec{CIDR: "10.0.0.0/22"}, "10.0.0.250-10.0.2.5")
+	var parts [][]byte
+	for _, p := range []string{"10.0.0.0/24", "10.0.2.0/24"} {
+		data, _ := c.MarshalBlock(mustPrefix(t, p))
+		parts = append(parts, data)
+	}
+	var ce *CorruptError
+	if _, err := NewAllocatorFromBlocks(c.Pool(), parts...); !errors.As(err, &ce) {
+		t.Fatalf("missing block: %v", err)
+	}
+	// Blocks of a pool whose cidr has since shrunk.
+	whole, _ := c.MarshalBinary()
+	var se *StrandedError
+	if _, err := NewAllocatorFromBlocks(MustNewPool(Spec{CIDR: "10.0.0.0/23"}), whole); !errors.As(err, &se) ||
+		!slices.Equal(rangeStrings(se.Ranges), []string{"10.0.0.250-10.0.2.5"}) {
+		t.Fatalf("shrunk cidr: %v", err)
+	}
+	if _, err := NewAllocatorFromBlocks(MustNewPool(Spec{CIDR: "2001:db8::/64"}), whole); !errors.As(err, &se) {
+		t.Fatalf("other family: %v", err)
+	}
+}
+
+// FuzzDecodeBlock feeds arbitrary bytes to the decoder, as a corrupted store might: it
+// must fail cleanly or return a block that encodes back to a canonical form decoding to
+// itself.
+func FuzzDecodeBlock(f *testing.F) {
+	for _, b := range []Block{
+		{Prefix: netip.MustParsePrefix("10.0.0.0/24"), Segments: []Segment{{Range: Range{netip.MustParseAddr("10.0.0.0"), netip.MustParseAddr("10.0.0.4")}, FromPrev: true}}},
+		{Prefix: netip.MustParsePrefix("2001:db8::/64"), Segments: []Segment{{Range: Range{netip.MustParseAddr("2001:db8::5"), netip.MustParseAddr("2001:db8::ffff:ffff:ffff:ffff")}, ToNext: true}}},
+		{Prefix: netip.MustParsePrefix("10.0.0.0/16")},
+	} {
+		data, err := b.MarshalBinary()
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var b Block
+		if err := b.UnmarshalBinary(data); err != nil {
+			var ce *CorruptError
+			if !errors.As(err, &ce) {
+				t.Fatalf("error %v is not a CorruptError", err)
+			}
+			return
+		}
+		again, err := b.MarshalBinary()
+		if err != nil {
+			t.Fatalf("a decoded block does not encode: %v", err)
+		}
+		var c Block
+		if err := c.UnmarshalBinary(again); err != nil || c.Prefix != b.Prefix || !slices.Equal(c.Segments, b.Segments) {
+			t.Fatalf("re-encoding changed the block: %v", err)
+		}
+	})
 }

@@ -1,6 +1,7 @@
 package ipam
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -355,6 +356,7 @@ func runFuzzSequence(t *testing.T, data []byte) {
 	}
 	checkAgainstModel(t, "after a round trip", b, m)
 	var blocks []Block
+	var encoded [][]byte
 	for p := range BlocksOf(m.rng(0, window-1), 4) {
 		blk, err := a.Block(p)
 		if err != nil {
@@ -364,16 +366,25 @@ func runFuzzSequence(t *testing.T, data []byte) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if fast, err := a.MarshalBlock(p); err != nil || !bytes.Equal(fast, enc) {
+			t.Fatalf("block %s: MarshalBlock differs from Block.MarshalBinary (%v)", p, err)
+		}
 		var dec Block
 		if err := dec.UnmarshalBinary(enc); err != nil {
 			t.Fatalf("block %s: %v", p, err)
 		}
 		blocks = append(blocks, dec)
+		encoded = append(encoded, enc)
 	}
 	joined, err := JoinBlocks(blocks)
 	if err != nil || !slices.Equal(joined, m.allocations()) {
 		t.Fatalf("JoinBlocks = %v, %v; model %v", joined, err, m.allocations())
 	}
+	c, err := NewAllocatorFromBlocks(p, encoded...)
+	if err != nil {
+		t.Fatalf("NewAllocatorFromBlocks: %v", err)
+	}
+	checkAgainstModel(t, "rebuilt from blocks", c, m)
 }
 
 func FuzzAllocator(f *testing.F) {
