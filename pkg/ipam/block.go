@@ -22,6 +22,11 @@ import (
 // segments flagged ToNext/FromPrev, which JoinBlocks stitches back into the whole range, so
 // the set of allocations (not only the set of allocated addresses) survives the round trip.
 //
+// Blocks bound the bytes per request; they do not by themselves spread contention. Best
+// fit sends concurrent requests to the same lowest fitting run, hence the same block, so a
+// store that must go faster than one compare-and-swap per request should batch several
+// requests into one clone and one commit (group commit).
+//
 // Sizing: a block of 2^16 addresses (DefaultBlockBits) encodes in at most about 128 KiB
 // (65,536 single-address allocations at two bytes each), well under etcd's request limit,
 // and a request for n addresses touches at most n/65,536+2 blocks, so a transaction stays

@@ -176,3 +176,31 @@ func TestJoinBlocksCorrupt(t *testing.T) {
 		}
 	}
 }
+
+// TestBlockWiderThanThePool covers a block that holds the whole pool with the pool not at
+// its start, so that pool offsets and block offsets differ.
+func TestBlockWiderThanThePool(t *testing.T) {
+	a := newTestAllocator(t, Spec{CIDR: "10.0.1.0/24"}, "10.0.1.10-10.0.1.20", "10.0.1.254")
+	for _, p := range []string{"10.0.0.0/16", "10.0.0.0/23", "10.0.1.0/24"} {
+		b, err := a.Block(mustPrefix(t, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []Segment{seg(t, "10.0.1.10-10.0.1.20", false, false), seg(t, "10.0.1.254", false, false)}
+		if !slices.Equal(b.Segments, want) {
+			t.Errorf("Block(%s) = %v, want %v", p, b.Segments, want)
+		}
+		data, err := a.MarshalBlock(mustPrefix(t, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := NewAllocatorFromBlocks(a.Pool(), data)
+		if err != nil || !slices.Equal(c.Allocations(), a.Allocations()) {
+			t.Errorf("rebuilt from block %s: %v, %v", p, c, err)
+		}
+	}
+	// A block beside the pool is empty.
+	if b, err := a.Block(mustPrefix(t, "10.0.2.0/24")); err != nil || len(b.Segments) != 0 {
+		t.Errorf("Block beside the pool = %v, %v", b, err)
+	}
+}

@@ -21,13 +21,14 @@
 // overlap or one lies outside the pool.
 //
 // For storage the state is the list of allocations, encoded compactly and
-// deterministically (a few bytes per allocation; see codec.go). A store may keep it under
-// one key per pool (Allocator.MarshalBinary) or cut the address space into aligned blocks
-// of 2^bits addresses and keep one key per block (Allocator.Block, BlocksOf, JoinBlocks),
-// so that a request rewrites only the blocks its range overlaps. The intended use: load
-// the allocations, NewAllocator (or Clone a cached allocator), Allocate, then write the
-// touched blocks with a compare-and-swap on their revisions together with the IPAllocation,
-// and on a lost race drop the clone and retry.
+// deterministically (two to twenty bytes per allocation; see codec.go). A store may keep
+// it under one key per pool (Allocator.MarshalBinary, UnmarshalAllocator) or cut the
+// address space into aligned blocks of 2^bits addresses and keep one key per block
+// (BlocksOf, Allocator.MarshalBlock, NewAllocatorFromBlocks; Block and JoinBlocks to
+// inspect them), so that a request rewrites only the blocks its range overlaps. The
+// intended use: rebuild from the stored state (or Clone a cached allocator), Allocate,
+// then write the touched blocks with a compare-and-swap on their revisions together with
+// the IPAllocation, and on a lost race drop the clone and retry.
 //
 // Errors are typed (ExhaustedError, ConflictError, OutOfRangeError, NotAllocatedError,
 // StrandedError, OverlapError, SpecError, CorruptError) so that callers can map them to
