@@ -61,6 +61,7 @@ func newAllocatorFromSpans(p *Pool, spans []span, stranded []Range) (*Allocator,
 		}
 	}
 	if len(stranded) > 0 {
+		slices.SortFunc(stranded, func(x, y Range) int { return x.First.Compare(y.First) })
 		return nil, &StrandedError{Pool: p.prefix, Ranges: stranded}
 	}
 	// Stored allocations usually come back in address order; sorting is then skipped.

@@ -291,8 +291,8 @@ func TestNewAllocatorFromRanges(t *testing.T) {
 		t.Fatalf("one range twice: %v", err)
 	}
 	var se *StrandedError
-	if _, err := NewAllocator(p, rgs(t, "10.0.0.0-10.0.0.3", "10.0.0.5", "10.0.0.120-10.0.0.130")); !errors.As(err, &se) ||
-		!slices.Equal(rangeStrings(se.Ranges), []string{"10.0.0.0-10.0.0.3", "10.0.0.120-10.0.0.130"}) {
+	if _, err := NewAllocator(p, rgs(t, "10.0.1.7", "10.0.0.120-10.0.0.130", "10.0.0.5", "10.0.0.0-10.0.0.3")); !errors.As(err, &se) ||
+		!slices.Equal(rangeStrings(se.Ranges), []string{"10.0.0.0-10.0.0.3", "10.0.0.120-10.0.0.130", "10.0.1.7"}) {
 		t.Fatalf("stranded allocations: %v", err)
 	}
 }
