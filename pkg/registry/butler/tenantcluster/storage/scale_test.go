@@ -209,17 +209,20 @@ func managedEntry(manager, apiVersion, subresource, fields string) metav1.Manage
 
 func fieldsOf(t *testing.T, entries []metav1.ManagedFieldsEntry, manager string) (string, map[string]any) {
 	t.Helper()
+	var found []metav1.ManagedFieldsEntry
 	for _, e := range entries {
 		if e.Manager == manager {
-			var fields map[string]any
-			if err := json.Unmarshal(e.FieldsV1.Raw, &fields); err != nil {
-				t.Fatal(err)
-			}
-			return e.APIVersion, fields
+			found = append(found, e)
 		}
 	}
-	t.Fatalf("no managed fields entry of %q in %+v", manager, entries)
-	return "", nil
+	if len(found) != 1 {
+		t.Fatalf("want one managed fields entry of %q, got %d in %+v", manager, len(found), entries)
+	}
+	var fields map[string]any
+	if err := json.Unmarshal(found[0].FieldsV1.Raw, &fields); err != nil {
+		t.Fatal(err)
+	}
+	return found[0].APIVersion, fields
 }
 
 func TestScaleUpdatedObject(t *testing.T) {
@@ -230,8 +233,10 @@ func TestScaleUpdatedObject(t *testing.T) {
 	}
 	objInfo := &recordingObjInfo{modify: func(s *autoscaling.Scale) runtime.Object {
 		s.Spec.Replicas = 5
-		// The handler's field manager records the new manager of spec.replicas on the Scale.
-		s.ManagedFields = append(s.ManagedFields, managedEntry("scaler", "autoscaling/v1", "scale", `{"f:spec":{"f:replicas":{}}}`))
+		// The handler's field manager moves spec.replicas to the new manager; creator owned
+		// nothing else on the Scale, so its entry goes away.
+		s.ManagedFields = []metav1.ManagedFieldsEntry{
+			managedEntry("scaler", "autoscaling/v1", "scale", `{"f:spec":{"f:replicas":{}}}`)}
 		return s
 	}}
 
