@@ -13,6 +13,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	scalescheme "k8s.io/client-go/scale/scheme"
 	scaleautoscalingv1 "k8s.io/client-go/scale/scheme/autoscalingv1"
 
@@ -59,9 +60,16 @@ func init() {
 	)
 }
 
+// ManagementCluster is what butler-apiserver reads from the management cluster it is
+// aggregated into. The zero value means there is none (standalone mode).
+type ManagementCluster struct {
+	// Secrets reads the Secrets that hold tenant clusters' kubeconfigs.
+	Secrets corev1client.SecretsGetter
+}
+
 // InstallButlerAPI registers every butler resource and subresource on the server.
-func InstallButlerAPI(server *genericapiserver.GenericAPIServer, optsGetter generic.RESTOptionsGetter) error {
-	resources, err := newResources(optsGetter)
+func InstallButlerAPI(server *genericapiserver.GenericAPIServer, optsGetter generic.RESTOptionsGetter, mgmt ManagementCluster) error {
+	resources, err := newResources(optsGetter, mgmt)
 	if err != nil {
 		return err
 	}
@@ -75,7 +83,7 @@ type endpoints interface {
 	Endpoints() map[string]rest.Storage
 }
 
-func newResources(optsGetter generic.RESTOptionsGetter) (map[string]rest.Storage, error) {
+func newResources(optsGetter generic.RESTOptionsGetter, mgmt ManagementCluster) (map[string]rest.Storage, error) {
 	resources := map[string]rest.Storage{}
 	var errs []error
 	add := func(storage endpoints, err error) {
@@ -87,7 +95,7 @@ func newResources(optsGetter generic.RESTOptionsGetter) (map[string]rest.Storage
 	}
 	add(butlerconfig.NewStorage(Scheme, optsGetter))
 	add(team.NewStorage(Scheme, optsGetter))
-	add(tenantcluster.NewStorage(Scheme, optsGetter))
+	add(tenantcluster.NewStorage(Scheme, optsGetter, mgmt.Secrets))
 	add(tenantaddon.NewStorage(Scheme, optsGetter))
 	add(addondefinition.NewStorage(Scheme, optsGetter))
 	add(networkpool.NewStorage(Scheme, optsGetter))

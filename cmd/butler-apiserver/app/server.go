@@ -11,6 +11,7 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/util/compatibility"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apiserver"
@@ -55,6 +56,7 @@ func Run(ctx context.Context, o *Options) error {
 	config.OpenAPIV3Config.Info.Version = "v1alpha1"
 	config.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
 	config.FeatureGate = utilfeature.DefaultFeatureGate
+	config.ShutdownWatchTerminationGracePeriod = o.ShutdownWatchTerminationGracePeriod
 	if err := o.Recommended.ApplyTo(config); err != nil {
 		return err
 	}
@@ -63,7 +65,15 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	if err := apiserver.InstallButlerAPI(server, config.RESTOptionsGetter); err != nil {
+	var mgmt apiserver.ManagementCluster
+	if config.ClientConfig != nil {
+		client, err := kubernetes.NewForConfig(config.ClientConfig)
+		if err != nil {
+			return fmt.Errorf("creating the management cluster client: %w", err)
+		}
+		mgmt.Secrets = client.CoreV1()
+	}
+	if err := apiserver.InstallButlerAPI(server, config.RESTOptionsGetter, mgmt); err != nil {
 		return err
 	}
 

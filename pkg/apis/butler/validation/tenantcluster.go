@@ -309,3 +309,24 @@ func validateAddons(a *butler.AddonsSpec, fldPath *field.Path) field.ErrorList {
 	}
 	return allErrs
 }
+
+// Bounds of KubeconfigRequest spec.expirationSeconds, those of a ServiceAccount TokenRequest.
+const (
+	minKubeconfigExpirationSeconds = 10 * 60
+	maxKubeconfigExpirationSeconds = 1 << 32
+)
+
+// ValidateKubeconfigRequest checks a request to tenantclusters/kubeconfig.
+func ValidateKubeconfigRequest(req *butler.KubeconfigRequest) field.ErrorList {
+	var errs field.ErrorList
+	if s := req.Spec.ExpirationSeconds; s != nil {
+		p := field.NewPath("spec", "expirationSeconds")
+		if *s < minKubeconfigExpirationSeconds {
+			errs = append(errs, field.Invalid(p, *s, fmt.Sprintf("must be at least %d (10 minutes)", minKubeconfigExpirationSeconds)))
+		}
+		if *s > maxKubeconfigExpirationSeconds {
+			errs = append(errs, field.Invalid(p, *s, fmt.Sprintf("must be at most %d", int64(maxKubeconfigExpirationSeconds))))
+		}
+	}
+	return errs
+}

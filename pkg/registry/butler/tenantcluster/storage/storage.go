@@ -5,6 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
 	"github.com/butlerdotdev/butler-apiserver/pkg/registry/butler/resource"
@@ -19,10 +20,13 @@ type Storage struct {
 	Status *resource.StatusREST
 	// Scale is tenantclusters/scale: an autoscaling/v1 Scale over spec.workers.replicas.
 	Scale *ScaleREST
+	// Kubeconfig is tenantclusters/kubeconfig: the admin kubeconfig, as a create-only subresource.
+	Kubeconfig *KubeconfigREST
 }
 
-// NewStorage returns the etcd-backed endpoints of tenantclusters.
-func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (Storage, error) {
+// NewStorage returns the etcd-backed endpoints of tenantclusters. secrets reads kubeconfig
+// Secrets in the management cluster; it is nil when there is none.
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, secrets corev1client.SecretsGetter) (Storage, error) {
 	strategy := tenantcluster.NewStrategy(scheme)
 	main, err := resource.NewStore(optsGetter,
 		resource.Names{Plural: "tenantclusters", Singular: "tenantcluster", ShortNames: []string{"tc"}},
@@ -35,14 +39,16 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (S
 	storage := Storage{TenantCluster: main}
 	storage.Status = resource.NewStatusREST(main, strategy)
 	storage.Scale = NewScaleREST(main.Store)
+	storage.Kubeconfig = NewKubeconfigREST(main.Store, secrets)
 	return storage, nil
 }
 
 // Endpoints maps each served path of tenantclusters to its storage.
 func (s Storage) Endpoints() map[string]rest.Storage {
 	return map[string]rest.Storage{
-		"tenantclusters":        s.TenantCluster,
-		"tenantclusters/status": s.Status,
-		"tenantclusters/scale":  s.Scale,
+		"tenantclusters":            s.TenantCluster,
+		"tenantclusters/status":     s.Status,
+		"tenantclusters/scale":      s.Scale,
+		"tenantclusters/kubeconfig": s.Kubeconfig,
 	}
 }
