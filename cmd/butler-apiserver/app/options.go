@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -33,6 +34,12 @@ type Options struct {
 	// mode, the certificates and the admin kubeconfig.
 	DataDir string
 
+	// ShutdownWatchTerminationGracePeriod bounds how long shutdown waits for open watches.
+	// Positive, so watches end when shutdown starts: kube-apiserver's aggregator and
+	// kube-controller-manager's garbage collector keep watches on every butler resource open,
+	// and with none of this the server would wait out its whole request timeout.
+	ShutdownWatchTerminationGracePeriod time.Duration
+
 	// Out receives the "how to reach it" banner.
 	Out io.Writer
 }
@@ -43,8 +50,9 @@ func NewOptions() *Options {
 	o := &Options{
 		Recommended: genericoptions.NewRecommendedOptions(etcdPathPrefix,
 			apiserver.Codecs.LegacyCodec(v1alpha1.SchemeGroupVersion)),
-		DataDir: ".butler",
-		Out:     os.Stdout,
+		DataDir:                             ".butler",
+		ShutdownWatchTerminationGracePeriod: 5 * time.Second,
+		Out:                                 os.Stdout,
 	}
 	o.Recommended.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
 		v1alpha1.SchemeGroupVersion, schema.GroupKind{Group: v1alpha1.GroupName})
@@ -61,11 +69,16 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 			"and that admin authorized for everything.")
 	fs.StringVar(&o.DataDir, "data-dir", o.DataDir,
 		"Directory for the embedded etcd (used when --etcd-servers is empty) and the standalone certificates and kubeconfig.")
+	fs.DurationVar(&o.ShutdownWatchTerminationGracePeriod, "shutdown-watch-termination-grace-period", o.ShutdownWatchTerminationGracePeriod,
+		"How long shutdown waits for open watches to end; they are told to end when shutdown starts.")
 }
 
 // Validate checks the options.
 func (o *Options) Validate() error {
 	var errs []error
+	if o.ShutdownWatchTerminationGracePeriod <= 0 {
+		errs = append(errs, errors.New("--shutdown-watch-termination-grace-period must be positive"))
+	}
 	if o.DataDir == "" {
 		errs = append(errs, errors.New("--data-dir must not be empty"))
 	}
