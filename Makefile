@@ -1,18 +1,32 @@
-# butler-apiserver: `make run` serves a standalone API on embedded etcd; `make test` checks everything.
+# butler-apiserver: `make run` brings up a local management plane with butler-apiserver aggregated
+# into a real kube-apiserver; `make test` checks everything.
 GO       ?= go
 BIN      := _output/bin
 DATA_DIR ?= .butler
 PORT     ?= 8443
 
-.PHONY: all build run test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e clean
+LOCAL_DIR ?= _output/local
+
+.PHONY: all build build-butler build-kube run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e clean
 
 all: build
 
-build:
+## build: butler-apiserver, and the kube-apiserver, kube-controller-manager and etcd of the local plane
+build: build-butler build-kube
+
+build-butler:
 	$(GO) build -o $(BIN)/butler-apiserver ./cmd/butler-apiserver
 
-## run: standalone server on embedded etcd in $(DATA_DIR), admin kubeconfig at $(DATA_DIR)/admin.kubeconfig
+build-kube:
+	hack/build-kube.sh
+
+## run: etcd, kube-apiserver, kube-controller-manager and butler-apiserver behind an APIService;
+## the management cluster's admin kubeconfig is $(LOCAL_DIR)/admin.kubeconfig
 run: build
+	LOCAL_DIR=$(LOCAL_DIR) hack/local-up.sh
+
+## run-standalone: butler-apiserver alone on embedded etcd in $(DATA_DIR), admin kubeconfig at $(DATA_DIR)/admin.kubeconfig
+run-standalone: build-butler
 	$(BIN)/butler-apiserver --standalone --data-dir $(DATA_DIR) --secure-port $(PORT)
 
 ## test: static checks, generated-code check, unit, integration and kubectl end-to-end tests
@@ -38,8 +52,10 @@ test-unit:
 test-integration:
 	$(GO) test -count=1 -timeout 20m ./test/integration/...
 
+## test-e2e: the standalone binary with kubectl, then the whole management plane (hack/local-up.sh)
 test-e2e: build
 	test/e2e/standalone.sh $(BIN)/butler-apiserver
+	$(GO) test -count=1 -timeout 20m ./test/e2e/...
 
 clean:
 	rm -rf _output

@@ -1,0 +1,265 @@
+#!/usr/bin/env bash
+# A management plane on loopback: etcd, kube-apiserver (front proxy configured),
+# kube-controller-manager, and butler-apiserver aggregated into it through an APIService, with
+# authentication and authorization delegated to kube-apiserver. It applies the manifests in
+# artifacts/, waits until the APIService is Available and the butler API answers, and only then
+# writes LOCAL_DIR/admin.kubeconfig. Ctrl-C (SIGINT) or SIGTERM stops everything in order:
+# butler-apiserver, kube-controller-manager, kube-apiserver, then etcd.
+#
+# Environment (all optional):
+#   LOCAL_DIR                     state, certificates, logs, kubeconfigs (default _output/local)
+#   ETCD_PORT ETCD_PEER_PORT KUBE_APISERVER_PORT KUBE_CONTROLLER_MANAGER_PORT BUTLER_APISERVER_PORT
+#                                 loopback ports (default: free ones)
+#   BIN                           where the binaries are (default _output/bin; built when missing)
+#   BUTLER_APISERVER_ARGS         extra flags for butler-apiserver
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BIN="${BIN:-${ROOT}/_output/bin}"
+LOCAL_DIR="${LOCAL_DIR:-${ROOT}/_output/local}"
+mkdir -p "${LOCAL_DIR}"
+LOCAL_DIR="$(cd "${LOCAL_DIR}" && pwd)"
+PKI="${LOCAL_DIR}/pki"
+LOGS="${LOCAL_DIR}/logs"
+ADMIN_KUBECONFIG="${LOCAL_DIR}/admin.kubeconfig"
+# The script's own admin kubeconfig; renamed to admin.kubeconfig once the plane serves.
+BOOT_KUBECONFIG="${LOCAL_DIR}/.admin.kubeconfig.starting"
+KUBECTL="${KUBECTL:-kubectl}"
+
+log() { echo "local-up: $*" >&2; }
+die() { log "$*"; exit 1; }
+
+# --- ports -----------------------------------------------------------------------------------
+used_ports=" "
+free_port() {
+  local port
+  for _ in $(seq 200); do
+    port=$((20000 + RANDOM % 40000))
+    [[ "${used_ports}" == *" ${port} "* ]] && continue
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/${port}") 2>/dev/null; then
+      used_ports+="${port} "
+      echo "${port}"
+      return
+    fi
+  done
+  die "found no free port on 127.0.0.1"
+}
+ETCD_PORT="${ETCD_PORT:-$(free_port)}"; used_ports+="${ETCD_PORT} "
+ETCD_PEER_PORT="${ETCD_PEER_PORT:-$(free_port)}"; used_ports+="${ETCD_PEER_PORT} "
+KUBE_APISERVER_PORT="${KUBE_APISERVER_PORT:-$(free_port)}"; used_ports+="${KUBE_APISERVER_PORT} "
+KUBE_CONTROLLER_MANAGER_PORT="${KUBE_CONTROLLER_MANAGER_PORT:-$(free_port)}"; used_ports+="${KUBE_CONTROLLER_MANAGER_PORT} "
+BUTLER_APISERVER_PORT="${BUTLER_APISERVER_PORT:-$(free_port)}"; used_ports+="${BUTLER_APISERVER_PORT} "
+
+# --- binaries --------------------------------------------------------------------------------
+if [[ ! -x "${BIN}/kube-apiserver" || ! -x "${BIN}/kube-controller-manager" || ! -x "${BIN}/etcd" ]]; then
+  log "building kube-apiserver, kube-controller-manager and etcd (the first time takes minutes)"
+  "${ROOT}/hack/build-kube.sh"
+fi
+if [[ ! -x "${BIN}/butler-apiserver" ]]; then
+  (cd "${ROOT}" && go build -o "${BIN}/butler-apiserver" ./cmd/butler-apiserver)
+fi
+command -v "${KUBECTL}" >/dev/null || die "kubectl is needed"
+command -v openssl >/dev/null || die "openssl is needed"
+
+# --- certificates (made once, kept in LOCAL_DIR/pki) ----------------------------------------
+# new_ca NAME CN
+new_ca() {
+  [[ -f "${PKI}/$1.crt" ]] && return
+  openssl req -x509 -new -nodes -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -days 3650 \
+    -subj "/CN=$2" -keyout "${PKI}/$1.key" -out "${PKI}/$1.crt" 2>/dev/null
+}
+# new_cert NAME CA SUBJECT serverAuth|clientAuth [SANS]
+new_cert() {
+  local name=$1 ca=$2 subject=$3 usage=$4 sans=${5:-}
+  [[ -f "${PKI}/${name}.crt" ]] && return
+  local ext="${PKI}/${name}.ext"
+  {
+    echo "basicConstraints=critical,CA:FALSE"
+    echo "keyUsage=critical,digitalSignature,keyEncipherment"
+    echo "extendedKeyUsage=${usage}"
+    if [[ -n "${sans}" ]]; then echo "subjectAltName=${sans}"; fi
+  } > "${ext}"
+  openssl req -new -nodes -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -subj "${subject}" \
+    -keyout "${PKI}/${name}.key" -out "${PKI}/${name}.csr" 2>/dev/null
+  openssl x509 -req -in "${PKI}/${name}.csr" -CA "${PKI}/${ca}.crt" -CAkey "${PKI}/${ca}.key" \
+    -CAcreateserial -days 3650 -extfile "${ext}" -out "${PKI}/${name}.crt" 2>/dev/null
+  rm -f "${PKI}/${name}.csr" "${ext}"
+}
+mkdir -p "${PKI}" "${LOGS}"
+new_ca ca "butler-local-ca"
+new_ca front-proxy-ca "butler-local-front-proxy-ca"
+new_cert kube-apiserver ca "/CN=kube-apiserver" serverAuth \
+  "DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,IP:127.0.0.1,IP:10.96.0.1"
+new_cert admin ca "/CN=kubernetes-admin/O=system:masters" clientAuth
+new_cert kube-controller-manager ca "/CN=system:kube-controller-manager" clientAuth
+new_cert front-proxy-client front-proxy-ca "/CN=front-proxy-client" clientAuth
+# butler-apiserver acts in the management cluster as the ServiceAccount that artifacts/deploy
+# binds, so the RBAC a real cluster applies is the RBAC exercised here.
+new_cert butler-apiserver-client ca \
+  "/CN=system:serviceaccount:butler-system:butler-apiserver/O=system:serviceaccounts/O=system:serviceaccounts:butler-system" clientAuth
+# The aggregator checks the name <service>.<namespace>.svc.
+new_cert butler-apiserver-serving ca "/CN=butler-apiserver.butler-system.svc" serverAuth \
+  "DNS:butler-apiserver.butler-system.svc,DNS:localhost,IP:127.0.0.1"
+if [[ ! -f "${PKI}/sa.key" ]]; then
+  openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:prime256v1 -out "${PKI}/sa.key" 2>/dev/null
+  openssl pkey -in "${PKI}/sa.key" -pubout -out "${PKI}/sa.pub" 2>/dev/null
+fi
+
+# write_kubeconfig FILE CERT-NAME USER
+write_kubeconfig() {
+  local file=$1 cert=$2 user=$3
+  rm -f "${file}"
+  "${KUBECTL}" config set-cluster local --kubeconfig "${file}" --embed-certs \
+    --certificate-authority "${PKI}/ca.crt" --server "https://127.0.0.1:${KUBE_APISERVER_PORT}" >/dev/null
+  "${KUBECTL}" config set-credentials "${user}" --kubeconfig "${file}" --embed-certs \
+    --client-certificate "${PKI}/${cert}.crt" --client-key "${PKI}/${cert}.key" >/dev/null
+  "${KUBECTL}" config set-context local --kubeconfig "${file}" --cluster local --user "${user}" >/dev/null
+  "${KUBECTL}" config use-context local --kubeconfig "${file}" >/dev/null
+}
+rm -f "${ADMIN_KUBECONFIG}"
+write_kubeconfig "${BOOT_KUBECONFIG}" admin admin
+write_kubeconfig "${LOCAL_DIR}/kube-controller-manager.kubeconfig" kube-controller-manager kube-controller-manager
+write_kubeconfig "${LOCAL_DIR}/butler-apiserver.kubeconfig" butler-apiserver-client butler-apiserver
+kc() { "${KUBECTL}" --kubeconfig "${BOOT_KUBECONFIG}" "$@"; }
+
+# --- processes -------------------------------------------------------------------------------
+declare -A pids=()
+stopping=""
+stop() {
+  local name=$1 pid=${pids[$1]:-}
+  [[ -z "${pid}" ]] && return
+  if kill -0 "${pid}" 2>/dev/null; then
+    kill -TERM "${pid}" 2>/dev/null || true
+    for _ in $(seq 300); do kill -0 "${pid}" 2>/dev/null || break; sleep 0.1; done
+    if kill -0 "${pid}" 2>/dev/null; then
+      log "${name} did not stop in 30s; killing it"
+      kill -KILL "${pid}" 2>/dev/null || true
+    fi
+  fi
+  wait "${pid}" 2>/dev/null || true
+  unset "pids[$1]"
+}
+cleanup() {
+  local rc=$?
+  [[ -n "${stopping}" ]] && return
+  stopping=1
+  trap - INT TERM
+  rm -f "${ADMIN_KUBECONFIG}" "${BOOT_KUBECONFIG}"
+  log "stopping"
+  # kube-apiserver before etcd: with etcd gone first it hangs on shutdown.
+  stop butler-apiserver
+  stop kube-controller-manager
+  stop kube-apiserver
+  stop etcd
+  log "stopped"
+  exit "${rc}"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# start NAME COMMAND... runs a process in its own session, so a Ctrl-C reaches only this
+# script, which then stops the processes in order.
+start() {
+  local name=$1; shift
+  setsid "$@" >"${LOGS}/${name}.log" 2>&1 &
+  pids[${name}]=$!
+}
+# wait_for WHAT SECONDS COMMAND...
+wait_for() {
+  local what=$1 seconds=$2; shift 2
+  local deadline=$((SECONDS + seconds))
+  until "$@" >/dev/null 2>&1; do
+    for name in "${!pids[@]}"; do
+      kill -0 "${pids[${name}]}" 2>/dev/null || die "${name} exited while waiting for ${what}; see ${LOGS}/${name}.log"
+    done
+    ((SECONDS < deadline)) || die "timed out after ${seconds}s waiting for ${what}; logs in ${LOGS}"
+    sleep 0.2
+  done
+}
+
+start etcd "${BIN}/etcd" --name local --data-dir "${LOCAL_DIR}/etcd" \
+  --listen-client-urls "http://127.0.0.1:${ETCD_PORT}" --advertise-client-urls "http://127.0.0.1:${ETCD_PORT}" \
+  --listen-peer-urls "http://127.0.0.1:${ETCD_PEER_PORT}" --initial-advertise-peer-urls "http://127.0.0.1:${ETCD_PEER_PORT}" \
+  --initial-cluster "local=http://127.0.0.1:${ETCD_PEER_PORT}" --listen-metrics-urls "" --log-level warn
+wait_for "etcd" 30 curl -sf "http://127.0.0.1:${ETCD_PORT}/health"
+
+start kube-apiserver "${BIN}/kube-apiserver" \
+  --etcd-servers "http://127.0.0.1:${ETCD_PORT}" \
+  --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "${KUBE_APISERVER_PORT}" \
+  --endpoint-reconciler-type none \
+  --tls-cert-file "${PKI}/kube-apiserver.crt" --tls-private-key-file "${PKI}/kube-apiserver.key" \
+  --client-ca-file "${PKI}/ca.crt" \
+  --authorization-mode RBAC \
+  --service-cluster-ip-range 10.96.0.0/16 \
+  --service-account-issuer https://kubernetes.default.svc \
+  --service-account-key-file "${PKI}/sa.pub" --service-account-signing-key-file "${PKI}/sa.key" \
+  --requestheader-client-ca-file "${PKI}/front-proxy-ca.crt" \
+  --requestheader-allowed-names front-proxy-client \
+  --requestheader-username-headers X-Remote-User \
+  --requestheader-group-headers X-Remote-Group \
+  --requestheader-extra-headers-prefix X-Remote-Extra- \
+  --proxy-client-cert-file "${PKI}/front-proxy-client.crt" --proxy-client-key-file "${PKI}/front-proxy-client.key" \
+  --cert-dir "${LOCAL_DIR}/kube-apiserver"
+wait_for "kube-apiserver" 120 kc get --raw /readyz
+
+start kube-controller-manager "${BIN}/kube-controller-manager" \
+  --kubeconfig "${LOCAL_DIR}/kube-controller-manager.kubeconfig" \
+  --authentication-kubeconfig "${LOCAL_DIR}/kube-controller-manager.kubeconfig" \
+  --authorization-kubeconfig "${LOCAL_DIR}/kube-controller-manager.kubeconfig" \
+  --bind-address 127.0.0.1 --secure-port "${KUBE_CONTROLLER_MANAGER_PORT}" \
+  --leader-elect=false \
+  --use-service-account-credentials \
+  --service-account-private-key-file "${PKI}/sa.key" --root-ca-file "${PKI}/ca.crt" \
+  --controllers namespace-controller,garbage-collector-controller,serviceaccount-controller,serviceaccount-token-controller,clusterrole-aggregation-controller,root-ca-certificate-publisher-controller
+
+# The manifests a platform admin applies; only the Service differs (ExternalName to loopback),
+# and the APIService gets the local CA and port.
+kc apply -f "${ROOT}/artifacts/deploy/namespace.yaml" >/dev/null
+kc apply -f "${ROOT}/artifacts/deploy/rbac.yaml" -f "${ROOT}/artifacts/deploy/clusterroles.yaml" \
+  -f "${ROOT}/artifacts/local/service-externalname.yaml" -f "${ROOT}/artifacts/deploy/apiservice.yaml" >/dev/null
+kc patch apiservice v1alpha1.butler.butlerlabs.dev --type merge -p \
+  "{\"spec\":{\"caBundle\":\"$(base64 -w0 "${PKI}/ca.crt")\",\"service\":{\"port\":${BUTLER_APISERVER_PORT}}}}" >/dev/null
+
+# shellcheck disable=SC2086 # BUTLER_APISERVER_ARGS is a list of flags
+start butler-apiserver "${BIN}/butler-apiserver" \
+  --etcd-servers "http://127.0.0.1:${ETCD_PORT}" \
+  --kubeconfig "${LOCAL_DIR}/butler-apiserver.kubeconfig" \
+  --authentication-kubeconfig "${LOCAL_DIR}/butler-apiserver.kubeconfig" \
+  --authorization-kubeconfig "${LOCAL_DIR}/butler-apiserver.kubeconfig" \
+  --bind-address 127.0.0.1 --secure-port "${BUTLER_APISERVER_PORT}" \
+  --tls-cert-file "${PKI}/butler-apiserver-serving.crt" --tls-private-key-file "${PKI}/butler-apiserver-serving.key" \
+  --data-dir "${LOCAL_DIR}/butler-apiserver" \
+  ${BUTLER_APISERVER_ARGS:-}
+
+apiservice_available() {
+  [[ "$(kc get apiservice v1alpha1.butler.butlerlabs.dev \
+    -o jsonpath='{.status.conditions[?(@.type=="Available")].status}')" == "True" ]]
+}
+discovery_lists_butler() { kc api-resources --api-group butler.butlerlabs.dev -o name | grep -q '^tenantclusters\.'; }
+wait_for "the APIService to be Available" 120 apiservice_available
+wait_for "discovery to list the butler resources" 60 discovery_lists_butler
+wait_for "a List of tenantclusters through kube-apiserver" 60 kc get tenantclusters -A
+
+mv "${BOOT_KUBECONFIG}" "${ADMIN_KUBECONFIG}"
+cat <<BANNER
+
+Management plane is up (state and logs in ${LOCAL_DIR}):
+  kube-apiserver    https://127.0.0.1:${KUBE_APISERVER_PORT}
+  butler-apiserver  https://127.0.0.1:${BUTLER_APISERVER_PORT}  (APIService v1alpha1.butler.butlerlabs.dev: Available)
+  etcd              http://127.0.0.1:${ETCD_PORT}
+
+  export KUBECONFIG=${ADMIN_KUBECONFIG}
+  kubectl get tenantclusters -A
+
+Ctrl-C stops everything.
+BANNER
+
+# Run until a signal, or until one of the processes dies.
+while true; do
+  for name in "${!pids[@]}"; do
+    kill -0 "${pids[${name}]}" 2>/dev/null || die "${name} exited; see ${LOGS}/${name}.log"
+  done
+  sleep 1 &
+  wait $! || true
+done

@@ -1,0 +1,244 @@
+package e2e
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	certutil "k8s.io/client-go/util/cert"
+	"k8s.io/client-go/util/keyutil"
+)
+
+// userKubeconfig writes a kubeconfig for a user whose client certificate the management
+// cluster's CA signs, as a platform team would hand out.
+func userKubeconfig(t *testing.T, user string, groups ...string) string {
+	t.Helper()
+	caCerts, err := certutil.CertsFromFile(filepath.Join(plane.dir, "pki", "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	caKey, err := keyutil.PrivateKeyFromFile(filepath.Join(plane.dir, "pki", "ca.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()),
+		Subject:      pkix.Name{CommonName: user, Organization: groups},
+		NotBefore:    time.Now().Add(-time.Minute),
+		NotAfter:     time.Now().Add(time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCerts[0], &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["local"] = &clientcmdapi.Cluster{Server: plane.config.Host, CertificateAuthorityData: plane.config.CAData}
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{
+		ClientCertificateData: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		ClientKeyData:         pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
+	}
+	cfg.Contexts["local"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: user}
+	cfg.CurrentContext = "local"
+	path := filepath.Join(t.TempDir(), user+".kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// bind gives user the ClusterRole role in namespace ns.
+func bind(t *testing.T, ns, user, role string) {
+	t.Helper()
+	mustKubectl(t, "create", "rolebinding", user+"-"+role, "-n", ns, "--clusterrole="+role, "--user="+user)
+}
+
+func kubeconfigPath(ns, name string) string {
+	return "/apis/butler.butlerlabs.dev/v1alpha1/namespaces/" + ns + "/tenantclusters/" + name + "/kubeconfig"
+}
+
+// requestFile writes a KubeconfigRequest body for kubectl create --raw -f.
+func requestFile(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "request.json")
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+const kubeconfigRequest = `{"apiVersion":"butler.butlerlabs.dev/v1alpha1","kind":"KubeconfigRequest"}`
+
+func TestKubeconfigSubresource(t *testing.T) {
+	ns := namespace(t, "e2e-kubeconfig")
+	mustApply(t, tenantCluster(ns, "prod"))
+	req := requestFile(t, kubeconfigRequest)
+
+	// No kubeconfig until the control plane is up: a clear error, not an empty kubeconfig.
+	out, err := kubectl(t, "create", "--raw", kubeconfigPath(ns, "prod"), "-f", req)
+	if err == nil || !strings.Contains(out, "has no kubeconfig yet (phase Pending)") {
+		t.Fatalf("before the control plane is ready: err=%v\n%s", err, out)
+	}
+
+	// The tenant cluster's admin kubeconfig, as the lifecycle worker would store it. The
+	// management cluster itself stands in for the tenant cluster, so the answer can be used.
+	tenantKubeconfig, err := os.ReadFile(plane.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustKubectl(t, "create", "secret", "generic", "prod-admin-kubeconfig", "-n", ns,
+		"--from-file=admin.conf="+plane.kubeconfig)
+	mustKubectl(t, "patch", "tc", "prod", "-n", ns, "--subresource=status", "--type=merge",
+		"-p", `{"status":{"phase":"Ready","kubeconfigSecretRef":{"name":"prod-admin-kubeconfig"}}}`)
+
+	out = mustKubectl(t, "create", "--raw", kubeconfigPath(ns, "prod"), "-f", req)
+	var answer struct {
+		Kind   string
+		Status struct {
+			Kubeconfig          string
+			ExpirationTimestamp time.Time
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &answer); err != nil {
+		t.Fatalf("answer is not JSON: %v\n%s", err, out)
+	}
+	got, err := base64.StdEncoding.DecodeString(answer.Status.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if answer.Kind != "KubeconfigRequest" || string(got) != string(tenantKubeconfig) {
+		t.Fatalf("answer kind %q, kubeconfig equal to the Secret's: %v", answer.Kind, string(got) == string(tenantKubeconfig))
+	}
+	if time.Until(answer.Status.ExpirationTimestamp) < 24*time.Hour {
+		t.Errorf("expirationTimestamp %v is not the certificate's expiry", answer.Status.ExpirationTimestamp)
+	}
+	issued := filepath.Join(t.TempDir(), "tenant.kubeconfig")
+	if err := os.WriteFile(issued, got, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := kubectlAs(t, issued, "", "get", "namespace", ns, "-o", "name"); err != nil || strings.TrimSpace(out) != "namespace/"+ns {
+		t.Errorf("the issued kubeconfig does not work: %v\n%s", err, out)
+	}
+
+	// Bad request bodies are 422s naming the field.
+	out, err = kubectl(t, "create", "--raw", kubeconfigPath(ns, "prod"), "-f",
+		requestFile(t, `{"apiVersion":"butler.butlerlabs.dev/v1alpha1","kind":"KubeconfigRequest","spec":{"expirationSeconds":60}}`))
+	if err == nil || !strings.Contains(out, "spec.expirationSeconds") {
+		t.Errorf("expirationSeconds 60: err=%v\n%s", err, out)
+	}
+	out, err = kubectl(t, "create", "--raw", kubeconfigPath(ns, "missing"), "-f", req)
+	if err == nil || !strings.Contains(out, "NotFound") {
+		t.Errorf("kubeconfig of a missing cluster: err=%v\n%s", err, out)
+	}
+}
+
+func TestRBACThroughDelegatedAuthorization(t *testing.T) {
+	ns := namespace(t, "e2e-rbac")
+	other := namespace(t, "e2e-rbac-other")
+	mustApply(t, tenantCluster(ns, "prod"))
+	mustApply(t, tenantCluster(other, "prod"))
+	req := requestFile(t, kubeconfigRequest)
+
+	nobody := userKubeconfig(t, "nobody")
+	viewer := userKubeconfig(t, "vera")
+	operator := userKubeconfig(t, "oscar")
+	admin := userKubeconfig(t, "alice")
+	bind(t, ns, "vera", "butler-viewer")
+	bind(t, ns, "oscar", "butler-operator")
+	bind(t, ns, "alice", "butler-admin")
+
+	type check struct {
+		who, kubeconfig string
+		args            []string
+		allowed         bool
+	}
+	get := []string{"get", "tc", "prod", "-n", ns}
+	checks := []check{
+		{"nobody", nobody, get, false},
+		{"nobody", nobody, []string{"get", "tc", "-A"}, false},
+		{"vera", viewer, get, true},
+		{"vera", viewer, []string{"get", "tc", "prod", "-n", other}, false},
+		{"vera", viewer, []string{"scale", "tc", "prod", "-n", ns, "--replicas=4"}, false},
+		{"vera", viewer, []string{"create", "--raw", kubeconfigPath(ns, "prod"), "-f", req}, false},
+		{"vera", viewer, []string{"get", "networkpools", "-n", ns}, false},
+		{"oscar", operator, []string{"scale", "tc", "prod", "-n", ns, "--replicas=4"}, true},
+		{"oscar", operator, []string{"label", "tc", "prod", "-n", ns, "edited-by=oscar"}, true},
+		{"oscar", operator, []string{"create", "--raw", kubeconfigPath(ns, "prod"), "-f", req}, false},
+		{"oscar", operator, []string{"get", "tc", "prod", "-n", other}, false},
+		{"alice", admin, []string{"get", "tc", "prod", "-n", other}, false},
+		{"alice", admin, []string{"get", "providerconfigs", "-n", ns}, false},
+		{"alice", admin, []string{"get", "addondefinitions"}, false},
+	}
+	for _, c := range checks {
+		out, err := kubectlAs(t, c.kubeconfig, "", c.args...)
+		denied := err != nil && strings.Contains(out, "Forbidden")
+		switch {
+		case c.allowed && err != nil:
+			t.Errorf("%s: kubectl %s: want allowed, got %v\n%s", c.who, strings.Join(c.args, " "), err, out)
+		case !c.allowed && !denied:
+			t.Errorf("%s: kubectl %s: want 403 Forbidden, got err=%v\n%s", c.who, strings.Join(c.args, " "), err, out)
+		case !c.allowed && !strings.Contains(out, `User "`+c.who+`" cannot`):
+			t.Errorf("%s: kubectl %s: the 403 does not name the user:\n%s", c.who, strings.Join(c.args, " "), out)
+		}
+	}
+
+	// The admin reaches the kubeconfig subresource: it answers (no kubeconfig yet), not 403.
+	out, err := kubectlAs(t, admin, "", "create", "--raw", kubeconfigPath(ns, "prod"), "-f", req)
+	if err == nil || !strings.Contains(out, "has no kubeconfig yet") {
+		t.Errorf("alice's kubeconfig request: err=%v\n%s", err, out)
+	}
+
+	// kubectl auth can-i agrees, through the same authorizer.
+	for _, c := range []struct {
+		kubeconfig string
+		args       []string
+		want       string
+	}{
+		{viewer, []string{"auth", "can-i", "get", "tenantclusters", "-n", ns}, "yes"},
+		{viewer, []string{"auth", "can-i", "create", "tenantclusters", "--subresource=kubeconfig", "-n", ns}, "no"},
+		{admin, []string{"auth", "can-i", "create", "tenantclusters", "--subresource=kubeconfig", "-n", ns}, "yes"},
+		{nobody, []string{"auth", "can-i", "list", "tenantclusters", "-n", ns}, "no"},
+	} {
+		out, _ := kubectlAs(t, c.kubeconfig, "", c.args...)
+		if strings.TrimSpace(out) != c.want {
+			t.Errorf("kubectl %s: %q, want %q", strings.Join(c.args, " "), strings.TrimSpace(out), c.want)
+		}
+	}
+
+	// The team roles aggregate into the built-in view role (kube-controller-manager does it).
+	viewUser := userKubeconfig(t, "victor")
+	bind(t, ns, "victor", "view")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, err := kubectlAs(t, viewUser, "", get...)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a user with the built-in view role cannot read tenantclusters: %v\n%s", err, out)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}

@@ -1,0 +1,177 @@
+package e2e
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
+)
+
+// TestGeneratedClientset drives the API through kube-apiserver with the generated clientset, as
+// a controller would: create, list, watch, scale, the kubeconfig subresource; in JSON and in
+// protobuf.
+func TestGeneratedClientset(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ns := namespace(t, "e2e-clientset")
+
+	protobuf := rest.CopyConfig(plane.config)
+	protobuf.ContentType = runtime.ContentTypeProtobuf
+	protobuf.AcceptContentTypes = runtime.ContentTypeProtobuf
+	// Every answer kube-apiserver relays from butler-apiserver must really be protobuf.
+	var protobufAnswers, otherAnswers []string
+	var mu sync.Mutex
+	protobuf.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			resp, err := rt.RoundTrip(req)
+			if err == nil {
+				mu.Lock()
+				answer := req.Method + " " + req.URL.Path + ": " + resp.Header.Get("Content-Type")
+				if strings.HasPrefix(resp.Header.Get("Content-Type"), runtime.ContentTypeProtobuf) {
+					protobufAnswers = append(protobufAnswers, answer)
+				} else {
+					otherAnswers = append(otherAnswers, answer)
+				}
+				mu.Unlock()
+			}
+			return resp, err
+		})
+	})
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(otherAnswers) > 0 || len(protobufAnswers) < 6 {
+			t.Errorf("protobuf client: %d protobuf answers, others: %q", len(protobufAnswers), otherAnswers)
+		}
+	}()
+	for name, config := range map[string]*rest.Config{"json": plane.config, "protobuf": protobuf} {
+		t.Run(name, func(t *testing.T) {
+			client := clientset.NewForConfigOrDie(config).ButlerV1alpha1().TenantClusters(ns)
+			w, err := client.Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Stop()
+
+			created, err := client.Create(ctx, newTenantCluster(name), metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if created.Spec.ControlPlane.Replicas == nil || *created.Spec.ControlPlane.Replicas == 0 {
+				t.Errorf("defaults not applied: controlPlane.replicas %v", created.Spec.ControlPlane.Replicas)
+			}
+			expectEvent(t, w, watch.Added, created.ResourceVersion)
+
+			list, err := client.List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !containsName(list.Items, name) {
+				t.Errorf("list of %s has no %s", ns, name)
+			}
+
+			scale, err := client.GetScale(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			scale.Spec.Replicas = 6
+			if _, err := client.UpdateScale(ctx, name, scale, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			got, err := client.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Spec.Workers.Replicas != 6 {
+				t.Errorf("replicas after UpdateScale = %d, want 6", got.Spec.Workers.Replicas)
+			}
+			expectEvent(t, w, watch.Modified, got.ResourceVersion)
+
+			_, err = client.CreateKubeconfig(ctx, name, &v1alpha1.KubeconfigRequest{}, metav1.CreateOptions{})
+			if err == nil {
+				t.Errorf("kubeconfig of a cluster with no control plane: want an error")
+			}
+		})
+	}
+
+	// With a kubeconfig Secret in place the typed client gets it back.
+	if _, err := plane.kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "json-admin-kubeconfig"},
+		Data:       map[string][]byte{"value": []byte("apiVersion: v1\nkind: Config\n")},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	client := plane.butler.ButlerV1alpha1().TenantClusters(ns)
+	tc, err := client.Get(ctx, "json", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc.Status.KubeconfigSecretRef = &v1alpha1.LocalObjectReference{Name: "json-admin-kubeconfig"}
+	if _, err := client.UpdateStatus(ctx, tc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	answer, err := client.CreateKubeconfig(ctx, "json", &v1alpha1.KubeconfigRequest{
+		Spec: v1alpha1.KubeconfigRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(answer.Status.Kubeconfig) != "apiVersion: v1\nkind: Config\n" {
+		t.Errorf("kubeconfig %q is not the Secret's", answer.Status.Kubeconfig)
+	}
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+func newTenantCluster(name string) *v1alpha1.TenantCluster {
+	return &v1alpha1.TenantCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1alpha1.TenantClusterSpec{
+			KubernetesVersion: "v1.31.4",
+			ProviderConfigRef: &v1alpha1.NamespacedObjectReference{Name: "harvester"},
+			ControlPlane:      v1alpha1.ControlPlaneSpec{Type: v1alpha1.ControlPlaneHosted},
+			Workers: v1alpha1.WorkersSpec{Replicas: 3, MachineTemplate: v1alpha1.MachineTemplate{
+				OS: v1alpha1.OSSpec{Type: v1alpha1.OSTalos}}},
+			Networking: v1alpha1.NetworkingSpec{PodCIDR: "10.244.0.0/16", ServiceCIDR: "10.96.0.0/12"},
+		},
+	}
+}
+
+func containsName(items []v1alpha1.TenantCluster, name string) bool {
+	for _, item := range items {
+		if item.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// expectEvent waits for the next watch event and checks its type and resourceVersion.
+func expectEvent(t *testing.T, w watch.Interface, want watch.EventType, resourceVersion string) {
+	t.Helper()
+	select {
+	case ev, ok := <-w.ResultChan():
+		if !ok {
+			t.Fatal("watch closed")
+		}
+		obj, isCluster := ev.Object.(*v1alpha1.TenantCluster)
+		if ev.Type != want || !isCluster || obj.ResourceVersion != resourceVersion {
+			t.Fatalf("watch event %s %T, want %s of resourceVersion %s", ev.Type, ev.Object, want, resourceVersion)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no %s event within 30s", want)
+	}
+}

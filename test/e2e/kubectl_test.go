@@ -1,0 +1,186 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestAPIResourcesThroughAggregation(t *testing.T) {
+	out := mustKubectl(t, "api-resources", "--api-group=butler.butlerlabs.dev", "--no-headers")
+	for _, want := range []string{
+		"addondefinitions ad", "butlerconfigs", "ipallocations ipa", "networkpools np",
+		"providerconfigs pc", "teams", "tenantaddons ta", "tenantclusters tc",
+	} {
+		found := false
+		for _, line := range strings.Split(out, "\n") {
+			if strings.HasPrefix(strings.Join(strings.Fields(line), " "), want) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("api-resources has no %q:\n%s", want, out)
+		}
+	}
+	status := mustKubectl(t, "get", "apiservice", "v1alpha1.butler.butlerlabs.dev",
+		"-o", `jsonpath={.status.conditions[?(@.type=="Available")].status}`)
+	if status != "True" {
+		t.Errorf("APIService Available=%q", status)
+	}
+}
+
+func TestGetDescribeExplainWide(t *testing.T) {
+	ns := namespace(t, "e2e-get")
+	mustApply(t, tenantCluster(ns, "prod"))
+
+	out := mustKubectl(t, "get", "tc", "-n", ns)
+	header := strings.Fields(strings.Split(out, "\n")[0])
+	if strings.Join(header, " ") != "NAME PHASE VERSION WORKERS ENDPOINT AGE" {
+		t.Errorf("kubectl get tc columns: %q", header)
+	}
+	if !strings.Contains(out, "prod") || !strings.Contains(out, "v1.31.4") {
+		t.Errorf("kubectl get tc:\n%s", out)
+	}
+	wide := mustKubectl(t, "get", "tenantclusters", "-n", ns, "-o", "wide")
+	for _, col := range []string{"OS", "TEAM", "PROVIDER", "talos", "harvester"} {
+		if !strings.Contains(wide, col) {
+			t.Errorf("-o wide has no %q:\n%s", col, wide)
+		}
+	}
+	all := mustKubectl(t, "get", "tenantclusters", "-A")
+	if !strings.Contains(all, ns) {
+		t.Errorf("get -A does not list %s:\n%s", ns, all)
+	}
+	describe := mustKubectl(t, "describe", "tc", "prod", "-n", ns)
+	for _, want := range []string{"Name:         prod", "Kubernetes Version:  v1.31.4", "Pod CIDR:"} {
+		if !strings.Contains(describe, want) {
+			t.Errorf("describe has no %q:\n%s", want, describe)
+		}
+	}
+	explain := mustKubectl(t, "explain", "tenantclusters.spec.workers")
+	if !strings.Contains(explain, "replicas") || !strings.Contains(explain, "DESCRIPTION") ||
+		len(strings.TrimSpace(explain)) < 200 {
+		t.Errorf("explain shows no field descriptions:\n%s", explain)
+	}
+	explainField := mustKubectl(t, "explain", "tc.spec.kubernetesVersion")
+	if !strings.Contains(explainField, "DESCRIPTION:") || strings.Contains(explainField, "<empty>") {
+		t.Errorf("explain of a field has no description:\n%s", explainField)
+	}
+}
+
+func TestServerSideApplyTwoManagers(t *testing.T) {
+	ns := namespace(t, "e2e-ssa")
+	manifest := tenantCluster(ns, "prod")
+	mustApply(t, manifest, "--server-side", "--field-manager=platform")
+	// Applying the same object again as the same manager is a no-op success.
+	mustApply(t, manifest, "--server-side", "--field-manager=platform")
+
+	// A second manager that sets a field the first one owns to a new value conflicts.
+	other := strings.Replace(manifest, "replicas: 3", "replicas: 5", 1)
+	out, err := kubectlAs(t, plane.kubeconfig, other, "apply", "--server-side", "--field-manager=team", "-f", "-")
+	if err == nil || !strings.Contains(out, "conflict") || !strings.Contains(out, "platform") ||
+		!strings.Contains(out, ".spec.workers.replicas") {
+		t.Fatalf("want a conflict with manager platform on .spec.workers.replicas, got err=%v:\n%s", err, out)
+	}
+	mustApply(t, other, "--server-side", "--field-manager=team", "--force-conflicts")
+	if got := mustKubectl(t, "get", "tc", "prod", "-n", ns, "-o", "jsonpath={.spec.workers.replicas}"); got != "5" {
+		t.Errorf("replicas after forced apply = %q, want 5", got)
+	}
+	managers := mustKubectl(t, "get", "tc", "prod", "-n", ns, "--show-managed-fields", "-o", "jsonpath={.metadata.managedFields[*].manager}")
+	if !strings.Contains(managers, "platform") || !strings.Contains(managers, "team") {
+		t.Errorf("managed fields managers = %q, want platform and team", managers)
+	}
+}
+
+func TestScaleAndWait(t *testing.T) {
+	ns := namespace(t, "e2e-scale")
+	mustApply(t, tenantCluster(ns, "prod"))
+
+	// kubectl wait for a replica count set by kubectl scale, started before the scale.
+	wait := exec.Command("kubectl", "--kubeconfig", plane.kubeconfig, "wait", "tc/prod", "-n", ns,
+		"--for=jsonpath={.spec.workers.replicas}=7", "--timeout=60s")
+	var waitOut strings.Builder
+	wait.Stdout, wait.Stderr = &waitOut, &waitOut
+	if err := wait.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if out := mustKubectl(t, "scale", "tc", "prod", "-n", ns, "--replicas=7"); !strings.Contains(out, "scaled") {
+		t.Errorf("kubectl scale: %s", out)
+	}
+	if err := wait.Wait(); err != nil {
+		t.Fatalf("kubectl wait: %v\n%s", err, waitOut.String())
+	}
+	if got := mustKubectl(t, "get", "--raw", "/apis/butler.butlerlabs.dev/v1alpha1/namespaces/"+ns+"/tenantclusters/prod/scale"); !strings.Contains(got, `"replicas":7`) {
+		t.Errorf("scale subresource: %s", got)
+	}
+
+	// A status written through /status satisfies a wait on status.phase.
+	wait = exec.Command("kubectl", "--kubeconfig", plane.kubeconfig, "wait", "tc/prod", "-n", ns,
+		"--for=jsonpath={.status.phase}=Ready", "--timeout=60s")
+	waitOut.Reset()
+	wait.Stdout, wait.Stderr = &waitOut, &waitOut
+	if err := wait.Start(); err != nil {
+		t.Fatal(err)
+	}
+	mustKubectl(t, "patch", "tc", "prod", "-n", ns, "--subresource=status", "--type=merge", "-p", `{"status":{"phase":"Ready"}}`)
+	if err := wait.Wait(); err != nil {
+		t.Fatalf("kubectl wait --for=jsonpath={.status.phase}=Ready: %v\n%s", err, waitOut.String())
+	}
+}
+
+func TestWatchSeesUpdate(t *testing.T) {
+	ns := namespace(t, "e2e-watch")
+	mustApply(t, tenantCluster(ns, "prod"))
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	watch := exec.CommandContext(ctx, "kubectl", "--kubeconfig", plane.kubeconfig, "get", "tc", "prod", "-n", ns,
+		"-w", "--output-watch-events", "-o", "json")
+	stdout, err := watch.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := watch.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); _ = watch.Wait() }()
+
+	events := make(chan map[string]any)
+	go func() {
+		dec := json.NewDecoder(bufio.NewReader(stdout))
+		for {
+			var ev map[string]any
+			if dec.Decode(&ev) != nil {
+				close(events)
+				return
+			}
+			events <- ev
+		}
+	}()
+	next := func() map[string]any {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				t.Fatal("kubectl get -w ended")
+			}
+			return ev
+		case <-ctx.Done():
+			t.Fatal("no watch event within a minute")
+		}
+		return nil
+	}
+	if ev := next(); ev["type"] != "ADDED" {
+		t.Fatalf("first event %v, want ADDED", ev["type"])
+	}
+	mustKubectl(t, "label", "tc", "prod", "-n", ns, "e2e=seen")
+	ev := next()
+	labels, _ := ev["object"].(map[string]any)["metadata"].(map[string]any)["labels"].(map[string]any)
+	if ev["type"] != "MODIFIED" || labels["e2e"] != "seen" {
+		t.Fatalf("event after the label: type %v labels %v, want MODIFIED with e2e=seen", ev["type"], labels)
+	}
+}

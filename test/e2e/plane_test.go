@@ -1,0 +1,197 @@
+// Package e2e brings up the local management plane once (hack/local-up.sh: etcd, a real
+// kube-apiserver and kube-controller-manager, butler-apiserver behind an APIService) and drives
+// it through the management cluster's endpoint only, with real kubectl and the generated clientset.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
+)
+
+// plane is the running management plane.
+var plane struct {
+	dir        string // LOCAL_DIR
+	kubeconfig string // the management cluster's admin kubeconfig
+	config     *rest.Config
+	butler     clientset.Interface
+	kube       kubernetes.Interface
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	dir, err := os.MkdirTemp("", "butler-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+
+	up := exec.Command(filepath.Join(root, "hack", "local-up.sh"))
+	up.Env = append(os.Environ(), "LOCAL_DIR="+dir)
+	var upOut bytes.Buffer
+	up.Stdout, up.Stderr = &upOut, &upOut
+	started := time.Now()
+	if err := up.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- up.Wait() }()
+	stop := func() {
+		_ = up.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(90 * time.Second):
+			fmt.Fprintln(os.Stderr, "e2e: local-up.sh did not stop within 90s; killing it")
+			_ = up.Process.Kill()
+		}
+	}
+	defer stop()
+
+	// local-up.sh writes admin.kubeconfig only once the butler API answers through the APIService.
+	plane.dir = dir
+	plane.kubeconfig = filepath.Join(dir, "admin.kubeconfig")
+	for {
+		if _, err := os.Stat(plane.kubeconfig); err == nil {
+			break
+		}
+		select {
+		case err := <-exited:
+			fmt.Fprintf(os.Stderr, "e2e: local-up.sh exited before the plane was up (%v):\n%s", err, upOut.String())
+			dumpLogs(dir)
+			return 1
+		case <-time.After(200 * time.Millisecond):
+		}
+		if time.Since(started) > 10*time.Minute {
+			fmt.Fprintf(os.Stderr, "e2e: the plane was not up after 10 minutes:\n%s", upOut.String())
+			dumpLogs(dir)
+			return 1
+		}
+	}
+	fmt.Fprintf(os.Stderr, "e2e: management plane up in %s\n", time.Since(started).Round(100*time.Millisecond))
+
+	plane.config, err = clientcmd.BuildConfigFromFlags("", plane.kubeconfig)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	plane.butler = clientset.NewForConfigOrDie(plane.config)
+	plane.kube = kubernetes.NewForConfigOrDie(plane.config)
+
+	code := m.Run()
+	if code != 0 {
+		dumpLogs(dir)
+	}
+	return code
+}
+
+// dumpLogs prints the tail of every process log, for a failed run.
+func dumpLogs(dir string) {
+	logs, _ := filepath.Glob(filepath.Join(dir, "logs", "*.log"))
+	for _, l := range logs {
+		data, _ := os.ReadFile(l)
+		lines := strings.Split(string(data), "\n")
+		if len(lines) > 40 {
+			lines = lines[len(lines)-40:]
+		}
+		fmt.Fprintf(os.Stderr, "==== %s (last lines)\n%s\n", l, strings.Join(lines, "\n"))
+	}
+}
+
+// kubectl runs kubectl against the management cluster as its admin.
+func kubectl(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	return kubectlAs(t, plane.kubeconfig, "", args...)
+}
+
+// kubectlAs runs kubectl with the given kubeconfig and standard input.
+func kubectlAs(t *testing.T, kubeconfig, stdin string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "kubectl", append([]string{"--kubeconfig", kubeconfig}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+// mustKubectl runs kubectl as the admin and fails the test if it fails.
+func mustKubectl(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := kubectl(t, args...)
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// mustApply applies a manifest given inline.
+func mustApply(t *testing.T, manifest string, args ...string) string {
+	t.Helper()
+	out, err := kubectlAs(t, plane.kubeconfig, manifest, append([]string{"apply", "-f", "-"}, args...)...)
+	if err != nil {
+		t.Fatalf("kubectl apply: %v\n%s", err, out)
+	}
+	return out
+}
+
+// namespace creates a namespace for one test and deletes it afterwards.
+func namespace(t *testing.T, name string) string {
+	t.Helper()
+	mustKubectl(t, "create", "namespace", name)
+	t.Cleanup(func() { _, _ = kubectl(t, "delete", "namespace", name, "--wait=false") })
+	return name
+}
+
+// tenantCluster is a valid TenantCluster manifest.
+func tenantCluster(namespace, name string) string {
+	return fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
+kind: TenantCluster
+metadata:
+  name: %s
+  namespace: %s
+spec:
+  kubernetesVersion: v1.31.4
+  teamRef:
+    name: %[2]s
+  providerConfigRef:
+    name: harvester
+  controlPlane:
+    type: hosted
+  workers:
+    replicas: 3
+    machineTemplate:
+      cpu: 4
+      memory: 16Gi
+      diskSize: 100Gi
+      os:
+        type: talos
+  networking:
+    podCIDR: 10.244.0.0/16
+    serviceCIDR: 10.96.0.0/12
+`, name, namespace)
+}
