@@ -19,6 +19,7 @@ import (
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/install"
+	"github.com/butlerdotdev/butler-apiserver/pkg/ipam/store"
 	addondefinition "github.com/butlerdotdev/butler-apiserver/pkg/registry/butler/addondefinition/storage"
 	butlerconfig "github.com/butlerdotdev/butler-apiserver/pkg/registry/butler/butlerconfig/storage"
 	ipallocation "github.com/butlerdotdev/butler-apiserver/pkg/registry/butler/ipallocation/storage"
@@ -67,9 +68,21 @@ type ManagementCluster struct {
 	Secrets corev1client.SecretsGetter
 }
 
-// InstallButlerAPI registers every butler resource and subresource on the server.
-func InstallButlerAPI(server *genericapiserver.GenericAPIServer, optsGetter generic.RESTOptionsGetter, mgmt ManagementCluster) error {
-	resources, err := newResources(optsGetter, mgmt)
+// InstallButlerAPI registers every butler resource and subresource on the server, and the
+// IPAM repair loop as a post-start hook.
+func InstallButlerAPI(server *genericapiserver.GenericAPIServer, optsGetter generic.RESTOptionsGetter, mgmt ManagementCluster, repair IPAMRepair) error {
+	ipamStore, closeIPAM, err := newIPAMStore(optsGetter)
+	if err != nil {
+		return err
+	}
+	server.AddPreShutdownHookOrDie("ipam-etcd-client", func() error { closeIPAM(); return nil })
+	if repair.Interval > 0 {
+		server.AddPostStartHookOrDie("ipam-repair", func(ctx genericapiserver.PostStartHookContext) error {
+			go store.NewRepairer(ipamStore, repair.Grace).Run(ctx, repair.Interval)
+			return nil
+		})
+	}
+	resources, err := newResources(optsGetter, mgmt, ipamStore)
 	if err != nil {
 		return err
 	}
@@ -83,7 +96,7 @@ type endpoints interface {
 	Endpoints() map[string]rest.Storage
 }
 
-func newResources(optsGetter generic.RESTOptionsGetter, mgmt ManagementCluster) (map[string]rest.Storage, error) {
+func newResources(optsGetter generic.RESTOptionsGetter, mgmt ManagementCluster, ipamStore *store.Store) (map[string]rest.Storage, error) {
 	resources := map[string]rest.Storage{}
 	var errs []error
 	add := func(storage endpoints, err error) {
@@ -98,8 +111,11 @@ func newResources(optsGetter generic.RESTOptionsGetter, mgmt ManagementCluster) 
 	add(tenantcluster.NewStorage(Scheme, optsGetter, mgmt.Secrets))
 	add(tenantaddon.NewStorage(Scheme, optsGetter))
 	add(addondefinition.NewStorage(Scheme, optsGetter))
-	add(networkpool.NewStorage(Scheme, optsGetter))
-	add(ipallocation.NewStorage(Scheme, optsGetter))
+	allocations, err := ipallocation.NewStorage(Scheme, optsGetter, ipamStore)
+	add(allocations, err)
+	if err == nil {
+		add(networkpool.NewStorage(Scheme, optsGetter, ipamStore, allocations.IPAllocation))
+	}
 	add(providerconfig.NewStorage(Scheme, optsGetter))
 	return resources, utilerrors.NewAggregate(errs)
 }

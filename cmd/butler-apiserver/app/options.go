@@ -40,6 +40,9 @@ type Options struct {
 	// and with none of this the server would wait out its whole request timeout.
 	ShutdownWatchTerminationGracePeriod time.Duration
 
+	// IPAMRepair paces the loop that frees reservations no IPAllocation holds.
+	IPAMRepair apiserver.IPAMRepair
+
 	// Out receives the "how to reach it" banner.
 	Out io.Writer
 }
@@ -52,6 +55,7 @@ func NewOptions() *Options {
 			apiserver.Codecs.LegacyCodec(v1alpha1.SchemeGroupVersion)),
 		DataDir:                             ".butler",
 		ShutdownWatchTerminationGracePeriod: 5 * time.Second,
+		IPAMRepair:                          apiserver.DefaultIPAMRepair,
 		Out:                                 os.Stdout,
 	}
 	o.Recommended.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
@@ -71,6 +75,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Directory for the embedded etcd (used when --etcd-servers is empty) and the standalone certificates and kubeconfig.")
 	fs.DurationVar(&o.ShutdownWatchTerminationGracePeriod, "shutdown-watch-termination-grace-period", o.ShutdownWatchTerminationGracePeriod,
 		"How long shutdown waits for open watches to end; they are told to end when shutdown starts.")
+	fs.DurationVar(&o.IPAMRepair.Interval, "ipam-repair-interval", o.IPAMRepair.Interval,
+		"How often to look for address reservations that no IPAllocation holds; 0 turns the repair loop off.")
+	fs.DurationVar(&o.IPAMRepair.Grace, "ipam-repair-grace", o.IPAMRepair.Grace,
+		"How long a reservation must stay unreferenced before the repair loop frees it.")
 }
 
 // Validate checks the options.

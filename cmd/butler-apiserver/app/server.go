@@ -73,7 +73,7 @@ func Run(ctx context.Context, o *Options) error {
 		}
 		mgmt.Secrets = client.CoreV1()
 	}
-	if err := apiserver.InstallButlerAPI(server, config.RESTOptionsGetter, mgmt); err != nil {
+	if err := apiserver.InstallButlerAPI(server, config.RESTOptionsGetter, mgmt, o.IPAMRepair); err != nil {
 		return err
 	}
 

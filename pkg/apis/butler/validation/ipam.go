@@ -138,26 +138,16 @@ func ValidateIPAllocationUpdate(obj, old *butler.IPAllocation) field.ErrorList {
 }
 
 // ValidateIPAllocationStatusUpdate validates a write to IPAllocation's status subresource.
+// The allocator owns every field but message: it wrote them in the transaction that
+// reserved the addresses, and the release frees the range they name, so a client that could
+// change them could free another tenant's addresses.
 func ValidateIPAllocationStatusUpdate(obj, old *butler.IPAllocation) field.ErrorList {
 	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(&obj.ObjectMeta, &old.ObjectMeta, field.NewPath("metadata"))
-	status := &obj.Status
-	statusPath := field.NewPath("status")
-	allErrs = append(allErrs, validateOptionalEnum(status.Phase, ipAllocationPhases, statusPath.Child("phase"))...)
-	allErrs = append(allErrs, validateMinimum(status.AllocatedCount, 0, statusPath.Child("allocatedCount"))...)
-	switch {
-	case status.StartAddress != "" && status.EndAddress != "":
-		_, _, errs := validateAddrRange(status.StartAddress, status.EndAddress, statusPath.Child("startAddress"), statusPath.Child("endAddress"))
-		allErrs = append(allErrs, errs...)
-	case status.StartAddress != "":
-		_, errs := parseAddr(status.StartAddress, statusPath.Child("startAddress"))
-		allErrs = append(allErrs, errs...)
-	case status.EndAddress != "":
-		_, errs := parseAddr(status.EndAddress, statusPath.Child("endAddress"))
-		allErrs = append(allErrs, errs...)
-	}
-	if status.CIDR != "" {
-		_, errs := parsePrefix(status.CIDR, statusPath.Child("cidr"))
-		allErrs = append(allErrs, errs...)
+	newStatus, oldStatus := obj.Status, old.Status
+	newStatus.Message, oldStatus.Message = "", ""
+	if !apiequality.Semantic.DeepEqual(newStatus, oldStatus) {
+		allErrs = append(allErrs, field.Forbidden(field.NewPath("status"),
+			"only status.message may be changed: the other fields are set by the allocator"))
 	}
 	return allErrs
 }

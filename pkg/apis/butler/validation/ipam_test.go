@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
@@ -157,16 +158,14 @@ func TestValidateIPAllocationUpdate(t *testing.T) {
 }
 
 func TestValidateIPAllocationStatusUpdate(t *testing.T) {
+	forbidden := []fieldErr{{field.ErrorTypeForbidden, "status"}}
 	runUpdateCases(t, validIPAllocation, ValidateIPAllocationStatusUpdate, []updateCase[butler.IPAllocation]{
-		{"allocated", func(o *butler.IPAllocation) {
+		{"message", func(o *butler.IPAllocation) { o.Status.Message = "held for the prod load balancer" }, nil},
+		{"addresses", func(o *butler.IPAllocation) {
 			o.Status = butler.IPAllocationStatus{Phase: butler.IPAllocationAllocated, StartAddress: "10.40.0.16", EndAddress: "10.40.0.20",
 				Addresses: []string{"10.40.0.16"}, AllocatedCount: 5}
-		}, nil},
-		{"unknown phase", func(o *butler.IPAllocation) { o.Status.Phase = "Bound" }, []fieldErr{notSupp("status.phase")}},
-		{"negative count", func(o *butler.IPAllocation) { o.Status.AllocatedCount = -1 }, []fieldErr{invalid("status.allocatedCount")}},
-		{"bad addresses", func(o *butler.IPAllocation) { o.Status.StartAddress, o.Status.CIDR = "x", "10.40.0.16/33" },
-			[]fieldErr{invalid("status.startAddress"), invalid("status.cidr")}},
-		{"reversed addresses", func(o *butler.IPAllocation) { o.Status.StartAddress, o.Status.EndAddress = "10.40.0.20", "10.40.0.16" },
-			[]fieldErr{invalid("status.endAddress")}},
+		}, forbidden},
+		{"phase", func(o *butler.IPAllocation) { o.Status.Phase = butler.IPAllocationReleased }, forbidden},
+		{"count", func(o *butler.IPAllocation) { o.Status.AllocatedCount = 7 }, forbidden},
 	})
 }

@@ -7,20 +7,21 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
+	"github.com/butlerdotdev/butler-apiserver/pkg/ipam/store"
 	"github.com/butlerdotdev/butler-apiserver/pkg/registry/butler/ipallocation"
 	"github.com/butlerdotdev/butler-apiserver/pkg/registry/butler/resource"
 )
 
 // Storage holds the endpoints of ipallocations.
 type Storage struct {
-	// IPAllocation is the main resource.
-	IPAllocation *resource.REST
+	// IPAllocation is the main resource; create and delete go through the allocator.
+	IPAllocation *REST
 	// Status is ipallocations/status.
 	Status *resource.StatusREST
 }
 
-// NewStorage returns the etcd-backed endpoints of ipallocations.
-func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (Storage, error) {
+// NewStorage returns the etcd-backed endpoints of ipallocations, allocating through ipam.
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, ipam *store.Store) (Storage, error) {
 	strategy := ipallocation.NewStrategy(scheme)
 	main, err := resource.NewStore(optsGetter,
 		resource.Names{Plural: "ipallocations", Singular: "ipallocation", ShortNames: []string{"ipa"}},
@@ -30,7 +31,7 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (S
 	if err != nil {
 		return Storage{}, err
 	}
-	storage := Storage{IPAllocation: main}
+	storage := Storage{IPAllocation: &REST{REST: main, ipam: ipam}}
 	storage.Status = resource.NewStatusREST(main, strategy)
 	return storage, nil
 }
