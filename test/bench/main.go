@@ -1,0 +1,425 @@
+// Command bench measures the aggregated butler.butlerlabs.dev API against Butler's own CRDs,
+// served side by side by one kube-apiserver on the local management plane (hack/local-up.sh):
+// the CRDs are installed under the group crd.butlerlabs.dev, and the same TenantClusters are
+// created on both sides. It prints a table (each figure for both sides and the ratio
+// aggregated/CRD) and writes it to -out.
+//
+//	P1   a full List through kube-apiserver: JSON on both sides, protobuf on the aggregated
+//	     side (CRDs cannot), and the Table kubectl get asks for; median and p95 over rounds
+//	     that alternate between the sides
+//	     floor: the same List straight to butler-apiserver's port, and an etcd range read
+//	P2   creates per second with 16 concurrent clients, in batches that alternate sides
+//	P2b  the time for 1,000 updates to reach a watcher, rounds alternating sides
+//	P5   butler-apiserver's RSS after loading N, next to kube-apiserver's RSS growth
+//
+// With -profile-seconds, CPU profiles of butler-apiserver and kube-apiserver are saved while
+// each List is repeated (go tool pprof -top <file>).
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+)
+
+type options struct {
+	n, clients, namespaces, rounds, warmup, updates, watchRounds, batches int
+	profileSeconds                                                        int
+	root, crds, out, butlerArgs                                           string
+	keep                                                                  bool
+}
+
+func main() {
+	var o options
+	flag.IntVar(&o.n, "n", 5000, "TenantClusters on each side")
+	flag.IntVar(&o.clients, "clients", 16, "concurrent clients for creates and updates (P2, P2b)")
+	flag.IntVar(&o.namespaces, "namespaces", 10, "namespaces the objects are spread over")
+	flag.IntVar(&o.rounds, "rounds", 15, "measured List rounds (P1)")
+	flag.IntVar(&o.warmup, "warmup", 2, "unmeasured List rounds first")
+	flag.IntVar(&o.batches, "batches", 10, "create batches, alternating sides (P2)")
+	flag.IntVar(&o.updates, "updates", 1000, "updates per watch round (P2b)")
+	flag.IntVar(&o.watchRounds, "watch-rounds", 3, "watch rounds per side (P2b)")
+	flag.IntVar(&o.profileSeconds, "profile-seconds", 0,
+		"if > 0, save CPU profiles of butler-apiserver and kube-apiserver, this many seconds per List kind, into -out")
+	flag.StringVar(&o.root, "root", ".", "the repository (where hack/local-up.sh is)")
+	flag.StringVar(&o.crds, "crds", "", "Butler's CRDs (default <root>/../shared/anchors/butler-crds)")
+	flag.StringVar(&o.out, "out", "", "where the table and profiles go (default <root>/_output/bench)")
+	flag.StringVar(&o.butlerArgs, "butler-args", os.Getenv("BUTLER_APISERVER_ARGS"), "extra flags for butler-apiserver")
+	flag.BoolVar(&o.keep, "keep", false, "keep the plane's directory (logs, etcd) afterwards")
+	flag.Parse()
+
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
+}
+
+func run(ctx context.Context, o options) error {
+	root, err := filepath.Abs(o.root)
+	if err != nil {
+		return err
+	}
+	if o.crds == "" {
+		o.crds = filepath.Join(root, "..", "shared", "anchors", "butler-crds")
+	}
+	if o.out == "" {
+		o.out = filepath.Join(root, "_output", "bench")
+	}
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return err
+	}
+	if o.updates > o.n {
+		o.updates = o.n
+	}
+	loadBefore := loadavg()
+
+	dir, err := os.MkdirTemp("", "butler-bench-")
+	if err != nil {
+		return err
+	}
+	if o.keep {
+		logf("plane directory %s (kept)", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+	started := time.Now()
+	p, err := startPlane(root, dir, o.butlerArgs)
+	if err != nil {
+		return err
+	}
+	defer p.stop()
+	logf("management plane up in %s", time.Since(started).Round(100*time.Millisecond))
+
+	// Sides and clients.
+	agg := side{name: "aggregated", group: "butler.butlerlabs.dev", base: p.kube.Host + "/apis/butler.butlerlabs.dev/v1alpha1",
+		etcdPrefix: "/registry/butler.butlerlabs.dev/"}
+	crd := side{name: "CRD", group: "crd.butlerlabs.dev", base: p.kube.Host + "/apis/crd.butlerlabs.dev/v1alpha1",
+		etcdPrefix: "/registry/crd.butlerlabs.dev/"}
+	directBase := p.direct.Host + "/apis/butler.butlerlabs.dev/v1alpha1/tenantclusters"
+
+	kube := kubernetes.NewForConfigOrDie(p.kube)
+	dyn := dynamic.NewForConfigOrDie(p.kube)
+	var clients []*http.Client
+	for range o.clients {
+		c, err := httpClient(p.kube)
+		if err != nil {
+			return err
+		}
+		clients = append(clients, c)
+	}
+	lister, err := httpClient(p.kube)
+	if err != nil {
+		return err
+	}
+	direct, err := httpClient(p.direct)
+	if err != nil {
+		return err
+	}
+	etcd, err := clientv3.New(clientv3.Config{Endpoints: []string{fmt.Sprintf("http://127.0.0.1:%d", p.etcdPort)}, DialTimeout: 10 * time.Second})
+	if err != nil {
+		return err
+	}
+	defer etcd.Close()
+
+	butlerPID, err := p.pid("butler-apiserver")
+	if err != nil {
+		return err
+	}
+	kubePID, err := p.pid("kube-apiserver")
+	if err != nil {
+		return err
+	}
+
+	// The CRD copy and the namespaces.
+	if err := installCRDs(ctx, dyn, o.crds, agg.group, crd.group); err != nil {
+		return err
+	}
+	for i := range o.namespaces {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bench-%02d", i)}}
+		if _, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+	all := keys(o.n, o.namespaces)
+	// The first object of each namespace is created before the clock starts, retried until
+	// both servers' admission knows the new namespaces.
+	first := all[:min(o.namespaces, o.n)]
+	for _, s := range []side{agg, crd} {
+		for _, k := range first {
+			deadline := time.Now().Add(time.Minute)
+			for {
+				err := send(ctx, lister, http.MethodPost, s.collection(k.namespace), contentJSON, tenantCluster(s.group, k), http.StatusCreated)
+				if err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					return fmt.Errorf("first %s object: %w", s.name, err)
+				}
+				time.Sleep(250 * time.Millisecond)
+			}
+		}
+	}
+	rest := all[len(first):]
+
+	// Both sides warmed once (the CRD's first requests build its handler), then RSS.
+	for _, s := range []side{agg, crd} {
+		if _, err := get(ctx, lister, s.collection(""), contentJSON); err != nil {
+			return err
+		}
+	}
+	time.Sleep(2 * time.Second)
+	rssBefore := map[string]int64{}
+	rssBefore["butler"], _ = rss(butlerPID)
+	rssBefore["kube"], _ = rss(kubePID)
+
+	// P2: creates, in batches alternating sides.
+	logf("P2: creating %d TenantClusters on each side with %d clients", o.n, o.clients)
+	createTime := map[string]time.Duration{}
+	batch := max(1, (len(rest)+o.batches-1)/o.batches)
+	for b := 0; b*batch < len(rest); b++ {
+		ks := rest[b*batch : min(len(rest), (b+1)*batch)]
+		order := []side{agg, crd}
+		if b%2 == 1 {
+			order = []side{crd, agg}
+		}
+		for _, s := range order {
+			d, err := create(ctx, s, clients, ks)
+			if err != nil {
+				return fmt.Errorf("P2 %s: %w", s.name, err)
+			}
+			createTime[s.name] += d
+		}
+	}
+	time.Sleep(2 * time.Second)
+	rssLoaded := map[string]int64{}
+	rssLoaded["butler"], _ = rss(butlerPID)
+	rssLoaded["kube"], _ = rss(kubePID)
+
+	// Every path must see all N objects before anything is timed.
+	for name, url := range map[string]string{"aggregated": agg.collection(""), "CRD": crd.collection(""), "direct": directBase} {
+		c := lister
+		if name == "direct" {
+			c = direct
+		}
+		if err := expectItems(ctx, c, url, o.n); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+
+	// Where each side keeps its tenantclusters in etcd.
+	for _, s := range []*side{&agg, &crd} {
+		if s.etcdPrefix, err = tenantClustersPrefix(ctx, etcd, s.etcdPrefix); err != nil {
+			return err
+		}
+	}
+
+	// P1 and the floor.
+	logf("P1: %d List rounds (+%d warm-up)", o.rounds, o.warmup)
+	variants := []listVariant{
+		{"agg-json", httpList(lister, agg.collection(""), contentJSON)},
+		{"crd-json", httpList(lister, crd.collection(""), contentJSON)},
+		{"agg-protobuf", httpList(lister, agg.collection(""), contentProtobuf)},
+		{"agg-table", httpList(lister, agg.collection(""), contentTable)},
+		{"crd-table", httpList(lister, crd.collection(""), contentTable)},
+		{"direct-json", httpList(direct, directBase, contentJSON)},
+		{"direct-protobuf", httpList(direct, directBase, contentProtobuf)},
+		{"etcd-agg", etcdRange(etcd, agg.etcdPrefix, o.n)},
+		{"etcd-crd", etcdRange(etcd, crd.etcdPrefix, o.n)},
+	}
+	lists, err := listRounds(ctx, variants, o.warmup, o.rounds)
+	if err != nil {
+		return err
+	}
+	rssListed := map[string]int64{}
+	rssListed["butler"], _ = rss(butlerPID)
+	rssListed["kube"], _ = rss(kubePID)
+
+	if o.profileSeconds > 0 {
+		if err := profile(ctx, p, o, variants); err != nil {
+			return err
+		}
+	}
+
+	// P2b: watch rounds, alternating sides.
+	logf("P2b: %d rounds of %d updates per side", o.watchRounds, o.updates)
+	watches := map[string]*sample{agg.name: {}, crd.name: {}}
+	latencies := map[string]*sample{agg.name: {}, crd.name: {}}
+	for r := range o.watchRounds {
+		order := []side{crd, agg}
+		if r%2 == 1 {
+			order = []side{agg, crd}
+		}
+		for _, s := range order {
+			res, err := watchRound(ctx, s, lister, clients, all[:o.updates], fmt.Sprintf("r%d", r))
+			if err != nil {
+				return fmt.Errorf("P2b: %w", err)
+			}
+			watches[s.name].add(res.total)
+			latencies[s.name].durations = append(latencies[s.name].durations, res.latencies...)
+		}
+	}
+	rssEnd := map[string]int64{}
+	rssEnd["butler"], _ = rss(butlerPID)
+	rssEnd["kube"], _ = rss(kubePID)
+
+	r := report{
+		o: o, lists: lists, createTime: createTime, created: len(rest), watches: watches, latencies: latencies,
+		rssBefore: rssBefore, rssLoaded: rssLoaded, rssListed: rssListed, rssEnd: rssEnd,
+		loadBefore: loadBefore, loadAfter: loadavg(),
+	}
+	table := r.String()
+	fmt.Print(table)
+	file := filepath.Join(o.out, fmt.Sprintf("bench-n%d.md", o.n))
+	if err := os.WriteFile(file, []byte(table), 0o644); err != nil {
+		return err
+	}
+	logf("wrote %s", file)
+	return nil
+}
+
+// tenantClustersPrefix finds the etcd prefix of the tenantclusters under root: a generic
+// apiserver stores them at <--etcd-prefix>/<group>/tenantclusters/, kube-apiserver at
+// /registry/<group>/tenantclusters/.
+func tenantClustersPrefix(ctx context.Context, etcd *clientv3.Client, root string) (string, error) {
+	resp, err := etcd.Get(ctx, root, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return "", err
+	}
+	for _, kv := range resp.Kvs {
+		if before, _, ok := strings.Cut(string(kv.Key), "/tenantclusters/"); ok {
+			return before + "/tenantclusters/", nil
+		}
+	}
+	return "", fmt.Errorf("no tenantclusters under %s in etcd", root)
+}
+
+// expectItems lists url as JSON and checks it holds n items.
+func expectItems(ctx context.Context, c *http.Client, url string, n int) error {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	req.Header.Set("Accept", contentJSON)
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("GET %s: %s: %s", url, resp.Status, body)
+	}
+	var list struct {
+		Items []json.RawMessage `json:"items"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		return err
+	}
+	if len(list.Items) != n {
+		return fmt.Errorf("GET %s: %d items, want %d", url, len(list.Items), n)
+	}
+	return nil
+}
+
+// profile repeats each HTTP List for o.profileSeconds while CPU profiles of butler-apiserver
+// (straight to its port) and kube-apiserver are taken, and saves them in o.out.
+func profile(ctx context.Context, p *plane, o options, variants []listVariant) error {
+	direct, err := httpClient(p.direct)
+	if err != nil {
+		return err
+	}
+	kube, err := httpClient(p.kube)
+	if err != nil {
+		return err
+	}
+	for _, v := range variants {
+		if strings.HasPrefix(v.name, "etcd") {
+			continue
+		}
+		logf("profiling %s for %ds", v.name, o.profileSeconds)
+		pctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for pctx.Err() == nil {
+				_, _ = v.list(pctx)
+			}
+		}()
+		targets := map[string]struct {
+			c    *http.Client
+			host string
+		}{"butler-apiserver": {direct, p.direct.Host}, "kube-apiserver": {kube, p.kube.Host}}
+		errs := make(chan error, len(targets))
+		for name, t := range targets {
+			go func() {
+				errs <- saveProfile(ctx, t.c, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", t.host, o.profileSeconds),
+					filepath.Join(o.out, fmt.Sprintf("%s.%s.n%d.pprof", name, v.name, o.n)))
+			}()
+		}
+		for range targets {
+			if e := <-errs; e != nil && err == nil {
+				err = e
+			}
+		}
+		cancel()
+		<-done
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func saveProfile(ctx context.Context, c *http.Client, url, file string) error {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fmt.Errorf("GET %s: %s: %s", url, resp.Status, body)
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func loadavg() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	fields := strings.Fields(string(data))
+	if len(fields) < 3 {
+		return "?"
+	}
+	return strings.Join(fields[:3], " ") + fmt.Sprintf(" (%d cores)", runtime.NumCPU())
+}

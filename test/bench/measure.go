@@ -1,0 +1,317 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+const (
+	contentJSON     = "application/json"
+	contentProtobuf = "application/vnd.kubernetes.protobuf"
+	// contentTable is what kubectl get asks for.
+	contentTable = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+	contentMerge = "application/merge-patch+json"
+)
+
+// side is one of the two ways the same TenantClusters are served.
+type side struct {
+	name  string // "aggregated" or "CRD"
+	group string
+	// base is https://host:port/apis/<group>/v1alpha1 through kube-apiserver.
+	base string
+	// etcdPrefix is where the side's tenantclusters are in etcd.
+	etcdPrefix string
+}
+
+func (s side) collection(ns string) string {
+	if ns == "" {
+		return s.base + "/tenantclusters"
+	}
+	return s.base + "/namespaces/" + ns + "/tenantclusters"
+}
+
+// key names one TenantCluster.
+type key struct{ namespace, name string }
+
+func keys(n, namespaces int) []key {
+	out := make([]key, n)
+	for i := range out {
+		out[i] = key{namespace: fmt.Sprintf("bench-%02d", i%namespaces), name: fmt.Sprintf("tc-%05d", i)}
+	}
+	return out
+}
+
+// tenantCluster is the object created on both sides: the same spec, with fields that both
+// Butler's CRD schema and the aggregated API know (the CRD requires kubernetesVersion and
+// workers.replicas; both apply their own defaults to the rest).
+func tenantCluster(group string, k key) []byte {
+	return fmt.Appendf(nil, `{"apiVersion":"%s/v1alpha1","kind":"TenantCluster",`+
+		`"metadata":{"name":%q,"namespace":%q,"labels":{"bench":"true","team":"platform"}},`+
+		`"spec":{"kubernetesVersion":"v1.31.4","teamRef":{"name":"platform"},"providerConfigRef":{"name":"harvester"},`+
+		`"controlPlane":{"replicas":1},`+
+		`"workers":{"replicas":3,"machineTemplate":{"cpu":4,"memory":"16Gi","diskSize":"100Gi","os":{"type":"talos"}}},`+
+		`"networking":{"podCIDR":"10.244.0.0/16","serviceCIDR":"10.96.0.0/12"}}}`,
+		group, k.name, k.namespace)
+}
+
+// create creates the objects of ks on s with one worker per client, and returns the time taken.
+func create(ctx context.Context, s side, clients []*http.Client, ks []key) (time.Duration, error) {
+	work := make(chan key)
+	errs := make(chan error, len(clients))
+	var wg sync.WaitGroup
+	start := time.Now()
+	for _, c := range clients {
+		wg.Go(func() {
+			for k := range work {
+				if err := send(ctx, c, http.MethodPost, s.collection(k.namespace), contentJSON, tenantCluster(s.group, k), http.StatusCreated); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+feed:
+	for _, k := range ks {
+		select {
+		case work <- k:
+		case err := <-errs:
+			close(work)
+			wg.Wait()
+			return 0, err
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait()
+	elapsed := time.Since(start)
+	select {
+	case err := <-errs:
+		return 0, err
+	default:
+	}
+	return elapsed, ctx.Err()
+}
+
+// listFunc does one full List and returns the bytes it read.
+type listFunc func(context.Context) (int64, error)
+
+func httpList(c *http.Client, url, accept string) listFunc {
+	return func(ctx context.Context) (int64, error) { return get(ctx, c, url, accept) }
+}
+
+// etcdRange reads every key under prefix with its value, as the storage layer's List does
+// when it goes to etcd.
+func etcdRange(client *clientv3.Client, prefix string, want int) listFunc {
+	return func(ctx context.Context) (int64, error) {
+		resp, err := client.Get(ctx, prefix, clientv3.WithPrefix())
+		if err != nil {
+			return 0, err
+		}
+		if len(resp.Kvs) != want {
+			return 0, fmt.Errorf("etcd range %s: %d keys, want %d", prefix, len(resp.Kvs), want)
+		}
+		var n int64
+		for _, kv := range resp.Kvs {
+			n += int64(len(kv.Value))
+		}
+		return n, nil
+	}
+}
+
+// sample is the durations of one measured operation over the rounds.
+type sample struct {
+	durations []time.Duration
+	bytes     int64
+}
+
+func (s *sample) add(d time.Duration) { s.durations = append(s.durations, d) }
+
+// percentile is the nearest-rank percentile p (0-100).
+func (s *sample) percentile(p float64) time.Duration {
+	if len(s.durations) == 0 {
+		return 0
+	}
+	d := slices.Clone(s.durations)
+	slices.Sort(d)
+	i := int(float64(len(d))*p/100+0.999999) - 1
+	return d[max(0, min(i, len(d)-1))]
+}
+
+func (s *sample) median() time.Duration { return s.percentile(50) }
+func (s *sample) p95() time.Duration    { return s.percentile(95) }
+
+// listVariant is one way to read the whole collection.
+type listVariant struct {
+	name string
+	list listFunc
+}
+
+// listRounds runs every variant once per round, in an order that reverses every round, after
+// warmup unrecorded rounds.
+func listRounds(ctx context.Context, variants []listVariant, warmup, rounds int) (map[string]*sample, error) {
+	samples := map[string]*sample{}
+	for _, v := range variants {
+		samples[v.name] = &sample{}
+	}
+	for r := range warmup + rounds {
+		order := slices.Clone(variants)
+		if r%2 == 1 {
+			slices.Reverse(order)
+		}
+		for _, v := range order {
+			start := time.Now()
+			n, err := v.list(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", v.name, err)
+			}
+			if r >= warmup {
+				samples[v.name].add(time.Since(start))
+				samples[v.name].bytes = n
+			}
+		}
+	}
+	return samples, nil
+}
+
+// watchEvent is what the watcher reads of each event.
+type watchEvent struct {
+	Type   string `json:"type"`
+	Object struct {
+		Metadata struct {
+			Name      string            `json:"name"`
+			Namespace string            `json:"namespace"`
+			Labels    map[string]string `json:"labels"`
+		} `json:"metadata"`
+	} `json:"object"`
+}
+
+// watchResult is one round of updates seen by a watcher.
+type watchResult struct {
+	total     time.Duration // first update sent to last event received
+	latencies []time.Duration
+}
+
+// watchRound opens a watch on all of s's tenantclusters from the current resourceVersion,
+// patches a label on every object of ks with one worker per client, and waits until the
+// watcher has seen every change.
+func watchRound(ctx context.Context, s side, watcher *http.Client, clients []*http.Client, ks []key, round string) (watchResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+
+	// The current resourceVersion, from a consistent List of one item.
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.collection("")+"?limit=1", nil)
+	req.Header.Set("Accept", contentJSON)
+	resp, err := watcher.Do(req)
+	if err != nil {
+		return watchResult{}, err
+	}
+	var list struct {
+		Metadata struct {
+			ResourceVersion string `json:"resourceVersion"`
+		} `json:"metadata"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&list)
+	resp.Body.Close()
+	if err != nil {
+		return watchResult{}, err
+	}
+
+	req, _ = http.NewRequestWithContext(ctx, http.MethodGet,
+		s.collection("")+"?watch=1&allowWatchBookmarks=false&resourceVersion="+list.Metadata.ResourceVersion, nil)
+	req.Header.Set("Accept", contentJSON)
+	resp, err = watcher.Do(req)
+	if err != nil {
+		return watchResult{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return watchResult{}, fmt.Errorf("watch %s: %s", s.name, resp.Status)
+	}
+
+	index := map[key]int{}
+	for i, k := range ks {
+		index[k] = i
+	}
+	sent := make([]time.Time, len(ks))
+	received := make([]time.Time, len(ks))
+	var sentOnce sync.Once
+	var firstSent time.Time
+	done := make(chan error, 1)
+	go func() {
+		dec := json.NewDecoder(resp.Body)
+		seen := 0
+		for seen < len(ks) {
+			var ev watchEvent
+			if err := dec.Decode(&ev); err != nil {
+				done <- fmt.Errorf("watch %s after %d of %d events: %w", s.name, seen, len(ks), err)
+				return
+			}
+			now := time.Now()
+			if ev.Type != "MODIFIED" || ev.Object.Metadata.Labels["bench-round"] != round {
+				continue
+			}
+			i, ok := index[key{ev.Object.Metadata.Namespace, ev.Object.Metadata.Name}]
+			if !ok || !received[i].IsZero() {
+				continue
+			}
+			received[i] = now
+			seen++
+		}
+		done <- nil
+	}()
+
+	patch := fmt.Appendf(nil, `{"metadata":{"labels":{"bench-round":%q}}}`, round)
+	work := make(chan int)
+	var failed atomic.Pointer[error]
+	var wg sync.WaitGroup
+	for _, c := range clients {
+		wg.Go(func() {
+			for i := range work {
+				sentOnce.Do(func() { firstSent = time.Now() })
+				sent[i] = time.Now()
+				k := ks[i]
+				if err := send(ctx, c, http.MethodPatch, s.collection(k.namespace)+"/"+k.name, contentMerge, patch, http.StatusOK); err != nil {
+					failed.CompareAndSwap(nil, &err)
+				}
+			}
+		})
+	}
+	for i := range ks {
+		if failed.Load() != nil {
+			break
+		}
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	if err := failed.Load(); err != nil {
+		return watchResult{}, *err
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			return watchResult{}, err
+		}
+	case <-ctx.Done():
+		return watchResult{}, fmt.Errorf("watch %s: %w", s.name, ctx.Err())
+	}
+	var result watchResult
+	last := firstSent
+	for i := range ks {
+		result.latencies = append(result.latencies, received[i].Sub(sent[i]))
+		if received[i].After(last) {
+			last = received[i]
+		}
+	}
+	result.total = last.Sub(firstSent)
+	return result, nil
+}

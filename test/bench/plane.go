@@ -1,0 +1,210 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// plane is a management plane from hack/local-up.sh, in a directory of its own.
+type plane struct {
+	dir        string
+	etcdPort   int
+	butlerPort int
+	kubePort   int
+
+	cmd    *exec.Cmd
+	out    bytes.Buffer
+	exited chan error
+
+	// kube is the admin through kube-apiserver; direct is the same admin certificate
+	// straight to butler-apiserver's port, trusting the CA that signed its serving certificate.
+	kube, direct *rest.Config
+}
+
+// startPlane runs hack/local-up.sh with LOCAL_DIR=dir and waits for admin.kubeconfig.
+func startPlane(root, dir, butlerArgs string) (*plane, error) {
+	p := &plane{dir: dir, exited: make(chan error, 1)}
+	ports, err := freePorts(5)
+	if err != nil {
+		return nil, err
+	}
+	p.etcdPort, p.kubePort, p.butlerPort = ports[0], ports[2], ports[4]
+	p.cmd = exec.Command(filepath.Join(root, "hack", "local-up.sh"))
+	p.cmd.Env = append(os.Environ(), "LOCAL_DIR="+dir,
+		"ETCD_PORT="+strconv.Itoa(ports[0]), "ETCD_PEER_PORT="+strconv.Itoa(ports[1]),
+		"KUBE_APISERVER_PORT="+strconv.Itoa(ports[2]), "KUBE_CONTROLLER_MANAGER_PORT="+strconv.Itoa(ports[3]),
+		"BUTLER_APISERVER_PORT="+strconv.Itoa(ports[4]), "BUTLER_APISERVER_ARGS="+butlerArgs)
+	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
+	if err := p.cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() { p.exited <- p.cmd.Wait() }()
+
+	kubeconfig := filepath.Join(dir, "admin.kubeconfig")
+	deadline := time.Now().Add(10 * time.Minute)
+	for {
+		if _, err := os.Stat(kubeconfig); err == nil {
+			break
+		}
+		select {
+		case err := <-p.exited:
+			return nil, fmt.Errorf("local-up.sh exited before the plane was up (%v):\n%s", err, p.out.String())
+		case <-time.After(200 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			p.stop()
+			return nil, fmt.Errorf("the plane was not up after 10 minutes:\n%s", p.out.String())
+		}
+	}
+	if p.kube, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
+		p.stop()
+		return nil, err
+	}
+	ca, err := os.ReadFile(filepath.Join(dir, "pki", "ca.crt"))
+	if err != nil {
+		p.stop()
+		return nil, err
+	}
+	p.direct = rest.CopyConfig(p.kube)
+	p.direct.Host = "https://127.0.0.1:" + strconv.Itoa(p.butlerPort)
+	p.direct.CAData, p.direct.CAFile = ca, ""
+	return p, nil
+}
+
+// stop sends SIGTERM to local-up.sh, which stops the processes in order.
+func (p *plane) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(90 * time.Second):
+		fmt.Fprintln(os.Stderr, "bench: local-up.sh did not stop within 90s; killing it")
+		_ = p.cmd.Process.Kill()
+	}
+}
+
+// pid finds the process of the plane running the named binary: its first argument ends in
+// /name and its command line mentions the plane's directory.
+func (p *plane) pid(name string) (int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || len(cmdline) == 0 {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+		if filepath.Base(args[0]) == name && strings.Contains(string(cmdline), p.dir) {
+			return pid, nil
+		}
+	}
+	return 0, fmt.Errorf("no %s process of the plane in %s", name, p.dir)
+}
+
+// rss is the resident set size of a process, from /proc/<pid>/status VmRSS.
+func rss(pid int) (int64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if rest, ok := strings.CutPrefix(s.Text(), "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb * 1024, err
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+}
+
+// freePorts returns n distinct free loopback ports.
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	var listeners []net.Listener
+	defer func() {
+		for _, l := range listeners {
+			l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		listeners = append(listeners, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// httpClient returns an HTTP client for config with a connection of its own: a Proxy function
+// keeps client-go from sharing a cached transport, so each client is its own TCP+TLS connection.
+func httpClient(config *rest.Config) (*http.Client, error) {
+	c := rest.CopyConfig(config)
+	c.Proxy = func(*http.Request) (*url.URL, error) { return nil, nil }
+	c.QPS, c.Burst = -1, 0
+	return rest.HTTPClientFor(c)
+}
+
+// get reads a whole response and returns its size (after transparent gzip decoding, as a
+// client-go client sees it).
+func get(ctx context.Context, c *http.Client, url, accept string) (int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Accept", accept)
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return 0, fmt.Errorf("GET %s: %s: %s", url, resp.Status, strings.TrimSpace(string(msg)))
+	}
+	return io.Copy(io.Discard, resp.Body)
+}
+
+// send sends a request with a body and fails unless the status is want.
+func send(ctx context.Context, c *http.Client, method, url, contentType string, body []byte, want int) error {
+	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", contentType)
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var out bytes.Buffer
+	_, _ = out.ReadFrom(resp.Body)
+	if resp.StatusCode != want {
+		return fmt.Errorf("%s %s: %s: %s", method, url, resp.Status, strings.TrimSpace(out.String()))
+	}
+	return nil
+}

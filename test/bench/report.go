@@ -1,0 +1,87 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// report is the outcome of one run.
+type report struct {
+	o          options
+	lists      map[string]*sample
+	createTime map[string]time.Duration
+	created    int // objects created per side while the clock ran
+	watches    map[string]*sample
+	latencies  map[string]*sample
+
+	rssBefore, rssLoaded, rssListed, rssEnd map[string]int64
+	loadBefore, loadAfter                   string
+}
+
+func ms(d time.Duration) string {
+	return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000)
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
+
+func ratio(a, b float64) string {
+	if b == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f", a/b)
+}
+
+// medianP95 renders "median (p95)".
+func medianP95(s *sample) string { return ms(s.median()) + " (" + ms(s.p95()) + ")" }
+
+func (r report) String() string {
+	var b strings.Builder
+	l := r.lists
+	row := func(cells ...string) { b.WriteString("| " + strings.Join(cells, " | ") + " |\n") }
+	listRatio := func(a, c string) string {
+		return ratio(float64(l[a].median()), float64(l[c].median())) + " (" + ratio(float64(l[a].p95()), float64(l[c].p95())) + ")"
+	}
+
+	fmt.Fprintf(&b, "N = %d TenantClusters per side in %d namespaces; %d List rounds (median (p95)); "+
+		"%d clients; %d watch rounds of %d updates. Load average before %s, after %s.\n\n",
+		r.o.n, r.o.namespaces, r.o.rounds, r.o.clients, r.o.watchRounds, r.o.updates, r.loadBefore, r.loadAfter)
+	row("figure", "aggregated (butler-apiserver)", "CRD (kube-apiserver)", "aggregated / CRD", "target")
+	row("---", "---", "---", "---", "---")
+	row("P1 List through kube-apiserver, JSON", medianP95(l["agg-json"]), medianP95(l["crd-json"]), listRatio("agg-json", "crd-json"), "≤ 0.8")
+	row("P1 List through kube-apiserver, protobuf (CRD: JSON)", medianP95(l["agg-protobuf"]), medianP95(l["crd-json"]), listRatio("agg-protobuf", "crd-json"), "≤ 0.8")
+	row("P1 kubectl get -A (Table)", medianP95(l["agg-table"]), medianP95(l["crd-table"]), listRatio("agg-table", "crd-table"), "")
+	row("floor: List straight to butler-apiserver, JSON", medianP95(l["direct-json"]), "—",
+		"hop: "+ratio(float64(l["direct-json"].median()), float64(l["agg-json"].median()))+" of P1 JSON", "")
+	row("floor: List straight to butler-apiserver, protobuf", medianP95(l["direct-protobuf"]), "—",
+		"hop: "+ratio(float64(l["direct-protobuf"].median()), float64(l["agg-protobuf"].median()))+" of P1 protobuf", "")
+	row("floor: etcd range read of the same keys", medianP95(l["etcd-agg"]), medianP95(l["etcd-crd"]), listRatio("etcd-agg", "etcd-crd"), "")
+
+	rate := func(name string) float64 {
+		if r.createTime[name] == 0 {
+			return 0
+		}
+		return float64(r.created) / r.createTime[name].Seconds()
+	}
+	row(fmt.Sprintf("P2 creates/s, %d clients", r.o.clients), fmt.Sprintf("%.0f /s", rate("aggregated")), fmt.Sprintf("%.0f /s", rate("CRD")),
+		ratio(rate("aggregated"), rate("CRD")), "≥ 1.0")
+	w, lat := r.watches, r.latencies
+	row(fmt.Sprintf("P2b %d updates seen by a watcher (median round)", r.o.updates), ms(w["aggregated"].median()), ms(w["CRD"].median()),
+		ratio(float64(w["aggregated"].median()), float64(w["CRD"].median())), "")
+	row("P2b update sent → event received, median (p95)", medianP95(lat["aggregated"]), medianP95(lat["CRD"]),
+		ratio(float64(lat["aggregated"].median()), float64(lat["CRD"].median()))+" ("+ratio(float64(lat["aggregated"].p95()), float64(lat["CRD"].p95()))+")", "")
+
+	growButler := r.rssLoaded["butler"] - r.rssBefore["butler"]
+	growKube := r.rssLoaded["kube"] - r.rssBefore["kube"]
+	row(fmt.Sprintf("P5 RSS growth from loading %d", r.o.n), "butler-apiserver +"+mib(growButler), "kube-apiserver +"+mib(growKube),
+		ratio(float64(growButler), float64(growKube)), "")
+	row("P5 butler-apiserver RSS: loaded / after P1 / at the end", mib(r.rssLoaded["butler"])+" / "+mib(r.rssListed["butler"])+" / "+mib(r.rssEnd["butler"]),
+		"kube-apiserver "+mib(r.rssLoaded["kube"])+" / "+mib(r.rssListed["kube"])+" / "+mib(r.rssEnd["kube"]), "", "≤ 400 MiB at N=10,000")
+	row("bytes: JSON List / protobuf List / etcd values, per object",
+		fmt.Sprintf("%d / %d / %d", l["agg-json"].bytes/int64(r.o.n), l["agg-protobuf"].bytes/int64(r.o.n), l["etcd-agg"].bytes/int64(r.o.n)),
+		fmt.Sprintf("%d / — / %d", l["crd-json"].bytes/int64(r.o.n), l["etcd-crd"].bytes/int64(r.o.n)),
+		ratio(float64(l["agg-json"].bytes), float64(l["crd-json"].bytes))+" (JSON)", "")
+	b.WriteString("\nTimes: aggregated/CRD below 1 means the aggregated API is faster; creates/s above 1 means it is faster. " +
+		"RSS before loading: butler-apiserver " + mib(r.rssBefore["butler"]) + ", kube-apiserver " + mib(r.rssBefore["kube"]) + ".\n")
+	return b.String()
+}
