@@ -7,7 +7,7 @@ PORT     ?= 8443
 
 LOCAL_DIR ?= _output/local
 
-.PHONY: all build build-butler build-kube run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e clean
+.PHONY: all build build-butler build-kube run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e bench clean
 
 all: build
 
@@ -56,6 +56,15 @@ test-integration:
 test-e2e: build
 	test/e2e/standalone.sh $(BIN)/butler-apiserver
 	$(GO) test -count=1 -timeout 20m ./test/e2e/...
+
+## bench: the aggregated API against Butler's own CRDs (renamed to crd.butlerlabs.dev) in one
+## kube-apiserver, BENCH_N TenantClusters each; prints the table and writes it to _output/bench.
+## Not part of `make test`. BENCH_ARGS="-profile-seconds 10" also saves CPU profiles there.
+BENCH_N    ?= 5000
+BENCH_ARGS ?=
+bench: build
+	$(GO) build -o $(BIN)/bench ./test/bench
+	$(BIN)/bench -n $(BENCH_N) $(BENCH_ARGS)
 
 clean:
 	rm -rf _output
