@@ -203,6 +203,7 @@ func TestFieldSelectors(t *testing.T) {
 	}, "beta-metrics")
 
 	for _, pool := range []string{"east", "west"} {
+		createPool(t, ns, pool)
 		ipa := &v1alpha1.IPAllocation{}
 		readManifest(t, "artifacts/examples/04-ipallocation.yaml", ipa)
 		ipa.Namespace, ipa.Name, ipa.Spec.PoolRef.Name = ns, pool+"-lb", pool
@@ -451,4 +452,15 @@ func TestScaleSubresource(t *testing.T) {
 	current.Spec.Replicas = -1
 	_, err = clusters.UpdateScale(ctx, "prod", current, metav1.UpdateOptions{})
 	expectInvalidFields(t, err, "spec.replicas")
+}
+
+// createPool creates the example NetworkPool as name in namespace.
+func createPool(t *testing.T, namespace, name string) {
+	t.Helper()
+	pool := &v1alpha1.NetworkPool{}
+	readManifest(t, "artifacts/examples/03-networkpool.yaml", pool)
+	pool.Namespace, pool.Name = namespace, name
+	if _, err := shared.Client.ButlerV1alpha1().NetworkPools(namespace).Create(context.Background(), pool, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }

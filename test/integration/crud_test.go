@@ -44,6 +44,8 @@ type crudCase[T object, L runtime.Object] struct {
 	changeSpec    func(T)
 	specImmutable bool
 	items         func(L) []T
+	// setup creates what the object refers to in its namespace.
+	setup func(t *testing.T, namespace string)
 }
 
 func (c crudCase[T, L]) run(t *testing.T) {
@@ -56,6 +58,9 @@ func (c crudCase[T, L]) run(t *testing.T) {
 		obj.SetNamespace(ns)
 	}
 	client := c.client(ns)
+	if c.setup != nil {
+		c.setup(t, ns)
+	}
 
 	created, err := client.Create(ctx, obj, metav1.CreateOptions{})
 	if err != nil {
@@ -191,6 +196,7 @@ func TestCRUDEveryKind(t *testing.T) {
 		changeSpec:    func(o *v1alpha1.IPAllocation) { o.Spec.Count = ptr.To[int32](16) },
 		specImmutable: true,
 		items:         func(l *v1alpha1.IPAllocationList) []*v1alpha1.IPAllocation { return ptrs(l.Items) },
+		setup:         func(t *testing.T, ns string) { createPool(t, ns, "lab") },
 	}.run)
 	t.Run("AddonDefinition", crudCase[*v1alpha1.AddonDefinition, *v1alpha1.AddonDefinitionList]{
 		manifest: "artifacts/examples/05-addondefinition.yaml",

@@ -182,7 +182,8 @@ func (b *batcher) commit(ctx context.Context, batch []*request) {
 			return
 		}
 		st := b.cache
-		if st == nil {
+		// A refresh follows a write this cache has not seen: read the pool as it is now.
+		if st == nil || hasRefresh(pending) {
 			var err error
 			if st, err = b.store.read(ctx, b.namespace, b.pool); err != nil {
 				pending = b.poolUnreadable(ctx, pending, err)
@@ -253,6 +254,15 @@ func (b *batcher) commit(ctx context.Context, batch []*request) {
 
 		poolKey := b.store.pools.Key(b.namespace, b.pool)
 		pool := poolWithStatus(st.pool, next)
+		if len(ops) == 0 && statusUnchanged(st.pool, pool) {
+			// Only refreshes, and the status stands: no write, no watch event.
+			for _, r := range inTxn {
+				r.pool = st.pool.DeepCopy()
+				r.done <- result{pool: r.pool}
+			}
+			b.cache = st
+			return
+		}
 		poolData, err := b.store.pools.encode(ctx, poolKey, pool)
 		if err != nil {
 			b.failAll(inTxn, apierrors.NewInternalError(err))
@@ -372,4 +382,13 @@ func parseRV(rv string) (int64, error) {
 		return 0, fmt.Errorf("invalid resourceVersion %q", rv)
 	}
 	return n, nil
+}
+
+func hasRefresh(reqs []*request) bool {
+	for _, r := range reqs {
+		if r.op == opRefresh {
+			return true
+		}
+	}
+	return false
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -120,3 +121,11 @@ func apiError(alloc *butler.IPAllocation, err error) error {
 }
 
 var ipAllocationKind = schema.GroupKind{Group: butler.GroupName, Kind: "IPAllocation"}
+
+// statusUnchanged says whether next's status says what pool's does, but for the observed
+// generation, which alone is not worth a write and a watch event.
+func statusUnchanged(pool, next *butler.NetworkPool) bool {
+	a, b := pool.Status.DeepCopy(), next.Status.DeepCopy()
+	a.ObservedGeneration, b.ObservedGeneration = 0, 0
+	return apiequality.Semantic.DeepEqual(a, b)
+}
