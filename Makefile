@@ -7,7 +7,7 @@ PORT     ?= 8443
 
 LOCAL_DIR ?= _output/local
 
-.PHONY: all build build-butler build-kube run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e bench clean
+.PHONY: bench-ipam all build build-butler build-kube run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e bench clean
 
 all: build
 
@@ -65,6 +65,11 @@ BENCH_ARGS ?=
 bench: build
 	$(GO) build -o $(BIN)/bench ./test/bench
 	$(BIN)/bench -n $(BENCH_N) $(BENCH_ARGS)
+
+## bench-ipam: the allocator micro-benchmark, then allocations/s on two replicas vs kube-apiserver's ClusterIPs/s
+bench-ipam: build
+	$(GO) test -run '^$$' -bench . -benchtime 2s ./pkg/ipam/
+	$(GO) test -run '^$$' -bench AllocationRate -benchtime 2000x ./test/e2e/
 
 clean:
 	rm -rf _output
