@@ -1,0 +1,238 @@
+package quota
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
+)
+
+// ReservationsAnnotation holds a Team's in-flight quota reservations (JSON). Only the Ledger
+// writes it: the Team registry keeps the stored value whatever a client sends.
+const ReservationsAnnotation = "butler.butlerlabs.dev/quota-reservations"
+
+// ReservationTTL bounds how long a reservation whose request never reached storage (a crash, a
+// later admission plugin refusing, an etcd error) holds capacity. It is longer than a request
+// may take, so a slow request never outlives its reservation.
+const ReservationTTL = 2 * time.Minute
+
+// Store is what the Ledger and the admission plugins read and write. Reads of clusters must be
+// consistent (linearizable), as an etcd read or a list served from the watch cache after it
+// caught up with etcd is.
+type Store interface {
+	// Team returns the Team, or a NotFound error.
+	Team(ctx context.Context, name string) (*butler.Team, error)
+	// Config returns the ButlerConfig singleton, or nil when there is none.
+	Config(ctx context.Context) (*butler.ButlerConfig, error)
+	// Cluster returns one TenantCluster, or a NotFound error.
+	Cluster(ctx context.Context, namespace, name string) (*butler.TenantCluster, error)
+	// Clusters lists the TenantClusters of a namespace, consistently.
+	Clusters(ctx context.Context, namespace string) ([]butler.TenantCluster, error)
+	// ProviderType returns the provider of a ProviderConfig, or "" when it does not exist.
+	ProviderType(ctx context.Context, namespace, name string) (string, error)
+	// UpdateTeam reads the Team, applies update and writes the result only if the Team did not
+	// change in between (compare-and-swap), retrying update on conflict. An error from update
+	// aborts with that error.
+	UpdateTeam(ctx context.Context, name string, update func(*butler.Team) error) error
+}
+
+// Reservation is one admitted change of a cluster's usage that may not be stored yet.
+type Reservation struct {
+	// Key is namespace/name of the cluster.
+	Key string `json:"key"`
+	// UID is set for a create: the reservation is resolved once a cluster with this UID is stored.
+	UID string `json:"uid,omitempty"`
+	// BaseRV is set for an update: the resourceVersion the update applies to. The reservation
+	// is resolved once the stored cluster has another resourceVersion (this update or a later
+	// one committed; an update on this base can no longer commit) or is gone.
+	BaseRV string `json:"rv,omitempty"`
+	// Usage is the cluster's usage after the change.
+	Usage Usage `json:"usage"`
+	// Expires is when the reservation stops counting in any case (Unix seconds).
+	Expires int64 `json:"exp"`
+}
+
+// Request is one create or update of a TenantCluster in a Team's namespace.
+type Request struct {
+	Team   string
+	Limits *butler.ResourceLimits
+	// Namespace and Name of the cluster; UID for a create, BaseRV for an update.
+	Namespace, Name, UID, BaseRV string
+	// Old is the cluster's usage before (zero for a create), New after.
+	Old, New Usage
+	// DryRun checks without reserving.
+	DryRun bool
+}
+
+// Ledger admits changes to Teams' aggregate usage (maxClusters, maxTotalWorkers, maxTotalCPU,
+// maxTotalMemory, maxTotalStorage) without races, across any number of butler-apiserver
+// replicas on one etcd.
+//
+// Each admitted change is a compare-and-swap on the Team object: read the Team (with its
+// reservations), list the Team's clusters consistently, count each cluster as the larger of its
+// stored usage and any unresolved reservation for it, check the limit, and write the Team back
+// with a reservation for this change only if nobody wrote it meanwhile. Two concurrent requests
+// thus serialize on the Team's resourceVersion: the second one's write fails, it retries, and it
+// counts the first one's reservation (or, once stored, its cluster). A reservation needs no
+// release on success: it is resolved once the cluster's stored state reflects it (see
+// Reservation) and pruned by the next change. This is the scheme of Kubernetes' ResourceQuota
+// admission (a CAS on the quota object), with usage recomputed from the objects themselves
+// rather than kept as a counter that a controller must repair.
+type Ledger struct {
+	Store Store
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+func (l *Ledger) now() time.Time {
+	if l.Now != nil {
+		return l.Now()
+	}
+	return time.Now()
+}
+
+// Grows says whether new exceeds old in any dimension.
+func Grows(old, new Usage) bool {
+	return new.Clusters > old.Clusters || new.Workers > old.Workers || new.CPU > old.CPU ||
+		new.Memory > old.Memory || new.Storage > old.Storage
+}
+
+// Admit checks req against the Team's aggregate limits and, unless it is a dry run, reserves it.
+// The error is a 403 Forbidden naming the limit and the usage, or the Store's error.
+func (l *Ledger) Admit(ctx context.Context, req Request) error {
+	if !HasAggregate(req.Limits) || !Grows(req.Old, req.New) {
+		return nil
+	}
+	if l.Store == nil {
+		return apierrors.NewServiceUnavailable("the quota ledger is not ready")
+	}
+	check := func(team *butler.Team) ([]Reservation, error) {
+		clusters, err := l.Store.Clusters(ctx, req.Namespace)
+		if err != nil {
+			return nil, err
+		}
+		live := Live(Reservations(team), clusters, l.now())
+		others, old, new := Split(live, clusters, req)
+		if err := CheckAggregate(req.Team, req.Limits, others, old, new); err != nil {
+			return nil, apierrors.NewForbidden(butler.Resource("tenantclusters"), req.Name, err)
+		}
+		return live, nil
+	}
+	if req.DryRun {
+		team, err := l.Store.Team(ctx, req.Team)
+		if err != nil {
+			return err
+		}
+		_, err = check(team)
+		return err
+	}
+	return l.Store.UpdateTeam(ctx, req.Team, func(team *butler.Team) error {
+		live, err := check(team)
+		if err != nil {
+			return err
+		}
+		live = append(live, Reservation{
+			Key: req.Namespace + "/" + req.Name, UID: req.UID, BaseRV: req.BaseRV,
+			Usage: req.New, Expires: l.now().Add(ReservationTTL).Unix(),
+		})
+		return SetReservations(team, live)
+	})
+}
+
+// Reservations reads a Team's reservations; a malformed value reads as none.
+func Reservations(team *butler.Team) []Reservation {
+	var out []Reservation
+	if v := team.Annotations[ReservationsAnnotation]; v != "" {
+		_ = json.Unmarshal([]byte(v), &out)
+	}
+	return out
+}
+
+// SetReservations writes a Team's reservations, dropping the annotation when there are none.
+func SetReservations(team *butler.Team, rs []Reservation) error {
+	if len(rs) == 0 {
+		delete(team.Annotations, ReservationsAnnotation)
+		return nil
+	}
+	data, err := json.Marshal(rs)
+	if err != nil {
+		return err
+	}
+	if team.Annotations == nil {
+		team.Annotations = map[string]string{}
+	}
+	team.Annotations[ReservationsAnnotation] = string(data)
+	return nil
+}
+
+// Live returns the reservations that still count: not expired and not resolved by the clusters.
+func Live(rs []Reservation, clusters []butler.TenantCluster, now time.Time) []Reservation {
+	stored := map[string]*butler.TenantCluster{}
+	for i := range clusters {
+		stored[clusters[i].Namespace+"/"+clusters[i].Name] = &clusters[i]
+	}
+	var out []Reservation
+	for _, r := range rs {
+		if now.Unix() > r.Expires {
+			continue
+		}
+		tc := stored[r.Key]
+		switch {
+		case r.UID != "" && tc != nil && string(tc.UID) == r.UID:
+			continue // the create is stored
+		case r.BaseRV != "" && (tc == nil || tc.ResourceVersion != r.BaseRV):
+			continue // the update is stored, or can no longer be
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// Split counts the usage of the clusters other than req's, each the larger of its stored usage
+// and its live reservations, and req's cluster before and after the change, each at least
+// what live reservations of the same cluster already hold.
+func Split(live []Reservation, clusters []butler.TenantCluster, req Request) (others, old, new Usage) {
+	key := req.Namespace + "/" + req.Name
+	effective := map[string]Usage{}
+	for i := range clusters {
+		effective[clusters[i].Namespace+"/"+clusters[i].Name] = ClusterUsage(&clusters[i])
+	}
+	var pending Usage
+	for _, r := range live {
+		if r.Key == key {
+			pending = pending.Max(r.Usage)
+			continue
+		}
+		effective[r.Key] = effective[r.Key].Max(r.Usage)
+	}
+	stored := effective[key]
+	delete(effective, key)
+	keys := make([]string, 0, len(effective))
+	for k := range effective {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		others = others.Add(effective[k])
+	}
+	return others, req.Old.Max(stored).Max(pending), req.New.Max(pending)
+}
+
+// TeamUsage is the usage of a Team's stored clusters.
+func TeamUsage(clusters []*butler.TenantCluster) Usage {
+	var u Usage
+	for _, tc := range clusters {
+		u = u.Add(ClusterUsage(tc))
+	}
+	return u
+}
+
+// String renders a reservation for logs.
+func (r Reservation) String() string {
+	return fmt.Sprintf("%s uid=%s rv=%s %+v", r.Key, r.UID, r.BaseRV, r.Usage)
+}

@@ -1,0 +1,148 @@
+package quota
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
+)
+
+// CheckCluster checks the limits that concern one TenantCluster alone: maxWorkersPerCluster,
+// allowedKubernetesVersions, allowedProviders and allowed/denied addons. On update (old not nil)
+// only what the update changes is checked, so a limit set later does not freeze existing
+// clusters. provider is the provider type of the cluster's ProviderConfig, if known.
+func CheckCluster(team string, limits *butler.ResourceLimits, tc, old *butler.TenantCluster, provider string) error {
+	var msgs []string
+	if max := limits.MaxWorkersPerCluster; max != nil && tc.Spec.Workers.Replicas > *max &&
+		(old == nil || tc.Spec.Workers.Replicas > old.Spec.Workers.Replicas) {
+		msgs = append(msgs, fmt.Sprintf("maxWorkersPerCluster is %d, requested %d", *max, tc.Spec.Workers.Replicas))
+	}
+	if allowed := limits.AllowedKubernetesVersions; len(allowed) > 0 &&
+		(old == nil || tc.Spec.KubernetesVersion != old.Spec.KubernetesVersion) && !VersionAllowed(tc.Spec.KubernetesVersion, allowed) {
+		msgs = append(msgs, fmt.Sprintf("allowedKubernetesVersions are [%s], requested %s", strings.Join(allowed, ", "), tc.Spec.KubernetesVersion))
+	}
+	if allowed := limits.AllowedProviders; len(allowed) > 0 && (old == nil || providerRef(tc) != providerRef(old)) {
+		ref := providerRef(tc)
+		if ref == "" || !slices.Contains(allowed, ref) && (provider == "" || !slices.Contains(allowed, provider)) {
+			msgs = append(msgs, fmt.Sprintf("allowedProviders are [%s], requested %s", strings.Join(allowed, ", "), describeProvider(ref, provider)))
+		}
+	}
+	var oldAddons []string
+	if old != nil {
+		oldAddons = ClusterAddons(old)
+	}
+	for _, a := range ClusterAddons(tc) {
+		if slices.Contains(oldAddons, a) {
+			continue
+		}
+		if msg := addonRefused(limits, a); msg != "" {
+			msgs = append(msgs, msg)
+		}
+	}
+	return joined(team, msgs)
+}
+
+// CheckAddon checks a TenantAddon's addon against allowedAddons and deniedAddons.
+func CheckAddon(team string, limits *butler.ResourceLimits, ta, old *butler.TenantAddon) error {
+	name := AddonName(ta)
+	if old != nil && AddonName(old) == name {
+		return nil
+	}
+	if msg := addonRefused(limits, name); msg != "" {
+		return joined(team, []string{msg})
+	}
+	return nil
+}
+
+func joined(team string, msgs []string) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("exceeds the limits of team %q: %s", team, strings.Join(msgs, "; "))
+}
+
+func addonRefused(limits *butler.ResourceLimits, addon string) string {
+	if slices.Contains(limits.DeniedAddons, addon) {
+		return fmt.Sprintf("addon %s is in deniedAddons [%s]", addon, strings.Join(limits.DeniedAddons, ", "))
+	}
+	if len(limits.AllowedAddons) > 0 && !slices.Contains(limits.AllowedAddons, addon) {
+		return fmt.Sprintf("addon %s is not in allowedAddons [%s]", addon, strings.Join(limits.AllowedAddons, ", "))
+	}
+	return ""
+}
+
+func providerRef(tc *butler.TenantCluster) string {
+	if tc.Spec.ProviderConfigRef == nil {
+		return ""
+	}
+	return tc.Spec.ProviderConfigRef.Name
+}
+
+func describeProvider(ref, provider string) string {
+	switch {
+	case ref == "":
+		return "no providerConfigRef"
+	case provider == "":
+		return ref
+	default:
+		return fmt.Sprintf("%s (provider %s)", ref, provider)
+	}
+}
+
+// VersionAllowed says whether version matches one of allowed: exactly ("v1.31.4"), or as a
+// minor line ("v1.31", "v1.31.x", "1.31"). A leading "v" is optional on both sides.
+func VersionAllowed(version string, allowed []string) bool {
+	v := strings.TrimPrefix(version, "v")
+	for _, a := range allowed {
+		a = strings.TrimSuffix(strings.TrimPrefix(a, "v"), ".x")
+		if v == a || strings.HasPrefix(v, a+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// ClusterAddons names the addons a TenantCluster's spec installs, as the AddonDefinition
+// catalog names them (cilium, metallb, cert-manager, longhorn, traefik, fluxcd, ...).
+func ClusterAddons(tc *butler.TenantCluster) []string {
+	a := tc.Spec.Addons
+	var out []string
+	if a.CNI != nil {
+		out = append(out, orDefault(a.CNI.Provider, "cilium"))
+	}
+	if a.LoadBalancer != nil {
+		out = append(out, orDefault(a.LoadBalancer.Provider, "metallb"))
+	}
+	if a.CertManager != nil && (a.CertManager.Enabled == nil || *a.CertManager.Enabled) {
+		out = append(out, "cert-manager")
+	}
+	if a.Storage != nil {
+		out = append(out, orDefault(a.Storage.Provider, "longhorn"))
+	}
+	if a.Ingress != nil && (a.Ingress.Enabled == nil || *a.Ingress.Enabled) {
+		out = append(out, orDefault(a.Ingress.Provider, "traefik"))
+	}
+	if a.Gitops != nil {
+		out = append(out, orDefault(a.Gitops.Provider, "fluxcd"))
+	}
+	return out
+}
+
+// AddonName is the addon a TenantAddon installs: its catalog name, or its Helm chart's name.
+func AddonName(ta *butler.TenantAddon) string {
+	if ta.Spec.Addon != "" {
+		return ta.Spec.Addon
+	}
+	if ta.Spec.Helm != nil {
+		return ta.Spec.Helm.Chart
+	}
+	return ""
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}

@@ -1,0 +1,279 @@
+package quota
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
+)
+
+func cluster(ns, name string, workers int32) *butler.TenantCluster {
+	return &butler.TenantCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "-" + name), ResourceVersion: "1"},
+		Spec: butler.TenantClusterSpec{KubernetesVersion: "v1.31.4", Workers: butler.WorkersSpec{Replicas: workers,
+			MachineTemplate: butler.MachineTemplate{CPU: ptr.To[int32](2), Memory: ptr.To(resource.MustParse("8Gi")), DiskSize: ptr.To(resource.MustParse("50Gi"))}}},
+	}
+}
+
+func TestEffectiveLimitsFieldByField(t *testing.T) {
+	config := &butler.ButlerConfig{Spec: butler.ButlerConfigSpec{DefaultTeamLimits: &butler.ResourceLimits{
+		MaxClusters: ptr.To[int32](10), MaxTotalCPU: ptr.To(resource.MustParse("100")), DeniedAddons: []string{"traefik"}}}}
+	team := &butler.Team{Spec: butler.TeamSpec{ResourceLimits: &butler.ResourceLimits{MaxClusters: ptr.To[int32](3)}}}
+	got := EffectiveLimits(team, config)
+	if *got.MaxClusters != 3 || got.MaxTotalCPU.String() != "100" || got.DeniedAddons[0] != "traefik" {
+		t.Errorf("got %+v", got)
+	}
+	if got := EffectiveLimits(&butler.Team{}, nil); HasAggregate(got) {
+		t.Errorf("no limits anywhere: %+v", got)
+	}
+}
+
+func TestCheckAggregate(t *testing.T) {
+	limits := &butler.ResourceLimits{MaxClusters: ptr.To[int32](3), MaxTotalWorkers: ptr.To[int32](10), MaxTotalMemory: ptr.To(resource.MustParse("64Gi"))}
+	one := ClusterUsage(cluster("a", "x", 3)) // 3 workers, 24Gi
+	tests := []struct {
+		name            string
+		others, old, nw Usage
+		want            []string
+	}{
+		{"fits", one.Add(one), Usage{}, ClusterUsage(cluster("a", "y", 1)), nil},
+		{"fourth cluster", one.Add(one).Add(ClusterUsage(cluster("a", "z", 0))), Usage{}, ClusterUsage(cluster("a", "y", 0)),
+			[]string{`team "t"`, "maxClusters is 3, in use 3, requested 1 (would be 4)"}},
+		{"scale past workers and memory", one.Add(one), one, ClusterUsage(cluster("a", "x", 5)),
+			[]string{"maxTotalWorkers is 10, in use 9, requested 2 (would be 11)", "maxTotalMemory is 64Gi, in use 72Gi, requested 16Gi (would be 88Gi)"}},
+		{"shrinking is always allowed", one.Add(one).Add(one).Add(one), one, ClusterUsage(cluster("a", "x", 1)), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := CheckAggregate("t", limits, tt.others, tt.old, tt.nw)
+			if (err == nil) != (tt.want == nil) {
+				t.Fatalf("err = %v, want %v", err, tt.want)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%q does not say %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestCheckCluster(t *testing.T) {
+	limits := &butler.ResourceLimits{MaxWorkersPerCluster: ptr.To[int32](5), AllowedKubernetesVersions: []string{"v1.31", "v1.32.1"},
+		AllowedProviders: []string{"harvester"}, DeniedAddons: []string{"traefik"}}
+	ok := cluster("a", "x", 3)
+	ok.Spec.ProviderConfigRef = &butler.NamespacedObjectReference{Name: "hv"}
+	if err := CheckCluster("t", limits, ok, nil, "harvester"); err != nil {
+		t.Errorf("allowed cluster refused: %v", err)
+	}
+	bad := ok.DeepCopy()
+	bad.Spec.Workers.Replicas = 6
+	bad.Spec.KubernetesVersion = "v1.30.9"
+	bad.Spec.Addons.Ingress = &butler.IngressAddon{Provider: "traefik"}
+	err := CheckCluster("t", limits, bad, nil, "nutanix")
+	for _, w := range []string{"maxWorkersPerCluster is 5, requested 6", "allowedKubernetesVersions are [v1.31, v1.32.1], requested v1.30.9",
+		"allowedProviders are [harvester], requested hv (provider nutanix)", "addon traefik is in deniedAddons"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("%v does not say %q", err, w)
+		}
+	}
+	// An update checks only what it changes: a label edit of a cluster made before the limits passes.
+	if err := CheckCluster("t", limits, bad, bad, "nutanix"); err != nil {
+		t.Errorf("unchanged update refused: %v", err)
+	}
+	if !VersionAllowed("v1.31.4", []string{"1.31.x"}) || VersionAllowed("v1.310.0", []string{"v1.31"}) {
+		t.Error("VersionAllowed")
+	}
+}
+
+func TestStatus(t *testing.T) {
+	limits := &butler.ResourceLimits{MaxClusters: ptr.To[int32](5)}
+	for _, tt := range []struct {
+		clusters int64
+		want     string
+	}{{1, StatusOK}, {4, StatusWarning}, {5, StatusWarning}, {6, StatusExceeded}} {
+		if got, msg := Status(limits, Usage{Clusters: tt.clusters}); got != tt.want {
+			t.Errorf("%d clusters: %s (%s), want %s", tt.clusters, got, msg, tt.want)
+		}
+	}
+}
+
+// memStore is an in-memory Store with a compare-and-swap on the Team, as etcd gives.
+type memStore struct {
+	mu       sync.Mutex
+	team     *butler.Team
+	rv       int
+	clusters map[string]*butler.TenantCluster
+	casFails atomic.Int64
+}
+
+func (s *memStore) Team(context.Context, string) (*butler.Team, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.team.DeepCopy(), nil
+}
+func (s *memStore) Config(context.Context) (*butler.ButlerConfig, error) { return nil, nil }
+func (s *memStore) Cluster(_ context.Context, ns, name string) (*butler.TenantCluster, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if tc, ok := s.clusters[ns+"/"+name]; ok {
+		return tc.DeepCopy(), nil
+	}
+	return nil, apierrors.NewNotFound(butler.Resource("tenantclusters"), name)
+}
+func (s *memStore) Clusters(context.Context, string) ([]butler.TenantCluster, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []butler.TenantCluster
+	for _, tc := range s.clusters {
+		out = append(out, *tc.DeepCopy())
+	}
+	return out, nil
+}
+func (s *memStore) ProviderType(context.Context, string, string) (string, error) { return "", nil }
+func (s *memStore) UpdateTeam(_ context.Context, _ string, update func(*butler.Team) error) error {
+	for {
+		s.mu.Lock()
+		team, rv := s.team.DeepCopy(), s.rv
+		s.mu.Unlock()
+		time.Sleep(time.Microsecond) // let others interleave between the read and the write
+		if err := update(team); err != nil {
+			return err
+		}
+		s.mu.Lock()
+		if s.rv == rv {
+			s.team, s.rv = team, s.rv+1
+			s.mu.Unlock()
+			return nil
+		}
+		s.mu.Unlock()
+		s.casFails.Add(1)
+	}
+}
+
+// create admits and stores a cluster, as the registry does: admission, then the write.
+func (s *memStore) create(l *Ledger, tc *butler.TenantCluster, limits *butler.ResourceLimits) error {
+	err := l.Admit(context.Background(), Request{Team: "t", Limits: limits, Namespace: tc.Namespace, Name: tc.Name,
+		UID: string(tc.UID), New: ClusterUsage(tc)})
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.clusters[tc.Namespace+"/"+tc.Name]; ok {
+		return apierrors.NewAlreadyExists(butler.Resource("tenantclusters"), tc.Name)
+	}
+	s.clusters[tc.Namespace+"/"+tc.Name] = tc
+	return nil
+}
+
+func TestLedgerConcurrentCreatesNeverPassTheLimit(t *testing.T) {
+	for _, max := range []int32{1, 3} {
+		t.Run(fmt.Sprint("maxClusters=", max), func(t *testing.T) {
+			s := &memStore{team: &butler.Team{ObjectMeta: metav1.ObjectMeta{Name: "t"}}, clusters: map[string]*butler.TenantCluster{}}
+			l := &Ledger{Store: s}
+			limits := &butler.ResourceLimits{MaxClusters: ptr.To(max)}
+			var wg sync.WaitGroup
+			var ok, forbidden atomic.Int32
+			for i := range 64 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					switch err := s.create(l, cluster("t", fmt.Sprint("c", i), 1), limits); {
+					case err == nil:
+						ok.Add(1)
+					case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "maxClusters"):
+						forbidden.Add(1)
+					default:
+						t.Errorf("unexpected error: %v", err)
+					}
+				}()
+			}
+			wg.Wait()
+			if ok.Load() != max || len(s.clusters) != int(max) {
+				t.Fatalf("%d creates succeeded, %d clusters stored; want %d (forbidden %d, CAS retries %d)",
+					ok.Load(), len(s.clusters), max, forbidden.Load(), s.casFails.Load())
+			}
+			// Every reservation is resolved now: the next one prunes them all.
+			if live := Live(Reservations(s.team), mustList(s), time.Now()); len(live) != 0 {
+				t.Errorf("live reservations after all creates are stored: %v", live)
+			}
+		})
+	}
+}
+
+func mustList(s *memStore) []butler.TenantCluster { l, _ := s.Clusters(context.Background(), ""); return l }
+
+func TestLedgerReservationLifecycle(t *testing.T) {
+	s := &memStore{team: &butler.Team{ObjectMeta: metav1.ObjectMeta{Name: "t"}}, clusters: map[string]*butler.TenantCluster{}}
+	now := time.Now()
+	l := &Ledger{Store: s, Now: func() time.Time { return now }}
+	limits := &butler.ResourceLimits{MaxClusters: ptr.To[int32](1)}
+	ctx := context.Background()
+
+	// A create admitted but never stored holds the capacity until its reservation expires.
+	lost := cluster("t", "lost", 1)
+	if err := l.Admit(ctx, Request{Team: "t", Limits: limits, Namespace: "t", Name: "lost", UID: string(lost.UID), New: ClusterUsage(lost)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.create(l, cluster("t", "next", 1), limits); !apierrors.IsForbidden(err) {
+		t.Fatalf("while the reservation lives: %v", err)
+	}
+	// The same name again (a retry of the same create) does not count twice.
+	if err := s.create(l, lost, limits); err != nil {
+		t.Fatalf("retrying the reserved create: %v", err)
+	}
+	if err := s.create(l, cluster("t", "next", 1), limits); !apierrors.IsForbidden(err) {
+		t.Fatalf("over the limit with the stored cluster: %v", err)
+	}
+	delete(s.clusters, "t/lost")
+	now = now.Add(ReservationTTL + time.Second)
+	if err := s.create(l, cluster("t", "next", 1), limits); err != nil {
+		t.Fatalf("after the cluster was deleted: %v", err)
+	}
+
+	// A dry run checks and reserves nothing.
+	rv := s.rv
+	err := l.Admit(ctx, Request{Team: "t", Limits: limits, Namespace: "t", Name: "dry", UID: "dry", New: ClusterUsage(cluster("t", "dry", 1)), DryRun: true})
+	if !apierrors.IsForbidden(err) || s.rv != rv {
+		t.Errorf("dry run: err=%v, team written: %v", err, s.rv != rv)
+	}
+}
+
+func TestLedgerConcurrentScalesOfOneCluster(t *testing.T) {
+	s := &memStore{team: &butler.Team{ObjectMeta: metav1.ObjectMeta{Name: "t"}}, clusters: map[string]*butler.TenantCluster{}}
+	l := &Ledger{Store: s}
+	limits := &butler.ResourceLimits{MaxTotalWorkers: ptr.To[int32](10)}
+	s.clusters["t/a"] = cluster("t", "a", 2)
+	s.clusters["t/b"] = cluster("t", "b", 2)
+	// Two scale-ups of different clusters, each fitting alone (+5), not together (+10 > 6 free).
+	var wg sync.WaitGroup
+	var ok atomic.Int32
+	for _, name := range []string{"a", "b"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			old := s.clusters["t/"+name]
+			err := l.Admit(context.Background(), Request{Team: "t", Limits: limits, Namespace: "t", Name: name,
+				BaseRV: old.ResourceVersion, Old: ClusterUsage(old), New: ClusterUsageWithWorkers(old, 7)})
+			if err == nil {
+				ok.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if ok.Load() != 1 {
+		t.Errorf("%d of two scale-ups that only fit alone were admitted", ok.Load())
+	}
+}
