@@ -30,6 +30,8 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (S
 	if err != nil {
 		return Storage{}, err
 	}
+	keep := team.KeepReservations{Strategy: strategy}
+	main.Store.CreateStrategy, main.Store.UpdateStrategy = keep, keep
 	storage := Storage{Team: main}
 	storage.Status = resource.NewStatusREST(main, strategy)
 	return storage, nil
