@@ -1,0 +1,115 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apiserver/pkg/admission"
+	autoscaling "k8s.io/client-go/scale/scheme"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
+	"github.com/butlerdotdev/butler-apiserver/pkg/quota"
+)
+
+// TeamLimits enforces a Team's resourceLimits, with ButlerConfig's defaultTeamLimits for every
+// limit the Team does not set, on the TenantClusters and TenantAddons in the Team's namespace:
+// on create, on update, and on tenantclusters/scale. A refusal is a 403 naming the team, the
+// limit, the usage and the request. Aggregate limits are admitted through the quota Ledger
+// (a compare-and-swap on the Team), so two concurrent requests never pass a limit together.
+// It also refuses new clusters and addons in the namespace of a Team being deleted.
+type TeamLimits struct{ base }
+
+var _ admission.ValidationInterface = &TeamLimits{}
+
+// NewTeamLimits returns the plugin.
+func NewTeamLimits() *TeamLimits {
+	return &TeamLimits{base{Handler: admission.NewHandler(admission.Create, admission.Update)}}
+}
+
+// Validate implements admission.ValidationInterface.
+func (p *TeamLimits) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	gr, sub := a.GetResource().GroupResource(), a.GetSubresource()
+	switch {
+	case gr == tenantClusters && (sub == "" || sub == "scale"), gr == tenantAddons && sub == "":
+	default:
+		return nil
+	}
+	team, err := p.teamOf(ctx, a.GetNamespace())
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	if team == nil {
+		return nil
+	}
+	if a.GetOperation() == admission.Create && team.DeletionTimestamp != nil {
+		return admission.NewForbidden(a, fmt.Errorf("team %q is being deleted", team.Name))
+	}
+	config, err := p.store().Config(ctx)
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	limits := quota.EffectiveLimits(team, config)
+
+	switch obj := a.GetObject().(type) {
+	case *butler.TenantAddon:
+		old, _ := a.GetOldObject().(*butler.TenantAddon)
+		if err := quota.CheckAddon(team.Name, limits, obj, old); err != nil {
+			return admission.NewForbidden(a, err)
+		}
+		return nil
+	case *butler.TenantCluster:
+		old, _ := a.GetOldObject().(*butler.TenantCluster)
+		if a.GetOperation() == admission.Create {
+			old = nil
+		}
+		return p.admitCluster(ctx, a, team.Name, limits, obj, old)
+	case *autoscaling.Scale:
+		oldScale, ok := a.GetOldObject().(*autoscaling.Scale)
+		if !ok {
+			return nil
+		}
+		stored, err := p.store().Cluster(ctx, a.GetNamespace(), a.GetName())
+		if err != nil {
+			return err
+		}
+		old := stored.DeepCopy()
+		old.Spec.Workers.Replicas = oldScale.Spec.Replicas
+		old.ResourceVersion = oldScale.ResourceVersion
+		tc := old.DeepCopy()
+		tc.Spec.Workers.Replicas = obj.Spec.Replicas
+		return p.admitCluster(ctx, a, team.Name, limits, tc, old)
+	}
+	return nil
+}
+
+func (p *TeamLimits) admitCluster(ctx context.Context, a admission.Attributes, team string, limits *butler.ResourceLimits,
+	tc, old *butler.TenantCluster) error {
+	provider := ""
+	if len(limits.AllowedProviders) > 0 && tc.Spec.ProviderConfigRef != nil {
+		ns := tc.Spec.ProviderConfigRef.Namespace
+		if ns == "" {
+			ns = a.GetNamespace()
+		}
+		var err error
+		if provider, err = p.store().ProviderType(ctx, ns, tc.Spec.ProviderConfigRef.Name); err != nil {
+			return apierrors.NewInternalError(err)
+		}
+	}
+	if err := quota.CheckCluster(team, limits, tc, old, provider); err != nil {
+		return admission.NewForbidden(a, err)
+	}
+	req := quota.Request{
+		Team: team, Limits: limits,
+		Namespace: a.GetNamespace(), Name: a.GetName(),
+		New:    quota.ClusterUsage(tc),
+		DryRun: a.IsDryRun(),
+	}
+	if old == nil {
+		req.UID = string(tc.UID)
+	} else {
+		req.Old = quota.ClusterUsage(old)
+		req.BaseRV = old.ResourceVersion
+	}
+	return p.ledger.Admit(ctx, req)
+}
