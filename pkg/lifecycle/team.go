@@ -1,0 +1,531 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	rbacinformers "k8s.io/client-go/informers/rbac/v1"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	rbaclisters "k8s.io/client-go/listers/rbac/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
+	butlerinformers "github.com/butlerdotdev/butler-apiserver/pkg/generated/informers/externalversions/butler/v1alpha1"
+	listers "github.com/butlerdotdev/butler-apiserver/pkg/generated/listers/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/quota"
+)
+
+const (
+	// TeamLabel marks a Team's namespace and RoleBindings with the Team's name.
+	TeamLabel = "butler.butlerlabs.dev/team"
+	// ManagedByLabel marks what the Team worker made, so it only ever removes its own.
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	// ManagedBy is ManagedByLabel's value.
+	ManagedBy = "butler-apiserver"
+	// CreatedNamespaceAnnotation marks a namespace the worker created (not adopted): only
+	// those are deleted with their Team.
+	CreatedNamespaceAnnotation = "butler.butlerlabs.dev/created-for-team"
+	// TeamFinalizer holds a deleted Team until its namespace and RoleBindings are gone.
+	TeamFinalizer = "butler.butlerlabs.dev/team-cleanup"
+
+	conditionNamespaceReady = "NamespaceReady"
+	conditionRBACReady      = "RBACReady"
+	conditionReady          = "Ready"
+)
+
+// roleBindings maps each Team role to the ClusterRole its members get and the RoleBinding
+// that grants it. "member" is "operator".
+var roleBindings = []struct {
+	role        v1alpha1.TeamRole
+	clusterRole string
+	binding     string
+}{
+	{v1alpha1.TeamRoleAdmin, "butler-admin", "butler-team-admin"},
+	{v1alpha1.TeamRoleOperator, "butler-operator", "butler-team-operator"},
+	{v1alpha1.TeamRoleViewer, "butler-viewer", "butler-team-viewer"},
+}
+
+// TeamController keeps, for each Team, a namespace of the Team's name labelled with it,
+// RoleBindings from its members to butler-admin / butler-operator / butler-viewer (exactly the
+// members listed: removed members lose their binding), and the Team's status. A deleted Team's
+// RoleBindings and namespace go away before its finalizer is removed, unless the namespace
+// still holds TenantClusters.
+type TeamController struct {
+	butler     clientset.Interface
+	kube       kubernetes.Interface
+	teams      listers.TeamLister
+	clusters   listers.TenantClusterLister
+	configs    listers.ButlerConfigLister
+	namespaces corelisters.NamespaceLister
+	bindings   rbaclisters.RoleBindingLister
+	synced     []cache.InformerSynced
+	queue      workqueue.TypedRateLimitingInterface[string]
+}
+
+// NewTeamController wires the controller to its informers. namespaces and bindings should be
+// filtered to objects carrying TeamLabel.
+func NewTeamController(butlerClient clientset.Interface, kube kubernetes.Interface,
+	teams butlerinformers.TeamInformer, clusters butlerinformers.TenantClusterInformer, configs butlerinformers.ButlerConfigInformer,
+	namespaces coreinformers.NamespaceInformer, bindings rbacinformers.RoleBindingInformer) (*TeamController, error) {
+	c := &TeamController{
+		butler: butlerClient, kube: kube,
+		teams: teams.Lister(), clusters: clusters.Lister(), configs: configs.Lister(),
+		namespaces: namespaces.Lister(), bindings: bindings.Lister(),
+		synced: []cache.InformerSynced{teams.Informer().HasSynced, clusters.Informer().HasSynced, configs.Informer().HasSynced,
+			namespaces.Informer().HasSynced, bindings.Informer().HasSynced},
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "teams"}),
+	}
+	byName := func(obj any) {
+		if m, err := meta.Accessor(unwrap(obj)); err == nil {
+			c.queue.Add(m.GetName())
+		}
+	}
+	byNamespace := func(obj any) {
+		if m, err := meta.Accessor(unwrap(obj)); err == nil {
+			c.queue.Add(m.GetNamespace())
+		}
+	}
+	byLabel := func(obj any) {
+		if m, err := meta.Accessor(unwrap(obj)); err == nil && m.GetLabels()[TeamLabel] != "" {
+			c.queue.Add(m.GetLabels()[TeamLabel])
+		}
+	}
+	allTeams := func(any) {
+		all, _ := c.teams.List(labels.Everything())
+		for _, t := range all {
+			c.queue.Add(t.Name)
+		}
+	}
+	for _, h := range []struct {
+		inf cache.SharedIndexInformer
+		fn  func(any)
+	}{
+		{teams.Informer(), byName}, {clusters.Informer(), byNamespace}, {configs.Informer(), allTeams},
+		{namespaces.Informer(), byLabel}, {bindings.Informer(), byLabel},
+	} {
+		fn := h.fn
+		if _, err := h.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: fn, UpdateFunc: func(_, n any) { fn(n) }, DeleteFunc: fn,
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func unwrap(obj any) any {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return d.Obj
+	}
+	return obj
+}
+
+// Run processes Teams with workers goroutines until ctx is done.
+func (c *TeamController) Run(ctx context.Context, workers int) {
+	defer utilruntime.HandleCrashWithContext(ctx)
+	defer c.queue.ShutDown()
+	logger := klog.FromContext(ctx).WithValues("controller", "team")
+	ctx = klog.NewContext(ctx, logger)
+	logger.Info("Starting the Team worker")
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced...) {
+		return
+	}
+	for range workers {
+		go wait.UntilWithContext(ctx, c.worker, time.Second)
+	}
+	<-ctx.Done()
+	logger.Info("Stopping the Team worker")
+}
+
+func (c *TeamController) worker(ctx context.Context) {
+	for c.next(ctx) {
+	}
+}
+
+func (c *TeamController) next(ctx context.Context) bool {
+	name, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(name)
+	logger := klog.FromContext(ctx).WithValues("team", name)
+	requeue, err := c.Reconcile(klog.NewContext(ctx, logger), name)
+	switch {
+	case err != nil:
+		logger.Error(err, "Reconciling the team failed; retrying")
+		c.queue.AddRateLimited(name)
+	case requeue > 0:
+		c.queue.Forget(name)
+		c.queue.AddAfter(name, requeue)
+	default:
+		c.queue.Forget(name)
+	}
+	return true
+}
+
+// Reconcile brings one Team's namespace, RoleBindings and status in line with its spec. It
+// returns a delay after which to look again, if any.
+func (c *TeamController) Reconcile(ctx context.Context, name string) (time.Duration, error) {
+	team, err := c.teams.Get(name)
+	if apierrors.IsNotFound(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if team.DeletionTimestamp != nil {
+		return c.finalize(ctx, team)
+	}
+	if !slices.Contains(team.Finalizers, TeamFinalizer) {
+		// The update below brings the Team back through the informer.
+		return 0, c.updateFinalizers(ctx, team, append(slices.Clone(team.Finalizers), TeamFinalizer))
+	}
+
+	status := team.Status.DeepCopy()
+	status.Namespace = team.Name
+	status.ObservedGeneration = team.Generation
+	status.MemberCount = int32(len(team.Spec.Access.Users) + len(team.Spec.Access.Groups))
+
+	var requeue time.Duration
+	nsReady, nsMsg, err := c.ensureNamespace(ctx, team)
+	if err != nil {
+		setCondition(status, team, conditionNamespaceReady, false, "Error", err.Error())
+		return 0, c.finish(ctx, team, status, err)
+	}
+	if !nsReady {
+		setCondition(status, team, conditionNamespaceReady, false, "Terminating", nsMsg)
+		requeue = 2 * time.Second
+	} else {
+		setCondition(status, team, conditionNamespaceReady, true, "Created", "namespace "+team.Name)
+	}
+
+	rbacOK := false
+	if nsReady {
+		if err := c.ensureRoleBindings(ctx, team); err != nil {
+			setCondition(status, team, conditionRBACReady, false, "Error", err.Error())
+			return 0, c.finish(ctx, team, status, err)
+		}
+		rbacOK = true
+		setCondition(status, team, conditionRBACReady, true, "Bound", fmt.Sprintf("%d member(s) bound", status.MemberCount))
+	} else {
+		setCondition(status, team, conditionRBACReady, false, "NamespaceNotReady", "waiting for the namespace")
+	}
+
+	if err := c.usage(team, status); err != nil {
+		return 0, err
+	}
+	if nsReady && rbacOK {
+		status.Phase = v1alpha1.TeamPhaseReady
+		setCondition(status, team, conditionReady, true, "Ready", "namespace and RBAC are in place")
+	} else {
+		status.Phase = v1alpha1.TeamPhasePending
+		setCondition(status, team, conditionReady, false, "Pending", "namespace or RBAC not ready")
+	}
+	return requeue, c.finish(ctx, team, status, nil)
+}
+
+// usage fills clusterCount, resourceUsage, quotaStatus and quotaMessage from the cache.
+func (c *TeamController) usage(team *v1alpha1.Team, status *v1alpha1.TeamStatus) error {
+	list, err := c.clusters.TenantClusters(team.Name).List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	internal := make([]*butler.TenantCluster, 0, len(list))
+	for _, tc := range list {
+		var out butler.TenantCluster
+		if err := v1alpha1.Convert_v1alpha1_TenantCluster_To_butler_TenantCluster(tc, &out, nil); err != nil {
+			return err
+		}
+		internal = append(internal, &out)
+	}
+	u := quota.TeamUsage(internal)
+	var internalTeam butler.Team
+	if err := v1alpha1.Convert_v1alpha1_Team_To_butler_Team(team, &internalTeam, nil); err != nil {
+		return err
+	}
+	var internalConfig *butler.ButlerConfig
+	if cfg, err := c.configs.Get(quota.ButlerConfigName); err == nil {
+		internalConfig = &butler.ButlerConfig{}
+		if err := v1alpha1.Convert_v1alpha1_ButlerConfig_To_butler_ButlerConfig(cfg, internalConfig, nil); err != nil {
+			return err
+		}
+	}
+	status.ClusterCount = int32(len(list))
+	var ru v1alpha1.ResourceUsage
+	if err := v1alpha1.Convert_butler_ResourceUsage_To_v1alpha1_ResourceUsage(u.ToResourceUsage(), &ru, nil); err != nil {
+		return err
+	}
+	status.ResourceUsage = &ru
+	status.QuotaStatus, status.QuotaMessage = quota.Status(quota.EffectiveLimits(&internalTeam, internalConfig), u)
+	return nil
+}
+
+// finish writes status if it changed and returns err.
+func (c *TeamController) finish(ctx context.Context, team *v1alpha1.Team, status *v1alpha1.TeamStatus, err error) error {
+	if apiequality.Semantic.DeepEqual(&team.Status, status) {
+		return err
+	}
+	updated := team.DeepCopy()
+	updated.Status = *status
+	if _, uerr := c.butler.ButlerV1alpha1().Teams().UpdateStatus(ctx, updated, metav1.UpdateOptions{}); uerr != nil {
+		if apierrors.IsConflict(uerr) {
+			// A newer Team is on its way through the informer; it is reconciled again.
+			klog.FromContext(ctx).V(4).Info("Team changed while writing its status; will retry")
+			return err
+		}
+		if err == nil {
+			err = uerr
+		}
+	}
+	return err
+}
+
+func setCondition(status *v1alpha1.TeamStatus, team *v1alpha1.Team, t string, ok bool, reason, msg string) {
+	s := metav1.ConditionFalse
+	if ok {
+		s = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{
+		Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: team.Generation,
+	})
+}
+
+// ensureNamespace creates the Team's namespace, or adopts an existing one by labelling it.
+// It reports false while the namespace is terminating.
+func (c *TeamController) ensureNamespace(ctx context.Context, team *v1alpha1.Team) (bool, string, error) {
+	ns, err := c.namespaces.Get(team.Name)
+	if apierrors.IsNotFound(err) {
+		// The lister sees labelled namespaces only: the namespace may exist unlabelled.
+		ns, err = c.kube.CoreV1().Namespaces().Get(ctx, team.Name, metav1.GetOptions{})
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		_, err := c.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+			Name:        team.Name,
+			Labels:      map[string]string{TeamLabel: team.Name, ManagedByLabel: ManagedBy},
+			Annotations: map[string]string{CreatedNamespaceAnnotation: "true"},
+		}}, metav1.CreateOptions{})
+		if err == nil {
+			klog.FromContext(ctx).Info("Created the team namespace", "namespace", team.Name)
+		}
+		return err == nil, "", err
+	case err != nil:
+		return false, "", err
+	case ns.DeletionTimestamp != nil:
+		return false, fmt.Sprintf("namespace %s is terminating", ns.Name), nil
+	case ns.Labels[TeamLabel] != team.Name:
+		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, TeamLabel, team.Name)
+		_, err := c.kube.CoreV1().Namespaces().Patch(ctx, ns.Name, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{})
+		return err == nil, "", err
+	}
+	return true, "", nil
+}
+
+// desiredBindings returns the RoleBindings the Team's members should have, by name.
+func desiredBindings(team *v1alpha1.Team) map[string]*rbacv1.RoleBinding {
+	out := map[string]*rbacv1.RoleBinding{}
+	for _, rb := range roleBindings {
+		var subjects []rbacv1.Subject
+		add := func(kind string, members []v1alpha1.TeamMember) {
+			for _, m := range members {
+				role := m.Role
+				if role == v1alpha1.TeamRoleMember {
+					role = v1alpha1.TeamRoleOperator
+				}
+				if role == "" {
+					role = v1alpha1.TeamRoleViewer
+				}
+				if role == rb.role {
+					subjects = append(subjects, rbacv1.Subject{Kind: kind, APIGroup: rbacv1.GroupName, Name: m.Name})
+				}
+			}
+		}
+		add(rbacv1.UserKind, team.Spec.Access.Users)
+		add(rbacv1.GroupKind, team.Spec.Access.Groups)
+		if len(subjects) == 0 {
+			continue
+		}
+		sort.Slice(subjects, func(i, j int) bool {
+			return subjects[i].Kind+"/"+subjects[i].Name < subjects[j].Kind+"/"+subjects[j].Name
+		})
+		out[rb.binding] = &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: rb.binding, Namespace: team.Name,
+				Labels: map[string]string{TeamLabel: team.Name, ManagedByLabel: ManagedBy},
+			},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: rb.clusterRole},
+			Subjects: subjects,
+		}
+	}
+	return out
+}
+
+// ensureRoleBindings creates, updates and deletes the Team's RoleBindings to match its members.
+func (c *TeamController) ensureRoleBindings(ctx context.Context, team *v1alpha1.Team) error {
+	logger := klog.FromContext(ctx)
+	desired := desiredBindings(team)
+	client := c.kube.RbacV1().RoleBindings(team.Name)
+	existing, err := c.bindings.RoleBindings(team.Name).List(labels.SelectorFromSet(labels.Set{ManagedByLabel: ManagedBy}))
+	if err != nil {
+		return err
+	}
+	have := map[string]*rbacv1.RoleBinding{}
+	for _, rb := range existing {
+		have[rb.Name] = rb
+	}
+	for name, want := range desired {
+		got, ok := have[name]
+		switch {
+		case !ok:
+			_, err := client.Create(ctx, want, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				// Not labelled as ours (or not seen yet): take it over.
+				got, err = client.Get(ctx, name, metav1.GetOptions{})
+				if err == nil {
+					err = c.replaceBinding(ctx, got, want)
+				}
+			}
+			if err != nil {
+				return err
+			}
+			logger.Info("Bound team members", "roleBinding", name, "subjects", len(want.Subjects))
+		case !apiequality.Semantic.DeepEqual(got.Subjects, want.Subjects) || got.RoleRef != want.RoleRef ||
+			got.Labels[TeamLabel] != team.Name:
+			if err := c.replaceBinding(ctx, got, want); err != nil {
+				return err
+			}
+			logger.Info("Updated team members", "roleBinding", name, "subjects", len(want.Subjects))
+		}
+	}
+	for name := range have {
+		if _, ok := desired[name]; ok {
+			continue
+		}
+		if err := client.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		logger.Info("Removed a team RoleBinding", "roleBinding", name)
+	}
+	return nil
+}
+
+// replaceBinding makes got into want; a changed roleRef (immutable) means delete and create.
+func (c *TeamController) replaceBinding(ctx context.Context, got, want *rbacv1.RoleBinding) error {
+	client := c.kube.RbacV1().RoleBindings(want.Namespace)
+	if got.RoleRef != want.RoleRef {
+		if err := client.Delete(ctx, got.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		_, err := client.Create(ctx, want, metav1.CreateOptions{})
+		return err
+	}
+	updated := got.DeepCopy()
+	updated.Subjects = want.Subjects
+	if updated.Labels == nil {
+		updated.Labels = map[string]string{}
+	}
+	for k, v := range want.Labels {
+		updated.Labels[k] = v
+	}
+	_, err := client.Update(ctx, updated, metav1.UpdateOptions{})
+	return err
+}
+
+// finalize cleans up after a deleted Team: its RoleBindings at once, then its namespace (if the
+// worker created it), then the finalizer. While the namespace still holds TenantClusters
+// (created in the moment the deletion check could not see) nothing is removed.
+func (c *TeamController) finalize(ctx context.Context, team *v1alpha1.Team) (time.Duration, error) {
+	if !slices.Contains(team.Finalizers, TeamFinalizer) {
+		return 0, nil
+	}
+	logger := klog.FromContext(ctx)
+	status := team.Status.DeepCopy()
+	status.Phase = v1alpha1.TeamPhaseTerminating
+
+	// A live list, not the cache: a cluster created a moment ago must stop the cleanup.
+	clusters, err := c.butler.ButlerV1alpha1().TenantClusters(team.Name).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, err
+	}
+	if n := len(clusters.Items); n > 0 {
+		var names []string
+		for _, tc := range clusters.Items {
+			names = append(names, tc.Name)
+		}
+		setCondition(status, team, conditionReady, false, "ClustersRemain",
+			fmt.Sprintf("the team cannot be removed while its namespace holds %d tenant cluster(s): %s", n, strings.Join(names, ", ")))
+		return 10 * time.Second, c.finish(ctx, team, status, nil)
+	}
+	setCondition(status, team, conditionReady, false, "Terminating", "removing the namespace and RoleBindings")
+	if err := c.finish(ctx, team, status, nil); err != nil {
+		return 0, err
+	}
+
+	// Members lose access now, even if the namespace takes a while to go.
+	err = c.kube.RbacV1().RoleBindings(team.Name).DeleteCollection(ctx, metav1.DeleteOptions{},
+		metav1.ListOptions{LabelSelector: labels.Set{ManagedByLabel: ManagedBy, TeamLabel: team.Name}.String()})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return 0, err
+	}
+	ns, err := c.kube.CoreV1().Namespaces().Get(ctx, team.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return 0, err
+	case ns.Annotations[CreatedNamespaceAnnotation] == "true" && ns.DeletionTimestamp == nil:
+		if err := c.kube.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return 0, err
+		}
+		logger.Info("Deleted the team namespace", "namespace", ns.Name)
+	}
+	finalizers := slices.DeleteFunc(slices.Clone(team.Finalizers), func(f string) bool { return f == TeamFinalizer })
+	return 0, c.updateFinalizers(ctx, team, finalizers)
+}
+
+// updateFinalizers writes the Team's finalizers, retrying on conflict with a fresh read.
+func (c *TeamController) updateFinalizers(ctx context.Context, team *v1alpha1.Team, finalizers []string) error {
+	first := true
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		t := team
+		if !first {
+			var err error
+			if t, err = c.butler.ButlerV1alpha1().Teams().Get(ctx, team.Name, metav1.GetOptions{}); err != nil {
+				return err
+			}
+			if slices.Contains(finalizers, TeamFinalizer) == slices.Contains(t.Finalizers, TeamFinalizer) {
+				return nil
+			}
+			if slices.Contains(finalizers, TeamFinalizer) {
+				finalizers = append(slices.Clone(t.Finalizers), TeamFinalizer)
+			} else {
+				finalizers = slices.DeleteFunc(slices.Clone(t.Finalizers), func(f string) bool { return f == TeamFinalizer })
+			}
+		}
+		first = false
+		updated := t.DeepCopy()
+		updated.Finalizers = finalizers
+		_, err := c.butler.ButlerV1alpha1().Teams().Update(ctx, updated, metav1.UpdateOptions{})
+		return err
+	})
+}
