@@ -13,7 +13,7 @@
 //	P5   butler-apiserver's RSS after loading N, next to kube-apiserver's RSS growth
 //
 // With -profile-seconds, CPU profiles of butler-apiserver and kube-apiserver are saved while
-// each List is repeated (go tool pprof -top <file>).
+// each List is repeated, and their heap profiles once N are loaded (go tool pprof -top <file>).
 package main
 
 import (
@@ -37,6 +37,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 type options struct {
@@ -182,7 +183,7 @@ func run(ctx context.Context, o options) error {
 			}
 		}
 	}
-	rest := all[len(first):]
+	timed := all[len(first):]
 
 	// Both sides warmed once (the CRD's first requests build its handler), then RSS.
 	for _, s := range []side{agg, crd} {
@@ -191,16 +192,21 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 	time.Sleep(2 * time.Second)
-	rssBefore := map[string]int64{}
-	rssBefore["butler"], _ = rss(butlerPID)
-	rssBefore["kube"], _ = rss(kubePID)
+	rssBefore, err := sampleMemory(butlerPID, kubePID)
+	if err != nil {
+		return err
+	}
 
 	// P2: creates, in batches alternating sides.
 	logf("P2: creating %d TenantClusters on each side with %d clients", o.n, o.clients)
 	createTime := map[string]time.Duration{}
-	batch := max(1, (len(rest)+o.batches-1)/o.batches)
-	for b := 0; b*batch < len(rest); b++ {
-		ks := rest[b*batch : min(len(rest), (b+1)*batch)]
+	var createProfiles chan error
+	if o.profileSeconds > 0 {
+		createProfiles = profileServers(ctx, p, o, "p2-create")
+	}
+	batch := max(1, (len(timed)+o.batches-1)/o.batches)
+	for b := 0; b*batch < len(timed); b++ {
+		ks := timed[b*batch : min(len(timed), (b+1)*batch)]
 		order := []side{agg, crd}
 		if b%2 == 1 {
 			order = []side{crd, agg}
@@ -213,10 +219,29 @@ func run(ctx context.Context, o options) error {
 			createTime[s.name] += d
 		}
 	}
+	if createProfiles != nil {
+		for range 2 {
+			if err := <-createProfiles; err != nil {
+				return err
+			}
+		}
+	}
 	time.Sleep(2 * time.Second)
-	rssLoaded := map[string]int64{}
-	rssLoaded["butler"], _ = rss(butlerPID)
-	rssLoaded["kube"], _ = rss(kubePID)
+	rssLoaded, err := sampleMemory(butlerPID, kubePID)
+	if err != nil {
+		return err
+	}
+	if o.profileSeconds > 0 {
+		// gc=1: the live heap, after a collection.
+		for name, t := range map[string]struct {
+			c    *http.Client
+			host string
+		}{"butler-apiserver": {direct, p.direct.Host}, "kube-apiserver": {lister, p.kube.Host}} {
+			if err := saveProfile(ctx, t.c, t.host+"/debug/pprof/heap?gc=1", filepath.Join(o.out, fmt.Sprintf("%s.heap-loaded.n%d.pprof", name, o.n))); err != nil {
+				return err
+			}
+		}
+	}
 
 	// Every path must see all N objects before anything is timed.
 	for name, url := range map[string]string{"aggregated": agg.collection(""), "CRD": crd.collection(""), "direct": directBase} {
@@ -253,9 +278,10 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	rssListed := map[string]int64{}
-	rssListed["butler"], _ = rss(butlerPID)
-	rssListed["kube"], _ = rss(kubePID)
+	rssListed, err := sampleMemory(butlerPID, kubePID)
+	if err != nil {
+		return err
+	}
 
 	if o.profileSeconds > 0 {
 		if err := profile(ctx, p, o, variants); err != nil {
@@ -281,12 +307,13 @@ func run(ctx context.Context, o options) error {
 			latencies[s.name].durations = append(latencies[s.name].durations, res.latencies...)
 		}
 	}
-	rssEnd := map[string]int64{}
-	rssEnd["butler"], _ = rss(butlerPID)
-	rssEnd["kube"], _ = rss(kubePID)
+	rssEnd, err := sampleMemory(butlerPID, kubePID)
+	if err != nil {
+		return err
+	}
 
 	r := report{
-		o: o, lists: lists, createTime: createTime, created: len(rest), watches: watches, latencies: latencies,
+		o: o, lists: lists, createTime: createTime, created: len(timed), watches: watches, latencies: latencies,
 		rssBefore: rssBefore, rssLoaded: rssLoaded, rssListed: rssListed, rssEnd: rssEnd,
 		loadBefore: loadBefore, loadAfter: loadavg(),
 	}
@@ -298,6 +325,19 @@ func run(ctx context.Context, o options) error {
 	}
 	logf("wrote %s", file)
 	return nil
+}
+
+// sampleMemory reads the resident memory of butler-apiserver and kube-apiserver.
+func sampleMemory(butler, kube int) (map[string]memory, error) {
+	b, err := residentMemory(butler)
+	if err != nil {
+		return nil, err
+	}
+	k, err := residentMemory(kube)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]memory{"butler": b, "kube": k}, nil
 }
 
 // tenantClustersPrefix finds the etcd prefix of the tenantclusters under root: a generic
@@ -342,16 +382,8 @@ func expectItems(ctx context.Context, c *http.Client, url string, n int) error {
 }
 
 // profile repeats each HTTP List for o.profileSeconds while CPU profiles of butler-apiserver
-// (straight to its port) and kube-apiserver are taken, and saves them in o.out.
+// and kube-apiserver are taken, and saves them in o.out.
 func profile(ctx context.Context, p *plane, o options, variants []listVariant) error {
-	direct, err := httpClient(p.direct)
-	if err != nil {
-		return err
-	}
-	kube, err := httpClient(p.kube)
-	if err != nil {
-		return err
-	}
 	for _, v := range variants {
 		if strings.HasPrefix(v.name, "etcd") {
 			continue
@@ -365,18 +397,9 @@ func profile(ctx context.Context, p *plane, o options, variants []listVariant) e
 				_, _ = v.list(pctx)
 			}
 		}()
-		targets := map[string]struct {
-			c    *http.Client
-			host string
-		}{"butler-apiserver": {direct, p.direct.Host}, "kube-apiserver": {kube, p.kube.Host}}
-		errs := make(chan error, len(targets))
-		for name, t := range targets {
-			go func() {
-				errs <- saveProfile(ctx, t.c, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", t.host, o.profileSeconds),
-					filepath.Join(o.out, fmt.Sprintf("%s.%s.n%d.pprof", name, v.name, o.n)))
-			}()
-		}
-		for range targets {
+		errs := profileServers(ctx, p, o, v.name)
+		var err error
+		for range 2 {
 			if e := <-errs; e != nil && err == nil {
 				err = e
 			}
@@ -388,6 +411,24 @@ func profile(ctx context.Context, p *plane, o options, variants []listVariant) e
 		}
 	}
 	return nil
+}
+
+// profileServers starts o.profileSeconds CPU profiles of butler-apiserver (straight to its
+// port) and kube-apiserver, saved as <server>.<what>.n<N>.pprof in o.out; each sends its
+// outcome on the channel.
+func profileServers(ctx context.Context, p *plane, o options, what string) chan error {
+	errs := make(chan error, 2)
+	for name, config := range map[string]*rest.Config{"butler-apiserver": p.direct, "kube-apiserver": p.kube} {
+		go func() {
+			c, err := httpClient(config)
+			if err == nil {
+				err = saveProfile(ctx, c, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", config.Host, o.profileSeconds),
+					filepath.Join(o.out, fmt.Sprintf("%s.%s.n%d.pprof", name, what, o.n)))
+			}
+			errs <- err
+		}()
+	}
+	return errs
 }
 
 func saveProfile(ctx context.Context, c *http.Client, url, file string) error {

@@ -122,21 +122,38 @@ func (p *plane) pid(name string) (int, error) {
 	return 0, fmt.Errorf("no %s process of the plane in %s", name, p.dir)
 }
 
-// rss is the resident set size of a process, from /proc/<pid>/status VmRSS.
-func rss(pid int) (int64, error) {
+// memory is what /proc/<pid>/status says of a process's resident memory.
+type memory struct {
+	rss  int64 // VmRSS
+	file int64 // RssFile: pages of mapped files, mostly the binary itself
+	peak int64 // VmHWM: the highest VmRSS so far
+}
+
+// residentMemory reads VmRSS, RssFile and VmHWM from /proc/<pid>/status.
+func residentMemory(pid int) (memory, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, err
+		return memory{}, err
 	}
 	defer f.Close()
+	var m memory
 	s := bufio.NewScanner(f)
 	for s.Scan() {
-		if rest, ok := strings.CutPrefix(s.Text(), "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return kb * 1024, err
+		name, value, ok := strings.Cut(s.Text(), ":")
+		field := map[string]*int64{"VmRSS": &m.rss, "RssFile": &m.file, "VmHWM": &m.peak}[name]
+		if !ok || field == nil {
+			continue
 		}
+		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
+		if err != nil {
+			return memory{}, fmt.Errorf("/proc/%d/status: %s: %w", pid, name, err)
+		}
+		*field = kb * 1024
 	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+	if m.rss == 0 {
+		return memory{}, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+	}
+	return m, s.Err()
 }
 
 // freePorts returns n distinct free loopback ports.

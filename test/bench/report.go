@@ -15,7 +15,7 @@ type report struct {
 	watches    map[string]*sample
 	latencies  map[string]*sample
 
-	rssBefore, rssLoaded, rssListed, rssEnd map[string]int64
+	rssBefore, rssLoaded, rssListed, rssEnd map[string]memory
 	loadBefore, loadAfter                   string
 }
 
@@ -71,17 +71,22 @@ func (r report) String() string {
 	row("P2b update sent → event received, median (p95)", medianP95(lat["aggregated"]), medianP95(lat["CRD"]),
 		ratio(float64(lat["aggregated"].median()), float64(lat["CRD"].median()))+" ("+ratio(float64(lat["aggregated"].p95()), float64(lat["CRD"].p95()))+")", "")
 
-	growButler := r.rssLoaded["butler"] - r.rssBefore["butler"]
-	growKube := r.rssLoaded["kube"] - r.rssBefore["kube"]
+	growButler := r.rssLoaded["butler"].rss - r.rssBefore["butler"].rss
+	growKube := r.rssLoaded["kube"].rss - r.rssBefore["kube"].rss
 	row(fmt.Sprintf("P5 RSS growth from loading %d", r.o.n), "butler-apiserver +"+mib(growButler), "kube-apiserver +"+mib(growKube),
 		ratio(float64(growButler), float64(growKube)), "")
-	row("P5 butler-apiserver RSS: loaded / after P1 / at the end", mib(r.rssLoaded["butler"])+" / "+mib(r.rssListed["butler"])+" / "+mib(r.rssEnd["butler"]),
-		"kube-apiserver "+mib(r.rssLoaded["kube"])+" / "+mib(r.rssListed["kube"])+" / "+mib(r.rssEnd["kube"]), "", "≤ 400 MiB at N=10,000")
+	rssRow := func(who string) string {
+		return mib(r.rssLoaded[who].rss) + " / " + mib(r.rssListed[who].rss) + " / " + mib(r.rssEnd[who].rss) + " (peak " + mib(r.rssEnd[who].peak) + ")"
+	}
+	row("P5 RSS loaded / after P1 / at the end", "butler-apiserver "+rssRow("butler"), "kube-apiserver "+rssRow("kube"),
+		ratio(float64(r.rssLoaded["butler"].rss), float64(r.rssLoaded["kube"].rss))+" (loaded)", "butler ≤ 400 MiB at N=10,000")
 	row("bytes: JSON List / protobuf List / etcd values, per object",
 		fmt.Sprintf("%d / %d / %d", l["agg-json"].bytes/int64(r.o.n), l["agg-protobuf"].bytes/int64(r.o.n), l["etcd-agg"].bytes/int64(r.o.n)),
 		fmt.Sprintf("%d / — / %d", l["crd-json"].bytes/int64(r.o.n), l["etcd-crd"].bytes/int64(r.o.n)),
 		ratio(float64(l["agg-json"].bytes), float64(l["crd-json"].bytes))+" (JSON)", "")
 	b.WriteString("\nTimes: aggregated/CRD below 1 means the aggregated API is faster; creates/s above 1 means it is faster. " +
-		"RSS before loading: butler-apiserver " + mib(r.rssBefore["butler"]) + ", kube-apiserver " + mib(r.rssBefore["kube"]) + ".\n")
+		"RSS before loading: butler-apiserver " + mib(r.rssBefore["butler"].rss) + ", kube-apiserver " + mib(r.rssBefore["kube"].rss) +
+		"; of the loaded RSS, pages of the binary (RssFile): butler-apiserver " + mib(r.rssLoaded["butler"].file) +
+		", kube-apiserver " + mib(r.rssLoaded["kube"].file) + ".\n")
 	return b.String()
 }
