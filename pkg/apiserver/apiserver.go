@@ -69,11 +69,12 @@ type ManagementCluster struct {
 }
 
 // InstallButlerAPI registers every butler resource and subresource on the server, and the
-// IPAM repair loop as a post-start hook.
-func InstallButlerAPI(server *genericapiserver.GenericAPIServer, optsGetter generic.RESTOptionsGetter, mgmt ManagementCluster, repair IPAMRepair) error {
+// IPAM repair loop as a post-start hook. It returns the storage of every path it serves
+// ("teams", "tenantclusters/scale", ...).
+func InstallButlerAPI(server *genericapiserver.GenericAPIServer, optsGetter generic.RESTOptionsGetter, mgmt ManagementCluster, repair IPAMRepair) (map[string]rest.Storage, error) {
 	ipamStore, closeIPAM, err := newIPAMStore(optsGetter)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	server.AddPreShutdownHookOrDie("ipam-etcd-client", func() error { closeIPAM(); return nil })
 	if repair.Interval > 0 {
@@ -84,11 +85,11 @@ func InstallButlerAPI(server *genericapiserver.GenericAPIServer, optsGetter gene
 	}
 	resources, err := newResources(optsGetter, mgmt, ipamStore)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	group := genericapiserver.NewDefaultAPIGroupInfo(butler.GroupName, Scheme, metav1.ParameterCodec, Codecs)
 	group.VersionedResourcesStorageMap["v1alpha1"] = resources
-	return server.InstallAPIGroup(&group)
+	return resources, server.InstallAPIGroup(&group)
 }
 
 // endpoints are the served paths of one resource and its subresources.
