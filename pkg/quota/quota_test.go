@@ -213,7 +213,10 @@ func TestLedgerConcurrentCreatesNeverPassTheLimit(t *testing.T) {
 	}
 }
 
-func mustList(s *memStore) []butler.TenantCluster { l, _ := s.Clusters(context.Background(), ""); return l }
+func mustList(s *memStore) []butler.TenantCluster {
+	l, _ := s.Clusters(context.Background(), "")
+	return l
+}
 
 func TestLedgerReservationLifecycle(t *testing.T) {
 	s := &memStore{team: &butler.Team{ObjectMeta: metav1.ObjectMeta{Name: "t"}}, clusters: map[string]*butler.TenantCluster{}}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/apiserver"
+	"github.com/butlerdotdev/butler-apiserver/pkg/quota"
 )
 
 // etcdPathPrefix is where butler objects live in etcd.
@@ -43,8 +44,14 @@ type Options struct {
 	// IPAMRepair paces the loop that frees reservations no IPAllocation holds.
 	IPAMRepair apiserver.IPAMRepair
 
+	// Workers configure the background workers.
+	Workers WorkerOptions
+
 	// Out receives the "how to reach it" banner.
 	Out io.Writer
+
+	// ledger admits Team quota; butler's admission plugins read through it.
+	ledger *quota.Ledger
 }
 
 // NewOptions returns the defaults: delegated authentication and authorization, port 8443,
@@ -57,7 +64,10 @@ func NewOptions() *Options {
 		ShutdownWatchTerminationGracePeriod: 5 * time.Second,
 		IPAMRepair:                          apiserver.DefaultIPAMRepair,
 		Out:                                 os.Stdout,
+		Workers:                             WorkerOptions{Enabled: true, LeaseNamespace: "butler-system", LeaseName: "butler-apiserver-workers"},
+		ledger:                              &quota.Ledger{},
 	}
+	o.addButlerAdmission()
 	o.Recommended.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
 		v1alpha1.SchemeGroupVersion, schema.GroupKind{Group: v1alpha1.GroupName})
 	o.Recommended.SecureServing.BindPort = 8443
@@ -73,6 +83,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 			"and that admin authorized for everything.")
 	fs.StringVar(&o.DataDir, "data-dir", o.DataDir,
 		"Directory for the embedded etcd (used when --etcd-servers is empty) and the standalone certificates and kubeconfig.")
+	o.Workers.addFlags(fs)
 	fs.DurationVar(&o.ShutdownWatchTerminationGracePeriod, "shutdown-watch-termination-grace-period", o.ShutdownWatchTerminationGracePeriod,
 		"How long shutdown waits for open watches to end; they are told to end when shutdown starts.")
 	fs.DurationVar(&o.IPAMRepair.Interval, "ipam-repair-interval", o.IPAMRepair.Interval,

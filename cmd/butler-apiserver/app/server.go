@@ -60,6 +60,11 @@ func Run(ctx context.Context, o *Options) error {
 	if err := o.Recommended.ApplyTo(config); err != nil {
 		return err
 	}
+	if o.Standalone {
+		if err := o.applyStandaloneAdmission(config); err != nil {
+			return err
+		}
+	}
 
 	server, err := config.Complete().New("butler-apiserver", genericapiserver.NewEmptyDelegate())
 	if err != nil {
@@ -73,7 +78,14 @@ func Run(ctx context.Context, o *Options) error {
 		}
 		mgmt.Secrets = client.CoreV1()
 	}
-	if err := apiserver.InstallButlerAPI(server, config.RESTOptionsGetter, mgmt, o.IPAMRepair); err != nil {
+	resources, err := apiserver.InstallButlerAPI(server, config.RESTOptionsGetter, mgmt, o.IPAMRepair)
+	if err != nil {
+		return err
+	}
+	if err := o.bindLedger(resources); err != nil {
+		return err
+	}
+	if err := o.addWorkers(server, config); err != nil {
 		return err
 	}
 
@@ -113,7 +125,8 @@ func (o *Options) applyStandalone(pki standalonePKI) error {
 	r.Authorization.AlwaysAllowGroups = []string{adminGroup}
 
 	// No management cluster: no core informers, so no webhook admission and no priority and
-	// fairness (its configuration objects live in the management cluster).
+	// fairness (its configuration objects live in the management cluster). butler's own
+	// admission plugins still run (applyStandaloneAdmission); the workers do not.
 	r.CoreAPI = nil
 	r.Admission = nil
 	r.Features.EnablePriorityAndFairness = false

@@ -1,0 +1,89 @@
+package app
+
+import (
+	"fmt"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/registry/rest"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
+	butleradmission "github.com/butlerdotdev/butler-apiserver/pkg/admission"
+	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle"
+	"github.com/butlerdotdev/butler-apiserver/pkg/quota"
+)
+
+// WorkerOptions configure the background workers (delegated mode only).
+type WorkerOptions struct {
+	// Enabled runs the workers (under leader election).
+	Enabled bool
+	// LeaseNamespace and LeaseName name the Lease in the management cluster that elects the
+	// replica whose workers act.
+	LeaseNamespace, LeaseName string
+}
+
+func (w *WorkerOptions) addFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&w.Enabled, "enable-workers", w.Enabled,
+		"Run the background workers (Team namespaces and RBAC) under leader election. Needs a management cluster; off in --standalone.")
+	fs.StringVar(&w.LeaseNamespace, "workers-lease-namespace", w.LeaseNamespace, "Namespace of the workers' leader election Lease.")
+	fs.StringVar(&w.LeaseName, "workers-lease-name", w.LeaseName, "Name of the workers' leader election Lease.")
+}
+
+// addButlerAdmission registers butler's own admission plugins in the recommended chain, after
+// the generic ones, enabled by default, with the quota Ledger as what they read through.
+func (o *Options) addButlerAdmission() {
+	a := o.Recommended.Admission
+	butleradmission.Register(a.Plugins)
+	a.RecommendedPluginOrder = append(a.RecommendedPluginOrder, butleradmission.Names...)
+	o.Recommended.ExtraAdmissionInitializers = func(*genericapiserver.RecommendedConfig) ([]admission.PluginInitializer, error) {
+		return []admission.PluginInitializer{butleradmission.Initializer{Ledger: o.ledger}}, nil
+	}
+}
+
+// applyStandaloneAdmission runs butler's own plugins alone when there is no management
+// cluster: they read only butler objects, so multi-tenancy and Team limits hold the same.
+func (o *Options) applyStandaloneAdmission(config *genericapiserver.RecommendedConfig) error {
+	chain, err := butleradmission.New(o.ledger)
+	if err != nil {
+		return fmt.Errorf("butler admission plugins: %w", err)
+	}
+	config.AdmissionControl = chain
+	return nil
+}
+
+// bindLedger points the quota Ledger (and so the admission plugins) at the installed storage.
+func (o *Options) bindLedger(resources map[string]rest.Storage) error {
+	store, err := quota.NewRegistryStore(resources)
+	if err != nil {
+		return err
+	}
+	o.ledger.Store = store
+	return nil
+}
+
+// addWorkers starts the background workers once the server serves: they read butler objects
+// through the loopback client and write to the management cluster as butler-apiserver's identity.
+func (o *Options) addWorkers(server *genericapiserver.GenericAPIServer, config *genericapiserver.RecommendedConfig) error {
+	if !o.Workers.Enabled || config.ClientConfig == nil {
+		klog.InfoS("Background workers are off", "enabled", o.Workers.Enabled, "managementCluster", config.ClientConfig != nil)
+		return nil
+	}
+	kube, err := kubernetes.NewForConfig(config.ClientConfig)
+	if err != nil {
+		return err
+	}
+	return server.AddPostStartHook("butler-workers", func(ctx genericapiserver.PostStartHookContext) error {
+		butler, err := clientset.NewForConfig(ctx.LoopbackClientConfig)
+		if err != nil {
+			return err
+		}
+		go lifecycle.Run(ctx, lifecycle.Config{
+			Butler: butler, Kube: kube,
+			LeaseNamespace: o.Workers.LeaseNamespace, LeaseName: o.Workers.LeaseName,
+		})
+		return nil
+	})
+}
