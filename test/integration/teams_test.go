@@ -1,0 +1,262 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
+	"github.com/butlerdotdev/butler-apiserver/pkg/quota"
+)
+
+func createTeam(t *testing.T, name string, limits *v1alpha1.ResourceLimits) {
+	t.Helper()
+	team := &v1alpha1.Team{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.TeamSpec{ResourceLimits: limits}}
+	if _, err := shared.Client.ButlerV1alpha1().Teams().Create(context.Background(), team, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func expectForbidden(t *testing.T, err error, says ...string) {
+	t.Helper()
+	if !apierrors.IsForbidden(err) {
+		t.Fatalf("want 403 Forbidden, got %v", err)
+	}
+	for _, s := range says {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("%q does not say %q", err, s)
+		}
+	}
+}
+
+// Many concurrent creates against maxClusters: exactly that many succeed.
+func TestTeamQuotaConcurrentCreates(t *testing.T) {
+	const team, max, clients = "iq-race", 3, 40
+	createTeam(t, team, &v1alpha1.ResourceLimits{MaxClusters: ptr.To[int32](max)})
+	// No client-side throttling: the requests must really be concurrent.
+	cfg := rest.CopyConfig(shared.Config)
+	cfg.QPS, cfg.Burst = -1, 0
+	clusters := clientset.NewForConfigOrDie(cfg).ButlerV1alpha1().TenantClusters(team)
+	var wg sync.WaitGroup
+	var ok, forbidden atomic.Int32
+	start := time.Now()
+	for i := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := clusters.Create(context.Background(), exampleCluster(t, team, fmt.Sprint("c", i)), metav1.CreateOptions{})
+			switch {
+			case err == nil:
+				ok.Add(1)
+			case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "maxClusters is 3, in use 3, requested 1"):
+				forbidden.Add(1)
+			default:
+				t.Errorf("create c%d: %v", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("%d concurrent creates in %s: %d created, %d refused", clients, time.Since(start).Round(time.Millisecond), ok.Load(), forbidden.Load())
+	list, err := clusters.List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok.Load() != max || len(list.Items) != max {
+		t.Fatalf("%d creates succeeded and %d clusters are stored; want exactly %d", ok.Load(), len(list.Items), max)
+	}
+}
+
+func TestTeamLimitsOnUpdateAndScale(t *testing.T) {
+	ctx := context.Background()
+	const team = "iq-limits"
+	createTeam(t, team, &v1alpha1.ResourceLimits{MaxWorkersPerCluster: ptr.To[int32](5), MaxTotalWorkers: ptr.To[int32](8),
+		AllowedKubernetesVersions: []string{"v1.31", "v1.32"}, DeniedAddons: []string{"cert-manager"}})
+	clusters := shared.Client.ButlerV1alpha1().TenantClusters(team)
+
+	denied := exampleCluster(t, team, "c0") // the example enables cert-manager
+	_, err := clusters.Create(ctx, denied, metav1.CreateOptions{})
+	expectForbidden(t, err, `team "iq-limits"`, "addon cert-manager is in deniedAddons [cert-manager]")
+
+	mk := func(name string, workers int32) *v1alpha1.TenantCluster {
+		tc := exampleCluster(t, team, name)
+		tc.Spec.Addons.CertManager = nil
+		tc.Spec.Workers.Replicas = workers
+		return tc
+	}
+	old := mk("c0", 3)
+	old.Spec.KubernetesVersion = "v1.30.4"
+	_, err = clusters.Create(ctx, old, metav1.CreateOptions{})
+	expectForbidden(t, err, "allowedKubernetesVersions are [v1.31, v1.32], requested v1.30.4")
+
+	if _, err := clusters.Create(ctx, mk("c1", 3), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = clusters.Create(ctx, mk("c2", 6), metav1.CreateOptions{})
+	expectForbidden(t, err, "maxWorkersPerCluster is 5, requested 6")
+	if _, err := clusters.Create(ctx, mk("c2", 5), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// 8 of 8 workers in use: scaling up is refused, through /scale and through an update.
+	scale, err := clusters.GetScale(ctx, "c1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scale.Spec.Replicas = 4
+	_, err = clusters.UpdateScale(ctx, "c1", scale, metav1.UpdateOptions{})
+	expectForbidden(t, err, "maxTotalWorkers is 8, in use 8, requested 1 (would be 9)")
+	c1, err := clusters.Get(ctx, "c1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c1.Spec.Workers.Replicas = 4
+	_, err = clusters.Update(ctx, c1, metav1.UpdateOptions{})
+	expectForbidden(t, err, "maxTotalWorkers is 8, in use 8")
+
+	// Scaling down always works, and frees room for another scale up.
+	scale.Spec.Replicas = 1
+	if _, err := clusters.UpdateScale(ctx, "c1", scale, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c1, _ = clusters.Get(ctx, "c1", metav1.GetOptions{})
+	c1.Spec.Workers.Replicas = 3
+	if _, err := clusters.Update(ctx, c1, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("scale back up within the limit: %v", err)
+	}
+	// Label edits of a cluster need no room.
+	c1, _ = clusters.Get(ctx, "c1", metav1.GetOptions{})
+	c1.Labels = map[string]string{"edited": "yes"}
+	if _, err := clusters.Update(ctx, c1, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Concurrent scale-ups of both clusters: 8 in use of 8 after c1 went to 3; drop both to 2
+	// (4 free), then each asks for +3: only one fits.
+	for _, n := range []string{"c1", "c2"} {
+		s, _ := clusters.GetScale(ctx, n, metav1.GetOptions{})
+		s.Spec.Replicas = 2
+		if _, err := clusters.UpdateScale(ctx, n, s, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	var ok atomic.Int32
+	for _, n := range []string{"c1", "c2"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := clusters.GetScale(ctx, n, metav1.GetOptions{})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			s.Spec.Replicas = 5
+			if _, err := clusters.UpdateScale(ctx, n, s, metav1.UpdateOptions{}); err == nil {
+				ok.Add(1)
+			} else if !apierrors.IsForbidden(err) {
+				t.Errorf("scale %s: %v", n, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if ok.Load() != 1 {
+		t.Errorf("%d of two concurrent scale-ups that only fit alone succeeded", ok.Load())
+	}
+}
+
+func TestTeamWithClustersCannotBeDeleted(t *testing.T) {
+	ctx := context.Background()
+	const team = "iq-delete"
+	createTeam(t, team, nil)
+	clusters := shared.Client.ButlerV1alpha1().TenantClusters(team)
+	for _, n := range []string{"prod", "dev"} {
+		if _, err := clusters.Create(ctx, exampleCluster(t, team, n), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := shared.Client.ButlerV1alpha1().Teams().Delete(ctx, team, metav1.DeleteOptions{})
+	if !apierrors.IsConflict(err) || !strings.Contains(err.Error(), "2 tenant cluster(s): iq-delete/dev, iq-delete/prod") {
+		t.Fatalf("delete of a team with clusters: want 409 naming them, got %v", err)
+	}
+	for _, n := range []string{"prod", "dev"} {
+		if err := clusters.Delete(ctx, n, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := shared.Client.ButlerV1alpha1().Teams().Delete(ctx, team, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("delete of an empty team: %v", err)
+	}
+}
+
+func TestQuotaReservationsAreNotWritableByClients(t *testing.T) {
+	ctx := context.Background()
+	teams := shared.Client.ButlerV1alpha1().Teams()
+	team := &v1alpha1.Team{ObjectMeta: metav1.ObjectMeta{Name: "iq-annotation",
+		Annotations: map[string]string{quota.ReservationsAnnotation: `[{"key":"x/y","usage":{"c":99},"exp":99999999999}]`}}}
+	created, err := teams.Create(ctx, team, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := created.Annotations[quota.ReservationsAnnotation]; ok {
+		t.Error("create kept a client-written reservation")
+	}
+	created.Annotations = map[string]string{quota.ReservationsAnnotation: `[]`}
+	updated, err := teams.Update(ctx, created, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := updated.Annotations[quota.ReservationsAnnotation]; ok {
+		t.Error("update wrote a reservation")
+	}
+}
+
+func TestMultiTenancyEnforced(t *testing.T) {
+	ctx := context.Background()
+	configs := shared.Client.ButlerV1alpha1().ButlerConfigs()
+	cfg, err := configs.Get(ctx, "butler", metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		cfg, err = configs.Create(ctx, &v1alpha1.ButlerConfig{ObjectMeta: metav1.ObjectMeta{Name: "butler"}}, metav1.CreateOptions{})
+		t.Cleanup(func() { _ = configs.Delete(ctx, "butler", metav1.DeleteOptions{}) })
+	} else if err == nil {
+		saved := cfg.Spec.MultiTenancy.Mode
+		t.Cleanup(func() {
+			c, err := configs.Get(ctx, "butler", metav1.GetOptions{})
+			if err == nil {
+				c.Spec.MultiTenancy.Mode = saved
+				_, _ = configs.Update(ctx, c, metav1.UpdateOptions{})
+			}
+		})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Spec.MultiTenancy.Mode = v1alpha1.MultiTenancyEnforced
+	if _, err := configs.Update(ctx, cfg, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	createTeam(t, "iq-tenancy", nil)
+
+	_, err = shared.Client.ButlerV1alpha1().TenantClusters("no-team").Create(ctx, exampleCluster(t, "no-team", "prod"), metav1.CreateOptions{})
+	expectForbidden(t, err, `multiTenancy mode is Enforced: namespace "no-team" is not a Team's namespace`)
+
+	wrong := exampleCluster(t, "iq-tenancy", "prod")
+	wrong.Spec.TeamRef = &v1alpha1.LocalObjectReference{Name: "team-a"}
+	_, err = shared.Client.ButlerV1alpha1().TenantClusters("iq-tenancy").Create(ctx, wrong, metav1.CreateOptions{})
+	expectInvalidFields(t, err, "spec.teamRef.name")
+
+	right := exampleCluster(t, "iq-tenancy", "prod")
+	right.Spec.TeamRef = &v1alpha1.LocalObjectReference{Name: "iq-tenancy"}
+	if _, err := shared.Client.ButlerV1alpha1().TenantClusters("iq-tenancy").Create(ctx, right, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
