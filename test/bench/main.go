@@ -293,6 +293,7 @@ func run(ctx context.Context, o options) error {
 	logf("P2b: %d rounds of %d updates per side", o.watchRounds, o.updates)
 	watches := map[string]*sample{agg.name: {}, crd.name: {}}
 	latencies := map[string]*sample{agg.name: {}, crd.name: {}}
+	rewatches := map[string]int{}
 	for r := range o.watchRounds {
 		order := []side{crd, agg}
 		if r%2 == 1 {
@@ -304,6 +305,7 @@ func run(ctx context.Context, o options) error {
 				return fmt.Errorf("P2b: %w", err)
 			}
 			watches[s.name].add(res.total)
+			rewatches[s.name] += res.rewatches
 			latencies[s.name].durations = append(latencies[s.name].durations, res.latencies...)
 		}
 	}
@@ -313,7 +315,7 @@ func run(ctx context.Context, o options) error {
 	}
 
 	r := report{
-		o: o, lists: lists, createTime: createTime, created: len(timed), watches: watches, latencies: latencies,
+		o: o, lists: lists, createTime: createTime, created: len(timed), watches: watches, latencies: latencies, rewatches: rewatches,
 		rssBefore: rssBefore, rssLoaded: rssLoaded, rssListed: rssListed, rssEnd: rssEnd,
 		loadBefore: loadBefore, loadAfter: loadavg(),
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"sync"
@@ -187,10 +188,12 @@ type watchEvent struct {
 	Type   string `json:"type"`
 	Object struct {
 		Metadata struct {
-			Name      string            `json:"name"`
-			Namespace string            `json:"namespace"`
-			Labels    map[string]string `json:"labels"`
+			Name            string            `json:"name"`
+			Namespace       string            `json:"namespace"`
+			ResourceVersion string            `json:"resourceVersion"`
+			Labels          map[string]string `json:"labels"`
 		} `json:"metadata"`
+		Message string `json:"message"` // of an ERROR event's Status
 	} `json:"object"`
 }
 
@@ -198,6 +201,7 @@ type watchEvent struct {
 type watchResult struct {
 	total     time.Duration // first update sent to last event received
 	latencies []time.Duration
+	rewatches int // watches the server ended early and the watcher opened again
 }
 
 // watchRound opens a watch on all of s's tenantclusters from the current resourceVersion,
@@ -225,16 +229,25 @@ func watchRound(ctx context.Context, s side, watcher *http.Client, clients []*ht
 		return watchResult{}, err
 	}
 
-	req, _ = http.NewRequestWithContext(ctx, http.MethodGet,
-		s.collection("")+"?watch=1&allowWatchBookmarks=false&resourceVersion="+list.Metadata.ResourceVersion, nil)
-	req.Header.Set("Accept", contentJSON)
-	resp, err = watcher.Do(req)
+	// The watch, opened again from the last resourceVersion seen if the server ends it (as a
+	// reflector does: a server may close a watcher that does not keep up).
+	openWatch := func(rv string) (io.ReadCloser, error) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet,
+			s.collection("")+"?watch=1&allowWatchBookmarks=false&resourceVersion="+rv, nil)
+		req.Header.Set("Accept", contentJSON)
+		resp, err := watcher.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode != http.StatusOK {
+			resp.Body.Close()
+			return nil, fmt.Errorf("watch %s: %s", s.name, resp.Status)
+		}
+		return resp.Body, nil
+	}
+	body, err := openWatch(list.Metadata.ResourceVersion)
 	if err != nil {
 		return watchResult{}, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return watchResult{}, fmt.Errorf("watch %s: %s", s.name, resp.Status)
 	}
 
 	index := map[key]int{}
@@ -245,17 +258,35 @@ func watchRound(ctx context.Context, s side, watcher *http.Client, clients []*ht
 	received := make([]time.Time, len(ks))
 	var sentOnce sync.Once
 	var firstSent time.Time
+	var rewatches int
 	done := make(chan error, 1)
 	go func() {
-		dec := json.NewDecoder(resp.Body)
+		lastRV := list.Metadata.ResourceVersion
+		dec := json.NewDecoder(body)
+		defer func() { body.Close() }()
 		seen := 0
 		for seen < len(ks) {
 			var ev watchEvent
 			if err := dec.Decode(&ev); err != nil {
-				done <- fmt.Errorf("watch %s after %d of %d events: %w", s.name, seen, len(ks), err)
-				return
+				if ctx.Err() != nil || rewatches >= 10 {
+					done <- fmt.Errorf("watch %s after %d of %d events (%d rewatches): %w", s.name, seen, len(ks), rewatches, err)
+					return
+				}
+				body.Close()
+				rewatches++
+				if body, err = openWatch(lastRV); err != nil {
+					done <- err
+					return
+				}
+				dec = json.NewDecoder(body)
+				continue
 			}
 			now := time.Now()
+			if ev.Type == "ERROR" {
+				done <- fmt.Errorf("watch %s: %s", s.name, ev.Object.Message)
+				return
+			}
+			lastRV = ev.Object.Metadata.ResourceVersion
 			if ev.Type != "MODIFIED" || ev.Object.Metadata.Labels["bench-round"] != round {
 				continue
 			}
@@ -304,7 +335,7 @@ func watchRound(ctx context.Context, s side, watcher *http.Client, clients []*ht
 	case <-ctx.Done():
 		return watchResult{}, fmt.Errorf("watch %s: %w", s.name, ctx.Err())
 	}
-	var result watchResult
+	result := watchResult{rewatches: rewatches}
 	last := firstSent
 	for i := range ks {
 		result.latencies = append(result.latencies, received[i].Sub(sent[i]))

@@ -14,6 +14,7 @@ type report struct {
 	created    int // objects created per side while the clock ran
 	watches    map[string]*sample
 	latencies  map[string]*sample
+	rewatches  map[string]int
 
 	rssBefore, rssLoaded, rssListed, rssEnd map[string]memory
 	loadBefore, loadAfter                   string
@@ -66,7 +67,13 @@ func (r report) String() string {
 	row(fmt.Sprintf("P2 creates/s, %d clients", r.o.clients), fmt.Sprintf("%.0f /s", rate("aggregated")), fmt.Sprintf("%.0f /s", rate("CRD")),
 		ratio(rate("aggregated"), rate("CRD")), "≥ 1.0")
 	w, lat := r.watches, r.latencies
-	row(fmt.Sprintf("P2b %d updates seen by a watcher (median round)", r.o.updates), ms(w["aggregated"].median()), ms(w["CRD"].median()),
+	rewatched := func(name string) string {
+		if r.rewatches[name] == 0 {
+			return ""
+		}
+		return fmt.Sprintf(" (%d watches ended by the server, resumed)", r.rewatches[name])
+	}
+	row(fmt.Sprintf("P2b %d updates seen by a watcher (median round)", r.o.updates), ms(w["aggregated"].median())+rewatched("aggregated"), ms(w["CRD"].median())+rewatched("CRD"),
 		ratio(float64(w["aggregated"].median()), float64(w["CRD"].median())), "")
 	row("P2b update sent → event received, median (p95)", medianP95(lat["aggregated"]), medianP95(lat["CRD"]),
 		ratio(float64(lat["aggregated"].median()), float64(lat["CRD"].median()))+" ("+ratio(float64(lat["aggregated"].p95()), float64(lat["CRD"].p95()))+")", "")
