@@ -1,0 +1,633 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
+)
+
+// team applies a Team and waits until the worker made its namespace and RoleBindings.
+func team(t *testing.T, manifest string) *v1alpha1.Team {
+	t.Helper()
+	obj := map[string]any{}
+	if err := yaml.Unmarshal([]byte(manifest), &obj); err != nil {
+		t.Fatal(err)
+	}
+	name := obj["metadata"].(map[string]any)["name"].(string)
+	mustApply(t, manifest)
+	return waitTeamReady(t, name)
+}
+
+func waitTeamReady(t *testing.T, name string) *v1alpha1.Team {
+	t.Helper()
+	var got *v1alpha1.Team
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		tm, err := plane.butler.ButlerV1alpha1().Teams().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		got = tm
+		return tm.Status.Phase == v1alpha1.TeamPhaseReady && tm.Status.ObservedGeneration == tm.Generation, nil
+	})
+	if err != nil {
+		t.Fatalf("team %s not Ready: %v; status %+v", name, err, got.Status)
+	}
+	return got
+}
+
+// userConfig is a client config for a user with a certificate from the plane's CA, unthrottled.
+func userConfig(t *testing.T, user string, groups ...string) *rest.Config {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", userKubeconfig(t, user, groups...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.QPS, cfg.Burst = -1, 0
+	return cfg
+}
+
+func teamManifest(name, limits string, members ...string) string {
+	var users, groups []string
+	for _, m := range members {
+		if g, ok := strings.CutPrefix(m, "group:"); ok {
+			groups = append(groups, "    - "+g)
+		} else {
+			users = append(users, "    - "+m)
+		}
+	}
+	s := fmt.Sprintf("apiVersion: butler.butlerlabs.dev/v1alpha1\nkind: Team\nmetadata:\n  name: %s\nspec:\n  access:\n", name)
+	if len(users) > 0 {
+		s += "    users:\n" + strings.Join(users, "\n") + "\n"
+	}
+	if len(groups) > 0 {
+		s += "    groups:\n" + strings.Join(groups, "\n") + "\n"
+	}
+	return s + limits
+}
+
+// member renders "{name: N, role: R}" for teamManifest, or a group with the "group:" prefix.
+func member(name, role string) string { return fmt.Sprintf("{name: %s, role: %s}", name, role) }
+
+// --- the "Done when" of the issue --------------------------------------------------------------
+
+func TestTeamAdminAliceAndMaxClusters(t *testing.T) {
+	a := team(t, teamManifest("team-a", "  resourceLimits:\n    maxClusters: 3\n",
+		member("alice", "admin"), "group:"+member("team-a-viewers", "viewer")))
+	team(t, teamManifest("team-b", "", member("bob", "admin")))
+	if a.Status.Namespace != "team-a" || a.Status.MemberCount != 2 {
+		t.Errorf("team-a status: %+v", a.Status)
+	}
+	ns, err := plane.kube.CoreV1().Namespaces().Get(context.Background(), "team-a", metav1.GetOptions{})
+	if err != nil || ns.Labels["butler.butlerlabs.dev/team"] != "team-a" {
+		t.Fatalf("namespace team-a: %v %v", err, ns.Labels)
+	}
+	alice := userKubeconfig(t, "alice")
+	mustApply(t, tenantCluster("team-b", "theirs"))
+
+	out, err := kubectlAs(t, alice, "", "get", "tc", "-n", "team-b")
+	if err == nil || !strings.Contains(out, "Forbidden") || !strings.Contains(out, `User "alice" cannot list resource "tenantclusters"`) {
+		t.Errorf("alice: kubectl get tc -n team-b: want Forbidden, got %v\n%s", err, out)
+	}
+	for i := 1; i <= 3; i++ {
+		if out, err := kubectlAs(t, alice, tenantCluster("team-a", fmt.Sprint("c", i)), "apply", "-f", "-"); err != nil {
+			t.Fatalf("alice creates cluster %d of 3: %v\n%s", i, err, out)
+		}
+	}
+	out, err = kubectlAs(t, alice, "", "get", "tc", "-n", "team-a", "-o", "name")
+	if err != nil || strings.Count(out, "tenantcluster") != 3 {
+		t.Errorf("alice: kubectl get tc -n team-a: %v\n%s", err, out)
+	}
+	out, err = kubectlAs(t, alice, tenantCluster("team-a", "c4"), "apply", "-f", "-")
+	if err == nil || !strings.Contains(out, "Forbidden") || !strings.Contains(out, `exceeds the limits of team "team-a": maxClusters is 3, in use 3, requested 1`) {
+		t.Errorf("alice: a fourth cluster: want 403 naming maxClusters and the usage, got %v\n%s", err, out)
+	}
+	t.Logf("fourth cluster refused: %s", strings.TrimSpace(out))
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"list", "tc", "-n", "team-b"}, "no"},
+		{[]string{"list", "tc", "-n", "team-a"}, "yes"},
+		{[]string{"create", "tenantclusters/kubeconfig", "-n", "team-a"}, "yes"},
+		{[]string{"create", "networkpools", "-n", "team-a"}, "no"},
+	} {
+		out, _ := kubectlAs(t, alice, "", append([]string{"auth", "can-i"}, c.args...)...)
+		if strings.TrimSpace(out) != c.want {
+			t.Errorf("alice: kubectl auth can-i %s: %q, want %q", strings.Join(c.args, " "), strings.TrimSpace(out), c.want)
+		}
+	}
+
+	// Status counts the clusters against the limit.
+	err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		a, err = plane.butler.ButlerV1alpha1().Teams().Get(ctx, "team-a", metav1.GetOptions{})
+		return err == nil && a.Status.ClusterCount == 3, nil
+	})
+	if err != nil || a.Status.ResourceUsage == nil || a.Status.ResourceUsage.Clusters != 3 || a.Status.ResourceUsage.Nodes != 9 ||
+		a.Status.QuotaStatus != "Warning" || !strings.Contains(a.Status.QuotaMessage, "maxClusters 3/3") {
+		t.Errorf("team-a status after 3 clusters: %v %+v", err, a.Status)
+	}
+	out = mustKubectl(t, "get", "team", "team-a")
+	if !strings.Contains(out, "Ready") || !strings.Contains(out, "team-a") {
+		t.Errorf("kubectl get team team-a:\n%s", out)
+	}
+}
+
+// --- the matrix ----------------------------------------------------------------------------------
+
+var (
+	gvrTC   = v1alpha1.SchemeGroupVersion.WithResource("tenantclusters")
+	gvrTA   = v1alpha1.SchemeGroupVersion.WithResource("tenantaddons")
+	gvrNP   = v1alpha1.SchemeGroupVersion.WithResource("networkpools")
+	gvrPC   = v1alpha1.SchemeGroupVersion.WithResource("providerconfigs")
+	gvrBC   = v1alpha1.SchemeGroupVersion.WithResource("butlerconfigs")
+	gvrAD   = v1alpha1.SchemeGroupVersion.WithResource("addondefinitions")
+	gvrTeam = v1alpha1.SchemeGroupVersion.WithResource("teams")
+)
+
+// matrixUser is one member of one of the matrix teams.
+type matrixUser struct {
+	name, team, role string
+	groups           []string
+	dyn              dynamic.Interface
+	butler           clientset.Interface
+	kube             kubernetes.Interface
+	kubeconfig       string
+	canI             map[string]map[string][]string // namespace -> resource -> verbs, from kubectl auth can-i --list
+}
+
+// cell is one (user, resource, namespace, verb) of the matrix.
+type cell struct {
+	user      *matrixUser
+	gvr       schema.GroupVersionResource
+	namespace string // "" for cluster-scoped
+	verb      string // get list watch create update delete scale kubeconfig
+	want      bool
+	got       error
+	ssar      bool
+	canIList  bool
+}
+
+func (c *cell) String() string {
+	where := c.namespace
+	if where == "" {
+		where = "cluster"
+	}
+	return fmt.Sprintf("%s (%s of %s) %s %s in %s", c.user.name, c.user.role, c.user.team, c.verb, c.gvr.Resource, where)
+}
+
+// expected is the rule the ClusterRoles implement: members work on TenantClusters and
+// TenantAddons in their own team's namespace only — viewers read, operators also create, edit,
+// delete and scale, admins also get kubeconfigs — and nobody touches platform objects.
+func expected(u *matrixUser, gvr schema.GroupVersionResource, ns, verb string) bool {
+	if (gvr != gvrTC && gvr != gvrTA) || ns != u.team {
+		return false
+	}
+	switch verb {
+	case "get", "list", "watch":
+		return true
+	case "kubeconfig":
+		return u.role == "admin"
+	default:
+		return u.role == "admin" || u.role == "operator"
+	}
+}
+
+func TestTeamRBACMatrix(t *testing.T) {
+	t.Parallel()
+	started := time.Now()
+	teams := []string{"matrix-a", "matrix-b"}
+	var users []*matrixUser
+	for _, tm := range teams {
+		// The operator is listed as "member", Butler's other word for it; viewers come in by group.
+		team(t, teamManifest(tm, "", member(tm+"-admin", "admin"), member(tm+"-operator", "member"),
+			"group:"+member(tm+"-viewers", "viewer")))
+		users = append(users,
+			&matrixUser{name: tm + "-admin", team: tm, role: "admin"},
+			&matrixUser{name: tm + "-operator", team: tm, role: "operator"},
+			&matrixUser{name: tm + "-viewer", team: tm, role: "viewer", groups: []string{tm + "-viewers"}})
+	}
+	admin := dynamic.NewForConfigOrDie(plane.config)
+	ctx := context.Background()
+
+	// Fixtures: a ready cluster with a kubeconfig, an addon, and one cluster and addon for each
+	// member to delete.
+	var setup []func() error
+	for _, tm := range teams {
+		mustKubectl(t, "create", "secret", "generic", "fixture-admin-kubeconfig", "-n", tm, "--from-file=admin.conf="+plane.kubeconfig)
+		names := []string{"fixture"}
+		for _, u := range users {
+			if u.team == tm {
+				names = append(names, "del-"+u.name)
+			}
+		}
+		for _, n := range names {
+			setup = append(setup, func() error {
+				if _, err := admin.Resource(gvrTC).Namespace(tm).Create(ctx, tcObject(t, tm, n), metav1.CreateOptions{}); err != nil {
+					return err
+				}
+				_, err := admin.Resource(gvrTA).Namespace(tm).Create(ctx, taObject(tm, n), metav1.CreateOptions{})
+				return err
+			})
+		}
+	}
+	for _, u := range users {
+		setup = append(setup, func() error {
+			cfg := userConfig(t, u.name, u.groups...)
+			u.dyn, u.butler, u.kube = dynamic.NewForConfigOrDie(cfg), clientset.NewForConfigOrDie(cfg), kubernetes.NewForConfigOrDie(cfg)
+			u.kubeconfig = userKubeconfig(t, u.name, u.groups...)
+			return nil
+		})
+	}
+	if err := parallel(8, setup); err != nil {
+		t.Fatal(err)
+	}
+	for _, tm := range teams {
+		mustKubectl(t, "patch", "tc", "fixture", "-n", tm, "--subresource=status", "--type=merge",
+			"-p", `{"status":{"phase":"Ready","kubeconfigSecretRef":{"name":"fixture-admin-kubeconfig"}}}`)
+	}
+
+	// kubectl auth can-i --list for every member in every team namespace.
+	var canI []func() error
+	for _, u := range users {
+		u.canI = map[string]map[string][]string{}
+		for _, ns := range teams {
+			m := map[string][]string{}
+			u.canI[ns] = m
+			canI = append(canI, func() error {
+				out, err := kubectlAs(t, u.kubeconfig, "", "auth", "can-i", "--list", "-n", ns)
+				if err != nil {
+					return fmt.Errorf("%s: kubectl auth can-i --list -n %s: %v\n%s", u.name, ns, err, out)
+				}
+				parseCanIList(out, m)
+				return nil
+			})
+		}
+	}
+	if err := parallel(4, canI); err != nil {
+		t.Fatal(err)
+	}
+
+	// Every cell: the real request through kube-apiserver, a SelfSubjectAccessReview (what
+	// kubectl auth can-i asks), and kubectl auth can-i --list.
+	var cells []*cell
+	for _, u := range users {
+		for _, ns := range teams {
+			for _, v := range []string{"get", "list", "watch", "create", "update", "delete", "scale", "kubeconfig"} {
+				cells = append(cells, &cell{user: u, gvr: gvrTC, namespace: ns, verb: v})
+			}
+			for _, v := range []string{"get", "list", "watch", "create", "update", "delete"} {
+				cells = append(cells, &cell{user: u, gvr: gvrTA, namespace: ns, verb: v})
+			}
+		}
+		for _, v := range []string{"get", "list", "watch", "create", "update", "delete"} {
+			for _, p := range []struct {
+				gvr schema.GroupVersionResource
+				ns  string
+			}{{gvrNP, u.team}, {gvrPC, u.team}, {gvrBC, ""}, {gvrAD, ""}, {gvrTeam, ""}} {
+				cells = append(cells, &cell{user: u, gvr: p.gvr, namespace: p.ns, verb: v})
+			}
+		}
+	}
+	var work []func() error
+	for _, c := range cells {
+		c.want = expected(c.user, c.gvr, c.namespace, c.verb)
+		work = append(work, func() error {
+			c.got = do(ctx, admin, c)
+			c.ssar = selfReview(ctx, c)
+			c.canIList = canIListAllows(c)
+			return nil
+		})
+	}
+	runStart := time.Now()
+	_ = parallel(16, work)
+	elapsed := time.Since(runStart)
+
+	allowed := 0
+	for _, c := range cells {
+		if c.want {
+			allowed++
+		}
+		switch {
+		case c.want && c.got != nil:
+			t.Errorf("%s: want allowed, got %v", c, c.got)
+		case !c.want && !apierrors.IsForbidden(c.got):
+			t.Errorf("%s: want 403 Forbidden, got %v", c, c.got)
+		}
+		if c.ssar != c.want {
+			t.Errorf("%s: SelfSubjectAccessReview says allowed=%v, want %v", c, c.ssar, c.want)
+		}
+		if c.canIList != c.want {
+			t.Errorf("%s: kubectl auth can-i --list says allowed=%v, want %v", c, c.canIList, c.want)
+		}
+	}
+	t.Logf("RBAC matrix: %d cells (2 teams x 3 roles x resources x verbs; %d allowed, %d forbidden), each a real request, "+
+		"a SelfSubjectAccessReview and kubectl auth can-i --list: requests in %s, %s with setup",
+		len(cells), allowed, len(cells)-allowed, elapsed.Round(time.Millisecond), time.Since(started).Round(time.Millisecond))
+	if os.Getenv("E2E_MATRIX_TABLE") != "" {
+		printMatrix(t, cells)
+	}
+}
+
+// do performs a cell's request as its user.
+func do(ctx context.Context, admin dynamic.Interface, c *cell) error {
+	u := c.user
+	res := u.dyn.Resource(c.gvr)
+	var ri dynamic.ResourceInterface = res
+	if c.namespace != "" {
+		ri = res.Namespace(c.namespace)
+	}
+	target := "fixture"
+	switch c.verb {
+	case "get":
+		_, err := ri.Get(ctx, target, metav1.GetOptions{})
+		return err
+	case "list":
+		_, err := ri.List(ctx, metav1.ListOptions{})
+		return err
+	case "watch":
+		w, err := ri.Watch(ctx, metav1.ListOptions{TimeoutSeconds: ptrTo[int64](1)})
+		if err == nil {
+			w.Stop()
+		}
+		return err
+	case "create":
+		_, err := ri.Create(ctx, newObject(c.gvr, c.namespace, "mk-"+u.name), metav1.CreateOptions{})
+		return err
+	case "update":
+		obj := newObject(c.gvr, c.namespace, target)
+		if c.gvr == gvrTC || c.gvr == gvrTA {
+			got, err := admin.Resource(c.gvr).Namespace(c.namespace).Get(ctx, target, metav1.GetOptions{})
+			if err != nil {
+				return fmt.Errorf("fixture: %w", err)
+			}
+			obj = got
+			obj.SetResourceVersion("") // unconditional: members update the fixture at once
+			obj.SetLabels(map[string]string{"edited-by": u.name})
+		}
+		_, err := ri.Update(ctx, obj, metav1.UpdateOptions{})
+		return err
+	case "delete":
+		return ri.Delete(ctx, "del-"+u.name, metav1.DeleteOptions{})
+	case "scale":
+		// Unconditional (no resourceVersion): every member scales the fixture at once.
+		scale := &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: target, Namespace: c.namespace},
+			Spec: autoscalingv1.ScaleSpec{Replicas: 3}}
+		_, err := u.butler.ButlerV1alpha1().TenantClusters(c.namespace).UpdateScale(ctx, target, scale, metav1.UpdateOptions{})
+		return err
+	case "kubeconfig":
+		_, err := u.butler.ButlerV1alpha1().TenantClusters(c.namespace).CreateKubeconfig(ctx, target, &v1alpha1.KubeconfigRequest{}, metav1.CreateOptions{})
+		return err
+	}
+	return fmt.Errorf("unknown verb %s", c.verb)
+}
+
+// selfReview asks kube-apiserver whether the cell's user may, as kubectl auth can-i does.
+func selfReview(ctx context.Context, c *cell) bool {
+	attrs := &authorizationv1.ResourceAttributes{Namespace: c.namespace, Group: c.gvr.Group, Resource: c.gvr.Resource, Verb: c.verb}
+	switch c.verb {
+	case "scale":
+		attrs.Verb, attrs.Subresource = "update", "scale"
+	case "kubeconfig":
+		attrs.Verb, attrs.Subresource = "create", "kubeconfig"
+	}
+	review, err := c.user.kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx,
+		&authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: attrs}}, metav1.CreateOptions{})
+	return err == nil && review.Status.Allowed
+}
+
+// parseCanIList reads `kubectl auth can-i --list` into resource -> verbs (rules without
+// resource names only).
+func parseCanIList(out string, into map[string][]string) {
+	for _, line := range strings.Split(out, "\n")[1:] {
+		fields := strings.Fields(line)
+		if len(fields) < 4 {
+			continue
+		}
+		// Resources, Non-Resource URLs, Resource Names, Verbs: the names column must be "[]".
+		rest := strings.Join(fields[1:], " ")
+		if !strings.HasPrefix(rest, "[] [] [") {
+			continue
+		}
+		verbs := strings.Fields(strings.Trim(strings.TrimPrefix(rest, "[] [] "), "[]"))
+		into[fields[0]] = append(into[fields[0]], verbs...)
+	}
+}
+
+func canIListAllows(c *cell) bool {
+	resource, verb := c.gvr.Resource+"."+c.gvr.Group, c.verb
+	switch verb {
+	case "scale":
+		resource, verb = resource+"/scale", "update"
+	case "kubeconfig":
+		resource, verb = resource+"/kubeconfig", "create"
+	}
+	ns := c.namespace
+	if ns == "" {
+		ns = c.user.team // cluster-wide rules show in every namespace's list
+	}
+	for _, r := range []string{resource, "*." + c.gvr.Group, "*.*", "*"} {
+		for _, v := range c.user.canI[ns][r] {
+			if v == verb || v == "*" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func printMatrix(t *testing.T, cells []*cell) {
+	rows := map[string][]string{}
+	for _, c := range cells {
+		key := fmt.Sprintf("%-18s %-16s %-10s", c.user.name, c.gvr.Resource, c.namespace)
+		mark := "-"
+		if c.got == nil {
+			mark = "Y"
+		}
+		rows[key] = append(rows[key], c.verb+"="+mark)
+	}
+	keys := make([]string, 0, len(rows))
+	for k := range rows {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		t.Logf("%s %s", k, strings.Join(rows[k], " "))
+	}
+}
+
+// parallel runs fns with at most n at once and returns the first error.
+func parallel(n int, fns []func() error) error {
+	sem := make(chan struct{}, n)
+	var wg sync.WaitGroup
+	var first atomic.Pointer[error]
+	for _, fn := range fns {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := fn(); err != nil {
+				first.CompareAndSwap(nil, &err)
+			}
+		}()
+	}
+	wg.Wait()
+	if p := first.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func tcObject(t *testing.T, ns, name string) *unstructured.Unstructured {
+	obj := map[string]any{}
+	if err := yaml.Unmarshal([]byte(tenantCluster(ns, name)), &obj); err != nil {
+		t.Fatal(err)
+	}
+	return &unstructured.Unstructured{Object: obj}
+}
+
+func taObject(ns, name string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "butler.butlerlabs.dev/v1alpha1", "kind": "TenantAddon",
+		"metadata": map[string]any{"name": name, "namespace": ns},
+		"spec":     map[string]any{"clusterRef": map[string]any{"name": "fixture"}, "addon": "metrics-server"},
+	}}
+}
+
+// newObject is a valid new object of each kind.
+func newObject(gvr schema.GroupVersionResource, ns, name string) *unstructured.Unstructured {
+	meta := map[string]any{"name": name}
+	if ns != "" {
+		meta["namespace"] = ns
+	}
+	var kind string
+	var spec map[string]any
+	switch gvr {
+	case gvrTC:
+		var obj map[string]any
+		_ = yaml.Unmarshal([]byte(tenantCluster(ns, name)), &obj)
+		return &unstructured.Unstructured{Object: obj}
+	case gvrTA:
+		return taObject(ns, name)
+	case gvrNP:
+		kind, spec = "NetworkPool", map[string]any{"cidr": "10.99.0.0/24"}
+	case gvrPC:
+		kind, spec = "ProviderConfig", map[string]any{"provider": "local"}
+	case gvrBC:
+		kind, spec, meta["name"] = "ButlerConfig", map[string]any{}, "butler"
+	case gvrAD:
+		kind, spec = "AddonDefinition", map[string]any{"displayName": "X", "category": "other",
+			"chart": map[string]any{"repository": "https://charts.example.com", "name": "x", "defaultVersion": "1.0.0"}}
+	case gvrTeam:
+		kind, spec = "Team", map[string]any{}
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "butler.butlerlabs.dev/v1alpha1", "kind": kind, "metadata": meta, "spec": spec}}
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// --- quota race through the whole stack -----------------------------------------------------------
+
+func TestTeamQuotaRaceThroughKubeAPIServer(t *testing.T) {
+	t.Parallel()
+	team(t, teamManifest("quota-race", "  resourceLimits:\n    maxClusters: 3\n", member("racer", "admin")))
+	clusters := clientset.NewForConfigOrDie(userConfig(t, "racer")).ButlerV1alpha1().TenantClusters("quota-race")
+	const clients = 30
+	var ok, refused atomic.Int32
+	var fns []func() error
+	for i := range clients {
+		fns = append(fns, func() error {
+			tc := newTenantCluster(fmt.Sprint("race-", i))
+			tc.Namespace = "quota-race"
+			_, err := clusters.Create(context.Background(), tc, metav1.CreateOptions{})
+			switch {
+			case err == nil:
+				ok.Add(1)
+			case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "maxClusters is 3, in use 3"):
+				refused.Add(1)
+			default:
+				t.Errorf("create race-%d: %v", i, err)
+			}
+			return nil
+		})
+	}
+	start := time.Now()
+	_ = parallel(clients, fns)
+	list, err := plane.butler.ButlerV1alpha1().TenantClusters("quota-race").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d concurrent creates through kube-apiserver in %s: %d created, %d refused", clients,
+		time.Since(start).Round(time.Millisecond), ok.Load(), refused.Load())
+	if ok.Load() != 3 || len(list.Items) != 3 {
+		t.Fatalf("%d creates succeeded, %d stored; want exactly 3", ok.Load(), len(list.Items))
+	}
+}
+
+// --- removed members lose access; a team with clusters stays --------------------------------------
+
+func TestTeamMemberRemovedLosesAccess(t *testing.T) {
+	t.Parallel()
+	team(t, teamManifest("revoke", "", member("rita", "operator"), member("ralph", "admin")))
+	rita := clientset.NewForConfigOrDie(userConfig(t, "rita")).ButlerV1alpha1().TenantClusters("revoke")
+	ctx := context.Background()
+	if _, err := rita.List(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatalf("rita before removal: %v", err)
+	}
+	removed := time.Now()
+	mustApply(t, teamManifest("revoke", "", member("ralph", "admin")))
+	var bindingGone time.Duration
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		if bindingGone == 0 {
+			if _, err := plane.kube.RbacV1().RoleBindings("revoke").Get(ctx, "butler-team-operator", metav1.GetOptions{}); apierrors.IsNotFound(err) {
+				bindingGone = time.Since(removed)
+			}
+		}
+		_, err := rita.List(ctx, metav1.ListOptions{})
+		return apierrors.IsForbidden(err), nil
+	})
+	if err != nil {
+		t.Fatalf("rita still has access 30s after her removal: %v", err)
+	}
+	t.Logf("rita removed from the team: RoleBinding gone after %s, access refused after %s",
+		bindingGone.Round(10*time.Millisecond), time.Since(removed).Round(10*time.Millisecond))
+
+	// A team with a cluster cannot be deleted; without, it goes with its namespace.
+	mustApply(t, tenantCluster("revoke", "last"))
+	out, err := kubectl(t, "delete", "team", "revoke")
+	if err == nil || !strings.Contains(out, "the team still has 1 tenant cluster(s): revoke/last; delete them first") {
+		t.Fatalf("kubectl delete team with a cluster: want a 409 naming it, got %v\n%s", err, out)
+	}
+	mustKubectl(t, "delete", "tc", "last", "-n", "revoke")
+	mustKubectl(t, "delete", "team", "revoke", "--timeout=30s")
+	ns, err := plane.kube.CoreV1().Namespaces().Get(ctx, "revoke", metav1.GetOptions{})
+	if err == nil && ns.DeletionTimestamp == nil {
+		t.Errorf("the team's namespace is not being deleted")
+	}
+	if rbs, _ := plane.kube.RbacV1().RoleBindings("revoke").List(ctx, metav1.ListOptions{LabelSelector: "butler.butlerlabs.dev/team"}); rbs != nil && len(rbs.Items) > 0 {
+		t.Errorf("RoleBindings left after the team was deleted: %d", len(rbs.Items))
+	}
+}
