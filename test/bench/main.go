@@ -44,7 +44,7 @@ type options struct {
 	n, clients, namespaces, rounds, warmup, updates, watchRounds, batches int
 	profileSeconds                                                        int
 	root, crds, out, butlerArgs                                           string
-	keep                                                                  bool
+	keep, teams                                                           bool
 }
 
 func main() {
@@ -64,6 +64,8 @@ func main() {
 	flag.StringVar(&o.out, "out", "", "where the table and profiles go (default <root>/_output/bench)")
 	flag.StringVar(&o.butlerArgs, "butler-args", os.Getenv("BUTLER_APISERVER_ARGS"), "extra flags for butler-apiserver")
 	flag.BoolVar(&o.keep, "keep", false, "keep the plane's directory (logs, etcd) afterwards")
+	flag.BoolVar(&o.teams, "teams", false,
+		"make each namespace a Team's (a Team with maxClusters N), so aggregated creates and updates pass the Team quota ledger")
 	flag.Parse()
 
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -157,6 +159,15 @@ func run(ctx context.Context, o options) error {
 	// The CRD copy and the namespaces.
 	if err := installCRDs(ctx, dyn, o.crds, agg.group, crd.group); err != nil {
 		return err
+	}
+	if o.teams {
+		for i := range o.namespaces {
+			team := fmt.Appendf(nil, `{"apiVersion":"butler.butlerlabs.dev/v1alpha1","kind":"Team","metadata":{"name":"bench-%02d"},`+
+				`"spec":{"resourceLimits":{"maxClusters":%d}}}`, i, o.n)
+			if err := send(ctx, lister, http.MethodPost, agg.base+"/teams", contentJSON, team, http.StatusCreated); err != nil {
+				return err
+			}
+		}
 	}
 	for i := range o.namespaces {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bench-%02d", i)}}

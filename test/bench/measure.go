@@ -52,15 +52,16 @@ func keys(n, namespaces int) []key {
 
 // tenantCluster is the object created on both sides: the same spec, with fields that both
 // Butler's CRD schema and the aggregated API know (the CRD requires kubernetesVersion and
-// workers.replicas; both apply their own defaults to the rest).
+// workers.replicas; both apply their own defaults to the rest). Its teamRef names the Team
+// named as its namespace, which exists only with -teams.
 func tenantCluster(group string, k key) []byte {
 	return fmt.Appendf(nil, `{"apiVersion":"%s/v1alpha1","kind":"TenantCluster",`+
 		`"metadata":{"name":%q,"namespace":%q,"labels":{"bench":"true","team":"platform"}},`+
-		`"spec":{"kubernetesVersion":"v1.31.4","teamRef":{"name":"platform"},"providerConfigRef":{"name":"harvester"},`+
+		`"spec":{"kubernetesVersion":"v1.31.4","teamRef":{"name":%q},"providerConfigRef":{"name":"harvester"},`+
 		`"controlPlane":{"replicas":1},`+
 		`"workers":{"replicas":3,"machineTemplate":{"cpu":4,"memory":"16Gi","diskSize":"100Gi","os":{"type":"talos"}}},`+
 		`"networking":{"podCIDR":"10.244.0.0/16","serviceCIDR":"10.96.0.0/12"}}}`,
-		group, k.name, k.namespace)
+		group, k.name, k.namespace, k.namespace)
 }
 
 // create creates the objects of ks on s with one worker per client, and returns the time taken.

@@ -47,6 +47,9 @@ func (r report) String() string {
 	fmt.Fprintf(&b, "N = %d TenantClusters per side in %d namespaces; %d List rounds (median (p95)); "+
 		"%d clients; %d watch rounds of %d updates. Load average before %s, after %s.\n\n",
 		r.o.n, r.o.namespaces, r.o.rounds, r.o.clients, r.o.watchRounds, r.o.updates, r.loadBefore, r.loadAfter)
+	if r.o.teams {
+		b.WriteString("Each namespace is a Team's, with maxClusters: aggregated creates and updates pass the Team quota ledger.\n\n")
+	}
 	row("figure", "aggregated (butler-apiserver)", "CRD (kube-apiserver)", "aggregated / CRD", "target")
 	row("---", "---", "---", "---", "---")
 	row("P1 List through kube-apiserver, JSON", medianP95(l["agg-json"]), medianP95(l["crd-json"]), listRatio("agg-json", "crd-json"), "≤ 0.8")
