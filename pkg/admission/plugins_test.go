@@ -1,0 +1,207 @@
+package admission
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/user"
+	autoscaling "k8s.io/client-go/scale/scheme"
+	"k8s.io/utils/ptr"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
+	"github.com/butlerdotdev/butler-apiserver/pkg/quota"
+)
+
+// fakeStore is a quota.Store over fixed objects; UpdateTeam applies in place.
+type fakeStore struct {
+	teams     map[string]*butler.Team
+	config    *butler.ButlerConfig
+	clusters  []butler.TenantCluster
+	providers map[string]string
+	writes    int
+}
+
+func (s *fakeStore) Team(_ context.Context, name string) (*butler.Team, error) {
+	if t, ok := s.teams[name]; ok {
+		return t.DeepCopy(), nil
+	}
+	return nil, apierrors.NewNotFound(butler.Resource("teams"), name)
+}
+func (s *fakeStore) Config(context.Context) (*butler.ButlerConfig, error) { return s.config, nil }
+func (s *fakeStore) Cluster(_ context.Context, ns, name string) (*butler.TenantCluster, error) {
+	for i := range s.clusters {
+		if s.clusters[i].Namespace == ns && s.clusters[i].Name == name {
+			return s.clusters[i].DeepCopy(), nil
+		}
+	}
+	return nil, apierrors.NewNotFound(butler.Resource("tenantclusters"), name)
+}
+func (s *fakeStore) Clusters(_ context.Context, ns string) ([]butler.TenantCluster, error) {
+	var out []butler.TenantCluster
+	for _, tc := range s.clusters {
+		if tc.Namespace == ns {
+			out = append(out, tc)
+		}
+	}
+	return out, nil
+}
+func (s *fakeStore) ProviderType(_ context.Context, ns, name string) (string, error) {
+	return s.providers[ns+"/"+name], nil
+}
+func (s *fakeStore) UpdateTeam(_ context.Context, name string, update func(*butler.Team) error) error {
+	t := s.teams[name].DeepCopy()
+	if err := update(t); err != nil {
+		return err
+	}
+	s.teams[name], s.writes = t, s.writes+1
+	return nil
+}
+
+func tc(ns, name string, workers int32) *butler.TenantCluster {
+	return &butler.TenantCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + name), ResourceVersion: "7"},
+		Spec: butler.TenantClusterSpec{KubernetesVersion: "v1.31.4", Workers: butler.WorkersSpec{Replicas: workers},
+			ProviderConfigRef: &butler.NamespacedObjectReference{Name: "hv"}},
+	}
+}
+
+var (
+	tcResource    = butler.Resource("tenantclusters").WithVersion("v1alpha1")
+	taResource    = butler.Resource("tenantaddons").WithVersion("v1alpha1")
+	teamsResource = butler.Resource("teams").WithVersion("v1alpha1")
+)
+
+func attrs(obj, old runtime.Object, ns, name string, res schema.GroupVersionResource, sub string, op admission.Operation, dryRun bool) admission.Attributes {
+	return admission.NewAttributesRecord(obj, old, schema.GroupVersionKind{}, ns, name, res, sub, op, nil, dryRun, &user.DefaultInfo{Name: "alice"})
+}
+
+func newStore() *fakeStore {
+	return &fakeStore{
+		teams: map[string]*butler.Team{
+			"team-a": {ObjectMeta: metav1.ObjectMeta{Name: "team-a"}, Spec: butler.TeamSpec{ResourceLimits: &butler.ResourceLimits{
+				MaxClusters: ptr.To[int32](2), MaxWorkersPerCluster: ptr.To[int32](5), AllowedProviders: []string{"harvester"},
+				DeniedAddons: []string{"traefik"}}}},
+		},
+		config:    &butler.ButlerConfig{Spec: butler.ButlerConfigSpec{DefaultTeamLimits: &butler.ResourceLimits{MaxTotalWorkers: ptr.To[int32](6)}}},
+		clusters:  []butler.TenantCluster{*tc("team-a", "one", 3)},
+		providers: map[string]string{"team-a/hv": "harvester"},
+	}
+}
+
+// chains caches one admission chain per store.
+var chains = map[quota.Store]admission.ValidationInterface{}
+
+func validate(t *testing.T, s quota.Store, a admission.Attributes) error {
+	t.Helper()
+	chain, ok := chains[s]
+	if !ok {
+		c, err := New(&quota.Ledger{Store: s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		chain = c.(admission.ValidationInterface)
+		chains[s] = chain
+	}
+	return chain.Validate(context.Background(), a, nil)
+}
+
+func expect(t *testing.T, err error, check func(error) bool, says string) {
+	t.Helper()
+	if err == nil && check == nil {
+		return
+	}
+	if check == nil || !check(err) || !strings.Contains(err.Error(), says) {
+		t.Errorf("got %v, want an error saying %q", err, says)
+	}
+}
+
+func TestTeamLimits(t *testing.T) {
+	s := newStore()
+	create := func(obj *butler.TenantCluster, dry bool) error {
+		return validate(t, s, attrs(obj, nil, obj.Namespace, obj.Name, tcResource, "", admission.Create, dry))
+	}
+	expect(t, create(tc("team-a", "big", 6), false), apierrors.IsForbidden, "maxWorkersPerCluster is 5, requested 6")
+	expect(t, create(tc("team-a", "many", 4), false), apierrors.IsForbidden, "maxTotalWorkers is 6, in use 3, requested 4 (would be 7)")
+	other := tc("team-a", "nutanix", 1)
+	other.Spec.ProviderConfigRef.Name = "nx"
+	expect(t, create(other, false), apierrors.IsForbidden, "allowedProviders are [harvester], requested nx")
+	ingress := tc("team-a", "ingress", 1)
+	ingress.Spec.Addons.Ingress = &butler.IngressAddon{}
+	expect(t, create(ingress, false), apierrors.IsForbidden, "addon traefik is in deniedAddons [traefik]")
+
+	// A dry run checks and writes nothing; a real create reserves on the Team.
+	if err := create(tc("team-a", "two", 1), true); err != nil || s.writes != 0 {
+		t.Fatalf("dry run: %v, %d writes", err, s.writes)
+	}
+	if err := create(tc("team-a", "two", 1), false); err != nil || s.writes != 1 || len(quota.Reservations(s.teams["team-a"])) != 1 {
+		t.Fatalf("create: %v, %d writes, reservations %v", err, s.writes, quota.Reservations(s.teams["team-a"]))
+	}
+	// The reservation counts until the cluster is stored: a third cluster is refused.
+	expect(t, create(tc("team-a", "three", 1), false), apierrors.IsForbidden, "maxClusters is 2, in use 2, requested 1")
+
+	// Outside a team's namespace nothing applies.
+	if err := create(tc("elsewhere", "big", 60), false); err != nil {
+		t.Errorf("outside a team: %v", err)
+	}
+
+	// tenantclusters/scale: the Scale of the stored cluster.
+	oldScale := &autoscaling.Scale{ObjectMeta: metav1.ObjectMeta{Name: "one", Namespace: "team-a", ResourceVersion: "7"}, Spec: autoscaling.ScaleSpec{Replicas: 3}}
+	newScale := oldScale.DeepCopy()
+	newScale.Spec.Replicas = 6
+	err := validate(t, s, attrs(newScale, oldScale, "team-a", "one", tcResource, "scale", admission.Update, false))
+	expect(t, err, apierrors.IsForbidden, "maxWorkersPerCluster is 5, requested 6")
+	// 3 stored in "one" and 1 reserved for "two": 5 workers for "one" make 6 of 6.
+	newScale.Spec.Replicas = 5
+	if err := validate(t, s, attrs(newScale, oldScale, "team-a", "one", tcResource, "scale", admission.Update, false)); err != nil {
+		t.Errorf("scale up to the limit: %v", err)
+	}
+	newScale.Spec.Replicas = 1
+	if err := validate(t, s, attrs(newScale, oldScale, "team-a", "one", tcResource, "scale", admission.Update, false)); err != nil {
+		t.Errorf("scaling down: %v", err)
+	}
+
+	// TenantAddons.
+	ta := &butler.TenantAddon{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "t"}, Spec: butler.TenantAddonSpec{Addon: "traefik"}}
+	expect(t, validate(t, s, attrs(ta, nil, "team-a", "t", taResource, "", admission.Create, false)), apierrors.IsForbidden, "addon traefik is in deniedAddons")
+
+	// A team being deleted takes no new clusters.
+	s.teams["team-a"].DeletionTimestamp = &metav1.Time{}
+	expect(t, create(tc("team-a", "late", 1), false), apierrors.IsForbidden, `team "team-a" is being deleted`)
+}
+
+func TestMultiTenancy(t *testing.T) {
+	s := newStore()
+	create := func(obj *butler.TenantCluster) error {
+		return validate(t, s, attrs(obj, nil, obj.Namespace, obj.Name, tcResource, "", admission.Create, false))
+	}
+	if err := create(tc("elsewhere", "x", 1)); err != nil {
+		t.Errorf("Disabled mode: %v", err)
+	}
+	s.config.Spec.MultiTenancy.Mode = butler.MultiTenancyEnforced
+	expect(t, create(tc("elsewhere", "x", 1)), apierrors.IsForbidden, `namespace "elsewhere" is not a Team's namespace`)
+	wrong := tc("team-a", "x", 1)
+	wrong.Spec.TeamRef = &butler.LocalObjectReference{Name: "team-b"}
+	expect(t, create(wrong), apierrors.IsInvalid, "spec.teamRef.name")
+	right := tc("team-a", "x", 1)
+	right.Spec.TeamRef = &butler.LocalObjectReference{Name: "team-a"}
+	if err := create(right); err != nil {
+		t.Errorf("right teamRef: %v", err)
+	}
+}
+
+func TestTeamInUse(t *testing.T) {
+	s := newStore()
+	err := validate(t, s, attrs(nil, nil, "", "team-a", teamsResource, "", admission.Delete, false))
+	expect(t, err, apierrors.IsConflict, "the team still has 1 tenant cluster(s): team-a/one; delete them first")
+	s.clusters = nil
+	if err := validate(t, s, attrs(nil, nil, "", "team-a", teamsResource, "", admission.Delete, false)); err != nil {
+		t.Errorf("empty team: %v", err)
+	}
+}
