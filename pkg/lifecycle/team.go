@@ -483,10 +483,15 @@ func (c *TeamController) finalize(ctx context.Context, team *v1alpha1.Team) (tim
 	}
 
 	// Members lose access now, even if the namespace takes a while to go.
-	err = c.kube.RbacV1().RoleBindings(team.Name).DeleteCollection(ctx, metav1.DeleteOptions{},
+	bindings, err := c.kube.RbacV1().RoleBindings(team.Name).List(ctx,
 		metav1.ListOptions{LabelSelector: labels.Set{ManagedByLabel: ManagedBy, TeamLabel: team.Name}.String()})
-	if err != nil && !apierrors.IsNotFound(err) {
+	if err != nil {
 		return 0, err
+	}
+	for _, rb := range bindings.Items {
+		if err := c.kube.RbacV1().RoleBindings(team.Name).Delete(ctx, rb.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return 0, err
+		}
 	}
 	ns, err := c.kube.CoreV1().Namespaces().Get(ctx, team.Name, metav1.GetOptions{})
 	switch {
