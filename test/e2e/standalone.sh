@@ -76,8 +76,12 @@ check "kubectl patch bumps generation" bash -c \
 check "kubectl scale sets spec.workers.replicas" bash -c \
   "kubectl scale tenantcluster prod -n team-a --replicas=6 >/dev/null &&
    [[ \$(kubectl get tc prod -n team-a -o jsonpath='{.spec.workers.replicas}') == 6 ]]"
-check "delete removes everything" bash -c \
-  "kubectl delete -f '${ROOT}/artifacts/examples' >/dev/null && [[ -z \$(kubectl get butler -A -o name) ]]"
+# Users before what they use: a Team with clusters and a pool with allocations refuse deletion.
+check "a pool with live allocations is not deleted" bash -c \
+  "kubectl delete -f '${ROOT}/artifacts/examples/03-networkpool.yaml' 2>&1 | grep -qF 'live allocation(s) hold addresses in it (prod-lb)' &&
+   kubectl get np lab -n team-a -o name >/dev/null"
+check "delete in reverse order removes everything" bash -c \
+  "for f in \$(ls -r '${ROOT}'/artifacts/examples/*.yaml); do kubectl delete -f \"\$f\" >/dev/null || exit 1; done; [[ -z \$(kubectl get butler -A -o name) ]]"
 
 echo "e2e: ${passed} passed, ${failed} failed"
 [[ ${failed} -eq 0 ]] || { echo "--- server log (tail)"; tail -20 "${WORK}/server.log"; exit 1; }
