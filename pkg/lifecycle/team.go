@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -93,7 +94,7 @@ func NewTeamController(butlerClient clientset.Interface, kube kubernetes.Interfa
 		namespaces: namespaces.Lister(), bindings: bindings.Lister(),
 		synced: []cache.InformerSynced{teams.Informer().HasSynced, clusters.Informer().HasSynced, configs.Informer().HasSynced,
 			namespaces.Informer().HasSynced, bindings.Informer().HasSynced},
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(rateLimiter(),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "teams"}),
 	}
 	byName := func(obj any) {
@@ -132,6 +133,15 @@ func NewTeamController(butlerClient clientset.Interface, kube kubernetes.Interfa
 		}
 	}
 	return c, nil
+}
+
+// rateLimiter retries a failing Team after 5ms, doubling up to 10s (not the default 1000s: a
+// Team stuck behind a transient error should not wait minutes once it clears).
+func rateLimiter() workqueue.TypedRateLimiter[string] {
+	return workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, 10*time.Second),
+		&workqueue.TypedBucketRateLimiter[string]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
+	)
 }
 
 func unwrap(obj any) any {

@@ -622,12 +622,57 @@ func TestTeamMemberRemovedLosesAccess(t *testing.T) {
 		t.Fatalf("kubectl delete team with a cluster: want a 409 naming it, got %v\n%s", err, out)
 	}
 	mustKubectl(t, "delete", "tc", "last", "-n", "revoke")
-	mustKubectl(t, "delete", "team", "revoke", "--timeout=30s")
+	if out, err := kubectl(t, "delete", "team", "revoke", "--timeout=30s"); err != nil {
+		t.Fatalf("kubectl delete team revoke: %v\n%s\n%s", err, out, mustKubectl(t, "get", "team", "revoke", "-o", "yaml"))
+	}
 	ns, err := plane.kube.CoreV1().Namespaces().Get(ctx, "revoke", metav1.GetOptions{})
 	if err == nil && ns.DeletionTimestamp == nil {
 		t.Errorf("the team's namespace is not being deleted")
 	}
 	if rbs, _ := plane.kube.RbacV1().RoleBindings("revoke").List(ctx, metav1.ListOptions{LabelSelector: "butler.butlerlabs.dev/team"}); rbs != nil && len(rbs.Items) > 0 {
 		t.Errorf("RoleBindings left after the team was deleted: %d", len(rbs.Items))
+	}
+}
+
+// Two butler-apiserver replicas on one etcd: concurrent creates spread over both still stop at
+// the limit (the Ledger's compare-and-swap is on etcd, not in one process).
+func TestTeamQuotaRaceAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	r := startReplicas(t, 2)
+	ctx := context.Background()
+	const max, clients = 5, 60
+	tm := &v1alpha1.Team{ObjectMeta: metav1.ObjectMeta{Name: "replicated"},
+		Spec: v1alpha1.TeamSpec{ResourceLimits: &v1alpha1.ResourceLimits{MaxClusters: ptrTo[int32](max)}}}
+	if _, err := r.clients[0].ButlerV1alpha1().Teams().Create(ctx, tm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var ok, refused atomic.Int32
+	var fns []func() error
+	for i := range clients {
+		fns = append(fns, func() error {
+			tc := newTenantCluster(fmt.Sprint("r-", i))
+			tc.Namespace = "replicated"
+			_, err := r.clients[i%2].ButlerV1alpha1().TenantClusters("replicated").Create(ctx, tc, metav1.CreateOptions{})
+			switch {
+			case err == nil:
+				ok.Add(1)
+			case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "maxClusters is 5, in use 5"):
+				refused.Add(1)
+			default:
+				t.Errorf("create r-%d: %v", i, err)
+			}
+			return nil
+		})
+	}
+	start := time.Now()
+	_ = parallel(clients, fns)
+	list, err := r.clients[1].ButlerV1alpha1().TenantClusters("replicated").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d concurrent creates over two replicas in %s: %d created, %d refused", clients,
+		time.Since(start).Round(time.Millisecond), ok.Load(), refused.Load())
+	if ok.Load() != max || len(list.Items) != max {
+		t.Fatalf("%d creates succeeded, %d stored; want exactly %d", ok.Load(), len(list.Items), max)
 	}
 }
