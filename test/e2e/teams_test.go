@@ -36,8 +36,11 @@ func team(t *testing.T, manifest string) *v1alpha1.Team {
 		t.Fatal(err)
 	}
 	name := obj["metadata"].(map[string]any)["name"].(string)
+	start := time.Now()
 	mustApply(t, manifest)
-	return waitTeamReady(t, name)
+	tm := waitTeamReady(t, name)
+	t.Logf("team %s: namespace, RoleBindings and Ready status %s after kubectl apply", name, time.Since(start).Round(10*time.Millisecond))
+	return tm
 }
 
 func waitTeamReady(t *testing.T, name string) *v1alpha1.Team {
@@ -102,6 +105,11 @@ func TestTeamAdminAliceAndMaxClusters(t *testing.T) {
 	ns, err := plane.kube.CoreV1().Namespaces().Get(context.Background(), "team-a", metav1.GetOptions{})
 	if err != nil || ns.Labels["butler.butlerlabs.dev/team"] != "team-a" {
 		t.Fatalf("namespace team-a: %v %v", err, ns.Labels)
+	}
+	// One replica's workers act, elected through the Lease.
+	lease, err := plane.kube.CoordinationV1().Leases("butler-system").Get(context.Background(), "butler-apiserver-workers", metav1.GetOptions{})
+	if err != nil || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
+		t.Errorf("the workers' Lease: %v %+v", err, lease)
 	}
 	alice := userKubeconfig(t, "alice")
 	mustApply(t, tenantCluster("team-b", "theirs"))
