@@ -280,3 +280,37 @@ func TestLedgerConcurrentScalesOfOneCluster(t *testing.T) {
 		t.Errorf("%d of two scale-ups that only fit alone were admitted", ok.Load())
 	}
 }
+
+// The same load against a check without the compare-and-swap (read usage, check, write, as an
+// admission plugin over a cache does) passes the limit: the test above would see it.
+func TestNaiveCheckPassesTheLimit(t *testing.T) {
+	s := &memStore{team: &butler.Team{ObjectMeta: metav1.ObjectMeta{Name: "t"}}, clusters: map[string]*butler.TenantCluster{}}
+	limits := &butler.ResourceLimits{MaxClusters: ptr.To[int32](1)}
+	var wg sync.WaitGroup
+	var ok atomic.Int32
+	for i := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tc := cluster("t", fmt.Sprint("c", i), 1)
+			clusters, _ := s.Clusters(context.Background(), "t")
+			var used Usage
+			for j := range clusters {
+				used = used.Add(ClusterUsage(&clusters[j]))
+			}
+			if CheckAggregate("t", limits, used, Usage{}, ClusterUsage(tc)) != nil {
+				return
+			}
+			time.Sleep(2 * time.Millisecond) // the time a request takes from admission to storage
+			s.mu.Lock()
+			s.clusters["t/"+tc.Name] = tc
+			s.mu.Unlock()
+			ok.Add(1)
+		}()
+	}
+	wg.Wait()
+	if ok.Load() <= 1 {
+		t.Skipf("the naive check happened to hold (%d created); the race did not show this time", ok.Load())
+	}
+	t.Logf("without the Ledger, %d of 64 concurrent creates passed maxClusters 1", ok.Load())
+}

@@ -39,40 +39,44 @@ func expectForbidden(t *testing.T, err error, says ...string) {
 	}
 }
 
-// Many concurrent creates against maxClusters: exactly that many succeed.
+// Many concurrent creates against maxClusters 1 and 3: exactly that many succeed.
 func TestTeamQuotaConcurrentCreates(t *testing.T) {
-	const team, max, clients = "iq-race", 3, 40
-	createTeam(t, team, &v1alpha1.ResourceLimits{MaxClusters: ptr.To[int32](max)})
-	// No client-side throttling: the requests must really be concurrent.
-	cfg := rest.CopyConfig(shared.Config)
-	cfg.QPS, cfg.Burst = -1, 0
-	clusters := clientset.NewForConfigOrDie(cfg).ButlerV1alpha1().TenantClusters(team)
-	var wg sync.WaitGroup
-	var ok, forbidden atomic.Int32
-	start := time.Now()
-	for i := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, err := clusters.Create(context.Background(), exampleCluster(t, team, fmt.Sprint("c", i)), metav1.CreateOptions{})
-			switch {
-			case err == nil:
-				ok.Add(1)
-			case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "maxClusters is 3, in use 3, requested 1"):
-				forbidden.Add(1)
-			default:
-				t.Errorf("create c%d: %v", i, err)
+	for _, max := range []int{1, 3} {
+		t.Run(fmt.Sprint("maxClusters=", max), func(t *testing.T) {
+			team, clients := fmt.Sprint("iq-race-", max), 40
+			createTeam(t, team, &v1alpha1.ResourceLimits{MaxClusters: ptr.To(int32(max))})
+			// No client-side throttling: the requests must really be concurrent.
+			cfg := rest.CopyConfig(shared.Config)
+			cfg.QPS, cfg.Burst = -1, 0
+			clusters := clientset.NewForConfigOrDie(cfg).ButlerV1alpha1().TenantClusters(team)
+			var wg sync.WaitGroup
+			var ok, forbidden atomic.Int32
+			start := time.Now()
+			for i := range clients {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					_, err := clusters.Create(context.Background(), exampleCluster(t, team, fmt.Sprint("c", i)), metav1.CreateOptions{})
+					switch {
+					case err == nil:
+						ok.Add(1)
+					case apierrors.IsForbidden(err) && strings.Contains(err.Error(), fmt.Sprintf("maxClusters is %d, in use %d, requested 1", max, max)):
+						forbidden.Add(1)
+					default:
+						t.Errorf("create c%d: %v", i, err)
+					}
+				}()
 			}
-		}()
-	}
-	wg.Wait()
-	t.Logf("%d concurrent creates in %s: %d created, %d refused", clients, time.Since(start).Round(time.Millisecond), ok.Load(), forbidden.Load())
-	list, err := clusters.List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ok.Load() != max || len(list.Items) != max {
-		t.Fatalf("%d creates succeeded and %d clusters are stored; want exactly %d", ok.Load(), len(list.Items), max)
+			wg.Wait()
+			t.Logf("%d concurrent creates in %s: %d created, %d refused", clients, time.Since(start).Round(time.Millisecond), ok.Load(), forbidden.Load())
+			list, err := clusters.List(context.Background(), metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if int(ok.Load()) != max || len(list.Items) != max {
+				t.Fatalf("%d creates succeeded and %d clusters are stored; want exactly %d", ok.Load(), len(list.Items), max)
+			}
+		})
 	}
 }
 
