@@ -155,6 +155,18 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
+	etcdPID, err := p.pid("etcd")
+	if err != nil {
+		return err
+	}
+	pids := map[string]int{"kube-apiserver": kubePID, "butler-apiserver": butlerPID, "etcd": etcdPID}
+	cpu := func() map[string]time.Duration {
+		out := map[string]time.Duration{}
+		for name, pid := range pids {
+			out[name], _ = cpuTime(pid)
+		}
+		return out
+	}
 
 	// The CRD copy and the namespaces.
 	if err := installCRDs(ctx, dyn, o.crds, agg.group, crd.group); err != nil {
@@ -211,6 +223,8 @@ func run(ctx context.Context, o options) error {
 	// P2: creates, in batches alternating sides.
 	logf("P2: creating %d TenantClusters on each side with %d clients", o.n, o.clients)
 	createTime := map[string]time.Duration{}
+	// CPU used by each process of the plane while each side's batches ran.
+	createCPU := map[string]map[string]time.Duration{agg.name: {}, crd.name: {}}
 	var createProfiles chan error
 	if o.profileSeconds > 0 {
 		createProfiles = profileServers(ctx, p, o, "p2-create")
@@ -223,11 +237,15 @@ func run(ctx context.Context, o options) error {
 			order = []side{crd, agg}
 		}
 		for _, s := range order {
+			before := cpu()
 			d, err := create(ctx, s, clients, ks)
 			if err != nil {
 				return fmt.Errorf("P2 %s: %w", s.name, err)
 			}
 			createTime[s.name] += d
+			for name, t := range cpu() {
+				createCPU[s.name][name] += t - before[name]
+			}
 		}
 	}
 	if createProfiles != nil {
@@ -326,7 +344,7 @@ func run(ctx context.Context, o options) error {
 	}
 
 	r := report{
-		o: o, lists: lists, createTime: createTime, created: len(timed), watches: watches, latencies: latencies, rewatches: rewatches,
+		o: o, lists: lists, createTime: createTime, createCPU: createCPU, created: len(timed), watches: watches, latencies: latencies, rewatches: rewatches,
 		rssBefore: rssBefore, rssLoaded: rssLoaded, rssListed: rssListed, rssEnd: rssEnd,
 		loadBefore: loadBefore, loadAfter: loadavg(),
 	}

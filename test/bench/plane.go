@@ -156,6 +156,30 @@ func residentMemory(pid int) (memory, error) {
 	return m, s.Err()
 }
 
+// cpuTime is the CPU time (user + system) a process has used, from /proc/<pid>/stat.
+func cpuTime(pid int) (time.Duration, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The fields after the command name, which is in parentheses and may hold spaces.
+	_, after, ok := strings.Cut(string(data), ") ")
+	fields := strings.Fields(after)
+	if !ok || len(fields) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected %q", pid, data)
+	}
+	// utime and stime, fields 14 and 15 of stat, in clock ticks (USER_HZ, 100 on Linux).
+	var ticks int64
+	for _, f := range fields[11:13] {
+		t, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, err
+		}
+		ticks += t
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond, nil
+}
+
 // freePorts returns n distinct free loopback ports.
 func freePorts(n int) ([]int, error) {
 	var ports []int

@@ -11,7 +11,8 @@ type report struct {
 	o          options
 	lists      map[string]*sample
 	createTime map[string]time.Duration
-	created    int // objects created per side while the clock ran
+	createCPU  map[string]map[string]time.Duration // side → process → CPU time during its creates
+	created    int                                 // objects created per side while the clock ran
 	watches    map[string]*sample
 	latencies  map[string]*sample
 	rewatches  map[string]int
@@ -22,6 +23,14 @@ type report struct {
 
 func ms(d time.Duration) string {
 	return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000)
+}
+
+// perObject is milliseconds of d per object.
+func perObject(d time.Duration, n int) float64 {
+	if n == 0 {
+		return 0
+	}
+	return float64(d.Microseconds()) / 1000 / float64(n)
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
@@ -69,6 +78,21 @@ func (r report) String() string {
 	}
 	row(fmt.Sprintf("P2 creates/s, %d clients", r.o.clients), fmt.Sprintf("%.0f /s", rate("aggregated")), fmt.Sprintf("%.0f /s", rate("CRD")),
 		ratio(rate("aggregated"), rate("CRD")), "≥ 1.0")
+	cpuPerCreate := func(side string) (string, float64) {
+		var parts []string
+		var total time.Duration
+		for _, proc := range []string{"kube-apiserver", "butler-apiserver", "etcd"} {
+			t := r.createCPU[side][proc]
+			total += t
+			if t >= 5*time.Millisecond*time.Duration(r.created)/100 { // at least 0.05 ms per create
+				parts = append(parts, fmt.Sprintf("%s %.2f", strings.TrimSuffix(proc, "-apiserver"), perObject(t, r.created)))
+			}
+		}
+		return fmt.Sprintf("%.2f ms (%s)", perObject(total, r.created), strings.Join(parts, " + ")), perObject(total, r.created)
+	}
+	aggCPU, aggTotal := cpuPerCreate("aggregated")
+	crdCPU, crdTotal := cpuPerCreate("CRD")
+	row("P2 CPU per create: kube + butler + etcd", aggCPU, crdCPU, ratio(aggTotal, crdTotal), "")
 	w, lat := r.watches, r.latencies
 	rewatched := func(name string) string {
 		if r.rewatches[name] == 0 {
