@@ -218,14 +218,14 @@ func TestIPAMConcurrentReplicas(t *testing.T) {
 	_, err := c.NetworkPools("default").Allocate(context.Background(), "tiny", &v1alpha1.IPAllocation{
 		ObjectMeta: metav1.ObjectMeta{Name: "too-big"},
 		Spec:       v1alpha1.IPAllocationSpec{Type: "nodes", Count: ptr.To(int32(7))}}, metav1.CreateOptions{})
-	if !apierrors.IsConflict(err) || !contains(err.Error(), "7 contiguous addresses requested, the largest free block holds 6") {
+	if !apierrors.IsConflict(err) || !strings.Contains(err.Error(), "7 contiguous addresses requested, the largest free block holds 6") {
 		t.Errorf("exhausted pool: %v", err)
 	}
 	if _, err := c.IPAllocations("default").Get(context.Background(), "too-big", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("a refused allocation was stored: %v", err)
 	}
 	err = c.NetworkPools("default").Delete(context.Background(), "pool-a", metav1.DeleteOptions{})
-	if !apierrors.IsConflict(err) || !contains(err.Error(), "live allocation") {
+	if !apierrors.IsConflict(err) || !strings.Contains(err.Error(), "live allocation") {
 		t.Errorf("deleting a pool in use: %v", err)
 	}
 }
@@ -250,9 +250,7 @@ func TestIPAMReplicaCrashMidLoad(t *testing.T) {
 	time.Sleep(3500 * time.Millisecond)
 	checkInvariants(t, r.clients[0], "default", "pool-b")
 	log, _ := os.ReadFile(filepath.Join(r.dir, "replica-0.log"))
-	if contains(string(log), "IPAM repair freed") || contains(string(log), "could be handed out again") {
+	if strings.Contains(string(log), "IPAM repair freed") || strings.Contains(string(log), "could be handed out again") {
 		t.Errorf("the repair loop found broken state after the crash:\n%s", log)
 	}
 }
-
-func contains(s, sub string) bool { return strings.Contains(s, sub) }

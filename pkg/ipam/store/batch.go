@@ -37,7 +37,6 @@ const (
 type request struct {
 	op    operation
 	alloc *butler.IPAllocation
-	pool  *butler.NetworkPool // the answer of opRefresh
 	done  chan result
 }
 
@@ -71,12 +70,12 @@ func (s *Store) batcher(namespace, pool string) *batcher {
 }
 
 // submit queues r and, if no goroutine is draining this pool's queue, starts one.
-func (s *Store) submit(ctx context.Context, r *request) (*butler.IPAllocation, error) {
+func (s *Store) submit(ctx context.Context, r *request) (result, error) {
 	b := s.batcher(r.alloc.Namespace, r.alloc.Spec.PoolRef.Name)
 	select {
 	case b.queue <- r:
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return result{}, ctx.Err()
 	}
 	s.mu.Lock()
 	if !b.running {
@@ -86,34 +85,33 @@ func (s *Store) submit(ctx context.Context, r *request) (*butler.IPAllocation, e
 	s.mu.Unlock()
 	select {
 	case res := <-r.done:
-		return res.alloc, res.err
+		return res, res.err
 	case <-ctx.Done():
 		// The request may still commit; like any API call that times out.
-		return nil, apierrors.NewTimeoutError(fmt.Sprintf("allocation in pool %s/%s did not finish: %v", r.alloc.Namespace, r.alloc.Spec.PoolRef.Name, ctx.Err()), 1)
+		return result{}, apierrors.NewTimeoutError(fmt.Sprintf("allocation in pool %s/%s did not finish: %v", r.alloc.Namespace, r.alloc.Spec.PoolRef.Name, ctx.Err()), 1)
 	}
 }
 
 // Allocate reserves what alloc asks for and creates alloc (its metadata already complete,
 // validated and admitted) in one transaction. It returns the stored object.
 func (s *Store) Allocate(ctx context.Context, alloc *butler.IPAllocation) (*butler.IPAllocation, error) {
-	return s.submit(ctx, &request{op: opAllocate, alloc: alloc, done: make(chan result, 1)})
+	res, err := s.submit(ctx, &request{op: opAllocate, alloc: alloc, done: make(chan result, 1)})
+	return res.alloc, err
 }
 
 // Release deletes alloc, as last read with its resourceVersion, and frees its addresses in
 // one transaction. It returns a Conflict if alloc changed since it was read.
 func (s *Store) Release(ctx context.Context, alloc *butler.IPAllocation) (*butler.IPAllocation, error) {
-	return s.submit(ctx, &request{op: opRelease, alloc: alloc, done: make(chan result, 1)})
+	res, err := s.submit(ctx, &request{op: opRelease, alloc: alloc, done: make(chan result, 1)})
+	return res.alloc, err
 }
 
 // Refresh recomputes and stores a pool's status, and returns the pool.
 func (s *Store) Refresh(ctx context.Context, namespace, pool string) (*butler.NetworkPool, error) {
 	alloc := &butler.IPAllocation{}
 	alloc.Namespace, alloc.Spec.PoolRef.Name = namespace, pool
-	r := &request{op: opRefresh, alloc: alloc, done: make(chan result, 1)}
-	if _, err := s.submit(ctx, r); err != nil {
-		return nil, err
-	}
-	return r.pool, nil
+	res, err := s.submit(ctx, &request{op: opRefresh, alloc: alloc, done: make(chan result, 1)})
+	return res.pool, err
 }
 
 // DryRun says what Allocate would answer without storing anything.
@@ -257,8 +255,7 @@ func (b *batcher) commit(ctx context.Context, batch []*request) {
 		if len(ops) == 0 && statusUnchanged(st.pool, pool) {
 			// Only refreshes, and the status stands: no write, no watch event.
 			for _, r := range inTxn {
-				r.pool = st.pool.DeepCopy()
-				r.done <- result{pool: r.pool}
+				r.done <- result{pool: st.pool.DeepCopy()}
 			}
 			b.cache = st
 			return
@@ -287,10 +284,11 @@ func (b *batcher) commit(ctx context.Context, batch []*request) {
 			for i, r := range inTxn {
 				out := answers[i]
 				out.ResourceVersion = fmt.Sprint(rev)
+				res := result{alloc: out}
 				if r.op == opRefresh {
-					r.pool = pool.DeepCopy()
+					res.pool = pool.DeepCopy()
 				}
-				r.done <- result{alloc: out, pool: r.pool}
+				r.done <- res
 			}
 			b.cache = &state{pool: pool, poolRev: rev, allocator: next}
 			return

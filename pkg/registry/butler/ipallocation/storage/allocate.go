@@ -8,7 +8,6 @@ import (
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
@@ -96,23 +95,5 @@ func (r *REST) Delete(ctx context.Context, name string, deleteValidation rest.Va
 // DeleteCollection deletes each matching IPAllocation through Delete, so every one frees
 // its addresses (the generic store's would bypass it).
 func (r *REST) DeleteCollection(ctx context.Context, deleteValidation rest.ValidateObjectFunc, options *metav1.DeleteOptions, listOptions *metainternalversion.ListOptions) (runtime.Object, error) {
-	listObj, err := r.List(ctx, listOptions)
-	if err != nil {
-		return nil, err
-	}
-	list := listObj.(*butler.IPAllocationList)
-	deleted := &butler.IPAllocationList{ListMeta: list.ListMeta}
-	for i := range list.Items {
-		item := &list.Items[i]
-		itemCtx := genericapirequest.WithNamespace(ctx, item.Namespace)
-		obj, _, err := r.Delete(itemCtx, item.Name, deleteValidation, options.DeepCopy())
-		if apierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		deleted.Items = append(deleted.Items, *obj.(*butler.IPAllocation))
-	}
-	return deleted, nil
+	return resource.DeleteEach(ctx, r, deleteValidation, options, listOptions)
 }

@@ -109,24 +109,7 @@ func (r *REST) Delete(ctx context.Context, name string, deleteValidation rest.Va
 
 // DeleteCollection deletes each pool through Delete, so the live-allocation rule holds.
 func (r *REST) DeleteCollection(ctx context.Context, deleteValidation rest.ValidateObjectFunc, options *metav1.DeleteOptions, listOptions *metainternalversion.ListOptions) (runtime.Object, error) {
-	listObj, err := r.List(ctx, listOptions)
-	if err != nil {
-		return nil, err
-	}
-	list := listObj.(*butler.NetworkPoolList)
-	deleted := &butler.NetworkPoolList{ListMeta: list.ListMeta}
-	for i := range list.Items {
-		item := &list.Items[i]
-		obj, _, err := r.Delete(genericapirequest.WithNamespace(ctx, item.Namespace), item.Name, deleteValidation, options.DeepCopy())
-		if apierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		deleted.Items = append(deleted.Items, *obj.(*butler.NetworkPool))
-	}
-	return deleted, nil
+	return resource.DeleteEach(ctx, r, deleteValidation, options, listOptions)
 }
 
 // holders names up to max IPAllocations of the pool.
