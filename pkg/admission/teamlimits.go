@@ -63,7 +63,7 @@ func (p *TeamLimits) Validate(ctx context.Context, a admission.Attributes, _ adm
 		if a.GetOperation() == admission.Create {
 			old = nil
 		}
-		return p.admitCluster(ctx, a, team.Name, limits, obj, old)
+		return p.admitCluster(ctx, a, team.Name, limits, config, obj, old)
 	case *autoscaling.Scale:
 		oldScale, ok := a.GetOldObject().(*autoscaling.Scale)
 		if !ok {
@@ -78,13 +78,13 @@ func (p *TeamLimits) Validate(ctx context.Context, a admission.Attributes, _ adm
 		old.ResourceVersion = oldScale.ResourceVersion
 		tc := old.DeepCopy()
 		tc.Spec.Workers.Replicas = obj.Spec.Replicas
-		return p.admitCluster(ctx, a, team.Name, limits, tc, old)
+		return p.admitCluster(ctx, a, team.Name, limits, config, tc, old)
 	}
 	return nil
 }
 
 func (p *TeamLimits) admitCluster(ctx context.Context, a admission.Attributes, team string, limits *butler.ResourceLimits,
-	tc, old *butler.TenantCluster) error {
+	config *butler.ButlerConfig, tc, old *butler.TenantCluster) error {
 	provider := ""
 	if len(limits.AllowedProviders) > 0 && tc.Spec.ProviderConfigRef != nil {
 		ns := tc.Spec.ProviderConfigRef.Namespace
@@ -100,7 +100,7 @@ func (p *TeamLimits) admitCluster(ctx context.Context, a admission.Attributes, t
 		return admission.NewForbidden(a, err)
 	}
 	req := quota.Request{
-		Team: team, Limits: limits,
+		Team: team, Limits: limits, Config: config,
 		Namespace: a.GetNamespace(), Name: a.GetName(),
 		New:    quota.ClusterUsage(tc),
 		DryRun: a.IsDryRun(),

@@ -59,8 +59,12 @@ type Reservation struct {
 
 // Request is one create or update of a TenantCluster in a Team's namespace.
 type Request struct {
-	Team   string
+	Team string
+	// Limits are the Team's effective limits as admission read them, and Config the ButlerConfig
+	// it read them with (may be nil). Admission may read a slightly stale Team, so the
+	// compare-and-swap checks the limits of the Team it swaps, with Config's defaults.
 	Limits *butler.ResourceLimits
+	Config *butler.ButlerConfig
 	// Namespace and Name of the cluster; UID for a create, BaseRV for an update.
 	Namespace, Name, UID, BaseRV string
 	// Old is the cluster's usage before (zero for a create), New after.
@@ -118,7 +122,7 @@ func (l *Ledger) Admit(ctx context.Context, req Request) error {
 		}
 		live := Live(Reservations(team), clusters, l.now())
 		others, old, new := Split(live, clusters, req)
-		if err := CheckAggregate(req.Team, req.Limits, others, old, new); err != nil {
+		if err := CheckAggregate(req.Team, EffectiveLimits(team, req.Config), others, old, new); err != nil {
 			return nil, apierrors.NewForbidden(butler.Resource("tenantclusters"), req.Name, err)
 		}
 		return live, nil

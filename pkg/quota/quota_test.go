@@ -118,6 +118,13 @@ type memStore struct {
 	casFails atomic.Int64
 }
 
+func newMemStore(limits *butler.ResourceLimits) *memStore {
+	return &memStore{
+		team:     &butler.Team{ObjectMeta: metav1.ObjectMeta{Name: "t"}, Spec: butler.TeamSpec{ResourceLimits: limits}},
+		clusters: map[string]*butler.TenantCluster{},
+	}
+}
+
 func (s *memStore) Team(context.Context, string) (*butler.Team, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -181,9 +188,9 @@ func (s *memStore) create(l *Ledger, tc *butler.TenantCluster, limits *butler.Re
 func TestLedgerConcurrentCreatesNeverPassTheLimit(t *testing.T) {
 	for _, max := range []int32{1, 3} {
 		t.Run(fmt.Sprint("maxClusters=", max), func(t *testing.T) {
-			s := &memStore{team: &butler.Team{ObjectMeta: metav1.ObjectMeta{Name: "t"}}, clusters: map[string]*butler.TenantCluster{}}
-			l := &Ledger{Store: s}
 			limits := &butler.ResourceLimits{MaxClusters: ptr.To(max)}
+			s := newMemStore(limits)
+			l := &Ledger{Store: s}
 			var wg sync.WaitGroup
 			var ok, forbidden atomic.Int32
 			for i := range 64 {
@@ -219,10 +226,10 @@ func mustList(s *memStore) []butler.TenantCluster {
 }
 
 func TestLedgerReservationLifecycle(t *testing.T) {
-	s := &memStore{team: &butler.Team{ObjectMeta: metav1.ObjectMeta{Name: "t"}}, clusters: map[string]*butler.TenantCluster{}}
+	limits := &butler.ResourceLimits{MaxClusters: ptr.To[int32](1)}
+	s := newMemStore(limits)
 	now := time.Now()
 	l := &Ledger{Store: s, Now: func() time.Time { return now }}
-	limits := &butler.ResourceLimits{MaxClusters: ptr.To[int32](1)}
 	ctx := context.Background()
 
 	// A create admitted but never stored holds the capacity until its reservation expires.
@@ -255,9 +262,9 @@ func TestLedgerReservationLifecycle(t *testing.T) {
 }
 
 func TestLedgerConcurrentScalesOfOneCluster(t *testing.T) {
-	s := &memStore{team: &butler.Team{ObjectMeta: metav1.ObjectMeta{Name: "t"}}, clusters: map[string]*butler.TenantCluster{}}
-	l := &Ledger{Store: s}
 	limits := &butler.ResourceLimits{MaxTotalWorkers: ptr.To[int32](10)}
+	s := newMemStore(limits)
+	l := &Ledger{Store: s}
 	s.clusters["t/a"] = cluster("t", "a", 2)
 	s.clusters["t/b"] = cluster("t", "b", 2)
 	// Two scale-ups of different clusters, each fitting alone (+5), not together (+10 > 6 free).
@@ -281,11 +288,25 @@ func TestLedgerConcurrentScalesOfOneCluster(t *testing.T) {
 	}
 }
 
+// Admission may have read the Team before its limits were lowered: the compare-and-swap checks
+// the limits of the Team it swaps, not the ones in the request.
+func TestLedgerChecksTheLimitsOfTheTeamItSwaps(t *testing.T) {
+	s := newMemStore(&butler.ResourceLimits{MaxClusters: ptr.To[int32](1)})
+	s.clusters["t/a"] = cluster("t", "a", 1)
+	read := &butler.ResourceLimits{MaxClusters: ptr.To[int32](5)}
+	b := cluster("t", "b", 1)
+	err := (&Ledger{Store: s}).Admit(context.Background(), Request{Team: "t", Limits: read, Namespace: "t", Name: "b",
+		UID: string(b.UID), New: ClusterUsage(b)})
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "maxClusters") {
+		t.Fatalf("a second cluster under the Team's maxClusters 1, admitted with a stale read of 5: %v", err)
+	}
+}
+
 // The same load against a check without the compare-and-swap (read usage, check, write, as an
 // admission plugin over a cache does) passes the limit: the test above would see it.
 func TestNaiveCheckPassesTheLimit(t *testing.T) {
-	s := &memStore{team: &butler.Team{ObjectMeta: metav1.ObjectMeta{Name: "t"}}, clusters: map[string]*butler.TenantCluster{}}
 	limits := &butler.ResourceLimits{MaxClusters: ptr.To[int32](1)}
+	s := newMemStore(limits)
 	var wg sync.WaitGroup
 	var ok atomic.Int32
 	for i := range 64 {

@@ -3,11 +3,15 @@ package quota
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"sync/atomic"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilcache "k8s.io/apimachinery/pkg/util/cache"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -21,9 +25,26 @@ import (
 // stores (a list with no resourceVersion is consistent), and the Team compare-and-swap goes
 // straight to the Team's storage, past strategies and admission, as only the Ledger's
 // bookkeeping changes.
+//
+// Teams and the ButlerConfig, read on every TenantCluster write, come from the watch cache, as
+// Kubernetes' ResourceQuota and LimitRanger admission read theirs from informers: a quorum read
+// of each cost more than the rest of admission. The read asks for at least the resourceVersion
+// of the last write of that kind through this server, so a change made here applies to the
+// next request here; a change through another replica applies once this replica's cache has
+// it (milliseconds). One absent from the cache is read from etcd, as it may be newer than the
+// cache, and that it is absent is remembered for absentTTL, so a namespace without a Team pays
+// no quorum read per request. The Ledger's compare-and-swap checks aggregate limits against
+// the Team it swaps, whatever admission read.
 type RegistryStore struct {
 	teams, clusters, configs, providers *genericregistry.Store
+	absent                              *utilcache.LRUExpireCache
+	// written is the resourceVersion of the last write through this server, per store.
+	written map[*genericregistry.Store]*atomic.Uint64
 }
+
+// absentTTL is how long a Team or ButlerConfig found in neither the watch cache nor etcd is
+// taken as absent without asking etcd again; the watch cache answers as soon as it sees one.
+const absentTTL = 10 * time.Second
 
 // storeOf finds the genericregistry.Store behind a served resource.
 func storeOf(resources map[string]rest.Storage, name string) (*genericregistry.Store, error) {
@@ -39,7 +60,7 @@ func storeOf(resources map[string]rest.Storage, name string) (*genericregistry.S
 
 // NewRegistryStore returns the Store over the served resources (by path, as installed).
 func NewRegistryStore(resources map[string]rest.Storage) (*RegistryStore, error) {
-	var s RegistryStore
+	s := RegistryStore{absent: utilcache.NewLRUExpireCache(4096), written: map[*genericregistry.Store]*atomic.Uint64{}}
 	var err error
 	for _, f := range []struct {
 		into **genericregistry.Store
@@ -49,7 +70,47 @@ func NewRegistryStore(resources map[string]rest.Storage) (*RegistryStore, error)
 			return nil, err
 		}
 	}
+	for _, store := range []*genericregistry.Store{s.teams, s.configs} {
+		s.written[store] = recordWrites(store)
+	}
 	return &s, nil
+}
+
+// recordWrites chains the store's after-write hooks to remember the newest resourceVersion
+// written.
+func recordWrites(store *genericregistry.Store) *atomic.Uint64 {
+	var written atomic.Uint64
+	record := func(obj runtime.Object) {
+		rv, err := store.Storage.Versioner().ObjectResourceVersion(obj)
+		if err != nil {
+			return
+		}
+		for {
+			if old := written.Load(); rv <= old || written.CompareAndSwap(old, rv) {
+				return
+			}
+		}
+	}
+	afterCreate, afterUpdate, afterDelete := store.AfterCreate, store.AfterUpdate, store.AfterDelete
+	store.AfterCreate = func(obj runtime.Object, options *metav1.CreateOptions) {
+		record(obj)
+		if afterCreate != nil {
+			afterCreate(obj, options)
+		}
+	}
+	store.AfterUpdate = func(obj runtime.Object, options *metav1.UpdateOptions) {
+		record(obj)
+		if afterUpdate != nil {
+			afterUpdate(obj, options)
+		}
+	}
+	store.AfterDelete = func(obj runtime.Object, options *metav1.DeleteOptions) {
+		record(obj)
+		if afterDelete != nil {
+			afterDelete(obj, options)
+		}
+	}
+	return &written
 }
 
 func get(ctx context.Context, s *genericregistry.Store, namespace, name string) (runtime.Object, error) {
@@ -57,8 +118,28 @@ func get(ctx context.Context, s *genericregistry.Store, namespace, name string) 
 	return s.Get(ctx, name, &metav1.GetOptions{})
 }
 
+// getCached reads a cluster-scoped object from the watch cache, then from etcd if the cache
+// does not have it, unless etcd did not have it either within absentTTL.
+func (s *RegistryStore) getCached(ctx context.Context, store *genericregistry.Store, name string) (runtime.Object, error) {
+	ctx = genericapirequest.WithNamespace(ctx, "")
+	rv := s.written[store].Load() // 0: any state the cache has
+	obj, err := store.Get(ctx, name, &metav1.GetOptions{ResourceVersion: strconv.FormatUint(rv, 10)})
+	if !apierrors.IsNotFound(err) {
+		return obj, err
+	}
+	key := store.DefaultQualifiedResource.String() + "/" + name
+	if _, ok := s.absent.Get(key); ok {
+		return nil, err
+	}
+	obj, err = store.Get(ctx, name, &metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		s.absent.Add(key, struct{}{}, absentTTL)
+	}
+	return obj, err
+}
+
 func (s *RegistryStore) Team(ctx context.Context, name string) (*butler.Team, error) {
-	obj, err := get(ctx, s.teams, "", name)
+	obj, err := s.getCached(ctx, s.teams, name)
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +147,7 @@ func (s *RegistryStore) Team(ctx context.Context, name string) (*butler.Team, er
 }
 
 func (s *RegistryStore) Config(ctx context.Context) (*butler.ButlerConfig, error) {
-	obj, err := get(ctx, s.configs, "", ButlerConfigName)
+	obj, err := s.getCached(ctx, s.configs, ButlerConfigName)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}

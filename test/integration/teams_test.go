@@ -264,3 +264,35 @@ func TestMultiTenancyEnforced(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Admission reads Teams from the watch cache and remembers, for a while, that a namespace has
+// none. A Team written through this server applies to the very next request all the same: a
+// namespace used before its Team existed, then a limit set and lowered in quick succession.
+func TestTeamLimitsApplyRightAfterTheTeamIsWritten(t *testing.T) {
+	ctx := context.Background()
+	const team = "iq-late"
+	clusters := shared.Client.ButlerV1alpha1().TenantClusters(team)
+	if _, err := clusters.Create(ctx, exampleCluster(t, team, "before"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	createTeam(t, team, &v1alpha1.ResourceLimits{MaxClusters: ptr.To[int32](1)})
+	_, err := clusters.Create(ctx, exampleCluster(t, team, "after"), metav1.CreateOptions{})
+	expectForbidden(t, err, "maxClusters")
+
+	teams := shared.Client.ButlerV1alpha1().Teams()
+	for _, max := range []int32{3, 2} {
+		got, err := teams.Get(ctx, team, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got.Spec.ResourceLimits.MaxClusters = ptr.To(max)
+		if _, err := teams.Update(ctx, got, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := clusters.Create(ctx, exampleCluster(t, team, "second"), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("second cluster under maxClusters 2: %v", err)
+	}
+	_, err = clusters.Create(ctx, exampleCluster(t, team, "third"), metav1.CreateOptions{})
+	expectForbidden(t, err, "maxClusters")
+}
