@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/informers"
@@ -79,12 +80,23 @@ func Run(ctx context.Context, cfg Config) {
 	}
 }
 
+// dropManagedFields keeps managedFields out of the informers' caches: no worker reads them, and
+// they are a large share of each object.
+func dropManagedFields(obj any) (any, error) {
+	if o, err := meta.Accessor(obj); err == nil {
+		o.SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
 // runWorkers starts fresh informers and every worker, and blocks until ctx is done.
 func runWorkers(ctx context.Context, cfg Config) error {
-	butlerFactory := butlerinformers.NewSharedInformerFactory(cfg.Butler, 10*time.Minute)
+	butlerFactory := butlerinformers.NewSharedInformerFactoryWithOptions(cfg.Butler, 10*time.Minute,
+		butlerinformers.WithTransform(dropManagedFields))
 	// Only what carries the team label: the management cluster may hold many namespaces.
 	kubeFactory := informers.NewSharedInformerFactoryWithOptions(cfg.Kube, 10*time.Minute,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = TeamLabel }))
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = TeamLabel }),
+		informers.WithTransform(dropManagedFields))
 	b := butlerFactory.Butler().V1alpha1()
 	teams, err := NewTeamController(cfg.Butler, cfg.Kube, b.Teams(), b.TenantClusters(), b.ButlerConfigs(),
 		kubeFactory.Core().V1().Namespaces(), kubeFactory.Rbac().V1().RoleBindings())

@@ -4,10 +4,12 @@ import (
 	"fmt"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/client-go/kubernetes"
+	restclient "k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	butleradmission "github.com/butlerdotdev/butler-apiserver/pkg/admission"
@@ -76,7 +78,11 @@ func (o *Options) addWorkers(server *genericapiserver.GenericAPIServer, config *
 		return err
 	}
 	return server.AddPostStartHook("butler-workers", func(ctx genericapiserver.PostStartHookContext) error {
-		butler, err := clientset.NewForConfig(ctx.LoopbackClientConfig)
+		// Protobuf: the workers' informers decode every TenantCluster written.
+		loopback := restclient.CopyConfig(ctx.LoopbackClientConfig)
+		loopback.ContentType = runtime.ContentTypeProtobuf
+		loopback.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+		butler, err := clientset.NewForConfig(loopback)
 		if err != nil {
 			return err
 		}
