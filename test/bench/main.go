@@ -12,13 +12,15 @@
 //	P2b  the time for 1,000 updates to reach a watcher, rounds alternating sides
 //	P5   butler-apiserver's RSS after loading N, next to kube-apiserver's RSS growth
 //
-// With -profile-seconds, CPU profiles of butler-apiserver and kube-apiserver are saved while
-// each List is repeated, and their heap profiles once N are loaded (go tool pprof -top <file>).
+// With -profile-seconds, CPU profiles of butler-apiserver and kube-apiserver, and what
+// butler-apiserver allocates, are saved while the creates run and while each List is repeated,
+// and their heap profiles once N are loaded (go tool pprof -top <file>).
 package main
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -28,6 +30,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -225,7 +228,7 @@ func run(ctx context.Context, o options) error {
 	createTime := map[string]time.Duration{}
 	// CPU used by each process of the plane while each side's batches ran.
 	createCPU := map[string]map[string]time.Duration{agg.name: {}, crd.name: {}}
-	var createProfiles chan error
+	var createProfiles func() error
 	if o.profileSeconds > 0 {
 		createProfiles = profileServers(ctx, p, o, "p2-create")
 	}
@@ -249,10 +252,8 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 	if createProfiles != nil {
-		for range 2 {
-			if err := <-createProfiles; err != nil {
-				return err
-			}
+		if err := createProfiles(); err != nil {
+			return err
 		}
 	}
 	time.Sleep(2 * time.Second)
@@ -428,13 +429,7 @@ func profile(ctx context.Context, p *plane, o options, variants []listVariant) e
 				_, _ = v.list(pctx)
 			}
 		}()
-		errs := profileServers(ctx, p, o, v.name)
-		var err error
-		for range 2 {
-			if e := <-errs; e != nil && err == nil {
-				err = e
-			}
-		}
+		err := profileServers(ctx, p, o, v.name)()
 		cancel()
 		<-done
 		if err != nil {
@@ -445,21 +440,34 @@ func profile(ctx context.Context, p *plane, o options, variants []listVariant) e
 }
 
 // profileServers starts o.profileSeconds CPU profiles of butler-apiserver (straight to its
-// port) and kube-apiserver, saved as <server>.<what>.n<N>.pprof in o.out; each sends its
-// outcome on the channel.
-func profileServers(ctx context.Context, p *plane, o options, what string) chan error {
-	errs := make(chan error, 2)
-	for name, config := range map[string]*rest.Config{"butler-apiserver": p.direct, "kube-apiserver": p.kube} {
+// port) and kube-apiserver, saved as <server>.<what>.n<N>.pprof in o.out, and of what
+// butler-apiserver allocates meanwhile (<what>.allocs); wait returns once all are saved.
+func profileServers(ctx context.Context, p *plane, o options, what string) (wait func() error) {
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for i, prof := range []struct {
+		server, kind, suffix string
+		config               *rest.Config
+	}{
+		{"butler-apiserver", "profile", "", p.direct},
+		{"butler-apiserver", "allocs", ".allocs", p.direct},
+		{"kube-apiserver", "profile", "", p.kube},
+	} {
+		wg.Add(1)
 		go func() {
-			c, err := httpClient(config)
+			defer wg.Done()
+			c, err := httpClient(prof.config)
 			if err == nil {
-				err = saveProfile(ctx, c, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", config.Host, o.profileSeconds),
-					filepath.Join(o.out, fmt.Sprintf("%s.%s.n%d.pprof", name, what, o.n)))
+				err = saveProfile(ctx, c, fmt.Sprintf("%s/debug/pprof/%s?seconds=%d", prof.config.Host, prof.kind, o.profileSeconds),
+					filepath.Join(o.out, fmt.Sprintf("%s.%s%s.n%d.pprof", prof.server, what, prof.suffix, o.n)))
 			}
-			errs <- err
+			errs[i] = err
 		}()
 	}
-	return errs
+	return func() error {
+		wg.Wait()
+		return errors.Join(errs...)
+	}
 }
 
 func saveProfile(ctx context.Context, c *http.Client, url, file string) error {

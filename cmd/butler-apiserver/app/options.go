@@ -47,6 +47,9 @@ type Options struct {
 	// Workers configure the background workers.
 	Workers WorkerOptions
 
+	// Memory sets the Go runtime's soft memory limit.
+	Memory MemoryOptions
+
 	// Out receives the "how to reach it" banner.
 	Out io.Writer
 
@@ -65,6 +68,7 @@ func NewOptions() *Options {
 		IPAMRepair:                          apiserver.DefaultIPAMRepair,
 		Out:                                 os.Stdout,
 		Workers:                             WorkerOptions{Enabled: true, LeaseNamespace: "butler-system", LeaseName: "butler-apiserver-workers"},
+		Memory:                              defaultMemoryOptions(),
 		ledger:                              &quota.Ledger{},
 	}
 	o.addButlerAdmission()
@@ -84,6 +88,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.DataDir, "data-dir", o.DataDir,
 		"Directory for the embedded etcd (used when --etcd-servers is empty) and the standalone certificates and kubeconfig.")
 	o.Workers.addFlags(fs)
+	o.Memory.addFlags(fs)
 	fs.DurationVar(&o.ShutdownWatchTerminationGracePeriod, "shutdown-watch-termination-grace-period", o.ShutdownWatchTerminationGracePeriod,
 		"How long shutdown waits for open watches to end; they are told to end when shutdown starts.")
 	fs.DurationVar(&o.IPAMRepair.Interval, "ipam-repair-interval", o.IPAMRepair.Interval,
@@ -100,6 +105,9 @@ func (o *Options) Validate() error {
 	}
 	if o.DataDir == "" {
 		errs = append(errs, errors.New("--data-dir must not be empty"))
+	}
+	if err := o.Memory.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if o.Standalone && o.Recommended.SecureServing.BindPort <= 0 && o.Recommended.SecureServing.Listener == nil {
 		errs = append(errs, errors.New("--standalone needs --secure-port > 0"))

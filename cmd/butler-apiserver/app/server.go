@@ -26,6 +26,7 @@ var servingNames = []string{"localhost", "127.0.0.1", "::1",
 // Run starts the embedded etcd if needed, serves until ctx is done, then stops the server
 // and, after it, the etcd.
 func Run(ctx context.Context, o *Options) error {
+	o.Memory.apply()
 	if len(o.Recommended.Etcd.StorageConfig.Transport.ServerList) == 0 {
 		url, stopEtcd, err := startEmbeddedEtcd(o.DataDir)
 		if err != nil {
