@@ -102,9 +102,10 @@ func NewTeamController(butlerClient clientset.Interface, kube kubernetes.Interfa
 			c.queue.Add(m.GetName())
 		}
 	}
+	// A burst of cluster writes in one Team becomes one status write per usageDelay.
 	byNamespace := func(obj any) {
 		if m, err := meta.Accessor(unwrap(obj)); err == nil {
-			c.queue.Add(m.GetNamespace())
+			c.queue.AddAfter(m.GetNamespace(), usageDelay)
 		}
 	}
 	byLabel := func(obj any) {
@@ -127,12 +128,43 @@ func NewTeamController(butlerClient clientset.Interface, kube kubernetes.Interfa
 	} {
 		fn := h.fn
 		if _, err := h.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc: fn, UpdateFunc: func(_, n any) { fn(n) }, DeleteFunc: fn,
+			AddFunc: fn, DeleteFunc: fn,
+			UpdateFunc: func(o, n any) {
+				if !onlyLedgerChanged(o, n) {
+					fn(n)
+				}
+			},
 		}); err != nil {
 			return nil, err
 		}
 	}
 	return c, nil
+}
+
+// usageDelay is how long a Team's status may lag behind its clusters: the Team is reconciled
+// at most once per usageDelay for cluster changes, as each status write also contends with the
+// quota Ledger's compare-and-swap on the Team.
+const usageDelay = 500 * time.Millisecond
+
+// onlyLedgerChanged says whether a Team update changed nothing but the quota Ledger's
+// reservations (and so the resourceVersion): nothing the worker acts on.
+func onlyLedgerChanged(oldObj, newObj any) bool {
+	o, ok1 := oldObj.(*v1alpha1.Team)
+	n, ok2 := newObj.(*v1alpha1.Team)
+	if !ok1 || !ok2 || o.Annotations[quota.ReservationsAnnotation] == n.Annotations[quota.ReservationsAnnotation] {
+		return false
+	}
+	strip := func(t *v1alpha1.Team) *v1alpha1.Team {
+		t = t.DeepCopy()
+		t.ResourceVersion = ""
+		t.ManagedFields = nil
+		delete(t.Annotations, quota.ReservationsAnnotation)
+		if len(t.Annotations) == 0 {
+			t.Annotations = nil
+		}
+		return t
+	}
+	return apiequality.Semantic.DeepEqual(strip(o), strip(n))
 }
 
 // rateLimiter retries a failing Team after 5ms, doubling up to 10s (not the default 1000s: a

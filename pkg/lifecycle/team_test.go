@@ -17,6 +17,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	butlerfake "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned/fake"
 	butlerinformers "github.com/butlerdotdev/butler-apiserver/pkg/generated/informers/externalversions"
+	"github.com/butlerdotdev/butler-apiserver/pkg/quota"
 )
 
 // fixture runs a TeamController on fake clientsets.
@@ -184,4 +185,30 @@ func TestTeamDeletionWaitsForClustersThenCleansUp(t *testing.T) {
 		tm, err := f.butler.ButlerV1alpha1().Teams().Get(ctx, "team-d", metav1.GetOptions{})
 		return apierrors.IsNotFound(nsErr) && len(rbs.Items) == 0 && err == nil && !slices.Contains(tm.Finalizers, TeamFinalizer)
 	})
+}
+
+func TestOnlyLedgerChanged(t *testing.T) {
+	base := &v1alpha1.Team{ObjectMeta: metav1.ObjectMeta{Name: "t", ResourceVersion: "1", Annotations: map[string]string{"keep": "x"}}}
+	reserved := base.DeepCopy()
+	reserved.ResourceVersion = "2"
+	reserved.Annotations[quota.ReservationsAnnotation] = `[{"key":"t/a"}]`
+	if !onlyLedgerChanged(base, reserved) {
+		t.Error("a reservation written by the Ledger wakes the worker")
+	}
+	spec := reserved.DeepCopy()
+	spec.Spec.DisplayName = "changed"
+	if onlyLedgerChanged(base, spec) {
+		t.Error("a spec change along with a reservation is ignored")
+	}
+	deleting := reserved.DeepCopy()
+	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	if onlyLedgerChanged(base, deleting) {
+		t.Error("a deletion along with a reservation is ignored")
+	}
+	status := base.DeepCopy()
+	status.ResourceVersion = "3"
+	status.Status.ClusterCount = 4
+	if onlyLedgerChanged(base, status) {
+		t.Error("an update without a reservation change is ignored")
+	}
 }
