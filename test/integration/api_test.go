@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -8,7 +9,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
+	"github.com/butlerdotdev/butler-apiserver/cmd/butler-apiserver/app"
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
 )
@@ -462,5 +466,65 @@ func createPool(t *testing.T, namespace, name string) {
 	pool.Namespace, pool.Name = namespace, name
 	if _, err := shared.Client.ButlerV1alpha1().NetworkPools(namespace).Create(context.Background(), pool, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Objects are stored as protobuf. Values written as JSON (an older server, or
+// --storage-media-type=application/json) are still read, and become protobuf when next written.
+func TestStorageMediaType(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	const key = "/registry/butler.butlerlabs.dev/butler.butlerlabs.dev/tenantclusters/media/"
+	protobufMagic := []byte("k8s\x00")
+	stored := func(s *testServer, name string) []byte {
+		t.Helper()
+		etcd, err := clientv3.New(clientv3.Config{Endpoints: []string{s.EtcdURL}, DialTimeout: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer etcd.Close()
+		resp, err := etcd.Get(ctx, key+name)
+		if err != nil {
+			t.Fatalf("etcd get %s: %v", key+name, err)
+		}
+		if len(resp.Kvs) != 1 {
+			t.Fatalf("etcd get %s: %d values", key+name, len(resp.Kvs))
+		}
+		return resp.Kvs[0].Value
+	}
+
+	first := startServer(t, dir, func(o *app.Options) { o.Recommended.Etcd.DefaultStorageMediaType = "application/json" })
+	if _, err := first.Client.ButlerV1alpha1().TenantClusters("media").Create(ctx, exampleCluster(t, "media", "old"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if v := stored(first, "old"); !bytes.HasPrefix(v, []byte("{")) {
+		t.Fatalf("with --storage-media-type=application/json the value is %q...", v[:min(len(v), 8)])
+	}
+	if err := first.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	second := startServer(t, dir)
+	clusters := second.Client.ButlerV1alpha1().TenantClusters("media")
+	if _, err := clusters.Create(ctx, exampleCluster(t, "media", "new"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if v := stored(second, "new"); !bytes.HasPrefix(v, protobufMagic) {
+		t.Errorf("a new object is stored as %q..., not protobuf", v[:min(len(v), 8)])
+	}
+	old, err := clusters.Get(ctx, "old", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("reading the JSON value: %v", err)
+	}
+	old.Labels = map[string]string{"rewritten": "yes"}
+	if _, err := clusters.Update(ctx, old, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if v := stored(second, "old"); !bytes.HasPrefix(v, protobufMagic) {
+		t.Errorf("after an update the JSON value is still %q...", v[:min(len(v), 8)])
+	}
+	list, err := clusters.List(ctx, metav1.ListOptions{})
+	if err != nil || len(list.Items) != 2 {
+		t.Fatalf("list over both media types: %v, %d items", err, len(list.Items))
 	}
 }

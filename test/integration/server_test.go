@@ -29,11 +29,14 @@ type testServer struct {
 	Config  *rest.Config
 	Client  clientset.Interface
 	DataDir string
+	// EtcdURL is the embedded etcd's client URL.
+	EtcdURL string
 	stop    func() error
 }
 
-// start runs a standalone server on dataDir and waits until it is ready.
-func start(dataDir string, out io.Writer) (*testServer, error) {
+// start runs a standalone server on dataDir and waits until it is ready; configure, if any,
+// changes its options first.
+func start(dataDir string, out io.Writer, configure ...func(*app.Options)) (*testServer, error) {
 	listener, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -44,6 +47,9 @@ func start(dataDir string, out io.Writer) (*testServer, error) {
 	opts.Out = out
 	opts.Recommended.SecureServing.Listener = listener
 	opts.Recommended.SecureServing.BindPort = listener.Addr().(*net.TCPAddr).Port
+	for _, c := range configure {
+		c(opts)
+	}
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
@@ -91,6 +97,8 @@ func start(dataDir string, out io.Writer) (*testServer, error) {
 				return false, nil
 			}
 			s.Config, s.Client = cfg, client
+			// Run set it before serving.
+			s.EtcdURL = opts.Recommended.Etcd.StorageConfig.Transport.ServerList[0]
 			return true, nil
 		})
 	if err != nil {
@@ -101,9 +109,9 @@ func start(dataDir string, out io.Writer) (*testServer, error) {
 }
 
 // startServer runs a server of the test's own, stopped when the test ends.
-func startServer(t *testing.T, dataDir string) *testServer {
+func startServer(t *testing.T, dataDir string, configure ...func(*app.Options)) *testServer {
 	t.Helper()
-	s, err := start(dataDir, testWriter{t})
+	s, err := start(dataDir, testWriter{t}, configure...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,10 +12,11 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
+	serverstorage "k8s.io/apiserver/pkg/server/storage"
 
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/apiserver"
 	"github.com/butlerdotdev/butler-apiserver/pkg/quota"
@@ -72,11 +73,32 @@ func NewOptions() *Options {
 		ledger:                              &quota.Ledger{},
 	}
 	o.addButlerAdmission()
-	o.Recommended.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
-		v1alpha1.SchemeGroupVersion, schema.GroupKind{Group: v1alpha1.GroupName})
+	// Protobuf in etcd, as kube-apiserver stores its own types: smaller values, and decoding a
+	// watch event or the object a write starts from costs a fraction of JSON's.
+	o.Recommended.Etcd.DefaultStorageMediaType = runtime.ContentTypeProtobuf
 	o.Recommended.SecureServing.BindPort = 8443
 	o.Recommended.SecureServing.BindAddress = []byte{127, 0, 0, 1}
 	return o
+}
+
+// applyStorageMediaType sets the storage codec for --storage-media-type (the generic options
+// only honour that flag with a per-resource storage factory). Values in any supported media
+// type are read, so a change of the flag needs no migration: objects are rewritten in the new
+// one as they are next written.
+func (o *Options) applyStorageMediaType() error {
+	codec, versioner, err := serverstorage.NewStorageCodec(serverstorage.StorageCodecConfig{
+		StorageMediaType:  o.Recommended.Etcd.DefaultStorageMediaType,
+		StorageSerializer: apiserver.Codecs,
+		StorageVersion:    v1alpha1.SchemeGroupVersion,
+		MemoryVersion:     butler.SchemeGroupVersion,
+		Config:            o.Recommended.Etcd.StorageConfig,
+	})
+	if err != nil {
+		return fmt.Errorf("--storage-media-type: %w", err)
+	}
+	o.Recommended.Etcd.StorageConfig.Codec = codec
+	o.Recommended.Etcd.StorageConfig.EncodeVersioner = versioner
+	return nil
 }
 
 // AddFlags adds the server's flags to fs.

@@ -38,6 +38,9 @@ func Run(ctx context.Context, o *Options) error {
 	if errs := o.Recommended.Etcd.Validate(); len(errs) > 0 {
 		return fmt.Errorf("invalid etcd options: %v", errs)
 	}
+	if err := o.applyStorageMediaType(); err != nil {
+		return err
+	}
 
 	var pki standalonePKI
 	if o.Standalone {
