@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -174,18 +174,37 @@ func SetReservations(team *butler.Team, rs []Reservation) error {
 	return nil
 }
 
+// clusterKey is a cluster's namespace and name: what a Reservation's Key says, without
+// building a string per stored cluster.
+type clusterKey struct{ namespace, name string }
+
+func keyOf(reservationKey string) clusterKey {
+	ns, name, _ := strings.Cut(reservationKey, "/")
+	return clusterKey{ns, name}
+}
+
+func keyOfCluster(tc *butler.TenantCluster) clusterKey { return clusterKey{tc.Namespace, tc.Name} }
+
 // Live returns the reservations that still count: not expired and not resolved by the clusters.
 func Live(rs []Reservation, clusters []butler.TenantCluster, now time.Time) []Reservation {
-	stored := map[string]*butler.TenantCluster{}
+	if len(rs) == 0 {
+		return nil
+	}
+	stored := make(map[clusterKey]*butler.TenantCluster, len(rs))
+	for _, r := range rs {
+		stored[keyOf(r.Key)] = nil
+	}
 	for i := range clusters {
-		stored[clusters[i].Namespace+"/"+clusters[i].Name] = &clusters[i]
+		if k := keyOfCluster(&clusters[i]); hasKey(stored, k) {
+			stored[k] = &clusters[i]
+		}
 	}
 	var out []Reservation
 	for _, r := range rs {
 		if now.Unix() > r.Expires {
 			continue
 		}
-		tc := stored[r.Key]
+		tc := stored[keyOf(r.Key)]
 		switch {
 		case r.UID != "" && tc != nil && string(tc.UID) == r.UID:
 			continue // the create is stored
@@ -197,32 +216,40 @@ func Live(rs []Reservation, clusters []butler.TenantCluster, now time.Time) []Re
 	return out
 }
 
+func hasKey[V any](m map[clusterKey]V, k clusterKey) bool {
+	_, ok := m[k]
+	return ok
+}
+
 // Split counts the usage of the clusters other than req's, each the larger of its stored usage
 // and its live reservations, and req's cluster before and after the change, each at least
 // what live reservations of the same cluster already hold.
 func Split(live []Reservation, clusters []butler.TenantCluster, req Request) (others, old, new Usage) {
-	key := req.Namespace + "/" + req.Name
-	effective := map[string]Usage{}
-	for i := range clusters {
-		effective[clusters[i].Namespace+"/"+clusters[i].Name] = ClusterUsage(&clusters[i])
-	}
+	own := clusterKey{req.Namespace, req.Name}
 	var pending Usage
+	reserved := map[clusterKey]Usage{} // the largest live reservation of each other cluster
 	for _, r := range live {
-		if r.Key == key {
+		if k := keyOf(r.Key); k == own {
 			pending = pending.Max(r.Usage)
+		} else {
+			reserved[k] = reserved[k].Max(r.Usage)
+		}
+	}
+	var stored Usage
+	for i := range clusters {
+		u, k := ClusterUsage(&clusters[i]), keyOfCluster(&clusters[i])
+		if k == own {
+			stored = u
 			continue
 		}
-		effective[r.Key] = effective[r.Key].Max(r.Usage)
+		if r, ok := reserved[k]; ok {
+			u = u.Max(r)
+			delete(reserved, k)
+		}
+		others = others.Add(u)
 	}
-	stored := effective[key]
-	delete(effective, key)
-	keys := make([]string, 0, len(effective))
-	for k := range effective {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		others = others.Add(effective[k])
+	for _, r := range reserved { // clusters reserved but not stored (yet)
+		others = others.Add(r)
 	}
 	return others, req.Old.Max(stored).Max(pending), req.New.Max(pending)
 }

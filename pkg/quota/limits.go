@@ -105,16 +105,28 @@ func ClusterUsageWithWorkers(tc *butler.TenantCluster, workers int32) Usage {
 	if mt.CPU != nil {
 		cpu = int64(*mt.CPU)
 	}
-	mem := resource.MustParse(v1alpha1.DefaultWorkerMemory)
+	mem := defaultWorkerMemory
 	if mt.Memory != nil {
-		mem = *mt.Memory
+		mem = mt.Memory.Value()
 	}
-	disk := resource.MustParse(v1alpha1.DefaultWorkerDiskSize)
+	disk := defaultWorkerDisk
 	if mt.DiskSize != nil {
-		disk = *mt.DiskSize
+		disk = mt.DiskSize.Value()
 	}
 	n := int64(max(workers, 0))
-	return Usage{Clusters: 1, Workers: n, CPU: n * cpu * 1000, Memory: n * mem.Value(), Storage: n * disk.Value()}
+	return Usage{Clusters: 1, Workers: n, CPU: n * cpu * 1000, Memory: n * mem, Storage: n * disk}
+}
+
+// The defaults in bytes, parsed once: the Ledger computes the usage of every cluster of a Team
+// on each admission.
+var (
+	defaultWorkerMemory = bytesOf(v1alpha1.DefaultWorkerMemory)
+	defaultWorkerDisk   = bytesOf(v1alpha1.DefaultWorkerDiskSize)
+)
+
+func bytesOf(quantity string) int64 {
+	q := resource.MustParse(quantity)
+	return q.Value()
 }
 
 // ToResourceUsage turns a Usage into the Team status field.

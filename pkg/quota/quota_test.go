@@ -335,3 +335,47 @@ func TestNaiveCheckPassesTheLimit(t *testing.T) {
 	}
 	t.Logf("without the Ledger, %d of 64 concurrent creates passed maxClusters 1", ok.Load())
 }
+
+// What each attempt of the Ledger's compare-and-swap computes over a Team's clusters, for a
+// Team of 1,000 clusters with 16 requests in flight.
+func BenchmarkLedgerCheck1000(b *testing.B) {
+	clusters := make([]butler.TenantCluster, 1000)
+	for i := range clusters {
+		clusters[i] = *cluster("t", fmt.Sprint("c", i), 3)
+	}
+	var rs []Reservation
+	for i := range 16 {
+		rs = append(rs, Reservation{Key: fmt.Sprint("t/new", i), UID: fmt.Sprint("uid", i), Usage: ClusterUsage(cluster("t", "x", 3)),
+			Expires: time.Now().Add(time.Minute).Unix()})
+	}
+	req := Request{Team: "t", Namespace: "t", Name: "new0", UID: "uid0", New: ClusterUsage(cluster("t", "new0", 3))}
+	limits := &butler.ResourceLimits{MaxClusters: ptr.To[int32](5000)}
+	now := time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		live := Live(rs, clusters, now)
+		others, old, new := Split(live, clusters, req)
+		if err := CheckAggregate("t", limits, others, old, new); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func TestSplit(t *testing.T) {
+	w := func(n int32) Usage { return ClusterUsage(cluster("t", "x", n)) }
+	clusters := []butler.TenantCluster{*cluster("t", "a", 2), *cluster("t", "b", 2), *cluster("t", "own", 1)}
+	live := []Reservation{
+		{Key: "t/b", BaseRV: "1", Usage: w(5)}, // b scaling up: counts as 5
+		{Key: "t/b", BaseRV: "1", Usage: w(4)}, // a smaller one of the same cluster: no more
+		{Key: "t/c", UID: "c", Usage: w(3)},    // c created, not stored yet
+		{Key: "t/own", BaseRV: "1", Usage: w(6)},
+	}
+	req := Request{Namespace: "t", Name: "own", BaseRV: "1", Old: w(1), New: w(4)}
+	others, old, new := Split(live, clusters, req)
+	if want := w(2).Add(w(5)).Add(w(3)); others != want {
+		t.Errorf("others %+v, want %+v (a stored, b reserved, c reserved)", others, want)
+	}
+	if old != w(6) || new != w(6) {
+		t.Errorf("old %+v new %+v, want both at the pending reservation %+v", old, new, w(6))
+	}
+}
