@@ -37,6 +37,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -68,7 +69,8 @@ func main() {
 	flag.StringVar(&o.butlerArgs, "butler-args", os.Getenv("BUTLER_APISERVER_ARGS"), "extra flags for butler-apiserver")
 	flag.BoolVar(&o.keep, "keep", false, "keep the plane's directory (logs, etcd) afterwards")
 	flag.BoolVar(&o.teams, "teams", false,
-		"make each namespace a Team's (a Team with maxClusters N), so aggregated creates and updates pass the Team quota ledger")
+		"make each namespace a Team's (a Team with maxClusters N), so aggregated creates and updates pass the Team quota ledger, "+
+			"and give the CRD side a ResourceQuota of N TenantClusters per namespace")
 	flag.Parse()
 
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -189,6 +191,25 @@ func run(ctx context.Context, o options) error {
 		if _, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}
+		if o.teams {
+			// Kubernetes' own quota on the CRD side: its admission also takes a compare-and-swap
+			// on the quota object per create.
+			quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "bench"}, Spec: corev1.ResourceQuotaSpec{
+				Hard: corev1.ResourceList{corev1.ResourceName("count/tenantclusters." + crd.group): *resource.NewQuantity(int64(o.n), resource.DecimalSI)}}}
+			created, err := kube.CoreV1().ResourceQuotas(ns.Name).Create(ctx, quota, metav1.CreateOptions{})
+			if err != nil {
+				return err
+			}
+			// The status kube-controller-manager's quota controller would write first (the plane
+			// does not run it); from there kube-apiserver's admission keeps status.used.
+			created.Status = corev1.ResourceQuotaStatus{Hard: quota.Spec.Hard, Used: corev1.ResourceList{}}
+			for name := range quota.Spec.Hard {
+				created.Status.Used[name] = *resource.NewQuantity(0, resource.DecimalSI)
+			}
+			if _, err := kube.CoreV1().ResourceQuotas(ns.Name).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+				return err
+			}
+		}
 	}
 	all := keys(o.n, o.namespaces)
 	// The first object of each namespace is created before the clock starts, retried until
@@ -254,6 +275,22 @@ func run(ctx context.Context, o options) error {
 	if createProfiles != nil {
 		if err := createProfiles(); err != nil {
 			return err
+		}
+	}
+	if o.teams {
+		// Both quotas really counted every create.
+		var used int64
+		for i := range o.namespaces {
+			q, err := kube.CoreV1().ResourceQuotas(fmt.Sprintf("bench-%02d", i)).Get(ctx, "bench", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			for _, v := range q.Status.Used {
+				used += v.Value()
+			}
+		}
+		if used != int64(o.n) {
+			return fmt.Errorf("the CRD side's ResourceQuotas count %d TenantClusters, want %d", used, o.n)
 		}
 	}
 	time.Sleep(2 * time.Second)

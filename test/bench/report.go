@@ -57,7 +57,8 @@ func (r report) String() string {
 		"%d clients; %d watch rounds of %d updates. Load average before %s, after %s.\n\n",
 		r.o.n, r.o.namespaces, r.o.rounds, r.o.clients, r.o.watchRounds, r.o.updates, r.loadBefore, r.loadAfter)
 	if r.o.teams {
-		b.WriteString("Each namespace is a Team's, with maxClusters: aggregated creates and updates pass the Team quota ledger.\n\n")
+		b.WriteString("Each namespace is a Team's, with maxClusters: aggregated creates and updates pass the Team quota ledger. " +
+			"On the CRD side each namespace has a ResourceQuota counting TenantClusters: creates pass kube-apiserver's quota admission.\n\n")
 	}
 	row("figure", "aggregated (butler-apiserver)", "CRD (kube-apiserver)", "aggregated / CRD", "target")
 	row("---", "---", "---", "---", "---")
