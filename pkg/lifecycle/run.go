@@ -103,10 +103,15 @@ func runWorkers(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	config, err := NewButlerConfigController(cfg.Butler, b.ButlerConfigs(), b.Teams(), b.TenantClusters())
+	if err != nil {
+		return err
+	}
 	butlerFactory.Start(ctx.Done())
 	kubeFactory.Start(ctx.Done())
 	defer butlerFactory.Shutdown()
 	defer kubeFactory.Shutdown()
+	go config.Run(ctx)
 	teams.Run(ctx, 2)
 	return nil
 }

@@ -4,10 +4,15 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 func TestAPIResourcesThroughAggregation(t *testing.T) {
@@ -182,5 +187,43 @@ func TestWatchSeesUpdate(t *testing.T) {
 	labels, _ := ev["object"].(map[string]any)["metadata"].(map[string]any)["labels"].(map[string]any)
 	if ev["type"] != "MODIFIED" || labels["e2e"] != "seen" {
 		t.Fatalf("event after the label: type %v labels %v, want MODIFIED with e2e=seen", ev["type"], labels)
+	}
+}
+
+// The ButlerConfig's TEAMS and CLUSTERS columns are counted by the workers.
+func TestButlerConfigCounts(t *testing.T) {
+	ctx := context.Background()
+	configs := plane.butler.ButlerV1alpha1().ButlerConfigs()
+	if _, err := configs.Get(ctx, "butler", metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		mustApply(t, "apiVersion: butler.butlerlabs.dev/v1alpha1\nkind: ButlerConfig\nmetadata:\n  name: butler\nspec: {}\n")
+		t.Cleanup(func() { _ = configs.Delete(ctx, "butler", metav1.DeleteOptions{}) })
+	}
+	ns := namespace(t, "e2e-counts")
+	mustApply(t, tenantCluster(ns, "counted"))
+
+	// Other tests' objects may still come and go: wait until the columns agree with a list.
+	var got, want string
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		teams, err := plane.butler.ButlerV1alpha1().Teams().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		clusters, err := plane.butler.ButlerV1alpha1().TenantClusters("").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		want = fmt.Sprintf("butler TEAMS=%d CLUSTERS=%d", len(teams.Items), len(clusters.Items))
+		out, err := kubectl(t, "get", "butlerconfigs", "--no-headers")
+		if err != nil {
+			return false, err
+		}
+		// NAME MODE EXPOSURE TEAMS CLUSTERS AGE
+		if f := strings.Fields(out); len(f) == 6 {
+			got = fmt.Sprintf("%s TEAMS=%s CLUSTERS=%s", f[0], f[3], f[4])
+		}
+		return got == want && len(clusters.Items) > 0, nil
+	})
+	if err != nil {
+		t.Fatalf("kubectl get butlerconfigs: %q, want %q: %v", got, want, err)
 	}
 }
