@@ -119,16 +119,17 @@ func get(ctx context.Context, s *genericregistry.Store, namespace, name string) 
 }
 
 // getCached reads a cluster-scoped object from the watch cache, then from etcd if the cache
-// does not have it, unless etcd did not have it either within absentTTL.
+// does not have it (unless etcd did not have it either within absentTTL) or cannot answer (it
+// has not caught up with this server's last write within the cacher's wait).
 func (s *RegistryStore) getCached(ctx context.Context, store *genericregistry.Store, name string) (runtime.Object, error) {
 	ctx = genericapirequest.WithNamespace(ctx, "")
 	rv := s.written[store].Load() // 0: any state the cache has
 	obj, err := store.Get(ctx, name, &metav1.GetOptions{ResourceVersion: strconv.FormatUint(rv, 10)})
-	if !apierrors.IsNotFound(err) {
-		return obj, err
+	if err == nil {
+		return obj, nil
 	}
 	key := store.DefaultQualifiedResource.String() + "/" + name
-	if _, ok := s.absent.Get(key); ok {
+	if _, ok := s.absent.Get(key); ok && apierrors.IsNotFound(err) {
 		return nil, err
 	}
 	obj, err = store.Get(ctx, name, &metav1.GetOptions{})
