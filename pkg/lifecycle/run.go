@@ -98,8 +98,10 @@ func runWorkers(ctx context.Context, cfg Config) error {
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = TeamLabel }),
 		informers.WithTransform(dropManagedFields))
 	b := butlerFactory.Butler().V1alpha1()
-	teams, err := NewTeamController(cfg.Butler, cfg.Kube, b.Teams(), b.TenantClusters(), b.ButlerConfigs(),
-		kubeFactory.Core().V1().Namespaces(), kubeFactory.Rbac().V1().RoleBindings())
+	teams, err := NewTeamController(cfg.Butler, cfg.Kube, b.Teams(), b.TenantClusters(), b.ButlerConfigs(), TeamRBACInformers{
+		Namespaces: kubeFactory.Core().V1().Namespaces(), RoleBindings: kubeFactory.Rbac().V1().RoleBindings(),
+		ClusterRoles: kubeFactory.Rbac().V1().ClusterRoles(), ClusterRoleBindings: kubeFactory.Rbac().V1().ClusterRoleBindings(),
+	})
 	if err != nil {
 		return err
 	}

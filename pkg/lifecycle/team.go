@@ -68,7 +68,8 @@ var roleBindings = []struct {
 
 // TeamController keeps, for each Team, a namespace of the Team's name labelled with it,
 // RoleBindings from its members to butler-admin / butler-operator / butler-viewer (exactly the
-// members listed: removed members lose their binding), and the Team's status. A deleted Team's
+// members listed: removed members lose their binding), a ClusterRole and ClusterRoleBinding
+// that let the members read the Team itself (TeamReaderName), and the Team's status. A deleted Team's
 // RoleBindings and namespace go away before its finalizer is removed, unless the namespace
 // still holds TenantClusters.
 type TeamController struct {
@@ -79,21 +80,34 @@ type TeamController struct {
 	configs    listers.ButlerConfigLister
 	namespaces corelisters.NamespaceLister
 	bindings   rbaclisters.RoleBindingLister
-	synced     []cache.InformerSynced
-	queue      workqueue.TypedRateLimitingInterface[string]
+	// clusterRoles and clusterRoleBindings hold each Team's reader role and binding.
+	clusterRoles        rbaclisters.ClusterRoleLister
+	clusterRoleBindings rbaclisters.ClusterRoleBindingLister
+	synced              []cache.InformerSynced
+	queue               workqueue.TypedRateLimitingInterface[string]
 }
 
-// NewTeamController wires the controller to its informers. namespaces and bindings should be
+// TeamRBACInformers are the management cluster's informers the Team worker needs, each
 // filtered to objects carrying TeamLabel.
+type TeamRBACInformers struct {
+	Namespaces          coreinformers.NamespaceInformer
+	RoleBindings        rbacinformers.RoleBindingInformer
+	ClusterRoles        rbacinformers.ClusterRoleInformer
+	ClusterRoleBindings rbacinformers.ClusterRoleBindingInformer
+}
+
+// NewTeamController wires the controller to its informers.
 func NewTeamController(butlerClient clientset.Interface, kube kubernetes.Interface,
 	teams butlerinformers.TeamInformer, clusters butlerinformers.TenantClusterInformer, configs butlerinformers.ButlerConfigInformer,
-	namespaces coreinformers.NamespaceInformer, bindings rbacinformers.RoleBindingInformer) (*TeamController, error) {
+	mgmt TeamRBACInformers) (*TeamController, error) {
 	c := &TeamController{
 		butler: butlerClient, kube: kube,
 		teams: teams.Lister(), clusters: clusters.Lister(), configs: configs.Lister(),
-		namespaces: namespaces.Lister(), bindings: bindings.Lister(),
+		namespaces: mgmt.Namespaces.Lister(), bindings: mgmt.RoleBindings.Lister(),
+		clusterRoles: mgmt.ClusterRoles.Lister(), clusterRoleBindings: mgmt.ClusterRoleBindings.Lister(),
 		synced: []cache.InformerSynced{teams.Informer().HasSynced, clusters.Informer().HasSynced, configs.Informer().HasSynced,
-			namespaces.Informer().HasSynced, bindings.Informer().HasSynced},
+			mgmt.Namespaces.Informer().HasSynced, mgmt.RoleBindings.Informer().HasSynced,
+			mgmt.ClusterRoles.Informer().HasSynced, mgmt.ClusterRoleBindings.Informer().HasSynced},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(rateLimiter(),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "teams"}),
 	}
@@ -124,7 +138,8 @@ func NewTeamController(butlerClient clientset.Interface, kube kubernetes.Interfa
 		fn  func(any)
 	}{
 		{teams.Informer(), byName}, {clusters.Informer(), byNamespace}, {configs.Informer(), allTeams},
-		{namespaces.Informer(), byLabel}, {bindings.Informer(), byLabel},
+		{mgmt.Namespaces.Informer(), byLabel}, {mgmt.RoleBindings.Informer(), byLabel},
+		{mgmt.ClusterRoles.Informer(), byLabel}, {mgmt.ClusterRoleBindings.Informer(), byLabel},
 	} {
 		fn := h.fn
 		if _, err := h.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -272,6 +287,10 @@ func (c *TeamController) Reconcile(ctx context.Context, name string) (time.Durat
 		setCondition(status, team, conditionRBACReady, true, "Bound", fmt.Sprintf("%d member(s) bound", status.MemberCount))
 	} else {
 		setCondition(status, team, conditionRBACReady, false, "NamespaceNotReady", "waiting for the namespace")
+	}
+	if err := c.ensureTeamReader(ctx, team); err != nil {
+		setCondition(status, team, conditionRBACReady, false, "Error", err.Error())
+		return 0, c.finish(ctx, team, status, err)
 	}
 
 	if err := c.usage(team, status); err != nil {
@@ -534,6 +553,9 @@ func (c *TeamController) finalize(ctx context.Context, team *v1alpha1.Team) (tim
 		if err := c.kube.RbacV1().RoleBindings(team.Name).Delete(ctx, rb.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return 0, err
 		}
+	}
+	if err := c.deleteTeamReader(ctx, team.Name); err != nil {
+		return 0, err
 	}
 	ns, err := c.kube.CoreV1().Namespaces().Get(ctx, team.Name, metav1.GetOptions{})
 	switch {

@@ -39,8 +39,10 @@ func start(t *testing.T, objs ...*v1alpha1.Team) *fixture {
 	bf := butlerinformers.NewSharedInformerFactory(f.butler, 0)
 	kf := informers.NewSharedInformerFactory(f.kube, 0)
 	b := bf.Butler().V1alpha1()
-	c, err := NewTeamController(f.butler, f.kube, b.Teams(), b.TenantClusters(), b.ButlerConfigs(),
-		kf.Core().V1().Namespaces(), kf.Rbac().V1().RoleBindings())
+	c, err := NewTeamController(f.butler, f.kube, b.Teams(), b.TenantClusters(), b.ButlerConfigs(), TeamRBACInformers{
+		Namespaces: kf.Core().V1().Namespaces(), RoleBindings: kf.Rbac().V1().RoleBindings(),
+		ClusterRoles: kf.Rbac().V1().ClusterRoles(), ClusterRoleBindings: kf.Rbac().V1().ClusterRoleBindings(),
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,6 +64,25 @@ func (f *fixture) eventually(t *testing.T, what string, cond func(ctx context.Co
 func (f *fixture) subjects(ctx context.Context, ns, binding string) []string {
 	rb, err := f.kube.RbacV1().RoleBindings(ns).Get(ctx, binding, metav1.GetOptions{})
 	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, s := range rb.Subjects {
+		out = append(out, s.Kind+":"+s.Name)
+	}
+	return out
+}
+
+// readers returns the subjects of the Team's reader ClusterRoleBinding, after checking that its
+// ClusterRole grants reading that one Team only.
+func (f *fixture) readers(ctx context.Context, team string) []string {
+	role, err := f.kube.RbacV1().ClusterRoles().Get(ctx, TeamReaderName(team), metav1.GetOptions{})
+	if err != nil || len(role.Rules) != 1 || !slices.Equal(role.Rules[0].ResourceNames, []string{team}) ||
+		!slices.Equal(role.Rules[0].Resources, []string{"teams"}) || !slices.Equal(role.Rules[0].Verbs, []string{"get", "list", "watch"}) {
+		return nil
+	}
+	rb, err := f.kube.RbacV1().ClusterRoleBindings().Get(ctx, TeamReaderName(team), metav1.GetOptions{})
+	if err != nil || rb.RoleRef.Name != role.Name {
 		return nil
 	}
 	var out []string
@@ -131,7 +152,8 @@ func TestTeamNamespaceBindingsAndStatus(t *testing.T) {
 	f.eventually(t, "bindings follow the members", func(ctx context.Context) bool {
 		_, err := f.kube.RbacV1().RoleBindings("team-a").Get(ctx, "butler-team-operator", metav1.GetOptions{})
 		return apierrors.IsNotFound(err) && slices.Equal(f.subjects(ctx, "team-a", "butler-team-admin"), []string{"User:alice", "User:carol"}) &&
-			slices.Equal(f.subjects(ctx, "team-a", "butler-team-viewer"), []string{"Group:payments"})
+			slices.Equal(f.subjects(ctx, "team-a", "butler-team-viewer"), []string{"Group:payments"}) &&
+			slices.Equal(f.readers(ctx, "team-a"), []string{"Group:payments", "User:alice", "User:carol"})
 	})
 
 	// A binding edited by hand is put back.
@@ -154,6 +176,9 @@ func TestTeamDeletionWaitsForClustersThenCleansUp(t *testing.T) {
 		tm, err := f.butler.ButlerV1alpha1().Teams().Get(ctx, "team-d", metav1.GetOptions{})
 		return err == nil && tm.Status.Phase == v1alpha1.TeamPhaseReady
 	})
+	if got := f.readers(ctx, "team-d"); !slices.Equal(got, []string{"User:dan"}) {
+		t.Errorf("team-d readers: %v", got)
+	}
 	tc := &v1alpha1.TenantCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "team-d", Name: "last"}}
 	if _, err := f.butler.ButlerV1alpha1().TenantClusters("team-d").Create(ctx, tc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -182,8 +207,11 @@ func TestTeamDeletionWaitsForClustersThenCleansUp(t *testing.T) {
 	f.eventually(t, "namespace, bindings and finalizer gone", func(ctx context.Context) bool {
 		_, nsErr := f.kube.CoreV1().Namespaces().Get(ctx, "team-d", metav1.GetOptions{})
 		rbs, _ := f.kube.RbacV1().RoleBindings("team-d").List(ctx, metav1.ListOptions{})
+		_, roleErr := f.kube.RbacV1().ClusterRoles().Get(ctx, TeamReaderName("team-d"), metav1.GetOptions{})
+		_, crbErr := f.kube.RbacV1().ClusterRoleBindings().Get(ctx, TeamReaderName("team-d"), metav1.GetOptions{})
 		tm, err := f.butler.ButlerV1alpha1().Teams().Get(ctx, "team-d", metav1.GetOptions{})
-		return apierrors.IsNotFound(nsErr) && len(rbs.Items) == 0 && err == nil && !slices.Contains(tm.Finalizers, TeamFinalizer)
+		return apierrors.IsNotFound(nsErr) && len(rbs.Items) == 0 && apierrors.IsNotFound(roleErr) && apierrors.IsNotFound(crbErr) &&
+			err == nil && !slices.Contains(tm.Finalizers, TeamFinalizer)
 	})
 }
 

@@ -147,6 +147,17 @@ func TestTeamAdminAliceAndMaxClusters(t *testing.T) {
 		}
 	}
 
+	// alice reads her own Team (cluster-scoped: through its reader ClusterRole), no other, and
+	// cannot list Teams.
+	if out, err := kubectlAs(t, alice, "", "get", "team", "team-a"); err != nil || !strings.Contains(out, "team-a") {
+		t.Errorf("alice: kubectl get team team-a: %v\n%s", err, out)
+	}
+	for _, args := range [][]string{{"get", "team", "team-b"}, {"get", "teams"}} {
+		if out, err := kubectlAs(t, alice, "", args...); err == nil || !strings.Contains(out, "Forbidden") {
+			t.Errorf("alice: kubectl %s: want Forbidden, got %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+
 	// Status counts the clusters against the limit.
 	err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
 		a, err = plane.butler.ButlerV1alpha1().Teams().Get(ctx, "team-a", metav1.GetOptions{})
@@ -605,6 +616,10 @@ func TestTeamMemberRemovedLosesAccess(t *testing.T) {
 	if _, err := rita.List(ctx, metav1.ListOptions{}); err != nil {
 		t.Fatalf("rita before removal: %v", err)
 	}
+	ritaTeams := clientset.NewForConfigOrDie(userConfig(t, "rita")).ButlerV1alpha1().Teams()
+	if _, err := ritaTeams.Get(ctx, "revoke", metav1.GetOptions{}); err != nil {
+		t.Fatalf("rita reads her team before removal: %v", err)
+	}
 	removed := time.Now()
 	mustApply(t, teamManifest("revoke", "", member("ralph", "admin")))
 	var bindingGone time.Duration
@@ -615,7 +630,8 @@ func TestTeamMemberRemovedLosesAccess(t *testing.T) {
 			}
 		}
 		_, err := rita.List(ctx, metav1.ListOptions{})
-		return apierrors.IsForbidden(err), nil
+		_, teamErr := ritaTeams.Get(ctx, "revoke", metav1.GetOptions{})
+		return apierrors.IsForbidden(err) && apierrors.IsForbidden(teamErr), nil
 	})
 	if err != nil {
 		t.Fatalf("rita still has access 30s after her removal: %v", err)
@@ -639,6 +655,11 @@ func TestTeamMemberRemovedLosesAccess(t *testing.T) {
 	}
 	if rbs, _ := plane.kube.RbacV1().RoleBindings("revoke").List(ctx, metav1.ListOptions{LabelSelector: "butler.butlerlabs.dev/team"}); rbs != nil && len(rbs.Items) > 0 {
 		t.Errorf("RoleBindings left after the team was deleted: %d", len(rbs.Items))
+	}
+	for _, what := range []string{"clusterrole", "clusterrolebinding"} {
+		if out, err := kubectl(t, "get", what, "butler-team-reader:revoke"); err == nil || !strings.Contains(out, "NotFound") {
+			t.Errorf("the team's reader %s is left after the team was deleted: %v\n%s", what, err, out)
+		}
 	}
 }
 
