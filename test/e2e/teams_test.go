@@ -152,6 +152,10 @@ func TestTeamAdminAliceAndMaxClusters(t *testing.T) {
 	if out, err := kubectlAs(t, alice, "", "get", "team", "team-a"); err != nil || !strings.Contains(out, "team-a") {
 		t.Errorf("alice: kubectl get team team-a: %v\n%s", err, out)
 	}
+	aliceTeams := clientset.NewForConfigOrDie(userConfig(t, "alice")).ButlerV1alpha1().Teams()
+	if l, err := aliceTeams.List(context.Background(), metav1.ListOptions{FieldSelector: "metadata.name=team-a"}); err != nil || len(l.Items) != 1 {
+		t.Errorf("alice: list teams by name, as kubectl get -w does: %v", err)
+	}
 	for _, args := range [][]string{{"get", "team", "team-b"}, {"get", "teams"}} {
 		if out, err := kubectlAs(t, alice, "", args...); err == nil || !strings.Contains(out, "Forbidden") {
 			t.Errorf("alice: kubectl %s: want Forbidden, got %v\n%s", strings.Join(args, " "), err, out)
