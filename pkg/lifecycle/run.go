@@ -89,6 +89,22 @@ func dropManagedFields(obj any) (any, error) {
 	return obj, nil
 }
 
+// RunStandalone runs the workers that need no management cluster (the ButlerConfig's status)
+// until ctx is done: for a server on its own etcd, the only replica there is.
+func RunStandalone(ctx context.Context, butlerClient clientset.Interface) error {
+	factory := butlerinformers.NewSharedInformerFactoryWithOptions(butlerClient, 10*time.Minute,
+		butlerinformers.WithTransform(dropManagedFields))
+	b := factory.Butler().V1alpha1()
+	config, err := NewButlerConfigController(butlerClient, b.ButlerConfigs(), b.Teams(), b.TenantClusters())
+	if err != nil {
+		return err
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	config.Run(ctx)
+	return nil
+}
+
 // runWorkers starts fresh informers and every worker, and blocks until ctx is done.
 func runWorkers(ctx context.Context, cfg Config) error {
 	butlerFactory := butlerinformers.NewSharedInformerFactoryWithOptions(cfg.Butler, 10*time.Minute,

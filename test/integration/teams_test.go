@@ -11,6 +11,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
@@ -295,4 +296,41 @@ func TestTeamLimitsApplyRightAfterTheTeamIsWritten(t *testing.T) {
 	}
 	_, err = clusters.Create(ctx, exampleCluster(t, team, "third"), metav1.CreateOptions{})
 	expectForbidden(t, err, "maxClusters")
+}
+
+// Standalone too, the ButlerConfig's status counts the Teams and TenantClusters.
+func TestButlerConfigStatusCounts(t *testing.T) {
+	ctx := context.Background()
+	configs := shared.Client.ButlerV1alpha1().ButlerConfigs()
+	if _, err := configs.Get(ctx, "butler", metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		if _, err := configs.Create(ctx, &v1alpha1.ButlerConfig{ObjectMeta: metav1.ObjectMeta{Name: "butler"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = configs.Delete(ctx, "butler", metav1.DeleteOptions{}) })
+	}
+	createTeam(t, "iq-counted", nil)
+	if _, err := shared.Client.ButlerV1alpha1().TenantClusters("iq-counted").Create(ctx, exampleCluster(t, "iq-counted", "one"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var got, want string
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
+		teams, err := shared.Client.ButlerV1alpha1().Teams().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		clusters, err := shared.Client.ButlerV1alpha1().TenantClusters("").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		config, err := configs.Get(ctx, "butler", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		want = fmt.Sprintf("teams %d clusters %d exposure LoadBalancer", len(teams.Items), len(clusters.Items))
+		got = fmt.Sprintf("teams %d clusters %d exposure %s", config.Status.TeamCount, config.Status.ClusterCount, config.Status.ControlPlaneExposureMode)
+		return got == want, nil
+	})
+	if err != nil {
+		t.Fatalf("ButlerConfig status: %s, want %s: %v", got, want, err)
+	}
 }

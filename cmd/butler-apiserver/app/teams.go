@@ -68,14 +68,18 @@ func (o *Options) bindLedger(resources map[string]rest.Storage) error {
 
 // addWorkers starts the background workers once the server serves: they read butler objects
 // through the loopback client and write to the management cluster as butler-apiserver's identity.
+// Without a management cluster only the workers that need none run.
 func (o *Options) addWorkers(server *genericapiserver.GenericAPIServer, config *genericapiserver.RecommendedConfig) error {
-	if !o.Workers.Enabled || config.ClientConfig == nil {
-		klog.InfoS("Background workers are off", "enabled", o.Workers.Enabled, "managementCluster", config.ClientConfig != nil)
+	if !o.Workers.Enabled {
+		klog.InfoS("Background workers are off")
 		return nil
 	}
-	kube, err := kubernetes.NewForConfig(config.ClientConfig)
-	if err != nil {
-		return err
+	var kube kubernetes.Interface
+	if config.ClientConfig != nil {
+		var err error
+		if kube, err = kubernetes.NewForConfig(config.ClientConfig); err != nil {
+			return err
+		}
 	}
 	return server.AddPostStartHook("butler-workers", func(ctx genericapiserver.PostStartHookContext) error {
 		// Protobuf: the workers' informers decode every TenantCluster written.
@@ -85,6 +89,15 @@ func (o *Options) addWorkers(server *genericapiserver.GenericAPIServer, config *
 		butler, err := clientset.NewForConfig(loopback)
 		if err != nil {
 			return err
+		}
+		if kube == nil {
+			klog.InfoS("No management cluster: only the ButlerConfig status worker runs")
+			go func() {
+				if err := lifecycle.RunStandalone(ctx, butler); err != nil {
+					klog.ErrorS(err, "Starting the standalone workers failed")
+				}
+			}()
+			return nil
 		}
 		go lifecycle.Run(ctx, lifecycle.Config{
 			Butler: butler, Kube: kube,
