@@ -89,8 +89,10 @@ func (c *ButlerConfigController) next(ctx context.Context) bool {
 	return true
 }
 
-// Reconcile writes the ButlerConfig's status if it changed. A missing ButlerConfig is no error:
-// its creation brings it back here.
+// Reconcile writes the ButlerConfig's status if it changed. It leaves observedGeneration alone:
+// a status write on every spec change would only make clients' read-modify-write of the
+// singleton conflict more often. A missing ButlerConfig is no error: its creation brings it
+// back here.
 func (c *ButlerConfigController) Reconcile(ctx context.Context) error {
 	config, err := c.configs.Get(quota.ButlerConfigName)
 	if apierrors.IsNotFound(err) {
@@ -111,7 +113,6 @@ func (c *ButlerConfigController) Reconcile(ctx context.Context) error {
 	status.TeamCount = int32(len(teams))
 	status.ClusterCount = int32(len(clusters))
 	status.ControlPlaneExposureMode = config.Spec.ControlPlaneExposure.Mode
-	status.ObservedGeneration = config.Generation
 	if apiequality.Semantic.DeepEqual(&config.Status, status) {
 		return nil
 	}

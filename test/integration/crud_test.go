@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 
@@ -46,6 +47,9 @@ type crudCase[T object, L runtime.Object] struct {
 	items         func(L) []T
 	// setup creates what the object refers to in its namespace.
 	setup func(t *testing.T, namespace string)
+	// settled, if set, says a worker has written the new object's status; the steps wait for
+	// it, so that write is not taken for theirs.
+	settled func(T) bool
 }
 
 func (c crudCase[T, L]) run(t *testing.T) {
@@ -68,6 +72,15 @@ func (c crudCase[T, L]) run(t *testing.T) {
 	}
 	if created.GetGeneration() != 1 || created.GetUID() == "" || created.GetResourceVersion() == "" {
 		t.Fatalf("create: generation %d, uid %q, resourceVersion %q", created.GetGeneration(), created.GetUID(), created.GetResourceVersion())
+	}
+	if c.settled != nil {
+		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+			got, err := client.Get(ctx, obj.GetName(), metav1.GetOptions{})
+			return err == nil && c.settled(got), nil
+		})
+		if err != nil {
+			t.Fatalf("the worker did not write the status of %s: %v", obj.GetName(), err)
+		}
 	}
 
 	got, err := client.Get(ctx, obj.GetName(), metav1.GetOptions{})
@@ -156,6 +169,7 @@ func TestCRUDEveryKind(t *testing.T) {
 		newObj:     func() *v1alpha1.ButlerConfig { return &v1alpha1.ButlerConfig{} },
 		changeSpec: func(o *v1alpha1.ButlerConfig) { o.Spec.MultiTenancy.Mode = v1alpha1.MultiTenancyEnforced },
 		items:      func(l *v1alpha1.ButlerConfigList) []*v1alpha1.ButlerConfig { return ptrs(l.Items) },
+		settled:    func(o *v1alpha1.ButlerConfig) bool { return o.Status.ControlPlaneExposureMode != "" },
 	}.run)
 	t.Run("Team", crudCase[*v1alpha1.Team, *v1alpha1.TeamList]{
 		manifest: "artifacts/examples/01-team.yaml",

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
@@ -235,18 +236,31 @@ func TestMultiTenancyEnforced(t *testing.T) {
 	} else if err == nil {
 		saved := cfg.Spec.MultiTenancy.Mode
 		t.Cleanup(func() {
-			c, err := configs.Get(ctx, "butler", metav1.GetOptions{})
-			if err == nil {
+			_ = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				c, err := configs.Get(ctx, "butler", metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
 				c.Spec.MultiTenancy.Mode = saved
-				_, _ = configs.Update(ctx, c, metav1.UpdateOptions{})
-			}
+				_, err = configs.Update(ctx, c, metav1.UpdateOptions{})
+				return err
+			})
 		})
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Spec.MultiTenancy.Mode = v1alpha1.MultiTenancyEnforced
-	if _, err := configs.Update(ctx, cfg, metav1.UpdateOptions{}); err != nil {
+	// The status worker writes the ButlerConfig too: read, modify and write until no conflict.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cfg, err := configs.Get(ctx, "butler", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cfg.Spec.MultiTenancy.Mode = v1alpha1.MultiTenancyEnforced
+		_, err = configs.Update(ctx, cfg, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	createTeam(t, "iq-tenancy", nil)
