@@ -502,13 +502,7 @@ func (c *TeamController) replaceBinding(ctx context.Context, got, want *rbacv1.R
 		return err
 	}
 	updated := got.DeepCopy()
-	updated.Subjects = want.Subjects
-	if updated.Labels == nil {
-		updated.Labels = map[string]string{}
-	}
-	for k, v := range want.Labels {
-		updated.Labels[k] = v
-	}
+	updated.Subjects, updated.Labels = want.Subjects, mergeLabels(updated.Labels, want.Labels)
 	_, err := client.Update(ctx, updated, metav1.UpdateOptions{})
 	return err
 }
