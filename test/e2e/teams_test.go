@@ -187,6 +187,7 @@ var (
 	gvrBC   = v1alpha1.SchemeGroupVersion.WithResource("butlerconfigs")
 	gvrAD   = v1alpha1.SchemeGroupVersion.WithResource("addondefinitions")
 	gvrTeam = v1alpha1.SchemeGroupVersion.WithResource("teams")
+	gvrIPA  = v1alpha1.SchemeGroupVersion.WithResource("ipallocations")
 )
 
 // matrixUser is one member of one of the matrix teams.
@@ -222,8 +223,12 @@ func (c *cell) String() string {
 
 // expected is the rule the ClusterRoles implement: members work on TenantClusters and
 // TenantAddons in their own team's namespace only — viewers read, operators also create, edit,
-// delete and scale, admins also get kubeconfigs — and nobody touches platform objects.
+// delete and scale, admins also get kubeconfigs — every member reads the namespace's
+// IPAllocations (which only the allocator writes), and nobody touches platform objects.
 func expected(u *matrixUser, gvr schema.GroupVersionResource, ns, verb string) bool {
+	if gvr == gvrIPA {
+		return ns == u.team && (verb == "get" || verb == "list" || verb == "watch")
+	}
 	if (gvr != gvrTC && gvr != gvrTA) || ns != u.team {
 		return false
 	}
@@ -274,6 +279,14 @@ func TestTeamRBACMatrix(t *testing.T) {
 				return err
 			})
 		}
+		// An address allocation to read: a pool, then the allocation (the platform admin creates it).
+		setup = append(setup, func() error {
+			if _, err := admin.Resource(gvrNP).Namespace(tm).Create(ctx, newObject(gvrNP, tm, "fixture"), metav1.CreateOptions{}); err != nil {
+				return err
+			}
+			_, err := admin.Resource(gvrIPA).Namespace(tm).Create(ctx, newObject(gvrIPA, tm, "fixture"), metav1.CreateOptions{})
+			return err
+		})
 	}
 	for _, u := range users {
 		setup = append(setup, func() error {
@@ -322,6 +335,7 @@ func TestTeamRBACMatrix(t *testing.T) {
 			}
 			for _, v := range []string{"get", "list", "watch", "create", "update", "delete"} {
 				cells = append(cells, &cell{user: u, gvr: gvrTA, namespace: ns, verb: v})
+				cells = append(cells, &cell{user: u, gvr: gvrIPA, namespace: ns, verb: v})
 			}
 		}
 		for _, v := range []string{"get", "list", "watch", "create", "update", "delete"} {
@@ -556,6 +570,9 @@ func newObject(gvr schema.GroupVersionResource, ns, name string) *unstructured.U
 		return taObject(ns, name)
 	case gvrNP:
 		kind, spec = "NetworkPool", map[string]any{"cidr": "10.99.0.0/24"}
+	case gvrIPA:
+		kind, spec = "IPAllocation", map[string]any{"poolRef": map[string]any{"name": "fixture"},
+			"tenantClusterRef": map[string]any{"name": "fixture", "namespace": ns}, "type": "loadbalancer", "count": int64(4)}
 	case gvrPC:
 		kind, spec = "ProviderConfig", map[string]any{"provider": "local"}
 	case gvrBC:
