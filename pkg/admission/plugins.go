@@ -5,7 +5,8 @@
 //   - butler.butlerlabs.dev/TeamLimits: a Team's resourceLimits (ButlerConfig's
 //     defaultTeamLimits where the Team sets none) on TenantCluster create and update,
 //     tenantclusters/scale and TenantAddon create and update; aggregate limits go through the
-//     quota Ledger, so concurrent requests cannot pass a limit together.
+//     quota Ledger, so concurrent requests cannot pass a limit together, and a cluster's delete
+//     frees its share at once.
 //   - butler.butlerlabs.dev/TeamInUse: a Team whose namespace holds TenantClusters cannot be deleted.
 //
 // They read butler objects only, from butler-apiserver's own storage, so they run the same with

@@ -43,7 +43,7 @@ func (s *fakeStore) Cluster(_ context.Context, ns, name string) (*butler.TenantC
 	}
 	return nil, apierrors.NewNotFound(butler.Resource("tenantclusters"), name)
 }
-func (s *fakeStore) Clusters(_ context.Context, ns string) ([]butler.TenantCluster, error) {
+func (s *fakeStore) Clusters(_ context.Context, ns, _ string) ([]butler.TenantCluster, error) {
 	var out []butler.TenantCluster
 	for _, tc := range s.clusters {
 		if tc.Namespace == ns {

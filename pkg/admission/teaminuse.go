@@ -29,7 +29,7 @@ func (p *TeamInUse) Validate(ctx context.Context, a admission.Attributes, _ admi
 	if a.GetResource().GroupResource() != teams || a.GetSubresource() != "" {
 		return nil
 	}
-	clusters, err := p.store().Clusters(ctx, a.GetName())
+	clusters, err := p.store().Clusters(ctx, a.GetName(), "")
 	if err != nil {
 		return apierrors.NewInternalError(err)
 	}

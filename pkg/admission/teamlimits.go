@@ -17,19 +17,23 @@ import (
 // on create, on update, and on tenantclusters/scale. A refusal is a 403 naming the team, the
 // limit, the usage and the request. Aggregate limits are admitted through the quota Ledger
 // (a compare-and-swap on the Team), so two concurrent requests never pass a limit together.
-// It also refuses new clusters and addons in the namespace of a Team being deleted.
+// It also refuses new clusters and addons in the namespace of a Team being deleted, and on a
+// cluster's delete drops what its create reserved (Ledger.ResolveCreate).
 type TeamLimits struct{ base }
 
 var _ admission.ValidationInterface = &TeamLimits{}
 
 // NewTeamLimits returns the plugin.
 func NewTeamLimits() *TeamLimits {
-	return &TeamLimits{base{Handler: admission.NewHandler(admission.Create, admission.Update)}}
+	return &TeamLimits{base{Handler: admission.NewHandler(admission.Create, admission.Update, admission.Delete)}}
 }
 
 // Validate implements admission.ValidationInterface.
 func (p *TeamLimits) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
 	gr, sub := a.GetResource().GroupResource(), a.GetSubresource()
+	if a.GetOperation() == admission.Delete {
+		return p.resolveOnDelete(ctx, a)
+	}
 	switch {
 	case gr == tenantClusters && (sub == "" || sub == "scale"), gr == tenantAddons && sub == "":
 	default:
@@ -79,6 +83,25 @@ func (p *TeamLimits) Validate(ctx context.Context, a admission.Attributes, _ adm
 		tc := old.DeepCopy()
 		tc.Spec.Workers.Replicas = obj.Spec.Replicas
 		return p.admitCluster(ctx, a, team.Name, limits, config, tc, old)
+	}
+	return nil
+}
+
+// resolveOnDelete frees at once the share a deleted cluster's create reserved.
+func (p *TeamLimits) resolveOnDelete(ctx context.Context, a admission.Attributes) error {
+	tc, ok := a.GetOldObject().(*butler.TenantCluster)
+	if !ok || a.GetResource().GroupResource() != tenantClusters || a.GetSubresource() != "" || a.IsDryRun() {
+		return nil
+	}
+	team, err := p.teamOf(ctx, a.GetNamespace())
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	if team == nil {
+		return nil
+	}
+	if err := p.ledger.ResolveCreate(ctx, team.Name, string(tc.UID)); err != nil && !apierrors.IsNotFound(err) {
+		return apierrors.NewInternalError(err)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,9 +22,9 @@ const ReservationsAnnotation = "butler.butlerlabs.dev/quota-reservations"
 // may take, so a slow request never outlives its reservation.
 const ReservationTTL = 2 * time.Minute
 
-// Store is what the Ledger and the admission plugins read and write. Reads of clusters must be
-// consistent (linearizable), as an etcd read or a list served from the watch cache after it
-// caught up with etcd is.
+// Store is what the Ledger and the admission plugins read and write. A list of clusters must be
+// at least as new as asked: as an etcd read, or a list from the watch cache once it has caught
+// up with that resourceVersion (or with etcd, for "now").
 type Store interface {
 	// Team returns the Team, or a NotFound error.
 	Team(ctx context.Context, name string) (*butler.Team, error)
@@ -31,8 +32,10 @@ type Store interface {
 	Config(ctx context.Context) (*butler.ButlerConfig, error)
 	// Cluster returns one TenantCluster, or a NotFound error.
 	Cluster(ctx context.Context, namespace, name string) (*butler.TenantCluster, error)
-	// Clusters lists the TenantClusters of a namespace, consistently.
-	Clusters(ctx context.Context, namespace string) ([]butler.TenantCluster, error)
+	// Clusters lists the TenantClusters of a namespace: as of now when notOlderThan is empty,
+	// else as of a resourceVersion not older than notOlderThan nor than this server's last
+	// write of a TenantCluster.
+	Clusters(ctx context.Context, namespace, notOlderThan string) ([]butler.TenantCluster, error)
 	// ProviderType returns the provider of a ProviderConfig, or "" when it does not exist.
 	ProviderType(ctx context.Context, namespace, name string) (string, error)
 	// UpdateTeam reads the Team, applies update and writes the result only if the Team did not
@@ -78,9 +81,10 @@ type Request struct {
 // replicas on one etcd.
 //
 // Each admitted change is a compare-and-swap on the Team object: read the Team (with its
-// reservations), list the Team's clusters consistently, count each cluster as the larger of its
-// stored usage and any unresolved reservation for it, check the limit, and write the Team back
-// with a reservation for this change only if nobody wrote it meanwhile. Two concurrent requests
+// reservations), list the Team's clusters as of that Team's resourceVersion or later, count each
+// cluster as the larger of its stored usage and any unresolved reservation for it, check the
+// limit, and write the Team back with a reservation for this change only if nobody wrote it
+// meanwhile. Two concurrent requests
 // thus serialize on the Team's resourceVersion: the second one's write fails, it retries, and it
 // counts the first one's reservation (or, once stored, its cluster). A reservation needs no
 // release on success: it is resolved once the cluster's stored state reflects it (see
@@ -116,7 +120,9 @@ func (l *Ledger) Admit(ctx context.Context, req Request) error {
 		return apierrors.NewServiceUnavailable("the quota ledger is not ready")
 	}
 	check := func(team *butler.Team) ([]Reservation, error) {
-		clusters, err := l.Store.Clusters(ctx, req.Namespace)
+		// Not older than the Team: every cluster that any reservation already pruned from the
+		// Team was in the list that pruned it, which is older than the Team's write.
+		clusters, err := l.Store.Clusters(ctx, req.Namespace, team.ResourceVersion)
 		if err != nil {
 			return nil, err
 		}
@@ -145,6 +151,26 @@ func (l *Ledger) Admit(ctx context.Context, req Request) error {
 			Usage: req.New, Expires: l.now().Add(ReservationTTL).Unix(),
 		})
 		return SetReservations(team, live)
+	})
+}
+
+// ResolveCreate drops the Team's reservation for the create of the cluster with this UID, as a
+// delete of that cluster begins. A stored cluster with the UID is what resolves such a
+// reservation (Live), but once the cluster is gone no list shows it, and the reservation would
+// hold the cluster's share until it expired. The cluster being deleted proves its create was
+// stored, so dropping the reservation is what Live would do. Nothing is written when the Team
+// holds none.
+func (l *Ledger) ResolveCreate(ctx context.Context, team, uid string) error {
+	if l.Store == nil || uid == "" {
+		return nil
+	}
+	return l.Store.UpdateTeam(ctx, team, func(t *butler.Team) error {
+		rs := Reservations(t)
+		kept := slices.DeleteFunc(slices.Clone(rs), func(r Reservation) bool { return r.UID == uid })
+		if len(kept) == len(rs) {
+			return nil // unchanged: the store writes nothing
+		}
+		return SetReservations(t, kept)
 	})
 }
 

@@ -139,7 +139,7 @@ func (s *memStore) Cluster(_ context.Context, ns, name string) (*butler.TenantCl
 	}
 	return nil, apierrors.NewNotFound(butler.Resource("tenantclusters"), name)
 }
-func (s *memStore) Clusters(context.Context, string) ([]butler.TenantCluster, error) {
+func (s *memStore) Clusters(context.Context, string, string) ([]butler.TenantCluster, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []butler.TenantCluster
@@ -221,7 +221,7 @@ func TestLedgerConcurrentCreatesNeverPassTheLimit(t *testing.T) {
 }
 
 func mustList(s *memStore) []butler.TenantCluster {
-	l, _ := s.Clusters(context.Background(), "")
+	l, _ := s.Clusters(context.Background(), "", "")
 	return l
 }
 
@@ -314,7 +314,7 @@ func TestNaiveCheckPassesTheLimit(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			tc := cluster("t", fmt.Sprint("c", i), 1)
-			clusters, _ := s.Clusters(context.Background(), "t")
+			clusters, _ := s.Clusters(context.Background(), "t", "")
 			var used Usage
 			for j := range clusters {
 				used = used.Add(ClusterUsage(&clusters[j]))
@@ -377,5 +377,30 @@ func TestSplit(t *testing.T) {
 	}
 	if old != w(6) || new != w(6) {
 		t.Errorf("old %+v new %+v, want both at the pending reservation %+v", old, new, w(6))
+	}
+}
+
+// A cluster created and deleted before any other change saw it stored: its reservation would
+// hold the share until it expired, unless the delete resolves it.
+func TestResolveCreateOnDelete(t *testing.T) {
+	limits := &butler.ResourceLimits{MaxClusters: ptr.To[int32](1)}
+	s := newMemStore(limits)
+	l := &Ledger{Store: s}
+	first := cluster("t", "first", 1)
+	if err := s.create(l, first, limits); err != nil {
+		t.Fatal(err)
+	}
+	delete(s.clusters, "t/first")
+	if err := s.create(l, cluster("t", "second", 1), limits); !apierrors.IsForbidden(err) {
+		t.Fatalf("without resolving, the deleted cluster's reservation should still count: %v", err)
+	}
+	if err := l.ResolveCreate(context.Background(), "t", string(first.UID)); err != nil {
+		t.Fatal(err)
+	}
+	if live := Reservations(s.team); len(live) != 0 {
+		t.Errorf("reservations left: %v", live)
+	}
+	if err := s.create(l, cluster("t", "second", 1), limits); err != nil {
+		t.Fatalf("after the delete resolved it: %v", err)
 	}
 }

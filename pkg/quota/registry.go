@@ -22,9 +22,10 @@ import (
 )
 
 // RegistryStore is the Store over butler-apiserver's own registries: reads go through the
-// stores (a list with no resourceVersion is consistent), and the Team compare-and-swap goes
-// straight to the Team's storage, past strategies and admission, as only the Ledger's
-// bookkeeping changes.
+// stores (a list with no resourceVersion is consistent; one with a resourceVersion and
+// NotOlderThan is served by the watch cache once it has that version), and the Team
+// compare-and-swap goes straight to the Team's storage, past strategies and admission, as only
+// the Ledger's bookkeeping changes.
 //
 // Teams and the ButlerConfig, read on every TenantCluster write, come from the watch cache, as
 // Kubernetes' ResourceQuota and LimitRanger admission read theirs from informers: a quorum read
@@ -70,7 +71,7 @@ func NewRegistryStore(resources map[string]rest.Storage) (*RegistryStore, error)
 			return nil, err
 		}
 	}
-	for _, store := range []*genericregistry.Store{s.teams, s.configs} {
+	for _, store := range []*genericregistry.Store{s.teams, s.configs, s.clusters} {
 		s.written[store] = recordWrites(store)
 	}
 	return &s, nil
@@ -166,9 +167,18 @@ func (s *RegistryStore) Cluster(ctx context.Context, namespace, name string) (*b
 	return obj.(*butler.TenantCluster), nil
 }
 
-func (s *RegistryStore) Clusters(ctx context.Context, namespace string) ([]butler.TenantCluster, error) {
+func (s *RegistryStore) Clusters(ctx context.Context, namespace, notOlderThan string) ([]butler.TenantCluster, error) {
 	ctx = genericapirequest.WithNamespace(ctx, namespace)
-	obj, err := s.clusters.List(ctx, &metainternalversion.ListOptions{})
+	opts := &metainternalversion.ListOptions{} // consistent
+	if notOlderThan != "" {
+		rv, err := strconv.ParseUint(notOlderThan, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("resourceVersion %q: %w", notOlderThan, err)
+		}
+		opts.ResourceVersion = strconv.FormatUint(max(rv, s.written[s.clusters].Load()), 10)
+		opts.ResourceVersionMatch = metav1.ResourceVersionMatchNotOlderThan
+	}
+	obj, err := s.clusters.List(ctx, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -348,3 +348,23 @@ func TestButlerConfigStatusCounts(t *testing.T) {
 		t.Fatalf("ButlerConfig status: %s, want %s: %v", got, want, err)
 	}
 }
+
+// The Ledger lists a Team's clusters from the watch cache, at least as new as this server's last
+// write of one: a delete frees its share for the very next create.
+func TestTeamQuotaFreedByADeleteAtOnce(t *testing.T) {
+	ctx := context.Background()
+	const team = "iq-churn"
+	createTeam(t, team, &v1alpha1.ResourceLimits{MaxClusters: ptr.To[int32](1)})
+	cfg := rest.CopyConfig(shared.Config)
+	cfg.QPS, cfg.Burst = -1, 0 // back to back, as fast as the server answers
+	clusters := clientset.NewForConfigOrDie(cfg).ButlerV1alpha1().TenantClusters(team)
+	for i := range 20 {
+		name := fmt.Sprint("c", i)
+		if _, err := clusters.Create(ctx, exampleCluster(t, team, name), metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create %d right after the delete of the one before: %v", i, err)
+		}
+		if err := clusters.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
