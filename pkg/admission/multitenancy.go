@@ -47,7 +47,7 @@ func (p *MultiTenancy) Validate(ctx context.Context, a admission.Attributes, _ a
 	ns := a.GetNamespace()
 	team, err := p.teamOf(ctx, ns)
 	if err != nil {
-		return apierrors.NewInternalError(err)
+		return err
 	}
 	if team == nil {
 		return admission.NewForbidden(a, fmt.Errorf(

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apiserver/pkg/admission"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
@@ -76,7 +77,7 @@ func (b *base) ValidateInitialization() error {
 
 func (b *base) store() quota.Store { return b.ledger.Store }
 
-// teamOf returns the Team whose namespace ns is, or nil.
+// teamOf returns the Team whose namespace ns is, or nil; a failed read is a 500.
 func (b *base) teamOf(ctx context.Context, ns string) (*butler.Team, error) {
 	if ns == "" {
 		return nil, nil
@@ -86,7 +87,7 @@ func (b *base) teamOf(ctx context.Context, ns string) (*butler.Team, error) {
 		if isNotFound(err) {
 			return nil, nil
 		}
-		return nil, err
+		return nil, apierrors.NewInternalError(err)
 	}
 	return team, nil
 }

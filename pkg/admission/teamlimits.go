@@ -40,11 +40,8 @@ func (p *TeamLimits) Validate(ctx context.Context, a admission.Attributes, _ adm
 		return nil
 	}
 	team, err := p.teamOf(ctx, a.GetNamespace())
-	if err != nil {
-		return apierrors.NewInternalError(err)
-	}
-	if team == nil {
-		return nil
+	if team == nil || err != nil {
+		return err
 	}
 	if a.GetOperation() == admission.Create && team.DeletionTimestamp != nil {
 		return admission.NewForbidden(a, fmt.Errorf("team %q is being deleted", team.Name))
@@ -94,11 +91,8 @@ func (p *TeamLimits) resolveOnDelete(ctx context.Context, a admission.Attributes
 		return nil
 	}
 	team, err := p.teamOf(ctx, a.GetNamespace())
-	if err != nil {
-		return apierrors.NewInternalError(err)
-	}
-	if team == nil {
-		return nil
+	if team == nil || err != nil {
+		return err
 	}
 	if err := p.ledger.ResolveCreate(ctx, team.Name, string(tc.UID)); err != nil && !apierrors.IsNotFound(err) {
 		return apierrors.NewInternalError(err)
