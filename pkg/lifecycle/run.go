@@ -89,11 +89,16 @@ func dropManagedFields(obj any) (any, error) {
 	return obj, nil
 }
 
+// newButlerInformers returns the workers' informer factory over butler objects.
+func newButlerInformers(client clientset.Interface) butlerinformers.SharedInformerFactory {
+	return butlerinformers.NewSharedInformerFactoryWithOptions(client, 10*time.Minute,
+		butlerinformers.WithTransform(dropManagedFields))
+}
+
 // RunStandalone runs the workers that need no management cluster (the ButlerConfig's status)
 // until ctx is done: for a server on its own etcd, the only replica there is.
 func RunStandalone(ctx context.Context, butlerClient clientset.Interface) error {
-	factory := butlerinformers.NewSharedInformerFactoryWithOptions(butlerClient, 10*time.Minute,
-		butlerinformers.WithTransform(dropManagedFields))
+	factory := newButlerInformers(butlerClient)
 	b := factory.Butler().V1alpha1()
 	config, err := NewButlerConfigController(butlerClient, b.ButlerConfigs(), b.Teams(), b.TenantClusters())
 	if err != nil {
@@ -107,8 +112,7 @@ func RunStandalone(ctx context.Context, butlerClient clientset.Interface) error 
 
 // runWorkers starts fresh informers and every worker, and blocks until ctx is done.
 func runWorkers(ctx context.Context, cfg Config) error {
-	butlerFactory := butlerinformers.NewSharedInformerFactoryWithOptions(cfg.Butler, 10*time.Minute,
-		butlerinformers.WithTransform(dropManagedFields))
+	butlerFactory := newButlerInformers(cfg.Butler)
 	// Only what carries the team label: the management cluster may hold many namespaces.
 	kubeFactory := informers.NewSharedInformerFactoryWithOptions(cfg.Kube, 10*time.Minute,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = TeamLabel }),

@@ -83,35 +83,31 @@ func (c *TeamController) ensureTeamReader(ctx context.Context, team *v1alpha1.Te
 	bindings := c.kube.RbacV1().ClusterRoleBindings()
 	name := TeamReaderName(team.Name)
 	gotBinding, err := c.clusterRoleBindings.Get(name)
-	switch {
-	case apierrors.IsNotFound(err) && binding == nil:
-		return nil
-	case apierrors.IsNotFound(err):
-		if _, err = bindings.Create(ctx, binding, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
-			gotBinding, err = bindings.Get(ctx, name, metav1.GetOptions{})
-		}
-		if err != nil || gotBinding == nil {
-			return err
-		}
-	case err != nil:
-		return err
-	}
-	if binding == nil {
-		err := bindings.Delete(ctx, name, metav1.DeleteOptions{})
-		if apierrors.IsNotFound(err) {
+	if apierrors.IsNotFound(err) {
+		if binding == nil {
 			return nil
 		}
+		if _, err = bindings.Create(ctx, binding, metav1.CreateOptions{}); !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		gotBinding, err = bindings.Get(ctx, name, metav1.GetOptions{}) // not labelled as ours yet
+	}
+	if err != nil {
 		return err
 	}
-	if gotBinding.RoleRef != binding.RoleRef {
+	switch {
+	case binding == nil:
+		if err := bindings.Delete(ctx, name, metav1.DeleteOptions{}); !apierrors.IsNotFound(err) {
+			return err
+		}
+	case gotBinding.RoleRef != binding.RoleRef:
 		// roleRef cannot change: replace the binding.
 		if err := bindings.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
 		_, err := bindings.Create(ctx, binding, metav1.CreateOptions{})
 		return err
-	}
-	if !apiequality.Semantic.DeepEqual(gotBinding.Subjects, binding.Subjects) || !hasLabels(gotBinding.Labels, binding.Labels) {
+	case !apiequality.Semantic.DeepEqual(gotBinding.Subjects, binding.Subjects) || !hasLabels(gotBinding.Labels, binding.Labels):
 		updated := gotBinding.DeepCopy()
 		updated.Subjects, updated.Labels = binding.Subjects, mergeLabels(updated.Labels, binding.Labels)
 		if _, err := bindings.Update(ctx, updated, metav1.UpdateOptions{}); err != nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -84,7 +85,7 @@ func cgroupMemoryLimit(root, procCgroup string) int64 {
 			switch {
 			case parts[0] == "0" && parts[1] == "":
 				candidates = append(candidates, filepath.Join(root, parts[2], "memory.max"))
-			case hasController(parts[1], "memory"):
+			case slices.Contains(strings.Split(parts[1], ","), "memory"):
 				candidates = append(candidates, filepath.Join(root, "memory", parts[2], "memory.limit_in_bytes"))
 			}
 		}
@@ -106,13 +107,4 @@ func cgroupMemoryLimit(root, procCgroup string) int64 {
 		return limit
 	}
 	return 0
-}
-
-func hasController(controllers, name string) bool {
-	for _, c := range strings.Split(controllers, ",") {
-		if c == name {
-			return true
-		}
-	}
-	return false
 }
