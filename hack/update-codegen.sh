@@ -6,7 +6,14 @@ set -o errexit -o nounset -o pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "${ROOT}"
 THIS_PKG=github.com/butlerdotdev/butler-apiserver
-CODEGEN_PKG=$(go list -m -f '{{.Dir}}' k8s.io/code-generator)
+
+# moddir prints a required module's directory in the module cache. `go list -m` prints an empty
+# Dir for a module not downloaded yet (every module, on a new machine): download it first.
+moddir() {
+    go mod download "$1"
+    go list -m -f '{{.Dir}}' "$1"
+}
+CODEGEN_PKG=$(moddir k8s.io/code-generator)
 
 # The generators are built once into _output/bin, at the versions go.mod pins.
 export GOBIN="${ROOT}/_output/bin"
@@ -43,7 +50,7 @@ gen_protobuf() {
     local mod
     for mod in k8s.io/apimachinery k8s.io/api github.com/gogo/protobuf; do
         mkdir -p "${PROTO_ROOT}/${mod%/*}"
-        ln -s "$(go list -m -f '{{.Dir}}' "${mod}")" "${PROTO_ROOT}/${mod}"
+        ln -s "$(moddir "${mod}")" "${PROTO_ROOT}/${mod}"
     done
 
     # A stale generated.pb.go could keep the package from type-checking: start without it.
