@@ -1,4 +1,4 @@
-package lifecycle
+package team
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -16,8 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	rbacinformers "k8s.io/client-go/informers/rbac/v1"
 	"k8s.io/client-go/kubernetes"
@@ -25,7 +22,6 @@ import (
 	rbaclisters "k8s.io/client-go/listers/rbac/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
@@ -33,6 +29,7 @@ import (
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
 	butlerinformers "github.com/butlerdotdev/butler-apiserver/pkg/generated/informers/externalversions/butler/v1alpha1"
 	listers "github.com/butlerdotdev/butler-apiserver/pkg/generated/listers/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
 	"github.com/butlerdotdev/butler-apiserver/pkg/quota"
 )
 
@@ -66,13 +63,13 @@ var roleBindings = []struct {
 	{v1alpha1.TeamRoleViewer, "butler-viewer", "butler-team-viewer"},
 }
 
-// TeamController keeps, for each Team, a namespace of the Team's name labelled with it,
+// Controller keeps, for each Team, a namespace of the Team's name labelled with it,
 // RoleBindings from its members to butler-admin / butler-operator / butler-viewer (exactly the
 // members listed: removed members lose their binding), a ClusterRole and ClusterRoleBinding
 // that let the members read the Team itself (TeamReaderName), and the Team's status. A deleted Team's
 // RoleBindings and namespace go away before its finalizer is removed, unless the namespace
 // still holds TenantClusters.
-type TeamController struct {
+type Controller struct {
 	butler     clientset.Interface
 	kube       kubernetes.Interface
 	teams      listers.TeamLister
@@ -84,23 +81,34 @@ type TeamController struct {
 	clusterRoles        rbaclisters.ClusterRoleLister
 	clusterRoleBindings rbaclisters.ClusterRoleBindingLister
 	synced              []cache.InformerSynced
-	queue               workqueue.TypedRateLimitingInterface[string]
+	queue               *worker.Queue
 }
 
-// TeamRBACInformers are the management cluster's informers the Team worker needs, each
+// RBACInformers are the management cluster's informers the Team worker needs, each
 // filtered to objects carrying TeamLabel.
-type TeamRBACInformers struct {
+type RBACInformers struct {
 	Namespaces          coreinformers.NamespaceInformer
 	RoleBindings        rbacinformers.RoleBindingInformer
 	ClusterRoles        rbacinformers.ClusterRoleInformer
 	ClusterRoleBindings rbacinformers.ClusterRoleBindingInformer
 }
 
-// NewTeamController wires the controller to its informers.
-func NewTeamController(butlerClient clientset.Interface, kube kubernetes.Interface,
+// New builds the Team worker from the shared informers; the management cluster's are filtered to
+// what carries TeamLabel, as the management cluster may hold many namespaces.
+func New(d *worker.Deps) (*Controller, error) {
+	b := d.ButlerInformers.Butler().V1alpha1()
+	k := d.KubeInformersFor(TeamLabel)
+	return NewController(d.Butler, d.Kube, b.Teams(), b.TenantClusters(), b.ButlerConfigs(), RBACInformers{
+		Namespaces: k.Core().V1().Namespaces(), RoleBindings: k.Rbac().V1().RoleBindings(),
+		ClusterRoles: k.Rbac().V1().ClusterRoles(), ClusterRoleBindings: k.Rbac().V1().ClusterRoleBindings(),
+	})
+}
+
+// NewController wires the controller to its informers.
+func NewController(butlerClient clientset.Interface, kube kubernetes.Interface,
 	teams butlerinformers.TeamInformer, clusters butlerinformers.TenantClusterInformer, configs butlerinformers.ButlerConfigInformer,
-	mgmt TeamRBACInformers) (*TeamController, error) {
-	c := &TeamController{
+	mgmt RBACInformers) (*Controller, error) {
+	c := &Controller{
 		butler: butlerClient, kube: kube,
 		teams: teams.Lister(), clusters: clusters.Lister(), configs: configs.Lister(),
 		namespaces: mgmt.Namespaces.Lister(), bindings: mgmt.RoleBindings.Lister(),
@@ -108,22 +116,21 @@ func NewTeamController(butlerClient clientset.Interface, kube kubernetes.Interfa
 		synced: []cache.InformerSynced{teams.Informer().HasSynced, clusters.Informer().HasSynced, configs.Informer().HasSynced,
 			mgmt.Namespaces.Informer().HasSynced, mgmt.RoleBindings.Informer().HasSynced,
 			mgmt.ClusterRoles.Informer().HasSynced, mgmt.ClusterRoleBindings.Informer().HasSynced},
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(rateLimiter(),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "teams"}),
 	}
+	c.queue = worker.NewQueue("teams", c.reconcileKey)
 	byName := func(obj any) {
-		if m, err := meta.Accessor(unwrap(obj)); err == nil {
+		if m, err := meta.Accessor(worker.Unwrap(obj)); err == nil {
 			c.queue.Add(m.GetName())
 		}
 	}
 	// A burst of cluster writes in one Team becomes one status write per usageDelay.
 	byNamespace := func(obj any) {
-		if m, err := meta.Accessor(unwrap(obj)); err == nil {
+		if m, err := meta.Accessor(worker.Unwrap(obj)); err == nil {
 			c.queue.AddAfter(m.GetNamespace(), usageDelay)
 		}
 	}
 	byLabel := func(obj any) {
-		if m, err := meta.Accessor(unwrap(obj)); err == nil && m.GetLabels()[TeamLabel] != "" {
+		if m, err := meta.Accessor(worker.Unwrap(obj)); err == nil && m.GetLabels()[TeamLabel] != "" {
 			c.queue.Add(m.GetLabels()[TeamLabel])
 		}
 	}
@@ -182,68 +189,21 @@ func onlyLedgerChanged(oldObj, newObj any) bool {
 	return apiequality.Semantic.DeepEqual(strip(o), strip(n))
 }
 
-// rateLimiter retries a failing Team after 5ms, doubling up to 10s (not the default 1000s: a
-// Team stuck behind a transient error should not wait minutes once it clears).
-func rateLimiter() workqueue.TypedRateLimiter[string] {
-	return workqueue.NewTypedMaxOfRateLimiter(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, 10*time.Second),
-		&workqueue.TypedBucketRateLimiter[string]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
-	)
-}
+// Run processes Teams with two goroutines until ctx is done.
+func (c *Controller) Run(ctx context.Context) { c.queue.Run(ctx, 2, c.synced...) }
 
-func unwrap(obj any) any {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		return d.Obj
+// reconcileKey is Reconcile for the queue: a delay becomes a requeue.
+func (c *Controller) reconcileKey(ctx context.Context, name string) error {
+	after, err := c.Reconcile(ctx, name)
+	if err == nil && after > 0 {
+		return worker.RequeueAfter(after)
 	}
-	return obj
-}
-
-// Run processes Teams with workers goroutines until ctx is done.
-func (c *TeamController) Run(ctx context.Context, workers int) {
-	defer utilruntime.HandleCrashWithContext(ctx)
-	defer c.queue.ShutDown()
-	logger := klog.FromContext(ctx).WithValues("controller", "team")
-	ctx = klog.NewContext(ctx, logger)
-	logger.Info("Starting the Team worker")
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced...) {
-		return
-	}
-	for range workers {
-		go wait.UntilWithContext(ctx, c.worker, time.Second)
-	}
-	<-ctx.Done()
-	logger.Info("Stopping the Team worker")
-}
-
-func (c *TeamController) worker(ctx context.Context) {
-	for c.next(ctx) {
-	}
-}
-
-func (c *TeamController) next(ctx context.Context) bool {
-	name, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(name)
-	logger := klog.FromContext(ctx).WithValues("team", name)
-	requeue, err := c.Reconcile(klog.NewContext(ctx, logger), name)
-	switch {
-	case err != nil:
-		logger.Error(err, "Reconciling the team failed; retrying")
-		c.queue.AddRateLimited(name)
-	case requeue > 0:
-		c.queue.Forget(name)
-		c.queue.AddAfter(name, requeue)
-	default:
-		c.queue.Forget(name)
-	}
-	return true
+	return err
 }
 
 // Reconcile brings one Team's namespace, RoleBindings and status in line with its spec. It
 // returns a delay after which to look again, if any.
-func (c *TeamController) Reconcile(ctx context.Context, name string) (time.Duration, error) {
+func (c *Controller) Reconcile(ctx context.Context, name string) (time.Duration, error) {
 	team, err := c.teams.Get(name)
 	if apierrors.IsNotFound(err) {
 		return 0, nil
@@ -307,7 +267,7 @@ func (c *TeamController) Reconcile(ctx context.Context, name string) (time.Durat
 }
 
 // usage fills clusterCount, resourceUsage, quotaStatus and quotaMessage from the cache.
-func (c *TeamController) usage(team *v1alpha1.Team, status *v1alpha1.TeamStatus) error {
+func (c *Controller) usage(team *v1alpha1.Team, status *v1alpha1.TeamStatus) error {
 	list, err := c.clusters.TenantClusters(team.Name).List(labels.Everything())
 	if err != nil {
 		return err
@@ -343,7 +303,7 @@ func (c *TeamController) usage(team *v1alpha1.Team, status *v1alpha1.TeamStatus)
 }
 
 // finish writes status if it changed and returns err.
-func (c *TeamController) finish(ctx context.Context, team *v1alpha1.Team, status *v1alpha1.TeamStatus, err error) error {
+func (c *Controller) finish(ctx context.Context, team *v1alpha1.Team, status *v1alpha1.TeamStatus, err error) error {
 	if apiequality.Semantic.DeepEqual(&team.Status, status) {
 		return err
 	}
@@ -374,7 +334,7 @@ func setCondition(status *v1alpha1.TeamStatus, team *v1alpha1.Team, t string, ok
 
 // ensureNamespace creates the Team's namespace, or adopts an existing one by labelling it.
 // It reports false while the namespace is terminating.
-func (c *TeamController) ensureNamespace(ctx context.Context, team *v1alpha1.Team) (bool, string, error) {
+func (c *Controller) ensureNamespace(ctx context.Context, team *v1alpha1.Team) (bool, string, error) {
 	ns, err := c.namespaces.Get(team.Name)
 	if apierrors.IsNotFound(err) {
 		// The lister sees labelled namespaces only: the namespace may exist unlabelled.
@@ -443,7 +403,7 @@ func desiredBindings(team *v1alpha1.Team) map[string]*rbacv1.RoleBinding {
 }
 
 // ensureRoleBindings creates, updates and deletes the Team's RoleBindings to match its members.
-func (c *TeamController) ensureRoleBindings(ctx context.Context, team *v1alpha1.Team) error {
+func (c *Controller) ensureRoleBindings(ctx context.Context, team *v1alpha1.Team) error {
 	logger := klog.FromContext(ctx)
 	desired := desiredBindings(team)
 	client := c.kube.RbacV1().RoleBindings(team.Name)
@@ -492,7 +452,7 @@ func (c *TeamController) ensureRoleBindings(ctx context.Context, team *v1alpha1.
 }
 
 // replaceBinding makes got into want; a changed roleRef (immutable) means delete and create.
-func (c *TeamController) replaceBinding(ctx context.Context, got, want *rbacv1.RoleBinding) error {
+func (c *Controller) replaceBinding(ctx context.Context, got, want *rbacv1.RoleBinding) error {
 	client := c.kube.RbacV1().RoleBindings(want.Namespace)
 	if got.RoleRef != want.RoleRef {
 		if err := client.Delete(ctx, got.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
@@ -510,7 +470,7 @@ func (c *TeamController) replaceBinding(ctx context.Context, got, want *rbacv1.R
 // finalize cleans up after a deleted Team: its RoleBindings at once, then its namespace (if the
 // worker created it), then the finalizer. While the namespace still holds TenantClusters
 // (created in the moment the deletion check could not see) nothing is removed.
-func (c *TeamController) finalize(ctx context.Context, team *v1alpha1.Team) (time.Duration, error) {
+func (c *Controller) finalize(ctx context.Context, team *v1alpha1.Team) (time.Duration, error) {
 	if !slices.Contains(team.Finalizers, TeamFinalizer) {
 		return 0, nil
 	}
@@ -567,7 +527,7 @@ func (c *TeamController) finalize(ctx context.Context, team *v1alpha1.Team) (tim
 }
 
 // updateFinalizers writes the Team's finalizers, retrying on conflict with a fresh read.
-func (c *TeamController) updateFinalizers(ctx context.Context, team *v1alpha1.Team, finalizers []string) error {
+func (c *Controller) updateFinalizers(ctx context.Context, team *v1alpha1.Team, finalizers []string) error {
 	first := true
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		t := team

@@ -1,4 +1,6 @@
-package lifecycle
+// Package butlerconfig keeps the ButlerConfig singleton's status: the Teams and TenantClusters
+// counted and the control plane exposure mode in effect.
+package butlerconfig
 
 import (
 	"context"
@@ -8,38 +10,43 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
-	"k8s.io/klog/v2"
 
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
 	butlerinformers "github.com/butlerdotdev/butler-apiserver/pkg/generated/informers/externalversions/butler/v1alpha1"
 	listers "github.com/butlerdotdev/butler-apiserver/pkg/generated/listers/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
 	"github.com/butlerdotdev/butler-apiserver/pkg/quota"
 )
 
-// ButlerConfigController keeps the ButlerConfig singleton's status: how many Teams and
+// Controller keeps the ButlerConfig singleton's status: how many Teams and
 // TenantClusters there are, and the control plane exposure mode in effect.
-type ButlerConfigController struct {
+type Controller struct {
 	butler   clientset.Interface
 	configs  listers.ButlerConfigLister
 	teams    listers.TeamLister
 	clusters listers.TenantClusterLister
 	synced   []cache.InformerSynced
-	queue    workqueue.TypedRateLimitingInterface[string]
+	queue    *worker.Queue
 }
 
-// NewButlerConfigController wires the controller to its informers.
-func NewButlerConfigController(butlerClient clientset.Interface, configs butlerinformers.ButlerConfigInformer,
-	teams butlerinformers.TeamInformer, clusters butlerinformers.TenantClusterInformer) (*ButlerConfigController, error) {
-	c := &ButlerConfigController{
+// New builds the controller from the shared informers.
+func New(d *worker.Deps) (*Controller, error) {
+	b := d.ButlerInformers.Butler().V1alpha1()
+	return NewController(d.Butler, b.ButlerConfigs(), b.Teams(), b.TenantClusters())
+}
+
+// usageDelay is how long the counts may lag: a burst of Teams or clusters is one status write.
+const usageDelay = 500 * time.Millisecond
+
+// NewController wires the controller to its informers.
+func NewController(butlerClient clientset.Interface, configs butlerinformers.ButlerConfigInformer,
+	teams butlerinformers.TeamInformer, clusters butlerinformers.TenantClusterInformer) (*Controller, error) {
+	c := &Controller{
 		butler: butlerClient, configs: configs.Lister(), teams: teams.Lister(), clusters: clusters.Lister(),
 		synced: []cache.InformerSynced{configs.Informer().HasSynced, teams.Informer().HasSynced, clusters.Informer().HasSynced},
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(rateLimiter(),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "butlerconfig"}),
 	}
+	c.queue = worker.NewQueue("butlerconfig", func(ctx context.Context, _ string) error { return c.Reconcile(ctx) })
 	now := func(any) { c.queue.Add(quota.ButlerConfigName) }
 	// Counts change only when objects come and go; a burst of them is one status write.
 	counted := func(any) { c.queue.AddAfter(quota.ButlerConfigName, usageDelay) }
@@ -59,41 +66,13 @@ func NewButlerConfigController(butlerClient clientset.Interface, configs butleri
 }
 
 // Run processes the ButlerConfig until ctx is done.
-func (c *ButlerConfigController) Run(ctx context.Context) {
-	defer utilruntime.HandleCrashWithContext(ctx)
-	defer c.queue.ShutDown()
-	logger := klog.FromContext(ctx).WithValues("controller", "butlerconfig")
-	ctx = klog.NewContext(ctx, logger)
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced...) {
-		return
-	}
-	go wait.UntilWithContext(ctx, func(ctx context.Context) {
-		for c.next(ctx) {
-		}
-	}, time.Second)
-	<-ctx.Done()
-}
-
-func (c *ButlerConfigController) next(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	if err := c.Reconcile(ctx); err != nil {
-		klog.FromContext(ctx).Error(err, "Writing the ButlerConfig status failed; retrying")
-		c.queue.AddRateLimited(key)
-		return true
-	}
-	c.queue.Forget(key)
-	return true
-}
+func (c *Controller) Run(ctx context.Context) { c.queue.Run(ctx, 1, c.synced...) }
 
 // Reconcile writes the ButlerConfig's status if it changed. It leaves observedGeneration alone:
 // a status write on every spec change would only make clients' read-modify-write of the
 // singleton conflict more often. A missing ButlerConfig is no error: its creation brings it
 // back here.
-func (c *ButlerConfigController) Reconcile(ctx context.Context) error {
+func (c *Controller) Reconcile(ctx context.Context) error {
 	config, err := c.configs.Get(quota.ButlerConfigName)
 	if apierrors.IsNotFound(err) {
 		return nil

@@ -1,4 +1,4 @@
-package lifecycle
+package team
 
 import (
 	"context"
@@ -60,7 +60,7 @@ func desiredTeamReader(team *v1alpha1.Team) (*rbacv1.ClusterRole, *rbacv1.Cluste
 
 // ensureTeamReader creates or updates the Team's reader ClusterRole and ClusterRoleBinding, and
 // deletes the binding when the Team has no members.
-func (c *TeamController) ensureTeamReader(ctx context.Context, team *v1alpha1.Team) error {
+func (c *Controller) ensureTeamReader(ctx context.Context, team *v1alpha1.Team) error {
 	role, binding := desiredTeamReader(team)
 	roles := c.kube.RbacV1().ClusterRoles()
 	got, err := c.clusterRoles.Get(role.Name)
@@ -119,7 +119,7 @@ func (c *TeamController) ensureTeamReader(ctx context.Context, team *v1alpha1.Te
 }
 
 // deleteTeamReader removes the Team's reader ClusterRoleBinding and ClusterRole.
-func (c *TeamController) deleteTeamReader(ctx context.Context, team string) error {
+func (c *Controller) deleteTeamReader(ctx context.Context, team string) error {
 	name := TeamReaderName(team)
 	if err := c.kube.RbacV1().ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return err

@@ -1,4 +1,4 @@
-package lifecycle
+package team
 
 import (
 	"context"
@@ -39,7 +39,7 @@ func start(t *testing.T, objs ...*v1alpha1.Team) *fixture {
 	bf := butlerinformers.NewSharedInformerFactory(f.butler, 0)
 	kf := informers.NewSharedInformerFactory(f.kube, 0)
 	b := bf.Butler().V1alpha1()
-	c, err := NewTeamController(f.butler, f.kube, b.Teams(), b.TenantClusters(), b.ButlerConfigs(), TeamRBACInformers{
+	c, err := NewController(f.butler, f.kube, b.Teams(), b.TenantClusters(), b.ButlerConfigs(), RBACInformers{
 		Namespaces: kf.Core().V1().Namespaces(), RoleBindings: kf.Rbac().V1().RoleBindings(),
 		ClusterRoles: kf.Rbac().V1().ClusterRoles(), ClusterRoleBindings: kf.Rbac().V1().ClusterRoleBindings(),
 	})
@@ -48,7 +48,7 @@ func start(t *testing.T, objs ...*v1alpha1.Team) *fixture {
 	}
 	bf.Start(ctx.Done())
 	kf.Start(ctx.Done())
-	go c.Run(ctx, 1)
+	go c.Run(ctx)
 	return f
 }
 
@@ -239,55 +239,4 @@ func TestOnlyLedgerChanged(t *testing.T) {
 	if onlyLedgerChanged(base, status) {
 		t.Error("an update without a reservation change is ignored")
 	}
-}
-
-func TestButlerConfigStatusCounts(t *testing.T) {
-	ctx := context.Background()
-	client := butlerfake.NewSimpleClientset()
-	configs := client.ButlerV1alpha1().ButlerConfigs()
-	if _, err := configs.Create(ctx, &v1alpha1.ButlerConfig{ObjectMeta: metav1.ObjectMeta{Name: "butler", Generation: 2},
-		Spec: v1alpha1.ButlerConfigSpec{ControlPlaneExposure: v1alpha1.ControlPlaneExposure{Mode: v1alpha1.ExposureIngress}}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{"a", "b"} {
-		if _, err := client.ButlerV1alpha1().Teams().Create(ctx, &v1alpha1.Team{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	runCtx, cancel := context.WithCancel(ctx)
-	t.Cleanup(cancel)
-	bf := butlerinformers.NewSharedInformerFactory(client, 0)
-	b := bf.Butler().V1alpha1()
-	c, err := NewButlerConfigController(client, b.ButlerConfigs(), b.Teams(), b.TenantClusters())
-	if err != nil {
-		t.Fatal(err)
-	}
-	bf.Start(runCtx.Done())
-	go c.Run(runCtx)
-
-	f := &fixture{butler: client}
-	status := func() v1alpha1.ButlerConfigStatus {
-		got, err := configs.Get(ctx, "butler", metav1.GetOptions{})
-		if err != nil {
-			return v1alpha1.ButlerConfigStatus{}
-		}
-		return got.Status
-	}
-	f.eventually(t, "two teams, no clusters, Ingress", func(context.Context) bool {
-		s := status()
-		return s.TeamCount == 2 && s.ClusterCount == 0 && s.ControlPlaneExposureMode == v1alpha1.ExposureIngress
-	})
-	for _, name := range []string{"x", "y", "z"} {
-		tc := &v1alpha1.TenantCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: name}}
-		if _, err := client.ButlerV1alpha1().TenantClusters("a").Create(ctx, tc, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := client.ButlerV1alpha1().Teams().Delete(ctx, "b", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	f.eventually(t, "one team, three clusters", func(context.Context) bool {
-		s := status()
-		return s.TeamCount == 1 && s.ClusterCount == 3
-	})
 }

@@ -1,0 +1,148 @@
+// Package steps writes a long reconcile as a list of named steps, in the manner of Gardener's
+// flow: Ensure runs every step forward, each owning one status condition; a step runs once the
+// steps it comes after are done, so independent ones make progress together; Cleanup runs the
+// steps backwards and moves past a step only once what it made is gone.
+package steps
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Result is what a step's Ensure found.
+type Result struct {
+	// Done: what the step makes exists and is ready; its condition is True.
+	Done bool
+	// Reason (CamelCase) and Message explain the condition, above all when it is not Done.
+	Reason, Message string
+	// Failed: the step cannot make progress by itself; a person has to act (Message says how).
+	// The reconcile is retried with backoff, and the phase is Failed.
+	Failed bool
+}
+
+// Ready is a Done Result.
+func Ready(reason, format string, args ...any) Result {
+	return Result{Done: true, Reason: reason, Message: fmt.Sprintf(format, args...)}
+}
+
+// Waiting is a not-Done Result that resolves by itself (an event brings the reconcile back).
+func Waiting(reason, format string, args ...any) Result {
+	return Result{Reason: reason, Message: fmt.Sprintf(format, args...)}
+}
+
+// Failure is a not-Done Result that needs a person.
+func Failure(reason, format string, args ...any) Result {
+	return Result{Reason: reason, Message: fmt.Sprintf(format, args...), Failed: true}
+}
+
+// Step is one named part of a reconcile over the state S.
+type Step[S any] struct {
+	// Name names the step in progress messages ("control plane").
+	Name string
+	// Condition is the status condition the step owns; empty for none.
+	Condition string
+	// After names the steps that must be Done before this one runs.
+	After []string
+	// Ensure makes what the step makes and says whether it is ready. An error is transient:
+	// the reconcile is retried with backoff.
+	Ensure func(ctx context.Context, s S) (Result, error)
+	// Cleanup removes what the step made; it reports true once all of it is gone. Nil: nothing.
+	Cleanup func(ctx context.Context, s S) (bool, error)
+}
+
+// Plan is an ordered list of steps.
+type Plan[S any] []Step[S]
+
+// Outcome is what a forward run found.
+type Outcome struct {
+	// Results holds each step's Result by name; steps that did not run are absent.
+	Results map[string]Result
+	// Conditions are the steps' conditions: True when Done, False with the step's reason while
+	// not, False "Waiting" while a step waits for another.
+	Conditions []metav1.Condition
+	// First is the first step in order that is not Done ("" when all are).
+	First string
+	// Done counts the steps that are Done.
+	Done int
+	// Failed says a step needs a person.
+	Failed bool
+}
+
+// Ensure runs the plan forward. It stops at the first error.
+func (p Plan[S]) Ensure(ctx context.Context, s S, generation int64) (Outcome, error) {
+	out := Outcome{Results: map[string]Result{}}
+	for _, step := range p {
+		var waitingFor []string
+		for _, dep := range step.After {
+			if !out.Results[dep].Done {
+				waitingFor = append(waitingFor, dep)
+			}
+		}
+		var r Result
+		if len(waitingFor) > 0 {
+			r = Waiting("Waiting", "waiting for the %s", strings.Join(waitingFor, " and the "))
+		} else {
+			var err error
+			if r, err = step.Ensure(ctx, s); err != nil {
+				return out, fmt.Errorf("%s: %w", step.Name, err)
+			}
+		}
+		out.Results[step.Name] = r
+		if r.Done {
+			out.Done++
+		} else if out.First == "" {
+			out.First = step.Name
+		}
+		out.Failed = out.Failed || r.Failed
+		if step.Condition != "" {
+			c := metav1.Condition{Type: step.Condition, Status: metav1.ConditionFalse, Reason: r.Reason,
+				Message: r.Message, ObservedGeneration: generation}
+			if r.Done {
+				c.Status = metav1.ConditionTrue
+			}
+			if c.Reason == "" {
+				c.Reason = "Unknown"
+			}
+			out.Conditions = append(out.Conditions, c)
+		}
+	}
+	return out, nil
+}
+
+// Progress is the share of steps Done, in percent.
+func (o Outcome) Progress(total int) int32 {
+	if total == 0 {
+		return 100
+	}
+	return int32(o.Done * 100 / total)
+}
+
+// Cleanup runs the plan backwards. It returns the name of the step still cleaning up, or ""
+// once everything is gone.
+func (p Plan[S]) Cleanup(ctx context.Context, s S) (string, error) {
+	for _, step := range slices.Backward(p) {
+		if step.Cleanup == nil {
+			continue
+		}
+		gone, err := step.Cleanup(ctx, s)
+		if err != nil {
+			return step.Name, fmt.Errorf("cleaning up the %s: %w", step.Name, err)
+		}
+		if !gone {
+			return step.Name, nil
+		}
+	}
+	return "", nil
+}
+
+// SetConditions merges conds into *into (LastTransitionTime moves only on a status change).
+func SetConditions(into *[]metav1.Condition, conds ...metav1.Condition) {
+	for _, c := range conds {
+		meta.SetStatusCondition(into, c)
+	}
+}

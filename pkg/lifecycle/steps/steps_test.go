@@ -1,0 +1,97 @@
+package steps
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+type state struct {
+	ready   map[string]bool
+	gone    map[string]bool
+	ran     []string
+	cleaned []string
+}
+
+func step(name, cond string, after ...string) Step[*state] {
+	return Step[*state]{Name: name, Condition: cond, After: after,
+		Ensure: func(_ context.Context, s *state) (Result, error) {
+			s.ran = append(s.ran, name)
+			if s.ready[name] {
+				return Ready("Ready", "%s is ready", name), nil
+			}
+			return Waiting("NotReady", "%s is not ready", name), nil
+		},
+		Cleanup: func(_ context.Context, s *state) (bool, error) {
+			s.cleaned = append(s.cleaned, name)
+			return s.gone[name], nil
+		},
+	}
+}
+
+func TestEnsureRunsIndependentStepsAndWaitsForDependencies(t *testing.T) {
+	p := Plan[*state]{step("ns", "NS"), step("cp", "CP", "ns"), step("infra", "Infra", "ns"), step("workers", "W", "cp", "infra")}
+	s := &state{ready: map[string]bool{"ns": true, "infra": true}}
+	out, err := p.Ensure(context.Background(), s, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(s.ran, []string{"ns", "cp", "infra"}) {
+		t.Errorf("ran %v, want ns, cp, infra (workers waits for cp)", s.ran)
+	}
+	if out.First != "cp" || out.Done != 2 || out.Failed {
+		t.Errorf("first %q done %d failed %v", out.First, out.Done, out.Failed)
+	}
+	w := meta.FindStatusCondition(out.Conditions, "W")
+	if w == nil || w.Status != metav1.ConditionFalse || w.Reason != "Waiting" || w.Message != "waiting for the cp" || w.ObservedGeneration != 3 {
+		t.Errorf("workers condition %+v", w)
+	}
+	if c := meta.FindStatusCondition(out.Conditions, "Infra"); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("infra condition %+v", c)
+	}
+	if out.Progress(len(p)) != 50 {
+		t.Errorf("progress %d", out.Progress(len(p)))
+	}
+}
+
+func TestEnsureStopsAtAnError(t *testing.T) {
+	boom := errors.New("boom")
+	p := Plan[*state]{{Name: "a", Ensure: func(context.Context, *state) (Result, error) { return Result{}, boom }}, step("b", "B")}
+	s := &state{}
+	if _, err := p.Ensure(context.Background(), s, 1); !errors.Is(err, boom) {
+		t.Fatalf("err %v", err)
+	}
+	if len(s.ran) != 0 {
+		t.Errorf("b ran after a failed: %v", s.ran)
+	}
+}
+
+func TestFailureMarksTheOutcome(t *testing.T) {
+	p := Plan[*state]{{Name: "a", Condition: "A", Ensure: func(context.Context, *state) (Result, error) {
+		return Failure("ProviderConfigNotFound", "ProviderConfig x/y does not exist"), nil
+	}}}
+	out, err := p.Ensure(context.Background(), &state{}, 1)
+	if err != nil || !out.Failed || out.Conditions[0].Reason != "ProviderConfigNotFound" {
+		t.Fatalf("out %+v err %v", out, err)
+	}
+}
+
+func TestCleanupRunsBackwardsAndWaits(t *testing.T) {
+	p := Plan[*state]{step("ns", ""), step("cp", ""), step("workers", "")}
+	s := &state{gone: map[string]bool{"workers": true}}
+	left, err := p.Cleanup(context.Background(), s)
+	if err != nil || left != "cp" {
+		t.Fatalf("left %q err %v", left, err)
+	}
+	if !slices.Equal(s.cleaned, []string{"workers", "cp"}) {
+		t.Errorf("cleaned %v", s.cleaned)
+	}
+	s = &state{gone: map[string]bool{"workers": true, "cp": true, "ns": true}}
+	if left, err := p.Cleanup(context.Background(), s); err != nil || left != "" {
+		t.Fatalf("left %q err %v", left, err)
+	}
+}

@@ -1,0 +1,96 @@
+package worker
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+
+	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
+	butlerinformers "github.com/butlerdotdev/butler-apiserver/pkg/generated/informers/externalversions"
+)
+
+// Deps is what every controller is built from: the clients and the shared informer factories.
+// The factories are started after every controller has asked them for its informers.
+type Deps struct {
+	// Butler reads and writes butler objects (the server's own loopback client).
+	Butler clientset.Interface
+	// Kube writes to the management cluster.
+	Kube kubernetes.Interface
+	// Dynamic writes the external kinds (Cluster API, Steward, providers) to the management cluster.
+	Dynamic dynamic.Interface
+
+	ButlerInformers butlerinformers.SharedInformerFactory
+	// KubeInformers sees every object of the kinds asked for; prefer KubeInformersFor with a
+	// label selector for kinds the management cluster holds many of (namespaces, secrets).
+	KubeInformers    informers.SharedInformerFactory
+	DynamicInformers dynamicinformer.DynamicSharedInformerFactory
+
+	filtered map[string]informers.SharedInformerFactory
+}
+
+// KubeInformersFor returns the management cluster's informer factory over the objects that
+// match selector (a label selector), one per selector.
+func (d *Deps) KubeInformersFor(selector string) informers.SharedInformerFactory {
+	if f, ok := d.filtered[selector]; ok {
+		return f
+	}
+	if d.filtered == nil {
+		d.filtered = map[string]informers.SharedInformerFactory{}
+	}
+	f := informers.NewSharedInformerFactoryWithOptions(d.Kube, Resync,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }),
+		informers.WithTransform(DropManagedFields))
+	d.filtered[selector] = f
+	return f
+}
+
+// Resync is the informers' resync period: a safety net, never how progress is made.
+const Resync = 10 * time.Minute
+
+// NewDeps returns Deps over the given clients with fresh informer factories (managedFields
+// dropped from every cache).
+func NewDeps(butler clientset.Interface, kube kubernetes.Interface, dyn dynamic.Interface) *Deps {
+	d := &Deps{Butler: butler, Kube: kube, Dynamic: dyn,
+		ButlerInformers: butlerinformers.NewSharedInformerFactoryWithOptions(butler, Resync,
+			butlerinformers.WithTransform(DropManagedFields)),
+	}
+	if kube != nil {
+		d.KubeInformers = informers.NewSharedInformerFactoryWithOptions(kube, Resync, informers.WithTransform(DropManagedFields))
+	}
+	if dyn != nil {
+		d.DynamicInformers = dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, Resync, "", nil)
+	}
+	return d
+}
+
+// Start starts every factory's informers; stop ends them.
+func (d *Deps) Start(stop <-chan struct{}) {
+	d.ButlerInformers.Start(stop)
+	if d.KubeInformers != nil {
+		d.KubeInformers.Start(stop)
+	}
+	if d.DynamicInformers != nil {
+		d.DynamicInformers.Start(stop)
+	}
+	for _, f := range d.filtered {
+		f.Start(stop)
+	}
+}
+
+// Shutdown waits for the informers' goroutines to end.
+func (d *Deps) Shutdown() {
+	d.ButlerInformers.Shutdown()
+	if d.KubeInformers != nil {
+		d.KubeInformers.Shutdown()
+	}
+	if d.DynamicInformers != nil {
+		d.DynamicInformers.Shutdown()
+	}
+	for _, f := range d.filtered {
+		f.Shutdown()
+	}
+}
