@@ -2,6 +2,8 @@
 package apiserver
 
 import (
+	"time"
+
 	"maps"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -66,6 +68,8 @@ func init() {
 type ManagementCluster struct {
 	// Secrets reads the Secrets that hold tenant clusters' kubeconfigs.
 	Secrets corev1client.SecretsGetter
+	// KubeconfigMaxExpiration caps the validity of kubeconfigs tenantclusters/kubeconfig mints.
+	KubeconfigMaxExpiration time.Duration
 }
 
 // InstallButlerAPI registers every butler resource and subresource on the server, and the
@@ -109,7 +113,7 @@ func newResources(optsGetter generic.RESTOptionsGetter, mgmt ManagementCluster, 
 	}
 	add(butlerconfig.NewStorage(Scheme, optsGetter))
 	add(team.NewStorage(Scheme, optsGetter))
-	add(tenantcluster.NewStorage(Scheme, optsGetter, mgmt.Secrets))
+	add(tenantcluster.NewStorage(Scheme, optsGetter, mgmt.Secrets, mgmt.KubeconfigMaxExpiration))
 	add(tenantaddon.NewStorage(Scheme, optsGetter))
 	add(addondefinition.NewStorage(Scheme, optsGetter))
 	allocations, err := ipallocation.NewStorage(Scheme, optsGetter, ipamStore)

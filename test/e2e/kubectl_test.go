@@ -44,7 +44,7 @@ func TestGetDescribeExplainWide(t *testing.T) {
 
 	out := mustKubectl(t, "get", "tc", "-n", ns)
 	header := strings.Fields(strings.Split(out, "\n")[0])
-	if strings.Join(header, " ") != "NAME PHASE VERSION WORKERS ENDPOINT AGE" {
+	if strings.Join(header, " ") != "NAME PHASE PROGRESS VERSION WORKERS ENDPOINT AGE" {
 		t.Errorf("kubectl get tc columns: %q", header)
 	}
 	if !strings.Contains(out, "prod") || !strings.Contains(out, "v1.31.4") {

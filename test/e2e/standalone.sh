@@ -52,7 +52,7 @@ check "apply creates one object of each kind" contains "tenantaddon.butler.butle
   kubectl apply -f "${ROOT}/artifacts/examples"
 check "kubectl get butler -A lists all eight" bash -c \
   "[[ \$(kubectl get butler -A -o name | wc -l) -eq 8 ]]"
-check "kubectl get tc shows the columns" contains "NAME   PHASE   VERSION   WORKERS   ENDPOINT   AGE" \
+check "kubectl get tc shows the columns" contains "NAME   PHASE   PROGRESS   VERSION   WORKERS   ENDPOINT   AGE" \
   kubectl get tc -n team-a
 check "kubectl get tc shows the row" contains "v1.31.4   0/3" kubectl get tc -n team-a
 check "-o wide adds OS, TEAM, PROVIDER" contains "OS      TEAM     PROVIDER" kubectl get tc -n team-a -o wide

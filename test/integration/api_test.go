@@ -245,7 +245,7 @@ func TestTableColumns(t *testing.T) {
 	for _, c := range table.ColumnDefinitions {
 		columns = append(columns, c.Name)
 	}
-	want := []string{"Name", "Phase", "Version", "Workers", "Endpoint", "Age", "OS", "Team", "Provider"}
+	want := []string{"Name", "Phase", "Progress", "Version", "Workers", "Endpoint", "Age", "OS", "Team", "Provider"}
 	if !slices.Equal(columns, want) {
 		t.Fatalf("columns %v, want %v", columns, want)
 	}
@@ -253,7 +253,7 @@ func TestTableColumns(t *testing.T) {
 		t.Fatalf("%d rows, want 1", len(table.Rows))
 	}
 	cells := table.Rows[0].Cells
-	if cells[0] != "prod" || cells[2] != "v1.31.4" || cells[3] != "0/3" || cells[6] != "talos" || cells[7] != "team-a" {
+	if cells[0] != "prod" || cells[3] != "v1.31.4" || cells[4] != "0/3" || cells[7] != "talos" || cells[8] != "team-a" {
 		t.Errorf("row %v", cells)
 	}
 }

@@ -45,6 +45,9 @@ type Options struct {
 	// IPAMRepair paces the loop that frees reservations no IPAllocation holds.
 	IPAMRepair apiserver.IPAMRepair
 
+	// KubeconfigMaxExpiration caps the kubeconfigs tenantclusters/kubeconfig mints.
+	KubeconfigMaxExpiration time.Duration
+
 	// Workers configure the background workers.
 	Workers WorkerOptions
 
@@ -67,6 +70,7 @@ func NewOptions() *Options {
 		DataDir:                             ".butler",
 		ShutdownWatchTerminationGracePeriod: 5 * time.Second,
 		IPAMRepair:                          apiserver.DefaultIPAMRepair,
+		KubeconfigMaxExpiration:             24 * time.Hour,
 		Out:                                 os.Stdout,
 		Workers:                             WorkerOptions{Enabled: true, LeaseNamespace: "butler-system", LeaseName: "butler-apiserver-workers"},
 		Memory:                              defaultMemoryOptions(),
@@ -117,6 +121,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"How often to look for address reservations that no IPAllocation holds; 0 turns the repair loop off.")
 	fs.DurationVar(&o.IPAMRepair.Grace, "ipam-repair-grace", o.IPAMRepair.Grace,
 		"How long a reservation must stay unreferenced before the repair loop frees it.")
+	fs.DurationVar(&o.KubeconfigMaxExpiration, "kubeconfig-max-expiration", o.KubeconfigMaxExpiration,
+		"The longest validity of a kubeconfig minted by tenantclusters/kubeconfig; longer requests are capped, with a warning.")
 }
 
 // Validate checks the options.

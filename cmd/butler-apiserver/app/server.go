@@ -74,7 +74,7 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	var mgmt apiserver.ManagementCluster
+	mgmt := apiserver.ManagementCluster{KubeconfigMaxExpiration: o.KubeconfigMaxExpiration}
 	if config.ClientConfig != nil {
 		client, err := kubernetes.NewForConfig(config.ClientConfig)
 		if err != nil {

@@ -57,6 +57,7 @@ type ButlerConfigSpec struct {
 	DefaultTeamLimits    *ResourceLimits      `json:"defaultTeamLimits,omitempty"`
 	DefaultAddonVersions AddonVersions        `json:"defaultAddonVersions,omitempty"`
 	ControlPlaneExposure ControlPlaneExposure `json:"controlPlaneExposure,omitempty"`
+	ControlPlaneProvider ControlPlaneProvider `json:"controlPlaneProvider,omitempty"`
 }
 
 // MultiTenancyConfig configures tenancy enforcement.
@@ -74,6 +75,14 @@ type AddonVersions struct {
 	Traefik     string `json:"traefik,omitempty"`
 	Fluxcd      string `json:"fluxcd,omitempty"`
 }
+
+// ControlPlaneProvider names the hosted control plane provider.
+type ControlPlaneProvider string
+
+const (
+	ControlPlaneProviderSteward ControlPlaneProvider = "steward"
+	ControlPlaneProviderKamaji  ControlPlaneProvider = "kamaji"
+)
 
 // ControlPlaneExposure says how tenant API servers are exposed by default.
 type ControlPlaneExposure struct {
@@ -420,6 +429,16 @@ type TenantClusterStatus struct {
 	KubeconfigSecretRef  *LocalObjectReference  `json:"kubeconfigSecretRef,omitempty"`
 	IPAllocationRefs     []LocalObjectReference `json:"ipAllocationRefs,omitempty"`
 	ObservedState        *ObservedClusterState  `json:"observedState,omitempty"`
+	LastOperation        *LastOperation         `json:"lastOperation,omitempty"`
+}
+
+// LastOperation is the one-line progress of the operation in flight or last finished.
+type LastOperation struct {
+	Type           string      `json:"type"`
+	State          string      `json:"state"`
+	Progress       int32       `json:"progress"`
+	Description    string      `json:"description"`
+	LastUpdateTime metav1.Time `json:"lastUpdateTime,omitempty"`
 }
 
 // ObservedClusterState is what the tenant cluster reports of itself.

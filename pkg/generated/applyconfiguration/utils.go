@@ -90,6 +90,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &butlerv1alpha1.IPAllocationSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("IPAllocationStatus"):
 		return &butlerv1alpha1.IPAllocationStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("LastOperation"):
+		return &butlerv1alpha1.LastOperationApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("LoadBalancerAddon"):
 		return &butlerv1alpha1.LoadBalancerAddonApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("LoadBalancerAllocation"):

@@ -69,6 +69,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.KubeconfigRequest{}.OpenAPIModelName():          schema_pkg_apis_butler_v1alpha1_KubeconfigRequest(ref),
 		v1alpha1.KubeconfigRequestSpec{}.OpenAPIModelName():      schema_pkg_apis_butler_v1alpha1_KubeconfigRequestSpec(ref),
 		v1alpha1.KubeconfigRequestStatus{}.OpenAPIModelName():    schema_pkg_apis_butler_v1alpha1_KubeconfigRequestStatus(ref),
+		v1alpha1.LastOperation{}.OpenAPIModelName():              schema_pkg_apis_butler_v1alpha1_LastOperation(ref),
 		v1alpha1.LoadBalancerAddon{}.OpenAPIModelName():          schema_pkg_apis_butler_v1alpha1_LoadBalancerAddon(ref),
 		v1alpha1.LoadBalancerAllocation{}.OpenAPIModelName():     schema_pkg_apis_butler_v1alpha1_LoadBalancerAllocation(ref),
 		v1alpha1.LocalObjectReference{}.OpenAPIModelName():       schema_pkg_apis_butler_v1alpha1_LocalObjectReference(ref),
@@ -776,6 +777,13 @@ func schema_pkg_apis_butler_v1alpha1_ButlerConfigSpec(ref common.ReferenceCallba
 						SchemaProps: spec.SchemaProps{
 							Default: map[string]interface{}{},
 							Ref:     ref(v1alpha1.ControlPlaneExposure{}.OpenAPIModelName()),
+						},
+					},
+					"controlPlaneProvider": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ControlPlaneProvider is the hosted control plane provider TenantClusters get: steward (default: a StewardControlPlane, turned into a Steward TenantControlPlane) or kamaji (a KamajiControlPlane).",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 				},
@@ -1805,6 +1813,60 @@ func schema_pkg_apis_butler_v1alpha1_KubeconfigRequestStatus(ref common.Referenc
 						},
 					},
 				},
+			},
+		},
+		Dependencies: []string{
+			metav1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_butler_v1alpha1_LastOperation(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "LastOperation is the one-line progress of the operation in flight or last finished (Gardener's lastOperation is the model).",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"type": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Type is Create, Reconcile or Delete.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"state": {
+						SchemaProps: spec.SchemaProps{
+							Description: "State is Processing, Succeeded, Error (retried) or Failed (needs a person).",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"progress": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Progress is the share of the lifecycle steps done, 0 to 100.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"description": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Description says what is being done or waited for.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"lastUpdateTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LastUpdateTime is when the state or the description last changed.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"type", "state", "progress", "description"},
 			},
 		},
 		Dependencies: []string{
@@ -4004,11 +4066,17 @@ func schema_pkg_apis_butler_v1alpha1_TenantClusterStatus(ref common.ReferenceCal
 							Ref: ref(v1alpha1.ObservedClusterState{}.OpenAPIModelName()),
 						},
 					},
+					"lastOperation": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LastOperation is the one-line progress of what the lifecycle worker is doing now.",
+							Ref:         ref(v1alpha1.LastOperation{}.OpenAPIModelName()),
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.LocalObjectReference{}.OpenAPIModelName(), v1alpha1.ObservedClusterState{}.OpenAPIModelName(), metav1.Condition{}.OpenAPIModelName()},
+			v1alpha1.LastOperation{}.OpenAPIModelName(), v1alpha1.LocalObjectReference{}.OpenAPIModelName(), v1alpha1.ObservedClusterState{}.OpenAPIModelName(), metav1.Condition{}.OpenAPIModelName()},
 	}
 }
 

@@ -66,6 +66,11 @@ type ButlerConfigSpec struct {
 	DefaultAddonVersions AddonVersions `json:"defaultAddonVersions,omitempty" protobuf:"bytes,5,opt,name=defaultAddonVersions"`
 	// +optional
 	ControlPlaneExposure ControlPlaneExposure `json:"controlPlaneExposure,omitempty" protobuf:"bytes,6,opt,name=controlPlaneExposure"`
+	// ControlPlaneProvider is the hosted control plane provider TenantClusters get: steward
+	// (default: a StewardControlPlane, turned into a Steward TenantControlPlane) or kamaji (a
+	// KamajiControlPlane).
+	// +optional
+	ControlPlaneProvider ControlPlaneProvider `json:"controlPlaneProvider,omitempty" protobuf:"bytes,7,opt,name=controlPlaneProvider,casttype=ControlPlaneProvider"`
 }
 
 // MultiTenancyConfig configures tenancy enforcement.
@@ -90,6 +95,14 @@ type AddonVersions struct {
 	// +optional
 	Fluxcd string `json:"fluxcd,omitempty" protobuf:"bytes,6,opt,name=fluxcd"`
 }
+
+// ControlPlaneProvider names the hosted control plane provider.
+type ControlPlaneProvider string
+
+const (
+	ControlPlaneProviderSteward ControlPlaneProvider = "steward"
+	ControlPlaneProviderKamaji  ControlPlaneProvider = "kamaji"
+)
 
 // ControlPlaneExposure says how tenant API servers are exposed by default.
 type ControlPlaneExposure struct {
@@ -572,6 +585,25 @@ type TenantClusterStatus struct {
 	IPAllocationRefs []LocalObjectReference `json:"ipAllocationRefs,omitempty" protobuf:"bytes,7,rep,name=ipAllocationRefs"`
 	// +optional
 	ObservedState *ObservedClusterState `json:"observedState,omitempty" protobuf:"bytes,8,opt,name=observedState"`
+	// LastOperation is the one-line progress of what the lifecycle worker is doing now.
+	// +optional
+	LastOperation *LastOperation `json:"lastOperation,omitempty" protobuf:"bytes,9,opt,name=lastOperation"`
+}
+
+// LastOperation is the one-line progress of the operation in flight or last finished (Gardener's
+// lastOperation is the model).
+type LastOperation struct {
+	// Type is Create, Reconcile or Delete.
+	Type string `json:"type" protobuf:"bytes,1,opt,name=type"`
+	// State is Processing, Succeeded, Error (retried) or Failed (needs a person).
+	State string `json:"state" protobuf:"bytes,2,opt,name=state"`
+	// Progress is the share of the lifecycle steps done, 0 to 100.
+	Progress int32 `json:"progress" protobuf:"varint,3,opt,name=progress"`
+	// Description says what is being done or waited for.
+	Description string `json:"description" protobuf:"bytes,4,opt,name=description"`
+	// LastUpdateTime is when the state or the description last changed.
+	// +optional
+	LastUpdateTime metav1.Time `json:"lastUpdateTime,omitempty" protobuf:"bytes,5,opt,name=lastUpdateTime"`
 }
 
 // ObservedClusterState is what the tenant cluster reports of itself.

@@ -197,6 +197,11 @@ func (in KubeconfigRequestStatus) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in LastOperation) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.LastOperation"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in LoadBalancerAddon) OpenAPIModelName() string {
 	return "dev.butlerlabs.butler.v1alpha1.LoadBalancerAddon"
 }

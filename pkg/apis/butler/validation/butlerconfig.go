@@ -13,8 +13,9 @@ import (
 const ButlerConfigName = "butler"
 
 var (
-	multiTenancyModes = sets.New(butler.MultiTenancyEnforced, butler.MultiTenancyOptional, butler.MultiTenancyDisabled)
-	exposureModes     = sets.New(butler.ExposureLoadBalancer, butler.ExposureIngress, butler.ExposureGateway)
+	multiTenancyModes     = sets.New(butler.MultiTenancyEnforced, butler.MultiTenancyOptional, butler.MultiTenancyDisabled)
+	exposureModes         = sets.New(butler.ExposureLoadBalancer, butler.ExposureIngress, butler.ExposureGateway)
+	controlPlaneProviders = sets.New(butler.ControlPlaneProviderSteward, butler.ControlPlaneProviderKamaji)
 )
 
 // ValidateButlerConfig validates a ButlerConfig on create.
@@ -56,6 +57,7 @@ func validateButlerConfigSpec(spec *butler.ButlerConfigSpec, fldPath *field.Path
 		allErrs = append(allErrs, validateResourceLimits(spec.DefaultTeamLimits, fldPath.Child("defaultTeamLimits"))...)
 	}
 	allErrs = append(allErrs, validateControlPlaneExposure(&spec.ControlPlaneExposure, fldPath.Child("controlPlaneExposure"))...)
+	allErrs = append(allErrs, validateOptionalEnum(spec.ControlPlaneProvider, controlPlaneProviders, fldPath.Child("controlPlaneProvider"))...)
 	return allErrs
 }
 

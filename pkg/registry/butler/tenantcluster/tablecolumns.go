@@ -9,11 +9,13 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/registry/butler/resource"
 )
 
-// Table is the kubectl view of tenantclusters: PHASE, VERSION, WORKERS, ENDPOINT, AGE;
-// -o wide adds OS, TEAM and PROVIDER.
+// Table is the kubectl view of tenantclusters: PHASE, PROGRESS (what the lifecycle worker does
+// or waits for, as lastOperation says), VERSION, WORKERS, ENDPOINT, AGE; -o wide adds OS, TEAM
+// and PROVIDER.
 var Table = resource.Table[*butler.TenantCluster]{
 	Columns: []metav1.TableColumnDefinition{
 		resource.Column("Phase", "string", "Lifecycle phase."),
+		resource.Column("Progress", "string", "Share of the lifecycle steps done, and what is being done or waited for."),
 		resource.Column("Version", "string", "Kubernetes version."),
 		resource.Column("Workers", "string", "Ready and desired workers."),
 		resource.Column("Endpoint", "string", "Control plane endpoint."),
@@ -38,7 +40,11 @@ var Table = resource.Table[*butler.TenantCluster]{
 				provider = ref.Namespace + "/" + ref.Name
 			}
 		}
-		return []any{string(obj.Status.Phase), obj.Spec.KubernetesVersion,
+		progress := ""
+		if op := obj.Status.LastOperation; op != nil {
+			progress = fmt.Sprintf("%d%% %s", op.Progress, op.Description)
+		}
+		return []any{string(obj.Status.Phase), progress, obj.Spec.KubernetesVersion,
 			fmt.Sprintf("%d/%d", ready, obj.Spec.Workers.Replicas), obj.Status.ControlPlaneEndpoint,
 			string(obj.Spec.Workers.MachineTemplate.OS.Type), team, provider}
 	},

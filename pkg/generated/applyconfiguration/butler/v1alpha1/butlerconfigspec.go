@@ -18,6 +18,10 @@ limitations under the License.
 
 package v1alpha1
 
+import (
+	butlerv1alpha1 "github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+)
+
 // ButlerConfigSpecApplyConfiguration represents a declarative configuration of the ButlerConfigSpec type for use
 // with apply.
 //
@@ -31,6 +35,10 @@ type ButlerConfigSpecApplyConfiguration struct {
 	DefaultTeamLimits    *ResourceLimitsApplyConfiguration       `json:"defaultTeamLimits,omitempty"`
 	DefaultAddonVersions *AddonVersionsApplyConfiguration        `json:"defaultAddonVersions,omitempty"`
 	ControlPlaneExposure *ControlPlaneExposureApplyConfiguration `json:"controlPlaneExposure,omitempty"`
+	// ControlPlaneProvider is the hosted control plane provider TenantClusters get: steward
+	// (default: a StewardControlPlane, turned into a Steward TenantControlPlane) or kamaji (a
+	// KamajiControlPlane).
+	ControlPlaneProvider *butlerv1alpha1.ControlPlaneProvider `json:"controlPlaneProvider,omitempty"`
 }
 
 // ButlerConfigSpecApplyConfiguration constructs a declarative configuration of the ButlerConfigSpec type for use with
@@ -84,5 +92,13 @@ func (b *ButlerConfigSpecApplyConfiguration) WithDefaultAddonVersions(value *Add
 // If called multiple times, the ControlPlaneExposure field is set to the value of the last call.
 func (b *ButlerConfigSpecApplyConfiguration) WithControlPlaneExposure(value *ControlPlaneExposureApplyConfiguration) *ButlerConfigSpecApplyConfiguration {
 	b.ControlPlaneExposure = value
+	return b
+}
+
+// WithControlPlaneProvider sets the ControlPlaneProvider field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ControlPlaneProvider field is set to the value of the last call.
+func (b *ButlerConfigSpecApplyConfiguration) WithControlPlaneProvider(value butlerv1alpha1.ControlPlaneProvider) *ButlerConfigSpecApplyConfiguration {
+	b.ControlPlaneProvider = &value
 	return b
 }

@@ -36,6 +36,8 @@ type TenantClusterStatusApplyConfiguration struct {
 	KubeconfigSecretRef  *LocalObjectReferenceApplyConfiguration  `json:"kubeconfigSecretRef,omitempty"`
 	IPAllocationRefs     []LocalObjectReferenceApplyConfiguration `json:"ipAllocationRefs,omitempty"`
 	ObservedState        *ObservedClusterStateApplyConfiguration  `json:"observedState,omitempty"`
+	// LastOperation is the one-line progress of what the lifecycle worker is doing now.
+	LastOperation *LastOperationApplyConfiguration `json:"lastOperation,omitempty"`
 }
 
 // TenantClusterStatusApplyConfiguration constructs a declarative configuration of the TenantClusterStatus type for use with
@@ -115,5 +117,13 @@ func (b *TenantClusterStatusApplyConfiguration) WithIPAllocationRefs(values ...*
 // If called multiple times, the ObservedState field is set to the value of the last call.
 func (b *TenantClusterStatusApplyConfiguration) WithObservedState(value *ObservedClusterStateApplyConfiguration) *TenantClusterStatusApplyConfiguration {
 	b.ObservedState = value
+	return b
+}
+
+// WithLastOperation sets the LastOperation field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the LastOperation field is set to the value of the last call.
+func (b *TenantClusterStatusApplyConfiguration) WithLastOperation(value *LastOperationApplyConfiguration) *TenantClusterStatusApplyConfiguration {
+	b.LastOperation = value
 	return b
 }

@@ -28,15 +28,25 @@ import (
 var KubeconfigSecretKeys = []string{"admin.conf", "value", "kubeconfig"}
 
 // KubeconfigREST is tenantclusters/kubeconfig: a create-only subresource that answers a
-// KubeconfigRequest with the tenant cluster's admin kubeconfig. Being a POST it is authorized
+// KubeconfigRequest with a kubeconfig for the tenant cluster: where the tenant CA Secret
+// (<tc>-ca) is readable, one with a client certificate minted for the requester (CN their name,
+// O system:masters) valid for spec.expirationSeconds (1h by default, capped by a flag); else
+// the stored admin kubeconfig, with a warning when it outlives what was asked. Being a POST it is authorized
 // as the verb create on tenantclusters/kubeconfig, so reading a TenantCluster does not grant its
 // credentials. The kubeconfig is read, with butler-apiserver's own identity, from the Secret in
-// the management cluster that status.kubeconfigSecretRef names (in the TenantCluster's namespace).
+// the management cluster that status.kubeconfigSecretRef names, in status.tenantNamespace (or,
+// without one, the TenantCluster's namespace).
 type KubeconfigREST struct {
 	clusters rest.Getter
 	// secrets reads the management cluster's Secrets; nil when there is no management cluster.
 	secrets corev1client.SecretsGetter
+	// maxExpiration caps spec.expirationSeconds.
+	maxExpiration time.Duration
+	now           func() time.Time
 }
+
+// DefaultKubeconfigExpiration is how long a minted kubeconfig lasts when the request says nothing.
+const DefaultKubeconfigExpiration = time.Hour
 
 var (
 	_ rest.NamedCreater             = &KubeconfigREST{}
@@ -45,8 +55,12 @@ var (
 
 // NewKubeconfigREST returns the kubeconfig subresource over the tenantclusters store. secrets
 // may be nil (standalone mode): requests then get a ServiceUnavailable error saying why.
-func NewKubeconfigREST(clusters rest.Getter, secrets corev1client.SecretsGetter) *KubeconfigREST {
-	return &KubeconfigREST{clusters: clusters, secrets: secrets}
+// maxExpiration caps the validity of minted kubeconfigs (24h when zero).
+func NewKubeconfigREST(clusters rest.Getter, secrets corev1client.SecretsGetter, maxExpiration time.Duration) *KubeconfigREST {
+	if maxExpiration <= 0 {
+		maxExpiration = 24 * time.Hour
+	}
+	return &KubeconfigREST{clusters: clusters, secrets: secrets, maxExpiration: maxExpiration, now: time.Now}
 }
 
 // New returns an empty KubeconfigRequest.
@@ -96,14 +110,19 @@ func (r *KubeconfigREST) Create(ctx context.Context, name string, obj runtime.Ob
 			"kubeconfigs are kept in the management cluster, and this butler-apiserver runs standalone without one")
 	}
 
+	// The lifecycle worker keeps a cluster's Secrets in its tenant namespace.
+	secretNS := cluster.Status.TenantNamespace
+	if secretNS == "" {
+		secretNS = cluster.Namespace
+	}
 	secretName := cluster.Status.KubeconfigSecretRef.Name
-	secret, err := r.secrets.Secrets(cluster.Namespace).Get(ctx, secretName, metav1.GetOptions{})
+	secret, err := r.secrets.Secrets(secretNS).Get(ctx, secretName, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, apierrors.NewConflict(resource, name, fmt.Errorf(
-			"the kubeconfig Secret %s/%s named by status.kubeconfigSecretRef does not exist (yet)", cluster.Namespace, secretName))
+			"the kubeconfig Secret %s/%s named by status.kubeconfigSecretRef does not exist (yet)", secretNS, secretName))
 	case err != nil:
-		return nil, apierrors.NewInternalError(fmt.Errorf("reading the kubeconfig Secret %s/%s: %w", cluster.Namespace, secretName, err))
+		return nil, apierrors.NewInternalError(fmt.Errorf("reading the kubeconfig Secret %s/%s: %w", secretNS, secretName, err))
 	}
 	var kubeconfig []byte
 	for _, key := range KubeconfigSecretKeys {
@@ -114,7 +133,7 @@ func (r *KubeconfigREST) Create(ctx context.Context, name string, obj runtime.Ob
 	}
 	if kubeconfig == nil {
 		return nil, apierrors.NewConflict(resource, name, fmt.Errorf(
-			"the kubeconfig Secret %s/%s holds none of the keys %q", cluster.Namespace, secretName, KubeconfigSecretKeys))
+			"the kubeconfig Secret %s/%s holds none of the keys %q", secretNS, secretName, KubeconfigSecretKeys))
 	}
 
 	out := req.DeepCopy()
@@ -122,6 +141,37 @@ func (r *KubeconfigREST) Create(ctx context.Context, name string, obj runtime.Ob
 		out.Namespace = ns
 	}
 	out.Name = name
+
+	// Mint a credential of its own for the requester when the tenant CA is readable.
+	ttl := DefaultKubeconfigExpiration
+	if s := req.Spec.ExpirationSeconds; s != nil {
+		ttl = time.Duration(*s) * time.Second
+	}
+	if ttl > r.maxExpiration {
+		warning.AddWarning(ctx, "", fmt.Sprintf("spec.expirationSeconds is capped at %d by this server", int64(r.maxExpiration/time.Second)))
+		ttl = r.maxExpiration
+	}
+	caSecret, err := r.secrets.Secrets(secretNS).Get(ctx, cluster.Name+"-ca", metav1.GetOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, apierrors.NewInternalError(fmt.Errorf("reading the tenant CA Secret %s/%s-ca: %w", secretNS, cluster.Name, err))
+	}
+	if err == nil {
+		if ca, caKey, ok := caFrom(caSecret.Data); ok {
+			who, ok := genericapirequest.UserFrom(ctx)
+			if !ok {
+				return nil, apierrors.NewBadRequest("the request carries no user to issue a kubeconfig for")
+			}
+			minted, expiry, err := mintKubeconfig(kubeconfig, ca, caKey, who, ttl, r.now())
+			if err != nil {
+				return nil, apierrors.NewInternalError(fmt.Errorf("issuing a kubeconfig for %s/%s: %w", cluster.Namespace, name, err))
+			}
+			out.Status.Kubeconfig = minted
+			out.Status.ExpirationTimestamp = metav1.NewTime(expiry)
+			return out, nil
+		}
+	}
+
+	// No readable CA: the stored admin credential, as it is.
 	out.Status.Kubeconfig = kubeconfig
 	if expiry, ok := credentialExpiry(kubeconfig); ok {
 		out.Status.ExpirationTimestamp = metav1.NewTime(expiry)

@@ -5,11 +5,13 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"math/big"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/authentication/user"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/warning"
 	"k8s.io/client-go/kubernetes/fake"
@@ -111,9 +114,9 @@ func TestKubeconfigREST(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			r := NewKubeconfigREST(clusterGetter{tc.cluster}, fake.NewClientset(tc.secrets...).CoreV1())
+			r := NewKubeconfigREST(clusterGetter{tc.cluster}, fake.NewClientset(tc.secrets...).CoreV1(), 0)
 			if tc.standalone {
-				r = NewKubeconfigREST(clusterGetter{tc.cluster}, nil)
+				r = NewKubeconfigREST(clusterGetter{tc.cluster}, nil, 0)
 			}
 			warnings := &recordedWarnings{}
 			ctx := warning.WithWarningRecorder(
@@ -159,3 +162,94 @@ func TestKubeconfigREST(t *testing.T) {
 type recordedWarnings struct{ texts []string }
 
 func (w *recordedWarnings) AddWarning(_, text string) { w.texts = append(w.texts, text) }
+
+// tenantCA is a self-signed CA as Steward keeps it in <tcp>-ca.
+func tenantCA(t *testing.T) (certPEM, keyPEM []byte, cert *x509.Certificate) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "kubernetes"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(10 * 365 * 24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ = x509.ParseCertificate(der)
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), cert
+}
+
+func TestKubeconfigRESTMintsForTheRequester(t *testing.T) {
+	stored := kubeconfigWithCert(t, time.Now().Add(365*24*time.Hour))
+	certPEM, keyPEM, ca := tenantCA(t)
+	cluster := &butler.TenantCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "prod", Namespace: "team-a"},
+		Status: butler.TenantClusterStatus{Phase: "Ready", TenantNamespace: "prod-1234abcd",
+			KubeconfigSecretRef: &butler.LocalObjectReference{Name: "prod-admin-kubeconfig"}},
+	}
+	for _, tc := range []struct {
+		name    string
+		caData  map[string][]byte
+		seconds *int64
+		want    time.Duration
+		warn    string
+	}{
+		{name: "Steward ca.crt/ca.key, default hour", caData: map[string][]byte{"ca.crt": certPEM, "ca.key": keyPEM}, want: time.Hour},
+		{name: "CAPI tls.crt/tls.key, 10 minutes", caData: map[string][]byte{"tls.crt": certPEM, "tls.key": keyPEM}, seconds: ptr.To[int64](600), want: 10 * time.Minute},
+		{name: "capped at the flag", caData: map[string][]byte{"ca.crt": certPEM, "ca.key": keyPEM}, seconds: ptr.To[int64](7 * 24 * 3600), want: 2 * time.Hour, warn: "capped at 7200"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			secrets := fake.NewClientset(
+				&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "prod-admin-kubeconfig", Namespace: "prod-1234abcd"}, Data: map[string][]byte{"admin.conf": stored}},
+				&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "prod-ca", Namespace: "prod-1234abcd"}, Data: tc.caData})
+			r := NewKubeconfigREST(clusterGetter{cluster}, secrets.CoreV1(), 2*time.Hour)
+			now := time.Now().Truncate(time.Second)
+			r.now = func() time.Time { return now }
+			warnings := &recordedWarnings{}
+			ctx := genericapirequest.WithUser(warning.WithWarningRecorder(
+				genericapirequest.WithNamespace(context.Background(), "team-a"), warnings),
+				&user.DefaultInfo{Name: "alice", Groups: []string{"team-a-admins"}})
+			out, err := r.Create(ctx, "prod", &butler.KubeconfigRequest{Spec: butler.KubeconfigRequestSpec{ExpirationSeconds: tc.seconds}}, nil, &metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := out.(*butler.KubeconfigRequest)
+			cfg, err := clientcmd.Load(got.Status.Kubeconfig)
+			if err != nil {
+				t.Fatal(err)
+			}
+			kctx := cfg.Contexts[cfg.CurrentContext]
+			if cfg.Clusters[kctx.Cluster].Server != "https://prod.example:6443" {
+				t.Errorf("server %q, want the stored one", cfg.Clusters[kctx.Cluster].Server)
+			}
+			auth := cfg.AuthInfos[kctx.AuthInfo]
+			block, _ := pem.Decode(auth.ClientCertificateData)
+			cert, err := x509.ParseCertificate(block.Bytes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cert.CheckSignatureFrom(ca); err != nil {
+				t.Errorf("not signed by the tenant CA: %v", err)
+			}
+			if cert.Subject.CommonName != "alice" || !slices.Equal(cert.Subject.Organization, []string{"system:masters"}) {
+				t.Errorf("subject %v, want CN alice O system:masters", cert.Subject)
+			}
+			if !cert.NotAfter.Equal(now.Add(tc.want)) || !got.Status.ExpirationTimestamp.Time.Equal(cert.NotAfter) {
+				t.Errorf("notAfter %v expiration %v, want %v", cert.NotAfter, got.Status.ExpirationTimestamp, now.Add(tc.want))
+			}
+			if _, err := tls.X509KeyPair(auth.ClientCertificateData, auth.ClientKeyData); err != nil {
+				t.Errorf("key does not match the certificate: %v", err)
+			}
+			if (tc.warn == "") != (len(warnings.texts) == 0) || (tc.warn != "" && !strings.Contains(warnings.texts[0], tc.warn)) {
+				t.Errorf("warnings %q, want %q", warnings.texts, tc.warn)
+			}
+		})
+	}
+}

@@ -2,6 +2,8 @@
 package storage
 
 import (
+	"time"
+
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -26,7 +28,8 @@ type Storage struct {
 
 // NewStorage returns the etcd-backed endpoints of tenantclusters. secrets reads kubeconfig
 // Secrets in the management cluster; it is nil when there is none.
-func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, secrets corev1client.SecretsGetter) (Storage, error) {
+// maxKubeconfigExpiration caps minted kubeconfigs.
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, secrets corev1client.SecretsGetter, maxKubeconfigExpiration time.Duration) (Storage, error) {
 	strategy := tenantcluster.NewStrategy(scheme)
 	main, err := resource.NewStore(optsGetter,
 		resource.Names{Plural: "tenantclusters", Singular: "tenantcluster", ShortNames: []string{"tc"}},
@@ -39,7 +42,7 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, se
 	storage := Storage{TenantCluster: main}
 	storage.Status = resource.NewStatusREST(main, strategy)
 	storage.Scale = NewScaleREST(main.Store)
-	storage.Kubeconfig = NewKubeconfigREST(main.Store, secrets)
+	storage.Kubeconfig = NewKubeconfigREST(main.Store, secrets, maxKubeconfigExpiration)
 	return storage, nil
 }
 
