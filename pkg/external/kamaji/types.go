@@ -1,0 +1,41 @@
+// Package kamaji mirrors the fields of Kamaji's KamajiControlPlane
+// (controlplane.cluster.x-k8s.io/v1alpha2) that butler sets; the Go module is not served by the
+// module proxy here. The minimal CRD in artifacts/crds has the same field names.
+package kamaji
+
+import (
+	"github.com/butlerdotdev/butler-apiserver/pkg/external/steward"
+)
+
+// KamajiControlPlaneSpec is the part of a KamajiControlPlane's spec butler sets.
+type KamajiControlPlaneSpec struct {
+	Version           string                         `json:"version"`
+	Replicas          *int32                         `json:"replicas,omitempty"`
+	DataStoreName     string                         `json:"dataStoreName,omitempty"`
+	APIServer         *steward.ControlPlaneComponent `json:"apiServer,omitempty"`
+	ControllerManager *steward.ControlPlaneComponent `json:"controllerManager,omitempty"`
+	Scheduler         *steward.ControlPlaneComponent `json:"scheduler,omitempty"`
+	Network           *NetworkComponent              `json:"network,omitempty"`
+}
+
+// NetworkComponent says how the control plane is exposed.
+type NetworkComponent struct {
+	ServiceType string            `json:"serviceType,omitempty"`
+	CertSANs    []string          `json:"certSANs,omitempty"`
+	Ingress     *IngressComponent `json:"ingress,omitempty"`
+	Gateway     *GatewayComponent `json:"gateway,omitempty"`
+}
+
+// IngressComponent exposes the control plane through an Ingress.
+type IngressComponent struct {
+	ClassName string `json:"className,omitempty"`
+	Hostname  string `json:"hostname"`
+}
+
+// GatewayComponent exposes the control plane through a Gateway: Kamaji names the Gateway
+// directly (Steward takes parentRefs).
+type GatewayComponent struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	Hostname  string `json:"hostname"`
+}

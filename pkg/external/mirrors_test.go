@@ -1,0 +1,127 @@
+package external_test
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external/kamaji"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external/steward"
+)
+
+func ptrTo[T any](v T) *T { return &v }
+
+// object is a mirror with every field set, as an object of a kind.
+func object(t *testing.T, gvk schema.GroupVersionKind, spec any, status any) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	u.SetGroupVersionKind(gvk)
+	u.SetName("prod")
+	u.SetNamespace("prod-0a1b2c3d")
+	for k, v := range map[string]any{"spec": spec, "status": status} {
+		if v == nil {
+			continue
+		}
+		if m, ok := v.(map[string]any); ok {
+			u.Object[k] = m
+			continue
+		}
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.Object[k] = m
+	}
+	return u
+}
+
+// The mirrors' field names are the CRDs': an object with every mirrored field set loses none of
+// them to pruning and passes the schema.
+func TestMirrorsMatchTheCRDs(t *testing.T) {
+	set := load(t)
+	resources := &steward.ControlPlaneComponent{Resources: &steward.Resources{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m")},
+		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")},
+	}}
+	tcp := steward.TenantControlPlane{Status: steward.TenantControlPlaneStatus{
+		ControlPlaneEndpoint: "10.0.0.100:6443",
+		Kubeconfig: steward.KubeconfigsStatus{
+			Admin:             steward.KubeconfigStatus{SecretName: "prod-admin-kubeconfig", Checksum: "x"},
+			ControllerManager: steward.KubeconfigStatus{SecretName: "prod-controller-manager-kubeconfig"},
+			Scheduler:         steward.KubeconfigStatus{SecretName: "prod-scheduler-kubeconfig"},
+		},
+		KubernetesResources: steward.KubernetesResources{Version: steward.KubernetesVersion{Version: "v1.36.3", Status: "Ready"}},
+	}}
+	tcp.Spec.Kubernetes.Version = "v1.36.3"
+	for _, tc := range []struct {
+		name string
+		obj  *unstructured.Unstructured
+	}{
+		{"TenantControlPlane", object(t, external.TenantControlPlaneGVK, map[string]any{
+			"controlPlane": map[string]any{"service": map[string]any{"serviceType": "LoadBalancer"}},
+			"kubernetes":   map[string]any{"version": tcp.Spec.Kubernetes.Version, "kubelet": map[string]any{"cgroupfs": "systemd"}},
+		}, &tcp.Status)},
+		{"StewardControlPlane", object(t, external.StewardControlPlaneGVK, &steward.StewardControlPlaneSpec{
+			Version: "v1.36.3", Replicas: ptrTo[int32](2), DataStoreName: "default",
+			APIServer: resources, ControllerManager: resources, Scheduler: resources,
+			Network: &steward.NetworkComponent{ServiceType: "ClusterIP", CertSANs: []string{"a.example.com"},
+				Gateway: &steward.GatewayComponent{Hostname: "a.example.com", ParentRefs: []steward.ParentReference{{Name: "gw", Namespace: "gws"}}}},
+		}, nil)},
+		{"StewardControlPlane ingress", object(t, external.StewardControlPlaneGVK, &steward.StewardControlPlaneSpec{
+			Version: "v1.36.3", Network: &steward.NetworkComponent{ServiceType: "ClusterIP",
+				Ingress: &steward.IngressComponent{Hostname: "a.example.com", ClassName: "haproxy"}},
+		}, nil)},
+		{"KamajiControlPlane", object(t, external.KamajiControlPlaneGVK, &kamaji.KamajiControlPlaneSpec{
+			Version: "v1.36.3", Replicas: ptrTo[int32](2), DataStoreName: "default",
+			APIServer: resources, ControllerManager: resources, Scheduler: resources,
+			Network: &kamaji.NetworkComponent{ServiceType: "ClusterIP", CertSANs: []string{"a.example.com"},
+				Ingress: &kamaji.IngressComponent{Hostname: "a.example.com", ClassName: "nginx"},
+				Gateway: &kamaji.GatewayComponent{Hostname: "a.example.com", Name: "gw", Namespace: "gws"}},
+		}, nil)},
+	} {
+		if errs := set.Validate(tc.obj); len(errs) > 0 {
+			t.Errorf("%s: %v", tc.name, errs.ToAggregate())
+		}
+	}
+}
+
+func TestTenantControlPlaneFrom(t *testing.T) {
+	for _, tc := range []struct {
+		status map[string]any
+		ready  bool
+	}{
+		{map[string]any{}, false},
+		{map[string]any{"kubernetesResources": map[string]any{"version": map[string]any{"status": "Provisioning"}}}, false},
+		{map[string]any{"kubernetesResources": map[string]any{"version": map[string]any{"status": "Upgrading", "version": "v1.36.3"}}}, false},
+		{map[string]any{
+			"controlPlaneEndpoint": "127.0.0.1:40123",
+			"kubeconfig":           map[string]any{"admin": map[string]any{"secretName": "prod-admin-kubeconfig", "lastUpdate": "2026-11-23T19:00:00Z"}},
+			"kubernetesResources":  map[string]any{"version": map[string]any{"status": "Ready", "version": "v1.36.3"}},
+			"storage":              map[string]any{"driver": "etcd"},
+		}, true},
+	} {
+		for _, gvk := range []schema.GroupVersionKind{external.TenantControlPlaneGVK, external.KamajiTenantControlPlaneGVK} {
+			u := &unstructured.Unstructured{Object: map[string]any{"status": tc.status, "spec": map[string]any{"kubernetes": map[string]any{"version": "v1.36.3"}}}}
+			u.SetGroupVersionKind(gvk)
+			u.SetName("prod")
+			u.SetCreationTimestamp(metav1.Now())
+			got, err := steward.TenantControlPlaneFrom(u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Ready() != tc.ready || got.Name != "prod" || got.Spec.Kubernetes.Version != "v1.36.3" {
+				t.Errorf("%s %v: ready %v, name %s", gvk.Group, tc.status, got.Ready(), got.Name)
+			}
+			if tc.ready && (got.Status.ControlPlaneEndpoint != "127.0.0.1:40123" || got.Status.Kubeconfig.Admin.SecretName != "prod-admin-kubeconfig" ||
+				got.Status.KubernetesResources.Version.Version != "v1.36.3") {
+				t.Errorf("%s: status %+v", gvk.Group, got.Status)
+			}
+		}
+	}
+}

@@ -1,0 +1,131 @@
+// Package steward mirrors the fields of Steward's kinds that butler reads or writes: the
+// TenantControlPlane's status (readiness, endpoint, admin kubeconfig Secret) and the
+// StewardControlPlane spec (controlplane.cluster.x-k8s.io/v1alpha1) the TenantCluster controller
+// applies. Field names are those of the CRDs in artifacts/crds; Kamaji's TenantControlPlane
+// (kamaji.clastix.io) has the same shape, so the mirror reads both.
+package steward
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// VersionStatusReady is the status.kubernetesResources.version.status of a ready control plane.
+const VersionStatusReady = "Ready"
+
+// TenantControlPlane is the part of a Steward (or Kamaji) TenantControlPlane butler reads.
+type TenantControlPlane struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              TenantControlPlaneSpec   `json:"spec,omitempty"`
+	Status            TenantControlPlaneStatus `json:"status,omitempty"`
+}
+
+// TenantControlPlaneSpec is the part of the spec butler reads.
+type TenantControlPlaneSpec struct {
+	Kubernetes struct {
+		Version string `json:"version,omitempty"`
+	} `json:"kubernetes,omitempty"`
+}
+
+// TenantControlPlaneStatus is the part of the status butler reads.
+type TenantControlPlaneStatus struct {
+	// ControlPlaneEndpoint is "host:port".
+	ControlPlaneEndpoint string              `json:"controlPlaneEndpoint,omitempty"`
+	Kubeconfig           KubeconfigsStatus   `json:"kubeconfig,omitempty"`
+	KubernetesResources  KubernetesResources `json:"kubernetesResources,omitempty"`
+}
+
+// KubeconfigsStatus names the generated kubeconfig Secrets.
+type KubeconfigsStatus struct {
+	Admin             KubeconfigStatus `json:"admin,omitempty"`
+	ControllerManager KubeconfigStatus `json:"controllerManager,omitempty"`
+	Scheduler         KubeconfigStatus `json:"scheduler,omitempty"`
+}
+
+// KubeconfigStatus is one generated kubeconfig.
+type KubeconfigStatus struct {
+	SecretName string `json:"secretName,omitempty"`
+	Checksum   string `json:"checksum,omitempty"`
+}
+
+// KubernetesResources is the status of the control plane's workloads.
+type KubernetesResources struct {
+	Version KubernetesVersion `json:"version,omitempty"`
+}
+
+// KubernetesVersion is the running version and its state (Provisioning, Upgrading, Ready, ...).
+type KubernetesVersion struct {
+	Version string `json:"version,omitempty"`
+	Status  string `json:"status,omitempty"`
+}
+
+// Ready says the control plane serves: Steward and Kamaji have no Ready condition, only this.
+func (t *TenantControlPlane) Ready() bool {
+	return t.Status.KubernetesResources.Version.Status == VersionStatusReady
+}
+
+// TenantControlPlaneFrom reads the mirror from an object of either group.
+func TenantControlPlaneFrom(u *unstructured.Unstructured) (*TenantControlPlane, error) {
+	t := &TenantControlPlane{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, t); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// StewardControlPlaneSpec is the part of a StewardControlPlane's spec butler sets.
+type StewardControlPlaneSpec struct {
+	Version           string                 `json:"version"`
+	Replicas          *int32                 `json:"replicas,omitempty"`
+	DataStoreName     string                 `json:"dataStoreName,omitempty"`
+	APIServer         *ControlPlaneComponent `json:"apiServer,omitempty"`
+	ControllerManager *ControlPlaneComponent `json:"controllerManager,omitempty"`
+	Scheduler         *ControlPlaneComponent `json:"scheduler,omitempty"`
+	Network           *NetworkComponent      `json:"network,omitempty"`
+}
+
+// ControlPlaneComponent customizes one control plane component.
+type ControlPlaneComponent struct {
+	Resources *Resources `json:"resources,omitempty"`
+}
+
+// Resources are a component's requests and limits.
+type Resources struct {
+	Requests corev1.ResourceList `json:"requests,omitempty"`
+	Limits   corev1.ResourceList `json:"limits,omitempty"`
+}
+
+// Service types of a control plane's Service.
+const (
+	ServiceTypeLoadBalancer = "LoadBalancer"
+	ServiceTypeClusterIP    = "ClusterIP"
+)
+
+// NetworkComponent says how the control plane is exposed.
+type NetworkComponent struct {
+	ServiceType string            `json:"serviceType,omitempty"`
+	CertSANs    []string          `json:"certSANs,omitempty"`
+	Ingress     *IngressComponent `json:"ingress,omitempty"`
+	Gateway     *GatewayComponent `json:"gateway,omitempty"`
+}
+
+// IngressComponent exposes the control plane through an Ingress in the management cluster.
+type IngressComponent struct {
+	ClassName string `json:"className,omitempty"`
+	Hostname  string `json:"hostname"`
+}
+
+// GatewayComponent exposes the control plane through a Gateway API TLSRoute.
+type GatewayComponent struct {
+	Hostname   string            `json:"hostname"`
+	ParentRefs []ParentReference `json:"parentRefs,omitempty"`
+}
+
+// ParentReference names the Gateway a route attaches to.
+type ParentReference struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace,omitempty"`
+}
