@@ -1,0 +1,156 @@
+package bootstrap
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"path"
+	"strings"
+
+	ignition "github.com/coreos/ignition/v2/config/v3_4"
+	igntypes "github.com/coreos/ignition/v2/config/v3_4/types"
+)
+
+// The flatcar format: an Ignition spec 3.4 config (what Flatcar's Ignition reads on first
+// boot). It writes the JoinConfiguration, the kubelet patch and /etc/hostname, and enables a
+// oneshot kubeadm.service that joins once, as CAPI's Ignition output does.
+
+const (
+	flatcarKubeadmDir    = "/etc/kubeadm"
+	flatcarJoinPath      = flatcarKubeadmDir + "/kubeadm-join-config.yaml"
+	flatcarPatchesDir    = flatcarKubeadmDir + "/patches"
+	flatcarKubeadmUnit   = "kubeadm.service"
+	flatcarKubeadmBinary = "kubeadm"
+)
+
+// flatcarUnit runs kubeadm join once: Flatcar keeps kubeadm in /opt/bin (image-builder) or
+// /usr/bin (the Kubernetes sysext), hence the PATH.
+var flatcarUnit = `[Unit]
+Description=Join the Kubernetes cluster with kubeadm
+Wants=network-online.target
+After=network-online.target containerd.service
+ConditionPathExists=!/etc/kubernetes/kubelet.conf
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+Environment=PATH=/opt/bin:/usr/bin:/usr/sbin:/bin:/sbin
+ExecStart=` + flatcarKubeadmBinary + ` join --config ` + flatcarJoinPath + `
+
+[Install]
+WantedBy=multi-user.target
+`
+
+func dataURL(content string) *string {
+	s := "data:text/plain;charset=utf-8;base64," + base64.StdEncoding.EncodeToString([]byte(content))
+	return &s
+}
+
+func ignitionFile(p string, mode int, content string) igntypes.File {
+	overwrite := true
+	return igntypes.File{
+		Node: igntypes.Node{Path: p, Overwrite: &overwrite},
+		FileEmbedded1: igntypes.FileEmbedded1{
+			Mode:     &mode,
+			Contents: igntypes.Resource{Source: dataURL(content)},
+		},
+	}
+}
+
+func renderFlatcar(in *Input) ([]byte, error) {
+	join, patch, err := kubeadmFiles(in, flatcarJoinPath, flatcarPatchesDir)
+	if err != nil {
+		return nil, err
+	}
+	enabled := true
+	unit := flatcarUnit
+	cfg := igntypes.Config{
+		Ignition: igntypes.Ignition{Version: igntypes.MaxVersion.String()},
+		Storage: igntypes.Storage{Files: []igntypes.File{
+			ignitionFile("/etc/hostname", 0o644, in.NodeName+"\n"),
+			ignitionFile(flatcarJoinPath, 0o600, join),
+			ignitionFile(path.Join(flatcarPatchesDir, kubeletPatchFile), 0o600, patch),
+		}},
+		Systemd: igntypes.Systemd{Units: []igntypes.Unit{
+			{Name: flatcarKubeadmUnit, Enabled: &enabled, Contents: &unit},
+		}},
+	}
+	out, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	// Check our own output with Ignition's parser, so a config Ignition rejects never leaves here.
+	if _, rpt, err := ignition.Parse(out); err != nil {
+		return nil, fmt.Errorf("rendered Ignition config does not parse: %w: %s", err, rpt.String())
+	}
+	return append(out, '\n'), nil
+}
+
+func parseFlatcar(data []byte) (JoinInfo, error) {
+	cfg, rpt, err := ignition.Parse(data)
+	if err != nil {
+		return JoinInfo{}, fmt.Errorf("Ignition: %w: %s", err, rpt.String())
+	}
+	files := map[string]string{}
+	for _, f := range cfg.Storage.Files {
+		if f.Contents.Source == nil {
+			continue
+		}
+		content, err := decodeDataURL(*f.Contents.Source)
+		if err != nil {
+			return JoinInfo{}, fmt.Errorf("file %s: %w", f.Path, err)
+		}
+		files[f.Path] = content
+	}
+	// The join configuration is the one the enabled unit hands to kubeadm.
+	joinPath := ""
+	for _, u := range cfg.Systemd.Units {
+		if u.Contents == nil || u.Enabled == nil || !*u.Enabled {
+			continue
+		}
+		for _, line := range strings.Split(*u.Contents, "\n") {
+			if cmd, ok := strings.CutPrefix(strings.TrimSpace(line), "ExecStart="); ok {
+				if p, ok := kubeadmConfigArg(cmd); ok {
+					joinPath = p
+				}
+			}
+		}
+	}
+	if joinPath == "" {
+		return JoinInfo{}, errors.New("no enabled systemd unit runs `kubeadm join --config <file>`")
+	}
+	doc, ok := files[joinPath]
+	if !ok {
+		return JoinInfo{}, fmt.Errorf("kubeadm join reads %s, which the config does not write", joinPath)
+	}
+	info, err := joinInfoFromKubeadm([]byte(doc))
+	if err != nil {
+		return JoinInfo{}, err
+	}
+	if err := applyPatchFile(&info, []byte(doc), files); err != nil {
+		return JoinInfo{}, err
+	}
+	return info, nil
+}
+
+// decodeDataURL decodes an RFC 2397 data URL, base64 or percent-encoded.
+func decodeDataURL(s string) (string, error) {
+	rest, ok := strings.CutPrefix(s, "data:")
+	if !ok {
+		return "", fmt.Errorf("source %.40q is not a data URL (the machine would have to fetch it)", s)
+	}
+	meta, payload, ok := strings.Cut(rest, ",")
+	if !ok {
+		return "", errors.New("data URL has no ','")
+	}
+	if strings.HasSuffix(meta, ";base64") {
+		b, err := base64.StdEncoding.DecodeString(payload)
+		if err != nil {
+			return "", fmt.Errorf("data URL: %w", err)
+		}
+		return string(b), nil
+	}
+	return url.PathUnescape(payload)
+}
