@@ -1,0 +1,491 @@
+package addons
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/kube"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	"k8s.io/klog/v2"
+)
+
+// DefaultTimeout bounds an install, upgrade, rollback or uninstall when the request sets none.
+const DefaultTimeout = 5 * time.Minute
+
+// maxHistory is how many revisions of a release Helm keeps.
+const maxHistory = 10
+
+// OwnerLabel is the release label naming the object (its UID) the release belongs to, so two
+// objects asking for the same release in one cluster are told apart.
+const OwnerLabel = "butler.butlerlabs.dev/owner-uid"
+
+// Target is a tenant cluster as the engine reaches it.
+type Target struct {
+	// Cluster identifies the cluster for the Configuration cache, e.g. namespace/name/uid.
+	Cluster string
+	// Kubeconfig is an admin kubeconfig of the cluster (its current context is used).
+	Kubeconfig []byte
+}
+
+// ReleaseKey names a release in a cluster.
+type ReleaseKey struct {
+	Name, Namespace string
+}
+
+// Request is the desired state of one release.
+type Request struct {
+	Target  Target
+	Release ReleaseKey
+	// CreateNamespace creates the release namespace on install.
+	CreateNamespace bool
+	Chart           ChartRef
+	// Values are the merged values (Merge) the release must carry.
+	Values Values
+	// Timeout bounds the operation; DefaultTimeout when zero.
+	Timeout time.Duration
+	// Wait waits for the release's resources to be ready (Helm's --wait) before success.
+	Wait bool
+	// Owner, when set, is recorded as the release label OwnerLabel; a release recorded for
+	// another owner is refused.
+	Owner string
+}
+
+// Action is what Ensure did or is about to do.
+type Action string
+
+const (
+	ActionInstall   Action = "Install"
+	ActionUpgrade   Action = "Upgrade"
+	ActionUnchanged Action = "Unchanged"
+)
+
+// ReleaseInfo is a release as Helm stores it.
+type ReleaseInfo struct {
+	Name, Namespace string
+	Chart           string
+	ChartVersion    string
+	AppVersion      string
+	Revision        int
+	// Status is Helm's: deployed, failed, pending-install, superseded, ...
+	Status      string
+	Description string
+	// ValuesHash is Hash of the values the release was made with.
+	ValuesHash string
+}
+
+// Result is the outcome of a successful Ensure.
+type Result struct {
+	Action  Action
+	Release ReleaseInfo
+}
+
+// OperationError is a failed Ensure: Helm's error, and the release as it stands afterwards.
+type OperationError struct {
+	// Action is the operation that failed (Install or Upgrade), or empty when the failure came
+	// before one started (the cluster, the chart).
+	Action Action
+	Err    error
+	// Release is the last revision after the failure (nil when none exists).
+	Release *ReleaseInfo
+	// RolledBack says a failed upgrade was rolled back: the previous revision runs again.
+	RolledBack bool
+	// RollbackErr is why the rollback of a failed upgrade failed.
+	RollbackErr error
+}
+
+func (e *OperationError) Error() string {
+	msg := e.Err.Error()
+	if e.Action != "" {
+		msg = fmt.Sprintf("%s failed: %s", lower(e.Action), msg)
+	}
+	switch {
+	case e.RolledBack && e.Release != nil:
+		msg += fmt.Sprintf("; rolled back to revision %d (chart version %s)", e.Release.Revision, e.Release.ChartVersion)
+	case e.RollbackErr != nil:
+		msg += "; the rollback failed too: " + e.RollbackErr.Error()
+	}
+	return msg
+}
+
+func (e *OperationError) Unwrap() error { return e.Err }
+
+func lower(a Action) string {
+	switch a {
+	case ActionInstall:
+		return "install"
+	case ActionUpgrade:
+		return "upgrade"
+	}
+	return string(a)
+}
+
+// Engine runs Helm actions against tenant clusters.
+type Engine struct {
+	charts *Charts
+
+	mu       sync.Mutex
+	configs  map[configKey]*configEntry
+	clusters map[string]*clusterEntry
+	locks    map[string]*releaseLock
+}
+
+type configKey struct{ cluster, namespace string }
+
+type configEntry struct {
+	kubeconfigSum [32]byte
+	cfg           *action.Configuration
+}
+
+type clusterEntry struct {
+	kubeconfigSum [32]byte
+	clients       *clusterClients
+}
+
+type releaseLock struct {
+	sync.Mutex
+	users int
+}
+
+// NewEngine returns an engine that fetches charts through charts.
+func NewEngine(charts *Charts) *Engine {
+	return &Engine{charts: charts, configs: map[configKey]*configEntry{},
+		clusters: map[string]*clusterEntry{}, locks: map[string]*releaseLock{}}
+}
+
+// Charts is the engine's chart source.
+func (e *Engine) Charts() *Charts { return e.charts }
+
+// Ensure brings the release in line with req: installs it when it has no history, upgrades it
+// when the chart version or the values differ from the deployed revision, and does nothing
+// otherwise. starting, when not nil, is called just before an install or upgrade begins (to
+// report progress); it is not called when nothing needs doing. A failure is an
+// *OperationError carrying Helm's error text.
+func (e *Engine) Ensure(ctx context.Context, req Request, starting func(Action)) (*Result, error) {
+	logger := klog.FromContext(ctx).WithValues("release", req.Release.Namespace+"/"+req.Release.Name)
+	timeout := req.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	unlock := e.lock(req.Target.Cluster, req.Release)
+	defer unlock()
+
+	cfg, err := e.configuration(ctx, req.Target, req.Release.Namespace)
+	if err != nil {
+		return nil, &OperationError{Err: err}
+	}
+	last, err := lastRevision(cfg, req.Release.Name)
+	if err != nil {
+		return nil, &OperationError{Err: err}
+	}
+	current := infoOf(last)
+	if last != nil && req.Owner != "" {
+		if owner := last.Labels[OwnerLabel]; owner != "" && owner != req.Owner {
+			return nil, &OperationError{Release: current,
+				Err: fmt.Errorf("release %s in namespace %s belongs to another object (uid %s)", req.Release.Name, req.Release.Namespace, owner)}
+		}
+	}
+	if last != nil && last.Info.Status.IsPending() {
+		if err := e.recoverPending(cfg, last, timeout); err != nil {
+			return nil, &OperationError{Release: current, Err: err}
+		}
+		logger.Info("Marked a release left pending by an interrupted operation as failed", "revision", last.Version)
+	}
+
+	version, err := e.charts.Resolve(ctx, req.Chart)
+	if err != nil {
+		return nil, &OperationError{Release: current, Err: err}
+	}
+	wantHash := Hash(req.Values)
+	if last != nil && last.Info.Status == release.StatusDeployed &&
+		current.Chart == req.Chart.Name && current.ChartVersion == version && current.ValuesHash == wantHash {
+		return &Result{Action: ActionUnchanged, Release: *current}, nil
+	}
+
+	ref := req.Chart
+	ref.Version = version
+	ch, err := e.charts.Load(ctx, ref)
+	if err != nil {
+		return nil, &OperationError{Release: current, Err: err}
+	}
+	values, err := deepCopy(req.Values)
+	if err != nil {
+		return nil, &OperationError{Release: current, Err: err}
+	}
+	labels := map[string]string{}
+	if req.Owner != "" {
+		labels[OwnerLabel] = req.Owner
+	}
+	run := perAction(cfg)
+	// Helm gets a context that is never cancelled: its Install and Upgrade watch the context
+	// in a goroutine that outlives the call, and a cancel seen after success (even our own
+	// deferred one) marks the finished release failed. Timeout bounds the operation instead.
+	opCtx := context.WithoutCancel(ctx)
+
+	// A release whose uninstall was interrupted (or kept its history) is installed anew.
+	gone := last != nil && (last.Info.Status == release.StatusUninstalled || last.Info.Status == release.StatusUninstalling)
+	if last == nil || gone {
+		if starting != nil {
+			starting(ActionInstall)
+		}
+		install := action.NewInstall(run)
+		install.Replace = gone
+		install.ReleaseName, install.Namespace = req.Release.Name, req.Release.Namespace
+		install.CreateNamespace = req.CreateNamespace
+		install.Timeout, install.Wait = timeout, req.Wait
+		install.Labels = labels
+		started := time.Now()
+		rel, err := install.RunWithContext(opCtx, ch, values)
+		if err != nil {
+			after, _ := lastRevision(cfg, req.Release.Name)
+			return nil, &OperationError{Action: ActionInstall, Err: err, Release: infoOf(after)}
+		}
+		logger.Info("Installed", "chart", ch.Metadata.Name, "version", version, "revision", rel.Version, "took", time.Since(started).Round(time.Millisecond))
+		return &Result{Action: ActionInstall, Release: *infoOf(rel)}, nil
+	}
+
+	if starting != nil {
+		starting(ActionUpgrade)
+	}
+	deployed := last
+	if last.Info.Status != release.StatusDeployed {
+		deployed, _ = cfg.Releases.Deployed(req.Release.Name)
+	}
+	upgrade := action.NewUpgrade(run)
+	upgrade.Namespace = req.Release.Namespace
+	upgrade.Timeout, upgrade.Wait = timeout, req.Wait
+	upgrade.ResetValues = true
+	upgrade.MaxHistory = maxHistory
+	upgrade.CleanupOnFail = true
+	upgrade.Labels = labels
+	started := time.Now()
+	rel, err := upgrade.RunWithContext(opCtx, req.Release.Name, ch, values)
+	if err == nil {
+		logger.Info("Upgraded", "chart", ch.Metadata.Name, "version", version, "revision", rel.Version, "took", time.Since(started).Round(time.Millisecond))
+		return &Result{Action: ActionUpgrade, Release: *infoOf(rel)}, nil
+	}
+	opErr := &OperationError{Action: ActionUpgrade, Err: err}
+	if deployed != nil {
+		rollback := action.NewRollback(perAction(cfg))
+		rollback.Version = deployed.Version
+		rollback.Timeout, rollback.Wait = timeout, req.Wait
+		rollback.MaxHistory = maxHistory
+		rollback.CleanupOnFail = true
+		if rbErr := rollback.Run(req.Release.Name); rbErr != nil {
+			opErr.RollbackErr = rbErr
+		} else {
+			opErr.RolledBack = true
+			logger.Info("Rolled back a failed upgrade", "toRevision", deployed.Version, "err", err)
+		}
+	}
+	after, _ := lastRevision(cfg, req.Release.Name)
+	opErr.Release = infoOf(after)
+	return nil, opErr
+}
+
+// Uninstall removes the release (a missing one is no error) and waits for its resources to go.
+func (e *Engine) Uninstall(ctx context.Context, target Target, key ReleaseKey, timeout time.Duration) error {
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	unlock := e.lock(target.Cluster, key)
+	defer unlock()
+	cfg, err := e.configuration(ctx, target, key.Namespace)
+	if err != nil {
+		return err
+	}
+	uninstall := action.NewUninstall(perAction(cfg))
+	uninstall.IgnoreNotFound = true
+	uninstall.Wait = true
+	uninstall.Timeout = timeout
+	started := time.Now()
+	if _, err := uninstall.Run(key.Name); err != nil {
+		return err
+	}
+	klog.FromContext(ctx).Info("Uninstalled", "release", key.Namespace+"/"+key.Name, "took", time.Since(started).Round(time.Millisecond))
+	return nil
+}
+
+// Get returns the release's last revision, or nil when it has none.
+func (e *Engine) Get(ctx context.Context, target Target, key ReleaseKey) (*ReleaseInfo, error) {
+	unlock := e.lock(target.Cluster, key)
+	defer unlock()
+	cfg, err := e.configuration(ctx, target, key.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	last, err := lastRevision(cfg, key.Name)
+	if err != nil {
+		return nil, err
+	}
+	return infoOf(last), nil
+}
+
+// Forget drops what the engine keeps for a cluster (its Configurations and clients).
+func (e *Engine) Forget(cluster string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.clusters, cluster)
+	for k := range e.configs {
+		if k.cluster == cluster {
+			delete(e.configs, k)
+		}
+	}
+}
+
+// Cached is how many Configurations and clusters the engine holds.
+func (e *Engine) Cached() (configurations, clusters int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.configs), len(e.clusters)
+}
+
+// configuration returns the cached Configuration of (cluster, namespace), building it when
+// missing or when the kubeconfig changed.
+func (e *Engine) configuration(ctx context.Context, target Target, namespace string) (*action.Configuration, error) {
+	sum := sha256Sum(target.Kubeconfig)
+	key := configKey{target.Cluster, namespace}
+	e.mu.Lock()
+	if entry, ok := e.configs[key]; ok && entry.kubeconfigSum == sum {
+		e.mu.Unlock()
+		return entry.cfg, nil
+	}
+	clients, err := e.clientsLocked(target, sum)
+	e.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+
+	logger := klog.FromContext(ctx).WithValues("cluster", target.Cluster, "namespace", namespace)
+	cfg := &action.Configuration{}
+	getter := namespacedGetter{clusterClients: clients, namespace: namespace}
+	helmLog := func(format string, v ...any) { logger.V(4).Info(fmt.Sprintf(format, v...)) }
+	if err := cfg.Init(getter, namespace, "secret", helmLog); err != nil {
+		return nil, err
+	}
+	kc, ok := cfg.KubeClient.(*kube.Client)
+	if !ok {
+		return nil, fmt.Errorf("unexpected Helm kube client %T", cfg.KubeClient)
+	}
+	kc.Namespace = namespace
+	// IsReachable builds the client's clientset, which Helm otherwise builds lazily without a
+	// lock: done here once, concurrent actions on this Configuration only read it.
+	if err := kc.IsReachable(); err != nil {
+		return nil, err
+	}
+
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if entry, ok := e.configs[key]; ok && entry.kubeconfigSum == sum {
+		return entry.cfg, nil // built meanwhile by another worker
+	}
+	e.configs[key] = &configEntry{kubeconfigSum: sum, cfg: cfg}
+	return cfg, nil
+}
+
+// clientsLocked returns the cluster's shared clients; e.mu is held.
+func (e *Engine) clientsLocked(target Target, sum [32]byte) (*clusterClients, error) {
+	if c, ok := e.clusters[target.Cluster]; ok && c.kubeconfigSum == sum {
+		return c.clients, nil
+	}
+	// The kubeconfig changed (or is new): every Configuration built on the old one goes.
+	for k := range e.configs {
+		if k.cluster == target.Cluster {
+			delete(e.configs, k)
+		}
+	}
+	clients, err := newClusterClients(target.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	e.clusters[target.Cluster] = &clusterEntry{kubeconfigSum: sum, clients: clients}
+	return clients, nil
+}
+
+func sha256Sum(data []byte) [32]byte { return sha256.Sum256(data) }
+
+// lock serializes work on one release and returns the unlock.
+func (e *Engine) lock(cluster string, key ReleaseKey) func() {
+	name := cluster + "\x00" + key.Namespace + "\x00" + key.Name
+	e.mu.Lock()
+	l, ok := e.locks[name]
+	if !ok {
+		l = &releaseLock{}
+		e.locks[name] = l
+	}
+	l.users++
+	e.mu.Unlock()
+	l.Lock()
+	return func() {
+		l.Unlock()
+		e.mu.Lock()
+		if l.users--; l.users == 0 {
+			delete(e.locks, name)
+		}
+		e.mu.Unlock()
+	}
+}
+
+// recoverPending marks a release left in a pending state as failed once its operation must
+// have ended (its timeout passed), so Helm accepts the next operation. A younger pending
+// release is still someone's operation in progress.
+func (e *Engine) recoverPending(cfg *action.Configuration, last *release.Release, timeout time.Duration) error {
+	started := last.Info.LastDeployed.Time
+	if started.IsZero() {
+		started = last.Info.FirstDeployed.Time
+	}
+	if age := time.Since(started); age < timeout+time.Minute {
+		return fmt.Errorf("release %s has an operation in progress (%s since %s)", last.Name, last.Info.Status, started.Format(time.RFC3339))
+	}
+	last.Info.Description = fmt.Sprintf("marked failed by butler-apiserver: left %s by an interrupted operation", last.Info.Status)
+	last.Info.Status = release.StatusFailed
+	return cfg.Releases.Update(last)
+}
+
+// perAction returns a copy of cfg for one action: the shared storage and clients, and no
+// Capabilities, so Helm reads the cluster's API versions afresh for this action and writes
+// them only into the copy.
+func perAction(cfg *action.Configuration) *action.Configuration {
+	c := *cfg
+	c.Capabilities = nil
+	return &c
+}
+
+// lastRevision returns the newest revision of the release, or nil when it has no history.
+func lastRevision(cfg *action.Configuration, name string) (*release.Release, error) {
+	history, err := cfg.Releases.History(name)
+	if err != nil {
+		if errors.Is(err, driver.ErrReleaseNotFound) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading the history of release %s: %w", name, err)
+	}
+	if len(history) == 0 {
+		return nil, nil
+	}
+	sort.Slice(history, func(i, j int) bool { return history[i].Version > history[j].Version })
+	return history[0], nil
+}
+
+func infoOf(r *release.Release) *ReleaseInfo {
+	if r == nil {
+		return nil
+	}
+	info := &ReleaseInfo{Name: r.Name, Namespace: r.Namespace, Revision: r.Version, ValuesHash: Hash(r.Config)}
+	if r.Info != nil {
+		info.Status = r.Info.Status.String()
+		info.Description = r.Info.Description
+	}
+	if r.Chart != nil && r.Chart.Metadata != nil {
+		info.Chart = r.Chart.Metadata.Name
+		info.ChartVersion = r.Chart.Metadata.Version
+		info.AppVersion = r.Chart.Metadata.AppVersion
+	}
+	return info
+}
