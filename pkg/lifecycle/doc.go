@@ -1,8 +1,11 @@
-// Package lifecycle holds the background workers that turn stored objects into
-// infrastructure, each a small controller on the generated informers and a workqueue, run by
-// one butler-apiserver replica at a time under leader election (Run). The first are the Team
-// worker (TeamController): a Team's namespace, its members' RoleBindings and its status; and
-// the ButlerConfig's status (ButlerConfigController): the Teams and TenantClusters counted.
-// TenantCluster provisioning (Steward control planes, Cluster API workers, per-OS bootstrap)
-// and addon installs come next.
+// Package lifecycle runs the background workers that turn stored butler objects into
+// infrastructure, under leader election so that one butler-apiserver replica at a time acts
+// (Run). Each worker is a package of its own built on the one queue loop in worker/ and the
+// shared informers; the table in run.go lists them:
+//   - team: a Team's namespace, its members' RoleBindings, its reader role and its status;
+//   - butlerconfig: the ButlerConfig's status (Teams and TenantClusters counted);
+//   - tenantcluster: a TenantCluster's namespace, addresses, control plane, infrastructure,
+//     workers and addons, written as named steps (steps/) from builders (component/);
+//   - tenantaddon: Helm releases in tenant clusters;
+//   - bootstrap: the bootstrap data of each worker machine, per OS.
 package lifecycle

@@ -4,19 +4,25 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
-	"k8s.io/client-go/informers"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
-	butlerinformers "github.com/butlerdotdev/butler-apiserver/pkg/generated/informers/externalversions"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/bootstrap"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/butlerconfig"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/providerconfig"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/team"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/tenantaddon"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/tenantcluster"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
 )
 
 // Config is what the workers need.
@@ -25,6 +31,8 @@ type Config struct {
 	Butler clientset.Interface
 	// Kube writes to the management cluster.
 	Kube kubernetes.Interface
+	// Dynamic writes the external kinds (Cluster API, Steward, providers) to the management cluster.
+	Dynamic dynamic.Interface
 	// LeaseNamespace/LeaseName is the Lease in the management cluster that elects the one
 	// replica whose workers act.
 	LeaseNamespace, LeaseName string
@@ -80,60 +88,56 @@ func Run(ctx context.Context, cfg Config) {
 	}
 }
 
-// dropManagedFields keeps managedFields out of the informers' caches: no worker reads them, and
-// they are a large share of each object.
-func dropManagedFields(obj any) (any, error) {
-	if o, err := meta.Accessor(obj); err == nil {
-		o.SetManagedFields(nil)
-	}
-	return obj, nil
+// controller is one background worker: built from the shared informers, then run until the
+// context ends.
+type controller struct {
+	name string
+	new  func(*worker.Deps) (runner, error)
 }
 
-// newButlerInformers returns the workers' informer factory over butler objects.
-func newButlerInformers(client clientset.Interface) butlerinformers.SharedInformerFactory {
-	return butlerinformers.NewSharedInformerFactoryWithOptions(client, 10*time.Minute,
-		butlerinformers.WithTransform(dropManagedFields))
+type runner interface{ Run(ctx context.Context) }
+
+// as adapts a package's New to the table.
+func as[C runner](newFn func(*worker.Deps) (C, error)) func(*worker.Deps) (runner, error) {
+	return func(d *worker.Deps) (runner, error) { return newFn(d) }
+}
+
+// controllers are the workers the leader runs, in the order they are built.
+var controllers = []controller{
+	{"team", as(team.New)},
+	{"butlerconfig", as(butlerconfig.New)},
+	{"providerconfig", as(providerconfig.New)},
+	{"tenantcluster", as(tenantcluster.New)},
+	{"tenantaddon", as(tenantaddon.New)},
+	{"bootstrap", as(bootstrap.New)},
 }
 
 // RunStandalone runs the workers that need no management cluster (the ButlerConfig's status)
 // until ctx is done: for a server on its own etcd, the only replica there is.
 func RunStandalone(ctx context.Context, butlerClient clientset.Interface) error {
-	factory := newButlerInformers(butlerClient)
-	b := factory.Butler().V1alpha1()
-	config, err := NewButlerConfigController(butlerClient, b.ButlerConfigs(), b.Teams(), b.TenantClusters())
-	if err != nil {
-		return err
-	}
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
-	config.Run(ctx)
-	return nil
+	return runAll(ctx, worker.NewDeps(butlerClient, nil, nil), controllers[1:2])
 }
 
 // runWorkers starts fresh informers and every worker, and blocks until ctx is done.
 func runWorkers(ctx context.Context, cfg Config) error {
-	butlerFactory := newButlerInformers(cfg.Butler)
-	// Only what carries the team label: the management cluster may hold many namespaces.
-	kubeFactory := informers.NewSharedInformerFactoryWithOptions(cfg.Kube, 10*time.Minute,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = TeamLabel }),
-		informers.WithTransform(dropManagedFields))
-	b := butlerFactory.Butler().V1alpha1()
-	teams, err := NewTeamController(cfg.Butler, cfg.Kube, b.Teams(), b.TenantClusters(), b.ButlerConfigs(), TeamRBACInformers{
-		Namespaces: kubeFactory.Core().V1().Namespaces(), RoleBindings: kubeFactory.Rbac().V1().RoleBindings(),
-		ClusterRoles: kubeFactory.Rbac().V1().ClusterRoles(), ClusterRoleBindings: kubeFactory.Rbac().V1().ClusterRoleBindings(),
-	})
-	if err != nil {
-		return err
+	return runAll(ctx, worker.NewDeps(cfg.Butler, cfg.Kube, cfg.Dynamic), controllers)
+}
+
+func runAll(ctx context.Context, d *worker.Deps, table []controller) error {
+	runners := make([]runner, 0, len(table))
+	for _, c := range table {
+		r, err := c.new(d)
+		if err != nil {
+			return fmt.Errorf("building the %s worker: %w", c.name, err)
+		}
+		runners = append(runners, r)
 	}
-	config, err := NewButlerConfigController(cfg.Butler, b.ButlerConfigs(), b.Teams(), b.TenantClusters())
-	if err != nil {
-		return err
+	d.Start(ctx.Done())
+	defer d.Shutdown()
+	var wg sync.WaitGroup
+	for _, r := range runners {
+		wg.Go(func() { r.Run(ctx) })
 	}
-	butlerFactory.Start(ctx.Done())
-	kubeFactory.Start(ctx.Done())
-	defer butlerFactory.Shutdown()
-	defer kubeFactory.Shutdown()
-	go config.Run(ctx)
-	teams.Run(ctx, 2)
+	wg.Wait()
 	return nil
 }

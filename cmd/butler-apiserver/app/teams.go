@@ -8,6 +8,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	restclient "k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -75,9 +76,13 @@ func (o *Options) addWorkers(server *genericapiserver.GenericAPIServer, config *
 		return nil
 	}
 	var kube kubernetes.Interface
+	var dyn dynamic.Interface
 	if config.ClientConfig != nil {
 		var err error
 		if kube, err = kubernetes.NewForConfig(config.ClientConfig); err != nil {
+			return err
+		}
+		if dyn, err = dynamic.NewForConfig(config.ClientConfig); err != nil {
 			return err
 		}
 	}
@@ -100,7 +105,7 @@ func (o *Options) addWorkers(server *genericapiserver.GenericAPIServer, config *
 			return nil
 		}
 		go lifecycle.Run(ctx, lifecycle.Config{
-			Butler: butler, Kube: kube,
+			Butler: butler, Kube: kube, Dynamic: dyn,
 			LeaseNamespace: o.Workers.LeaseNamespace, LeaseName: o.Workers.LeaseName,
 		})
 		return nil

@@ -1,0 +1,180 @@
+// Package controlplane builds a TenantCluster's CAPI Cluster and its control plane object: a
+// StewardControlPlane (or KamajiControlPlane, by ButlerConfig spec.controlPlaneProvider) for a
+// hosted control plane, a KubeadmControlPlane for a standalone one.
+package controlplane
+
+import (
+	"fmt"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
+	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external/kamaji"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external/steward"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/infra"
+)
+
+// ControlPlaneGVK is the kind of the cluster's control plane object.
+func ControlPlaneGVK(in component.Input) schema.GroupVersionKind {
+	switch {
+	case in.Cluster.Spec.ControlPlane.Type == v1alpha1.ControlPlaneStandalone:
+		return external.KubeadmControlPlaneGVK
+	case component.ControlPlaneProvider(in.Config) == v1alpha1.ControlPlaneProviderKamaji:
+		return external.KamajiControlPlaneGVK
+	default:
+		return external.StewardControlPlaneGVK
+	}
+}
+
+// Cluster is the CAPI Cluster <tc>: its networks, and references to the control plane and the
+// provider's infrastructure cluster (both named after the TenantCluster).
+func Cluster(in component.Input) (*unstructured.Unstructured, error) {
+	cp := ControlPlaneGVK(in)
+	infraCluster, _ := infra.Kinds(in.Provider.Spec.Provider)
+	if infraCluster.Empty() {
+		return nil, fmt.Errorf("ProviderConfig %s/%s: unknown provider %q", in.Provider.Namespace, in.Provider.Name, in.Provider.Spec.Provider)
+	}
+	net := in.Cluster.Spec.Networking
+	c := &clusterv1.Cluster{Spec: clusterv1.ClusterSpec{
+		ClusterNetwork: clusterv1.ClusterNetwork{
+			Pods:          clusterv1.NetworkRanges{CIDRBlocks: nonEmpty(net.PodCIDR)},
+			Services:      clusterv1.NetworkRanges{CIDRBlocks: nonEmpty(net.ServiceCIDR)},
+			ServiceDomain: component.ServiceDomain,
+		},
+		ControlPlaneRef:   clusterv1.ContractVersionedObjectReference{APIGroup: cp.Group, Kind: cp.Kind, Name: component.Name(in)},
+		InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: infraCluster.Group, Kind: infraCluster.Kind, Name: component.Name(in)},
+	}}
+	return component.FromTyped(in, external.ClusterGVK, component.Name(in), c)
+}
+
+// ControlPlane is the control plane object <tc> of the kind ControlPlaneGVK names.
+func ControlPlane(in component.Input) (*unstructured.Unstructured, error) {
+	switch ControlPlaneGVK(in) {
+	case external.KubeadmControlPlaneGVK:
+		return kubeadmControlPlane(in)
+	case external.KamajiControlPlaneGVK:
+		return kamajiControlPlane(in)
+	default:
+		return stewardControlPlane(in)
+	}
+}
+
+func stewardControlPlane(in component.Input) (*unstructured.Unstructured, error) {
+	exp, err := exposureOf(in)
+	if err != nil {
+		return nil, err
+	}
+	cp := in.Cluster.Spec.ControlPlane
+	spec := steward.StewardControlPlaneSpec{
+		Version:       in.Cluster.Spec.KubernetesVersion,
+		Replicas:      cp.Replicas,
+		DataStoreName: dataStore(cp),
+		Network:       &steward.NetworkComponent{ServiceType: exp.serviceType(), CertSANs: exp.certSANs},
+	}
+	spec.APIServer, spec.ControllerManager, spec.Scheduler = components(cp.Resources)
+	switch exp.mode {
+	case v1alpha1.ExposureIngress:
+		spec.Network.Ingress = &steward.IngressComponent{Hostname: exp.hostname, ClassName: exp.ingressClass}
+	case v1alpha1.ExposureGateway:
+		spec.Network.Gateway = &steward.GatewayComponent{Hostname: exp.hostname,
+			ParentRefs: []steward.ParentReference{{Name: exp.gateway.Name, Namespace: exp.gateway.Namespace}}}
+	}
+	return component.FromSpec(in, external.StewardControlPlaneGVK, component.Name(in), &spec)
+}
+
+func kamajiControlPlane(in component.Input) (*unstructured.Unstructured, error) {
+	exp, err := exposureOf(in)
+	if err != nil {
+		return nil, err
+	}
+	cp := in.Cluster.Spec.ControlPlane
+	spec := kamaji.KamajiControlPlaneSpec{
+		Version:       in.Cluster.Spec.KubernetesVersion,
+		Replicas:      cp.Replicas,
+		DataStoreName: dataStore(cp),
+		Network:       &kamaji.NetworkComponent{ServiceType: exp.serviceType(), CertSANs: exp.certSANs},
+	}
+	spec.APIServer, spec.ControllerManager, spec.Scheduler = components(cp.Resources)
+	switch exp.mode {
+	case v1alpha1.ExposureIngress:
+		spec.Network.Ingress = &kamaji.IngressComponent{Hostname: exp.hostname, ClassName: exp.ingressClass}
+	case v1alpha1.ExposureGateway:
+		if exp.gateway.Namespace == "" {
+			return nil, fmt.Errorf("ButlerConfig butler: spec.controlPlaneExposure.gatewayRef.namespace is required for Gateway exposure through Kamaji (TenantCluster %s/%s)", in.Cluster.Namespace, in.Cluster.Name)
+		}
+		spec.Network.Gateway = &kamaji.GatewayComponent{Hostname: exp.hostname, Name: exp.gateway.Name, Namespace: exp.gateway.Namespace}
+	}
+	return component.FromSpec(in, external.KamajiControlPlaneGVK, component.Name(in), &spec)
+}
+
+// kubeadmControlPlane runs the control plane on 1, 3 or 5 machines of the provider's template
+// <tc>-control-plane (infra.ControlPlaneTemplate). The kubeadm config stays minimal: the
+// networks come from the Cluster, the certificate SANs from the spec.
+func kubeadmControlPlane(in component.Input) (*unstructured.Unstructured, error) {
+	cp := in.Cluster.Spec.ControlPlane
+	replicas := ptr.Deref(cp.Replicas, 1)
+	if !slices.Contains([]int32{1, 3, 5}, replicas) {
+		return nil, fmt.Errorf("TenantCluster %s/%s: spec.controlPlane.replicas is %d; a standalone control plane has 1, 3 or 5", in.Cluster.Namespace, in.Cluster.Name, replicas)
+	}
+	_, template := infra.Kinds(in.Provider.Spec.Provider)
+	if template.Empty() {
+		return nil, fmt.Errorf("ProviderConfig %s/%s: unknown provider %q", in.Provider.Namespace, in.Provider.Name, in.Provider.Spec.Provider)
+	}
+	kcp := &controlplanev1.KubeadmControlPlane{Spec: controlplanev1.KubeadmControlPlaneSpec{
+		Replicas: ptr.To(replicas),
+		Version:  in.Cluster.Spec.KubernetesVersion,
+		MachineTemplate: controlplanev1.KubeadmControlPlaneMachineTemplate{
+			ObjectMeta: clusterv1.ObjectMeta{Labels: map[string]string{
+				component.TenantClusterLabel: in.Cluster.Name,
+				component.PoolLabel:          "control-plane",
+			}},
+			Spec: controlplanev1.KubeadmControlPlaneMachineTemplateSpec{
+				InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+					APIGroup: template.Group, Kind: template.Kind, Name: component.ControlPlaneMachinesName(in),
+				},
+			},
+		},
+		KubeadmConfigSpec: bootstrapv1.KubeadmConfigSpec{
+			ClusterConfiguration: bootstrapv1.ClusterConfiguration{
+				APIServer: bootstrapv1.APIServer{CertSANs: cp.CertSANs},
+			},
+		},
+	}}
+	return component.FromTyped(in, external.KubeadmControlPlaneGVK, component.Name(in), kcp)
+}
+
+func dataStore(cp v1alpha1.ControlPlaneSpec) string {
+	if cp.DataStoreRef == nil {
+		return ""
+	}
+	return cp.DataStoreRef.Name
+}
+
+func components(r *v1alpha1.ControlPlaneResources) (apiServer, controllerManager, scheduler *steward.ControlPlaneComponent) {
+	if r == nil {
+		return nil, nil, nil
+	}
+	return componentResources(r.APIServer), componentResources(r.ControllerManager), componentResources(r.Scheduler)
+}
+
+func componentResources(r *v1alpha1.ComponentResources) *steward.ControlPlaneComponent {
+	if r == nil || (len(r.Requests) == 0 && len(r.Limits) == 0) {
+		return nil
+	}
+	return &steward.ControlPlaneComponent{Resources: &steward.Resources{Requests: r.Requests, Limits: r.Limits}}
+}
+
+func nonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
+}

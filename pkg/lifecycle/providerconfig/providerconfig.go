@@ -1,0 +1,201 @@
+// Package providerconfig validates ProviderConfigs and keeps their status: a ProviderConfig is
+// ready when its provider block is there, its credentials Secret holds the key it names, and in
+// ipam mode its pools exist; capacity is what those pools have left. TenantClusters wait on it.
+package providerconfig
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
+	listers "github.com/butlerdotdev/butler-apiserver/pkg/generated/listers/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
+)
+
+// secretRecheck is how often a ProviderConfig whose credentials Secret is missing looks again:
+// Secrets are not watched (a management cluster holds many), so their creation is not an event.
+const secretRecheck = time.Minute
+
+// Controller keeps ProviderConfig status.
+type Controller struct {
+	butler    clientset.Interface
+	kube      kubernetes.Interface
+	providers listers.ProviderConfigLister
+	pools     listers.NetworkPoolLister
+	queue     *worker.Queue
+	synced    []cache.InformerSynced
+}
+
+// New builds the controller from the shared informers.
+func New(d *worker.Deps) (*Controller, error) {
+	b := d.ButlerInformers.Butler().V1alpha1()
+	c := &Controller{butler: d.Butler, kube: d.Kube, providers: b.ProviderConfigs().Lister(), pools: b.NetworkPools().Lister()}
+	c.queue = worker.NewQueue("providerconfig", c.Reconcile)
+	if _, err := b.ProviderConfigs().Informer().AddEventHandler(c.queue.Handler(worker.ByKey)); err != nil {
+		return nil, err
+	}
+	// A pool's capacity, or its creation, changes the ProviderConfigs of its namespace.
+	byPool := func(obj any) []string {
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return nil
+		}
+		all, _ := c.providers.ProviderConfigs(m.GetNamespace()).List(labels.Everything())
+		keys := make([]string, 0, len(all))
+		for _, pc := range all {
+			keys = append(keys, pc.Namespace+"/"+pc.Name)
+		}
+		return keys
+	}
+	if _, err := b.NetworkPools().Informer().AddEventHandler(c.queue.Handler(byPool)); err != nil {
+		return nil, err
+	}
+	c.synced = []cache.InformerSynced{b.ProviderConfigs().Informer().HasSynced, b.NetworkPools().Informer().HasSynced}
+	return c, nil
+}
+
+// Run validates ProviderConfigs until ctx is done.
+func (c *Controller) Run(ctx context.Context) { c.queue.Run(ctx, 1, c.synced...) }
+
+// Reconcile validates one ProviderConfig and writes its status.
+func (c *Controller) Reconcile(ctx context.Context, key string) error {
+	ns, name, _ := cache.SplitMetaNamespaceKey(key)
+	pc, err := c.providers.ProviderConfigs(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	problems, recheck, err := c.check(ctx, pc)
+	if err != nil {
+		return err
+	}
+	status := pc.Status.DeepCopy()
+	status.ObservedGeneration = pc.Generation
+	status.Validated = true
+	status.Ready = len(problems) == 0
+	status.Capacity = c.capacity(pc)
+	cond := metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Validated",
+		Message: fmt.Sprintf("%s provider ready", pc.Spec.Provider), ObservedGeneration: pc.Generation}
+	if len(problems) > 0 {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "Invalid", strings.Join(problems, "; ")
+	}
+	meta.SetStatusCondition(&status.Conditions, cond)
+	if !apiequality.Semantic.DeepEqual(&pc.Status, status) {
+		updated := pc.DeepCopy()
+		updated.Status = *status
+		_, err := c.butler.ButlerV1alpha1().ProviderConfigs(ns).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+		if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	if recheck {
+		return worker.RequeueAfter(secretRecheck)
+	}
+	return nil
+}
+
+// check lists what keeps pc from being used; recheck says a missing Secret is among it.
+func (c *Controller) check(ctx context.Context, pc *v1alpha1.ProviderConfig) (problems []string, recheck bool, err error) {
+	if missing := missingBlock(pc); missing != "" {
+		problems = append(problems, fmt.Sprintf("spec.%s is required for provider %s", missing, pc.Spec.Provider))
+	}
+	if ref := pc.Spec.CredentialsRef; ref != nil {
+		ns := ref.Namespace
+		if ns == "" {
+			ns = pc.Namespace
+		}
+		secret, err := c.kube.CoreV1().Secrets(ns).Get(ctx, ref.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			problems = append(problems, fmt.Sprintf("credentials Secret %s/%s does not exist", ns, ref.Name))
+			recheck = true
+		case err != nil:
+			return nil, false, err
+		case ref.Key != "" && len(secret.Data[ref.Key]) == 0:
+			problems = append(problems, fmt.Sprintf("credentials Secret %s/%s has no key %q", ns, ref.Name, ref.Key))
+			recheck = true
+		}
+	} else if pc.Spec.Provider != v1alpha1.ProviderLocal {
+		problems = append(problems, fmt.Sprintf("spec.credentialsRef is required for provider %s", pc.Spec.Provider))
+	}
+	if pc.Spec.Network.Mode == v1alpha1.NetworkModeIPAM {
+		if len(pc.Spec.Network.PoolRefs) == 0 {
+			problems = append(problems, "spec.network.poolRefs is empty in ipam mode")
+		}
+		for _, ref := range pc.Spec.Network.PoolRefs {
+			if _, err := c.pools.NetworkPools(pc.Namespace).Get(ref.Name); apierrors.IsNotFound(err) {
+				problems = append(problems, fmt.Sprintf("NetworkPool %s/%s does not exist", pc.Namespace, ref.Name))
+			}
+		}
+	}
+	return problems, recheck, nil
+}
+
+// missingBlock names the provider block pc lacks, or "" (local needs none).
+func missingBlock(pc *v1alpha1.ProviderConfig) string {
+	s := pc.Spec
+	switch s.Provider {
+	case v1alpha1.ProviderHarvester:
+		if s.Harvester == nil {
+			return "harvester"
+		}
+	case v1alpha1.ProviderNutanix:
+		if s.Nutanix == nil {
+			return "nutanix"
+		}
+	case v1alpha1.ProviderProxmox:
+		if s.Proxmox == nil {
+			return "proxmox"
+		}
+	case v1alpha1.ProviderAWS:
+		if s.AWS == nil {
+			return "aws"
+		}
+	case v1alpha1.ProviderAzure:
+		if s.Azure == nil {
+			return "azure"
+		}
+	case v1alpha1.ProviderGCP:
+		if s.GCP == nil {
+			return "gcp"
+		}
+	}
+	return ""
+}
+
+// capacity sums the free addresses of pc's pools and how many tenants of the pools' default
+// size they still fit (ipam mode only).
+func (c *Controller) capacity(pc *v1alpha1.ProviderConfig) *v1alpha1.ProviderCapacity {
+	if pc.Spec.Network.Mode != v1alpha1.NetworkModeIPAM {
+		return nil
+	}
+	out := &v1alpha1.ProviderCapacity{}
+	for _, ref := range pc.Spec.Network.PoolRefs {
+		pool, err := c.pools.NetworkPools(pc.Namespace).Get(ref.Name)
+		if err != nil {
+			continue
+		}
+		out.AvailableIPs += pool.Status.AvailableIPs
+		perTenant := int64(5 + 8)
+		if d := pool.Spec.Defaults; d.NodesPerTenant != nil && d.LBPoolPerTenant != nil {
+			perTenant = int64(*d.NodesPerTenant + *d.LBPoolPerTenant)
+		}
+		if perTenant > 0 {
+			out.EstimatedTenants += int32(pool.Status.AvailableIPs / perTenant)
+		}
+	}
+	return out
+}

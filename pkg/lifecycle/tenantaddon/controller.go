@@ -1,0 +1,207 @@
+package tenantaddon
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/addons"
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
+	butlerinformers "github.com/butlerdotdev/butler-apiserver/pkg/generated/informers/externalversions/butler/v1alpha1"
+	listers "github.com/butlerdotdev/butler-apiserver/pkg/generated/listers/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
+)
+
+const (
+	// Finalizer holds a deleted TenantAddon until its release is uninstalled.
+	Finalizer = "butler.butlerlabs.dev/tenantaddon"
+	// SlotLabel names the spec.addons entry of the cluster a TenantAddon was made for.
+	SlotLabel = "butler.butlerlabs.dev/addon-slot"
+
+	// Workers is how many addons install at once.
+	Workers = 5
+	// resyncInstalled is how often an Installed addon is checked against its release.
+	resyncInstalled = 10 * time.Minute
+
+	byCluster = "tenantaddon:cluster"
+	byAddon   = "tenantaddon:addon"
+)
+
+// Engine is what the controller needs of pkg/addons (an interface so tests can fake Helm).
+type Engine interface {
+	Ensure(ctx context.Context, req addons.Request, starting func(addons.Action)) (*addons.Result, error)
+	Uninstall(ctx context.Context, target addons.Target, key addons.ReleaseKey, timeout time.Duration) error
+	Apply(ctx context.Context, target addons.Target, objs []*unstructured.Unstructured) error
+	Forget(cluster string)
+}
+
+// Controller reconciles TenantAddons.
+type Controller struct {
+	butler      clientset.Interface
+	kube        kubernetes.Interface
+	engine      Engine
+	addons      listers.TenantAddonLister
+	addonIndex  cache.Indexer
+	clusters    listers.TenantClusterLister
+	definitions listers.AddonDefinitionLister
+	configs     listers.ButlerConfigLister
+	allocations listers.IPAllocationLister
+	synced      []cache.InformerSynced
+	queue       *worker.Queue
+	workers     int
+
+	mu       sync.Mutex
+	failures map[string]int
+}
+
+// New builds the controller from the shared informers, with a Helm engine caching charts under
+// the user's cache directory (or the temporary directory).
+func New(d *worker.Deps) (*Controller, error) {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		dir = os.TempDir()
+	}
+	charts, err := addons.NewCharts(filepath.Join(dir, "butler-apiserver", "charts"), 0)
+	if err != nil {
+		return nil, err
+	}
+	b := d.ButlerInformers.Butler().V1alpha1()
+	return NewController(d.Butler, d.Kube, addons.NewEngine(charts), b.TenantAddons(), b.TenantClusters(),
+		b.AddonDefinitions(), b.ButlerConfigs(), b.IPAllocations())
+}
+
+// NewController wires the controller to its informers and engine.
+func NewController(butlerClient clientset.Interface, kube kubernetes.Interface, engine Engine,
+	tenantAddons butlerinformers.TenantAddonInformer, clusters butlerinformers.TenantClusterInformer,
+	definitions butlerinformers.AddonDefinitionInformer, configs butlerinformers.ButlerConfigInformer,
+	allocations butlerinformers.IPAllocationInformer) (*Controller, error) {
+	c := &Controller{
+		butler: butlerClient, kube: kube, engine: engine,
+		addons: tenantAddons.Lister(), addonIndex: tenantAddons.Informer().GetIndexer(),
+		clusters: clusters.Lister(), definitions: definitions.Lister(), configs: configs.Lister(),
+		allocations: allocations.Lister(),
+		synced: []cache.InformerSynced{tenantAddons.Informer().HasSynced, clusters.Informer().HasSynced,
+			definitions.Informer().HasSynced, configs.Informer().HasSynced, allocations.Informer().HasSynced},
+		workers:  Workers,
+		failures: map[string]int{},
+	}
+	c.queue = worker.NewQueue("tenantaddon", c.Reconcile)
+	if err := tenantAddons.Informer().AddIndexers(cache.Indexers{
+		byCluster: func(obj any) ([]string, error) {
+			a, ok := obj.(*v1alpha1.TenantAddon)
+			if !ok {
+				return nil, nil
+			}
+			return []string{a.Namespace + "/" + a.Spec.ClusterRef.Name}, nil
+		},
+		byAddon: func(obj any) ([]string, error) {
+			a, ok := obj.(*v1alpha1.TenantAddon)
+			if !ok || a.Spec.Addon == "" {
+				return nil, nil
+			}
+			return []string{a.Spec.Addon}, nil
+		},
+	}); err != nil {
+		return nil, fmt.Errorf("tenantaddon indexers: %w", err)
+	}
+
+	// An addon's change may unblock (or cycle with) any addon of its cluster: queue them all.
+	addonHandler := c.queue.Handler(func(obj any) []string {
+		a, ok := obj.(*v1alpha1.TenantAddon)
+		if !ok {
+			return nil
+		}
+		return append(c.keysFor(byCluster, a.Namespace+"/"+a.Spec.ClusterRef.Name), a.Namespace+"/"+a.Name)
+	})
+	clusterHandler := c.queue.Handler(func(obj any) []string {
+		tc, ok := obj.(*v1alpha1.TenantCluster)
+		if !ok {
+			return nil
+		}
+		return c.keysFor(byCluster, tc.Namespace+"/"+tc.Name)
+	})
+	definitionHandler := c.queue.Handler(func(obj any) []string {
+		d, ok := obj.(*v1alpha1.AddonDefinition)
+		if !ok {
+			return nil
+		}
+		return c.keysFor(byAddon, d.Name)
+	})
+	// The ButlerConfig's default versions apply to every catalog addon.
+	configHandler := c.queue.Handler(func(any) []string { return c.keysFor("", "") })
+	for _, h := range []struct {
+		inf     cache.SharedIndexInformer
+		handler cache.ResourceEventHandler
+	}{
+		{tenantAddons.Informer(), addonHandler},
+		{clusters.Informer(), clusterHandler},
+		{clusters.Informer(), cache.ResourceEventHandlerFuncs{DeleteFunc: c.forgetCluster}},
+		{definitions.Informer(), definitionHandler},
+		{configs.Informer(), configHandler},
+	} {
+		if _, err := h.inf.AddEventHandler(h.handler); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// Run processes TenantAddons with several workers until ctx is done.
+func (c *Controller) Run(ctx context.Context) { c.queue.Run(ctx, c.workers, c.synced...) }
+
+// keysFor lists the keys of the addons in index under value (every addon when index is "").
+func (c *Controller) keysFor(index, value string) []string {
+	var objs []any
+	if index == "" {
+		objs = c.addonIndex.List()
+	} else {
+		var err error
+		if objs, err = c.addonIndex.ByIndex(index, value); err != nil {
+			return nil
+		}
+	}
+	keys := make([]string, 0, len(objs))
+	for _, o := range objs {
+		if a, ok := o.(*v1alpha1.TenantAddon); ok {
+			keys = append(keys, a.Namespace+"/"+a.Name)
+		}
+	}
+	return keys
+}
+
+// forgetCluster drops the engine's clients of a deleted cluster.
+func (c *Controller) forgetCluster(obj any) {
+	if tc, ok := worker.Unwrap(obj).(*v1alpha1.TenantCluster); ok {
+		c.engine.Forget(clusterID(tc))
+	}
+}
+
+// clusterID names a cluster for the engine's cache: a re-created cluster of the same name is
+// another cluster.
+func clusterID(tc *v1alpha1.TenantCluster) string {
+	return tc.Namespace + "/" + tc.Name + "/" + string(tc.UID)
+}
+
+// backoff returns how long to wait after the key's latest failure, counting it.
+func (c *Controller) backoff(key string) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.failures[key]
+	c.failures[key] = n + 1
+	d := 15 * time.Second << min(n, 5)
+	return min(d, 5*time.Minute)
+}
+
+func (c *Controller) succeeded(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.failures, key)
+}

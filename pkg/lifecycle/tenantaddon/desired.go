@@ -1,0 +1,158 @@
+package tenantaddon
+
+import (
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/addons"
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/quota"
+)
+
+// desired is the release one TenantAddon asks for, without the cluster it goes to.
+type desired struct {
+	release         addons.ReleaseKey
+	createNamespace bool
+	chart           addons.ChartRef
+	values          addons.Values
+	timeout         time.Duration
+	// definition is the catalog entry (nil for spec.helm).
+	definition *v1alpha1.AddonDefinition
+}
+
+// specError is a problem in the objects themselves: waiting will not fix it, a change will.
+type specError struct {
+	reason string
+	err    error
+}
+
+func (e *specError) Error() string { return e.err.Error() }
+
+// desiredRelease works out the release of addon in cluster tc.
+func (c *Controller) desiredRelease(addon *v1alpha1.TenantAddon, tc *v1alpha1.TenantCluster) (*desired, error) {
+	d := &desired{timeout: addons.DefaultTimeout, createNamespace: true}
+	var layers []addons.Values
+	add := func(what string, raw *runtime.RawExtension) error {
+		v, err := addons.ValuesFrom(raw)
+		if err != nil {
+			return &specError{reason: "InvalidValues", err: fmt.Errorf("%s: %w", what, err)}
+		}
+		layers = append(layers, v)
+		return nil
+	}
+
+	switch {
+	case addon.Spec.Helm != nil:
+		h := addon.Spec.Helm
+		d.chart = addons.ChartRef{Repository: h.Repository, Name: h.Chart, Version: addon.Spec.Version}
+		d.release = addons.ReleaseKey{Name: orDefault(h.ReleaseName, addon.Name), Namespace: orDefault(h.Namespace, "default")}
+		if h.CreateNamespace != nil {
+			d.createNamespace = *h.CreateNamespace
+		}
+	case addon.Spec.Addon != "":
+		def, err := c.definitions.Get(addon.Spec.Addon)
+		if apierrors.IsNotFound(err) {
+			return nil, &specError{reason: "AddonDefinitionNotFound", err: fmt.Errorf("AddonDefinition %q not found", addon.Spec.Addon)}
+		}
+		if err != nil {
+			return nil, err
+		}
+		d.definition = def
+		slotVersion, slotValues := slot(tc, addon.Labels[SlotLabel])
+		version := firstSet(addon.Spec.Version, slotVersion, c.platformVersion(def.Name), def.Spec.Chart.DefaultVersion)
+		d.chart = addons.ChartRef{Repository: def.Spec.Chart.Repository, Name: def.Spec.Chart.Name, Version: version}
+		d.release = addons.ReleaseKey{Name: addon.Name, Namespace: "default"}
+		if df := def.Spec.Defaults; df != nil {
+			d.release.Name = orDefault(df.ReleaseName, d.release.Name)
+			d.release.Namespace = orDefault(df.Namespace, d.release.Namespace)
+			if df.CreateNamespace != nil {
+				d.createNamespace = *df.CreateNamespace
+			}
+			if df.Timeout != nil && df.Timeout.Duration > 0 {
+				d.timeout = df.Timeout.Duration
+			}
+			if err := add("AddonDefinition "+def.Name+" defaults.values", df.Values); err != nil {
+				return nil, err
+			}
+		}
+		if err := add("TenantCluster "+tc.Name+" spec.addons."+addon.Labels[SlotLabel]+".values", slotValues); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, &specError{reason: "InvalidSpec", err: fmt.Errorf("neither spec.addon nor spec.helm is set")}
+	}
+	if err := add("spec.values", addon.Spec.Values); err != nil {
+		return nil, err
+	}
+	values, err := addons.Merge(layers...)
+	if err != nil {
+		return nil, &specError{reason: "InvalidValues", err: err}
+	}
+	d.values = values
+	return d, nil
+}
+
+// slot returns the version and values of the cluster's spec.addons entry named by the slot
+// label's value.
+func slot(tc *v1alpha1.TenantCluster, name string) (string, *runtime.RawExtension) {
+	a := tc.Spec.Addons
+	switch name {
+	case "cni":
+		if a.CNI != nil {
+			return a.CNI.Version, a.CNI.Values
+		}
+	case "loadBalancer":
+		if a.LoadBalancer != nil {
+			return a.LoadBalancer.Version, a.LoadBalancer.Values
+		}
+	case "certManager":
+		if a.CertManager != nil {
+			return a.CertManager.Version, a.CertManager.Values
+		}
+	case "storage":
+		if a.Storage != nil {
+			return a.Storage.Version, a.Storage.Values
+		}
+	case "ingress":
+		if a.Ingress != nil {
+			return a.Ingress.Version, a.Ingress.Values
+		}
+	case "gitops":
+		if a.Gitops != nil {
+			return a.Gitops.Version, nil
+		}
+	}
+	return "", nil
+}
+
+// platformVersion is the ButlerConfig's default version for a catalog addon, if it has one.
+func (c *Controller) platformVersion(definition string) string {
+	cfg, err := c.configs.Get(quota.ButlerConfigName)
+	if err != nil {
+		return ""
+	}
+	v := cfg.Spec.DefaultAddonVersions
+	return map[string]string{
+		"cilium": v.Cilium, "metallb": v.Metallb, "cert-manager": v.CertManager,
+		"longhorn": v.Longhorn, "traefik": v.Traefik, "fluxcd": v.Fluxcd, "flux2": v.Fluxcd,
+	}[definition]
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func firstSet(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}

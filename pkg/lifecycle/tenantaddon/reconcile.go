@@ -1,0 +1,263 @@
+package tenantaddon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/addons"
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
+)
+
+// Reconcile brings one TenantAddon (key namespace/name) in line with its spec.
+func (c *Controller) Reconcile(ctx context.Context, key string) error {
+	namespace, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	cached, err := c.addons.TenantAddons(namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		c.succeeded(key)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	addon := cached.DeepCopy()
+	if addon.DeletionTimestamp != nil {
+		return c.remove(ctx, key, addon)
+	}
+	if !slices.Contains(addon.Finalizers, Finalizer) {
+		addon.Finalizers = append(addon.Finalizers, Finalizer)
+		updated, err := c.butler.ButlerV1alpha1().TenantAddons(namespace).Update(ctx, addon, metav1.UpdateOptions{})
+		if err != nil {
+			return err
+		}
+		addon = updated
+	}
+
+	tc, err := c.clusters.TenantClusters(namespace).Get(addon.Spec.ClusterRef.Name)
+	switch {
+	case apierrors.IsNotFound(err):
+		return c.wait(ctx, addon, "ClusterNotFound", fmt.Sprintf("TenantCluster %s not found", addon.Spec.ClusterRef.Name))
+	case err != nil:
+		return err
+	case tc.DeletionTimestamp != nil:
+		return c.wait(ctx, addon, "ClusterDeleting", fmt.Sprintf("TenantCluster %s is being deleted", tc.Name))
+	case tc.Status.KubeconfigSecretRef == nil || tc.Status.TenantNamespace == "":
+		return c.wait(ctx, addon, "WaitingForControlPlane", fmt.Sprintf("waiting for the control plane of TenantCluster %s", tc.Name))
+	}
+
+	if cycle := c.cycle(addon); cycle != nil {
+		return c.fail(ctx, addon, "DependencyCycle", "dependsOn forms a cycle: "+strings.Join(cycle, " -> "), nil)
+	}
+	want, err := c.desiredRelease(addon, tc)
+	var bad *specError
+	if errors.As(err, &bad) {
+		return c.fail(ctx, addon, bad.reason, bad.Error(), nil)
+	}
+	if err != nil {
+		return err
+	}
+	if waiting := c.unmetDependencies(addon, want.definition); len(waiting) > 0 {
+		// An addon already up to date stays Installed while a dependency changes.
+		if addon.Status.Phase == v1alpha1.TenantAddonInstalled && addon.Status.ObservedGeneration == addon.Generation {
+			return nil
+		}
+		return c.wait(ctx, addon, "WaitingForDependencies", "waiting for "+strings.Join(waiting, ", ")+" to be Installed")
+	}
+
+	kubeconfig, err := c.kubeconfig(ctx, tc)
+	if apierrors.IsNotFound(err) {
+		return c.wait(ctx, addon, "WaitingForControlPlane", fmt.Sprintf("the kubeconfig Secret of TenantCluster %s is not there yet", tc.Name))
+	}
+	if err != nil {
+		return err
+	}
+
+	req := addons.Request{
+		Target:  addons.Target{Cluster: clusterID(tc), Kubeconfig: kubeconfig},
+		Release: want.release, CreateNamespace: want.createNamespace,
+		Chart: want.chart, Values: want.values, Timeout: want.timeout, Wait: true,
+		Owner: string(addon.UID),
+	}
+	starting := func(a addons.Action) {
+		phase, reason, verb := v1alpha1.TenantAddonInstalling, "Installing", "installing"
+		if a == addons.ActionUpgrade {
+			phase, reason, verb = v1alpha1.TenantAddonUpgrading, "Upgrading", "upgrading"
+		}
+		msg := fmt.Sprintf("%s chart %s into namespace %s", verb, want.chart, want.release.Namespace)
+		// A failed progress write is not worth stopping Helm for; the outcome is written next.
+		_ = c.writeStatus(ctx, addon, phase, reason, msg, metav1.ConditionFalse, nil)
+	}
+	res, err := c.engine.Ensure(ctx, req, starting)
+	if err != nil {
+		return c.failed(ctx, key, addon, err)
+	}
+	rel := res.Release
+	msg := fmt.Sprintf("chart %s %s, release %s/%s revision %d, values sha256:%.12s", rel.Chart, rel.ChartVersion,
+		rel.Namespace, rel.Name, rel.Revision, rel.ValuesHash)
+	if isMetalLB(want) {
+		more, err := c.ensureMetalLBPool(ctx, req.Target, tc, want.release.Namespace)
+		if err != nil {
+			// MetalLB runs but hands out no addresses: not Installed.
+			if werr := c.writeStatus(ctx, addon, v1alpha1.TenantAddonDegraded, "LoadBalancerPoolFailed", msg+"; "+err.Error(), metav1.ConditionFalse, &rel); werr != nil {
+				return werr
+			}
+			return worker.RequeueAfter(c.backoff(key))
+		}
+		msg += more
+	}
+	c.succeeded(key)
+	if err := c.writeStatus(ctx, addon, v1alpha1.TenantAddonInstalled, "Installed", msg, metav1.ConditionTrue, &rel); err != nil {
+		return err
+	}
+	return worker.RequeueAfter(resyncInstalled)
+}
+
+// failed reports an engine failure and asks for a retry after the key's backoff.
+func (c *Controller) failed(ctx context.Context, key string, addon *v1alpha1.TenantAddon, err error) error {
+	var op *addons.OperationError
+	if !errors.As(err, &op) {
+		op = &addons.OperationError{Err: err}
+	}
+	phase, reason := v1alpha1.TenantAddonFailed, "Failed"
+	switch {
+	case op.Action == addons.ActionInstall:
+		reason = "InstallFailed"
+	case op.Action == addons.ActionUpgrade && op.RolledBack:
+		// The previous revision runs again: the addon works, at its old version or values.
+		phase, reason = v1alpha1.TenantAddonDegraded, "UpgradeFailed"
+	case op.Action == addons.ActionUpgrade:
+		reason = "UpgradeFailed"
+	case unreachable(err):
+		reason = "ClusterUnreachable"
+		if addon.Status.Phase == v1alpha1.TenantAddonInstalled {
+			phase = v1alpha1.TenantAddonDegraded
+		}
+	case op.Release != nil && op.Release.Status == "deployed":
+		// The chart cannot be had (or the release is another object's), but a revision runs.
+		phase, reason = v1alpha1.TenantAddonDegraded, "ChartUnavailable"
+	default:
+		reason = "ChartUnavailable"
+	}
+	if strings.Contains(op.Err.Error(), "belongs to another object") {
+		reason = "ReleaseConflict"
+	}
+	klog.FromContext(ctx).Info("Addon operation failed", "reason", reason, "err", err)
+	if werr := c.writeStatus(ctx, addon, phase, reason, err.Error(), metav1.ConditionFalse, op.Release); werr != nil {
+		return werr
+	}
+	return worker.RequeueAfter(c.backoff(key))
+}
+
+// remove uninstalls a deleted addon's release and lets the object go.
+func (c *Controller) remove(ctx context.Context, key string, addon *v1alpha1.TenantAddon) error {
+	if !slices.Contains(addon.Finalizers, Finalizer) {
+		return nil
+	}
+	logger := klog.FromContext(ctx)
+	if addon.Status.Phase != v1alpha1.TenantAddonDeleting {
+		if err := c.writeStatus(ctx, addon, v1alpha1.TenantAddonDeleting, "Deleting", "uninstalling the release", metav1.ConditionFalse, addon.Status.HelmRelease); err != nil {
+			return err
+		}
+	}
+	tc, err := c.clusters.TenantClusters(addon.Namespace).Get(addon.Spec.ClusterRef.Name)
+	if apierrors.IsNotFound(err) {
+		logger.Info("TenantCluster is gone: nothing to uninstall from; releasing the addon", "cluster", addon.Spec.ClusterRef.Name)
+		return c.dropFinalizer(ctx, addon)
+	}
+	if err != nil {
+		return err
+	}
+	clusterDeleting := tc.DeletionTimestamp != nil
+	if tc.Status.KubeconfigSecretRef == nil || tc.Status.TenantNamespace == "" {
+		// No control plane was ever reached, so nothing was installed through this controller.
+		logger.Info("TenantCluster has no control plane: nothing to uninstall; releasing the addon", "cluster", tc.Name)
+		return c.dropFinalizer(ctx, addon)
+	}
+	kubeconfig, err := c.kubeconfig(ctx, tc)
+	if apierrors.IsNotFound(err) && clusterDeleting {
+		logger.Info("TenantCluster is being deleted and its kubeconfig is gone: releasing the addon without uninstalling", "cluster", tc.Name)
+		return c.dropFinalizer(ctx, addon)
+	}
+	if err != nil {
+		return err
+	}
+	key2 := addons.ReleaseKey{Name: addon.Name, Namespace: "default"}
+	timeout := addons.DefaultTimeout
+	if rel := addon.Status.HelmRelease; rel != nil && rel.Name != "" {
+		key2 = addons.ReleaseKey{Name: rel.Name, Namespace: rel.Namespace}
+	} else if want, err := c.desiredRelease(addon, tc); err == nil {
+		key2, timeout = want.release, want.timeout
+	}
+	err = c.engine.Uninstall(ctx, addons.Target{Cluster: clusterID(tc), Kubeconfig: kubeconfig}, key2, timeout)
+	if err != nil && clusterDeleting && unreachable(err) {
+		logger.Info("TenantCluster is being deleted and its control plane is unreachable: releasing the addon without uninstalling", "cluster", tc.Name, "err", err)
+		_ = c.writeStatus(ctx, addon, v1alpha1.TenantAddonDeleting, "ClusterUnreachable",
+			"the cluster is being deleted and its control plane is unreachable; the release was not uninstalled: "+err.Error(), metav1.ConditionFalse, addon.Status.HelmRelease)
+		return c.dropFinalizer(ctx, addon)
+	}
+	if err != nil {
+		if werr := c.writeStatus(ctx, addon, v1alpha1.TenantAddonDeleting, "UninstallFailed", err.Error(), metav1.ConditionFalse, addon.Status.HelmRelease); werr != nil {
+			return werr
+		}
+		return worker.RequeueAfter(c.backoff(key))
+	}
+	c.succeeded(key)
+	return c.dropFinalizer(ctx, addon)
+}
+
+func (c *Controller) dropFinalizer(ctx context.Context, addon *v1alpha1.TenantAddon) error {
+	latest, err := c.butler.ButlerV1alpha1().TenantAddons(addon.Namespace).Get(ctx, addon.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	latest.Finalizers = slices.DeleteFunc(latest.Finalizers, func(f string) bool { return f == Finalizer })
+	_, err = c.butler.ButlerV1alpha1().TenantAddons(addon.Namespace).Update(ctx, latest, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// kubeconfig reads the cluster's admin kubeconfig from the management cluster.
+func (c *Controller) kubeconfig(ctx context.Context, tc *v1alpha1.TenantCluster) ([]byte, error) {
+	s, err := c.kube.CoreV1().Secrets(tc.Status.TenantNamespace).Get(ctx, tc.Status.KubeconfigSecretRef.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range []string{"admin.conf", "value"} {
+		if v := s.Data[k]; len(v) > 0 {
+			return v, nil
+		}
+	}
+	return nil, apierrors.NewNotFound(v1alpha1.Resource("secrets"), s.Name+" (key admin.conf or value)")
+}
+
+// unreachable says whether err means the cluster's API server could not be reached.
+func unreachable(err error) bool {
+	var netErr net.Error
+	if errors.As(err, &netErr) {
+		return true
+	}
+	msg := err.Error()
+	for _, s := range []string{"connection refused", "no such host", "i/o timeout", "cluster unreachable", "no route to host", "connection reset"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,68 @@
+package tenantaddon
+
+import (
+	"context"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/addons"
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+)
+
+// ConditionReady is True exactly when the addon is Installed at its current spec.
+const ConditionReady = "Ready"
+
+// wait reports that the addon waits for something outside it (no retry: an event brings it
+// back).
+func (c *Controller) wait(ctx context.Context, addon *v1alpha1.TenantAddon, reason, msg string) error {
+	return c.writeStatus(ctx, addon, v1alpha1.TenantAddonPending, reason, msg, metav1.ConditionFalse, addon.Status.HelmRelease)
+}
+
+// fail reports a problem a spec change must fix (no retry until the objects change).
+func (c *Controller) fail(ctx context.Context, addon *v1alpha1.TenantAddon, reason, msg string, rel *addons.ReleaseInfo) error {
+	return c.writeStatus(ctx, addon, v1alpha1.TenantAddonFailed, reason, msg, metav1.ConditionFalse, rel)
+}
+
+// writeStatus sets phase, message, the Ready condition and (when given) the release, and
+// writes the status if it changed. A nil rel keeps the release already reported.
+func (c *Controller) writeStatus(ctx context.Context, addon *v1alpha1.TenantAddon, phase v1alpha1.TenantAddonPhase,
+	reason, msg string, ready metav1.ConditionStatus, rel any) error {
+	status := addon.Status.DeepCopy()
+	status.Phase = phase
+	status.Message = msg
+	status.ObservedGeneration = addon.Generation
+	switch r := rel.(type) {
+	case *addons.ReleaseInfo:
+		if r != nil {
+			status.HelmRelease = releaseStatus(r)
+			if r.Status == "deployed" {
+				status.InstalledVersion = r.ChartVersion
+			}
+		}
+	case *v1alpha1.HelmReleaseStatus:
+		status.HelmRelease = r
+	}
+	if phase == v1alpha1.TenantAddonInstalled && status.HelmRelease != nil {
+		status.InstalledVersion = status.HelmRelease.Version
+	}
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{
+		Type: ConditionReady, Status: ready, Reason: reason, Message: msg, ObservedGeneration: addon.Generation,
+	})
+	if apiequality.Semantic.DeepEqual(status, &addon.Status) {
+		return nil
+	}
+	addon.Status = *status
+	updated, err := c.butler.ButlerV1alpha1().TenantAddons(addon.Namespace).UpdateStatus(ctx, addon, metav1.UpdateOptions{})
+	if err != nil {
+		return err
+	}
+	*addon = *updated
+	return nil
+}
+
+func releaseStatus(r *addons.ReleaseInfo) *v1alpha1.HelmReleaseStatus {
+	return &v1alpha1.HelmReleaseStatus{Name: r.Name, Namespace: r.Namespace, Version: r.ChartVersion,
+		Revision: int32(r.Revision), Status: r.Status}
+}

@@ -1,0 +1,275 @@
+package tenantcluster
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/controlplane"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/infra"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/workers"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
+)
+
+// watchedKinds are the external kinds whose changes bring a cluster back.
+func watchedKinds() []schema.GroupVersionKind {
+	kinds := []schema.GroupVersionKind{
+		external.ClusterGVK, external.MachineDeploymentGVK,
+		external.StewardControlPlaneGVK, external.KamajiControlPlaneGVK, external.KubeadmControlPlaneGVK,
+		external.TenantControlPlaneGVK, external.KamajiTenantControlPlaneGVK,
+	}
+	for _, p := range allProviders {
+		cluster, _ := infra.Kinds(p)
+		kinds = append(kinds, cluster)
+	}
+	return kinds
+}
+
+var allProviders = []v1alpha1.ProviderType{v1alpha1.ProviderHarvester, v1alpha1.ProviderNutanix, v1alpha1.ProviderProxmox,
+	v1alpha1.ProviderAWS, v1alpha1.ProviderAzure, v1alpha1.ProviderGCP, v1alpha1.ProviderLocal}
+
+// applyAll applies objs in order; a kind the management cluster does not serve needs a person.
+func (c *Controller) applyAll(ctx context.Context, objs ...*unstructured.Unstructured) ([]*unstructured.Unstructured, *steps.Result, error) {
+	out := make([]*unstructured.Unstructured, 0, len(objs))
+	for _, o := range objs {
+		if o == nil {
+			continue
+		}
+		got, err := c.objects.apply(ctx, o)
+		var missing *NotInstalledError
+		if asNotInstalled(err, &missing) {
+			r := steps.Failure("CRDNotInstalled", "%s", missing.Error())
+			return nil, &r, nil
+		}
+		if apierrors.IsInvalid(err) {
+			r := steps.Failure("Rejected", "the management cluster rejected %s %s/%s: %v", o.GetKind(), o.GetNamespace(), o.GetName(), err)
+			return nil, &r, nil
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("applying %s %s/%s: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err)
+		}
+		out = append(out, got)
+	}
+	return out, nil, nil
+}
+
+func asNotInstalled(err error, into **NotInstalledError) bool {
+	m, ok := err.(*NotInstalledError)
+	if ok {
+		*into = m
+	}
+	return ok
+}
+
+// ensureInfrastructure applies the provider's infrastructure cluster and worker machine
+// template (and, for a standalone control plane, its machine template); ready once the
+// infrastructure cluster says it is provisioned.
+func (c *Controller) ensureInfrastructure(ctx context.Context, s *state) (steps.Result, error) {
+	cluster, template, err := infra.ForProvider(s.in)
+	if err != nil {
+		return steps.Failure("InvalidProviderConfig", "%v", err), nil
+	}
+	objs := []*unstructured.Unstructured{cluster, template}
+	if s.tc.Spec.ControlPlane.Type == v1alpha1.ControlPlaneStandalone {
+		cpTemplate, err := infra.ControlPlaneTemplate(s.in)
+		if err != nil {
+			return steps.Failure("InvalidProviderConfig", "%v", err), nil
+		}
+		objs = append(objs, cpTemplate)
+	}
+	applied, failed, err := c.applyAll(ctx, objs...)
+	if failed != nil || err != nil {
+		return deref(failed), err
+	}
+	got := applied[0]
+	if provisioned(got) {
+		return steps.Ready("Provisioned", "%s %s/%s is provisioned", got.GetKind(), got.GetNamespace(), got.GetName()), nil
+	}
+	return steps.Waiting("Provisioning", "%s %s/%s is not provisioned yet", got.GetKind(), got.GetNamespace(), got.GetName()), nil
+}
+
+// provisioned reads the infrastructure contract: status.initialization.provisioned (v1beta2),
+// or status.ready (providers on the v1beta1 contract).
+func provisioned(u *unstructured.Unstructured) bool {
+	if v, ok, _ := unstructured.NestedBool(u.Object, "status", "initialization", "provisioned"); ok {
+		return v
+	}
+	v, _, _ := unstructured.NestedBool(u.Object, "status", "ready")
+	return v
+}
+
+func (c *Controller) cleanupInfrastructure(ctx context.Context, s *state) (bool, error) {
+	gone := true
+	for _, p := range allProviders {
+		clusterKind, templateKind := infra.Kinds(p)
+		for _, o := range []struct {
+			gvk  schema.GroupVersionKind
+			name string
+		}{{clusterKind, s.tc.Name}, {templateKind, s.tc.Name + "-workers"}, {templateKind, s.tc.Name + "-control-plane"}} {
+			ok, err := c.objects.remove(ctx, o.gvk, s.namespace, o.name)
+			if err != nil {
+				return false, err
+			}
+			// Templates have no finalizers and are not watched: only the cluster is waited for.
+			if o.gvk == clusterKind && o.name == s.tc.Name {
+				gone = gone && ok
+			}
+		}
+	}
+	return gone, nil
+}
+
+// ensureControlPlane applies the CAPI Cluster and its control plane object; ready once the
+// control plane serves at the version asked for and its admin kubeconfig exists.
+func (c *Controller) ensureControlPlane(ctx context.Context, s *state) (steps.Result, error) {
+	cluster, err := controlplane.Cluster(s.in)
+	if err != nil {
+		return steps.Failure("InvalidSpec", "%v", err), nil
+	}
+	cp, err := controlplane.ControlPlane(s.in)
+	if err != nil {
+		return steps.Failure("InvalidSpec", "%v", err), nil
+	}
+	applied, failed, err := c.applyAll(ctx, cluster, cp)
+	if failed != nil || err != nil {
+		return deref(failed), err
+	}
+	if s.tc.Spec.ControlPlane.Type == v1alpha1.ControlPlaneStandalone {
+		return c.standaloneReady(ctx, s, applied[0], applied[1])
+	}
+	return c.hostedReady(ctx, s, applied[1])
+}
+
+// hostedReady reads the TenantControlPlane that Steward (or Kamaji) made for the control plane
+// object: ready when status.kubernetesResources.version.status is "Ready" at the asked version.
+func (c *Controller) hostedReady(ctx context.Context, s *state, cp *unstructured.Unstructured) (steps.Result, error) {
+	tcpKind := external.TenantControlPlaneGVK
+	if cp.GroupVersionKind().Kind == external.KamajiControlPlaneGVK.Kind {
+		tcpKind = external.KamajiTenantControlPlaneGVK
+	}
+	tcp, err := c.objects.get(ctx, tcpKind, s.namespace, s.tc.Name)
+	if err != nil {
+		return steps.Result{}, err
+	}
+	if tcp == nil {
+		return steps.Waiting("WaitingForTenantControlPlane", "waiting for the %s provider to create TenantControlPlane %s/%s",
+			cp.GetKind(), s.namespace, s.tc.Name), nil
+	}
+	version, _, _ := unstructured.NestedString(tcp.Object, "status", "kubernetesResources", "version", "version")
+	state, _, _ := unstructured.NestedString(tcp.Object, "status", "kubernetesResources", "version", "status")
+	endpoint, _, _ := unstructured.NestedString(tcp.Object, "status", "controlPlaneEndpoint")
+	secret, _, _ := unstructured.NestedString(tcp.Object, "status", "kubeconfig", "admin", "secretName")
+	if secret == "" {
+		secret = s.tc.Name + "-admin-kubeconfig"
+	}
+	s.version, s.endpoint = version, endpoint
+	if state != "Ready" {
+		return steps.Waiting("TenantControlPlaneNotReady", "TenantControlPlane %s/%s is %s", s.namespace, s.tc.Name, orDefault(state, "not ready yet")), nil
+	}
+	if version != s.tc.Spec.KubernetesVersion {
+		return steps.Waiting("Upgrading", "the control plane runs %s and is moving to %s", version, s.tc.Spec.KubernetesVersion), nil
+	}
+	if ok, err := c.secretExists(ctx, s.namespace, secret); err != nil || !ok {
+		return steps.Waiting("WaitingForKubeconfig", "waiting for the admin kubeconfig Secret %s/%s", s.namespace, secret), err
+	}
+	s.kubeconfigSecret = secret
+	return steps.Ready("TenantControlPlaneReady", "TenantControlPlane %s/%s serves %s at %s", s.namespace, s.tc.Name, version, endpoint), nil
+}
+
+// standaloneReady reads a KubeadmControlPlane's cluster: initialized, at the asked version, with
+// CAPI's <cluster>-kubeconfig Secret.
+func (c *Controller) standaloneReady(ctx context.Context, s *state, cluster, kcp *unstructured.Unstructured) (steps.Result, error) {
+	initialized, _, _ := unstructured.NestedBool(cluster.Object, "status", "initialization", "controlPlaneInitialized")
+	version, _, _ := unstructured.NestedString(kcp.Object, "status", "version")
+	host, _, _ := unstructured.NestedString(cluster.Object, "spec", "controlPlaneEndpoint", "host")
+	port, _, _ := unstructured.NestedInt64(cluster.Object, "spec", "controlPlaneEndpoint", "port")
+	s.version = version
+	if host != "" {
+		s.endpoint = fmt.Sprintf("%s:%d", host, port)
+	}
+	if !initialized {
+		return steps.Waiting("ControlPlaneInitializing", "KubeadmControlPlane %s/%s is not initialized yet", s.namespace, s.tc.Name), nil
+	}
+	if version != s.tc.Spec.KubernetesVersion {
+		return steps.Waiting("Upgrading", "the control plane runs %s and is moving to %s", orDefault(version, "an unknown version"), s.tc.Spec.KubernetesVersion), nil
+	}
+	secret := s.tc.Name + "-kubeconfig"
+	if ok, err := c.secretExists(ctx, s.namespace, secret); err != nil || !ok {
+		return steps.Waiting("WaitingForKubeconfig", "waiting for the kubeconfig Secret %s/%s", s.namespace, secret), err
+	}
+	s.kubeconfigSecret = secret
+	return steps.Ready("ControlPlaneInitialized", "KubeadmControlPlane %s/%s serves %s", s.namespace, s.tc.Name, version), nil
+}
+
+func (c *Controller) secretExists(ctx context.Context, ns, name string) (bool, error) {
+	_, err := c.kube.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// cleanupControlPlane deletes the Cluster and its control plane object, and waits for both:
+// with Cluster API running, the Cluster's deletion takes its control plane and infrastructure
+// with it, in its own order.
+func (c *Controller) cleanupControlPlane(ctx context.Context, s *state) (bool, error) {
+	gone := true
+	for _, gvk := range []schema.GroupVersionKind{external.ClusterGVK, external.StewardControlPlaneGVK, external.KamajiControlPlaneGVK, external.KubeadmControlPlaneGVK} {
+		ok, err := c.objects.remove(ctx, gvk, s.namespace, s.tc.Name)
+		if err != nil {
+			return false, err
+		}
+		gone = gone && ok
+	}
+	return gone, nil
+}
+
+// ensureWorkers applies the bootstrap template and the MachineDeployment. It runs only once the
+// control plane is ready at the asked version, so an upgrade moves the workers after it.
+func (c *Controller) ensureWorkers(ctx context.Context, s *state) (steps.Result, error) {
+	bootstrap, err := workers.BootstrapTemplate(s.in)
+	if err != nil {
+		return steps.Failure("InvalidSpec", "%v", err), nil
+	}
+	md, err := workers.MachineDeployment(s.in)
+	if err != nil {
+		return steps.Failure("InvalidSpec", "%v", err), nil
+	}
+	applied, failed, err := c.applyAll(ctx, bootstrap, md)
+	if failed != nil || err != nil {
+		return deref(failed), err
+	}
+	got := applied[1]
+	want := s.tc.Spec.Workers.Replicas
+	replicas, _, _ := unstructured.NestedInt64(got.Object, "status", "replicas")
+	ready, _, _ := unstructured.NestedInt64(got.Object, "status", "readyReplicas")
+	upToDate, _, _ := unstructured.NestedInt64(got.Object, "status", "upToDateReplicas")
+	s.readyWorkers = int32(ready)
+	if int32(replicas) == want && int32(ready) == want && int32(upToDate) == want {
+		return steps.Ready("WorkersReady", "%d of %d workers ready at %s", ready, want, s.tc.Spec.KubernetesVersion), nil
+	}
+	return steps.Waiting("WorkersNotReady", "%d of %d workers ready, %d up to date (MachineDeployment %s/%s)",
+		ready, want, upToDate, got.GetNamespace(), got.GetName()), nil
+}
+
+func (c *Controller) cleanupWorkers(ctx context.Context, s *state) (bool, error) {
+	gone, err := c.objects.remove(ctx, external.MachineDeploymentGVK, s.namespace, s.tc.Name+"-workers")
+	if err != nil || !gone {
+		return false, err
+	}
+	_, err = c.objects.remove(ctx, external.BootstrapConfigTemplateGVK, s.namespace, s.tc.Name+"-workers")
+	return err == nil, err
+}
+
+func deref(r *steps.Result) steps.Result {
+	if r == nil {
+		return steps.Result{}
+	}
+	return *r
+}

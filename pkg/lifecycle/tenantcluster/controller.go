@@ -1,0 +1,271 @@
+package tenantcluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
+	listers "github.com/butlerdotdev/butler-apiserver/pkg/generated/listers/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
+	"github.com/butlerdotdev/butler-apiserver/pkg/quota"
+)
+
+// Controller provisions TenantClusters.
+type Controller struct {
+	butler  clientset.Interface
+	kube    kubernetes.Interface
+	objects *objects
+
+	clusters    listers.TenantClusterLister
+	providers   listers.ProviderConfigLister
+	configs     listers.ButlerConfigLister
+	teams       listers.TeamLister
+	allocations listers.IPAllocationLister
+	addons      listers.TenantAddonLister
+	namespaces  corelisters.NamespaceLister
+
+	plan   steps.Plan[*state]
+	queue  *worker.Queue
+	synced []cache.InformerSynced
+	now    func() time.Time
+}
+
+// New builds the controller from the shared informers. It watches the external kinds it writes
+// that the management cluster serves now; a kind whose CRD is installed later is applied all
+// the same, and read on every reconcile.
+func New(d *worker.Deps) (*Controller, error) {
+	b := d.ButlerInformers.Butler().V1alpha1()
+	nsInformer := d.KubeInformersFor(ClusterLabel).Core().V1().Namespaces()
+	c := &Controller{
+		butler: d.Butler, kube: d.Kube,
+		objects: &objects{dyn: d.Dynamic,
+			mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(d.Kube.Discovery()))},
+		clusters: b.TenantClusters().Lister(), providers: b.ProviderConfigs().Lister(), configs: b.ButlerConfigs().Lister(),
+		teams: b.Teams().Lister(), allocations: b.IPAllocations().Lister(), addons: b.TenantAddons().Lister(),
+		namespaces: nsInformer.Lister(),
+		now:        time.Now,
+	}
+	c.plan = c.steps()
+	c.queue = worker.NewQueue("tenantcluster", c.Reconcile)
+
+	byLabels := c.queue.Handler(keyOf)
+	handlers := []struct {
+		inf cache.SharedIndexInformer
+		h   cache.ResourceEventHandler
+	}{
+		{b.TenantClusters().Informer(), c.queue.Handler(worker.ByKey)},
+		{b.IPAllocations().Informer(), byLabels},
+		{b.TenantAddons().Informer(), c.queue.Handler(addonCluster)},
+		{b.ProviderConfigs().Informer(), c.queue.Handler(c.clustersOfProvider)},
+		{b.ButlerConfigs().Informer(), c.queue.Handler(c.allClusters)},
+		{nsInformer.Informer(), byLabels},
+	}
+	for _, h := range handlers {
+		if _, err := h.inf.AddEventHandler(h.h); err != nil {
+			return nil, err
+		}
+		c.synced = append(c.synced, h.inf.HasSynced)
+	}
+	c.watchExternal(d)
+	return c, nil
+}
+
+// watchExternal adds watches on the external kinds the management cluster serves. Objects the
+// worker wrote carry the cluster labels; those a provider made (a TenantControlPlane) are mapped
+// through their namespace's labels.
+func (c *Controller) watchExternal(d *worker.Deps) {
+	handler := c.queue.Handler(func(obj any) []string {
+		if keys := keyOf(obj); len(keys) > 0 {
+			return keys
+		}
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return nil
+		}
+		ns, err := c.namespaces.Get(m.GetNamespace())
+		if err != nil {
+			return nil
+		}
+		return keyOf(ns)
+	})
+	for _, gvk := range watchedKinds() {
+		m, err := c.objects.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			klog.InfoS("Not watching a kind the management cluster does not serve", "kind", gvk.String())
+			continue
+		}
+		inf := d.DynamicInformers.ForResource(m.Resource).Informer()
+		_ = inf.SetTransform(worker.DropManagedFields)
+		// Not waited for: a kind that stops being served must not stop the worker.
+		_, _ = inf.AddEventHandler(handler)
+	}
+}
+
+// Run provisions TenantClusters with four goroutines until ctx is done.
+func (c *Controller) Run(ctx context.Context) { c.queue.Run(ctx, 4, c.synced...) }
+
+func (c *Controller) clustersOfProvider(obj any) []string {
+	pc, ok := obj.(*v1alpha1.ProviderConfig)
+	if !ok {
+		return nil
+	}
+	all, _ := c.clusters.List(k8slabels.Everything())
+	var keys []string
+	for _, tc := range all {
+		if ref := c.providerRef(tc); ref.Name == pc.Name && ref.Namespace == pc.Namespace {
+			keys = append(keys, tc.Namespace+"/"+tc.Name)
+		}
+	}
+	return keys
+}
+
+// addonCluster maps a TenantAddon to its cluster: every addon of a cluster counts towards its
+// AddonsReady, those users made too.
+func addonCluster(obj any) []string {
+	a, ok := obj.(*v1alpha1.TenantAddon)
+	if !ok || a.Spec.ClusterRef.Name == "" {
+		return nil
+	}
+	return []string{a.Namespace + "/" + a.Spec.ClusterRef.Name}
+}
+
+func (c *Controller) allClusters(any) []string {
+	all, _ := c.clusters.List(k8slabels.Everything())
+	keys := make([]string, 0, len(all))
+	for _, tc := range all {
+		keys = append(keys, tc.Namespace+"/"+tc.Name)
+	}
+	return keys
+}
+
+// Reconcile brings one TenantCluster's objects and status in line with its spec.
+func (c *Controller) Reconcile(ctx context.Context, key string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	cached, err := c.clusters.TenantClusters(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	tc := cached.DeepCopy()
+	if tc.DeletionTimestamp != nil {
+		return c.delete(ctx, tc)
+	}
+	if !slices.Contains(tc.Finalizers, Finalizer) {
+		// The update brings the cluster back here through the informer.
+		tc.Finalizers = append(tc.Finalizers, Finalizer)
+		_, err := c.butler.ButlerV1alpha1().TenantClusters(ns).Update(ctx, tc, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) {
+			return nil
+		}
+		return err
+	}
+	s := c.newState(tc)
+	outcome, ensureErr := c.plan.Ensure(ctx, s, tc.Generation)
+	status := c.status(tc, s, outcome, ensureErr)
+	if err := c.writeStatus(ctx, tc, status); err != nil {
+		return err
+	}
+	return ensureErr
+}
+
+// delete runs the plan backwards and lets the cluster go once everything it made is gone.
+func (c *Controller) delete(ctx context.Context, tc *v1alpha1.TenantCluster) error {
+	if !slices.Contains(tc.Finalizers, Finalizer) {
+		return nil
+	}
+	s := c.newState(tc)
+	left, err := c.plan.Cleanup(ctx, s)
+	if err != nil || left != "" {
+		status := tc.Status.DeepCopy()
+		status.Phase = v1alpha1.TenantClusterDeleting
+		desc := fmt.Sprintf("removing the %s", left)
+		state := "Processing"
+		if err != nil {
+			desc, state = err.Error(), "Error"
+		}
+		c.setLastOperation(status, "Delete", state, deleteProgress(c.plan, left), desc)
+		if werr := c.writeStatus(ctx, tc, status); werr != nil && err == nil {
+			err = werr
+		}
+		return err
+	}
+	klog.FromContext(ctx).Info("Everything the tenant cluster made is gone; removing the finalizer")
+	tc.Finalizers = slices.DeleteFunc(tc.Finalizers, func(f string) bool { return f == Finalizer })
+	_, err = c.butler.ButlerV1alpha1().TenantClusters(tc.Namespace).Update(ctx, tc, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
+}
+
+// deleteProgress is the share of the steps already cleaned up, left being the one in progress.
+func deleteProgress(plan steps.Plan[*state], left string) int32 {
+	for i, s := range plan {
+		if s.Name == left {
+			return int32((len(plan) - 1 - i) * 100 / len(plan))
+		}
+	}
+	return 100
+}
+
+// writeStatus writes status if it differs from what is stored.
+func (c *Controller) writeStatus(ctx context.Context, tc *v1alpha1.TenantCluster, status *v1alpha1.TenantClusterStatus) error {
+	if apiequality.Semantic.DeepEqual(&tc.Status, status) {
+		return nil
+	}
+	updated := tc.DeepCopy()
+	updated.Status = *status
+	_, err := c.butler.ButlerV1alpha1().TenantClusters(tc.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		return nil // a newer cluster is on its way through the informer
+	}
+	return err
+}
+
+// providerRef is the ProviderConfig a cluster uses: its own, its Team's, or the ButlerConfig's
+// default; a reference without a namespace means the cluster's.
+func (c *Controller) providerRef(tc *v1alpha1.TenantCluster) v1alpha1.NamespacedObjectReference {
+	var ref *v1alpha1.NamespacedObjectReference
+	switch {
+	case tc.Spec.ProviderConfigRef != nil:
+		ref = tc.Spec.ProviderConfigRef
+	case tc.Spec.TeamRef != nil:
+		if team, err := c.teams.Get(tc.Spec.TeamRef.Name); err == nil && team.Spec.ProviderConfigRef != nil {
+			ref = team.Spec.ProviderConfigRef
+		}
+	}
+	if ref == nil {
+		if cfg, err := c.configs.Get(quota.ButlerConfigName); err == nil {
+			ref = cfg.Spec.DefaultProviderConfigRef
+		}
+	}
+	if ref == nil {
+		return v1alpha1.NamespacedObjectReference{}
+	}
+	out := *ref
+	if out.Namespace == "" {
+		out.Namespace = tc.Namespace
+	}
+	return out
+}

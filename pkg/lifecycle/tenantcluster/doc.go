@@ -1,0 +1,29 @@
+// Package tenantcluster is the lifecycle worker that turns a stored TenantCluster into the
+// objects a management cluster running Cluster API and Steward (or Kamaji) acts on, reads their
+// status back, and walks the cluster through its phases.
+//
+// A reconcile is a plan of named steps (pkg/lifecycle/steps), each owning one condition:
+//
+//	namespace       the tenant namespace <tc>-<uid8>, labelled with the cluster and its team
+//	network         NetworkReady: IPAllocations for nodes and the load balancer (network mode ipam)
+//	infrastructure  InfrastructureReady: the provider's infrastructure cluster
+//	control plane   ControlPlaneReady: Cluster + StewardControlPlane / KamajiControlPlane /
+//	                KubeadmControlPlane; ready when the TenantControlPlane (or the Cluster) says so
+//	workers         WorkersReady: BootstrapConfigTemplate, machine template, MachineDeployment
+//	                <tc>-workers; written only once the control plane is ready at the asked
+//	                version, so an upgrade moves the control plane first and the workers after it
+//	addons          AddonsReady: a TenantAddon per spec.addons entry, each Installed
+//
+// The builders of the external objects live in pkg/lifecycle/component; this package applies
+// them (server-side apply, field manager butler-apiserver) and judges readiness. Everything it
+// writes carries the cluster's labels, and watches on those objects bring the cluster back:
+// progress is event driven, never a timer. A deleted cluster runs the plan backwards behind
+// the finalizer butler.butlerlabs.dev/tenantcluster: addons uninstalled, workers, control
+// plane, infrastructure, addresses released, namespace; the finalizer goes only when all of it
+// is gone.
+//
+// The phase follows from the first step not done: Provisioning, Installing (addons), Ready;
+// Updating while a change is rolled out on a cluster that was Ready; Failed only when a step
+// needs a person (a missing or unready ProviderConfig, an exhausted pool), with a condition
+// saying what to do; Deleting. status.lastOperation is the one-line progress kubectl shows.
+package tenantcluster

@@ -1,0 +1,48 @@
+package tenantcluster
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component"
+)
+
+const (
+	// Finalizer holds a deleted TenantCluster until everything it made is gone.
+	Finalizer = "butler.butlerlabs.dev/tenantcluster"
+	// ClusterLabel and ClusterNamespaceLabel name the TenantCluster an object belongs to
+	// (labels, not owner references: the objects live in another namespace).
+	ClusterLabel          = component.TenantClusterLabel
+	ClusterNamespaceLabel = component.TenantClusterNamespaceLabel
+	// TeamLabel names the cluster's Team on its tenant namespace.
+	TeamLabel = "butler.butlerlabs.dev/tenant-team"
+	// FieldManager owns the fields the worker applies.
+	FieldManager = "butler-apiserver"
+)
+
+// TenantNamespace is the namespace of a TenantCluster's objects: <name>-<first 8 of its UID>.
+func TenantNamespace(tc *v1alpha1.TenantCluster) string {
+	uid := string(tc.UID)
+	if len(uid) > 8 {
+		uid = uid[:8]
+	}
+	return tc.Name + "-" + uid
+}
+
+// labels are the labels of everything the worker writes for tc.
+func labels(tc *v1alpha1.TenantCluster) map[string]string {
+	return component.Labels(component.Input{Cluster: tc})
+}
+
+// keyOf maps an object carrying the cluster labels to its TenantCluster's key.
+func keyOf(obj any) []string {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil
+	}
+	l := m.GetLabels()
+	if l[ClusterLabel] == "" || l[ClusterNamespaceLabel] == "" {
+		return nil
+	}
+	return []string{l[ClusterNamespaceLabel] + "/" + l[ClusterLabel]}
+}

@@ -1,0 +1,110 @@
+package tenantcluster
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
+	"github.com/butlerdotdev/butler-apiserver/pkg/quota"
+)
+
+// ensureProvider finds the cluster's ProviderConfig and the ButlerConfig. A missing or unready
+// ProviderConfig needs a person; its creation or readiness brings the cluster back (watch).
+func (c *Controller) ensureProvider(_ context.Context, s *state) (steps.Result, error) {
+	if cfg, err := c.configs.Get(quota.ButlerConfigName); err == nil {
+		s.in.Config = cfg
+	} else if !apierrors.IsNotFound(err) {
+		return steps.Result{}, err
+	}
+	ref := c.providerRef(s.tc)
+	if ref.Name == "" {
+		return steps.Failure("NoProviderConfig",
+			"no ProviderConfig: set spec.providerConfigRef, the Team's providerConfigRef or the ButlerConfig's defaultProviderConfigRef"), nil
+	}
+	pc, err := c.providers.ProviderConfigs(ref.Namespace).Get(ref.Name)
+	if apierrors.IsNotFound(err) {
+		return steps.Failure("ProviderConfigNotFound",
+			"ProviderConfig %s/%s does not exist: create it or point spec.providerConfigRef at one that does", ref.Namespace, ref.Name), nil
+	}
+	if err != nil {
+		return steps.Result{}, err
+	}
+	if !pc.Status.Ready {
+		msg := "it has not been validated yet"
+		if cond := meta.FindStatusCondition(pc.Status.Conditions, "Ready"); cond != nil && cond.Message != "" {
+			msg = cond.Message
+		}
+		return steps.Failure("ProviderConfigNotReady", "ProviderConfig %s/%s is not ready: %s", ref.Namespace, ref.Name, msg), nil
+	}
+	s.in.Provider = pc
+	return steps.Ready("ProviderConfigReady", "ProviderConfig %s/%s (%s)", pc.Namespace, pc.Name, pc.Spec.Provider), nil
+}
+
+// ensureNamespace makes the tenant namespace, labelled with the cluster and its team.
+func (c *Controller) ensureNamespace(ctx context.Context, s *state) (steps.Result, error) {
+	want := labels(s.tc)
+	if s.tc.Spec.TeamRef != nil {
+		want[TeamLabel] = s.tc.Spec.TeamRef.Name
+	}
+	got, err := c.namespaces.Get(s.namespace)
+	switch {
+	case apierrors.IsNotFound(err):
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.namespace, Labels: want}}
+		if _, err := c.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return steps.Result{}, err
+		}
+	case err != nil:
+		return steps.Result{}, err
+	case got.DeletionTimestamp != nil:
+		return steps.Waiting("NamespaceTerminating", "namespace %s is still terminating", s.namespace), nil
+	case got.Labels[ClusterNamespaceLabel] != s.tc.Namespace || got.Labels[ClusterLabel] != s.tc.Name:
+		return steps.Failure("NamespaceTaken", "namespace %s exists and belongs to something else", s.namespace), nil
+	default:
+		if !hasLabels(got.Labels, want) {
+			ns := got.DeepCopy()
+			for k, v := range want {
+				ns.Labels[k] = v
+			}
+			if _, err := c.kube.CoreV1().Namespaces().Update(ctx, ns, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) {
+				return steps.Result{}, err
+			}
+		}
+	}
+	return steps.Ready("NamespaceReady", "namespace %s", s.namespace), nil
+}
+
+// cleanupNamespace deletes the tenant namespace (and with it the Secrets a provider left) and
+// waits until it is gone.
+func (c *Controller) cleanupNamespace(ctx context.Context, s *state) (bool, error) {
+	ns, err := c.kube.CoreV1().Namespaces().Get(ctx, s.namespace, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if ns.Labels[ClusterNamespaceLabel] != s.tc.Namespace || ns.Labels[ClusterLabel] != s.tc.Name {
+		return true, nil // not ours
+	}
+	if ns.DeletionTimestamp == nil {
+		err := c.kube.CoreV1().Namespaces().Delete(ctx, s.namespace, metav1.DeleteOptions{
+			Preconditions: &metav1.Preconditions{UID: &ns.UID}})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return false, err
+		}
+	}
+	return false, nil
+}
+
+func hasLabels(have, want map[string]string) bool {
+	for k, v := range want {
+		if have[k] != v {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,103 @@
+package tenantcluster
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
+)
+
+// status is the cluster's status after a forward run: what the steps found, their conditions,
+// Ready, the phase and the one-line progress. ensureErr is a transient error the run stopped at.
+func (c *Controller) status(tc *v1alpha1.TenantCluster, s *state, out steps.Outcome, ensureErr error) *v1alpha1.TenantClusterStatus {
+	st := tc.Status.DeepCopy()
+	st.ObservedGeneration = tc.Generation
+	st.TenantNamespace = s.namespace
+	if s.endpoint != "" {
+		st.ControlPlaneEndpoint = s.endpoint
+	}
+	if s.kubeconfigSecret != "" {
+		st.KubeconfigSecretRef = &v1alpha1.LocalObjectReference{Name: s.kubeconfigSecret}
+	}
+	if s.networkChecked {
+		st.IPAllocationRefs = s.allocationRefs
+	}
+	observed := st.ObservedState
+	if observed == nil {
+		observed = &v1alpha1.ObservedClusterState{}
+	}
+	if s.version != "" {
+		observed.KubernetesVersion = s.version
+	}
+	observed.Workers = v1alpha1.WorkerCounts{Desired: tc.Spec.Workers.Replicas, Ready: observed.Workers.Ready}
+	if _, ran := out.Results[stepWorkers]; ran && out.Results[stepWorkers].Reason != "Waiting" {
+		observed.Workers.Ready = s.readyWorkers
+	}
+	if _, ran := out.Results[stepAddons]; ran && out.Results[stepAddons].Reason != "Waiting" {
+		observed.Addons = s.addons
+	}
+	st.ObservedState = observed
+
+	steps.SetConditions(&st.Conditions, out.Conditions...)
+	ready := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: "Ready",
+		Message: "the cluster is ready", ObservedGeneration: tc.Generation}
+	if out.First != "" {
+		r := out.Results[out.First]
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, orDefault(r.Reason, "Unknown"), fmt.Sprintf("%s: %s", out.First, r.Message)
+	}
+	if ensureErr != nil {
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, "Error", ensureErr.Error()
+	}
+	wasReady := tc.Status.Phase == v1alpha1.TenantClusterReady || tc.Status.Phase == v1alpha1.TenantClusterUpdating ||
+		meta.IsStatusConditionTrue(tc.Status.Conditions, ConditionReady)
+	steps.SetConditions(&st.Conditions, ready)
+
+	switch {
+	case ensureErr != nil:
+		if st.Phase == "" || st.Phase == v1alpha1.TenantClusterPending {
+			st.Phase = v1alpha1.TenantClusterProvisioning
+		}
+	case out.Failed:
+		st.Phase = v1alpha1.TenantClusterFailed
+	case out.First == "":
+		st.Phase = v1alpha1.TenantClusterReady
+	case wasReady:
+		st.Phase = v1alpha1.TenantClusterUpdating
+	case out.First == stepAddons:
+		st.Phase = v1alpha1.TenantClusterInstalling
+	default:
+		st.Phase = v1alpha1.TenantClusterProvisioning
+	}
+
+	opType := "Create"
+	if wasReady || (st.LastOperation != nil && st.LastOperation.Type != "Create") {
+		opType = "Reconcile"
+	}
+	state, desc := "Processing", ""
+	switch {
+	case ensureErr != nil:
+		state, desc = "Error", ensureErr.Error()
+	case out.Failed:
+		state, desc = "Failed", ready.Message
+	case out.First == "":
+		state, desc = "Succeeded", "the cluster is ready"
+	default:
+		desc = ready.Message
+	}
+	c.setLastOperation(st, opType, state, out.Progress(len(c.plan)), desc)
+	return st
+}
+
+// setLastOperation records the operation; its time moves only when something else does.
+func (c *Controller) setLastOperation(st *v1alpha1.TenantClusterStatus, opType, state string, progress int32, desc string) {
+	op := &v1alpha1.LastOperation{Type: opType, State: state, Progress: progress, Description: desc}
+	if prev := st.LastOperation; prev != nil && prev.Type == op.Type && prev.State == op.State &&
+		prev.Progress == op.Progress && prev.Description == op.Description {
+		return
+	}
+	op.LastUpdateTime = metav1.NewTime(c.now())
+	st.LastOperation = op
+}
