@@ -7,18 +7,22 @@ PORT     ?= 8443
 
 LOCAL_DIR ?= _output/local
 
-.PHONY: bench-ipam all build build-butler build-kube run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e bench clean
+.PHONY: bench-ipam all build build-butler build-kube build-capi run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e bench clean
 
 all: build
 
-## build: butler-apiserver, and the kube-apiserver, kube-controller-manager and etcd of the local plane
-build: build-butler build-kube
+## build: butler-apiserver, and the kube-apiserver, kube-controller-manager, etcd and Cluster API
+## manager of the local plane
+build: build-butler build-kube build-capi
 
 build-butler:
 	$(GO) build -o $(BIN)/butler-apiserver ./cmd/butler-apiserver
 
 build-kube:
 	hack/build-kube.sh
+
+build-capi:
+	hack/build-capi.sh
 
 ## run: etcd, kube-apiserver, kube-controller-manager and butler-apiserver behind an APIService;
 ## the management cluster's admin kubeconfig is $(LOCAL_DIR)/admin.kubeconfig

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds the kube-apiserver, kube-controller-manager and etcd that the local management plane
-# runs into _output/bin, from the pinned module in hack/kube. Everything comes from the Go
-# module proxy; the Go build cache makes every build after the first one take seconds.
+# Builds the kube-apiserver, kube-controller-manager, kube-scheduler and etcd that the local
+# management plane and the local provider's tenant control planes run into _output/bin, from
+# the pinned module in hack/kube. Everything comes from the Go module proxy; the Go build cache
+# makes every build after the first one take seconds.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -17,8 +18,9 @@ ldflags+=" -X k8s.io/component-base/version.gitTreeState=clean"
 
 mkdir -p "${BIN}"
 cd "${ROOT}/hack/kube"
-# One go build for all three: they share most packages, and one process schedules them best.
+# One go build for all four: they share most packages, and one process schedules them best.
 GOBIN="${BIN}" go install -trimpath -ldflags "${ldflags}" \
   k8s.io/kubernetes/cmd/kube-apiserver \
   k8s.io/kubernetes/cmd/kube-controller-manager \
+  k8s.io/kubernetes/cmd/kube-scheduler \
   ./cmd/etcd

@@ -3,8 +3,11 @@
 # kube-controller-manager, and butler-apiserver aggregated into it through an APIService, with
 # authentication and authorization delegated to kube-apiserver. It applies the manifests in
 # artifacts/, waits until the APIService is Available and the butler API answers, and only then
-# writes LOCAL_DIR/admin.kubeconfig. Ctrl-C (SIGINT) or SIGTERM stops everything in order:
-# butler-apiserver, kube-controller-manager, kube-apiserver, then etcd.
+# writes LOCAL_DIR/admin.kubeconfig. butler-localprovider (the local stand-in for a management
+# cluster's control-plane and infrastructure providers) runs the tenants' control planes as
+# processes, their state in LOCAL_DIR/tenants. Ctrl-C (SIGINT) or SIGTERM stops everything in
+# order: butler-localprovider (with the tenants' processes), butler-apiserver,
+# kube-controller-manager, kube-apiserver, then etcd.
 #
 # Environment (all optional):
 #   LOCAL_DIR                     state, certificates, logs, kubeconfigs (default _output/local)
@@ -12,6 +15,8 @@
 #                                 loopback ports (default: free ones)
 #   BIN                           where the binaries are (default _output/bin; built when missing)
 #   BUTLER_APISERVER_ARGS         extra flags for butler-apiserver
+#   TENANT_PORT_RANGE             loopback ports of the tenants' kube-apiservers (default 30000-32000)
+#   KUBE_VERSIONS_DIR             where other Kubernetes versions are built (default _output/kube-versions)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -49,14 +54,27 @@ ETCD_PEER_PORT="${ETCD_PEER_PORT:-$(free_port)}"; used_ports+="${ETCD_PEER_PORT}
 KUBE_APISERVER_PORT="${KUBE_APISERVER_PORT:-$(free_port)}"; used_ports+="${KUBE_APISERVER_PORT} "
 KUBE_CONTROLLER_MANAGER_PORT="${KUBE_CONTROLLER_MANAGER_PORT:-$(free_port)}"; used_ports+="${KUBE_CONTROLLER_MANAGER_PORT} "
 BUTLER_APISERVER_PORT="${BUTLER_APISERVER_PORT:-$(free_port)}"; used_ports+="${BUTLER_APISERVER_PORT} "
+# The Cluster API manager's webhook server, health probes and diagnostics (metrics).
+CAPI_WEBHOOK_PORT="$(free_port)"; used_ports+="${CAPI_WEBHOOK_PORT} "
+CAPI_HEALTH_PORT="$(free_port)"; used_ports+="${CAPI_HEALTH_PORT} "
+CAPI_DIAGNOSTICS_PORT="$(free_port)"; used_ports+="${CAPI_DIAGNOSTICS_PORT} "
 
 # --- binaries --------------------------------------------------------------------------------
-if [[ ! -x "${BIN}/kube-apiserver" || ! -x "${BIN}/kube-controller-manager" || ! -x "${BIN}/etcd" ]]; then
-  log "building kube-apiserver, kube-controller-manager and etcd (the first time takes minutes)"
+if [[ ! -x "${BIN}/kube-apiserver" || ! -x "${BIN}/kube-controller-manager" || ! -x "${BIN}/kube-scheduler" || ! -x "${BIN}/etcd" ]]; then
+  log "building kube-apiserver, kube-controller-manager, kube-scheduler and etcd (the first time takes minutes)"
   "${ROOT}/hack/build-kube.sh"
+fi
+if [[ ! -x "${BIN}/capi-manager" ]]; then
+  log "building the Cluster API manager (the first time takes minutes)"
+  "${ROOT}/hack/build-capi.sh"
 fi
 if [[ ! -x "${BIN}/butler-apiserver" ]]; then
   (cd "${ROOT}" && go build -o "${BIN}/butler-apiserver" ./cmd/butler-apiserver)
+fi
+# Always built (seconds when cached): a stale one would test old code.
+if ! (cd "${ROOT}" && go build -o "${BIN}/butler-localprovider" ./cmd/butler-localprovider); then
+  [[ -x "${BIN}/butler-localprovider" ]] || die "butler-localprovider does not build"
+  log "butler-localprovider does not build now; running the one built before"
 fi
 command -v "${KUBECTL}" >/dev/null || die "kubectl is needed"
 command -v openssl >/dev/null || die "openssl is needed"
@@ -100,6 +118,13 @@ new_cert butler-apiserver-client ca \
 # The aggregator checks the name <service>.<namespace>.svc.
 new_cert butler-apiserver-serving ca "/CN=butler-apiserver.butler-system.svc" serverAuth \
   "DNS:butler-apiserver.butler-system.svc,DNS:localhost,IP:127.0.0.1"
+new_cert butler-localprovider-client ca "/CN=butler-local:localprovider" clientAuth
+# The Cluster API manager: a client identity (bound to cluster-admin below) and its webhook
+# server's certificate (no cert-manager here; nothing calls the webhooks, as no webhook
+# configuration is installed, but the manager serves them).
+new_cert capi-manager-client ca "/CN=butler-local:capi-manager" clientAuth
+new_cert capi-webhook ca "/CN=capi-webhook-service.capi-system.svc" serverAuth \
+  "DNS:capi-webhook-service.capi-system.svc,DNS:localhost,IP:127.0.0.1"
 if [[ ! -f "${PKI}/sa.key" ]]; then
   openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:prime256v1 -out "${PKI}/sa.key" 2>/dev/null
   openssl pkey -in "${PKI}/sa.key" -pubout -out "${PKI}/sa.pub" 2>/dev/null
@@ -120,6 +145,8 @@ rm -f "${ADMIN_KUBECONFIG}"
 write_kubeconfig "${BOOT_KUBECONFIG}" admin admin
 write_kubeconfig "${LOCAL_DIR}/kube-controller-manager.kubeconfig" kube-controller-manager kube-controller-manager
 write_kubeconfig "${LOCAL_DIR}/butler-apiserver.kubeconfig" butler-apiserver-client butler-apiserver
+write_kubeconfig "${LOCAL_DIR}/butler-localprovider.kubeconfig" butler-localprovider-client butler-localprovider
+write_kubeconfig "${LOCAL_DIR}/capi-manager.kubeconfig" capi-manager-client capi-manager
 kc() { "${KUBECTL}" --kubeconfig "${BOOT_KUBECONFIG}" "$@"; }
 
 # --- processes -------------------------------------------------------------------------------
@@ -146,8 +173,11 @@ cleanup() {
   trap - INT TERM
   rm -f "${ADMIN_KUBECONFIG}" "${BOOT_KUBECONFIG}"
   log "stopping"
-  # kube-apiserver before etcd: with etcd gone first it hangs on shutdown.
+  # kube-apiserver before etcd: with etcd gone first it hangs on shutdown. The local provider
+  # first: it stops the tenants' kube-apiservers, which store in this etcd.
+  stop butler-localprovider
   stop butler-apiserver
+  stop capi-manager
   stop kube-controller-manager
   stop kube-apiserver
   stop etcd
@@ -213,6 +243,53 @@ start kube-controller-manager "${BIN}/kube-controller-manager" \
   --service-account-private-key-file "${PKI}/sa.key" --root-ca-file "${PKI}/ca.crt" \
   --controllers namespace-controller,garbage-collector-controller,serviceaccount-controller,serviceaccount-token-controller,clusterrole-aggregation-controller,root-ca-certificate-publisher-controller
 
+# The external CRDs the lifecycle workers write and read (CAPI, Steward, the providers, ours:
+# artifacts/crds/README.md), established before butler-apiserver starts its workers. Server-side,
+# as the largest are over the client-side apply annotation limit.
+kc apply --server-side --force-conflicts --field-manager local-up -f "${ROOT}/artifacts/crds" >/dev/null
+kc wait --for condition=established --timeout 60s -f "${ROOT}/artifacts/crds" >/dev/null
+
+# The local provider: tenant control planes (StewardControlPlane -> TenantControlPlane -> a
+# kube-apiserver, kube-controller-manager and kube-scheduler process each, on this etcd) and
+# local machines. Bound to cluster-admin: it stands in for several providers' RBAC at once.
+kc apply -f - >/dev/null <<'RBAC'
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: butler-local:localprovider
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: "butler-local:localprovider"}
+RBAC
+start butler-localprovider "${BIN}/butler-localprovider" \
+  --kubeconfig "${LOCAL_DIR}/butler-localprovider.kubeconfig" \
+  --etcd-servers "http://127.0.0.1:${ETCD_PORT}" \
+  --bin-dir "${BIN}" --state-dir "${LOCAL_DIR}/tenants" \
+  --kube-versions-dir "${KUBE_VERSIONS_DIR:-${ROOT}/_output/kube-versions}" \
+  --port-range "${TENANT_PORT_RANGE:-30000-32000}"
+
+# The Cluster API core manager (Cluster, MachineDeployment, MachineSet, Machine, ... controllers),
+# as a management cluster runs it. Its identity is bound to cluster-admin here, where a real
+# install binds the ClusterRole of CAPI's manifests: local-only, and simpler than copying it.
+kc apply -f - >/dev/null <<'RBAC'
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: butler-local:capi-manager
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: "butler-local:capi-manager"}
+RBAC
+mkdir -p "${LOCAL_DIR}/capi-manager/webhook-certs"
+cp "${PKI}/capi-webhook.crt" "${LOCAL_DIR}/capi-manager/webhook-certs/tls.crt"
+cp "${PKI}/capi-webhook.key" "${LOCAL_DIR}/capi-manager/webhook-certs/tls.key"
+start capi-manager "${BIN}/capi-manager" \
+  --kubeconfig "${LOCAL_DIR}/capi-manager.kubeconfig" \
+  --leader-elect=false \
+  --webhook-port "${CAPI_WEBHOOK_PORT}" --webhook-cert-dir "${LOCAL_DIR}/capi-manager/webhook-certs" \
+  --health-addr "127.0.0.1:${CAPI_HEALTH_PORT}" \
+  --diagnostics-address "127.0.0.1:${CAPI_DIAGNOSTICS_PORT}" --insecure-diagnostics
+
 # The manifests a platform admin applies; only the Service differs (ExternalName to loopback),
 # and the APIService gets the local CA and port.
 kc apply -f "${ROOT}/artifacts/deploy/namespace.yaml" >/dev/null
@@ -240,6 +317,7 @@ discovery_lists_butler() { kc api-resources --api-group butler.butlerlabs.dev -o
 wait_for "the APIService to be Available" 120 apiservice_available
 wait_for "discovery to list the butler resources" 60 discovery_lists_butler
 wait_for "a List of tenantclusters through kube-apiserver" 60 kc get tenantclusters -A
+wait_for "the Cluster API manager" 120 curl -sf "http://127.0.0.1:${CAPI_HEALTH_PORT}/readyz"
 
 mv "${BOOT_KUBECONFIG}" "${ADMIN_KUBECONFIG}"
 cat <<BANNER
@@ -248,6 +326,8 @@ Management plane is up (state and logs in ${LOCAL_DIR}):
   kube-apiserver    https://127.0.0.1:${KUBE_APISERVER_PORT}
   butler-apiserver  https://127.0.0.1:${BUTLER_APISERVER_PORT}  (APIService v1alpha1.butler.butlerlabs.dev: Available)
   etcd              http://127.0.0.1:${ETCD_PORT}
+  tenants           butler-localprovider, control planes on 127.0.0.1:${TENANT_PORT_RANGE:-30000-32000} (state in ${LOCAL_DIR}/tenants)
+  capi-manager      Cluster API core controllers (webhooks on 127.0.0.1:${CAPI_WEBHOOK_PORT})
 
   export KUBECONFIG=${ADMIN_KUBECONFIG}
   kubectl get tenantclusters -A

@@ -1,0 +1,164 @@
+// Command butler-localprovider is the local stand-in for what a real management cluster runs
+// for butler's local provider: capi-steward and Steward (tenant control planes, here as
+// kube-apiserver, kube-controller-manager and kube-scheduler processes on this machine), and
+// the local infrastructure provider's machines. hack/local-up.sh starts it for `make run` and
+// the end-to-end tests. Nothing of it runs in production.
+package main
+
+import (
+	"context"
+	goflag "flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
+	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/controlplane"
+	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/machines"
+)
+
+// runner is a controller built and ready to run until its context ends.
+type runner interface{ Run(ctx context.Context) }
+
+// controller is one entry of the table of controllers this binary runs.
+type controller struct {
+	name string
+	new  func(d *worker.Deps) (runner, error)
+}
+
+func main() {
+	var (
+		kubeconfig  string
+		etcdServers string
+		cp          = controlplane.Options{}
+		portRange   string
+	)
+	flags := pflag.NewFlagSet("butler-localprovider", pflag.ExitOnError)
+	flags.Usage = func() {
+		fmt.Fprintf(os.Stderr, `butler-localprovider: the local stand-in for a management cluster's control-plane and
+infrastructure providers (capi-steward + Steward: one kube-apiserver, kube-controller-manager and
+kube-scheduler process per TenantControlPlane; local machines). For make run and the tests on one
+machine; nothing of it runs in production.
+
+Flags:
+%s`, flags.FlagUsages())
+	}
+	flags.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster")
+	flags.StringVar(&etcdServers, "etcd-servers", "", "the management etcd (comma-separated URLs); each tenant's kube-apiserver keeps its data there under /<TenantControlPlane uid>")
+	flags.StringVar(&cp.BinDir, "bin-dir", "_output/bin", "where kube-apiserver, kube-controller-manager and kube-scheduler of --kube-version are")
+	flags.StringVar(&cp.PinnedVersion, "kube-version", "v1.36.3", "the Kubernetes version of the binaries in --bin-dir")
+	flags.StringVar(&cp.VersionsDir, "kube-versions-dir", "_output/kube-versions", "where other Kubernetes versions are built on first use, one directory each")
+	flags.StringVar(&cp.StateDir, "state-dir", "_output/local/tenants", "one directory per tenant control plane: certificates, kubeconfigs, logs, pid files")
+	flags.StringVar(&portRange, "port-range", "30000-32000", "loopback ports for tenant kube-apiservers (min-max)")
+	flags.IntVar(&cp.Workers, "workers", 4, "tenant control planes reconciled at once")
+	klogFlags := goflag.NewFlagSet("klog", goflag.ExitOnError)
+	klog.InitFlags(klogFlags)
+	flags.AddGoFlagSet(klogFlags)
+	_ = flags.Parse(os.Args[1:])
+
+	if etcdServers == "" {
+		fmt.Fprintln(os.Stderr, "--etcd-servers is required")
+		os.Exit(2)
+	}
+	cp.EtcdServers = strings.Split(etcdServers, ",")
+	var err error
+	if cp.PortMin, cp.PortMax, err = parseRange(portRange); err != nil {
+		fmt.Fprintf(os.Stderr, "--port-range: %v\n", err)
+		os.Exit(2)
+	}
+
+	controllers := []controller{
+		{"controlplane", func(d *worker.Deps) (runner, error) { return controlplane.New(d, cp) }},
+		{"machines", func(d *worker.Deps) (runner, error) {
+			// machines/ and kwok/ next to the tenants' state directory.
+			return machines.New(d, machines.Options{StateDir: filepath.Dir(cp.StateDir)})
+		}},
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, kubeconfig, controllers); err != nil {
+		klog.ErrorS(err, "butler-localprovider failed")
+		klog.Flush()
+		os.Exit(1)
+	}
+	klog.Flush()
+}
+
+// run builds every controller over shared clients and informers, runs them until ctx is done,
+// and returns once each has stopped (the control planes stop their processes first).
+func run(ctx context.Context, kubeconfig string, controllers []controller) error {
+	logger := klog.FromContext(ctx)
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.UserAgent = "butler-localprovider"
+	cfg.QPS, cfg.Burst = 50, 100
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	butler, err := clientset.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	deps := worker.NewDeps(butler, kube, dyn)
+	runners := make([]runner, 0, len(controllers))
+	for _, c := range controllers {
+		r, err := c.new(deps)
+		if err != nil {
+			return fmt.Errorf("controller %s: %w", c.name, err)
+		}
+		runners = append(runners, r)
+	}
+	deps.Start(ctx.Done())
+	defer deps.Shutdown()
+	logger.Info("Running", "controllers", len(runners))
+	var wg sync.WaitGroup
+	for i, r := range runners {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.Run(klog.NewContext(ctx, logger.WithValues("controller", controllers[i].name)))
+		}()
+	}
+	wg.Wait()
+	logger.Info("Stopped")
+	return nil
+}
+
+func parseRange(s string) (int, int, error) {
+	lo, hi, ok := strings.Cut(s, "-")
+	if !ok {
+		return 0, 0, fmt.Errorf("%q is not min-max", s)
+	}
+	min, err := strconv.Atoi(lo)
+	if err != nil {
+		return 0, 0, err
+	}
+	max, err := strconv.Atoi(hi)
+	if err != nil {
+		return 0, 0, err
+	}
+	if min <= 0 || max < min || max > 65535 {
+		return 0, 0, fmt.Errorf("%q is not a port range", s)
+	}
+	return min, max, nil
+}

@@ -1,0 +1,227 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
+)
+
+// Options configure the control planes.
+type Options struct {
+	// EtcdServers is the management etcd the tenants' kube-apiservers store their data in.
+	EtcdServers []string
+	// BinDir holds kube-apiserver, kube-controller-manager and kube-scheduler of PinnedVersion.
+	BinDir        string
+	PinnedVersion string
+	// VersionsDir is where other versions are built, one directory each.
+	VersionsDir string
+	// StateDir holds one directory per tenant (certificates, kubeconfigs, logs, pid files).
+	StateDir string
+	// PortMin and PortMax bound the loopback ports given to tenant kube-apiservers.
+	PortMin, PortMax int
+	// Workers is how many tenants are reconciled at once.
+	Workers int
+}
+
+// Controller runs the StewardControlPlane and TenantControlPlane controllers.
+type Controller struct {
+	opts     Options
+	deps     *worker.Deps
+	etcd     *clientv3.Client
+	mapper   meta.RESTMapper
+	recorder record.EventRecorder
+
+	scps, tcps, clusters cache.SharedIndexInformer
+	scpQueue, tcpQueue   *worker.Queue
+
+	ports    *ports
+	versions *versions
+
+	mu     sync.Mutex
+	planes map[string]*plane // by TenantControlPlane UID
+	// setupErr is the last join-setup failure per UID, for the status message.
+	runCtx context.Context
+}
+
+// New builds the controllers over deps' management cluster clients.
+func New(d *worker.Deps, opts Options) (*Controller, error) {
+	if d.Dynamic == nil || d.Kube == nil || d.DynamicInformers == nil {
+		return nil, errors.New("the control planes need the management cluster's dynamic and kube clients")
+	}
+	if len(opts.EtcdServers) == 0 {
+		return nil, errors.New("no etcd servers")
+	}
+	if opts.PortMin <= 0 || opts.PortMax < opts.PortMin || opts.PortMax > 65535 {
+		return nil, fmt.Errorf("invalid port range %d-%d", opts.PortMin, opts.PortMax)
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = 4
+	}
+	for _, dir := range []string{opts.StateDir, opts.VersionsDir} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	etcd, err := clientv3.New(clientv3.Config{Endpoints: opts.EtcdServers, DialTimeout: 5 * time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("etcd client: %w", err)
+	}
+	broadcaster := record.NewBroadcaster()
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: d.Kube.CoreV1().Events("")})
+	c := &Controller{
+		opts: opts, deps: d, etcd: etcd,
+		mapper:   restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discoveryOf(d))),
+		recorder: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: FieldManager}),
+		ports:    newPorts(opts.PortMin, opts.PortMax),
+		planes:   map[string]*plane{},
+	}
+	c.versions = newVersions(opts.PinnedVersion, opts.BinDir, opts.VersionsDir, c.versionBuilt)
+	c.scps = d.DynamicInformers.ForResource(stewardControlPlanes).Informer()
+	c.tcps = d.DynamicInformers.ForResource(tenantControlPlanes).Informer()
+	c.clusters = d.DynamicInformers.ForResource(clusters).Informer()
+	c.scpQueue = worker.NewQueue("stewardcontrolplanes", c.reconcileSCP)
+	c.tcpQueue = worker.NewQueue("tenantcontrolplanes", c.reconcileTCP)
+
+	if _, err := c.scps.AddEventHandler(c.scpQueue.Handler(worker.ByKey)); err != nil {
+		return nil, err
+	}
+	// A TenantControlPlane's changes (its status) wake the StewardControlPlane of its name.
+	if _, err := c.tcps.AddEventHandler(c.scpQueue.Handler(worker.ByKey)); err != nil {
+		return nil, err
+	}
+	if _, err := c.tcps.AddEventHandler(c.tcpQueue.Handler(worker.ByKey)); err != nil {
+		return nil, err
+	}
+	// A Cluster wakes the StewardControlPlane it references (its ownerReference arrives after).
+	if _, err := c.clusters.AddEventHandler(c.scpQueue.Handler(controlPlaneOfCluster)); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// discoveryOf is the discovery client of the management cluster.
+func discoveryOf(d *worker.Deps) discovery.DiscoveryInterface { return d.Kube.Discovery() }
+
+// Run runs the controllers until ctx is done, then stops every tenant's processes.
+func (c *Controller) Run(ctx context.Context) {
+	logger := klog.FromContext(ctx).WithName("controlplane")
+	ctx = klog.NewContext(ctx, logger)
+	c.runCtx = ctx
+	if err := c.loadState(ctx); err != nil {
+		logger.Error(err, "Reading the state directory failed", "dir", c.opts.StateDir)
+	}
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() { defer wg.Done(); c.versions.run(ctx) }()
+	go func() {
+		defer wg.Done()
+		c.scpQueue.Run(ctx, c.opts.Workers, c.scps.HasSynced, c.tcps.HasSynced, c.clusters.HasSynced)
+	}()
+	go func() {
+		defer wg.Done()
+		if cache.WaitForCacheSync(ctx.Done(), c.tcps.HasSynced) {
+			c.sweepOrphans(ctx)
+		}
+		c.tcpQueue.Run(ctx, c.opts.Workers, c.tcps.HasSynced)
+	}()
+	<-ctx.Done()
+	wg.Wait()
+	c.stopAll(klog.FromContext(ctx))
+	_ = c.etcd.Close()
+}
+
+// loadState claims the ports recorded in the state directory, so a restarted provider gives
+// each tenant its port again and no other tenant the same.
+func (c *Controller) loadState(ctx context.Context) error {
+	entries, err := os.ReadDir(c.opts.StateDir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		rec, err := readRecord(filepath.Join(c.opts.StateDir, e.Name()))
+		if err != nil {
+			continue
+		}
+		if !c.ports.claim(rec.Port, rec.UID) {
+			klog.FromContext(ctx).Info("Two tenants recorded the same port; the second gets another", "port", rec.Port, "uid", rec.UID)
+		}
+	}
+	return nil
+}
+
+// sweepOrphans removes the tenants recorded in the state directory whose TenantControlPlane is
+// gone (deleted while the provider was down, with its finalizer removed by hand).
+func (c *Controller) sweepOrphans(ctx context.Context) {
+	live := map[string]bool{}
+	for _, obj := range c.tcps.GetStore().List() {
+		if m, err := meta.Accessor(obj); err == nil {
+			live[string(m.GetUID())] = true
+		}
+	}
+	entries, _ := os.ReadDir(c.opts.StateDir)
+	for _, e := range entries {
+		if !e.IsDir() || live[e.Name()] {
+			continue
+		}
+		paths := tenantPaths{dir: filepath.Join(c.opts.StateDir, e.Name())}
+		rec, err := readRecord(paths.dir)
+		if err != nil {
+			continue
+		}
+		klog.FromContext(ctx).Info("Removing a tenant whose TenantControlPlane is gone", "uid", rec.UID, "tenant", rec.Namespace+"/"+rec.Name)
+		if err := c.removeTenant(ctx, rec, paths, nil); err != nil {
+			klog.FromContext(ctx).Error(err, "Removing an orphaned tenant failed", "uid", rec.UID)
+		}
+	}
+}
+
+// stopAll stops every tenant's processes, many at once.
+func (c *Controller) stopAll(logger klog.Logger) {
+	c.mu.Lock()
+	planes := c.planes
+	c.planes = map[string]*plane{}
+	c.mu.Unlock()
+	if len(planes) == 0 {
+		return
+	}
+	logger.Info("Stopping the tenant control planes", "count", len(planes))
+	var wg sync.WaitGroup
+	for _, pl := range planes {
+		wg.Add(1)
+		go func() { defer wg.Done(); pl.stop() }()
+	}
+	wg.Wait()
+	logger.Info("Stopped the tenant control planes")
+}
+
+// versionBuilt queues every TenantControlPlane that waits for version.
+func (c *Controller) versionBuilt(version string) {
+	for _, obj := range c.tcps.GetStore().List() {
+		if u, ok := obj.(interface{ UnstructuredContent() map[string]any }); ok {
+			if v, _ := nestedString(u.UnstructuredContent(), "spec", "kubernetes", "version"); normalizeVersion(v) == version {
+				c.tcpQueue.Enqueue(obj)
+			}
+		}
+	}
+}

@@ -1,0 +1,32 @@
+// Package controlplane is the local provider's stand-in for capi-steward and Steward: it turns a
+// Cluster API StewardControlPlane into a Steward TenantControlPlane, and a TenantControlPlane into
+// a real kube-apiserver, kube-controller-manager and kube-scheduler process on this machine. It
+// exists so that `make run` and the tests have real tenant control planes without a cloud or
+// containers; nothing of it runs in production, where Steward (or Kamaji) does this work as pods.
+//
+// It keeps the contracts a production management cluster keeps (LIFECYCLE.md):
+//   - StewardControlPlane (controlplane.cluster.x-k8s.io/v1alpha1) waits for its Cluster
+//     ownerReference, then applies TenantControlPlane <same name> (steward.butlerlabs.dev/v1alpha1)
+//     owned by it, copies <tcp>-admin-kubeconfig's admin.conf into <cluster>-kubeconfig
+//     (type cluster.x-k8s.io/secret, key value), patches the infrastructure cluster's
+//     spec.controlPlaneEndpoint, and reports initialized/ready/version in its status.
+//   - TenantControlPlane: its own CA (Secret <tcp>-ca: ca.crt, ca.key, tls.crt, tls.key; also
+//     Cluster API's cluster CA Secret, as the names coincide), a port on loopback from a range,
+//     the three processes on the management etcd under --etcd-prefix=/<tcp uid>, the join setup
+//     kubeadm makes (bootstrap-token RBAC, CSR auto-approval, cluster-info, kubeadm-config and
+//     kubelet-config), Secret <tcp>-admin-kubeconfig (admin.conf, super-admin.conf, admin.svc,
+//     super-admin.svc) and status.kubernetesResources.version.status "Ready" once it all answers.
+//
+// Processes are supervised: restarted with backoff when they exit, stopped and their etcd prefix
+// deleted when the TenantControlPlane is deleted (a finalizer holds it until then), and all
+// stopped when the provider stops. They run in their own sessions and are recorded in the state
+// directory (<state>/<tcp uid>/*.pid with a hash of their command line), so a provider that
+// crashed adopts them when it starts again rather than starting a second set.
+//
+// Any Kubernetes version other than the one in --bin-dir is built from the module proxy on first
+// use (a wrapper module requiring k8s.io/kubernetes with every staging module replaced), one build
+// at a time, into --kube-versions-dir/<version>; while it builds the TenantControlPlane says
+// Provisioning (or Upgrading), and if it cannot be built, NotReady with the reason in the
+// annotations localprovider.butlerlabs.dev/reason and /message, an Event, and the
+// StewardControlPlane's failureReason/failureMessage and Ready condition.
+package controlplane

@@ -1,0 +1,147 @@
+package controlplane
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/pki"
+)
+
+// Components of a tenant control plane, also their file stems in the state directory.
+const (
+	componentAPIServer         = "kube-apiserver"
+	componentControllerManager = "kube-controller-manager"
+	componentScheduler         = "kube-scheduler"
+)
+
+// tenantPaths is the layout of one tenant's state directory.
+type tenantPaths struct{ dir string }
+
+func (p tenantPaths) pki() string                     { return filepath.Join(p.dir, "pki") }
+func (p tenantPaths) cert(stem string) string         { return pki.CertPath(p.pki(), stem) }
+func (p tenantPaths) key(stem string) string          { return pki.KeyPath(p.pki(), stem) }
+func (p tenantPaths) pkiFile(name string) string      { return filepath.Join(p.pki(), name) }
+func (p tenantPaths) kubeconfig(name string) string   { return filepath.Join(p.dir, name+".conf") }
+func (p tenantPaths) log(component string) string     { return filepath.Join(p.dir, component+".log") }
+func (p tenantPaths) pidFile(component string) string { return filepath.Join(p.dir, component+".pid") }
+func (p tenantPaths) record() string                  { return filepath.Join(p.dir, "tenant.json") }
+
+// planeArgs is what the command lines of one tenant's processes are made of.
+type planeArgs struct {
+	Spec        tenantSpec
+	Paths       tenantPaths
+	Port        int
+	EtcdServers []string
+}
+
+// apiServerArgs is kube-apiserver's command line: kubeadm's flags, on loopback, with the tenant's
+// data under /<uid> in the shared etcd. The Endpoints reconciler is off: Endpoints cannot hold a
+// loopback address, which is where this kube-apiserver listens.
+func apiServerArgs(a planeArgs) []string {
+	p := a.Paths
+	admission := []string{"NodeRestriction"}
+	for _, plugin := range a.Spec.AdmissionPlugins {
+		if plugin != "NodeRestriction" {
+			admission = append(admission, plugin)
+		}
+	}
+	args := []string{
+		"--etcd-servers=" + strings.Join(a.EtcdServers, ","),
+		"--etcd-prefix=/" + a.Spec.UID,
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		fmt.Sprintf("--secure-port=%d", a.Port),
+		"--endpoint-reconciler-type=none",
+		"--tls-cert-file=" + p.cert("apiserver"),
+		"--tls-private-key-file=" + p.key("apiserver"),
+		"--client-ca-file=" + p.pkiFile(pki.CACert),
+		"--authorization-mode=Node,RBAC",
+		"--enable-admission-plugins=" + strings.Join(admission, ","),
+		"--enable-bootstrap-token-auth=true",
+		"--allow-privileged=true",
+		"--service-cluster-ip-range=" + a.Spec.ServiceCIDR,
+		"--service-account-issuer=https://kubernetes.default.svc." + a.Spec.ClusterDomain,
+		"--service-account-key-file=" + p.pkiFile(pki.ServiceAccountPublic),
+		"--service-account-signing-key-file=" + p.pkiFile(pki.ServiceAccountPrivate),
+		"--kubelet-client-certificate=" + p.cert("apiserver-kubelet-client"),
+		"--kubelet-client-key=" + p.key("apiserver-kubelet-client"),
+		"--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname",
+		"--requestheader-client-ca-file=" + p.pkiFile(pki.FrontProxyCACert),
+		"--requestheader-allowed-names=" + pki.FrontProxyClient,
+		"--requestheader-username-headers=X-Remote-User",
+		"--requestheader-group-headers=X-Remote-Group",
+		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+		"--proxy-client-cert-file=" + p.cert("front-proxy-client"),
+		"--proxy-client-key-file=" + p.key("front-proxy-client"),
+		"--cert-dir=" + filepath.Join(p.dir, "apiserver"),
+	}
+	return mergeArgs(args, a.Spec.APIServerArgs)
+}
+
+// controllerManagerArgs is kube-controller-manager's command line. It signs node client
+// certificates with the tenant CA (the kubelet TLS bootstrap), runs the bootstrap-token signer
+// and cleaner kubeadm enables, and serves nothing (--secure-port=0): its health is that of its
+// process, and a tenant needs no more ports than its API.
+func controllerManagerArgs(a planeArgs) []string {
+	p := a.Paths
+	conf := p.kubeconfig("controller-manager")
+	args := []string{
+		"--kubeconfig=" + conf,
+		"--secure-port=0",
+		"--leader-elect=false",
+		"--cluster-name=" + a.Spec.Name,
+		"--controllers=*,bootstrapsigner,tokencleaner",
+		"--use-service-account-credentials=true",
+		"--cluster-signing-cert-file=" + p.pkiFile(pki.CACert),
+		"--cluster-signing-key-file=" + p.pkiFile(pki.CAKey),
+		"--root-ca-file=" + p.pkiFile(pki.CACert),
+		"--service-account-private-key-file=" + p.pkiFile(pki.ServiceAccountPrivate),
+		"--service-cluster-ip-range=" + a.Spec.ServiceCIDR,
+		"--allocate-node-cidrs=true",
+		"--cluster-cidr=" + a.Spec.PodCIDR,
+	}
+	return mergeArgs(args, a.Spec.ControllerManagerArgs)
+}
+
+// schedulerArgs is kube-scheduler's command line; like the controller manager it serves nothing.
+func schedulerArgs(a planeArgs) []string {
+	conf := a.Paths.kubeconfig("scheduler")
+	args := []string{
+		"--kubeconfig=" + conf,
+		"--secure-port=0",
+		"--leader-elect=false",
+	}
+	return mergeArgs(args, a.Spec.SchedulerArgs)
+}
+
+// mergeArgs applies extra "--flag=value" arguments over args: a flag given in both takes the
+// extra value in place; new flags are appended in their order.
+func mergeArgs(args, extra []string) []string {
+	out := append([]string(nil), args...)
+	index := map[string]int{}
+	for i, a := range out {
+		index[flagName(a)] = i
+	}
+	for _, e := range extra {
+		e = strings.TrimSpace(e)
+		if e == "" {
+			continue
+		}
+		if !strings.HasPrefix(e, "-") {
+			e = "--" + e
+		}
+		if i, ok := index[flagName(e)]; ok {
+			out[i] = e
+			continue
+		}
+		index[flagName(e)] = len(out)
+		out = append(out, e)
+	}
+	return out
+}
+
+func flagName(arg string) string {
+	name, _, _ := strings.Cut(strings.TrimLeft(arg, "-"), "=")
+	return name
+}

@@ -1,0 +1,159 @@
+package controlplane
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+func flagValue(args []string, name string) (string, bool) {
+	for _, a := range args {
+		if n, v, _ := strings.Cut(strings.TrimLeft(a, "-"), "="); n == name {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+func testArgs() planeArgs {
+	return planeArgs{
+		Spec: tenantSpec{Namespace: "t1-abcd1234", Name: "t1", UID: "0b6c-uid", Version: "v1.36.3",
+			ServiceCIDR: "10.96.0.0/12", PodCIDR: "10.244.0.0/16", ClusterDomain: "cluster.local",
+			AdmissionPlugins: []string{"NamespaceLifecycle", "NodeRestriction", "ResourceQuota"},
+			APIServerArgs:    []string{"--v=4", "audit-log-maxage=3"},
+		},
+		Paths: tenantPaths{dir: "/state/0b6c-uid"}, Port: 30007,
+		EtcdServers: []string{"http://127.0.0.1:2379", "http://127.0.0.1:2380"},
+	}
+}
+
+func TestAPIServerArgs(t *testing.T) {
+	args := apiServerArgs(testArgs())
+	want := map[string]string{
+		"etcd-servers":                 "http://127.0.0.1:2379,http://127.0.0.1:2380",
+		"etcd-prefix":                  "/0b6c-uid",
+		"bind-address":                 "127.0.0.1",
+		"secure-port":                  "30007",
+		"service-cluster-ip-range":     "10.96.0.0/12",
+		"client-ca-file":               "/state/0b6c-uid/pki/ca.crt",
+		"tls-cert-file":                "/state/0b6c-uid/pki/apiserver.crt",
+		"authorization-mode":           "Node,RBAC",
+		"enable-bootstrap-token-auth":  "true",
+		"enable-admission-plugins":     "NodeRestriction,NamespaceLifecycle,ResourceQuota",
+		"service-account-issuer":       "https://kubernetes.default.svc.cluster.local",
+		"service-account-key-file":     "/state/0b6c-uid/pki/sa.pub",
+		"requestheader-client-ca-file": "/state/0b6c-uid/pki/front-proxy-ca.crt",
+		"requestheader-allowed-names":  "front-proxy-client",
+		"proxy-client-cert-file":       "/state/0b6c-uid/pki/front-proxy-client.crt",
+		"kubelet-client-certificate":   "/state/0b6c-uid/pki/apiserver-kubelet-client.crt",
+		"endpoint-reconciler-type":     "none",
+		"v":                            "4", // extra args are appended
+		"audit-log-maxage":             "3", // with "--" added when missing
+	}
+	for name, value := range want {
+		if got, ok := flagValue(args, name); !ok || got != value {
+			t.Errorf("--%s = %q (present %v), want %q", name, got, ok, value)
+		}
+	}
+	// Every flag that names a file names one in the tenant's directory.
+	for _, a := range args {
+		if _, v, _ := strings.Cut(a, "="); strings.HasPrefix(v, "/") && !strings.HasPrefix(v, "/state/0b6c-uid/") && !strings.HasPrefix(v, "/0b6c") {
+			t.Errorf("%s names a file outside the tenant's directory", a)
+		}
+	}
+}
+
+func TestExtraArgsOverride(t *testing.T) {
+	a := testArgs()
+	a.Spec.APIServerArgs = []string{"--authorization-mode=RBAC"}
+	args := apiServerArgs(a)
+	if v, _ := flagValue(args, "authorization-mode"); v != "RBAC" {
+		t.Errorf("authorization-mode = %q, want the extra arg's RBAC", v)
+	}
+	n := 0
+	for _, x := range args {
+		if strings.HasPrefix(x, "--authorization-mode=") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("--authorization-mode given %d times", n)
+	}
+}
+
+func TestControllerManagerArgs(t *testing.T) {
+	a := testArgs()
+	a.Spec.ControllerManagerArgs = []string{"--node-cidr-mask-size=26"}
+	args := controllerManagerArgs(a)
+	want := map[string]string{
+		"kubeconfig":                       "/state/0b6c-uid/controller-manager.conf",
+		"controllers":                      "*,bootstrapsigner,tokencleaner",
+		"cluster-signing-cert-file":        "/state/0b6c-uid/pki/ca.crt",
+		"cluster-signing-key-file":         "/state/0b6c-uid/pki/ca.key",
+		"root-ca-file":                     "/state/0b6c-uid/pki/ca.crt",
+		"service-account-private-key-file": "/state/0b6c-uid/pki/sa.key",
+		"use-service-account-credentials":  "true",
+		"cluster-cidr":                     "10.244.0.0/16",
+		"allocate-node-cidrs":              "true",
+		"secure-port":                      "0",
+		"leader-elect":                     "false",
+		"cluster-name":                     "t1",
+		"node-cidr-mask-size":              "26",
+	}
+	for name, value := range want {
+		if got, ok := flagValue(args, name); !ok || got != value {
+			t.Errorf("--%s = %q (present %v), want %q", name, got, ok, value)
+		}
+	}
+	sched := schedulerArgs(a)
+	if v, _ := flagValue(sched, "kubeconfig"); v != "/state/0b6c-uid/scheduler.conf" {
+		t.Errorf("scheduler --kubeconfig = %q", v)
+	}
+	if v, _ := flagValue(sched, "secure-port"); v != "0" {
+		t.Errorf("scheduler --secure-port = %q", v)
+	}
+}
+
+func TestParseTenantSpec(t *testing.T) {
+	tcp := &unstructured.Unstructured{Object: map[string]any{
+		"metadata": map[string]any{"name": "t1", "namespace": "ns", "uid": "u1"},
+		"spec": map[string]any{
+			"kubernetes":     map[string]any{"version": "1.36.3", "kubelet": map[string]any{"cgroupfs": "cgroupfs"}},
+			"networkProfile": map[string]any{"serviceCidr": "10.100.0.0/16", "certSANs": []any{"a.example.com"}, "address": "192.0.2.1"},
+			"controlPlane": map[string]any{"deployment": map[string]any{"extraArgs": map[string]any{
+				"apiServer": []any{"--v=2"}, "scheduler": []any{"--v=3"}}}},
+		},
+	}}
+	s, err := parseTenantSpec(tcp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Version != "v1.36.3" || s.ServiceCIDR != "10.100.0.0/16" || s.PodCIDR != defaultPodCIDR ||
+		s.ClusterDomain != "cluster.local" || s.CgroupDriver != "cgroupfs" || s.UID != "u1" {
+		t.Errorf("spec = %+v", s)
+	}
+	if !slices.Equal(s.CertSANs, []string{"a.example.com", "192.0.2.1"}) || !slices.Equal(s.APIServerArgs, []string{"--v=2"}) || !slices.Equal(s.SchedulerArgs, []string{"--v=3"}) {
+		t.Errorf("spec = %+v", s)
+	}
+	unstructured.SetNestedField(tcp.Object, "not-a-cidr", "spec", "networkProfile", "serviceCidr")
+	if _, err := parseTenantSpec(tcp); err == nil {
+		t.Error("a bad service CIDR parsed")
+	}
+}
+
+func TestServiceIPs(t *testing.T) {
+	if ip, _ := firstServiceIP("10.96.0.0/12"); ip.String() != "10.96.0.1" {
+		t.Errorf("first = %v", ip)
+	}
+	if ip, _ := nthServiceIP("10.96.0.0/12", 10); ip.String() != "10.96.0.10" {
+		t.Errorf("10th = %v", ip)
+	}
+	if ip, _ := nthServiceIP("10.96.0.0/16", 300); ip.String() != "10.96.1.44" {
+		t.Errorf("300th = %v", ip)
+	}
+	if _, err := nthServiceIP("10.96.0.0/30", 10); err == nil {
+		t.Error("10th address of a /30")
+	}
+}

@@ -1,0 +1,288 @@
+package controlplane
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/pki"
+)
+
+// tenantRecord is what the state directory remembers of a tenant across provider restarts.
+type tenantRecord struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
+	Port      int    `json:"port"`
+}
+
+// plane is the running control plane of one tenant: its processes and what is known of them.
+type plane struct {
+	rec    tenantRecord
+	paths  tenantPaths
+	notify func() // queues the tenant's key
+
+	mu    sync.Mutex
+	procs map[string]*process
+	// version is the Kubernetes version the running kube-apiserver's binary is.
+	version string
+	// apiServerStarts is how often kube-apiserver was started when it was last seen ready;
+	// setupFor is the value of that when the kubeadm setup was last done.
+	ready       bool
+	readyStarts int
+	// probed says the probe has answered once since the plane was made: until then its
+	// readiness is unknown (processes adopted after a restart may well be serving).
+	probed   bool
+	setupFor int
+	probe    context.CancelFunc
+	caPool   *x509.CertPool
+	// ca is the tenant CA read from its Secret; adminDigest the content last written to
+	// <tcp>-admin-kubeconfig.
+	ca          *pki.KeyPair
+	adminDigest string
+}
+
+// ensure runs specs: a component not running is started, one running another command line is
+// replaced, and kube-apiserver's readiness is probed.
+func (pl *plane) ensure(ctx context.Context, version string, caPEM []byte, specs []procSpec) {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	if pl.procs == nil {
+		pl.procs = map[string]*process{}
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	pl.caPool = pool
+	for _, spec := range specs {
+		if p, ok := pl.procs[spec.Component]; ok {
+			if p.hash == spec.hash() {
+				continue
+			}
+			pl.mu.Unlock()
+			p.stop()
+			pl.mu.Lock()
+		}
+		pl.procs[spec.Component] = startProcess(ctx, spec, pl.notify)
+		if spec.Component == componentAPIServer {
+			pl.version = version
+			pl.ready = false
+		}
+	}
+	if pl.probe == nil {
+		probeCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		pl.probe = cancel
+		go pl.probeLoop(probeCtx)
+	}
+}
+
+// probedOnce says whether the probe has answered since the plane was made.
+func (pl *plane) probedOnce() bool {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	return pl.probed
+}
+
+// status says whether kube-apiserver answers /readyz and every process runs, which
+// kube-apiserver start that is, and the version it runs.
+func (pl *plane) status() (ready bool, apiServerStarts int, version string) {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	if !pl.ready {
+		return false, 0, pl.version
+	}
+	for _, p := range pl.procs {
+		if _, running, _ := p.state(); !running {
+			return false, 0, pl.version
+		}
+	}
+	return true, pl.readyStarts, pl.version
+}
+
+// markSetUp records that the kubeadm setup was done for this kube-apiserver start.
+func (pl *plane) markSetUp(starts int) {
+	pl.mu.Lock()
+	pl.setupFor = starts
+	pl.mu.Unlock()
+}
+
+func (pl *plane) setUp(starts int) bool {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	return pl.setupFor == starts && starts > 0
+}
+
+// probeLoop asks kube-apiserver's /readyz every 100ms until it answers, then every 2s, and
+// queues the tenant when the answer changes.
+func (pl *plane) probeLoop(ctx context.Context) {
+	client := &http.Client{Timeout: 2 * time.Second}
+	url := fmt.Sprintf("https://%s/readyz", endpointString("127.0.0.1", pl.rec.Port))
+	for {
+		pl.mu.Lock()
+		pool := pl.caPool
+		api := pl.procs[componentAPIServer]
+		wasReady := pl.ready
+		pl.mu.Unlock()
+		client.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, DisableKeepAlives: true}
+		ready, running, starts := false, false, 0
+		if api != nil {
+			_, running, starts = api.state()
+			if running {
+				if resp, err := client.Get(url); err == nil {
+					ready = resp.StatusCode == http.StatusOK
+					resp.Body.Close()
+				}
+			}
+		}
+		// Only an answer (or its absence) from a running process counts as the first probe: a
+		// process being adopted is not running for a moment.
+		pl.mu.Lock()
+		first := !pl.probed && running
+		pl.probed = pl.probed || running
+		pl.mu.Unlock()
+		if ready != wasReady || first {
+			pl.mu.Lock()
+			pl.ready, pl.readyStarts = ready, starts
+			pl.mu.Unlock()
+			pl.notify()
+		}
+		interval := 100 * time.Millisecond
+		if ready {
+			interval = 2 * time.Second
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(interval):
+		}
+	}
+}
+
+// stop stops the processes (the controllers first, kube-apiserver last) and the probe.
+func (pl *plane) stop() {
+	pl.mu.Lock()
+	procs := pl.procs
+	pl.procs = nil
+	if pl.probe != nil {
+		pl.probe()
+		pl.probe = nil
+	}
+	pl.ready = false
+	pl.mu.Unlock()
+	var wg sync.WaitGroup
+	for name, p := range procs {
+		if name == componentAPIServer {
+			continue
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); p.stop() }()
+	}
+	wg.Wait()
+	if p := procs[componentAPIServer]; p != nil {
+		p.stop()
+	}
+}
+
+// stopRecorded stops the processes recorded in a tenant directory that no plane supervises (a
+// tenant deleted while the provider was down).
+func stopRecorded(paths tenantPaths) {
+	for _, c := range []string{componentScheduler, componentControllerManager, componentAPIServer} {
+		if rec, ok := readPidRecord(paths.pidFile(c)); ok && alive(rec.PID, paths.dir) {
+			terminate(rec.PID, stopGrace)
+		}
+		_ = os.Remove(paths.pidFile(c))
+	}
+}
+
+// ports hands out loopback ports from a range, one per tenant, remembering which are taken.
+type ports struct {
+	mu       sync.Mutex
+	min, max int
+	taken    map[int]string // port -> tenant uid
+}
+
+func newPorts(min, max int) *ports { return &ports{min: min, max: max, taken: map[int]string{}} }
+
+// claim records port as uid's (a port recorded in the state directory); false when another
+// tenant holds it.
+func (p *ports) claim(port int, uid string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if owner, ok := p.taken[port]; ok && owner != uid {
+		return false
+	}
+	p.taken[port] = uid
+	return true
+}
+
+// allocate gives uid a port of the range that no tenant holds and nothing listens on. The search
+// starts at a random place, so that two planes on one machine (a test's and `make run`'s) rarely
+// pick the same free port before either listens on it.
+func (p *ports) allocate(uid string) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	size := p.max - p.min + 1
+	start := rand.IntN(size)
+	for i := range size {
+		port := p.min + (start+i)%size
+		if _, ok := p.taken[port]; ok {
+			continue
+		}
+		l, err := net.Listen("tcp", endpointString("127.0.0.1", port))
+		if err != nil {
+			continue
+		}
+		_ = l.Close()
+		p.taken[port] = uid
+		return port, nil
+	}
+	return 0, fmt.Errorf("no free port left in %d-%d on 127.0.0.1", p.min, p.max)
+}
+
+func (p *ports) release(port int, uid string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.taken[port] == uid {
+		delete(p.taken, port)
+	}
+}
+
+// readRecord reads a tenant directory's record.
+func readRecord(dir string) (tenantRecord, error) {
+	var rec tenantRecord
+	data, err := os.ReadFile(filepath.Join(dir, "tenant.json"))
+	if err != nil {
+		return rec, err
+	}
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return rec, err
+	}
+	if rec.UID == "" || rec.Port == 0 {
+		return rec, errors.New("incomplete tenant record")
+	}
+	return rec, nil
+}
+
+func writeRecord(paths tenantPaths, rec tenantRecord) error {
+	data, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(paths.dir, 0o700); err != nil {
+		return err
+	}
+	tmp := paths.record() + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, paths.record())
+}

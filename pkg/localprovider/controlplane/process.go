@@ -1,0 +1,266 @@
+package controlplane
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"k8s.io/klog/v2"
+)
+
+// procSpec is one process of a tenant control plane.
+type procSpec struct {
+	Component string
+	Binary    string
+	Args      []string
+	LogFile   string
+	PidFile   string
+	// Owner is a string the process's command line must contain to be taken for this tenant's
+	// (its state directory): a recorded pid may since have been reused by another process.
+	Owner string
+}
+
+// hash identifies the command line: a process running another one (another version, other
+// flags) is replaced.
+func (s procSpec) hash() string {
+	h := sha256.New()
+	h.Write([]byte(s.Binary))
+	for _, a := range s.Args {
+		h.Write([]byte{0})
+		h.Write([]byte(a))
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// pidRecord is what a pid file holds.
+type pidRecord struct {
+	PID  int    `json:"pid"`
+	Hash string `json:"hash"`
+}
+
+// Restart backoff: a process that exits is started again after 500ms, doubling to 30s; one that
+// ran for a minute before it exited starts from 500ms again.
+const (
+	restartInitial = 500 * time.Millisecond
+	restartMax     = 30 * time.Second
+	stableAfter    = time.Minute
+	stopGrace      = 15 * time.Second
+)
+
+// process supervises one process: it starts it (or adopts a running one recorded in its pid
+// file), starts it again when it exits, and stops it on request.
+type process struct {
+	spec     procSpec
+	hash     string
+	onChange func()
+	logger   klog.Logger
+
+	mu       sync.Mutex
+	pid      int
+	running  bool
+	starts   int // how many times it was started or adopted
+	stopping bool
+
+	stopCh chan struct{}
+	done   chan struct{}
+}
+
+// startProcess supervises spec until stop is called. onChange is called (without locks held)
+// whenever the process starts or exits.
+func startProcess(ctx context.Context, spec procSpec, onChange func()) *process {
+	p := &process{
+		spec: spec, hash: spec.hash(), onChange: onChange,
+		logger: klog.FromContext(ctx).WithValues("component", spec.Component),
+		stopCh: make(chan struct{}), done: make(chan struct{}),
+	}
+	go p.supervise()
+	return p
+}
+
+// state is the process's pid (0 when none), whether it runs, and how often it was started.
+func (p *process) state() (pid int, running bool, starts int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.pid, p.running, p.starts
+}
+
+func (p *process) supervise() {
+	defer close(p.done)
+	backoff := restartInitial
+	for {
+		started := time.Now()
+		wait, err := p.adoptOrStart()
+		if err != nil {
+			p.logger.Error(err, "Starting failed", "binary", p.spec.Binary)
+		} else {
+			p.onChange()
+			exitErr := wait()
+			p.mu.Lock()
+			p.running = false
+			stopping := p.stopping
+			p.mu.Unlock()
+			if stopping {
+				return
+			}
+			p.logger.Info("Exited; starting it again", "err", exitErr, "after", backoff, "log", p.spec.LogFile)
+			p.onChange()
+		}
+		if time.Since(started) > stableAfter {
+			backoff = restartInitial
+		}
+		select {
+		case <-p.stopCh:
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, restartMax)
+	}
+}
+
+// adoptOrStart adopts the recorded process if it still runs this spec, or starts a new one. It
+// returns a function that blocks until the process exits (or stop is asked of an adopted one).
+func (p *process) adoptOrStart() (func() error, error) {
+	if rec, ok := readPidRecord(p.spec.PidFile); ok && alive(rec.PID, p.spec.Owner) {
+		if rec.Hash == p.hash {
+			p.logger.Info("Adopted the running process", "pid", rec.PID)
+			p.setRunning(rec.PID)
+			return func() error { return p.waitAdopted(rec.PID) }, nil
+		}
+		// A process of this tenant with another command line (another version): replace it.
+		p.logger.Info("Stopping the running process: its command line changed", "pid", rec.PID)
+		terminate(rec.PID, stopGrace)
+	}
+	logFile, err := os.OpenFile(p.spec.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close()
+	fmt.Fprintf(logFile, "==== %s starting: %s %s\n", time.Now().Format(time.RFC3339), p.spec.Binary, strings.Join(p.spec.Args, " "))
+	cmd := exec.Command(p.spec.Binary, p.spec.Args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// Its own session: a signal to the provider's process group does not reach it, and it
+	// outlives a provider that crashed (the next one adopts it).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	if err := writePidRecord(p.spec.PidFile, pidRecord{PID: cmd.Process.Pid, Hash: p.hash}); err != nil {
+		p.logger.Error(err, "Recording the pid failed; a restarted provider will not adopt this process", "pid", cmd.Process.Pid)
+	}
+	p.setRunning(cmd.Process.Pid)
+	p.logger.V(2).Info("Started", "pid", cmd.Process.Pid)
+	return cmd.Wait, nil
+}
+
+func (p *process) setRunning(pid int) {
+	p.mu.Lock()
+	p.pid, p.running = pid, true
+	p.starts++
+	p.mu.Unlock()
+}
+
+// waitAdopted polls a process that is not this one's child until it is gone or stop is asked.
+func (p *process) waitAdopted(pid int) error {
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stopCh:
+			// stop terminates it; wait for that.
+			for alive(pid, p.spec.Owner) {
+				time.Sleep(50 * time.Millisecond)
+			}
+			return nil
+		case <-t.C:
+			if !alive(pid, p.spec.Owner) {
+				return errors.New("the adopted process is gone")
+			}
+		}
+	}
+}
+
+// stop terminates the process (SIGTERM, then SIGKILL after stopGrace) and ends the supervision.
+func (p *process) stop() {
+	p.mu.Lock()
+	if p.stopping {
+		p.mu.Unlock()
+		<-p.done
+		return
+	}
+	p.stopping = true
+	pid, running := p.pid, p.running
+	p.mu.Unlock()
+	close(p.stopCh)
+	if running && pid > 0 {
+		terminate(pid, stopGrace)
+	}
+	<-p.done
+	_ = os.Remove(p.spec.PidFile)
+}
+
+// terminate sends SIGTERM to pid and SIGKILL if it has not exited within grace.
+func terminate(pid int, grace time.Duration) {
+	_ = syscall.Kill(pid, syscall.SIGTERM)
+	deadline := time.Now().Add(grace)
+	for time.Now().Before(deadline) {
+		if !alive(pid, "") {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	for i := 0; i < 100 && alive(pid, ""); i++ {
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// alive says whether pid runs and is not a zombie, and, when owner is given, whether its command
+// line contains owner.
+func alive(pid int, owner string) bool {
+	if pid <= 0 || syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the command name in parentheses: "pid (comm) S ...".
+	if i := strings.LastIndexByte(string(stat), ')'); i >= 0 && i+2 < len(stat) && (stat[i+2] == 'Z' || stat[i+2] == 'X') {
+		return false
+	}
+	if owner == "" {
+		return true
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	return err == nil && strings.Contains(string(cmdline), owner)
+}
+
+func readPidRecord(name string) (pidRecord, bool) {
+	var rec pidRecord
+	data, err := os.ReadFile(name)
+	if err != nil || json.Unmarshal(data, &rec) != nil || rec.PID <= 0 {
+		return rec, false
+	}
+	return rec, true
+}
+
+func writePidRecord(name string, rec pidRecord) error {
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	tmp := name + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, name)
+}

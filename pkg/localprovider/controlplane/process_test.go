@@ -1,0 +1,123 @@
+package controlplane
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// sleepSpec is a process that runs until it is stopped; its command line names dir, as a tenant
+// process names its state directory.
+func sleepSpec(dir string) procSpec {
+	return procSpec{Component: "sleeper", Binary: "/bin/sh", Args: []string{"-c", "while :; do sleep 0.2; done", dir},
+		LogFile: filepath.Join(dir, "sleeper.log"), PidFile: filepath.Join(dir, "sleeper.pid"), Owner: dir}
+}
+
+func TestProcessRestartsAndStops(t *testing.T) {
+	dir := t.TempDir()
+	var changes atomic.Int32
+	p := startProcess(context.Background(), sleepSpec(dir), func() { changes.Add(1) })
+	waitFor(t, "the process to run", func() bool { _, running, _ := p.state(); return running })
+	pid, _, _ := p.state()
+	if rec, ok := readPidRecord(filepath.Join(dir, "sleeper.pid")); !ok || rec.PID != pid || rec.Hash != sleepSpec(dir).hash() {
+		t.Fatalf("pid file %+v, want pid %d", rec, pid)
+	}
+
+	// Killed: it is started again (after the first backoff), as a new process.
+	syscall.Kill(pid, syscall.SIGKILL)
+	waitFor(t, "a restart", func() bool { newPid, running, starts := p.state(); return running && starts == 2 && newPid != pid })
+	if changes.Load() < 3 {
+		t.Errorf("onChange called %d times for start, exit, start", changes.Load())
+	}
+
+	newPid, _, _ := p.state()
+	p.stop()
+	if alive(newPid, "") {
+		t.Error("the process runs after stop")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "sleeper.pid")); !os.IsNotExist(err) {
+		t.Errorf("pid file after stop: %v", err)
+	}
+}
+
+// A supervisor that finds a running process recorded with the same command line adopts it
+// instead of starting a second one; with another command line, it replaces it.
+func TestProcessAdoption(t *testing.T) {
+	dir := t.TempDir()
+	first := startProcess(context.Background(), sleepSpec(dir), func() {})
+	waitFor(t, "the process to run", func() bool { _, running, _ := first.state(); return running })
+	pid, _, _ := first.state()
+	// The provider "crashes": its supervisor goes away without stopping the process.
+	close(first.stopCh)
+
+	second := startProcess(context.Background(), sleepSpec(dir), func() {})
+	waitFor(t, "adoption", func() bool { _, running, _ := second.state(); return running })
+	if got, _, _ := second.state(); got != pid {
+		t.Fatalf("second supervisor runs pid %d, want the adopted %d", got, pid)
+	}
+	// The adopted process exits: the supervisor notices and starts its own.
+	syscall.Kill(pid, syscall.SIGKILL)
+	waitFor(t, "a restart of the adopted process", func() bool { p, running, _ := second.state(); return running && p != pid })
+	adoptedPid, _, _ := second.state()
+	// The second provider crashes too; its child lives on, for the third to find.
+	close(second.stopCh)
+
+	changed := sleepSpec(dir)
+	changed.Args = append(changed.Args, "other")
+	third := startProcess(context.Background(), changed, func() {})
+	waitFor(t, "the replacement", func() bool { p, running, _ := third.state(); return running && p != adoptedPid })
+	if alive(adoptedPid, "") {
+		t.Error("the process with the old command line still runs")
+	}
+	third.stop()
+}
+
+func TestAliveChecksOwner(t *testing.T) {
+	if !alive(os.Getpid(), "") {
+		t.Error("this process is not alive")
+	}
+	if alive(os.Getpid(), "/no/such/tenant/dir") {
+		t.Error("a process whose command line lacks the owner was taken for the tenant's")
+	}
+}
+
+func TestPorts(t *testing.T) {
+	p := newPorts(30000, 30002)
+	if !p.claim(30001, "a") || p.claim(30001, "b") || !p.claim(30001, "a") {
+		t.Fatal("claim")
+	}
+	seen := map[int]bool{}
+	for _, uid := range []string{"b", "c"} {
+		port, err := p.allocate(uid)
+		if err != nil || port == 30001 || seen[port] {
+			t.Fatalf("allocate(%s) = %d, %v", uid, port, err)
+		}
+		seen[port] = true
+	}
+	if _, err := p.allocate("d"); err == nil {
+		t.Error("allocated past the end of the range")
+	}
+	p.release(30001, "someone-else")
+	if _, err := p.allocate("d"); err == nil {
+		t.Error("a release by another tenant freed the port")
+	}
+	p.release(30001, "a")
+	if port, err := p.allocate("d"); err != nil || port != 30001 {
+		t.Errorf("after release: %d, %v", port, err)
+	}
+}

@@ -1,0 +1,520 @@
+package controlplane
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/klog/v2"
+)
+
+// Condition types of a StewardControlPlane, as capi-steward reports them.
+const (
+	conditionTCPCreated        = "TenantControlPlaneCreated"
+	conditionInfraPatched      = "InfrastructureClusterPatched"
+	conditionKubeconfigCreated = "KubeconfigSecretCreated"
+	conditionReady             = "Ready"
+	// conditionAvailable is what Cluster API v1beta2 mirrors into the Cluster's
+	// ControlPlaneAvailable condition.
+	conditionAvailable = "Available"
+)
+
+// reconcileSCP brings one StewardControlPlane's TenantControlPlane, Secrets, infrastructure
+// endpoint and status in line, as capi-steward does.
+func (c *Controller) reconcileSCP(ctx context.Context, key string) error {
+	obj, exists, err := c.scps.GetIndexer().GetByKey(key)
+	if err != nil || !exists {
+		return err
+	}
+	scp := obj.(*unstructured.Unstructured)
+	if scp.GetDeletionTimestamp() != nil {
+		// The garbage collector deletes the TenantControlPlane it owns.
+		return nil
+	}
+	logger := klog.FromContext(ctx)
+	// Cluster API's Cluster controller sets the ownerReference; until then, nothing is known of
+	// the cluster it is for.
+	clusterName := ownerCluster(scp)
+	if clusterName == "" {
+		logger.V(2).Info("Waiting for the Cluster ownerReference")
+		return nil
+	}
+	cobj, exists, err := c.clusters.GetIndexer().GetByKey(scp.GetNamespace() + "/" + clusterName)
+	if err != nil || !exists {
+		return err
+	}
+	cluster := cobj.(*unstructured.Unstructured)
+
+	status := scpStatus{conditions: scpConditions(scp), cluster: clusterName}
+	desired, err := desiredTCP(scp, cluster)
+	if err != nil {
+		status.set(conditionTCPCreated, false, "InvalidSpec", err.Error())
+		status.failure("InvalidSpec", err.Error())
+		return c.setSCPStatus(ctx, scp, status)
+	}
+	tcp, err := c.deps.Dynamic.Resource(tenantControlPlanes).Namespace(scp.GetNamespace()).
+		Apply(ctx, scp.GetName(), desired, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	if err != nil {
+		status.set(conditionTCPCreated, false, "ApplyFailed", err.Error())
+		_ = c.setSCPStatus(ctx, scp, status)
+		return fmt.Errorf("applying the TenantControlPlane: %w", err)
+	}
+	status.set(conditionTCPCreated, true, "Created", "")
+	status.tcp = tcp
+
+	if endpoint, _ := nestedString(tcp.Object, "status", "controlPlaneEndpoint"); endpoint != "" {
+		hasInfra, err := c.patchInfrastructureEndpoint(ctx, cluster, endpoint)
+		switch {
+		case err != nil:
+			status.set(conditionInfraPatched, false, "PatchFailed", err.Error())
+			_ = c.setSCPStatus(ctx, scp, status)
+			return err
+		case hasInfra:
+			status.set(conditionInfraPatched, true, "Patched", "")
+		default:
+			status.set(conditionInfraPatched, true, "NoInfrastructureRef", "the Cluster has no infrastructure cluster to patch")
+		}
+	} else {
+		status.set(conditionInfraPatched, false, "WaitingForEndpoint", "the TenantControlPlane has no endpoint yet")
+	}
+
+	versionStatus, _ := nestedString(tcp.Object, "status", "kubernetesResources", "version", "status")
+	reason, message := tcp.GetAnnotations()[ReasonAnnotation], tcp.GetAnnotations()[MessageAnnotation]
+	if versionStatus == statusReady || versionStatus == statusUpgrading {
+		if err := c.copyClusterSecrets(ctx, scp, tcp, clusterName); err != nil {
+			status.set(conditionKubeconfigCreated, false, "CopyFailed", err.Error())
+			_ = c.setSCPStatus(ctx, scp, status)
+			return err
+		}
+		status.set(conditionKubeconfigCreated, true, "Created", "")
+		status.set(conditionReady, true, "Ready", "")
+		status.set(conditionAvailable, true, "Available", "")
+	} else {
+		if reason == "" {
+			reason = "WaitingForTenantControlPlane"
+		}
+		if message == "" {
+			message = fmt.Sprintf("the TenantControlPlane is %s", orDefault(versionStatus, "not reconciled yet"))
+		}
+		status.set(conditionReady, false, reason, message)
+		status.set(conditionAvailable, false, reason, message)
+		if meta.FindStatusCondition(status.conditions, conditionKubeconfigCreated) == nil {
+			status.set(conditionKubeconfigCreated, false, "WaitingForTenantControlPlane", "")
+		}
+	}
+	if reason == "KubernetesVersionUnavailable" || reason == "InvalidSpec" {
+		status.failure(reason, message)
+	}
+	return c.setSCPStatus(ctx, scp, status)
+}
+
+// ownerCluster is the name of the Cluster that owns obj, or "".
+func ownerCluster(obj *unstructured.Unstructured) string {
+	for _, ref := range obj.GetOwnerReferences() {
+		if gv, err := schema.ParseGroupVersion(ref.APIVersion); err == nil && gv.Group == clusterGroup && ref.Kind == "Cluster" {
+			return ref.Name
+		}
+	}
+	return ""
+}
+
+// controlPlaneOfCluster maps a Cluster to the StewardControlPlane it references.
+func controlPlaneOfCluster(obj any) []string {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil
+	}
+	kind, _ := nestedString(u.Object, "spec", "controlPlaneRef", "kind")
+	name, _ := nestedString(u.Object, "spec", "controlPlaneRef", "name")
+	if kind != stewardControlPlaneKind || name == "" {
+		return nil
+	}
+	return []string{u.GetNamespace() + "/" + name}
+}
+
+// desiredTCP is the TenantControlPlane capi-steward makes of a StewardControlPlane and its
+// Cluster: the Cluster's network (service and pod CIDRs, domain, API port), the version, and the
+// StewardControlPlane's fields that have a place in the TenantControlPlane.
+func desiredTCP(scp, cluster *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	get := func(path ...string) (any, bool) {
+		v, ok, _ := unstructured.NestedFieldCopy(scp.Object, path...)
+		return v, ok
+	}
+	version, _ := nestedString(scp.Object, "spec", "version")
+	if version == "" {
+		return nil, fmt.Errorf("spec.version is empty")
+	}
+	spec := map[string]any{}
+	set := func(v any, path ...string) {
+		_ = unstructured.SetNestedField(spec, v, path...)
+	}
+	set(normalizeVersion(version), "kubernetes", "version")
+	kubelet, ok := get("spec", "kubelet")
+	if !ok {
+		kubelet = map[string]any{"cgroupfs": "systemd"}
+	}
+	set(kubelet, "kubernetes", "kubelet")
+	if v, ok := get("spec", "admissionControllers"); ok {
+		set(v, "kubernetes", "admissionControllers")
+	}
+	serviceType, _ := nestedString(scp.Object, "spec", "network", "serviceType")
+	set(orDefault(serviceType, "LoadBalancer"), "controlPlane", "service", "serviceType")
+	if v, ok := get("spec", "replicas"); ok {
+		set(v, "controlPlane", "deployment", "replicas")
+	}
+	for from, to := range map[string]string{"apiServer": "apiServer", "controllerManager": "controllerManager", "scheduler": "scheduler", "kine": "kine"} {
+		if v, ok := get("spec", from, "extraArgs"); ok {
+			set(v, "controlPlane", "deployment", "extraArgs", to)
+		}
+	}
+	for _, f := range []struct{ from, to string }{
+		{"dataStoreName", "dataStore"}, {"dataStoreSchema", "dataStoreSchema"}, {"dataStoreUsername", "dataStoreUsername"},
+	} {
+		if v, _ := nestedString(scp.Object, "spec", f.from); v != "" {
+			set(v, f.to)
+		}
+	}
+
+	// The Cluster's network. networkProfile is always there, if empty: the TenantControlPlane's
+	// update-time CEL rules read self.networkProfile.* and fail on an object without it (and
+	// the server fills in its defaults: port, CIDRs, domain).
+	spec["networkProfile"] = map[string]any{}
+	if port, ok, _ := unstructured.NestedInt64(cluster.Object, "spec", "clusterNetwork", "apiServerPort"); ok && port != 0 {
+		set(port, "networkProfile", "port")
+	}
+	if blocks, _, _ := unstructured.NestedStringSlice(cluster.Object, "spec", "clusterNetwork", "services", "cidrBlocks"); len(blocks) > 0 {
+		set(blocks[0], "networkProfile", "serviceCidr")
+	}
+	if blocks, _, _ := unstructured.NestedStringSlice(cluster.Object, "spec", "clusterNetwork", "pods", "cidrBlocks"); len(blocks) > 0 {
+		set(blocks[0], "networkProfile", "podCidr")
+	}
+	if domain, _ := nestedString(cluster.Object, "spec", "clusterNetwork", "serviceDomain"); domain != "" {
+		set(domain, "networkProfile", "clusterDomain")
+	}
+	if v, ok := get("spec", "network", "serviceAddress"); ok {
+		set(v, "networkProfile", "address")
+	}
+	dnsIPs, _, _ := unstructured.NestedStringSlice(scp.Object, "spec", "network", "dnsServiceIPs")
+	if ips, ok, _ := unstructured.NestedStringSlice(scp.Object, "spec", "addons", "coreDNS", "dnsServiceIPs"); ok {
+		dnsIPs = ips
+	}
+	if len(dnsIPs) > 0 {
+		set(toAny(dnsIPs), "networkProfile", "dnsServiceIPs")
+	}
+	sans, _, _ := unstructured.NestedStringSlice(scp.Object, "spec", "network", "certSANs")
+	for _, san := range sans {
+		if _, _, err := net.SplitHostPort(san); err == nil {
+			return nil, fmt.Errorf("spec.network.certSANs: %q: a certificate SAN is a host, without a port", san)
+		}
+	}
+	// An Ingress or Gateway hostname reaches the API server too: its name must be in the certificate.
+	for _, path := range [][]string{{"spec", "network", "ingress", "hostname"}, {"spec", "network", "gateway", "hostname"}} {
+		if h, _ := nestedString(scp.Object, path...); h != "" {
+			if host, _, err := net.SplitHostPort(h); err == nil {
+				h = host
+			}
+			sans = append(sans, h)
+		}
+	}
+	if len(sans) > 0 {
+		set(toAny(sans), "networkProfile", "certSANs")
+	}
+
+	// Addons have the same schema in both kinds, but for CoreDNS' service IPs (moved above).
+	if addons, ok := get("spec", "addons"); ok {
+		if m, ok := addons.(map[string]any); ok {
+			if dns, ok := m["coreDNS"].(map[string]any); ok {
+				delete(dns, "dnsServiceIPs")
+			}
+			if len(m) > 0 {
+				set(m, "addons")
+			}
+		}
+	}
+
+	meta := map[string]any{
+		"name": scp.GetName(), "namespace": scp.GetNamespace(),
+		"ownerReferences": []any{map[string]any{
+			"apiVersion": stewardControlPlaneAPIVersion, "kind": stewardControlPlaneKind,
+			"name": scp.GetName(), "uid": string(scp.GetUID()), "controller": true, "blockOwnerDeletion": true,
+		}},
+	}
+	if labels := scp.GetLabels(); len(labels) > 0 {
+		meta["labels"] = toAnyMap(labels)
+	}
+	annotations := map[string]any{}
+	for k, v := range scp.GetAnnotations() {
+		if k != corev1.LastAppliedConfigAnnotation && !strings.HasPrefix(k, "localprovider.butlerlabs.dev/") {
+			annotations[k] = v
+		}
+	}
+	if len(annotations) > 0 {
+		meta["annotations"] = annotations
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": tenantControlPlaneAPIVersion, "kind": tenantControlPlaneKind,
+		"metadata": meta, "spec": spec,
+	}}, nil
+}
+
+func toAny(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}
+
+func toAnyMap(m map[string]string) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// patchInfrastructureEndpoint sets the infrastructure cluster's spec.controlPlaneEndpoint to
+// endpoint (Cluster API reads the Cluster's endpoint from there), when it differs. It says
+// whether the Cluster has an infrastructure cluster at all.
+func (c *Controller) patchInfrastructureEndpoint(ctx context.Context, cluster *unstructured.Unstructured, endpoint string) (bool, error) {
+	ref, ok, _ := unstructured.NestedStringMap(cluster.Object, "spec", "infrastructureRef")
+	if !ok || ref["kind"] == "" || ref["name"] == "" {
+		// A Cluster without infrastructure (a control plane alone) has nothing to patch.
+		return false, nil
+	}
+	return true, c.patchInfrastructureRef(ctx, cluster.GetNamespace(), ref, endpoint)
+}
+
+func (c *Controller) patchInfrastructureRef(ctx context.Context, namespace string, ref map[string]string, endpoint string) error {
+	host, portStr, err := net.SplitHostPort(endpoint)
+	if err != nil {
+		return fmt.Errorf("TenantControlPlane endpoint %q: %w", endpoint, err)
+	}
+	port, err := strconv.ParseInt(portStr, 10, 32)
+	if err != nil {
+		return fmt.Errorf("TenantControlPlane endpoint %q: %w", endpoint, err)
+	}
+	gk := schema.GroupKind{Group: ref["apiGroup"], Kind: ref["kind"]}
+	mapping, err := c.mapper.RESTMapping(gk)
+	if err != nil {
+		// A kind installed after the mapper cached discovery: look again next time.
+		if m, ok := c.mapper.(*restmapper.DeferredDiscoveryRESTMapper); ok {
+			m.Reset()
+		}
+		return fmt.Errorf("infrastructure kind %s: %w", gk, err)
+	}
+	client := c.deps.Dynamic.Resource(mapping.Resource).Namespace(namespace)
+	infra, err := client.Get(ctx, ref["name"], metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", gk.Kind, ref["name"], err)
+	}
+	curHost, _ := nestedString(infra.Object, "spec", "controlPlaneEndpoint", "host")
+	curPort, _, _ := unstructured.NestedInt64(infra.Object, "spec", "controlPlaneEndpoint", "port")
+	if curHost == host && curPort == port {
+		return nil
+	}
+	patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"controlPlaneEndpoint": map[string]any{"host": host, "port": port}}})
+	if _, err := client.Patch(ctx, ref["name"], types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+		return fmt.Errorf("patching %s %s: %w", gk.Kind, ref["name"], err)
+	}
+	return nil
+}
+
+// copyClusterSecrets writes <cluster>-kubeconfig from the tenant's admin.conf and, when its name
+// differs from the TenantControlPlane's CA Secret, <cluster>-ca.
+func (c *Controller) copyClusterSecrets(ctx context.Context, scp, tcp *unstructured.Unstructured, cluster string) error {
+	secrets := c.deps.Kube.CoreV1().Secrets(scp.GetNamespace())
+	adminName := tcpAdminSecret(tcp)
+	if adminName == "" {
+		return fmt.Errorf("the TenantControlPlane names no admin kubeconfig Secret yet")
+	}
+	admin, err := secrets.Get(ctx, adminName, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("Secret %s: %w", adminName, err)
+	}
+	if len(admin.Data["admin.conf"]) == 0 {
+		return fmt.Errorf("Secret %s has no admin.conf", adminName)
+	}
+	apply := metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
+	labels := map[string]string{ClusterNameLabel: cluster}
+	kubeconfig := corev1ac.Secret(clusterKubeconfigName(cluster), scp.GetNamespace()).
+		WithType("cluster.x-k8s.io/secret").WithLabels(labels).
+		WithOwnerReferences(ownerReferenceAC(scp)).
+		WithData(map[string][]byte{"value": admin.Data["admin.conf"]})
+	if _, err := secrets.Apply(ctx, kubeconfig, apply); err != nil {
+		return fmt.Errorf("Secret %s: %w", clusterKubeconfigName(cluster), err)
+	}
+	if clusterCASecretName(cluster) == caSecretName(tcp.GetName()) {
+		return nil
+	}
+	ca, err := secrets.Get(ctx, caSecretName(tcp.GetName()), metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("Secret %s: %w", caSecretName(tcp.GetName()), err)
+	}
+	caCopy := corev1ac.Secret(clusterCASecretName(cluster), scp.GetNamespace()).WithLabels(labels).
+		WithOwnerReferences(ownerReferenceAC(scp)).
+		WithData(map[string][]byte{"tls.crt": ca.Data["ca.crt"], "tls.key": ca.Data["ca.key"]})
+	if _, err := secrets.Apply(ctx, caCopy, apply); err != nil {
+		return fmt.Errorf("Secret %s: %w", clusterCASecretName(cluster), err)
+	}
+	return nil
+}
+
+// scpStatus is what a StewardControlPlane's status is to say.
+type scpStatus struct {
+	conditions     []metav1.Condition
+	tcp            *unstructured.Unstructured
+	cluster        string
+	failureReason  string
+	failureMessage string
+}
+
+func (s *scpStatus) set(t string, ok bool, reason, message string) {
+	status := metav1.ConditionFalse
+	if ok {
+		status = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(&s.conditions, metav1.Condition{Type: t, Status: status, Reason: reason, Message: message})
+}
+
+func (s *scpStatus) failure(reason, message string) {
+	s.failureReason, s.failureMessage = reason, message
+}
+
+func scpConditions(scp *unstructured.Unstructured) []metav1.Condition {
+	raw, _, _ := unstructured.NestedSlice(scp.Object, "status", "conditions")
+	var out []metav1.Condition
+	for _, r := range raw {
+		m, ok := r.(map[string]any)
+		if !ok {
+			continue
+		}
+		var cond metav1.Condition
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(m, &cond) == nil {
+			out = append(out, cond)
+		}
+	}
+	return out
+}
+
+// setSCPStatus writes the status with a merge patch, only when it differs. The fields are those
+// of Steward's CRD, which implements Cluster API's v1beta1 control-plane contract (its label
+// cluster.x-k8s.io/v1beta1: v1alpha1): initialized and ready, which Cluster API v1beta2 reads
+// for such a provider in place of status.initialization.controlPlaneInitialized.
+func (c *Controller) setSCPStatus(ctx context.Context, scp *unstructured.Unstructured, s scpStatus) error {
+	for i := range s.conditions {
+		s.conditions[i].ObservedGeneration = scp.GetGeneration()
+	}
+	versionStatus, version := "", ""
+	if s.tcp != nil {
+		versionStatus, _ = nestedString(s.tcp.Object, "status", "kubernetesResources", "version", "status")
+		version = tcpVersion(s.tcp)
+	}
+	ready := versionStatus == statusReady || versionStatus == statusUpgrading
+	initialized := version != "" || ready
+	readyReplicas, updated := int64(0), int64(0)
+	if versionStatus == statusReady {
+		readyReplicas, updated = 1, 1
+	}
+	conditions := make([]any, 0, len(s.conditions))
+	for _, cond := range s.conditions {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&cond)
+		if err != nil {
+			return err
+		}
+		conditions = append(conditions, m)
+	}
+	status := map[string]any{
+		"externalManagedControlPlane": true,
+		"initialized":                 initialized,
+		"ready":                       ready,
+		"version":                     version,
+		"replicas":                    int64(1),
+		"readyReplicas":               readyReplicas,
+		"updatedReplicas":             updated,
+		"unavailableReplicas":         1 - readyReplicas,
+		"selector":                    ClusterNameLabel + "=" + s.cluster,
+		"conditions":                  conditions,
+		"failureReason":               nilIfEmpty(s.failureReason),
+		"failureMessage":              nilIfEmpty(s.failureMessage),
+	}
+	if current, ok := scp.Object["status"].(map[string]any); ok && scpStatusEqual(status, current) {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"status": status})
+	if err != nil {
+		return err
+	}
+	_, err = c.deps.Dynamic.Resource(stewardControlPlanes).Namespace(scp.GetNamespace()).
+		Patch(ctx, scp.GetName(), types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager}, "status")
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+func nilIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// scpStatusEqual compares the status to write with the current one, ignoring the conditions'
+// transition times.
+func scpStatusEqual(want, have map[string]any) bool {
+	for k, w := range want {
+		h, present := have[k]
+		switch k {
+		case "conditions":
+			if !conditionsEqual(w.([]any), h) {
+				return false
+			}
+		default:
+			if w == nil {
+				if present && h != nil {
+					return false
+				}
+				continue
+			}
+			if !present || fmt.Sprint(w) != fmt.Sprint(h) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func asMap(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
+}
+
+func conditionsEqual(want []any, have any) bool {
+	list, _ := have.([]any)
+	if len(list) != len(want) {
+		return false
+	}
+	for i := range want {
+		w, h := asMap(want[i]), asMap(list[i])
+		for _, f := range []string{"type", "status", "reason", "message", "observedGeneration"} {
+			if fmt.Sprint(w[f]) != fmt.Sprint(h[f]) {
+				return false
+			}
+		}
+	}
+	return true
+}

@@ -1,0 +1,160 @@
+package controlplane
+
+import (
+	"fmt"
+	"net"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// The kinds this package reads and writes.
+var (
+	stewardControlPlanes = schema.GroupVersionResource{Group: "controlplane.cluster.x-k8s.io", Version: "v1alpha1", Resource: "stewardcontrolplanes"}
+	tenantControlPlanes  = schema.GroupVersionResource{Group: "steward.butlerlabs.dev", Version: "v1alpha1", Resource: "tenantcontrolplanes"}
+	clusters             = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "clusters"}
+)
+
+const (
+	tenantControlPlaneAPIVersion  = "steward.butlerlabs.dev/v1alpha1"
+	tenantControlPlaneKind        = "TenantControlPlane"
+	stewardControlPlaneAPIVersion = "controlplane.cluster.x-k8s.io/v1alpha1"
+	stewardControlPlaneKind       = "StewardControlPlane"
+	clusterGroup                  = "cluster.x-k8s.io"
+
+	// FieldManager is who this provider's server-side applies are from.
+	FieldManager = "butler-localprovider"
+	// Finalizer holds a TenantControlPlane until its processes are stopped and its etcd prefix
+	// is deleted.
+	Finalizer = "localprovider.butlerlabs.dev/processes"
+	// ReasonAnnotation and MessageAnnotation on a TenantControlPlane say why it is not Ready
+	// (Steward's status has no conditions); the StewardControlPlane mirrors them.
+	ReasonAnnotation  = "localprovider.butlerlabs.dev/reason"
+	MessageAnnotation = "localprovider.butlerlabs.dev/message"
+	// ClusterNameLabel is Cluster API's label naming the Cluster an object belongs to.
+	ClusterNameLabel = "cluster.x-k8s.io/cluster-name"
+)
+
+// Version statuses of a TenantControlPlane (status.kubernetesResources.version.status).
+const (
+	statusProvisioning = "Provisioning"
+	statusUpgrading    = "Upgrading"
+	statusReady        = "Ready"
+	statusNotReady     = "NotReady"
+)
+
+// Names of the Secrets of a tenant control plane.
+func caSecretName(tcp string) string              { return tcp + "-ca" }
+func adminKubeconfigName(tcp string) string       { return tcp + "-admin-kubeconfig" }
+func clusterKubeconfigName(c string) string       { return c + "-kubeconfig" }
+func clusterCASecretName(c string) string         { return c + "-ca" }
+func endpointString(host string, port int) string { return net.JoinHostPort(host, fmt.Sprint(port)) }
+
+// tenantSpec is what a TenantControlPlane asks of its processes.
+type tenantSpec struct {
+	Namespace, Name, UID string
+	Version              string
+	ServiceCIDR          string
+	PodCIDR              string
+	ClusterDomain        string
+	DNSServiceIPs        []string
+	CertSANs             []string
+	AdmissionPlugins     []string
+	CgroupDriver         string
+	// ExtraArgs per component ("--flag=value"), as Steward's spec.controlPlane.deployment.extraArgs.
+	APIServerArgs, ControllerManagerArgs, SchedulerArgs []string
+}
+
+// Defaults of Steward's TenantControlPlane networkProfile.
+const (
+	defaultServiceCIDR   = "10.96.0.0/16"
+	defaultPodCIDR       = "10.244.0.0/16"
+	defaultClusterDomain = "cluster.local"
+)
+
+// parseTenantSpec reads the fields this provider acts on from a TenantControlPlane.
+func parseTenantSpec(tcp *unstructured.Unstructured) (tenantSpec, error) {
+	s := tenantSpec{Namespace: tcp.GetNamespace(), Name: tcp.GetName(), UID: string(tcp.GetUID())}
+	str := func(path ...string) string {
+		v, _, _ := unstructured.NestedString(tcp.Object, path...)
+		return v
+	}
+	strs := func(path ...string) []string {
+		v, _, _ := unstructured.NestedStringSlice(tcp.Object, path...)
+		return v
+	}
+	s.Version = normalizeVersion(str("spec", "kubernetes", "version"))
+	if s.Version == "" {
+		return s, fmt.Errorf("spec.kubernetes.version is empty")
+	}
+	s.ServiceCIDR = orDefault(str("spec", "networkProfile", "serviceCidr"), defaultServiceCIDR)
+	s.PodCIDR = orDefault(str("spec", "networkProfile", "podCidr"), defaultPodCIDR)
+	s.ClusterDomain = orDefault(str("spec", "networkProfile", "clusterDomain"), defaultClusterDomain)
+	s.DNSServiceIPs = strs("spec", "networkProfile", "dnsServiceIPs")
+	s.CertSANs = strs("spec", "networkProfile", "certSANs")
+	if addr := str("spec", "networkProfile", "address"); addr != "" {
+		s.CertSANs = append(s.CertSANs, addr)
+	}
+	s.AdmissionPlugins = strs("spec", "kubernetes", "admissionControllers")
+	s.CgroupDriver = orDefault(str("spec", "kubernetes", "kubelet", "cgroupfs"), "systemd")
+	s.APIServerArgs = strs("spec", "controlPlane", "deployment", "extraArgs", "apiServer")
+	s.ControllerManagerArgs = strs("spec", "controlPlane", "deployment", "extraArgs", "controllerManager")
+	s.SchedulerArgs = strs("spec", "controlPlane", "deployment", "extraArgs", "scheduler")
+	if _, err := firstServiceIP(s.ServiceCIDR); err != nil {
+		return s, fmt.Errorf("spec.networkProfile.serviceCidr: %w", err)
+	}
+	if _, _, err := net.ParseCIDR(s.PodCIDR); err != nil {
+		return s, fmt.Errorf("spec.networkProfile.podCidr: %w", err)
+	}
+	return s, nil
+}
+
+// normalizeVersion gives a version its "v" prefix, as capi-steward tolerates versions without.
+func normalizeVersion(v string) string {
+	if v == "" || strings.HasPrefix(v, "v") {
+		return v
+	}
+	return "v" + v
+}
+
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+// firstServiceIP is the kubernetes Service's address: the first address of the service CIDR.
+func firstServiceIP(cidr string) (net.IP, error) {
+	_, n, err := net.ParseCIDR(cidr)
+	if err != nil {
+		return nil, err
+	}
+	ip := make(net.IP, len(n.IP))
+	copy(ip, n.IP)
+	ip[len(ip)-1]++
+	if !n.Contains(ip) {
+		return nil, fmt.Errorf("%s has no first address", cidr)
+	}
+	return ip, nil
+}
+
+// nthServiceIP is the n-th address of the service CIDR (kubeadm's cluster DNS is the 10th).
+func nthServiceIP(cidr string, n int) (net.IP, error) {
+	_, ipnet, err := net.ParseCIDR(cidr)
+	if err != nil {
+		return nil, err
+	}
+	ip := make(net.IP, len(ipnet.IP))
+	copy(ip, ipnet.IP)
+	for i := len(ip) - 1; n > 0 && i >= 0; i-- {
+		sum := int(ip[i]) + n
+		ip[i] = byte(sum % 256)
+		n = sum / 256
+	}
+	if !ipnet.Contains(ip) {
+		return nil, fmt.Errorf("%s is too small", cidr)
+	}
+	return ip, nil
+}

@@ -1,0 +1,517 @@
+package controlplane
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/pki"
+)
+
+// reconcileTCP brings one TenantControlPlane's processes, Secrets and status in line.
+func (c *Controller) reconcileTCP(ctx context.Context, key string) error {
+	obj, exists, err := c.tcps.GetIndexer().GetByKey(key)
+	if err != nil || !exists {
+		return err
+	}
+	tcp := obj.(*unstructured.Unstructured).DeepCopy()
+	uid := string(tcp.GetUID())
+	paths := tenantPaths{dir: filepath.Join(c.opts.StateDir, uid)}
+	logger := klog.FromContext(ctx).WithValues("uid", uid)
+	ctx = klog.NewContext(ctx, logger)
+
+	if tcp.GetDeletionTimestamp() != nil {
+		if !slices.Contains(tcp.GetFinalizers(), Finalizer) {
+			return nil
+		}
+		rec, err := readRecord(paths.dir)
+		if err != nil {
+			rec = tenantRecord{Namespace: tcp.GetNamespace(), Name: tcp.GetName(), UID: uid}
+		}
+		c.mu.Lock()
+		pl := c.planes[uid]
+		c.mu.Unlock()
+		if err := c.removeTenant(ctx, rec, paths, pl); err != nil {
+			return err
+		}
+		return c.removeFinalizer(ctx, tcp)
+	}
+	if !slices.Contains(tcp.GetFinalizers(), Finalizer) {
+		if tcp, err = c.addFinalizer(ctx, tcp); err != nil {
+			return err
+		}
+	}
+
+	spec, err := parseTenantSpec(tcp)
+	if err != nil {
+		return c.setTCPStatus(ctx, tcp, tcpState{versionStatus: statusNotReady, reason: "InvalidSpec", message: err.Error()})
+	}
+	pl, err := c.plane(ctx, tcp, paths)
+	if err != nil {
+		return c.setTCPStatus(ctx, tcp, tcpState{versionStatus: statusNotReady, reason: "NoPort", message: err.Error()})
+	}
+	endpoint := endpointString("127.0.0.1", pl.rec.Port)
+
+	bins, state, msg := c.versions.get(spec.Version)
+	switch state {
+	case versionBuilding:
+		return c.setTCPStatus(ctx, tcp, tcpState{endpoint: endpoint, versionStatus: pendingStatus(tcp, spec.Version),
+			reason: "BuildingKubernetes", message: msg})
+	case versionFailed:
+		return c.setTCPStatus(ctx, tcp, tcpState{endpoint: endpoint, versionStatus: statusNotReady,
+			reason: "KubernetesVersionUnavailable", message: msg})
+	}
+
+	ca, err := c.ensureCA(ctx, tcp, pl)
+	if err != nil {
+		return err
+	}
+	serviceIP, _ := firstServiceIP(spec.ServiceCIDR)
+	certs, _, err := pki.EnsureTenant(paths.pki(), ca, pki.TenantOptions{
+		Name: tcp.GetNamespace() + "/" + tcp.GetName(), ServiceIP: serviceIP,
+		ClusterDomain: spec.ClusterDomain, CertSANs: spec.CertSANs,
+	})
+	if err != nil {
+		return fmt.Errorf("certificates: %w", err)
+	}
+	kubeconfigs, err := c.writeKubeconfigs(tcp.GetName(), endpoint, paths, certs)
+	if err != nil {
+		return err
+	}
+	args := planeArgs{Spec: spec, Paths: paths, Port: pl.rec.Port, EtcdServers: c.opts.EtcdServers}
+	pl.ensure(ctx, spec.Version, ca.CertPEM, []procSpec{
+		c.procSpec(componentAPIServer, bins, apiServerArgs(args), paths),
+		c.procSpec(componentControllerManager, bins, controllerManagerArgs(args), paths),
+		c.procSpec(componentScheduler, bins, schedulerArgs(args), paths),
+	})
+
+	ready, starts, version := pl.status()
+	if !ready && !pl.probedOnce() {
+		// Just started or adopted: the first probe queues this key again. Saying NotReady now
+		// would flap a serving tenant's status on every provider restart.
+		return nil
+	}
+	if !ready || version != spec.Version {
+		return c.setTCPStatus(ctx, tcp, tcpState{endpoint: endpoint, versionStatus: pendingStatus(tcp, spec.Version), runningVersion: tcpVersion(tcp),
+			adminSecret: tcpAdminSecret(tcp), reason: "Starting", message: "waiting for kube-apiserver " + spec.Version + " to answer /readyz and every process to run"})
+	}
+	if !pl.setUp(starts) {
+		if err := c.setUpTenant(ctx, spec, endpoint, ca.CertPEM, kubeconfigs.superAdmin); err != nil {
+			return fmt.Errorf("join setup in the tenant: %w", err)
+		}
+		pl.markSetUp(starts)
+	}
+	if err := c.applyAdminKubeconfig(ctx, tcp, pl, kubeconfigs); err != nil {
+		return err
+	}
+	if s, _ := nestedString(tcp.Object, "status", "kubernetesResources", "version", "status"); s != statusReady {
+		logger.Info("Tenant control plane Ready", "version", spec.Version, "endpoint", endpoint,
+			"sinceCreation", time.Since(tcp.GetCreationTimestamp().Time).Round(10*time.Millisecond))
+	}
+	return c.setTCPStatus(ctx, tcp, tcpState{endpoint: endpoint, versionStatus: statusReady, runningVersion: spec.Version,
+		adminSecret: adminKubeconfigName(tcp.GetName())})
+}
+
+// pendingStatus is the status of a TenantControlPlane that is not (yet) at version: Provisioning
+// before it ever ran, Upgrading from an older version.
+func pendingStatus(tcp *unstructured.Unstructured, version string) string {
+	if v := tcpVersion(tcp); v != "" && v != version {
+		return statusUpgrading
+	}
+	if tcpVersion(tcp) == "" {
+		return statusProvisioning
+	}
+	return statusNotReady
+}
+
+func tcpVersion(tcp *unstructured.Unstructured) string {
+	v, _, _ := unstructured.NestedString(tcp.Object, "status", "kubernetesResources", "version", "version")
+	return v
+}
+
+func tcpAdminSecret(tcp *unstructured.Unstructured) string {
+	v, _, _ := unstructured.NestedString(tcp.Object, "status", "kubeconfig", "admin", "secretName")
+	return v
+}
+
+func (c *Controller) procSpec(component string, bins binaries, args []string, paths tenantPaths) procSpec {
+	return procSpec{Component: component, Binary: bins.path(component), Args: args,
+		LogFile: paths.log(component), PidFile: paths.pidFile(component), Owner: paths.dir}
+}
+
+// plane returns the tenant's plane, creating its record (and port) the first time.
+func (c *Controller) plane(ctx context.Context, tcp *unstructured.Unstructured, paths tenantPaths) (*plane, error) {
+	uid := string(tcp.GetUID())
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if pl := c.planes[uid]; pl != nil {
+		return pl, nil
+	}
+	rec, err := readRecord(paths.dir)
+	if err != nil || rec.UID != uid || !c.ports.claim(rec.Port, uid) {
+		port, err := c.ports.allocate(uid)
+		if err != nil {
+			return nil, err
+		}
+		rec = tenantRecord{Namespace: tcp.GetNamespace(), Name: tcp.GetName(), UID: uid, Port: port}
+		if err := writeRecord(paths, rec); err != nil {
+			c.ports.release(port, uid)
+			return nil, err
+		}
+	}
+	key := tcp.GetNamespace() + "/" + tcp.GetName()
+	pl := &plane{rec: rec, paths: paths, notify: func() { c.tcpQueue.Add(key) }}
+	c.planes[uid] = pl
+	klog.FromContext(ctx).V(2).Info("Tenant control plane", "port", rec.Port, "dir", paths.dir)
+	return pl, nil
+}
+
+// removeTenant stops the tenant's processes, deletes its etcd prefix and its state directory.
+func (c *Controller) removeTenant(ctx context.Context, rec tenantRecord, paths tenantPaths, pl *plane) error {
+	logger := klog.FromContext(ctx)
+	if pl != nil {
+		pl.stop()
+	} else {
+		stopRecorded(paths)
+	}
+	// kube-apiserver is stopped: nothing writes under the prefix any more.
+	prefix := "/" + rec.UID + "/"
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	resp, err := c.etcd.Delete(dctx, prefix, clientv3.WithPrefix())
+	if err != nil {
+		return fmt.Errorf("deleting etcd prefix %s: %w", prefix, err)
+	}
+	if err := os.RemoveAll(paths.dir); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	delete(c.planes, rec.UID)
+	c.mu.Unlock()
+	if rec.Port != 0 {
+		c.ports.release(rec.Port, rec.UID)
+	}
+	logger.Info("Removed the tenant control plane", "tenant", rec.Namespace+"/"+rec.Name, "etcdKeysDeleted", resp.Deleted)
+	return nil
+}
+
+func (c *Controller) addFinalizer(ctx context.Context, tcp *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+		"finalizers": append(tcp.GetFinalizers(), Finalizer), "resourceVersion": tcp.GetResourceVersion()}})
+	return c.deps.Dynamic.Resource(tenantControlPlanes).Namespace(tcp.GetNamespace()).
+		Patch(ctx, tcp.GetName(), types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+}
+
+func (c *Controller) removeFinalizer(ctx context.Context, tcp *unstructured.Unstructured) error {
+	var keep []string
+	for _, f := range tcp.GetFinalizers() {
+		if f != Finalizer {
+			keep = append(keep, f)
+		}
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+		"finalizers": keep, "resourceVersion": tcp.GetResourceVersion()}})
+	_, err := c.deps.Dynamic.Resource(tenantControlPlanes).Namespace(tcp.GetNamespace()).
+		Patch(ctx, tcp.GetName(), types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// ensureCA returns the tenant's CA from Secret <tcp>-ca, making both the first time. The Secret
+// is created, not applied: of two racing reconciles, one CA wins and the other reads it.
+func (c *Controller) ensureCA(ctx context.Context, tcp *unstructured.Unstructured, pl *plane) (*pki.KeyPair, error) {
+	pl.mu.Lock()
+	ca := pl.ca
+	pl.mu.Unlock()
+	if ca != nil {
+		return ca, nil
+	}
+	secrets := c.deps.Kube.CoreV1().Secrets(tcp.GetNamespace())
+	name := caSecretName(tcp.GetName())
+	secret, err := secrets.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		var newCA *pki.KeyPair
+		if newCA, err = pki.NewCA(tcp.GetName()); err != nil {
+			return nil, err
+		}
+		secret = &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: tcp.GetNamespace(),
+				Labels:          map[string]string{ClusterNameLabel: clusterNameOf(tcp)},
+				OwnerReferences: []metav1.OwnerReference{ownerReference(tcp)}},
+			Type: corev1.SecretTypeOpaque,
+			Data: map[string][]byte{"ca.crt": newCA.CertPEM, "ca.key": newCA.KeyPEM, "tls.crt": newCA.CertPEM, "tls.key": newCA.KeyPEM},
+		}
+		secret, err = secrets.Create(ctx, secret, metav1.CreateOptions{FieldManager: FieldManager})
+		if apierrors.IsAlreadyExists(err) {
+			secret, err = secrets.Get(ctx, name, metav1.GetOptions{})
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("Secret %s: %w", name, err)
+	}
+	ca, err = pki.Parse(secret.Data["ca.crt"], secret.Data["ca.key"])
+	if err != nil {
+		return nil, fmt.Errorf("Secret %s holds no usable CA (ca.crt, ca.key): %w", name, err)
+	}
+	if !bytes.Equal(secret.Data["tls.crt"], secret.Data["ca.crt"]) || !bytes.Equal(secret.Data["tls.key"], secret.Data["ca.key"]) {
+		// Cluster API reads the CA as tls.crt/tls.key.
+		ac := corev1ac.Secret(name, tcp.GetNamespace()).WithData(map[string][]byte{"tls.crt": ca.CertPEM, "tls.key": ca.KeyPEM})
+		if _, err := secrets.Apply(ctx, ac, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
+			return nil, fmt.Errorf("Secret %s: %w", name, err)
+		}
+	}
+	pl.mu.Lock()
+	pl.ca = ca
+	pl.mu.Unlock()
+	return ca, nil
+}
+
+// tenantKubeconfigs are the kubeconfigs of a tenant, as files in its state directory.
+type tenantKubeconfigs struct {
+	admin, superAdmin []byte
+}
+
+// writeKubeconfigs writes the components' and admins' kubeconfigs where they differ.
+func (c *Controller) writeKubeconfigs(cluster, endpoint string, paths tenantPaths, certs *pki.Tenant) (tenantKubeconfigs, error) {
+	server := "https://" + endpoint
+	var out tenantKubeconfigs
+	for _, k := range []struct {
+		name, user string
+		kp         *pki.KeyPair
+		keep       *[]byte
+	}{
+		{"admin", pki.AdminUser, certs.Admin, &out.admin},
+		{"super-admin", pki.SuperAdminUser, certs.SuperAdmin, &out.superAdmin},
+		{"controller-manager", pki.ControllerManager, certs.ControllerManager, nil},
+		{"scheduler", pki.Scheduler, certs.Scheduler, nil},
+	} {
+		data, err := pki.Kubeconfig(cluster, server, certs.CA.CertPEM, k.user, k.kp)
+		if err != nil {
+			return out, err
+		}
+		if k.keep != nil {
+			*k.keep = data
+		}
+		if old, err := os.ReadFile(paths.kubeconfig(k.name)); err == nil && bytes.Equal(old, data) {
+			continue
+		}
+		if err := pki.WriteFile(paths.kubeconfig(k.name), data, 0o600); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// setUpTenant applies kubeadm's join objects in the tenant as its super-admin.
+func (c *Controller) setUpTenant(ctx context.Context, spec tenantSpec, endpoint string, caPEM, superAdmin []byte) error {
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(superAdmin)
+	if err != nil {
+		return err
+	}
+	cfg.UserAgent = FieldManager
+	tenant, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	dns := spec.DNSServiceIPs
+	if len(dns) == 0 {
+		if ip, err := nthServiceIP(spec.ServiceCIDR, 10); err == nil {
+			dns = []string{ip.String()}
+		}
+	}
+	return setUpJoin(ctx, tenant, joinSetup{
+		ClusterName: spec.Name, Endpoint: endpoint, CAPEM: caPEM, Version: spec.Version,
+		ServiceCIDR: spec.ServiceCIDR, PodCIDR: spec.PodCIDR, ClusterDomain: spec.ClusterDomain,
+		ClusterDNS: dns, CgroupDriver: spec.CgroupDriver,
+	})
+}
+
+// applyAdminKubeconfig writes Secret <tcp>-admin-kubeconfig when its content changed. The .svc
+// keys are, in Steward, for clients inside the management cluster; here every client is on
+// this machine, so they hold the same loopback endpoint.
+func (c *Controller) applyAdminKubeconfig(ctx context.Context, tcp *unstructured.Unstructured, pl *plane, k tenantKubeconfigs) error {
+	sum := sha256.New()
+	sum.Write(k.admin)
+	sum.Write(k.superAdmin)
+	digest := fmt.Sprintf("%x", sum.Sum(nil))
+	pl.mu.Lock()
+	done := pl.adminDigest == digest
+	pl.mu.Unlock()
+	if done {
+		return nil
+	}
+	ac := corev1ac.Secret(adminKubeconfigName(tcp.GetName()), tcp.GetNamespace()).
+		WithLabels(map[string]string{ClusterNameLabel: clusterNameOf(tcp)}).
+		WithOwnerReferences(ownerReferenceAC(tcp)).
+		WithType(corev1.SecretTypeOpaque).
+		WithData(map[string][]byte{
+			"admin.conf": k.admin, "super-admin.conf": k.superAdmin,
+			"admin.svc": k.admin, "super-admin.svc": k.superAdmin,
+		})
+	if _, err := c.deps.Kube.CoreV1().Secrets(tcp.GetNamespace()).Apply(ctx, ac, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
+		return fmt.Errorf("Secret %s: %w", adminKubeconfigName(tcp.GetName()), err)
+	}
+	pl.mu.Lock()
+	pl.adminDigest = digest
+	pl.mu.Unlock()
+	return nil
+}
+
+// clusterNameOf is the Cluster a TenantControlPlane belongs to: its cluster-name label, or its
+// own name (capi-steward names it after the Cluster).
+func clusterNameOf(obj *unstructured.Unstructured) string {
+	if n := obj.GetLabels()[ClusterNameLabel]; n != "" {
+		return n
+	}
+	return obj.GetName()
+}
+
+func ownerReference(obj *unstructured.Unstructured) metav1.OwnerReference {
+	t := true
+	return metav1.OwnerReference{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Name: obj.GetName(),
+		UID: obj.GetUID(), Controller: &t, BlockOwnerDeletion: &t}
+}
+
+func ownerReferenceAC(obj *unstructured.Unstructured) *metav1ac.OwnerReferenceApplyConfiguration {
+	return metav1ac.OwnerReference().WithAPIVersion(obj.GetAPIVersion()).WithKind(obj.GetKind()).
+		WithName(obj.GetName()).WithUID(obj.GetUID()).WithController(true).WithBlockOwnerDeletion(true)
+}
+
+// tcpState is what a TenantControlPlane's status is to say.
+type tcpState struct {
+	endpoint       string
+	versionStatus  string
+	runningVersion string
+	adminSecret    string
+	// reason and message say why it is not Ready (annotations and an Event).
+	reason, message string
+}
+
+// setTCPStatus applies the status (server-side, this provider's fields only) and the reason
+// annotations, each only when it differs from what the TenantControlPlane says.
+func (c *Controller) setTCPStatus(ctx context.Context, tcp *unstructured.Unstructured, s tcpState) error {
+	client := c.deps.Dynamic.Resource(tenantControlPlanes).Namespace(tcp.GetNamespace())
+	ann := tcp.GetAnnotations()
+	if ann[ReasonAnnotation] != s.reason || ann[MessageAnnotation] != s.message {
+		// Its own field manager: the StewardControlPlane's apply of the spec must not drop them.
+		meta := map[string]any{"name": tcp.GetName(), "namespace": tcp.GetNamespace()}
+		if s.reason != "" {
+			meta["annotations"] = map[string]any{ReasonAnnotation: s.reason, MessageAnnotation: s.message}
+		}
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": tenantControlPlaneAPIVersion, "kind": tenantControlPlaneKind, "metadata": meta}}
+		if _, err := client.Apply(ctx, tcp.GetName(), u, metav1.ApplyOptions{FieldManager: FieldManager + "-reason", Force: true}); err != nil {
+			return fmt.Errorf("annotating TenantControlPlane: %w", err)
+		}
+		if s.reason != "" {
+			eventType := corev1.EventTypeNormal
+			if s.versionStatus == statusNotReady {
+				eventType = corev1.EventTypeWarning
+			}
+			c.recorder.Event(tcp, eventType, s.reason, s.message)
+		}
+	}
+	status := tcpStatus(tcp, s)
+	if current, ok := tcp.Object["status"].(map[string]any); ok && subsetEqual(status, current) {
+		return nil
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": tenantControlPlaneAPIVersion, "kind": tenantControlPlaneKind,
+		"metadata": map[string]any{"name": tcp.GetName(), "namespace": tcp.GetNamespace()},
+		"status":   status,
+	}}
+	if _, err := client.ApplyStatus(ctx, tcp.GetName(), u, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("TenantControlPlane status: %w", err)
+	}
+	return nil
+}
+
+// tcpStatus is the status Steward writes, as far as it means something here: one "replica"
+// (the three processes), the endpoint, the version, the Secrets, and the shared etcd schema.
+func tcpStatus(tcp *unstructured.Unstructured, s tcpState) map[string]any {
+	ready := int64(0)
+	if s.versionStatus == statusReady {
+		ready = 1
+	}
+	version := map[string]any{"status": s.versionStatus}
+	if s.runningVersion != "" {
+		version["version"] = s.runningVersion
+	}
+	status := map[string]any{
+		"kubernetesResources": map[string]any{
+			"version": version,
+			"deployment": map[string]any{
+				"name": tcp.GetName(), "namespace": tcp.GetNamespace(),
+				"selector": ClusterNameLabel + "=" + clusterNameOf(tcp),
+				"replicas": int64(1), "readyReplicas": ready, "availableReplicas": ready,
+				"updatedReplicas": ready, "unavailableReplicas": 1 - ready,
+			},
+		},
+		"certificates": map[string]any{"ca": map[string]any{"secretName": caSecretName(tcp.GetName())}},
+		"storage": map[string]any{
+			"driver": "etcd", "dataStoreName": "local-management-etcd",
+			"setup": map[string]any{"schema": string(tcp.GetUID())},
+		},
+	}
+	if s.endpoint != "" {
+		status["controlPlaneEndpoint"] = s.endpoint
+	}
+	if s.adminSecret != "" {
+		status["kubeconfig"] = map[string]any{"admin": map[string]any{"secretName": s.adminSecret}}
+	}
+	return status
+}
+
+// subsetEqual says whether every field of want has the same value in have.
+func subsetEqual(want, have map[string]any) bool {
+	for k, w := range want {
+		h, ok := have[k]
+		if !ok {
+			return false
+		}
+		wm, wIsMap := w.(map[string]any)
+		hm, hIsMap := h.(map[string]any)
+		switch {
+		case wIsMap && hIsMap:
+			if !subsetEqual(wm, hm) {
+				return false
+			}
+		case wIsMap != hIsMap:
+			return false
+		default:
+			if fmt.Sprint(w) != fmt.Sprint(h) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// nestedString reads a string field of unstructured content.
+func nestedString(obj map[string]any, path ...string) (string, bool) {
+	v, ok, _ := unstructured.NestedString(obj, path...)
+	return v, ok
+}

@@ -1,0 +1,308 @@
+package controlplane
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/klog/v2"
+)
+
+// binaries is where one Kubernetes version's control-plane commands are.
+type binaries struct{ dir string }
+
+func (b binaries) path(component string) string { return filepath.Join(b.dir, component) }
+
+func (b binaries) complete() bool {
+	for _, c := range []string{componentAPIServer, componentControllerManager, componentScheduler} {
+		if info, err := os.Stat(b.path(c)); err != nil || info.Mode()&0o111 == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// buildState is where a version's binaries stand.
+type buildState int
+
+const (
+	versionReady buildState = iota
+	versionBuilding
+	versionFailed
+)
+
+// versions finds the binaries of a Kubernetes version: the pinned version's in binDir, any other
+// built from the module proxy into dir/<version>/bin on first use, one build at a time.
+type versions struct {
+	pinned string
+	binDir string
+	dir    string
+	// goCmd is the go command (tests replace it).
+	goCmd string
+	// built is called when a build ends, with its version.
+	built func(version string)
+
+	mu      sync.Mutex
+	failed  map[string]string // version -> why it cannot be built
+	pending []string          // versions waiting to be built, in order
+	current string            // the version being built
+	wake    chan struct{}
+}
+
+func newVersions(pinned, binDir, dir string, built func(string)) *versions {
+	return &versions{pinned: pinned, binDir: binDir, dir: dir, goCmd: "go", built: built,
+		failed: map[string]string{}, wake: make(chan struct{}, 1)}
+}
+
+// versionPattern is what a buildable version looks like.
+var versionPattern = regexp.MustCompile(`^v1\.(\d+)\.(\d+)$`)
+
+// Oldest minor built here: older k8s.io/kubernetes releases do not build with this Go.
+const oldestMinor = 29
+
+// get returns the binaries of version, or where their build stands and why.
+func (v *versions) get(version string) (binaries, buildState, string) {
+	if version == v.pinned {
+		b := binaries{dir: v.binDir}
+		if !b.complete() {
+			return b, versionFailed, fmt.Sprintf("the binaries of %s are missing from %s; run hack/build-kube.sh", version, v.binDir)
+		}
+		return b, versionReady, ""
+	}
+	b := binaries{dir: filepath.Join(v.dir, version, "bin")}
+	if b.complete() {
+		return b, versionReady, ""
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if msg, ok := v.failed[version]; ok {
+		return b, versionFailed, msg
+	}
+	if msg := unbuildable(version); msg != "" {
+		v.failed[version] = msg
+		return b, versionFailed, msg
+	}
+	if v.current != version && !contains(v.pending, version) {
+		v.pending = append(v.pending, version)
+		select {
+		case v.wake <- struct{}{}:
+		default:
+		}
+	}
+	if v.current == version {
+		return b, versionBuilding, fmt.Sprintf("building kube-apiserver, kube-controller-manager and kube-scheduler %s from the module proxy (minutes; log in %s)", version, filepath.Join(v.dir, version, "build.log"))
+	}
+	return b, versionBuilding, fmt.Sprintf("waiting to build %s (%d builds queued before it)", version, v.queuedBefore(version))
+}
+
+func (v *versions) queuedBefore(version string) int {
+	n := 0
+	if v.current != "" {
+		n++
+	}
+	for _, p := range v.pending {
+		if p == version {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+// unbuildable says why version cannot be built here, or "".
+func unbuildable(version string) string {
+	m := versionPattern.FindStringSubmatch(version)
+	if m == nil {
+		return fmt.Sprintf("%q is not a Kubernetes release version (v1.<minor>.<patch>)", version)
+	}
+	var minor int
+	fmt.Sscan(m[1], &minor)
+	if minor < oldestMinor {
+		return fmt.Sprintf("%s is older than v1.%d, the oldest this local provider builds", version, oldestMinor)
+	}
+	return ""
+}
+
+// run builds the queued versions one at a time until ctx is done.
+func (v *versions) run(ctx context.Context) {
+	for {
+		v.mu.Lock()
+		if len(v.pending) > 0 {
+			v.current, v.pending = v.pending[0], v.pending[1:]
+		}
+		version := v.current
+		v.mu.Unlock()
+		if version != "" {
+			err := v.build(ctx, version)
+			v.mu.Lock()
+			v.current = ""
+			if err != nil && ctx.Err() == nil {
+				v.failed[version] = err.Error()
+			}
+			v.mu.Unlock()
+			if ctx.Err() != nil {
+				return
+			}
+			v.built(version)
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-v.wake:
+		}
+	}
+}
+
+// build makes dir/<version>/bin through a wrapper module: k8s.io/kubernetes cannot be required
+// as it is (its go.mod replaces the staging modules with local paths), so the wrapper replaces
+// each of them with its published v0.<minor>.<patch>.
+func (v *versions) build(ctx context.Context, version string) error {
+	logger := klog.FromContext(ctx).WithValues("version", version)
+	started := time.Now()
+	root := filepath.Join(v.dir, version)
+	src := filepath.Join(root, "src")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		return err
+	}
+	logFile, err := os.Create(filepath.Join(root, "build.log"))
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	logger.Info("Building Kubernetes from the module proxy", "log", logFile.Name())
+	goCmd := func(env []string, args ...string) ([]byte, error) {
+		cmd := exec.CommandContext(ctx, v.goCmd, args...)
+		cmd.Dir = src
+		cmd.Env = append(os.Environ(), env...)
+		var out bytes.Buffer
+		cmd.Stdout = &out
+		cmd.Stderr = logFile
+		fmt.Fprintf(logFile, "$ go %s\n", strings.Join(args, " "))
+		err := cmd.Run()
+		if err != nil {
+			return out.Bytes(), fmt.Errorf("go %s: %w: %s", strings.Join(args, " "), err, lastLines(logFile.Name(), 5))
+		}
+		return out.Bytes(), nil
+	}
+	// The checksum database does not know some staging versions here; the module proxy does.
+	noSum := []string{"GOSUMDB=off", "GOFLAGS=-mod=mod"}
+	if err := os.WriteFile(filepath.Join(src, "go.mod"), []byte("module localprovider.local/kube\n\ngo 1.22.0\n"), 0o644); err != nil {
+		return err
+	}
+	out, err := goCmd(noSum, "mod", "download", "-json", "k8s.io/kubernetes@"+version)
+	// go mod download -json says what went wrong in its JSON, on standard output.
+	var dl struct{ GoMod, Error string }
+	_ = json.Unmarshal(out, &dl)
+	if err != nil || dl.GoMod == "" {
+		fmt.Fprintln(logFile, dl.Error)
+		return fmt.Errorf("k8s.io/kubernetes %s cannot be downloaded from the module proxy: %s", version, orDefault(dl.Error, fmt.Sprint(err)))
+	}
+	kubeGoMod, err := os.ReadFile(dl.GoMod)
+	if err != nil {
+		return err
+	}
+	goMod, err := wrapperGoMod(version, kubeGoMod)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(src, "go.mod"), goMod, 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(src, "tools.go"), []byte(wrapperTools), 0o644); err != nil {
+		return err
+	}
+	if _, err := goCmd(noSum, "mod", "tidy"); err != nil {
+		return err
+	}
+	bin := filepath.Join(root, "bin")
+	tmp := bin + ".tmp"
+	_ = os.RemoveAll(tmp)
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return err
+	}
+	m := versionPattern.FindStringSubmatch(version)
+	ldflags := fmt.Sprintf("-s -w -X k8s.io/component-base/version.gitVersion=%s -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=%s -X k8s.io/component-base/version.gitTreeState=clean", version, m[1])
+	if _, err := goCmd(nil, "build", "-trimpath", "-ldflags", ldflags, "-o", tmp+"/",
+		"k8s.io/kubernetes/cmd/kube-apiserver", "k8s.io/kubernetes/cmd/kube-controller-manager", "k8s.io/kubernetes/cmd/kube-scheduler"); err != nil {
+		return err
+	}
+	_ = os.RemoveAll(bin)
+	if err := os.Rename(tmp, bin); err != nil {
+		return err
+	}
+	logger.Info("Built Kubernetes", "took", time.Since(started).Round(time.Second))
+	return nil
+}
+
+const wrapperTools = `//go:build tools
+
+// Package kube pins the Kubernetes commands the local provider builds for this version.
+package kube
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+)
+`
+
+// stagingReplace matches a staging replace of k8s.io/kubernetes' go.mod, in a replace block
+// ("k8s.io/api => ./staging/src/k8s.io/api") or on its own line.
+var stagingReplace = regexp.MustCompile(`(?m)^\s*(?:replace\s+)?(k8s\.io/[A-Za-z0-9._-]+)\s*=>\s*\./staging/src/k8s\.io/[A-Za-z0-9._-]+\s*$`)
+
+// wrapperGoMod is the go.mod of a module that requires k8s.io/kubernetes at version and replaces
+// each staging module its go.mod names with the published v0.<minor>.<patch>.
+func wrapperGoMod(version string, kubeGoMod []byte) ([]byte, error) {
+	m := versionPattern.FindStringSubmatch(version)
+	if m == nil {
+		return nil, fmt.Errorf("%q is not a Kubernetes release version", version)
+	}
+	staging := fmt.Sprintf("v0.%s.%s", m[1], m[2])
+	var mods []string
+	for _, r := range stagingReplace.FindAllSubmatch(kubeGoMod, -1) {
+		if !contains(mods, string(r[1])) {
+			mods = append(mods, string(r[1]))
+		}
+	}
+	if len(mods) == 0 {
+		return nil, errors.New("k8s.io/kubernetes' go.mod names no staging modules")
+	}
+	sort.Strings(mods)
+	var b strings.Builder
+	fmt.Fprintf(&b, "module localprovider.local/kube\n\ngo 1.22.0\n\nrequire k8s.io/kubernetes %s\n\nreplace (\n", version)
+	for _, mod := range mods {
+		fmt.Fprintf(&b, "\t%s => %s %s\n", mod, mod, staging)
+	}
+	b.WriteString(")\n")
+	return []byte(b.String()), nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// lastLines is the end of a file, for an error message.
+func lastLines(name string, n int) string {
+	data, _ := os.ReadFile(name)
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "; ")
+}

@@ -1,0 +1,103 @@
+package controlplane
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A part of k8s.io/kubernetes v1.30.2's go.mod: a replace block naming staging modules, and
+// replaces that are not staging.
+const kubeGoMod = `module k8s.io/kubernetes
+
+go 1.22.0
+
+require (
+	k8s.io/api v0.0.0
+	k8s.io/client-go v0.0.0
+)
+
+replace (
+	k8s.io/api => ./staging/src/k8s.io/api
+	k8s.io/apiextensions-apiserver => ./staging/src/k8s.io/apiextensions-apiserver
+	k8s.io/client-go => ./staging/src/k8s.io/client-go
+	k8s.io/legacy-cloud-providers => ./staging/src/k8s.io/legacy-cloud-providers
+	k8s.io/client-go => ./staging/src/k8s.io/client-go
+	github.com/example/fork => github.com/example/fork v1.2.3
+)
+
+replace k8s.io/kms => ./staging/src/k8s.io/kms
+`
+
+func TestWrapperGoMod(t *testing.T) {
+	got, err := wrapperGoMod("v1.30.2", []byte(kubeGoMod))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `module localprovider.local/kube
+
+go 1.22.0
+
+require k8s.io/kubernetes v1.30.2
+
+replace (
+	k8s.io/api => k8s.io/api v0.30.2
+	k8s.io/apiextensions-apiserver => k8s.io/apiextensions-apiserver v0.30.2
+	k8s.io/client-go => k8s.io/client-go v0.30.2
+	k8s.io/kms => k8s.io/kms v0.30.2
+	k8s.io/legacy-cloud-providers => k8s.io/legacy-cloud-providers v0.30.2
+)
+`
+	if string(got) != want {
+		t.Errorf("wrapper go.mod:\n%s\nwant:\n%s", got, want)
+	}
+	if _, err := wrapperGoMod("v1.30.2", []byte("module k8s.io/kubernetes\n")); err == nil {
+		t.Error("a go.mod without staging modules gave a wrapper")
+	}
+	if _, err := wrapperGoMod("latest", []byte(kubeGoMod)); err == nil {
+		t.Error("a non-release version gave a wrapper")
+	}
+}
+
+func TestUnbuildable(t *testing.T) {
+	for v, ok := range map[string]bool{"v1.30.2": true, "v1.36.3": true, "v1.20.0": false, "1.30.2": false, "v1.30": false, "v2.0.0": false, "v1.30.2-rc.0": false} {
+		if msg := unbuildable(v); (msg == "") != ok {
+			t.Errorf("unbuildable(%q) = %q", v, msg)
+		}
+	}
+}
+
+func TestVersionsGet(t *testing.T) {
+	bin := t.TempDir()
+	for _, c := range []string{componentAPIServer, componentControllerManager} {
+		os.WriteFile(filepath.Join(bin, c), []byte("#!/bin/sh\n"), 0o755)
+	}
+	v := newVersions("v1.36.3", bin, t.TempDir(), func(string) {})
+	if _, state, msg := v.get("v1.36.3"); state != versionFailed || !strings.Contains(msg, "hack/build-kube.sh") {
+		t.Errorf("pinned version without kube-scheduler: %v %q", state, msg)
+	}
+	os.WriteFile(filepath.Join(bin, componentScheduler), []byte("#!/bin/sh\n"), 0o755)
+	if b, state, _ := v.get("v1.36.3"); state != versionReady || b.path(componentScheduler) != filepath.Join(bin, componentScheduler) {
+		t.Errorf("pinned version: %v %v", b, state)
+	}
+	if _, state, msg := v.get("v1.2.3"); state != versionFailed || !strings.Contains(msg, "older") {
+		t.Errorf("v1.2.3: %v %q", state, msg)
+	}
+	// Another version is queued (the builder is not running here) and says so.
+	if _, state, msg := v.get("v1.30.2"); state != versionBuilding || !strings.Contains(msg, "waiting to build") {
+		t.Errorf("v1.30.2: %v %q", state, msg)
+	}
+	if _, _, _ = v.get("v1.30.2"); len(v.pending) != 1 {
+		t.Errorf("asking twice queued %d builds", len(v.pending))
+	}
+	// Built binaries in the versions directory are used as they are.
+	built := filepath.Join(v.dir, "v1.31.0", "bin")
+	os.MkdirAll(built, 0o755)
+	for _, c := range []string{componentAPIServer, componentControllerManager, componentScheduler} {
+		os.WriteFile(filepath.Join(built, c), []byte("#!/bin/sh\n"), 0o755)
+	}
+	if b, state, _ := v.get("v1.31.0"); state != versionReady || b.dir != built {
+		t.Errorf("built v1.31.0: %v %v", b, state)
+	}
+}

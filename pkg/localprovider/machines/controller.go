@@ -1,0 +1,590 @@
+package machines
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
+)
+
+// Options configure the controller.
+type Options struct {
+	// StateDir keeps each machine's credentials (machines/<namespace>/<name>) and each tenant
+	// kwok's kubeconfig (kwok/<namespace>/<cluster>).
+	StateDir string
+	// Workers is how many machines join at once.
+	Workers int
+	// RetryAfter is how soon a failed join is first tried again (a kubelet retries too); it
+	// doubles with each failure of the same machine up to MaxRetryAfter.
+	RetryAfter    time.Duration
+	MaxRetryAfter time.Duration
+}
+
+// Controller reconciles LocalClusters and LocalMachines.
+type Controller struct {
+	kube     kubernetes.Interface
+	dyn      dynamic.Interface
+	opts     Options
+	joiner   *Joiner
+	kwoks    *Kwoks
+	clusters cache.GenericLister
+	machines cache.GenericLister
+	capi     cache.SharedIndexInformer
+	secrets  corelisters.SecretLister
+
+	machineQueue *worker.Queue
+	clusterQueue *worker.Queue
+	failures     sync.Map // machine key -> consecutive failed joins (int)
+	// joined holds the machines whose join this process finished, until the informer shows
+	// them provisioned: an event in between must not join again.
+	joined sync.Map // machine key -> UID
+	synced []cache.InformerSynced
+}
+
+// clusterNameLabel is Cluster API's label naming an object's cluster.
+const clusterNameLabel = clusterv1.ClusterNameLabel
+
+// byDataSecret indexes Machines by namespace/bootstrap data Secret name.
+const byDataSecret = "dataSecret"
+
+// New builds the controller on d's informers. d.Dynamic and d.Kube are the management
+// cluster's clients.
+func New(d *worker.Deps, opts Options) (*Controller, error) {
+	if opts.StateDir == "" {
+		return nil, errors.New("machines: a state directory is needed")
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = 8
+	}
+	if opts.RetryAfter <= 0 {
+		// Short: the first attempt can race the control plane's signer of cluster-info for a
+		// token minted a moment ago.
+		opts.RetryAfter = 500 * time.Millisecond
+	}
+	if opts.MaxRetryAfter <= 0 {
+		opts.MaxRetryAfter = 30 * time.Second
+	}
+	kwoks, err := NewKwoks(filepath.Join(opts.StateDir, "kwok"))
+	if err != nil {
+		return nil, err
+	}
+	c := &Controller{kube: d.Kube, dyn: d.Dynamic, opts: opts, joiner: NewJoiner(), kwoks: kwoks}
+	c.machineQueue = worker.NewQueue("localmachine", c.reconcileMachine)
+	c.clusterQueue = worker.NewQueue("localcluster", c.reconcileCluster)
+
+	lm := d.DynamicInformers.ForResource(LocalMachinesResource)
+	lc := d.DynamicInformers.ForResource(LocalClustersResource)
+	m := d.DynamicInformers.ForResource(MachinesResource)
+	secrets := d.KubeInformersFor(clusterNameLabel).Core().V1().Secrets()
+	c.machines, c.clusters, c.capi, c.secrets = lm.Lister(), lc.Lister(), m.Informer(), secrets.Lister()
+
+	if err := c.capi.AddIndexers(cache.Indexers{byDataSecret: indexByDataSecret}); err != nil {
+		return nil, err
+	}
+	if _, err := lm.Informer().AddEventHandler(c.machineQueue.Handler(worker.ByKey)); err != nil {
+		return nil, err
+	}
+	if _, err := lc.Informer().AddEventHandler(c.clusterQueue.Handler(worker.ByKey)); err != nil {
+		return nil, err
+	}
+	if _, err := c.capi.AddEventHandler(c.machineQueue.Handler(localMachineOf)); err != nil {
+		return nil, err
+	}
+	if _, err := secrets.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.secretChanged,
+		UpdateFunc: func(_, obj any) { c.secretChanged(obj) },
+		DeleteFunc: c.secretChanged,
+	}); err != nil {
+		return nil, err
+	}
+	c.synced = []cache.InformerSynced{lm.Informer().HasSynced, lc.Informer().HasSynced,
+		c.capi.HasSynced, secrets.Informer().HasSynced}
+	return c, nil
+}
+
+// Run runs both queues until ctx is done, then stops every kwok.
+func (c *Controller) Run(ctx context.Context) {
+	c.kwoks.setBase(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.clusterQueue.Run(ctx, 2, c.synced...)
+	}()
+	c.machineQueue.Run(ctx, c.opts.Workers, c.synced...)
+	<-done
+}
+
+// indexByDataSecret is the Machine index namespace/spec.bootstrap.dataSecretName.
+func indexByDataSecret(obj any) ([]string, error) {
+	m, err := fromUnstructured[clusterv1.Machine](obj)
+	if err != nil || m.Spec.Bootstrap.DataSecretName == nil {
+		return nil, nil
+	}
+	return []string{m.Namespace + "/" + *m.Spec.Bootstrap.DataSecretName}, nil
+}
+
+// localMachineOf maps a Machine to the LocalMachine its infrastructureRef names.
+func localMachineOf(obj any) []string {
+	m, err := fromUnstructured[clusterv1.Machine](obj)
+	if err != nil {
+		return nil
+	}
+	ref := m.Spec.InfrastructureRef
+	if ref.Kind != LocalMachineKind || ref.APIGroup != GroupVersion.Group || ref.Name == "" {
+		return nil
+	}
+	return []string{m.Namespace + "/" + ref.Name}
+}
+
+// secretChanged queues what a Secret of a cluster feeds: the LocalCluster (its kwok) for the
+// cluster's kubeconfig, the LocalMachines whose Machines name it as bootstrap data.
+func (c *Controller) secretChanged(obj any) {
+	s, ok := worker.Unwrap(obj).(*corev1.Secret)
+	if !ok {
+		return
+	}
+	if cluster := s.Labels[clusterNameLabel]; cluster != "" && s.Name == cluster+"-kubeconfig" {
+		c.clusterQueue.Add(s.Namespace + "/" + localClusterNameFor(cluster))
+		return
+	}
+	machines, err := c.capi.GetIndexer().ByIndex(byDataSecret, s.Namespace+"/"+s.Name)
+	if err != nil {
+		return
+	}
+	for _, m := range machines {
+		for _, k := range localMachineOf(m) {
+			c.machineQueue.Add(k)
+		}
+	}
+}
+
+// localClusterNameFor is the LocalCluster of a Cluster: the same name (the TenantCluster
+// controller names both after the tenant cluster).
+func localClusterNameFor(cluster string) string { return cluster }
+
+var errNotUnstructured = errors.New("not an unstructured object")
+
+func splitKey(key string) (string, string, error) {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err == nil && ns == "" {
+		err = fmt.Errorf("key %q has no namespace", key)
+	}
+	return ns, name, err
+}
+
+// --- LocalCluster ---------------------------------------------------------------------------
+
+func (c *Controller) reconcileCluster(ctx context.Context, key string) error {
+	ns, name, err := splitKey(key)
+	if err != nil {
+		return nil
+	}
+	obj, err := c.clusters.ByNamespace(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		c.kwoks.Stop(key)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	lc, err := fromUnstructured[LocalCluster](obj)
+	if err != nil {
+		return err
+	}
+	if lc.DeletionTimestamp != nil {
+		c.kwoks.Stop(key)
+		return nil
+	}
+	ep := lc.Spec.ControlPlaneEndpoint
+	cond := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse,
+		Reason:  ReasonWaitingForControlPlaneEndpoint,
+		Message: "waiting for the control plane provider to set spec.controlPlaneEndpoint"}
+	provisioned := ep.Host != "" && ep.Port != 0
+	if provisioned {
+		cond = metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonProvisioned,
+			Message: fmt.Sprintf("the control plane serves at %s:%d; machines run on this host", ep.Host, ep.Port)}
+	}
+	if err := c.applyClusterStatus(ctx, lc, provisioned, cond); err != nil {
+		return err
+	}
+	if !provisioned {
+		return nil
+	}
+	// One kwok per tenant cluster, from the moment its admin kubeconfig exists, so the first
+	// Node is kept the moment it registers.
+	cluster := clusterOf(lc.OwnerReferences, lc.Labels, lc.Name)
+	secret, err := c.secrets.Secrets(ns).Get(cluster + "-kubeconfig")
+	if apierrors.IsNotFound(err) {
+		return nil // the Secret's event brings us back
+	}
+	if err != nil {
+		return err
+	}
+	return c.kwoks.Ensure(key, secret.Data["value"])
+}
+
+// clusterOf is the Cluster API Cluster an infrastructure object belongs to: its Cluster
+// owner, its cluster-name label, or else def.
+func clusterOf(owners []metav1.OwnerReference, labels map[string]string, def string) string {
+	for _, o := range owners {
+		if o.Kind == "Cluster" && strings.HasPrefix(o.APIVersion, clusterv1.GroupVersion.Group+"/") {
+			return o.Name
+		}
+	}
+	if n := labels[clusterNameLabel]; n != "" {
+		return n
+	}
+	return def
+}
+
+func (c *Controller) applyClusterStatus(ctx context.Context, lc *LocalCluster, provisioned bool, cond metav1.Condition) error {
+	conds := append([]metav1.Condition(nil), lc.Status.Conditions...)
+	cond.ObservedGeneration = lc.Generation
+	changed := meta.SetStatusCondition(&conds, cond)
+	was := lc.Status.Initialization != nil && lc.Status.Initialization.Provisioned != nil && *lc.Status.Initialization.Provisioned
+	if !changed && was == provisioned {
+		return nil
+	}
+	status := map[string]any{"conditions": []any{conditionMap(*meta.FindStatusCondition(conds, cond.Type))}}
+	if provisioned {
+		status["initialization"] = map[string]any{"provisioned": true}
+	}
+	return c.applyStatus(ctx, LocalClustersResource, lc.Namespace, lc.Name, LocalClusterKind, status)
+}
+
+// --- LocalMachine ---------------------------------------------------------------------------
+
+func (c *Controller) reconcileMachine(ctx context.Context, key string) error {
+	ns, name, err := splitKey(key)
+	if err != nil {
+		return nil
+	}
+	obj, err := c.machines.ByNamespace(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		c.failures.Delete(key)
+		c.joined.Delete(key)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	lm, err := fromUnstructured[LocalMachine](obj)
+	if err != nil {
+		return err
+	}
+	if lm.DeletionTimestamp != nil {
+		return c.deleteMachine(ctx, lm)
+	}
+	if !hasFinalizer(lm) {
+		// Before anything joins: whatever this machine registers is removed with it.
+		if err := c.applyMachine(ctx, lm, lm.Spec.ProviderID, true); err != nil {
+			return err
+		}
+	}
+	if lm.Status.provisioned() {
+		c.joined.Delete(key)
+		return nil
+	}
+	if uid, ok := c.joined.Load(key); ok && uid == lm.UID {
+		return nil // provisioned a moment ago; the informer has not seen it yet
+	}
+	info, waiting := c.bootstrapData(lm)
+	if waiting != nil {
+		phase := PhasePending
+		if waiting.Reason == ReasonBootstrapDataInvalid {
+			phase = PhaseFailed
+		}
+		return c.setMachineCondition(ctx, lm, phase, *waiting)
+	}
+	providerID := info.ProviderID
+	if providerID == "" {
+		providerID = ProviderIDPrefix + lm.Namespace + "/" + lm.Name
+	}
+	joined, err := c.joiner.Join(ctx, *info, providerID, c.machineDir(lm))
+	if err != nil {
+		var je *JoinError
+		if !errors.As(err, &je) {
+			return err
+		}
+		if err := c.setMachineCondition(ctx, lm, PhaseFailed, metav1.Condition{Type: ConditionReady,
+			Status: metav1.ConditionFalse, Reason: je.Reason, Message: je.Error()}); err != nil {
+			return err
+		}
+		after := c.retryAfter(key)
+		klog.FromContext(ctx).Info("Join failed; trying again later", "reason", je.Reason, "err", je.Err, "after", after)
+		return worker.RequeueAfter(after)
+	}
+	c.failures.Delete(key)
+	if err := c.applyMachine(ctx, lm, providerID, true); err != nil {
+		return err
+	}
+	addresses := []any{
+		map[string]any{"type": string(clusterv1.MachineHostName), "address": joined.Node.Name},
+		map[string]any{"type": string(clusterv1.MachineInternalIP), "address": NodeIP},
+	}
+	cond := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonJoined,
+		Message: fmt.Sprintf("joined as Node %s with its %s bootstrap data", joined.Node.Name, info.Format)}
+	if err := c.applyMachineStatus(ctx, lm, cond, map[string]any{
+		"initialization": map[string]any{"provisioned": true},
+		"addresses":      addresses,
+		"nodeName":       joined.Node.Name,
+		"phase":          PhaseRunning,
+	}); err != nil {
+		return err
+	}
+	c.joined.Store(key, lm.UID)
+	return nil
+}
+
+// retryAfter is the wait before the next join of key: RetryAfter doubled per earlier failure,
+// at most MaxRetryAfter.
+func (c *Controller) retryAfter(key string) time.Duration {
+	n := 0
+	if v, ok := c.failures.Load(key); ok {
+		n = v.(int)
+	}
+	c.failures.Store(key, n+1)
+	d := c.opts.RetryAfter
+	for range n {
+		if d *= 2; d >= c.opts.MaxRetryAfter {
+			return c.opts.MaxRetryAfter
+		}
+	}
+	return d
+}
+
+// bootstrapData reads the machine's bootstrap data: the data Secret its Machine names, in the
+// format the Secret's annotation names. Until there is data to join with it returns the
+// condition that says what is missing.
+func (c *Controller) bootstrapData(lm *LocalMachine) (*bootstrap.JoinInfo, *metav1.Condition) {
+	waiting := func(reason, format string, args ...any) (*bootstrap.JoinInfo, *metav1.Condition) {
+		return nil, &metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse,
+			Reason: reason, Message: fmt.Sprintf(format, args...)}
+	}
+	machine := c.ownerMachine(lm)
+	if machine == nil {
+		return waiting(ReasonWaitingForMachine, "waiting for Cluster API to make a Machine the owner")
+	}
+	if machine.Spec.Bootstrap.DataSecretName == nil || *machine.Spec.Bootstrap.DataSecretName == "" {
+		return waiting(ReasonWaitingForBootstrapData, "waiting for Machine %s's bootstrap data (spec.bootstrap.dataSecretName)", machine.Name)
+	}
+	secretName := *machine.Spec.Bootstrap.DataSecretName
+	secret, err := c.secrets.Secrets(lm.Namespace).Get(secretName)
+	if err != nil {
+		return waiting(ReasonWaitingForBootstrapData, "waiting for the bootstrap data Secret %s (labelled %s)", secretName, clusterNameLabel)
+	}
+	format := secret.Annotations[FormatAnnotation]
+	if format == "" {
+		return waiting(ReasonBootstrapDataInvalid, "the bootstrap data Secret %s has no %s annotation naming its format", secretName, FormatAnnotation)
+	}
+	info, err := bootstrap.Parse(bootstrap.OS(format), secret.Data["value"])
+	if err != nil {
+		return waiting(ReasonBootstrapDataInvalid, "the bootstrap data Secret %s: %v", secretName, err)
+	}
+	return &info, nil
+}
+
+// ownerMachine is the Machine that owns lm, from the informer's cache.
+func (c *Controller) ownerMachine(lm *LocalMachine) *clusterv1.Machine {
+	for _, o := range lm.OwnerReferences {
+		if o.Kind != "Machine" || !strings.HasPrefix(o.APIVersion, clusterv1.GroupVersion.Group+"/") {
+			continue
+		}
+		obj, exists, err := c.capi.GetIndexer().GetByKey(lm.Namespace + "/" + o.Name)
+		if err != nil || !exists {
+			return nil
+		}
+		m, err := fromUnstructured[clusterv1.Machine](obj)
+		if err != nil {
+			return nil
+		}
+		return m
+	}
+	return nil
+}
+
+func (c *Controller) machineDir(lm *LocalMachine) string {
+	return filepath.Join(c.opts.StateDir, "machines", lm.Namespace, lm.Name)
+}
+
+func hasFinalizer(lm *LocalMachine) bool {
+	for _, f := range lm.Finalizers {
+		if f == Finalizer {
+			return true
+		}
+	}
+	return false
+}
+
+// deleteMachine removes the machine's Node from its tenant cluster, then its state, then the
+// finalizer.
+func (c *Controller) deleteMachine(ctx context.Context, lm *LocalMachine) error {
+	if !hasFinalizer(lm) {
+		return nil
+	}
+	if err := c.deleteNode(ctx, lm); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(c.machineDir(lm)); err != nil {
+		return err
+	}
+	return c.applyMachine(ctx, lm, lm.Spec.ProviderID, false)
+}
+
+// deleteNode deletes the Node this machine registered, with the cluster's admin kubeconfig (as
+// Cluster API itself deletes a Machine's Node) or else the node's own credentials. When the
+// tenant cluster is going away as well, a control plane that no longer answers ends the
+// attempt: there is no Node left to delete.
+func (c *Controller) deleteNode(ctx context.Context, lm *LocalMachine) error {
+	nodeName := lm.Status.NodeName
+	for _, a := range lm.Status.Addresses {
+		if a.Type == clusterv1.MachineHostName && nodeName == "" {
+			nodeName = a.Address
+		}
+	}
+	if nodeName == "" {
+		return nil // it never registered
+	}
+	cluster := clusterOf(nil, lm.Labels, "")
+	client, err := c.tenantClient(lm, cluster)
+	if err != nil || client == nil {
+		klog.FromContext(ctx).Info("No credentials left for the tenant cluster; its Node goes with it", "node", nodeName, "err", err)
+		return nil
+	}
+	err = client.CoreV1().Nodes().Delete(ctx, nodeName, metav1.DeleteOptions{})
+	if err == nil || apierrors.IsNotFound(err) {
+		klog.FromContext(ctx).Info("Node deleted", "node", nodeName)
+		return nil
+	}
+	if c.clusterGoing(lm.Namespace, cluster) {
+		klog.FromContext(ctx).Info("The tenant cluster is being deleted and its Node could not be; leaving it to the cluster", "node", nodeName, "err", err)
+		return nil
+	}
+	return fmt.Errorf("deleting Node %s: %w", nodeName, err)
+}
+
+// tenantClient is a client of lm's tenant cluster: the admin kubeconfig in
+// <cluster>-kubeconfig, or else the kubeconfig the machine keeps. Nil when neither is there.
+func (c *Controller) tenantClient(lm *LocalMachine, cluster string) (kubernetes.Interface, error) {
+	var kubeconfig []byte
+	if cluster != "" {
+		if s, err := c.secrets.Secrets(lm.Namespace).Get(cluster + "-kubeconfig"); err == nil {
+			kubeconfig = s.Data["value"]
+		}
+	}
+	if kubeconfig == nil {
+		data, err := os.ReadFile(filepath.Join(c.machineDir(lm), kubeconfigFile))
+		if err != nil {
+			return nil, nil
+		}
+		kubeconfig = data
+	}
+	config, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	config.Timeout = 15 * time.Second
+	return c.joiner.NewClient(config)
+}
+
+// clusterGoing says whether the tenant cluster is gone or being deleted.
+func (c *Controller) clusterGoing(ns, cluster string) bool {
+	if cluster == "" {
+		return true
+	}
+	obj, err := c.clusters.ByNamespace(ns).Get(localClusterNameFor(cluster))
+	if err != nil {
+		return apierrors.IsNotFound(err)
+	}
+	m, err := meta.Accessor(obj)
+	return err == nil && m.GetDeletionTimestamp() != nil
+}
+
+// --- writes ---------------------------------------------------------------------------------
+
+// applyMachine applies what this provider owns in a LocalMachine's spec and metadata: the
+// provider ID (when known) and the finalizer (unless released).
+func (c *Controller) applyMachine(ctx context.Context, lm *LocalMachine, providerID string, finalizer bool) error {
+	u := applyObject(LocalMachineKind, lm.Namespace, lm.Name)
+	if finalizer {
+		_ = unstructured.SetNestedStringSlice(u.Object, []string{Finalizer}, "metadata", "finalizers")
+	}
+	if providerID != "" {
+		_ = unstructured.SetNestedField(u.Object, providerID, "spec", "providerID")
+	}
+	_, err := c.dyn.Resource(LocalMachinesResource).Namespace(lm.Namespace).Apply(ctx, lm.Name, u,
+		metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// setMachineCondition records why the machine has not joined (yet).
+func (c *Controller) setMachineCondition(ctx context.Context, lm *LocalMachine, phase string, cond metav1.Condition) error {
+	conds := append([]metav1.Condition(nil), lm.Status.Conditions...)
+	cond.ObservedGeneration = lm.Generation
+	if !meta.SetStatusCondition(&conds, cond) && lm.Status.Phase == phase {
+		return nil
+	}
+	return c.applyMachineStatus(ctx, lm, cond, map[string]any{"phase": phase})
+}
+
+// applyMachineStatus applies status (this provider owns all of it) with cond among the
+// conditions.
+func (c *Controller) applyMachineStatus(ctx context.Context, lm *LocalMachine, cond metav1.Condition, status map[string]any) error {
+	conds := append([]metav1.Condition(nil), lm.Status.Conditions...)
+	cond.ObservedGeneration = lm.Generation
+	meta.SetStatusCondition(&conds, cond)
+	status["conditions"] = []any{conditionMap(*meta.FindStatusCondition(conds, cond.Type))}
+	return c.applyStatus(ctx, LocalMachinesResource, lm.Namespace, lm.Name, LocalMachineKind, status)
+}
+
+func (c *Controller) applyStatus(ctx context.Context, gvr schema.GroupVersionResource, ns, name, kind string, status map[string]any) error {
+	u := applyObject(kind, ns, name)
+	u.Object["status"] = status
+	_, err := c.dyn.Resource(gvr).Namespace(ns).ApplyStatus(ctx, name, u,
+		metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// applyObject is the skeleton of an apply configuration for one of this provider's objects.
+func applyObject(kind, ns, name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(GroupVersion.String())
+	u.SetKind(kind)
+	u.SetNamespace(ns)
+	u.SetName(name)
+	return u
+}
+
+// conditionMap is a condition as an apply configuration.
+func conditionMap(c metav1.Condition) map[string]any {
+	m, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(&c)
+	return m
+}

@@ -1,0 +1,82 @@
+package machines
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
+)
+
+// TestBootstrapData: a machine reads only the data Secret its Machine names, in the format the
+// Secret's annotation names; until that is all there, the condition says what is missing.
+func TestBootstrapData(t *testing.T) {
+	ca := newTestCA(t)
+	valid, err := bootstrap.Render(bootstrap.OSTalos, bootstrap.Input{Endpoint: testEndpoint, Token: testToken,
+		CACert: ca.pem, NodeName: "worker-0", KubernetesVersion: "v1.36.3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "data"
+	machine := func(dataSecret *string) *unstructured.Unstructured {
+		m := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "tenant"},
+			Spec: clusterv1.MachineSpec{ClusterName: "prod", Bootstrap: clusterv1.Bootstrap{DataSecretName: dataSecret}}}
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &unstructured.Unstructured{Object: u}
+	}
+	secret := func(format string, data []byte) *corev1.Secret {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tenant"}, Data: map[string][]byte{"value": data}}
+		if format != "" {
+			s.Annotations = map[string]string{FormatAnnotation: format}
+		}
+		return s
+	}
+	owned := []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Machine", Name: "m"}}
+	cases := []struct {
+		name    string
+		owners  []metav1.OwnerReference
+		machine *unstructured.Unstructured
+		secret  *corev1.Secret
+		reason  string // "" when the data is read
+	}{
+		{"no Machine owns it", nil, machine(&name), secret("talos", valid), ReasonWaitingForMachine},
+		{"the Machine has no data yet", owned, machine(nil), nil, ReasonWaitingForBootstrapData},
+		{"the data Secret is not there", owned, machine(&name), nil, ReasonWaitingForBootstrapData},
+		{"no format annotation", owned, machine(&name), secret("", valid), ReasonBootstrapDataInvalid},
+		{"data in another format than annotated", owned, machine(&name), secret("bottlerocket", valid), ReasonBootstrapDataInvalid},
+		{"data the OS cannot read", owned, machine(&name), secret("talos", []byte("not yaml: [")), ReasonBootstrapDataInvalid},
+		{"talos data", owned, machine(&name), secret("talos", valid), ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			secrets := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+			if tc.secret != nil {
+				_ = secrets.Add(tc.secret)
+			}
+			c := &Controller{capi: cache.NewSharedIndexInformer(&cache.ListWatch{}, &unstructured.Unstructured{}, 0,
+				cache.Indexers{byDataSecret: indexByDataSecret}), secrets: corelisters.NewSecretLister(secrets)}
+			if err := c.capi.GetIndexer().Add(tc.machine); err != nil {
+				t.Fatal(err)
+			}
+			lm := &LocalMachine{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "tenant", OwnerReferences: tc.owners}}
+			info, cond := c.bootstrapData(lm)
+			switch {
+			case tc.reason == "" && cond != nil:
+				t.Fatalf("got condition %s: %s; want the data", cond.Reason, cond.Message)
+			case tc.reason == "" && (info.NodeName != "worker-0" || info.Endpoint != testEndpoint || info.Token != testToken):
+				t.Fatalf("read %+v", info)
+			case tc.reason != "" && (cond == nil || cond.Reason != tc.reason || cond.Status != metav1.ConditionFalse):
+				t.Fatalf("got %+v, want a False condition with reason %s", cond, tc.reason)
+			}
+		})
+	}
+}

@@ -1,0 +1,39 @@
+// Package machines is the local infrastructure provider's controller: LocalCluster,
+// LocalMachine and LocalMachineTemplate (infrastructure.butlerlabs.dev/v1alpha1, the Cluster API
+// v1beta2 infrastructure contract), for make run and the tests on one machine. Nothing of it
+// runs in production; there, a cloud or hypervisor provider boots real machines from the same
+// bootstrap data.
+//
+// A LocalCluster is provisioned once its control plane provider has set
+// spec.controlPlaneEndpoint. From then on, and while the cluster's admin kubeconfig
+// (<cluster>-kubeconfig) exists, one kwok controller (sigs.k8s.io/kwok, in this process) per
+// tenant cluster keeps the Nodes annotated kwok.x-k8s.io/node=fake Ready (leases and status
+// heartbeats) and moves the pods scheduled to them to Running, with kwok's default stages.
+// In process, because a kwok binary per tenant costs 30-50 MiB and a process to supervise.
+//
+// A LocalMachine "boots" as a machine of its OS would: it reads only its Machine's bootstrap
+// data Secret (spec.bootstrap.dataSecretName: key value, format in the annotation
+// bootstrap.butlerlabs.dev/format), parses it with pkg/bootstrap, and joins as a kubelet:
+//
+//  1. discovery: with a CA in the data, that CA; with CA pins, kube-public/cluster-info read
+//     anonymously (waiting up to 10s for the control plane to sign it for a new token), its
+//     JWS signature checked with the bootstrap token, its CA checked against
+//     the pins, and read again over TLS verified by that CA (kubeadm's token discovery);
+//  2. a CertificateSigningRequest for the node client certificate (signer
+//     kubernetes.io/kube-apiserver-client-kubelet, CN system:node:<name>, O system:nodes)
+//     made with the bootstrap token; the name depends only on the key, which is kept in the
+//     machine's state directory before the request, so a join resumed after a restart waits
+//     for the same request;
+//  3. a watch until the tenant's kube-controller-manager approves and signs it (bounded; a
+//     timeout is the condition CertificateNotIssued);
+//  4. the Node, created with the node's own certificate: name, labels and taints from the
+//     data, the well-known labels a kubelet adds, spec.providerID, the kwok annotation.
+//
+// Then spec.providerID, status.addresses, status.nodeName and status.initialization.provisioned
+// are set, and Cluster API matches the Machine to the Node. A step that fails is the Ready
+// condition's reason (DiscoveryFailed, CertificateRequestFailed, CertificateNotIssued,
+// NodeRegistrationFailed, BootstrapDataInvalid) with phase Failed, and the join is tried again
+// later, as a kubelet retries; a wrong endpoint, token or CA never gives a Node. A finalizer
+// keeps a LocalMachine until its Node is deleted (with the cluster's admin kubeconfig, or the
+// node's own credentials) and its state directory removed.
+package machines

@@ -1,0 +1,385 @@
+package machines
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"math/big"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
+	"k8s.io/cluster-bootstrap/token/jws"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
+)
+
+const (
+	testToken    = "abcdef.0123456789abcdef"
+	testEndpoint = "127.0.0.1:6443"
+)
+
+// testCA is a tenant CA: it signs node client certificates as the tenant's
+// kube-controller-manager would.
+type testCA struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	pem  []byte
+}
+
+func newTestCA(t *testing.T) *testCA {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "tenant-ca"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+}
+
+// sign issues the certificate a CSR asks for.
+func (ca *testCA) sign(t *testing.T, request []byte) []byte {
+	block, _ := pem.Decode(request)
+	req, err := x509.ParseCertificateRequest(block.Bytes)
+	if err != nil {
+		t.Error(err)
+		return nil
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: req.Subject,
+		NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour),
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, KeyUsage: x509.KeyUsageDigitalSignature}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, req.PublicKey, ca.key)
+	if err != nil {
+		t.Error(err)
+		return nil
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+// clusterInfo is kube-public/cluster-info as kubeadm writes it, signed for tokens by the
+// bootstrap signer.
+func clusterInfo(t *testing.T, caPEM []byte, tokens ...string) *corev1.ConfigMap {
+	t.Helper()
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[""] = &clientcmdapi.Cluster{Server: "https://" + testEndpoint, CertificateAuthorityData: caPEM}
+	kubeconfig, err := clientcmd.Write(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespacePublic, Name: bootstrapapi.ConfigMapClusterInfo},
+		Data: map[string]string{bootstrapapi.KubeConfigKey: string(kubeconfig)}}
+	for _, tok := range tokens {
+		id, secret := tok[:6], tok[7:]
+		sig, err := jws.ComputeDetachedSignature(string(kubeconfig), id, secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm.Data[bootstrapapi.JWSSignatureKeyPrefix+id] = sig
+	}
+	return cm
+}
+
+// fakeCluster is a tenant cluster on a fake clientset that records the client configurations
+// it was reached with.
+type fakeCluster struct {
+	client  *fake.Clientset
+	mu      sync.Mutex
+	configs []*rest.Config
+}
+
+func newFakeCluster(objs ...runtime.Object) *fakeCluster {
+	return &fakeCluster{client: fake.NewClientset(objs...)}
+}
+
+func (f *fakeCluster) joiner() *Joiner {
+	return &Joiner{CertificateTimeout: 5 * time.Second, SignatureTimeout: 300 * time.Millisecond, NewClient: func(c *rest.Config) (kubernetes.Interface, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.configs = append(f.configs, rest.CopyConfig(c))
+		return f.client, nil
+	}}
+}
+
+// approveAndSign plays the tenant's kube-controller-manager: it approves and signs the first
+// node client CSR, and hands it to check first.
+func (f *fakeCluster) approveAndSign(t *testing.T, ctx context.Context, ca *testCA, check func(*certificatesv1.CertificateSigningRequest)) {
+	go func() {
+		for ctx.Err() == nil {
+			list, err := f.client.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+			if err == nil && len(list.Items) > 0 {
+				csr := list.Items[0].DeepCopy()
+				if check != nil {
+					check(csr)
+				}
+				csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+					Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "AutoApproved"})
+				csr.Status.Certificate = ca.sign(t, csr.Spec.Request)
+				if _, err := f.client.CertificatesV1().CertificateSigningRequests().UpdateStatus(ctx, csr, metav1.UpdateOptions{}); err != nil {
+					t.Error(err)
+				}
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+}
+
+func pinnedInfo(t *testing.T, ca *testCA) bootstrap.JoinInfo {
+	pin, err := bootstrap.CAPin(ca.pem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bootstrap.JoinInfo{Format: bootstrap.OSRocky, Endpoint: testEndpoint, Token: testToken,
+		CACertHashes: []string{pin}, NodeName: "worker-0", KubernetesVersion: "v1.36.3",
+		NodeLabels: map[string]string{"butler.butlerlabs.dev/tenant-cluster": "prod"},
+		NodeTaints: []corev1.Taint{{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}}}
+}
+
+func reasonOf(err error) string {
+	var je *JoinError
+	if errors.As(err, &je) {
+		return je.Reason
+	}
+	return ""
+}
+
+func TestDiscoverWithPin(t *testing.T) {
+	ca := newTestCA(t)
+	f := newFakeCluster(clusterInfo(t, ca.pem, testToken))
+	got, err := f.joiner().Discover(context.Background(), pinnedInfo(t, ca))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(ca.pem) {
+		t.Fatalf("discovered CA %q, want the cluster's", got)
+	}
+	if len(f.configs) != 2 || !f.configs[0].Insecure || f.configs[1].Insecure || string(f.configs[1].CAData) != string(ca.pem) {
+		t.Fatalf("want one anonymous insecure read, then one verified by the pinned CA; got %d configs", len(f.configs))
+	}
+	for _, c := range f.configs {
+		if c.BearerToken != "" || c.CertData != nil {
+			t.Fatalf("discovery must be anonymous, got credentials in %+v", c)
+		}
+	}
+}
+
+func TestDiscoverFailures(t *testing.T) {
+	ca, other := newTestCA(t), newTestCA(t)
+	cases := map[string]struct {
+		cm   *corev1.ConfigMap
+		info func(bootstrap.JoinInfo) bootstrap.JoinInfo
+	}{
+		"wrong token secret": {clusterInfo(t, ca.pem, testToken), func(i bootstrap.JoinInfo) bootstrap.JoinInfo {
+			i.Token = "abcdef.ffffffffffffffff"
+			return i
+		}},
+		"token the cluster does not know": {clusterInfo(t, ca.pem, testToken), func(i bootstrap.JoinInfo) bootstrap.JoinInfo {
+			i.Token = "zzzzzz.0123456789abcdef"
+			return i
+		}},
+		"pin of another CA": {clusterInfo(t, ca.pem, testToken), func(i bootstrap.JoinInfo) bootstrap.JoinInfo {
+			pin, _ := bootstrap.CAPin(other.pem)
+			i.CACertHashes = []string{pin}
+			return i
+		}},
+		"an unreadable CA in the data": {clusterInfo(t, ca.pem, testToken), func(i bootstrap.JoinInfo) bootstrap.JoinInfo {
+			i.CACertHashes, i.CACert = nil, []byte("not a certificate")
+			return i
+		}},
+		"no cluster-info": {nil, func(i bootstrap.JoinInfo) bootstrap.JoinInfo { return i }},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var objs []runtime.Object
+			if tc.cm != nil {
+				objs = append(objs, tc.cm)
+			}
+			f := newFakeCluster(objs...)
+			_, err := f.joiner().Discover(context.Background(), tc.info(pinnedInfo(t, ca)))
+			if reasonOf(err) != ReasonDiscoveryFailed {
+				t.Fatalf("got %v (reason %q), want %s", err, reasonOf(err), ReasonDiscoveryFailed)
+			}
+		})
+	}
+}
+
+func TestDiscoverWithCA(t *testing.T) {
+	ca := newTestCA(t)
+	f := newFakeCluster() // no cluster-info: a carried CA needs no discovery
+	info := pinnedInfo(t, ca)
+	info.CACertHashes, info.CACert = nil, ca.pem
+	got, err := f.joiner().Discover(context.Background(), info)
+	if err != nil || string(got) != string(ca.pem) {
+		t.Fatalf("got %q, %v; want the carried CA", got, err)
+	}
+	if len(f.configs) != 0 {
+		t.Fatalf("a carried CA needs no request, made %d", len(f.configs))
+	}
+}
+
+func TestRequestNodeCertificate(t *testing.T) {
+	ca := newTestCA(t)
+	f := newFakeCluster()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var seen *certificatesv1.CertificateSigningRequest
+	f.approveAndSign(t, ctx, ca, func(c *certificatesv1.CertificateSigningRequest) { seen = c.DeepCopy() })
+	key, err := loadOrCreateKey(filepath.Join(t.TempDir(), keyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM, err := f.joiner().RequestNodeCertificate(ctx, &rest.Config{Host: "https://" + testEndpoint, BearerToken: testToken}, "worker-0", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen.Spec.SignerName != certificatesv1.KubeAPIServerClientKubeletSignerName {
+		t.Errorf("signer %q", seen.Spec.SignerName)
+	}
+	if !slices.Equal(seen.Spec.Usages, []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}) {
+		t.Errorf("usages %v", seen.Spec.Usages)
+	}
+	block, _ := pem.Decode(seen.Spec.Request)
+	req, err := x509.ParseCertificateRequest(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.Subject.CommonName != "system:node:worker-0" || !slices.Equal(req.Subject.Organization, []string{"system:nodes"}) {
+		t.Errorf("subject %v, want CN system:node:worker-0, O system:nodes", req.Subject)
+	}
+	block, _ = pem.Decode(certPEM)
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cert.CheckSignatureFrom(ca.cert); err != nil {
+		t.Errorf("the returned certificate is not the CA's: %v", err)
+	}
+}
+
+func TestRequestNodeCertificateNotIssued(t *testing.T) {
+	f := newFakeCluster()
+	j := f.joiner()
+	j.CertificateTimeout = 300 * time.Millisecond
+	key, _ := loadOrCreateKey(filepath.Join(t.TempDir(), keyFile))
+	start := time.Now()
+	_, err := j.RequestNodeCertificate(context.Background(), &rest.Config{Host: "https://" + testEndpoint}, "worker-0", key)
+	if reasonOf(err) != ReasonCertificateNotIssued {
+		t.Fatalf("got %v, want %s", err, ReasonCertificateNotIssued)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("took %s, want about the timeout", d)
+	}
+}
+
+func TestJoin(t *testing.T) {
+	ca := newTestCA(t)
+	f := newFakeCluster(clusterInfo(t, ca.pem, testToken))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f.approveAndSign(t, ctx, ca, nil)
+	dir := filepath.Join(t.TempDir(), "machine")
+	joined, err := f.joiner().Join(ctx, pinnedInfo(t, ca), "local://tenant/worker-0", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := f.client.CoreV1().Nodes().Get(ctx, "worker-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if joined.Node.Name != node.Name || node.Spec.ProviderID != "local://tenant/worker-0" {
+		t.Errorf("node %s provider ID %q", node.Name, node.Spec.ProviderID)
+	}
+	if node.Labels["butler.butlerlabs.dev/tenant-cluster"] != "prod" || node.Labels[corev1.LabelHostname] != "worker-0" || node.Labels[corev1.LabelOSStable] != "linux" {
+		t.Errorf("labels %v", node.Labels)
+	}
+	if len(node.Spec.Taints) != 1 || node.Spec.Taints[0].Key != "dedicated" {
+		t.Errorf("taints %v", node.Spec.Taints)
+	}
+	if node.Annotations[KwokNodeAnnotation] != KwokNodeValue {
+		t.Errorf("annotations %v: kwok would not manage it", node.Annotations)
+	}
+	if node.Status.NodeInfo.KubeletVersion != "v1.36.3" {
+		t.Errorf("kubelet version %q", node.Status.NodeInfo.KubeletVersion)
+	}
+	// The credentials used: anonymous discovery, the token for the CSR, the certificate for
+	// the Node.
+	var token, cert bool
+	for _, c := range f.configs {
+		token = token || c.BearerToken == testToken
+		cert = cert || (c.CertData != nil && c.KeyData != nil && c.BearerToken == "")
+	}
+	if !token || !cert {
+		t.Errorf("want a bootstrap-token client and a client-certificate client, got token=%v cert=%v", token, cert)
+	}
+	for _, f := range []string{keyFile, certFile, caFile, kubeconfigFile} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("state: %v", err)
+		}
+	}
+	kc, err := clientcmd.LoadFromFile(filepath.Join(dir, kubeconfigFile))
+	if err != nil || kc.AuthInfos["system:node:worker-0"] == nil {
+		t.Errorf("the node kubeconfig: %v", err)
+	}
+
+	// A join repeated after a restart finds its Node and its request again.
+	again, err := f.joiner().Join(ctx, pinnedInfo(t, ca), "local://tenant/worker-0", dir)
+	if err != nil || again.Node.Name != "worker-0" {
+		t.Fatalf("repeated join: %v", err)
+	}
+	csrs, _ := f.client.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+	if len(csrs.Items) != 1 {
+		t.Errorf("%d certificate requests after two joins with one key, want 1", len(csrs.Items))
+	}
+}
+
+func TestRegisterNodeTakenByAnother(t *testing.T) {
+	existing := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "worker-0"}, Spec: corev1.NodeSpec{ProviderID: "local://other/worker-0"}}
+	f := newFakeCluster(existing)
+	_, err := f.joiner().RegisterNode(context.Background(), f.client, NodeFor(bootstrap.JoinInfo{NodeName: "worker-0"}, "local://tenant/worker-0", "v1.36.3"))
+	if reasonOf(err) != ReasonNodeRegistrationFailed {
+		t.Fatalf("got %v, want %s", err, ReasonNodeRegistrationFailed)
+	}
+}
+
+// A token minted a moment ago: discovery waits for the signer rather than failing.
+func TestDiscoverWaitsForTheSignature(t *testing.T) {
+	ca := newTestCA(t)
+	f := newFakeCluster(clusterInfo(t, ca.pem)) // not signed for the token yet
+	j := f.joiner()
+	j.SignatureTimeout = 5 * time.Second
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		if _, err := f.client.CoreV1().ConfigMaps(metav1.NamespacePublic).Update(context.Background(), clusterInfo(t, ca.pem, testToken), metav1.UpdateOptions{}); err != nil {
+			t.Error(err)
+		}
+	}()
+	got, err := j.Discover(context.Background(), pinnedInfo(t, ca))
+	if err != nil || string(got) != string(ca.pem) {
+		t.Fatalf("got %q, %v; want the CA once signed", got, err)
+	}
+}
