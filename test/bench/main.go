@@ -49,6 +49,7 @@ type options struct {
 	profileSeconds                                                        int
 	root, crds, out, butlerArgs                                           string
 	keep, teams                                                           bool
+	lifecycle                                                             int
 }
 
 func main() {
@@ -71,6 +72,8 @@ func main() {
 	flag.BoolVar(&o.teams, "teams", false,
 		"make each namespace a Team's (a Team with maxClusters N), so aggregated creates and updates pass the Team quota ledger, "+
 			"and give the CRD side a ResourceQuota of N TenantClusters per namespace")
+	flag.IntVar(&o.lifecycle, "lifecycle", 0,
+		"if > 0, measure the TenantCluster worker instead: this many TenantClusters created at once, until all their objects are written, then deleted")
 	flag.Parse()
 
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -120,6 +123,9 @@ func run(ctx context.Context, o options) error {
 	}
 	defer p.stop()
 	logf("management plane up in %s", time.Since(started).Round(100*time.Millisecond))
+	if o.lifecycle > 0 {
+		return runLifecycle(ctx, p, o.lifecycle, o.out)
+	}
 
 	// Sides and clients.
 	agg := side{name: "aggregated", group: "butler.butlerlabs.dev", base: p.kube.Host + "/apis/butler.butlerlabs.dev/v1alpha1",

@@ -1,0 +1,346 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+)
+
+// providerBlocks are a minimal valid ProviderConfig spec per provider.
+var providerBlocks = map[string]string{
+	"harvester": `harvester: {namespace: default, networkName: default/vlan40, imageName: default/talos-1.9}`,
+	"nutanix":   `nutanix: {endpoint: "https://prism.example:9440", clusterUUID: 00000000-0000-0000-0000-000000000001, subnetUUID: 00000000-0000-0000-0000-000000000002, imageUUID: 00000000-0000-0000-0000-000000000003}`,
+	"proxmox":   `proxmox: {endpoint: "https://pve.example:8006", nodes: [pve1], storage: local-lvm, templateID: 9000}`,
+	"aws":       `aws: {region: eu-west-1, vpcID: vpc-1, subnetIDs: [subnet-1], securityGroupIDs: [sg-1]}`,
+	"azure":     `azure: {subscriptionID: 00000000-0000-0000-0000-000000000004, resourceGroup: butler, location: westeurope, vnetName: butler, subnetName: nodes}`,
+	"gcp":       `gcp: {projectID: butler-test, region: europe-west1, zone: europe-west1-b, network: default}`,
+	"local":     ``,
+}
+
+func gvr(group, version, resource string) schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: group, Version: version, Resource: resource}
+}
+
+var (
+	clustersGVR           = gvr("cluster.x-k8s.io", "v1beta2", "clusters")
+	machineDeploymentsGVR = gvr("cluster.x-k8s.io", "v1beta2", "machinedeployments")
+	stewardCPGVR          = gvr("controlplane.cluster.x-k8s.io", "v1alpha1", "stewardcontrolplanes")
+	tenantCPGVR           = gvr("steward.butlerlabs.dev", "v1alpha1", "tenantcontrolplanes")
+	bootstrapTemplatesGVR = gvr("bootstrap.butlerlabs.dev", "v1alpha1", "bootstrapconfigtemplates")
+)
+
+// infraKinds are each provider's infrastructure cluster and worker template resources.
+var infraKinds = map[string][2]schema.GroupVersionResource{
+	"harvester": {gvr("infrastructure.cluster.x-k8s.io", "v1alpha1", "kubevirtclusters"), gvr("infrastructure.cluster.x-k8s.io", "v1alpha1", "kubevirtmachinetemplates")},
+	"nutanix":   {gvr("infrastructure.cluster.x-k8s.io", "v1beta1", "nutanixclusters"), gvr("infrastructure.cluster.x-k8s.io", "v1beta1", "nutanixmachinetemplates")},
+	"proxmox":   {gvr("infrastructure.cluster.x-k8s.io", "v1alpha1", "proxmoxclusters"), gvr("infrastructure.cluster.x-k8s.io", "v1alpha1", "proxmoxmachinetemplates")},
+	"aws":       {gvr("infrastructure.cluster.x-k8s.io", "v1beta2", "awsclusters"), gvr("infrastructure.cluster.x-k8s.io", "v1beta2", "awsmachinetemplates")},
+	"azure":     {gvr("infrastructure.cluster.x-k8s.io", "v1beta1", "azureclusters"), gvr("infrastructure.cluster.x-k8s.io", "v1beta1", "azuremachinetemplates")},
+	"gcp":       {gvr("infrastructure.cluster.x-k8s.io", "v1beta1", "gcpclusters"), gvr("infrastructure.cluster.x-k8s.io", "v1beta1", "gcpmachinetemplates")},
+	"local":     {gvr("infrastructure.butlerlabs.dev", "v1alpha1", "localclusters"), gvr("infrastructure.butlerlabs.dev", "v1alpha1", "localmachinetemplates")},
+}
+
+func dynamicClient(t *testing.T) dynamic.Interface {
+	t.Helper()
+	d, err := dynamic.NewForConfig(plane.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// waitCluster polls the TenantCluster until ok says so, and fails with its status otherwise.
+func waitCluster(t *testing.T, ns, name string, timeout time.Duration, what string, ok func(*v1alpha1.TenantCluster) bool) *v1alpha1.TenantCluster {
+	t.Helper()
+	var last *v1alpha1.TenantCluster
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		tc, err := plane.butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		last = tc
+		return ok(tc), nil
+	})
+	if err != nil {
+		t.Fatalf("%s/%s: %s: %v; last status %+v", ns, name, what, err, statusOf(last))
+	}
+	return last
+}
+
+func statusOf(tc *v1alpha1.TenantCluster) string {
+	if tc == nil {
+		return "<none>"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "phase=%s", tc.Status.Phase)
+	if op := tc.Status.LastOperation; op != nil {
+		fmt.Fprintf(&b, " op=%s/%s %d%% %q", op.Type, op.State, op.Progress, op.Description)
+	}
+	for _, c := range tc.Status.Conditions {
+		fmt.Fprintf(&b, " %s=%s(%s: %s)", c.Type, c.Status, c.Reason, c.Message)
+	}
+	return b.String()
+}
+
+// playSteward does what Steward does for a StewardControlPlane once its control plane serves: a
+// TenantControlPlane <tc> reporting Ready at version, and its admin kubeconfig and CA Secrets.
+// The management cluster itself stands in for the tenant (its kubeconfig and its CA), so what
+// tenantclusters/kubeconfig answers can be used.
+func playSteward(t *testing.T, tenantNS, name, version string) {
+	t.Helper()
+	ctx := context.Background()
+	d := dynamicClient(t)
+	tcp := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "steward.butlerlabs.dev/v1alpha1", "kind": "TenantControlPlane",
+		"metadata": map[string]any{"name": name, "namespace": tenantNS},
+		"spec": map[string]any{
+			"controlPlane": map[string]any{"deployment": map[string]any{"replicas": int64(1)}, "service": map[string]any{"serviceType": "LoadBalancer"}},
+			"kubernetes":   map[string]any{"version": version, "kubelet": map[string]any{"cgroupfs": "systemd"}},
+		},
+	}}
+	created, err := d.Resource(tenantCPGVR).Namespace(tenantNS).Create(ctx, tcp, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating the TenantControlPlane: %v", err)
+	}
+	_ = unstructured.SetNestedField(created.Object, map[string]any{
+		"controlPlaneEndpoint": "127.0.0.1:6443",
+		"kubernetesResources":  map[string]any{"version": map[string]any{"version": version, "status": "Ready"}},
+		"kubeconfig":           map[string]any{"admin": map[string]any{"secretName": name + "-admin-kubeconfig"}},
+	}, "status")
+	if _, err := d.Resource(tenantCPGVR).Namespace(tenantNS).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("writing the TenantControlPlane's status: %v", err)
+	}
+	ca, err := os.ReadFile(filepath.Join(plane.dir, "pki", "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	caKey, err := os.ReadFile(filepath.Join(plane.dir, "pki", "ca.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustKubectl(t, "create", "secret", "generic", name+"-admin-kubeconfig", "-n", tenantNS, "--from-file=admin.conf="+plane.kubeconfig)
+	mustKubectl(t, "create", "secret", "generic", name+"-ca", "-n", tenantNS,
+		"--from-literal=ca.crt="+string(ca), "--from-literal=ca.key="+string(caKey))
+}
+
+// TestTenantClusterObjectsPerProvider: for a ProviderConfig of each of the seven providers, a
+// TenantCluster yields its objects, each accepted by the real CRD schema in the management
+// cluster, walks its phases and conditions, and deleting it removes them all.
+func TestTenantClusterObjectsPerProvider(t *testing.T) {
+	ns := namespace(t, "e2e-providers")
+	ctx := context.Background()
+	d := dynamicClient(t)
+	for _, p := range []string{"harvester", "nutanix", "proxmox", "aws", "azure", "gcp", "local"} {
+		creds := ""
+		if p != "local" {
+			mustKubectl(t, "create", "secret", "generic", p+"-credentials", "-n", ns, "--from-literal=credentials=secret")
+			creds = fmt.Sprintf("credentialsRef: {name: %s-credentials, key: credentials}", p)
+		}
+		mustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
+kind: ProviderConfig
+metadata: {name: %[1]s, namespace: %[2]s}
+spec:
+  provider: %[1]s
+  %[3]s
+  %[4]s
+`, p, ns, creds, providerBlocks[p]))
+		mustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
+kind: TenantCluster
+metadata: {name: tc-%[1]s, namespace: %[2]s}
+spec:
+  kubernetesVersion: v1.36.3
+  providerConfigRef: {name: %[1]s}
+  workers:
+    replicas: 2
+    machineTemplate: {os: {type: talos}}
+  addons:
+    cni: {provider: cilium}
+`, p, ns))
+	}
+	type made struct{ tenantNS string }
+	clusters := map[string]made{}
+	for p := range providerBlocks {
+		name := "tc-" + p
+		tc := waitCluster(t, ns, name, 60*time.Second, "control plane objects written", func(tc *v1alpha1.TenantCluster) bool {
+			return tc.Status.TenantNamespace != "" && tc.Status.Phase == v1alpha1.TenantClusterProvisioning &&
+				meta.IsStatusConditionTrue(tc.Status.Conditions, "NetworkReady") &&
+				meta.FindStatusCondition(tc.Status.Conditions, "ControlPlaneReady") != nil &&
+				meta.FindStatusCondition(tc.Status.Conditions, "ControlPlaneReady").Reason == "WaitingForTenantControlPlane"
+		})
+		tenantNS := tc.Status.TenantNamespace
+		clusters[p] = made{tenantNS}
+		if want := name + "-" + string(tc.UID)[:8]; tenantNS != want {
+			t.Errorf("%s: tenant namespace %q, want %q", p, tenantNS, want)
+		}
+		for _, r := range []schema.GroupVersionResource{clustersGVR, stewardCPGVR, infraKinds[p][0]} {
+			if _, err := d.Resource(r).Namespace(tenantNS).Get(ctx, name, metav1.GetOptions{}); err != nil {
+				t.Errorf("%s: %s %s/%s: %v", p, r.Resource, tenantNS, name, err)
+			}
+		}
+		if _, err := d.Resource(infraKinds[p][1]).Namespace(tenantNS).Get(ctx, name+"-workers", metav1.GetOptions{}); err != nil {
+			t.Errorf("%s: worker template: %v", p, err)
+		}
+		if _, err := d.Resource(machineDeploymentsGVR).Namespace(tenantNS).Get(ctx, name+"-workers", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("%s: the MachineDeployment exists before the control plane is ready (err %v)", p, err)
+		}
+		out := mustKubectl(t, "get", "tc", name, "-n", ns)
+		if !strings.Contains(out, "Provisioning") || !strings.Contains(out, "waiting for the StewardControlPlane provider") {
+			t.Errorf("%s: kubectl get tc does not show the progress:\n%s", p, out)
+		}
+
+		// Steward brings the control plane up: the workers and addons follow.
+		playSteward(t, tenantNS, name, "v1.36.3")
+		tc = waitCluster(t, ns, name, 60*time.Second, "workers and addons written", func(tc *v1alpha1.TenantCluster) bool {
+			c := meta.FindStatusCondition(tc.Status.Conditions, "WorkersReady")
+			return meta.IsStatusConditionTrue(tc.Status.Conditions, "ControlPlaneReady") && c != nil && c.Reason == "WorkersNotReady"
+		})
+		if tc.Status.ControlPlaneEndpoint != "127.0.0.1:6443" || tc.Status.KubeconfigSecretRef == nil ||
+			tc.Status.KubeconfigSecretRef.Name != name+"-admin-kubeconfig" || tc.Status.ObservedState.KubernetesVersion != "v1.36.3" {
+			t.Errorf("%s: status after the control plane: %+v", p, tc.Status)
+		}
+		for _, r := range []schema.GroupVersionResource{machineDeploymentsGVR, bootstrapTemplatesGVR} {
+			if _, err := d.Resource(r).Namespace(tenantNS).Get(ctx, name+"-workers", metav1.GetOptions{}); err != nil {
+				t.Errorf("%s: %s %s/%s-workers: %v", p, r.Resource, tenantNS, name, err)
+			}
+		}
+		if _, err := plane.butler.ButlerV1alpha1().TenantAddons(ns).Get(ctx, name+"-cilium", metav1.GetOptions{}); err != nil {
+			t.Errorf("%s: the cni TenantAddon: %v", p, err)
+		}
+	}
+
+	// kubectl scale moves the MachineDeployment.
+	mustKubectl(t, "scale", "tc", "tc-aws", "-n", ns, "--replicas=4")
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		md, err := d.Resource(machineDeploymentsGVR).Namespace(clusters["aws"].tenantNS).Get(ctx, "tc-aws-workers", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		r, _, _ := unstructured.NestedInt64(md.Object, "spec", "replicas")
+		return r == 4, nil
+	})
+	if err != nil {
+		t.Errorf("kubectl scale tc did not move the MachineDeployment's replicas to 4: %v", err)
+	}
+
+	// Deleting a TenantCluster removes everything it made, then the cluster itself.
+	for p := range providerBlocks {
+		mustKubectl(t, "delete", "tc", "tc-"+p, "-n", ns, "--wait=false")
+	}
+	for p, m := range clusters {
+		name := "tc-" + p
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
+			_, err := plane.butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		})
+		if err != nil {
+			tc, _ := plane.butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, name, metav1.GetOptions{})
+			t.Errorf("%s: not gone after delete: %s", p, statusOf(tc))
+			continue
+		}
+		if _, err := plane.kube.CoreV1().Namespaces().Get(ctx, m.tenantNS, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("%s: tenant namespace %s still there (err %v)", p, m.tenantNS, err)
+		}
+		for _, r := range []schema.GroupVersionResource{clustersGVR, stewardCPGVR, machineDeploymentsGVR, infraKinds[p][0]} {
+			list, err := d.Resource(r).Namespace(m.tenantNS).List(ctx, metav1.ListOptions{})
+			if err == nil && len(list.Items) > 0 {
+				t.Errorf("%s: %d %s left in %s", p, len(list.Items), r.Resource, m.tenantNS)
+			}
+		}
+		if _, err := plane.butler.ButlerV1alpha1().TenantAddons(ns).Get(ctx, name+"-cilium", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("%s: the cni TenantAddon is still there (err %v)", p, err)
+		}
+	}
+}
+
+// TestTenantClusterRecoversOnceItsProviderConfigExists: a missing ProviderConfig is a Failed
+// cluster with a condition naming it; creating it (in ipam mode, with a pool) lets the cluster
+// go on by itself, holding addresses that its deletion gives back.
+func TestTenantClusterRecoversOnceItsProviderConfigExists(t *testing.T) {
+	ns := namespace(t, "e2e-recover")
+	ctx := context.Background()
+	mustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
+kind: TenantCluster
+metadata: {name: late, namespace: %s}
+spec:
+  kubernetesVersion: v1.36.3
+  providerConfigRef: {name: later}
+  workers: {replicas: 3, machineTemplate: {os: {type: talos}}}
+  networking: {lbPoolSize: 4}
+`, ns))
+	tc := waitCluster(t, ns, "late", 30*time.Second, "Failed naming the ProviderConfig", func(tc *v1alpha1.TenantCluster) bool {
+		c := meta.FindStatusCondition(tc.Status.Conditions, "Ready")
+		return tc.Status.Phase == v1alpha1.TenantClusterFailed && c != nil && c.Reason == "ProviderConfigNotFound"
+	})
+	if c := meta.FindStatusCondition(tc.Status.Conditions, "Ready"); !strings.Contains(c.Message, "ProviderConfig "+ns+"/later does not exist") {
+		t.Errorf("Ready message %q does not name the ProviderConfig", c.Message)
+	}
+	if out := mustKubectl(t, "describe", "tc", "late", "-n", ns); !strings.Contains(out, "ProviderConfigNotFound") {
+		t.Errorf("kubectl describe does not show the reason:\n%s", out)
+	}
+
+	mustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
+kind: NetworkPool
+metadata: {name: lab, namespace: %[1]s}
+spec: {cidr: 10.77.0.0/24}
+---
+apiVersion: butler.butlerlabs.dev/v1alpha1
+kind: ProviderConfig
+metadata: {name: later, namespace: %[1]s}
+spec:
+  provider: aws
+  credentialsRef: {name: aws-credentials}
+  aws: {region: eu-west-1}
+  network: {mode: ipam, poolRefs: [{name: lab}]}
+`, ns))
+	// Not ready while its credentials Secret is missing, and the cluster says so.
+	waitCluster(t, ns, "late", 30*time.Second, "ProviderConfigNotReady", func(tc *v1alpha1.TenantCluster) bool {
+		c := meta.FindStatusCondition(tc.Status.Conditions, "Ready")
+		return c != nil && c.Reason == "ProviderConfigNotReady" && strings.Contains(c.Message, "aws-credentials")
+	})
+	mustKubectl(t, "create", "secret", "generic", "aws-credentials", "-n", ns, "--from-literal=credentials=x")
+	mustKubectl(t, "annotate", "providerconfig", "later", "-n", ns, "touched=now") // the Secret is not watched
+	tc = waitCluster(t, ns, "late", 30*time.Second, "addresses held", func(tc *v1alpha1.TenantCluster) bool {
+		return meta.IsStatusConditionTrue(tc.Status.Conditions, "NetworkReady") && tc.Status.Phase == v1alpha1.TenantClusterProvisioning
+	})
+	if len(tc.Status.IPAllocationRefs) != 2 {
+		t.Errorf("ipAllocationRefs %v, want nodes and lb", tc.Status.IPAllocationRefs)
+	}
+	allocs, err := plane.butler.ButlerV1alpha1().IPAllocations(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := int64(0)
+	for _, a := range allocs.Items {
+		if a.Status.Phase != v1alpha1.IPAllocationAllocated {
+			t.Errorf("IPAllocation %s is %s", a.Name, a.Status.Phase)
+		}
+		held += a.Status.AllocatedCount
+	}
+	if held != 3+4 {
+		t.Errorf("%d addresses held, want 3 nodes + 4 load balancer", held)
+	}
+
+	mustKubectl(t, "delete", "tc", "late", "-n", ns)
+	allocs, err = plane.butler.ButlerV1alpha1().IPAllocations(ns).List(ctx, metav1.ListOptions{})
+	if err != nil || len(allocs.Items) != 0 {
+		t.Errorf("IPAllocations left after the cluster's deletion: %d (%v)", len(allocs.Items), err)
+	}
+	pool, err := plane.butler.ButlerV1alpha1().NetworkPools(ns).Get(ctx, "lab", metav1.GetOptions{})
+	if err != nil || pool.Status.AllocatedIPs != 0 {
+		t.Errorf("pool still holds %d addresses (%v)", pool.Status.AllocatedIPs, err)
+	}
+}
