@@ -7,7 +7,7 @@ PORT     ?= 8443
 
 LOCAL_DIR ?= _output/local
 
-.PHONY: bench-ipam all build build-butler build-kube build-capi run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e bench clean
+.PHONY: fuzz bench-ipam all build build-butler build-kube build-capi run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e bench clean
 
 all: build
 
@@ -60,6 +60,15 @@ test-integration:
 test-e2e: build
 	test/e2e/standalone.sh $(BIN)/butler-apiserver
 	$(GO) test -count=1 -timeout 20m ./test/e2e/...
+
+## fuzz: each fuzz target for FUZZTIME (go test -fuzz takes one target at a time); new crashers
+## land in testdata/fuzz of the package. Not part of `make test`; plain `go test` runs the seeds.
+FUZZTIME ?= 10s
+FUZZ_PKG := ./pkg/apis/butler/validation/
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeJSON$$' -fuzztime $(FUZZTIME) $(FUZZ_PKG)
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeYAML$$' -fuzztime $(FUZZTIME) $(FUZZ_PKG)
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeProtobuf$$' -fuzztime $(FUZZTIME) $(FUZZ_PKG)
 
 ## bench: the aggregated API against Butler's own CRDs (renamed to crd.butlerlabs.dev) in one
 ## kube-apiserver, BENCH_N TenantClusters each; prints the table and writes it to _output/bench.
