@@ -72,7 +72,7 @@ func NewOptions() *Options {
 		IPAMRepair:                          apiserver.DefaultIPAMRepair,
 		KubeconfigMaxExpiration:             24 * time.Hour,
 		Out:                                 os.Stdout,
-		Workers:                             WorkerOptions{Enabled: true, LeaseNamespace: "butler-system", LeaseName: "butler-apiserver-workers"},
+		Workers:                             WorkerOptions{Enabled: true, LeaseNamespace: "butler-system", LeaseName: "butler-apiserver-workers", QPS: 50, Burst: 100},
 		Memory:                              defaultMemoryOptions(),
 		ledger:                              &quota.Ledger{},
 	}

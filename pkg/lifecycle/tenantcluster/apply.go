@@ -27,11 +27,9 @@ func (e *NotInstalledError) Error() string {
 }
 
 func (o *objects) resource(gvk schema.GroupVersionKind, ns string) (dynamic.ResourceInterface, error) {
+	// A kind installed since discovery was cached is found once the CRD watch resets the mapper
+	// (watchCRDs); resetting here would rediscover every group on each read of a missing kind.
 	m, err := o.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	if meta.IsNoMatchError(err) {
-		o.mapper.Reset() // a CRD installed since discovery was cached
-		m, err = o.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	}
 	if meta.IsNoMatchError(err) {
 		return nil, &NotInstalledError{GVK: gvk}
 	}

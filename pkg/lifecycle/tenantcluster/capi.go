@@ -91,6 +91,13 @@ func (c *Controller) ensureInfrastructure(ctx context.Context, s *state) (steps.
 	if provisioned(got) {
 		return steps.Ready("Provisioned", "%s %s/%s is provisioned", got.GetKind(), got.GetNamespace(), got.GetName()), nil
 	}
+	if host, _, _ := unstructured.NestedString(got.Object, "spec", "controlPlaneEndpoint", "host"); host == "" &&
+		s.tc.Spec.ControlPlane.Type != v1alpha1.ControlPlaneStandalone {
+		// A hosted control plane's provider sets the endpoint; until then the provider of the
+		// infrastructure cluster waits, and so does this step.
+		return steps.Waiting("WaitingForControlPlaneEndpoint", "%s %s/%s waits for its endpoint from the %s provider",
+			got.GetKind(), got.GetNamespace(), got.GetName(), controlplane.ControlPlaneGVK(s.in).Kind), nil
+	}
 	return steps.Waiting("Provisioning", "%s %s/%s is not provisioned yet", got.GetKind(), got.GetNamespace(), got.GetName()), nil
 }
 

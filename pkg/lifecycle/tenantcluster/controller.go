@@ -10,6 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/kubernetes"
@@ -83,7 +85,31 @@ func New(d *worker.Deps) (*Controller, error) {
 		c.synced = append(c.synced, h.inf.HasSynced)
 	}
 	c.watchExternal(d)
+	c.watchCRDs(d)
 	return c, nil
+}
+
+var crdsGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// watchCRDs resets the cached discovery whenever a CRD comes, changes or goes, and brings every
+// cluster back: one that failed because a kind was not installed goes on once it is. Only the
+// CRDs' metadata is kept.
+func (c *Controller) watchCRDs(d *worker.Deps) {
+	inf := d.DynamicInformers.ForResource(crdsGVR).Informer()
+	_ = inf.SetTransform(func(obj any) (any, error) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return obj, nil
+		}
+		u.SetManagedFields(nil)
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(), "metadata": u.Object["metadata"]}}, nil
+	})
+	reset := func(any) []string {
+		c.objects.mapper.Reset()
+		return c.allClusters(nil)
+	}
+	_, _ = inf.AddEventHandler(c.queue.Handler(reset))
 }
 
 // watchExternal adds watches on the external kinds the management cluster serves. Objects the
@@ -170,6 +196,10 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 	tc := cached.DeepCopy()
 	if tc.DeletionTimestamp != nil {
 		return c.delete(ctx, tc)
+	}
+	if tc.Annotations[PausedAnnotation] == "true" {
+		klog.FromContext(ctx).V(2).Info("Paused; not reconciling")
+		return nil
 	}
 	if !slices.Contains(tc.Finalizers, Finalizer) {
 		// The update brings the cluster back here through the informer.

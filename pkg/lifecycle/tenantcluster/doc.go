@@ -26,4 +26,8 @@
 // Updating while a change is rolled out on a cluster that was Ready; Failed only when a step
 // needs a person (a missing or unready ProviderConfig, an exhausted pool), with a condition
 // saying what to do; Deleting. status.lastOperation is the one-line progress kubectl shows.
+//
+// The annotation butler.butlerlabs.dev/paused: "true" holds a cluster as it is (nothing
+// written, status included) until it is removed, as Cluster API's cluster.x-k8s.io/paused does;
+// deleting a paused cluster still cleans up.
 package tenantcluster

@@ -232,3 +232,19 @@ func TestStatusPhases(t *testing.T) {
 		})
 	}
 }
+
+// A paused cluster is left exactly as it is: no finalizer, no status, no object.
+func TestReconcilePausedWritesNothing(t *testing.T) {
+	tc := cluster()
+	tc.Annotations = map[string]string{PausedAnnotation: "true"}
+	client := butlerfake.NewSimpleClientset(tc)
+	c := &Controller{butler: client, clusters: listers.NewTenantClusterLister(indexer(tc))}
+	if err := c.Reconcile(context.Background(), "team-a/prod"); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range client.Actions() {
+		if a.GetVerb() != "get" && a.GetVerb() != "list" && a.GetVerb() != "watch" {
+			t.Errorf("a paused cluster got a %s of %s", a.GetVerb(), a.GetResource().Resource)
+		}
+	}
+}

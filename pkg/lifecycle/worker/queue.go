@@ -109,7 +109,9 @@ func (q *Queue) next(ctx context.Context) bool {
 	}
 	defer q.queue.Done(key)
 	logger := klog.FromContext(ctx).WithValues("key", key)
+	start := time.Now()
 	err := q.reconcile(klog.NewContext(ctx, logger), key)
+	logger.V(4).Info("Reconciled", "duration", time.Since(start), "err", err)
 	var later *requeue
 	switch {
 	case errors.As(err, &later):

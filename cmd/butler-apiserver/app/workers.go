@@ -26,13 +26,19 @@ type WorkerOptions struct {
 	// LeaseNamespace and LeaseName name the Lease in the management cluster that elects the
 	// replica whose workers act.
 	LeaseNamespace, LeaseName string
+	// QPS and Burst pace the workers' requests to the management cluster. client-go's default
+	// (5/s, burst 10) made one pass over a TenantCluster's external objects take seconds.
+	QPS   float32
+	Burst int
 }
 
 func (w *WorkerOptions) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&w.Enabled, "enable-workers", w.Enabled,
-		"Run the background workers (Team namespaces and RBAC) under leader election. Needs a management cluster; off in --standalone.")
+		"Run the background workers (Teams, TenantCluster provisioning, bootstrap data, addons) under leader election. Needs a management cluster; off in --standalone.")
 	fs.StringVar(&w.LeaseNamespace, "workers-lease-namespace", w.LeaseNamespace, "Namespace of the workers' leader election Lease.")
 	fs.StringVar(&w.LeaseName, "workers-lease-name", w.LeaseName, "Name of the workers' leader election Lease.")
+	fs.Float32Var(&w.QPS, "workers-kube-api-qps", w.QPS, "Requests per second the workers may send to the management cluster.")
+	fs.IntVar(&w.Burst, "workers-kube-api-burst", w.Burst, "Burst of requests the workers may send to the management cluster.")
 }
 
 // addButlerAdmission registers butler's own admission plugins in the recommended chain, after
@@ -78,11 +84,13 @@ func (o *Options) addWorkers(server *genericapiserver.GenericAPIServer, config *
 	var kube kubernetes.Interface
 	var dyn dynamic.Interface
 	if config.ClientConfig != nil {
+		mgmt := restclient.CopyConfig(config.ClientConfig)
+		mgmt.QPS, mgmt.Burst = o.Workers.QPS, o.Workers.Burst
 		var err error
-		if kube, err = kubernetes.NewForConfig(config.ClientConfig); err != nil {
+		if kube, err = kubernetes.NewForConfig(mgmt); err != nil {
 			return err
 		}
-		if dyn, err = dynamic.NewForConfig(config.ClientConfig); err != nil {
+		if dyn, err = dynamic.NewForConfig(mgmt); err != nil {
 			return err
 		}
 	}
