@@ -4,6 +4,10 @@
 // exists so that `make run` and the tests have real tenant control planes without a cloud or
 // containers; nothing of it runs in production, where Steward (or Kamaji) does this work as pods.
 //
+// It runs the control planes of local clusters only (a Cluster whose infrastructureRef is a
+// LocalCluster), and only the TenantControlPlanes it made: another provider's clusters are
+// Steward's in a real management cluster, and nobody's here.
+//
 // It keeps the contracts a production management cluster keeps (LIFECYCLE.md):
 //   - StewardControlPlane (controlplane.cluster.x-k8s.io/v1alpha1) waits for its Cluster
 //     ownerReference, then applies TenantControlPlane <same name> (steward.butlerlabs.dev/v1alpha1)

@@ -19,6 +19,8 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/klog/v2"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 )
 
 // Condition types of a StewardControlPlane, as capi-steward reports them.
@@ -57,6 +59,11 @@ func (c *Controller) reconcileSCP(ctx context.Context, key string) error {
 		return err
 	}
 	cluster := cobj.(*unstructured.Unstructured)
+	if !onLocalInfrastructure(cluster) {
+		// Another provider's cluster: Steward's in a real management cluster, nobody's here.
+		logger.V(2).Info("Not a local cluster; leaving its control plane alone", "cluster", clusterName)
+		return nil
+	}
 
 	status := scpStatus{conditions: scpConditions(scp), cluster: clusterName}
 	desired, err := desiredTCP(scp, cluster)
@@ -119,6 +126,20 @@ func (c *Controller) reconcileSCP(ctx context.Context, key string) error {
 		status.failure(reason, message)
 	}
 	return c.setSCPStatus(ctx, scp, status)
+}
+
+// onLocalInfrastructure says whether a Cluster's machines are local ones (a LocalCluster): the
+// only clusters whose control planes this stand-in runs.
+func onLocalInfrastructure(cluster *unstructured.Unstructured) bool {
+	ref, _, _ := unstructured.NestedStringMap(cluster.Object, "spec", "infrastructureRef")
+	return ref["apiGroup"] == external.LocalClusterGVK.Group && ref["kind"] == external.LocalClusterGVK.Kind
+}
+
+// ownedBySCP says whether a StewardControlPlane controls obj: the TenantControlPlanes this
+// stand-in made, as opposed to those of another provider or made by hand.
+func ownedBySCP(obj *unstructured.Unstructured) bool {
+	ref := metav1.GetControllerOfNoCopy(obj)
+	return ref != nil && ref.Kind == stewardControlPlaneKind && ref.APIVersion == stewardControlPlaneAPIVersion
 }
 
 // ownerCluster is the name of the Cluster that owns obj, or "".

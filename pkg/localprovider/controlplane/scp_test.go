@@ -175,6 +175,31 @@ func TestOwnerAndRefs(t *testing.T) {
 	}
 }
 
+// Only local clusters' control planes, and the TenantControlPlanes made for them, are this
+// stand-in's: another provider's are Steward's.
+func TestOnlyLocalClusters(t *testing.T) {
+	if !onLocalInfrastructure(testCluster()) {
+		t.Error("a Cluster on a LocalCluster is not local")
+	}
+	kubevirt := testCluster()
+	unstructured.SetNestedStringMap(kubevirt.Object, map[string]string{
+		"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "KubevirtCluster", "name": "t1"}, "spec", "infrastructureRef")
+	if onLocalInfrastructure(kubevirt) {
+		t.Error("a Cluster on a KubevirtCluster is local")
+	}
+	tcp, err := desiredTCP(testSCP(), testCluster())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ownedBySCP(tcp) {
+		t.Error("the TenantControlPlane made for a StewardControlPlane is not owned by it")
+	}
+	tcp.SetOwnerReferences(nil)
+	if ownedBySCP(tcp) {
+		t.Error("a TenantControlPlane without an owner counts as ours")
+	}
+}
+
 func TestSCPStatusEqual(t *testing.T) {
 	want := map[string]any{
 		"ready": true, "version": "v1.36.3", "failureReason": nil,

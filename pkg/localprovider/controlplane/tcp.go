@@ -33,6 +33,9 @@ func (c *Controller) reconcileTCP(ctx context.Context, key string) error {
 		return err
 	}
 	tcp := obj.(*unstructured.Unstructured).DeepCopy()
+	if !ownedBySCP(tcp) && !slices.Contains(tcp.GetFinalizers(), Finalizer) {
+		return nil // not one of ours
+	}
 	uid := string(tcp.GetUID())
 	paths := tenantPaths{dir: filepath.Join(c.opts.StateDir, uid)}
 	logger := klog.FromContext(ctx).WithValues("uid", uid)
