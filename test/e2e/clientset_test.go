@@ -17,6 +17,7 @@ import (
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/tenantcluster"
 )
 
 // TestGeneratedClientset drives the API through kube-apiserver with the generated clientset, as
@@ -138,7 +139,8 @@ func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) {
 
 func newTenantCluster(name string) *v1alpha1.TenantCluster {
 	return &v1alpha1.TenantCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
+		// Paused: the test writes the status the lifecycle worker would.
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{tenantcluster.PausedAnnotation: "true"}},
 		Spec: v1alpha1.TenantClusterSpec{
 			KubernetesVersion: "v1.31.4",
 			ProviderConfigRef: &v1alpha1.NamespacedObjectReference{Name: "harvester"},
