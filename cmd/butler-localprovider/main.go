@@ -119,7 +119,7 @@ func run(ctx context.Context, kubeconfig string, controllers []controller) error
 	if err != nil {
 		return err
 	}
-	deps := worker.NewDeps(butler, kube, dyn)
+	deps := worker.NewDeps(butler, kube, dyn, nil)
 	runners := make([]runner, 0, len(controllers))
 	for _, c := range controllers {
 		r, err := c.new(deps)

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
@@ -33,6 +34,8 @@ type Config struct {
 	Kube kubernetes.Interface
 	// Dynamic writes the external kinds (Cluster API, Steward, providers) to the management cluster.
 	Dynamic dynamic.Interface
+	// Metadata watches objects whose existence is all the workers need to know.
+	Metadata metadata.Interface
 	// LeaseNamespace/LeaseName is the Lease in the management cluster that elects the one
 	// replica whose workers act.
 	LeaseNamespace, LeaseName string
@@ -115,12 +118,12 @@ var controllers = []controller{
 // RunStandalone runs the workers that need no management cluster (the ButlerConfig's status)
 // until ctx is done: for a server on its own etcd, the only replica there is.
 func RunStandalone(ctx context.Context, butlerClient clientset.Interface) error {
-	return runAll(ctx, worker.NewDeps(butlerClient, nil, nil), controllers[1:2])
+	return runAll(ctx, worker.NewDeps(butlerClient, nil, nil, nil), controllers[1:2])
 }
 
 // runWorkers starts fresh informers and every worker, and blocks until ctx is done.
 func runWorkers(ctx context.Context, cfg Config) error {
-	return runAll(ctx, worker.NewDeps(cfg.Butler, cfg.Kube, cfg.Dynamic), controllers)
+	return runAll(ctx, worker.NewDeps(cfg.Butler, cfg.Kube, cfg.Dynamic, cfg.Metadata), controllers)
 }
 
 func runAll(ctx context.Context, d *worker.Deps, table []controller) error {

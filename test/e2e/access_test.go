@@ -20,8 +20,6 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/keyutil"
-
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/tenantcluster"
 )
 
 // userKubeconfig writes a kubeconfig for a user whose client certificate the management
@@ -95,9 +93,7 @@ const kubeconfigRequest = `{"apiVersion":"butler.butlerlabs.dev/v1alpha1","kind"
 
 func TestKubeconfigSubresource(t *testing.T) {
 	ns := namespace(t, "e2e-kubeconfig")
-	// Paused: the test writes the status the lifecycle worker would.
-	mustApply(t, strings.Replace(tenantCluster(ns, "prod"), "metadata:\n",
-		"metadata:\n  annotations: {"+tenantcluster.PausedAnnotation+": \"true\"}\n", 1))
+	mustApply(t, tenantCluster(ns, "prod"))
 	req := requestFile(t, kubeconfigRequest)
 
 	// No kubeconfig until the control plane is up: a clear error, not an empty kubeconfig.

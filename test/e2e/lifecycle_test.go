@@ -28,7 +28,7 @@ var providerBlocks = map[string]string{
 	"nutanix":   `nutanix: {endpoint: "https://prism.example:9440", clusterUUID: 00000000-0000-0000-0000-000000000001, subnetUUID: 00000000-0000-0000-0000-000000000002, imageUUID: 00000000-0000-0000-0000-000000000003}`,
 	// Proxmox machines take static addresses: from a pool (network mode ipam).
 	"proxmox": `proxmox: {endpoint: "https://pve.example:8006", nodes: [pve1], storage: local-lvm, templateID: 9000}
-  network: {mode: ipam, poolRefs: [{name: lab}], subnet: 10.78.0.0/24, gateway: 10.78.0.254}`,
+  network: {mode: ipam, poolRefs: [{name: lab}], subnet: 10.78.0.0/24, gateway: 10.78.0.254, dnsServers: [10.78.0.254]}`,
 	"aws":   `aws: {region: eu-west-1, vpcID: vpc-1, subnetIDs: [subnet-1], securityGroupIDs: [sg-1]}`,
 	"azure": `azure: {subscriptionID: 00000000-0000-0000-0000-000000000004, resourceGroup: butler, location: westeurope, vnetName: butler, subnetName: nodes}`,
 	"gcp":   `gcp: {projectID: butler-test, region: europe-west1, zone: europe-west1-b, network: default}`,

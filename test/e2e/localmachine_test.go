@@ -206,7 +206,7 @@ metadata: {name: %[1]s, namespace: %[2]s, labels: {cluster.x-k8s.io/cluster-name
 		return name == "lm-worker-0", fmt.Sprint(m.Object["status"])
 	})
 
-	// kwok runs the pods scheduled to the node (the tenant's kube-scheduler places it).
+	// kwok runs the pods scheduled to the nodes (the tenant's kube-scheduler picks one of the three).
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: metav1.NamespaceDefault},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "hello", Image: "registry.k8s.io/pause:3.10"}},
 			Tolerations: []corev1.Toleration{{Key: "butler.butlerlabs.dev/e2e", Operator: corev1.TolerationOpExists}}}}
@@ -218,7 +218,7 @@ metadata: {name: %[1]s, namespace: %[2]s, labels: {cluster.x-k8s.io/cluster-name
 		if err != nil {
 			return false, err.Error()
 		}
-		return p.Status.Phase == corev1.PodRunning && p.Spec.NodeName == "lm-worker-0", fmt.Sprint(p.Spec.NodeName, p.Status)
+		return p.Status.Phase == corev1.PodRunning && strings.HasPrefix(p.Spec.NodeName, "lm-worker-"), fmt.Sprint(p.Spec.NodeName, p.Status)
 	})
 
 	// A token the tenant does not know: no Node, and the LocalMachine says why.

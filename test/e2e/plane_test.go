@@ -167,13 +167,15 @@ func namespace(t *testing.T, name string) string {
 	return name
 }
 
-// tenantCluster is a valid TenantCluster manifest.
+// tenantCluster is a valid TenantCluster manifest, paused: the tests that use it drive the API
+// (and write the status the lifecycle worker would), not the lifecycle.
 func tenantCluster(namespace, name string) string {
 	return fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
 kind: TenantCluster
 metadata:
   name: %s
   namespace: %s
+  annotations: {butler.butlerlabs.dev/paused: "true"}
 spec:
   kubernetesVersion: v1.31.4
   teamRef:

@@ -10,6 +10,7 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	restclient "k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
@@ -83,6 +84,7 @@ func (o *Options) addWorkers(server *genericapiserver.GenericAPIServer, config *
 	}
 	var kube kubernetes.Interface
 	var dyn dynamic.Interface
+	var md metadata.Interface
 	if config.ClientConfig != nil {
 		mgmt := restclient.CopyConfig(config.ClientConfig)
 		mgmt.QPS, mgmt.Burst = o.Workers.QPS, o.Workers.Burst
@@ -91,6 +93,9 @@ func (o *Options) addWorkers(server *genericapiserver.GenericAPIServer, config *
 			return err
 		}
 		if dyn, err = dynamic.NewForConfig(mgmt); err != nil {
+			return err
+		}
+		if md, err = metadata.NewForConfig(mgmt); err != nil {
 			return err
 		}
 	}
@@ -113,7 +118,7 @@ func (o *Options) addWorkers(server *genericapiserver.GenericAPIServer, config *
 			return nil
 		}
 		go lifecycle.Run(ctx, lifecycle.Config{
-			Butler: butler, Kube: kube, Dynamic: dyn,
+			Butler: butler, Kube: kube, Dynamic: dyn, Metadata: md,
 			LeaseNamespace: o.Workers.LeaseNamespace, LeaseName: o.Workers.LeaseName,
 		})
 		return nil

@@ -6,13 +6,14 @@ import (
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -130,6 +131,13 @@ func (c *Controller) watchExternal(d *worker.Deps) {
 		}
 		return keyOf(ns)
 	})
+	// The admin kubeconfig Secret Steward (or Kamaji) writes: its existence is part of a
+	// ready control plane. Metadata only: a management cluster holds many Secrets.
+	if d.MetadataInformers != nil {
+		inf := d.MetadataInformers.ForResource(corev1.SchemeGroupVersion.WithResource("secrets")).Informer()
+		_ = inf.SetTransform(worker.DropManagedFields)
+		_, _ = inf.AddEventHandler(handler)
+	}
 	for _, gvk := range watchedKinds() {
 		m, err := c.objects.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		if err != nil {

@@ -8,6 +8,8 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
 
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
 	butlerinformers "github.com/butlerdotdev/butler-apiserver/pkg/generated/informers/externalversions"
@@ -22,12 +24,16 @@ type Deps struct {
 	Kube kubernetes.Interface
 	// Dynamic writes the external kinds (Cluster API, Steward, providers) to the management cluster.
 	Dynamic dynamic.Interface
+	// Metadata reads only objects' metadata: for kinds watched to learn that an object exists,
+	// whose contents would be costly to cache (the Secrets other providers write).
+	Metadata metadata.Interface
 
 	ButlerInformers butlerinformers.SharedInformerFactory
 	// KubeInformers sees every object of the kinds asked for; prefer KubeInformersFor with a
 	// label selector for kinds the management cluster holds many of (namespaces, secrets).
-	KubeInformers    informers.SharedInformerFactory
-	DynamicInformers dynamicinformer.DynamicSharedInformerFactory
+	KubeInformers     informers.SharedInformerFactory
+	DynamicInformers  dynamicinformer.DynamicSharedInformerFactory
+	MetadataInformers metadatainformer.SharedInformerFactory
 
 	filtered map[string]informers.SharedInformerFactory
 }
@@ -52,9 +58,9 @@ func (d *Deps) KubeInformersFor(selector string) informers.SharedInformerFactory
 const Resync = 10 * time.Minute
 
 // NewDeps returns Deps over the given clients with fresh informer factories (managedFields
-// dropped from every cache).
-func NewDeps(butler clientset.Interface, kube kubernetes.Interface, dyn dynamic.Interface) *Deps {
-	d := &Deps{Butler: butler, Kube: kube, Dynamic: dyn,
+// dropped from every cache). The management cluster's clients may be nil (no management cluster).
+func NewDeps(butler clientset.Interface, kube kubernetes.Interface, dyn dynamic.Interface, md metadata.Interface) *Deps {
+	d := &Deps{Butler: butler, Kube: kube, Dynamic: dyn, Metadata: md,
 		ButlerInformers: butlerinformers.NewSharedInformerFactoryWithOptions(butler, Resync,
 			butlerinformers.WithTransform(DropManagedFields)),
 	}
@@ -63,6 +69,9 @@ func NewDeps(butler clientset.Interface, kube kubernetes.Interface, dyn dynamic.
 	}
 	if dyn != nil {
 		d.DynamicInformers = dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, Resync, "", nil)
+	}
+	if md != nil {
+		d.MetadataInformers = metadatainformer.NewSharedInformerFactory(md, Resync)
 	}
 	return d
 }
@@ -75,6 +84,9 @@ func (d *Deps) Start(stop <-chan struct{}) {
 	}
 	if d.DynamicInformers != nil {
 		d.DynamicInformers.Start(stop)
+	}
+	if d.MetadataInformers != nil {
+		d.MetadataInformers.Start(stop)
 	}
 	for _, f := range d.filtered {
 		f.Start(stop)
@@ -89,6 +101,9 @@ func (d *Deps) Shutdown() {
 	}
 	if d.DynamicInformers != nil {
 		d.DynamicInformers.Shutdown()
+	}
+	if d.MetadataInformers != nil {
+		d.MetadataInformers.Shutdown()
 	}
 	for _, f := range d.filtered {
 		f.Shutdown()
