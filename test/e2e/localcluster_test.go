@@ -11,11 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"helm.sh/helm/v3/pkg/action"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -97,8 +99,9 @@ func readyNodes(ctx context.Context, tenant kubernetes.Interface) ([]corev1.Node
 // management cluster as a user drives it: a TenantCluster of two Talos workers becomes Ready
 // (the production controllers, the real Cluster API manager, butler's bootstrap provider and
 // butler-localprovider), the kubeconfig the subresource mints lists two Ready Nodes that joined
-// with their bootstrap data, a Deployment gets Running pods, kubectl scale gives a third Node,
-// and kubectl delete leaves no process, no etcd key under the tenant's prefix and no namespace.
+// with their bootstrap data, a Deployment gets Running pods, a TenantAddon's chart is installed
+// with Helm and its Deployment runs, kubectl scale gives a third Node, and kubectl delete leaves
+// no process, no etcd key under the tenant's prefix and no namespace.
 func TestLocalTenantCluster(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t, "e2e-local")
@@ -147,6 +150,50 @@ func TestLocalTenantCluster(t *testing.T) {
 	if out, err := kubectlAs(t, kubeconfig, "", "rollout", "status", "deployment/hello", "--timeout=90s"); err != nil {
 		t.Fatalf("the Deployment did not roll out: %v\n%s", err, out)
 	}
+
+	// A TenantAddon: the chart, served by the test, is installed by the TenantAddon worker into
+	// the tenant, where its Deployment runs on the simulated nodes; Helm, asked with the minted
+	// kubeconfig, agrees with the addon's status.
+	repo := addonChartRepo(t, map[string][]string{"demo": {"0.1.0"}})
+	mustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
+kind: TenantAddon
+metadata: {name: demo-app, namespace: %s}
+spec:
+  clusterRef: {name: %s}
+  helm: {repository: %q, chart: demo, namespace: demo, createNamespace: true}
+  version: 0.1.0
+  values: {deployment: {enabled: true}}
+`, ns, name, repo))
+	addon := &v1alpha1.TenantAddon{}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		got, err := plane.butler.ButlerV1alpha1().TenantAddons(ns).Get(ctx, "demo-app", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		addon = got
+		return addon.Status.Phase == v1alpha1.TenantAddonInstalled && addon.Status.HelmRelease != nil, nil
+	})
+	if err != nil {
+		t.Fatalf("the TenantAddon is not Installed: %+v", addon.Status)
+	}
+	if out, err := kubectlAs(t, kubeconfig, "", "rollout", "status", "deployment/"+addon.Status.HelmRelease.Name, "-n", "demo", "--timeout=90s"); err != nil {
+		t.Errorf("the addon's Deployment did not roll out in the tenant: %v\n%s", err, out)
+	}
+	flags := genericclioptions.NewConfigFlags(false)
+	release := addon.Status.HelmRelease
+	flags.KubeConfig, flags.Namespace = &kubeconfig, &release.Namespace
+	helmCfg := &action.Configuration{}
+	if err := helmCfg.Init(flags, release.Namespace, "secret", func(string, ...any) {}); err != nil {
+		t.Fatal(err)
+	}
+	rel, err := action.NewStatus(helmCfg).Run(release.Name)
+	if err != nil {
+		t.Fatalf("helm status %s: %v", release.Name, err)
+	}
+	if rel.Version != int(release.Revision) || string(rel.Info.Status) != release.Status || rel.Chart.Metadata.Version != release.Version {
+		t.Errorf("helm status: revision %d %s chart %s; the addon's status says %+v", rel.Version, rel.Info.Status, rel.Chart.Metadata.Version, release)
+	}
+	waitReady(t, ns, name, 2, time.Minute) // AddonsReady counts the user's addon too
 
 	// kubectl scale gives a third node.
 	mustKubectl(t, "scale", "tc", name, "-n", ns, "--replicas=3")
