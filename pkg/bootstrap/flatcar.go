@@ -121,18 +121,7 @@ func parseFlatcar(data []byte) (JoinInfo, error) {
 	if joinPath == "" {
 		return JoinInfo{}, errors.New("no enabled systemd unit runs `kubeadm join --config <file>`")
 	}
-	doc, ok := files[joinPath]
-	if !ok {
-		return JoinInfo{}, fmt.Errorf("kubeadm join reads %s, which the config does not write", joinPath)
-	}
-	info, err := joinInfoFromKubeadm([]byte(doc))
-	if err != nil {
-		return JoinInfo{}, err
-	}
-	if err := applyPatchFile(&info, []byte(doc), files); err != nil {
-		return JoinInfo{}, err
-	}
-	return info, nil
+	return joinInfoFromFiles(joinPath, files, "the config")
 }
 
 // decodeDataURL decodes an RFC 2397 data URL, base64 or percent-encoded.

@@ -92,9 +92,15 @@ func parseRocky(data []byte) (JoinInfo, error) {
 	if joinPath == "" {
 		return JoinInfo{}, errors.New("runcmd runs no `kubeadm join --config <file>`")
 	}
+	return joinInfoFromFiles(joinPath, files, "write_files")
+}
+
+// joinInfoFromFiles reads the JoinConfiguration at joinPath among the files a machine's data
+// writes (writer names where they are written), with the kubelet patch it points at.
+func joinInfoFromFiles(joinPath string, files map[string]string, writer string) (JoinInfo, error) {
 	doc, ok := files[joinPath]
 	if !ok {
-		return JoinInfo{}, fmt.Errorf("kubeadm join reads %s, which write_files does not write", joinPath)
+		return JoinInfo{}, fmt.Errorf("kubeadm join reads %s, which %s does not write", joinPath, writer)
 	}
 	info, err := joinInfoFromKubeadm([]byte(doc))
 	if err != nil {
