@@ -7,7 +7,7 @@ PORT     ?= 8443
 
 LOCAL_DIR ?= _output/local
 
-.PHONY: fuzz bench-ipam all build build-butler build-kube build-capi run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e bench clean
+.PHONY: fuzz bench-lifecycle bench-ipam all build build-butler build-kube build-capi run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e bench clean
 
 all: build
 
@@ -78,6 +78,14 @@ BENCH_ARGS ?=
 bench: build
 	$(GO) build -o $(BIN)/bench ./test/bench
 	$(BIN)/bench -n $(BENCH_N) $(BENCH_ARGS)
+
+## bench-lifecycle: BENCH_LIFECYCLE_N TenantClusters (AWS provider, Steward played by the bench)
+## applied at once until all their objects are written, then all deleted, with butler-apiserver's
+## CPU and RSS; writes _output/bench/lifecycle-n<N>.md. Not part of `make test`.
+BENCH_LIFECYCLE_N ?= 200
+bench-lifecycle: build
+	$(GO) build -o $(BIN)/bench ./test/bench
+	$(BIN)/bench -lifecycle $(BENCH_LIFECYCLE_N) $(BENCH_ARGS)
 
 ## bench-ipam: the allocator micro-benchmark, then allocations/s on two replicas vs kube-apiserver's ClusterIPs/s
 bench-ipam: build

@@ -26,6 +26,9 @@ mkdir -p "${LOCAL_DIR}"
 LOCAL_DIR="$(cd "${LOCAL_DIR}" && pwd)"
 PKI="${LOCAL_DIR}/pki"
 LOGS="${LOCAL_DIR}/logs"
+# <name>.pid for each process; one restarted since (by hand, or by a test) records its new pid
+# there, and is stopped by that.
+RUN="${LOCAL_DIR}/run"
 ADMIN_KUBECONFIG="${LOCAL_DIR}/admin.kubeconfig"
 # The script's own admin kubeconfig; renamed to admin.kubeconfig once the plane serves.
 BOOT_KUBECONFIG="${LOCAL_DIR}/.admin.kubeconfig.starting"
@@ -103,7 +106,7 @@ new_cert() {
     -CAcreateserial -days 3650 -extfile "${ext}" -out "${PKI}/${name}.crt" 2>/dev/null
   rm -f "${PKI}/${name}.csr" "${ext}"
 }
-mkdir -p "${PKI}" "${LOGS}"
+mkdir -p "${PKI}" "${LOGS}" "${RUN}"
 new_ca ca "butler-local-ca"
 new_ca front-proxy-ca "butler-local-front-proxy-ca"
 new_cert kube-apiserver ca "/CN=kube-apiserver" serverAuth \
@@ -155,6 +158,7 @@ stopping=""
 stop() {
   local name=$1 pid=${pids[$1]:-}
   [[ -z "${pid}" ]] && return
+  [[ -s "${RUN}/${name}.pid" ]] && pid=$(<"${RUN}/${name}.pid")
   if kill -0 "${pid}" 2>/dev/null; then
     kill -TERM "${pid}" 2>/dev/null || true
     for _ in $(seq 300); do kill -0 "${pid}" 2>/dev/null || break; sleep 0.1; done
@@ -194,6 +198,7 @@ start() {
   local name=$1; shift
   setsid "$@" >"${LOGS}/${name}.log" 2>&1 &
   pids[${name}]=$!
+  echo "$!" >"${RUN}/${name}.pid"
 }
 # wait_for WHAT SECONDS COMMAND...
 wait_for() {
@@ -335,10 +340,12 @@ Management plane is up (state and logs in ${LOCAL_DIR}):
 Ctrl-C stops everything.
 BANNER
 
-# Run until a signal, or until one of the processes dies.
+# Run until a signal, or until one of the processes dies. A process restarted by hand (or by a
+# test) has a moment to record its new pid in RUN.
+alive() { kill -0 "$(<"${RUN}/$1.pid")" 2>/dev/null; }
 while true; do
   for name in "${!pids[@]}"; do
-    kill -0 "${pids[${name}]}" 2>/dev/null || die "${name} exited; see ${LOGS}/${name}.log"
+    alive "${name}" || { sleep 3; alive "${name}"; } || die "${name} exited; see ${LOGS}/${name}.log"
   done
   sleep 1 &
   wait $! || true

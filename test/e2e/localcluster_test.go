@@ -5,9 +5,13 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -16,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
@@ -23,6 +28,7 @@ import (
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 )
 
 // localCluster applies a local ProviderConfig and a TenantCluster of workers machines of os.
@@ -154,7 +160,7 @@ func TestLocalTenantCluster(t *testing.T) {
 	// A TenantAddon: the chart, served by the test, is installed by the TenantAddon worker into
 	// the tenant, where its Deployment runs on the simulated nodes; Helm, asked with the minted
 	// kubeconfig, agrees with the addon's status.
-	repo := addonChartRepo(t, map[string][]string{"demo": {"0.1.0"}})
+	repo := addonChartRepo(t, map[string][]string{"demo": {"0.1.0"}, "broken": {"0.1.0"}})
 	mustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
 kind: TenantAddon
 metadata: {name: demo-app, namespace: %s}
@@ -195,6 +201,33 @@ spec:
 	}
 	waitReady(t, ns, name, 2, time.Minute) // AddonsReady counts the user's addon too
 
+	// A chart the tenant refuses: the addon is Failed with Helm's message, the cluster is not
+	// Ready while it is there, and Ready again once it is deleted.
+	mustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
+kind: TenantAddon
+metadata: {name: broken, namespace: %s}
+spec:
+  clusterRef: {name: %s}
+  helm: {repository: %q, chart: broken, namespace: broken, createNamespace: true}
+  version: 0.1.0
+`, ns, name, repo))
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		got, err := plane.butler.ButlerV1alpha1().TenantAddons(ns).Get(ctx, "broken", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		addon = got
+		return addon.Status.Phase == v1alpha1.TenantAddonFailed, nil
+	})
+	if err != nil || !strings.Contains(addon.Status.Message, `ConfigMap "Not_A_Valid_Name" is invalid`) {
+		t.Errorf("the broken addon: %v; status %+v", err, addon.Status)
+	}
+	waitCluster(t, ns, name, time.Minute, "not Ready with a failed addon", func(tc *v1alpha1.TenantCluster) bool {
+		return tc.Status.Phase != v1alpha1.TenantClusterReady && !meta.IsStatusConditionTrue(tc.Status.Conditions, "AddonsReady")
+	})
+	mustKubectl(t, "delete", "tenantaddon", "broken", "-n", ns)
+	waitReady(t, ns, name, 2, time.Minute)
+
 	// kubectl scale gives a third node.
 	mustKubectl(t, "scale", "tc", name, "-n", ns, "--replicas=3")
 	waitReady(t, ns, name, 3, 3*time.Minute)
@@ -232,6 +265,10 @@ spec:
 	}
 	if _, err := plane.kube.CoreV1().Namespaces().Get(ctx, tc.Status.TenantNamespace, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("tenant namespace %s still there (err %v)", tc.Status.TenantNamespace, err)
+	}
+	// The cluster's addons were uninstalled and deleted before its control plane went.
+	if _, err := plane.butler.ButlerV1alpha1().TenantAddons(ns).Get(ctx, "demo-app", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the TenantAddon outlived its cluster (err %v)", err)
 	}
 }
 
@@ -292,5 +329,125 @@ func TestLocalTenantClusterPerOS(t *testing.T) {
 		if err != nil {
 			t.Errorf("%s: not gone after delete", os)
 		}
+	}
+}
+
+// restart SIGKILLs the plane's process name and starts it again with the same command line,
+// environment and log, recording its pid where hack/local-up.sh stops it by.
+func restart(t *testing.T, name string) {
+	t.Helper()
+	pidFile := filepath.Join(plane.dir, "run", name+".pid")
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		t.Fatalf("%s: %v", pidFile, err)
+	}
+	proc := func(file string) []string {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", pid, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+	}
+	args, env := proc("cmdline"), proc("environ")
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for lcpAlive(pid) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	log, err := os.OpenFile(filepath.Join(plane.dir, "logs", name+".log"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Env, cmd.Stdout, cmd.Stderr = env, log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("restarting %s: %v", name, err)
+	}
+	go func() { _ = cmd.Wait() }() // reaped when local-up stops it
+	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tenantProcesses counts the live processes of each control plane component serving the
+// tenant control plane uid.
+func tenantProcesses(t *testing.T, uid string) map[string]int {
+	t.Helper()
+	dirs, err := filepath.Glob("/proc/[0-9]*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, "cmdline"))
+		if err != nil || !strings.Contains(string(b), uid) {
+			continue
+		}
+		pid, _ := strconv.Atoi(filepath.Base(d))
+		if !lcpAlive(pid) {
+			continue
+		}
+		count[filepath.Base(strings.SplitN(string(b), "\x00", 2)[0])]++
+	}
+	return count
+}
+
+// TestLocalTenantClusterSurvivesRestarts: butler-apiserver (whose workers provision the
+// cluster) and butler-localprovider (which runs its control plane and machines) are killed with
+// SIGKILL while the workers join, and started again. The cluster still becomes Ready, its
+// control plane processes are adopted rather than started twice, and it has one Cluster, one
+// StewardControlPlane, one MachineDeployment and two Machines.
+func TestLocalTenantClusterSurvivesRestarts(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "e2e-restart")
+	const name = "restarted"
+	localCluster(t, ns, name, bootstrap.OSTalos, 2)
+	tc := waitCluster(t, ns, name, 3*time.Minute, "control plane ready", func(tc *v1alpha1.TenantCluster) bool {
+		return meta.IsStatusConditionTrue(tc.Status.Conditions, "ControlPlaneReady")
+	})
+	tenantNS := tc.Status.TenantNamespace
+	d := dynamicClient(t)
+	tcp, err := d.Resource(tenantCPGVR).Namespace(tenantNS).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid := string(tcp.GetUID())
+	before := lcpPids(t, filepath.Join(plane.dir, "tenants", uid))
+
+	restart(t, "butler-localprovider")
+	restart(t, "butler-apiserver")
+	waitReady(t, ns, name, 2, 4*time.Minute)
+
+	if after := lcpPids(t, filepath.Join(plane.dir, "tenants", uid)); !maps.Equal(before, after) {
+		t.Errorf("the tenant's processes were not adopted: before %v, after %v", before, after)
+	}
+	want := map[string]int{"kube-apiserver": 1, "kube-controller-manager": 1, "kube-scheduler": 1}
+	if got := tenantProcesses(t, uid); !maps.Equal(got, want) {
+		t.Errorf("tenant processes %v, want one of each", got)
+	}
+	for r, n := range map[schema.GroupVersionResource]int{clustersGVR: 1, stewardCPGVR: 1, machineDeploymentsGVR: 1, external.MachineGVR: 2} {
+		list, err := d.Resource(r).Namespace(tenantNS).List(ctx, metav1.ListOptions{})
+		if err != nil || len(list.Items) != n {
+			t.Errorf("%s in %s: %d, want %d (%v)", r.Resource, tenantNS, len(list.Items), n, err)
+		}
+	}
+
+	mustKubectl(t, "delete", "tc", name, "-n", ns, "--wait=false")
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := plane.butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Errorf("not gone after delete")
+	}
+	if got := tenantProcesses(t, uid); len(got) != 0 {
+		t.Errorf("tenant processes left: %v", got)
 	}
 }
