@@ -1,0 +1,254 @@
+package tenantcluster
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/componenttest"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/infra"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
+)
+
+// fakeObjects is the controller's view of the management cluster on a fake dynamic client that
+// serves every external kind; server-side apply creates or merges, as the fake tracker's own
+// apply needs the object to exist.
+func fakeObjects(t *testing.T) (*objects, *dynamicfake.FakeDynamicClient) {
+	t.Helper()
+	mapper := meta.NewDefaultRESTMapper(nil)
+	listKinds := map[schema.GroupVersionResource]string{}
+	for _, k := range external.Kinds {
+		mapper.Add(k.GVK, meta.RESTScopeNamespace)
+		listKinds[k.GVR()] = k.GVK.Kind + "List"
+	}
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds)
+	client.PrependReactor("patch", "*", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		patch := action.(clienttesting.PatchAction)
+		if patch.GetPatchType() != types.ApplyPatchType {
+			return false, nil, nil
+		}
+		obj := &unstructured.Unstructured{}
+		if err := obj.UnmarshalJSON(patch.GetPatch()); err != nil {
+			return true, nil, err
+		}
+		tracker := client.Tracker()
+		old, err := tracker.Get(patch.GetResource(), patch.GetNamespace(), patch.GetName())
+		if apierrors.IsNotFound(err) {
+			return true, obj, tracker.Create(patch.GetResource(), obj, patch.GetNamespace())
+		}
+		if err != nil {
+			return true, nil, err
+		}
+		merged := old.(*unstructured.Unstructured).DeepCopy()
+		delete(obj.Object, "status")
+		merge(merged.Object, obj.Object)
+		return true, merged, tracker.Update(patch.GetResource(), merged, patch.GetNamespace())
+	})
+	return &objects{dyn: client, mapper: staticMapper{mapper}}, client
+}
+
+// merge sets what applied sets, keeping the fields it leaves out (another manager's, as a
+// provider's spec.controlPlaneEndpoint).
+func merge(into, applied map[string]any) {
+	for k, v := range applied {
+		if m, ok := v.(map[string]any); ok {
+			if old, ok := into[k].(map[string]any); ok {
+				merge(old, m)
+				continue
+			}
+		}
+		into[k] = v
+	}
+}
+
+// staticMapper is a RESTMapper whose kinds never change.
+type staticMapper struct{ meta.RESTMapper }
+
+func (staticMapper) Reset() {}
+
+func stepState(p v1alpha1.ProviderType) *state {
+	tc := componenttest.Cluster()
+	s := (&Controller{}).newState(tc)
+	s.in.Provider = componenttest.Provider(p)
+	return s
+}
+
+func setStatus(t *testing.T, client *dynamicfake.FakeDynamicClient, gvk schema.GroupVersionKind, ns, name string, status map[string]any) {
+	t.Helper()
+	gvr := external.MustGVR(gvk)
+	obj, err := client.Tracker().Get(gvr, ns, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := obj.(*unstructured.Unstructured).DeepCopy()
+	u.Object["status"] = status
+	if err := client.Tracker().Update(gvr, u, ns); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func wantResult(t *testing.T, what string, r steps.Result, err error, done bool, reason string) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	if r.Done != done || r.Reason != reason {
+		t.Errorf("%s: %+v, want done=%v reason %s", what, r, done, reason)
+	}
+}
+
+// The control plane step writes the Cluster and the StewardControlPlane, then waits for Steward's
+// TenantControlPlane, its version and its admin kubeconfig Secret, in that order.
+func TestEnsureControlPlaneWaitsForStewardInOrder(t *testing.T) {
+	objs, client := fakeObjects(t)
+	kube := kubefake.NewSimpleClientset()
+	c := &Controller{objects: objs, kube: kube}
+	s := stepState(v1alpha1.ProviderAWS)
+	ctx := context.Background()
+
+	r, err := c.ensureControlPlane(ctx, s)
+	wantResult(t, "no TenantControlPlane", r, err, false, "WaitingForTenantControlPlane")
+	for _, gvk := range []schema.GroupVersionKind{external.ClusterGVK, external.StewardControlPlaneGVK} {
+		if _, err := client.Tracker().Get(external.MustGVR(gvk), s.namespace, "prod"); err != nil {
+			t.Errorf("%s not written: %v", gvk.Kind, err)
+		}
+	}
+
+	tcp := &unstructured.Unstructured{}
+	tcp.SetGroupVersionKind(external.TenantControlPlaneGVK)
+	tcp.SetName("prod")
+	tcp.SetNamespace(s.namespace)
+	if err := client.Tracker().Create(external.TenantControlPlaneGVR, tcp, s.namespace); err != nil {
+		t.Fatal(err)
+	}
+	r, err = c.ensureControlPlane(ctx, s)
+	wantResult(t, "TenantControlPlane not ready", r, err, false, "TenantControlPlaneNotReady")
+
+	setStatus(t, client, external.TenantControlPlaneGVK, s.namespace, "prod", map[string]any{
+		"controlPlaneEndpoint": "10.0.0.10:6443",
+		"kubernetesResources":  map[string]any{"version": map[string]any{"version": "v1.35.0", "status": "Ready"}},
+	})
+	r, err = c.ensureControlPlane(ctx, s)
+	wantResult(t, "an older version", r, err, false, "Upgrading")
+
+	setStatus(t, client, external.TenantControlPlaneGVK, s.namespace, "prod", map[string]any{
+		"controlPlaneEndpoint": "10.0.0.10:6443",
+		"kubernetesResources":  map[string]any{"version": map[string]any{"version": "v1.36.3", "status": "Ready"}},
+	})
+	r, err = c.ensureControlPlane(ctx, s)
+	wantResult(t, "no kubeconfig Secret", r, err, false, "WaitingForKubeconfig")
+
+	if _, err := kube.CoreV1().Secrets(s.namespace).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
+		Name: "prod-admin-kubeconfig", Namespace: s.namespace}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r, err = c.ensureControlPlane(ctx, s)
+	wantResult(t, "ready", r, err, true, "TenantControlPlaneReady")
+	if s.endpoint != "10.0.0.10:6443" || s.kubeconfigSecret != "prod-admin-kubeconfig" || s.version != "v1.36.3" {
+		t.Errorf("state after a ready control plane: endpoint %q, secret %q, version %q", s.endpoint, s.kubeconfigSecret, s.version)
+	}
+}
+
+// The infrastructure step writes the provider's cluster and worker template; it waits for the
+// hosted control plane's endpoint, then for the provider to provision.
+func TestEnsureInfrastructure(t *testing.T) {
+	for _, p := range componenttest.Providers {
+		t.Run(string(p), func(t *testing.T) {
+			objs, client := fakeObjects(t)
+			c := &Controller{objects: objs}
+			s := stepState(p)
+			if p == v1alpha1.ProviderProxmox {
+				// Static addresses: the nodes' allocation from the network step.
+				s.in.Allocations = []v1alpha1.IPAllocation{{
+					ObjectMeta: metav1.ObjectMeta{Name: "prod-nodes", Namespace: "team-a"},
+					Spec:       v1alpha1.IPAllocationSpec{Type: v1alpha1.IPAllocationNodes, Count: ptrTo(int32(3))},
+					Status: v1alpha1.IPAllocationStatus{Phase: v1alpha1.IPAllocationAllocated,
+						StartAddress: "10.0.0.20", EndAddress: "10.0.0.22", AllocatedCount: 3}}}
+			}
+			ctx := context.Background()
+			r, err := c.ensureInfrastructure(ctx, s)
+			wantResult(t, "new", r, err, false, "WaitingForControlPlaneEndpoint")
+			clusterKind, templateKind := infra.Kinds(p)
+			if _, err := client.Tracker().Get(external.MustGVR(templateKind), s.namespace, "prod-workers"); err != nil {
+				t.Errorf("worker template not written: %v", err)
+			}
+			infra, err := client.Tracker().Get(external.MustGVR(clusterKind), s.namespace, "prod")
+			if err != nil {
+				t.Fatal(err)
+			}
+			u := infra.(*unstructured.Unstructured).DeepCopy()
+			_ = unstructured.SetNestedField(u.Object, "10.0.0.10", "spec", "controlPlaneEndpoint", "host")
+			if err := client.Tracker().Update(external.MustGVR(clusterKind), u, s.namespace); err != nil {
+				t.Fatal(err)
+			}
+			r, err = c.ensureInfrastructure(ctx, s)
+			wantResult(t, "endpoint set", r, err, false, "Provisioning")
+			setStatus(t, client, clusterKind, s.namespace, "prod", map[string]any{"initialization": map[string]any{"provisioned": true}})
+			r, err = c.ensureInfrastructure(ctx, s)
+			wantResult(t, "provisioned", r, err, true, "Provisioned")
+		})
+	}
+}
+
+// The workers step writes the bootstrap template and MachineDeployment <tc>-workers with the
+// desired replicas, and is done when every replica is ready and up to date.
+func TestEnsureWorkers(t *testing.T) {
+	objs, client := fakeObjects(t)
+	c := &Controller{objects: objs}
+	s := stepState(v1alpha1.ProviderLocal)
+	ctx := context.Background()
+	r, err := c.ensureWorkers(ctx, s)
+	wantResult(t, "new", r, err, false, "WorkersNotReady")
+	md, err := client.Tracker().Get(external.MachineDeploymentGVR, s.namespace, "prod-workers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if replicas, _, _ := unstructured.NestedInt64(md.(*unstructured.Unstructured).Object, "spec", "replicas"); replicas != 3 {
+		t.Errorf("MachineDeployment replicas %d, want 3", replicas)
+	}
+	if _, err := client.Tracker().Get(external.BootstrapConfigTemplateGVR, s.namespace, "prod-workers"); err != nil {
+		t.Errorf("bootstrap template not written: %v", err)
+	}
+	setStatus(t, client, external.MachineDeploymentGVK, s.namespace, "prod-workers",
+		map[string]any{"replicas": int64(3), "readyReplicas": int64(2), "upToDateReplicas": int64(3)})
+	r, err = c.ensureWorkers(ctx, s)
+	wantResult(t, "2 of 3 ready", r, err, false, "WorkersNotReady")
+	if s.readyWorkers != 2 {
+		t.Errorf("ready workers %d", s.readyWorkers)
+	}
+	setStatus(t, client, external.MachineDeploymentGVK, s.namespace, "prod-workers",
+		map[string]any{"replicas": int64(3), "readyReplicas": int64(3), "upToDateReplicas": int64(3)})
+	r, err = c.ensureWorkers(ctx, s)
+	wantResult(t, "all ready", r, err, true, "WorkersReady")
+
+	// Cleanup deletes the MachineDeployment, and once it is gone, the template.
+	gone, err := c.cleanupWorkers(ctx, s)
+	if err != nil || gone {
+		t.Errorf("first cleanup pass: gone %v, %v", gone, err)
+	}
+	if _, err := client.Tracker().Get(external.MachineDeploymentGVR, s.namespace, "prod-workers"); !apierrors.IsNotFound(err) {
+		t.Errorf("MachineDeployment left: %v", err)
+	}
+	if _, err := client.Tracker().Get(external.BootstrapConfigTemplateGVR, s.namespace, "prod-workers"); err != nil {
+		t.Errorf("the template went before the MachineDeployment: %v", err)
+	}
+	if gone, err = c.cleanupWorkers(ctx, s); err != nil || !gone {
+		t.Errorf("second cleanup pass: gone %v, %v", gone, err)
+	}
+	if _, err := client.Tracker().Get(external.BootstrapConfigTemplateGVR, s.namespace, "prod-workers"); !apierrors.IsNotFound(err) {
+		t.Errorf("bootstrap template left: %v", err)
+	}
+}
