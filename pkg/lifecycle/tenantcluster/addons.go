@@ -22,6 +22,7 @@ func (c *Controller) ensureAddons(ctx context.Context, s *state) (steps.Result, 
 	want := addons.TenantAddons(s.in)
 	client := c.butler.ButlerV1alpha1().TenantAddons(s.tc.Namespace)
 	wanted := map[string]bool{}
+	var created []string
 	for _, a := range want {
 		wanted[a.Name] = true
 		got, err := c.addons.TenantAddons(s.tc.Namespace).Get(a.Name)
@@ -30,6 +31,7 @@ func (c *Controller) ensureAddons(ctx context.Context, s *state) (steps.Result, 
 			if _, err := client.Create(ctx, a, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 				return steps.Result{}, err
 			}
+			created = append(created, a.Name)
 		case err != nil:
 			return steps.Result{}, err
 		case !apiequality.Semantic.DeepEqual(got.Spec, a.Spec) || !hasLabels(got.Labels, a.Labels):
@@ -62,6 +64,10 @@ func (c *Controller) ensureAddons(ctx context.Context, s *state) (steps.Result, 
 	all, err := c.clusterAddons(s)
 	if err != nil {
 		return steps.Result{}, err
+	}
+	if len(created) > 0 {
+		// Not in the cache yet: nothing of them is installed.
+		return steps.Waiting("Installing", "created TenantAddons %s", strings.Join(created, ", ")), nil
 	}
 	if len(all) == 0 {
 		return steps.Ready("NoAddons", "the cluster has no addons"), nil

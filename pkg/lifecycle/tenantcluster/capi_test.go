@@ -2,6 +2,7 @@ package tenantcluster
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,10 +15,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+	butlerfake "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned/fake"
+	listers "github.com/butlerdotdev/butler-apiserver/pkg/generated/listers/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/componenttest"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/infra"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
@@ -250,5 +254,70 @@ func TestEnsureWorkers(t *testing.T) {
 	}
 	if _, err := client.Tracker().Get(external.BootstrapConfigTemplateGVR, s.namespace, "prod-workers"); !apierrors.IsNotFound(err) {
 		t.Errorf("bootstrap template left: %v", err)
+	}
+}
+
+// The namespace step makes <tc>-<uid8> with the cluster's labels, refuses one that belongs to
+// something else, and its cleanup deletes only its own.
+func TestEnsureNamespace(t *testing.T) {
+	ctx := context.Background()
+	s := stepState(v1alpha1.ProviderLocal)
+	kube := kubefake.NewSimpleClientset()
+	c := &Controller{kube: kube, namespaces: corelisters.NewNamespaceLister(indexer())}
+	r, err := c.ensureNamespace(ctx, s)
+	wantResult(t, "new", r, err, true, "NamespaceReady")
+	ns, err := kube.CoreV1().Namespaces().Get(ctx, s.namespace, metav1.GetOptions{})
+	if err != nil || ns.Labels[ClusterLabel] != "prod" || ns.Labels[ClusterNamespaceLabel] != "team-a" {
+		t.Fatalf("namespace %+v, %v", ns, err)
+	}
+
+	other := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.namespace, Labels: map[string]string{"owner": "someone"}}}
+	c = &Controller{kube: kubefake.NewSimpleClientset(other), namespaces: corelisters.NewNamespaceLister(indexer(other))}
+	r, err = c.ensureNamespace(ctx, s)
+	if err != nil || !r.Failed || r.Reason != "NamespaceTaken" {
+		t.Errorf("someone else's namespace: %+v, %v", r, err)
+	}
+	if gone, err := c.cleanupNamespace(ctx, s); err != nil || !gone {
+		t.Errorf("cleanup of someone else's namespace: gone %v, %v", gone, err)
+	}
+	if _, err := c.kube.CoreV1().Namespaces().Get(ctx, s.namespace, metav1.GetOptions{}); err != nil {
+		t.Errorf("someone else's namespace was deleted: %v", err)
+	}
+}
+
+// The addons step creates a TenantAddon per spec.addons entry and is ready only when every
+// addon of the cluster, a user's too, is Installed; a failed one fails it with its message.
+func TestEnsureAddons(t *testing.T) {
+	ctx := context.Background()
+	s := stepState(v1alpha1.ProviderLocal)
+	client := butlerfake.NewSimpleClientset()
+	c := &Controller{butler: client, addons: listers.NewTenantAddonLister(indexer())}
+	r, err := c.ensureAddons(ctx, s)
+	wantResult(t, "new", r, err, false, "Installing")
+	made, err := client.ButlerV1alpha1().TenantAddons("team-a").List(ctx, metav1.ListOptions{})
+	if err != nil || len(made.Items) != 3 { // cilium, metallb, traefik
+		t.Fatalf("TenantAddons made: %d (%v)", len(made.Items), err)
+	}
+
+	var objs []runtime.Object
+	for i := range made.Items {
+		a := made.Items[i].DeepCopy()
+		a.Status.Phase = v1alpha1.TenantAddonInstalled
+		objs = append(objs, a)
+	}
+	users := &v1alpha1.TenantAddon{ObjectMeta: metav1.ObjectMeta{Name: "mine", Namespace: "team-a"},
+		Spec:   v1alpha1.TenantAddonSpec{ClusterRef: v1alpha1.LocalObjectReference{Name: "prod"}},
+		Status: v1alpha1.TenantAddonStatus{Phase: v1alpha1.TenantAddonFailed, Message: "chart not found"}}
+	c.addons = listers.NewTenantAddonLister(indexer(append(objs, users)...))
+	r, err = c.ensureAddons(ctx, s)
+	if err != nil || !r.Failed || r.Reason != "AddonFailed" || !strings.Contains(r.Message, "mine: chart not found") {
+		t.Errorf("with a failed user addon: %+v, %v", r, err)
+	}
+	users.Status.Phase = v1alpha1.TenantAddonInstalled
+	c.addons = listers.NewTenantAddonLister(indexer(append(objs, users)...))
+	r, err = c.ensureAddons(ctx, s)
+	wantResult(t, "all installed", r, err, true, "AddonsInstalled")
+	if len(s.addons) != 4 {
+		t.Errorf("observed addons %v", s.addons)
 	}
 }
