@@ -42,6 +42,8 @@ type Controller struct {
 	allocations listers.IPAllocationLister
 	addons      listers.TenantAddonLister
 	namespaces  corelisters.NamespaceLister
+	// secrets lists the management cluster's Secrets by metadata; nil reads them live.
+	secrets cache.GenericLister
 
 	plan   steps.Plan[*state]
 	queue  *worker.Queue
@@ -134,9 +136,12 @@ func (c *Controller) watchExternal(d *worker.Deps) {
 	// The admin kubeconfig Secret Steward (or Kamaji) writes: its existence is part of a
 	// ready control plane. Metadata only: a management cluster holds many Secrets.
 	if d.MetadataInformers != nil {
-		inf := d.MetadataInformers.ForResource(corev1.SchemeGroupVersion.WithResource("secrets")).Informer()
+		secrets := d.MetadataInformers.ForResource(corev1.SchemeGroupVersion.WithResource("secrets"))
+		inf := secrets.Informer()
 		_ = inf.SetTransform(worker.DropManagedFields)
 		_, _ = inf.AddEventHandler(handler)
+		c.secrets = secrets.Lister()
+		c.synced = append(c.synced, inf.HasSynced)
 	}
 	for _, gvk := range watchedKinds() {
 		m, err := c.objects.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
