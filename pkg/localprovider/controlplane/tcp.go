@@ -76,11 +76,9 @@ func (c *Controller) reconcileTCP(ctx context.Context, key string) error {
 	bins, state, msg := c.versions.get(spec.Version)
 	switch state {
 	case versionBuilding:
-		return c.setTCPStatus(ctx, tcp, tcpState{endpoint: endpoint, versionStatus: pendingStatus(tcp, spec.Version),
-			reason: "BuildingKubernetes", message: msg})
+		return c.setTCPStatus(ctx, tcp, unavailableState(tcp, endpoint, pendingStatus(tcp, spec.Version), "BuildingKubernetes", msg))
 	case versionFailed:
-		return c.setTCPStatus(ctx, tcp, tcpState{endpoint: endpoint, versionStatus: statusNotReady,
-			reason: "KubernetesVersionUnavailable", message: msg})
+		return c.setTCPStatus(ctx, tcp, unavailableState(tcp, endpoint, statusNotReady, "KubernetesVersionUnavailable", msg))
 	}
 
 	ca, err := c.ensureCA(ctx, tcp, pl)
@@ -131,6 +129,15 @@ func (c *Controller) reconcileTCP(ctx context.Context, key string) error {
 	}
 	return c.setTCPStatus(ctx, tcp, tcpState{endpoint: endpoint, versionStatus: statusReady, runningVersion: spec.Version,
 		adminSecret: adminKubeconfigName(tcp.GetName())})
+}
+
+// unavailableState is the status of a TenantControlPlane whose version's binaries are not there
+// (being built, or unbuildable). An upgrade leaves the old version's processes serving
+// meanwhile, so the version they run and the admin kubeconfig stay in the status: dropping them
+// would turn an upgrade that waits for a build into a control plane being provisioned again.
+func unavailableState(tcp *unstructured.Unstructured, endpoint, versionStatus, reason, message string) tcpState {
+	return tcpState{endpoint: endpoint, versionStatus: versionStatus, runningVersion: tcpVersion(tcp),
+		adminSecret: tcpAdminSecret(tcp), reason: reason, message: message}
 }
 
 // pendingStatus is the status of a TenantControlPlane that is not (yet) at version: Provisioning

@@ -1,0 +1,56 @@
+package controlplane
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// A TenantControlPlane waiting for its version's build: a new one is Provisioning with no
+// version; one being upgraded keeps saying which version serves and where its admin kubeconfig
+// is (the old processes still run), so the upgrade does not read as a control plane lost.
+func TestUnavailableStateKeepsTheRunningVersion(t *testing.T) {
+	running := &unstructured.Unstructured{Object: map[string]any{
+		"metadata": map[string]any{"name": "t1", "namespace": "t1-abcd1234"},
+		"status": map[string]any{
+			"kubernetesResources": map[string]any{"version": map[string]any{"status": statusReady, "version": "v1.30.1"}},
+			"kubeconfig":          map[string]any{"admin": map[string]any{"secretName": "t1-admin-kubeconfig"}},
+		},
+	}}
+	fresh := &unstructured.Unstructured{Object: map[string]any{
+		"metadata": map[string]any{"name": "t2", "namespace": "t2-abcd1234"},
+	}}
+	for _, tc := range []struct {
+		name                  string
+		tcp                   *unstructured.Unstructured
+		status                string
+		wantStatus, wantVer   string
+		wantSecret, wantField bool
+	}{
+		{"upgrade waits for the build", running, pendingStatus(running, "v1.30.2"), statusUpgrading, "v1.30.1", true, true},
+		{"upgrade to an unbuildable version", running, statusNotReady, statusNotReady, "v1.30.1", true, true},
+		{"new, its version building", fresh, pendingStatus(fresh, "v1.30.1"), statusProvisioning, "", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status := tcpStatus(tc.tcp, unavailableState(tc.tcp, "127.0.0.1:30001", tc.status, "BuildingKubernetes", "building"))
+			got := &unstructured.Unstructured{Object: map[string]any{"status": status}}
+			if s := nested(got, "status", "kubernetesResources", "version", "status"); s != tc.wantStatus {
+				t.Errorf("version.status %q, want %q", s, tc.wantStatus)
+			}
+			if v := nested(got, "status", "kubernetesResources", "version", "version"); v != tc.wantVer {
+				t.Errorf("version.version %q, want %q", v, tc.wantVer)
+			}
+			if s := nested(got, "status", "kubeconfig", "admin", "secretName"); (s == "t1-admin-kubeconfig") != tc.wantSecret {
+				t.Errorf("kubeconfig.admin.secretName %q (want kept: %v)", s, tc.wantSecret)
+			}
+			if e := nested(got, "status", "controlPlaneEndpoint"); e != "127.0.0.1:30001" {
+				t.Errorf("controlPlaneEndpoint %q", e)
+			}
+		})
+	}
+}
+
+func nested(u *unstructured.Unstructured, path ...string) string {
+	s, _, _ := unstructured.NestedString(u.Object, path...)
+	return s
+}
