@@ -81,6 +81,9 @@ type JoinInfo struct {
 	ClusterDNS        []string
 	ClusterDomain     string
 	KubernetesVersion string
+	// KubeadmAPIVersion is the kubeadm API of the JoinConfiguration (rocky, flatcar, kairos):
+	// only a kubeadm that knows it can join with the data (see KubeadmReads).
+	KubeadmAPIVersion string
 }
 
 var tokenRE = regexp.MustCompile(`^[a-z0-9]{6}\.[a-z0-9]{16}$`)

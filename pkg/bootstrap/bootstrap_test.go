@@ -413,3 +413,40 @@ func TestCAPin(t *testing.T) {
 		t.Error("CAPin of garbage: want an error")
 	}
 }
+
+// The data of each kubeadm format, rendered for a release, is read by that release's kubeadm:
+// a Rocky image of v1.30 has kubeadm 1.30, which knows v1beta3 and not v1beta4.
+func TestKubeadmOfTheVersionReadsTheData(t *testing.T) {
+	for _, os := range []OS{OSRocky, OSFlatcar, OSKairos} {
+		for _, v := range []string{"v1.30.1", "v1.30.2", "v1.31.0", "v1.36.3"} {
+			in := fullInput(t)
+			in.KubernetesVersion = v
+			data, err := Render(os, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := Parse(os, data)
+			if err != nil {
+				t.Fatalf("%s %s: Parse: %v", os, v, err)
+			}
+			if err := KubeadmReads(v, got.KubeadmAPIVersion); err != nil {
+				t.Errorf("%s %s: %v", os, v, err)
+			}
+		}
+	}
+	for _, c := range []struct {
+		version, api string
+		ok           bool
+	}{
+		{"v1.30.2", kubeadmV1beta3, true},
+		{"v1.30.2", kubeadmV1beta4, false},
+		{"v1.31.0-rc.1", kubeadmV1beta4, true},
+		{"v1.21.14", kubeadmV1beta3, false},
+		{"v1.36.3", "kubeadm.k8s.io/v1beta2", false},
+		{"not-a-version", kubeadmV1beta3, false},
+	} {
+		if err := KubeadmReads(c.version, c.api); (err == nil) != c.ok {
+			t.Errorf("KubeadmReads(%s, %s) = %v, want ok %v", c.version, c.api, err, c.ok)
+		}
+	}
+}

@@ -38,6 +38,29 @@ func kubeadmAPIVersion(k8sVersion string) string {
 	return kubeadmV1beta4
 }
 
+// KubeadmReads says whether the kubeadm of a Kubernetes release reads a configuration of
+// apiVersion, and if not why: v1beta4 came with kubeadm 1.31, v1beta3 with 1.22. A machine
+// image's kubeadm is of its Kubernetes version, so data rendered for another minor can fail
+// there ("no kind JoinConfiguration is registered for version kubeadm.k8s.io/v1beta4").
+func KubeadmReads(k8sVersion, apiVersion string) error {
+	v, err := version.ParseSemantic(k8sVersion)
+	if err != nil {
+		return fmt.Errorf("kubeadm version %q: %w", k8sVersion, err)
+	}
+	since := map[string]*version.Version{
+		kubeadmV1beta3: version.MajorMinor(1, 22),
+		kubeadmV1beta4: version.MajorMinor(1, 31),
+	}[apiVersion]
+	if since == nil {
+		return fmt.Errorf("kubeadm reads no %s configuration", apiVersion)
+	}
+	// Pre-releases of the minor that introduced the API know it too.
+	if v.Major() != since.Major() || v.Minor() < since.Minor() {
+		return fmt.Errorf("kubeadm %s does not know %s (kubeadm %d.%d and later do)", k8sVersion, apiVersion, since.Major(), since.Minor())
+	}
+	return nil
+}
+
 type kubeadmJoinConfiguration struct {
 	APIVersion       string                  `json:"apiVersion"`
 	Kind             string                  `json:"kind"`
@@ -175,10 +198,11 @@ func joinInfoFromKubeadm(doc []byte) (JoinInfo, error) {
 		return JoinInfo{}, errors.New("JoinConfiguration has no discovery.bootstrapToken")
 	}
 	info := JoinInfo{
-		Endpoint:     bt.APIServerEndpoint,
-		Token:        bt.Token,
-		CACertHashes: bt.CACertHashes,
-		NodeName:     jc.NodeRegistration.Name,
+		KubeadmAPIVersion: jc.APIVersion,
+		Endpoint:          bt.APIServerEndpoint,
+		Token:             bt.Token,
+		CACertHashes:      bt.CACertHashes,
+		NodeName:          jc.NodeRegistration.Name,
 	}
 	if len(jc.NodeRegistration.Taints) > 0 {
 		info.NodeTaints = jc.NodeRegistration.Taints

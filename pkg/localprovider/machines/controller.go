@@ -403,6 +403,16 @@ func (c *Controller) bootstrapData(lm *LocalMachine) (*bootstrap.JoinInfo, *meta
 	if err != nil {
 		return waiting(ReasonBootstrapDataInvalid, "the bootstrap data Secret %s: %v", secretName, err)
 	}
+	// The machine's image is of the Machine's version, as a real provider picks it: its kubelet
+	// reports that version, and its kubeadm must read the JoinConfiguration it is given.
+	if info.KubernetesVersion == "" {
+		info.KubernetesVersion = machine.Spec.Version
+	}
+	if info.KubeadmAPIVersion != "" && info.KubernetesVersion != "" {
+		if err := bootstrap.KubeadmReads(info.KubernetesVersion, info.KubeadmAPIVersion); err != nil {
+			return waiting(ReasonBootstrapDataInvalid, "the bootstrap data Secret %s cannot be joined with by Machine %s's image: %v", secretName, machine.Name, err)
+		}
+	}
 	return &info, nil
 }
 

@@ -23,16 +23,25 @@ func TestBootstrapData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	rocky := func(version string) []byte {
+		data, err := bootstrap.Render(bootstrap.OSRocky, bootstrap.Input{Endpoint: testEndpoint, Token: testToken,
+			CACert: ca.pem, NodeName: "worker-0", KubernetesVersion: version})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
 	name := "data"
-	machine := func(dataSecret *string) *unstructured.Unstructured {
+	machineAt := func(version string, dataSecret *string) *unstructured.Unstructured {
 		m := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "tenant"},
-			Spec: clusterv1.MachineSpec{ClusterName: "prod", Bootstrap: clusterv1.Bootstrap{DataSecretName: dataSecret}}}
+			Spec: clusterv1.MachineSpec{ClusterName: "prod", Version: version, Bootstrap: clusterv1.Bootstrap{DataSecretName: dataSecret}}}
 		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(m)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return &unstructured.Unstructured{Object: u}
 	}
+	machine := func(dataSecret *string) *unstructured.Unstructured { return machineAt("v1.36.3", dataSecret) }
 	secret := func(format string, data []byte) *corev1.Secret {
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tenant"}, Data: map[string][]byte{"value": data}}
 		if format != "" {
@@ -47,14 +56,19 @@ func TestBootstrapData(t *testing.T) {
 		machine *unstructured.Unstructured
 		secret  *corev1.Secret
 		reason  string // "" when the data is read
+		kubelet string // the version the machine's kubelet reports, when the data is read
 	}{
-		{"no Machine owns it", nil, machine(&name), secret("talos", valid), ReasonWaitingForMachine},
-		{"the Machine has no data yet", owned, machine(nil), nil, ReasonWaitingForBootstrapData},
-		{"the data Secret is not there", owned, machine(&name), nil, ReasonWaitingForBootstrapData},
-		{"no format annotation", owned, machine(&name), secret("", valid), ReasonBootstrapDataInvalid},
-		{"data in another format than annotated", owned, machine(&name), secret("bottlerocket", valid), ReasonBootstrapDataInvalid},
-		{"data the OS cannot read", owned, machine(&name), secret("talos", []byte("not yaml: [")), ReasonBootstrapDataInvalid},
-		{"talos data", owned, machine(&name), secret("talos", valid), ""},
+		{"no Machine owns it", nil, machine(&name), secret("talos", valid), ReasonWaitingForMachine, ""},
+		{"the Machine has no data yet", owned, machine(nil), nil, ReasonWaitingForBootstrapData, ""},
+		{"the data Secret is not there", owned, machine(&name), nil, ReasonWaitingForBootstrapData, ""},
+		{"no format annotation", owned, machine(&name), secret("", valid), ReasonBootstrapDataInvalid, ""},
+		{"data in another format than annotated", owned, machine(&name), secret("bottlerocket", valid), ReasonBootstrapDataInvalid, ""},
+		{"data the OS cannot read", owned, machine(&name), secret("talos", []byte("not yaml: [")), ReasonBootstrapDataInvalid, ""},
+		{"talos data", owned, machine(&name), secret("talos", valid), "", "v1.36.3"},
+		// A Rocky image of the Machine's version: its kubelet is of that version, and its
+		// kubeadm 1.30 cannot read the v1beta4 JoinConfiguration written for 1.31 and later.
+		{"rocky data of the Machine's version", owned, machineAt("v1.30.1", &name), secret("rocky", rocky("v1.30.1")), "", "v1.30.1"},
+		{"rocky data newer than the Machine's kubeadm", owned, machineAt("v1.30.2", &name), secret("rocky", rocky("v1.36.3")), ReasonBootstrapDataInvalid, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -76,6 +90,8 @@ func TestBootstrapData(t *testing.T) {
 				t.Fatalf("read %+v", info)
 			case tc.reason != "" && (cond == nil || cond.Reason != tc.reason || cond.Status != metav1.ConditionFalse):
 				t.Fatalf("got %+v, want a False condition with reason %s", cond, tc.reason)
+			case tc.reason == "" && info.KubernetesVersion != tc.kubelet:
+				t.Fatalf("kubelet version %q, want %q", info.KubernetesVersion, tc.kubelet)
 			}
 		})
 	}
