@@ -7,7 +7,7 @@ PORT     ?= 8443
 
 LOCAL_DIR ?= _output/local
 
-.PHONY: fuzz bench-lifecycle bench-ipam all build build-butler build-kube build-capi run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e bench clean
+.PHONY: fuzz bench-lifecycle bench-local bench-ipam all build build-butler build-kube build-capi run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e bench clean
 
 all: build
 
@@ -59,7 +59,7 @@ test-integration:
 ## test-e2e: the standalone binary with kubectl, then the whole management plane (hack/local-up.sh)
 test-e2e: build
 	test/e2e/standalone.sh $(BIN)/butler-apiserver
-	$(GO) test -count=1 -timeout 20m ./test/e2e/...
+	$(GO) test -count=1 -timeout 45m ./test/e2e/...
 
 ## fuzz: each fuzz target for FUZZTIME (go test -fuzz takes one target at a time); new crashers
 ## land in testdata/fuzz of the package. Not part of `make test`; plain `go test` runs the seeds.
@@ -86,6 +86,19 @@ BENCH_LIFECYCLE_N ?= 200
 bench-lifecycle: build
 	$(GO) build -o $(BIN)/bench ./test/bench
 	$(BIN)/bench -lifecycle $(BENCH_LIFECYCLE_N) $(BENCH_ARGS)
+
+## bench-local: the local provider on the real local plane: BENCH_LOCAL_N TenantClusters of three
+## Talos workers created one after the other (each deleted before the next), create -> control plane
+## Ready and -> Ready with 3 nodes (median, min, max) and where the time goes; then clusters of
+## one worker, BENCH_LOCAL_STEP at a time up to BENCH_LOCAL_MAX, with the RSS and idle CPU of
+## their processes after each step. Writes _output/bench/local-*.md. Not part of `make test`;
+## run it on an idle machine (set TENANT_PORT_RANGE if another plane runs).
+BENCH_LOCAL_N    ?= 5
+BENCH_LOCAL_MAX  ?= 40
+BENCH_LOCAL_STEP ?= 5
+bench-local: build
+	$(GO) build -o $(BIN)/bench ./test/bench
+	$(BIN)/bench -local $(BENCH_LOCAL_N) -capacity $(BENCH_LOCAL_MAX) -capacity-step $(BENCH_LOCAL_STEP) $(BENCH_ARGS)
 
 ## bench-ipam: the allocator micro-benchmark, then allocations/s on two replicas vs kube-apiserver's ClusterIPs/s
 bench-ipam: build

@@ -15,6 +15,11 @@
 // With -profile-seconds, CPU profiles of butler-apiserver and kube-apiserver, and what
 // butler-apiserver allocates, are saved while the creates run and while each List is repeated,
 // and their heap profiles once N are loaded (go tool pprof -top <file>).
+//
+// With -lifecycle it measures the TenantCluster worker instead (lifecycle.go); with -local and
+// -capacity, the local provider on the same plane (local.go): create -> Ready of local clusters
+// one after the other with a timeline of where the time goes, and how many clusters the machine
+// holds Ready at once with the RSS and idle CPU of their processes.
 package main
 
 import (
@@ -50,6 +55,7 @@ type options struct {
 	root, crds, out, butlerArgs                                           string
 	keep, teams                                                           bool
 	lifecycle                                                             int
+	local                                                                 localOptions
 }
 
 func main() {
@@ -74,6 +80,18 @@ func main() {
 			"and give the CRD side a ResourceQuota of N TenantClusters per namespace")
 	flag.IntVar(&o.lifecycle, "lifecycle", 0,
 		"if > 0, measure the TenantCluster worker instead: this many TenantClusters created at once, until all their objects are written, then deleted")
+	flag.IntVar(&o.local.n, "local", 0,
+		"if > 0, measure the local provider instead: this many local TenantClusters created one after the other (each deleted before the next), "+
+			"create -> control plane Ready and -> Ready with -local-workers workers, and where the time goes")
+	flag.IntVar(&o.local.workers, "local-workers", 3, "workers of each -local cluster")
+	flag.IntVar(&o.local.capacityMax, "capacity", 0,
+		"if > 0, after -local (or alone): local TenantClusters held Ready at once, -capacity-step at a time up to this many, "+
+			"with the RSS and idle CPU of their processes after each step")
+	flag.IntVar(&o.local.capacityStep, "capacity-step", 5, "clusters created per -capacity step")
+	flag.IntVar(&o.local.capacityWork, "capacity-workers", 1, "workers of each -capacity cluster")
+	flag.DurationVar(&o.local.stepTimeout, "step-timeout", 5*time.Minute, "how long a -local cluster or a -capacity step may take to be Ready")
+	flag.DurationVar(&o.local.idle, "idle", 20*time.Second, "the window the idle CPU of -capacity is measured over")
+	flag.Int64Var(&o.local.minFreeMiB, "min-free-mib", 2048, "-capacity stops once MemAvailable is below this")
 	flag.Parse()
 
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -125,6 +143,9 @@ func run(ctx context.Context, o options) error {
 	logf("management plane up in %s", time.Since(started).Round(100*time.Millisecond))
 	if o.lifecycle > 0 {
 		return runLifecycle(ctx, p, o.lifecycle, o.out)
+	}
+	if o.local.n > 0 || o.local.capacityMax > 0 {
+		return runLocal(ctx, p, o.local, o.out)
 	}
 
 	// Sides and clients.

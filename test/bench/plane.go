@@ -87,7 +87,8 @@ func startPlane(root, dir, butlerArgs string) (*plane, error) {
 	return p, nil
 }
 
-// stop sends SIGTERM to local-up.sh, which stops the processes in order.
+// stop sends SIGTERM to local-up.sh, which stops the processes in order. A tenant's process
+// that outlived it (butler-localprovider was killed before it stopped them all) is killed.
 func (p *plane) stop() {
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
@@ -96,31 +97,115 @@ func (p *plane) stop() {
 		fmt.Fprintln(os.Stderr, "bench: local-up.sh did not stop within 90s; killing it")
 		_ = p.cmd.Process.Kill()
 	}
+	if left, err := p.tenantProcesses(); err == nil && len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "bench: %d tenants' processes outlived the plane; killing them\n", len(left))
+		for _, pids := range left {
+			for _, pid := range pids {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	}
 }
 
 // pid finds the process of the plane running the named binary: its first argument ends in
 // /name and its command line mentions the plane's directory.
 func (p *plane) pid(name string) (int, error) {
-	entries, err := os.ReadDir("/proc")
+	pids, err := scanProcesses(func(args []string, cmdline string) bool {
+		return filepath.Base(args[0]) == name && strings.Contains(cmdline, p.dir)
+	})
 	if err != nil {
 		return 0, err
 	}
+	if len(pids) == 0 {
+		return 0, fmt.Errorf("no %s process of the plane in %s", name, p.dir)
+	}
+	return pids[0], nil
+}
+
+// planeProcesses are the processes hack/local-up.sh starts.
+var planeProcesses = []string{"etcd", "kube-apiserver", "kube-controller-manager", "capi-manager", "butler-apiserver", "butler-localprovider"}
+
+// processes finds every process of planeProcesses.
+func (p *plane) processes() (map[string]int, error) {
+	out := map[string]int{}
+	for _, name := range planeProcesses {
+		pid, err := p.pid(name)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = pid
+	}
+	return out, nil
+}
+
+// tenantProcesses finds the tenants' processes butler-localprovider runs (kube-apiserver,
+// kube-controller-manager, kube-scheduler), by their command lines, which name files in the
+// tenant's state directory LOCAL_DIR/tenants/<TenantControlPlane UID>: the pids of each UID.
+func (p *plane) tenantProcesses() (map[string][]int, error) {
+	state := filepath.Join(p.dir, "tenants") + "/"
+	out := map[string][]int{}
+	_, err := scanProcesses(func(args []string, cmdline string) bool {
+		_, after, ok := strings.Cut(cmdline, state)
+		if !ok {
+			return false
+		}
+		uid, _, _ := strings.Cut(after, "/")
+		return uid != "" && !strings.ContainsAny(uid, "\x00 =")
+	}, func(pid int, cmdline string) {
+		_, after, _ := strings.Cut(cmdline, state)
+		uid, _, _ := strings.Cut(after, "/")
+		out[uid] = append(out[uid], pid)
+	})
+	return out, err
+}
+
+// scanProcesses returns the pids of the processes whose argument list matches, and gives each
+// to the optional found.
+func scanProcesses(match func(args []string, cmdline string) bool, found ...func(pid int, cmdline string)) ([]int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var pids []int
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || len(cmdline) == 0 {
+		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || len(data) == 0 {
 			continue
 		}
-		args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
-		if filepath.Base(args[0]) == name && strings.Contains(string(cmdline), p.dir) {
-			return pid, nil
+		cmdline := string(data)
+		if !match(strings.Split(strings.TrimRight(cmdline, "\x00"), "\x00"), cmdline) {
+			continue
+		}
+		pids = append(pids, pid)
+		for _, f := range found {
+			f(pid, cmdline)
 		}
 	}
-	return 0, fmt.Errorf("no %s process of the plane in %s", name, p.dir)
+	return pids, nil
 }
+
+// meminfo reads one field of /proc/meminfo, in bytes.
+func meminfo(field string) int64 {
+	data, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		name, value, ok := strings.Cut(line, ":")
+		if ok && name == field {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+func memAvailable() int64 { return meminfo("MemAvailable") }
+func memTotal() int64     { return meminfo("MemTotal") }
 
 // memory is what /proc/<pid>/status says of a process's resident memory.
 type memory struct {
