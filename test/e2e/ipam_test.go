@@ -32,6 +32,7 @@ type replicas struct {
 	dir     string
 	etcd    *exec.Cmd
 	servers []*exec.Cmd
+	configs []*rest.Config
 	clients []clientset.Interface
 }
 
@@ -44,7 +45,8 @@ func freePort(t testing.TB) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-func startReplicas(t testing.TB, n int) *replicas {
+// startReplicas starts an etcd and n replicas on it, each with the extra flags.
+func startReplicas(t testing.TB, n int, flags ...string) *replicas {
 	t.Helper()
 	root, _ := filepath.Abs("../..")
 	bin := filepath.Join(root, "_output", "bin")
@@ -69,6 +71,7 @@ func startReplicas(t testing.TB, n int) *replicas {
 		cmd := exec.Command(filepath.Join(bin, "butler-apiserver"), "--standalone", "--data-dir", dir,
 			"--etcd-servers", etcdURL, "--secure-port", fmt.Sprint(freePort(t)),
 			"--ipam-repair-interval", "1s", "--ipam-repair-grace", "2s")
+		cmd.Args = append(cmd.Args, flags...)
 		cmd.Stdout, cmd.Stderr = logFile, logFile
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -92,6 +95,7 @@ func startReplicas(t testing.TB, n int) *replicas {
 		if err != nil {
 			t.Fatalf("replica %d did not serve: %v", i, err)
 		}
+		r.configs = append(r.configs, config)
 		r.clients = append(r.clients, clientset.NewForConfigOrDie(config))
 	}
 	return r
@@ -104,14 +108,34 @@ func (r *replicas) stop() {
 			_ = s.Wait()
 		}
 	}
-	_ = r.etcd.Process.Kill()
-	_ = r.etcd.Wait()
+	if r.etcd.ProcessState == nil {
+		_ = r.etcd.Process.Kill()
+		_ = r.etcd.Wait()
+	}
 }
 
 // kill stops replica i at once, mid-request, as a crash would.
 func (r *replicas) kill(i int) {
 	_ = r.servers[i].Process.Kill()
 	_ = r.servers[i].Wait()
+}
+
+// rerun starts cmd's command line again, its output appended to the same log, as a
+// supervisor restarts a crashed process.
+func rerun(cmd *exec.Cmd) (*exec.Cmd, error) {
+	again := exec.Command(cmd.Path, cmd.Args[1:]...)
+	again.Stdout, again.Stderr = cmd.Stdout, cmd.Stderr
+	return again, again.Start()
+}
+
+// restart starts replica i again after kill; its clients reach it at the same port.
+func (r *replicas) restart(t testing.TB, i int) {
+	again, err := rerun(r.servers[i])
+	if err != nil {
+		t.Errorf("restarting replica %d: %v", i, err)
+		return
+	}
+	r.servers[i] = again
 }
 
 func createTestPool(t testing.TB, c clientset.Interface, ns, name, cidr string) {
