@@ -217,32 +217,47 @@ func (c *Controller) reconcileCluster(ctx context.Context, key string) error {
 		c.kwoks.Stop(key)
 		return nil
 	}
-	ep := lc.Spec.ControlPlaneEndpoint
-	cond := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse,
-		Reason:  ReasonWaitingForControlPlaneEndpoint,
-		Message: "waiting for the control plane provider to set spec.controlPlaneEndpoint"}
-	provisioned := ep.Host != "" && ep.Port != 0
-	if provisioned {
-		cond = metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonProvisioned,
-			Message: fmt.Sprintf("the control plane serves at %s:%d; machines run on this host", ep.Host, ep.Port)}
+	cluster := clusterOf(lc.OwnerReferences, lc.Labels, lc.Name)
+	secret, err := c.secrets.Secrets(ns).Get(cluster + "-kubeconfig")
+	if apierrors.IsNotFound(err) {
+		secret = nil // the Secret's event brings us back
+	} else if err != nil {
+		return err
 	}
+	provisioned, cond := clusterReadiness(lc, cluster, secret != nil)
 	if err := c.applyClusterStatus(ctx, lc, provisioned, cond); err != nil {
 		return err
 	}
-	if !provisioned {
+	if !provisioned || secret == nil {
 		return nil
 	}
 	// One kwok per tenant cluster, from the moment its admin kubeconfig exists, so the first
 	// Node is kept the moment it registers.
-	cluster := clusterOf(lc.OwnerReferences, lc.Labels, lc.Name)
-	secret, err := c.secrets.Secrets(ns).Get(cluster + "-kubeconfig")
-	if apierrors.IsNotFound(err) {
-		return nil // the Secret's event brings us back
-	}
-	if err != nil {
-		return err
-	}
 	return c.kwoks.Ensure(key, secret.Data["value"])
+}
+
+// clusterReadiness is whether a LocalCluster is provisioned, and its Ready condition: once the
+// control plane provider has set spec.controlPlaneEndpoint and written the cluster's
+// <cluster>-kubeconfig Secret. Cluster API's ClusterCache connects to a cluster the moment its
+// infrastructure is provisioned and, when the kubeconfig Secret is not there yet, tries again
+// only 30 s later (ConnectionCreationRetryInterval, no flag): until it connects no Machine gets
+// its nodeRef. A LocalCluster provisioned once stays so when the Secret goes (status.initialization
+// is set once, by contract).
+func clusterReadiness(lc *LocalCluster, cluster string, kubeconfig bool) (bool, metav1.Condition) {
+	ep := lc.Spec.ControlPlaneEndpoint
+	was := lc.Status.Initialization != nil && lc.Status.Initialization.Provisioned != nil && *lc.Status.Initialization.Provisioned
+	switch {
+	case ep.Host == "" || ep.Port == 0:
+		return false, metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse,
+			Reason:  ReasonWaitingForControlPlaneEndpoint,
+			Message: "waiting for the control plane provider to set spec.controlPlaneEndpoint"}
+	case !kubeconfig && !was:
+		return false, metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse,
+			Reason:  ReasonWaitingForKubeconfig,
+			Message: fmt.Sprintf("waiting for the control plane provider to write the Secret %s-kubeconfig", cluster)}
+	}
+	return true, metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonProvisioned,
+		Message: fmt.Sprintf("the control plane serves at %s:%d; machines run on this host", ep.Host, ep.Port)}
 }
 
 // clusterOf is the Cluster API Cluster an infrastructure object belongs to: its Cluster

@@ -96,3 +96,40 @@ func TestBootstrapData(t *testing.T) {
 		})
 	}
 }
+
+// TestClusterReadiness: a LocalCluster is provisioned once its control plane endpoint is set
+// and the cluster's kubeconfig Secret exists (Cluster API's ClusterCache connects the moment it
+// is, and waits 30 s after a failed connect), and stays provisioned when the Secret goes.
+func TestClusterReadiness(t *testing.T) {
+	yes := true
+	endpoint := clusterv1.APIEndpoint{Host: "127.0.0.1", Port: 36001}
+	cases := []struct {
+		name        string
+		endpoint    clusterv1.APIEndpoint
+		was         bool
+		kubeconfig  bool
+		provisioned bool
+		reason      string
+	}{
+		{"no endpoint", clusterv1.APIEndpoint{}, false, true, false, ReasonWaitingForControlPlaneEndpoint},
+		{"an endpoint, no kubeconfig yet", endpoint, false, false, false, ReasonWaitingForKubeconfig},
+		{"an endpoint and the kubeconfig", endpoint, false, true, true, ReasonProvisioned},
+		{"provisioned before, the kubeconfig gone", endpoint, true, false, true, ReasonProvisioned},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			lc := &LocalCluster{}
+			lc.Spec.ControlPlaneEndpoint = tc.endpoint
+			if tc.was {
+				lc.Status.Initialization = &Initialization{Provisioned: &yes}
+			}
+			provisioned, cond := clusterReadiness(lc, "prod", tc.kubeconfig)
+			if provisioned != tc.provisioned || cond.Reason != tc.reason {
+				t.Fatalf("provisioned %v, reason %s; want %v, %s", provisioned, cond.Reason, tc.provisioned, tc.reason)
+			}
+			if want := map[bool]metav1.ConditionStatus{true: metav1.ConditionTrue, false: metav1.ConditionFalse}[provisioned]; cond.Status != want {
+				t.Fatalf("condition %s, want %s", cond.Status, want)
+			}
+		})
+	}
+}

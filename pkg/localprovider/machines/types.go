@@ -48,6 +48,7 @@ const (
 
 	ReasonProvisioned                    = "Provisioned"
 	ReasonWaitingForControlPlaneEndpoint = "WaitingForControlPlaneEndpoint"
+	ReasonWaitingForKubeconfig           = "WaitingForKubeconfig"
 	ReasonWaitingForMachine              = "WaitingForMachine"
 	ReasonWaitingForBootstrapData        = "WaitingForBootstrapData"
 	ReasonBootstrapDataInvalid           = "BootstrapDataInvalid"
