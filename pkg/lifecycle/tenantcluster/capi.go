@@ -177,7 +177,11 @@ func (c *Controller) hostedReady(ctx context.Context, s *state, cp *unstructured
 	}
 	s.version, s.endpoint = version, endpoint
 	if state != "Ready" {
-		return steps.Waiting("TenantControlPlaneNotReady", "TenantControlPlane %s/%s is %s", s.namespace, s.tc.Name, orDefault(state, "not ready yet")), nil
+		why := ""
+		if msg := tcp.GetAnnotations()[external.LocalProviderMessageAnnotation]; msg != "" {
+			why = ": " + msg // e.g. the version is being built, for minutes
+		}
+		return steps.Waiting("TenantControlPlaneNotReady", "TenantControlPlane %s/%s is %s%s", s.namespace, s.tc.Name, orDefault(state, "not ready yet"), why), nil
 	}
 	if version != s.tc.Spec.KubernetesVersion {
 		return steps.Waiting("Upgrading", "the control plane runs %s and is moving to %s", version, s.tc.Spec.KubernetesVersion), nil

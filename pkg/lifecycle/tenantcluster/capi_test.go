@@ -141,6 +141,18 @@ func TestEnsureControlPlaneWaitsForStewardInOrder(t *testing.T) {
 	r, err = c.ensureControlPlane(ctx, s)
 	wantResult(t, "TenantControlPlane not ready", r, err, false, "TenantControlPlaneNotReady")
 
+	// What the local provider says on it (a version being built) is in the message.
+	tcp.SetAnnotations(map[string]string{external.LocalProviderMessageAnnotation: "building v1.30.2 from the module proxy"})
+	tcp.SetResourceVersion("")
+	if err := client.Tracker().Update(external.TenantControlPlaneGVR, tcp, s.namespace); err != nil {
+		t.Fatal(err)
+	}
+	r, err = c.ensureControlPlane(ctx, s)
+	wantResult(t, "TenantControlPlane building", r, err, false, "TenantControlPlaneNotReady")
+	if !strings.HasSuffix(r.Message, "is not ready yet: building v1.30.2 from the module proxy") {
+		t.Errorf("message %q does not say why", r.Message)
+	}
+
 	setStatus(t, client, external.TenantControlPlaneGVK, s.namespace, "prod", map[string]any{
 		"controlPlaneEndpoint": "10.0.0.10:6443",
 		"kubernetesResources":  map[string]any{"version": map[string]any{"version": "v1.35.0", "status": "Ready"}},

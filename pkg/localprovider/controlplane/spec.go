@@ -7,6 +7,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 )
 
 // The kinds this package reads and writes.
@@ -30,8 +32,8 @@ const (
 	Finalizer = "localprovider.butlerlabs.dev/processes"
 	// ReasonAnnotation and MessageAnnotation on a TenantControlPlane say why it is not Ready
 	// (Steward's status has no conditions); the StewardControlPlane mirrors them.
-	ReasonAnnotation  = "localprovider.butlerlabs.dev/reason"
-	MessageAnnotation = "localprovider.butlerlabs.dev/message"
+	ReasonAnnotation  = external.LocalProviderReasonAnnotation
+	MessageAnnotation = external.LocalProviderMessageAnnotation
 	// ClusterNameLabel is Cluster API's label naming the Cluster an object belongs to.
 	ClusterNameLabel = "cluster.x-k8s.io/cluster-name"
 )
