@@ -269,6 +269,12 @@ func (c *Controller) ensureWorkers(ctx context.Context, s *state) (steps.Result,
 	ready, _, _ := unstructured.NestedInt64(got.Object, "status", "readyReplicas")
 	upToDate, _, _ := unstructured.NestedInt64(got.Object, "status", "upToDateReplicas")
 	s.readyWorkers = int32(ready)
+	// Counts of an older generation say nothing of this one: right after a version change every
+	// old machine is still "up to date" until Cluster API has seen the new template.
+	if observed, _, _ := unstructured.NestedInt64(got.Object, "status", "observedGeneration"); observed < got.GetGeneration() {
+		return steps.Waiting("WorkersNotReady", "MachineDeployment %s/%s: Cluster API has not seen generation %d yet (status is of %d)",
+			got.GetNamespace(), got.GetName(), got.GetGeneration(), observed), nil
+	}
 	if int32(replicas) == want && int32(ready) == want && int32(upToDate) == want {
 		return steps.Ready("WorkersReady", "%d of %d workers ready at %s", ready, want, s.tc.Spec.KubernetesVersion), nil
 	}

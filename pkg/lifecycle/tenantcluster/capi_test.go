@@ -250,6 +250,26 @@ func TestEnsureWorkers(t *testing.T) {
 	r, err = c.ensureWorkers(ctx, s)
 	wantResult(t, "all ready", r, err, true, "WorkersReady")
 
+	// A new generation (the version moved): the counts of the last one do not make it ready
+	// until Cluster API has observed it.
+	obj, err := client.Tracker().Get(external.MachineDeploymentGVR, s.namespace, "prod-workers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := obj.(*unstructured.Unstructured).DeepCopy()
+	u.SetGeneration(2)
+	if err := client.Tracker().Update(external.MachineDeploymentGVR, u, s.namespace); err != nil {
+		t.Fatal(err)
+	}
+	setStatus(t, client, external.MachineDeploymentGVK, s.namespace, "prod-workers", map[string]any{"observedGeneration": int64(1),
+		"replicas": int64(3), "readyReplicas": int64(3), "upToDateReplicas": int64(3)})
+	r, err = c.ensureWorkers(ctx, s)
+	wantResult(t, "a generation not observed yet", r, err, false, "WorkersNotReady")
+	setStatus(t, client, external.MachineDeploymentGVK, s.namespace, "prod-workers", map[string]any{"observedGeneration": int64(2),
+		"replicas": int64(3), "readyReplicas": int64(3), "upToDateReplicas": int64(3)})
+	r, err = c.ensureWorkers(ctx, s)
+	wantResult(t, "the new generation rolled out", r, err, true, "WorkersReady")
+
 	// Cleanup deletes the MachineDeployment, and once it is gone, the template.
 	gone, err := c.cleanupWorkers(ctx, s)
 	if err != nil || gone {
