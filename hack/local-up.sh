@@ -15,6 +15,12 @@
 #                                 loopback ports (default: free ones)
 #   BIN                           where the binaries are (default _output/bin; built when missing)
 #   BUTLER_APISERVER_ARGS         extra flags for butler-apiserver
+#   BUTLER_APISERVER_REPLICAS     how many butler-apiserver replicas (default 1). The APIService
+#                                 reaches the first; the others (butler-apiserver-1, ...) serve on
+#                                 ports of their own and stand by for the workers' Lease, as the
+#                                 replicas of a Deployment do.
+#   RESTART_GRACE                 seconds a process may be gone (restarted by hand or by a test)
+#                                 before the plane stops (default 3)
 #   TENANT_PORT_RANGE             loopback ports of the tenants' kube-apiservers (default 30000-32000)
 #   KUBE_VERSIONS_DIR             where other Kubernetes versions are built (default _output/kube-versions)
 set -euo pipefail
@@ -180,7 +186,9 @@ cleanup() {
   # kube-apiserver before etcd: with etcd gone first it hangs on shutdown. The local provider
   # first: it stops the tenants' kube-apiservers, which store in this etcd.
   stop butler-localprovider
-  stop butler-apiserver
+  for name in "${!pids[@]}"; do
+    [[ "${name}" == butler-apiserver* ]] && stop "${name}"
+  done
   stop capi-manager
   stop kube-controller-manager
   stop kube-apiserver
@@ -303,16 +311,25 @@ kc apply -f "${ROOT}/artifacts/deploy/rbac.yaml" -f "${ROOT}/artifacts/deploy/cl
 kc patch apiservice v1alpha1.butler.butlerlabs.dev --type merge -p \
   "{\"spec\":{\"caBundle\":\"$(base64 -w0 "${PKI}/ca.crt")\",\"service\":{\"port\":${BUTLER_APISERVER_PORT}}}}" >/dev/null
 
-# shellcheck disable=SC2086 # BUTLER_APISERVER_ARGS is a list of flags
-start butler-apiserver "${BIN}/butler-apiserver" \
-  --etcd-servers "http://127.0.0.1:${ETCD_PORT}" \
-  --kubeconfig "${LOCAL_DIR}/butler-apiserver.kubeconfig" \
-  --authentication-kubeconfig "${LOCAL_DIR}/butler-apiserver.kubeconfig" \
-  --authorization-kubeconfig "${LOCAL_DIR}/butler-apiserver.kubeconfig" \
-  --bind-address 127.0.0.1 --secure-port "${BUTLER_APISERVER_PORT}" \
-  --tls-cert-file "${PKI}/butler-apiserver-serving.crt" --tls-private-key-file "${PKI}/butler-apiserver-serving.key" \
-  --data-dir "${LOCAL_DIR}/butler-apiserver" \
-  ${BUTLER_APISERVER_ARGS:-}
+# start_butler NAME PORT
+start_butler() {
+  # shellcheck disable=SC2086 # BUTLER_APISERVER_ARGS is a list of flags
+  start "$1" "${BIN}/butler-apiserver" \
+    --etcd-servers "http://127.0.0.1:${ETCD_PORT}" \
+    --kubeconfig "${LOCAL_DIR}/butler-apiserver.kubeconfig" \
+    --authentication-kubeconfig "${LOCAL_DIR}/butler-apiserver.kubeconfig" \
+    --authorization-kubeconfig "${LOCAL_DIR}/butler-apiserver.kubeconfig" \
+    --bind-address 127.0.0.1 --secure-port "$2" \
+    --tls-cert-file "${PKI}/butler-apiserver-serving.crt" --tls-private-key-file "${PKI}/butler-apiserver-serving.key" \
+    --data-dir "${LOCAL_DIR}/$1" \
+    ${BUTLER_APISERVER_ARGS:-}
+}
+start_butler butler-apiserver "${BUTLER_APISERVER_PORT}"
+butler_replicas=(butler-apiserver)
+for ((i = 1; i < ${BUTLER_APISERVER_REPLICAS:-1}; i++)); do
+  start_butler "butler-apiserver-${i}" "$(free_port)"
+  butler_replicas+=("butler-apiserver-${i}")
+done
 
 apiservice_available() {
   [[ "$(kc get apiservice v1alpha1.butler.butlerlabs.dev \
@@ -329,7 +346,7 @@ cat <<BANNER
 
 Management plane is up (state and logs in ${LOCAL_DIR}):
   kube-apiserver    https://127.0.0.1:${KUBE_APISERVER_PORT}
-  butler-apiserver  https://127.0.0.1:${BUTLER_APISERVER_PORT}  (APIService v1alpha1.butler.butlerlabs.dev: Available)
+  butler-apiserver  https://127.0.0.1:${BUTLER_APISERVER_PORT}  (APIService v1alpha1.butler.butlerlabs.dev: Available; ${#butler_replicas[@]} replica(s))
   etcd              http://127.0.0.1:${ETCD_PORT}
   tenants           butler-localprovider, control planes on 127.0.0.1:${TENANT_PORT_RANGE:-30000-32000} (state in ${LOCAL_DIR}/tenants)
   capi-manager      Cluster API core controllers (webhooks on 127.0.0.1:${CAPI_WEBHOOK_PORT})
@@ -345,7 +362,7 @@ BANNER
 alive() { kill -0 "$(<"${RUN}/$1.pid")" 2>/dev/null; }
 while true; do
   for name in "${!pids[@]}"; do
-    alive "${name}" || { sleep 3; alive "${name}"; } || die "${name} exited; see ${LOGS}/${name}.log"
+    alive "${name}" || { sleep "${RESTART_GRACE:-3}"; alive "${name}"; } || die "${name} exited; see ${LOGS}/${name}.log"
   done
   sleep 1 &
   wait $! || true

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,6 +30,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
 )
 
@@ -601,5 +603,217 @@ func TestFaultEtcdOutage(t *testing.T) {
 	fmt.Sscan(bc.GetLabels()["r2-seq-0"], &stored)
 	if stored < lastAckedSeq.Load() {
 		t.Errorf("the ButlerConfig's last acknowledged update was %d, it holds %d", lastAckedSeq.Load(), stored)
+	}
+}
+
+// workersLease is the Lease that elects the replica whose workers act.
+const workersLeaseNamespace, workersLeaseName = "butler-system", "butler-apiserver-workers"
+
+// leaderProcess says which of the plane's butler-apiserver processes holds the workers' Lease,
+// by the identity its log says it started leading as.
+func leaderProcess(t *testing.T, replicas []string) (name, identity string) {
+	t.Helper()
+	lease, err := plane.kube.CoordinationV1().Leases(workersLeaseNamespace).Get(context.Background(), workersLeaseName, metav1.GetOptions{})
+	if err != nil || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
+		return "", ""
+	}
+	identity = *lease.Spec.HolderIdentity
+	for _, r := range replicas {
+		log, err := os.ReadFile(filepath.Join(plane.dir, "logs", r+".log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(log), `"Leading: starting the workers"`) && strings.Contains(string(log), `identity="`+identity+`"`) {
+			return r, identity
+		}
+	}
+	return "", identity
+}
+
+// TestFaultWorkersLeaderKilled (R4): the plane runs two butler-apiserver replicas
+// (BUTLER_APISERVER_REPLICAS=2, as make test-faults sets). 20 local TenantClusters are applied
+// at once; while they provision, the replica leading the workers is killed with SIGKILL and
+// stays down until the other has taken the Lease (then it is started again, as a Deployment
+// would). Every cluster becomes Ready with exactly one Cluster, StewardControlPlane,
+// TenantControlPlane, MachineDeployment and Machine, and one process of each control plane
+// component. Then the 20 are deleted at once: no TenantCluster, tenant namespace, CAPI or
+// Steward object, IPAllocation, process or etcd key under a tenant's prefix is left.
+func TestFaultWorkersLeaderKilled(t *testing.T) {
+	const clusters = 20
+	replicas := []string{"butler-apiserver", "butler-apiserver-1"}
+	if _, err := os.Stat(filepath.Join(plane.dir, "run", replicas[1]+".pid")); err != nil {
+		t.Fatalf("this test needs the plane started with BUTLER_APISERVER_REPLICAS=2 (make test-faults): %v", err)
+	}
+	ctx := context.Background()
+	var leader, identity string
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		leader, identity = leaderProcess(t, replicas)
+		return leader != "", nil
+	})
+	if err != nil {
+		t.Fatalf("no replica leads the workers (Lease holder %q)", identity)
+	}
+
+	ns := namespace(t, "e2e-r4")
+	// Addresses from a pool (network mode ipam), so deletion must give them back.
+	manifest := fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
+kind: NetworkPool
+metadata: {name: r4, namespace: %[1]s}
+spec: {cidr: 10.80.0.0/22}
+---
+apiVersion: butler.butlerlabs.dev/v1alpha1
+kind: ProviderConfig
+metadata: {name: local, namespace: %[1]s}
+spec:
+  provider: local
+  network: {mode: ipam, poolRefs: [{name: r4}]}
+`, ns)
+	for i := 0; i < clusters; i++ {
+		manifest += fmt.Sprintf(`---
+apiVersion: butler.butlerlabs.dev/v1alpha1
+kind: TenantCluster
+metadata: {name: r4-%02d, namespace: %s}
+spec:
+  kubernetesVersion: v1.36.3
+  providerConfigRef: {name: local}
+  workers: {replicas: 1, machineTemplate: {os: {type: talos}}}
+`, i, ns)
+	}
+	mustApply(t, manifest)
+	created := time.Now()
+	names := make([]string, clusters)
+	for i := range names {
+		names[i] = fmt.Sprintf("r4-%02d", i)
+	}
+
+	// Mid-provisioning: once every cluster has its tenant namespace and before any is Ready.
+	provisioning := func(ctx context.Context) (bool, error) {
+		list, err := plane.butler.ButlerV1alpha1().TenantClusters(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		started := 0
+		for _, tc := range list.Items {
+			if tc.Status.TenantNamespace != "" {
+				started++
+			}
+		}
+		return started == clusters, nil
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, provisioning); err != nil {
+		t.Fatalf("the clusters did not start provisioning: %v", err)
+	}
+	readyAtKill := 0
+	list, err := plane.butler.ButlerV1alpha1().TenantClusters(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range list.Items {
+		if tc.Status.Phase == v1alpha1.TenantClusterReady {
+			readyAtKill++
+		}
+	}
+	startAgain := kill(t, leader)
+	killedAt := time.Now()
+	var newLeader string
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		newLeader, _ = leaderProcess(t, replicas)
+		return newLeader != "" && newLeader != leader, nil
+	})
+	if err != nil {
+		startAgain()
+		t.Fatalf("no other replica took the workers' Lease within a minute of killing %s", leader)
+	}
+	tookOver := time.Since(killedAt)
+	startAgain()
+	t.Logf("R4: %s (leading) killed %s after the create, with %d of %d clusters Ready; %s took the Lease %s later",
+		leader, killedAt.Sub(created).Round(100*time.Millisecond), readyAtKill, clusters, newLeader, tookOver.Round(100*time.Millisecond))
+
+	// Every cluster Ready, once, and nothing made twice.
+	t.Run("ready", func(t *testing.T) {
+		for _, name := range names {
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				waitReady(t, ns, name, 1, 10*time.Minute)
+			})
+		}
+	})
+	t.Logf("R4: all %d Ready %s after the create", clusters, time.Since(created).Round(100*time.Millisecond))
+	if t.Failed() {
+		return
+	}
+	if pool, err := plane.butler.ButlerV1alpha1().NetworkPools(ns).Get(ctx, "r4", metav1.GetOptions{}); err != nil || pool.Status.AllocatedIPs == 0 {
+		t.Errorf("pool r4 with %d clusters Ready: %+v (%v)", clusters, pool.Status, err)
+	} else {
+		t.Logf("R4: the %d clusters hold %d addresses in %d IPAllocations", clusters, pool.Status.AllocatedIPs, pool.Status.AllocationCount)
+	}
+	d := dynamicClient(t)
+	uids := map[string]string{} // tenant namespace -> TenantControlPlane UID
+	var etcd *clientv3.Client
+	for _, name := range names {
+		tc, err := plane.butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tenantNS := tc.Status.TenantNamespace
+		for r, n := range map[schema.GroupVersionResource]int{clustersGVR: 1, stewardCPGVR: 1, tenantCPGVR: 1, machineDeploymentsGVR: 1, external.MachineGVR: 1} {
+			list, err := d.Resource(r).Namespace(tenantNS).List(ctx, metav1.ListOptions{})
+			if err != nil || len(list.Items) != n {
+				t.Errorf("%s: %s in %s: %d, want %d (%v)", name, r.Resource, tenantNS, len(list.Items), n, err)
+			}
+		}
+		tcp, err := d.Resource(tenantCPGVR).Namespace(tenantNS).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		uid := string(tcp.GetUID())
+		uids[tenantNS] = uid
+		want := map[string]int{"kube-apiserver": 1, "kube-controller-manager": 1, "kube-scheduler": 1}
+		if got := tenantProcesses(t, uid); !maps.Equal(got, want) {
+			t.Errorf("%s: tenant processes %v, want one of each", name, got)
+		}
+		if etcd == nil {
+			etcd = lcpEtcd(t, lcpPids(t, filepath.Join(plane.dir, "tenants", uid))["kube-apiserver"])
+		}
+	}
+
+	// All 20 deleted at once.
+	deleted := time.Now()
+	mustKubectl(t, "delete", "tc", "--all", "-n", ns, "--wait=false")
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
+		list, err := plane.butler.ButlerV1alpha1().TenantClusters(ns).List(ctx, metav1.ListOptions{})
+		return err == nil && len(list.Items) == 0, nil
+	})
+	if err != nil {
+		t.Fatalf("the TenantClusters were not gone 10 minutes after the delete")
+	}
+	t.Logf("R4: all %d deleted %s after the delete", clusters, time.Since(deleted).Round(100*time.Millisecond))
+	for tenantNS, uid := range uids {
+		if got := tenantProcesses(t, uid); len(got) != 0 {
+			t.Errorf("%s: processes left: %v", tenantNS, got)
+		}
+		if n := lcpKeys(t, etcd, "/"+uid+"/"); n != 0 {
+			t.Errorf("%s: %d etcd keys left under /%s/", tenantNS, n, uid)
+		}
+		if _, err := plane.kube.CoreV1().Namespaces().Get(ctx, tenantNS, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("tenant namespace %s is still there (%v)", tenantNS, err)
+		}
+	}
+	for _, r := range []schema.GroupVersionResource{clustersGVR, stewardCPGVR, tenantCPGVR, machineDeploymentsGVR, external.MachineGVR} {
+		list, err := d.Resource(r).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range list.Items {
+			if _, ours := uids[o.GetNamespace()]; ours {
+				t.Errorf("%s %s/%s is left", r.Resource, o.GetNamespace(), o.GetName())
+			}
+		}
+	}
+	if allocs, err := plane.butler.ButlerV1alpha1().IPAllocations(ns).List(ctx, metav1.ListOptions{}); err != nil || len(allocs.Items) != 0 {
+		t.Errorf("IPAllocations left in %s: %d (%v)", ns, len(allocs.Items), err)
+	}
+	if pool, err := plane.butler.ButlerV1alpha1().NetworkPools(ns).Get(ctx, "r4", metav1.GetOptions{}); err != nil || pool.Status.AllocatedIPs != 0 {
+		t.Errorf("pool r4 after the delete: %+v (%v)", pool.Status, err)
 	}
 }

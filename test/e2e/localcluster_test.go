@@ -336,6 +336,13 @@ func TestLocalTenantClusterPerOS(t *testing.T) {
 // environment and log, recording its pid where hack/local-up.sh stops it by.
 func restart(t *testing.T, name string) {
 	t.Helper()
+	kill(t, name)()
+}
+
+// kill SIGKILLs the plane's process name and returns what starts it again (hack/local-up.sh
+// waits RESTART_GRACE seconds for that).
+func kill(t *testing.T, name string) (startAgain func()) {
+	t.Helper()
 	pidFile := filepath.Join(plane.dir, "run", name+".pid")
 	data, err := os.ReadFile(pidFile)
 	if err != nil {
@@ -359,20 +366,23 @@ func restart(t *testing.T, name string) {
 	for lcpAlive(pid) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	log, err := os.OpenFile(filepath.Join(plane.dir, "logs", name+".log"), os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer log.Close()
-	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Env, cmd.Stdout, cmd.Stderr = env, log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("restarting %s: %v", name, err)
-	}
-	go func() { _ = cmd.Wait() }() // reaped when local-up stops it
-	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
-		t.Fatal(err)
+	return func() {
+		t.Helper()
+		log, err := os.OpenFile(filepath.Join(plane.dir, "logs", name+".log"), os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer log.Close()
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.Env, cmd.Stdout, cmd.Stderr = env, log, log
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("restarting %s: %v", name, err)
+		}
+		go func() { _ = cmd.Wait() }() // reaped when local-up stops it
+		if err := os.WriteFile(pidFile, []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
