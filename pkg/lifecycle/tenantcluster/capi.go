@@ -3,6 +3,7 @@ package tenantcluster
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -275,11 +276,44 @@ func (c *Controller) ensureWorkers(ctx context.Context, s *state) (steps.Result,
 		return steps.Waiting("WorkersNotReady", "MachineDeployment %s/%s: Cluster API has not seen generation %d yet (status is of %d)",
 			got.GetNamespace(), got.GetName(), got.GetGeneration(), observed), nil
 	}
+	// Nor are the up-to-date counts current at once: Cluster API sums its MachineSets' statuses,
+	// which their own controller updates later. The versions its machines run are what says a
+	// version change has rolled (status.versions, Cluster API >= 1.14).
 	if int32(replicas) == want && int32(ready) == want && int32(upToDate) == want {
+		if rolled, versions := atVersion(got, s.tc.Spec.KubernetesVersion, want); !rolled {
+			return steps.Waiting("WorkersNotReady", "%d of %d workers ready, rolling to %s (machines at %s; MachineDeployment %s/%s)",
+				ready, want, s.tc.Spec.KubernetesVersion, versions, got.GetNamespace(), got.GetName()), nil
+		}
 		return steps.Ready("WorkersReady", "%d of %d workers ready at %s", ready, want, s.tc.Spec.KubernetesVersion), nil
 	}
 	return steps.Waiting("WorkersNotReady", "%d of %d workers ready, %d up to date (MachineDeployment %s/%s)",
 		ready, want, upToDate, got.GetNamespace(), got.GetName()), nil
+}
+
+// atVersion says whether a MachineDeployment's status.versions puts all its want machines at
+// version, and what it says ("v1.30.1: 2, v1.30.2: 1"). Without the field (a Cluster API before
+// 1.14) it cannot say otherwise.
+func atVersion(md *unstructured.Unstructured, version string, want int32) (bool, string) {
+	versions, found, _ := unstructured.NestedSlice(md.Object, "status", "versions")
+	if !found {
+		return true, ""
+	}
+	rolled, total := true, int64(0)
+	var parts []string
+	for _, v := range versions {
+		m, _ := v.(map[string]any)
+		name, _, _ := unstructured.NestedString(m, "version")
+		n, _, _ := unstructured.NestedInt64(m, "replicas")
+		parts = append(parts, fmt.Sprintf("%s: %d", name, n))
+		total += n
+		if name != version && n > 0 {
+			rolled = false
+		}
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "none")
+	}
+	return rolled && total == int64(want), strings.Join(parts, ", ")
 }
 
 func (c *Controller) cleanupWorkers(ctx context.Context, s *state) (bool, error) {

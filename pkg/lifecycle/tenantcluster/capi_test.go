@@ -265,8 +265,25 @@ func TestEnsureWorkers(t *testing.T) {
 		"replicas": int64(3), "readyReplicas": int64(3), "upToDateReplicas": int64(3)})
 	r, err = c.ensureWorkers(ctx, s)
 	wantResult(t, "a generation not observed yet", r, err, false, "WorkersNotReady")
+	// Observed, but the MachineSets' counts are not current yet: the machines' versions say
+	// the old ones still run.
+	oldVersion := map[string]any{"version": "v1.35.0", "replicas": int64(3)}
+	newVersion := func(n int64) map[string]any {
+		return map[string]any{"version": s.tc.Spec.KubernetesVersion, "replicas": n}
+	}
 	setStatus(t, client, external.MachineDeploymentGVK, s.namespace, "prod-workers", map[string]any{"observedGeneration": int64(2),
-		"replicas": int64(3), "readyReplicas": int64(3), "upToDateReplicas": int64(3)})
+		"replicas": int64(3), "readyReplicas": int64(3), "upToDateReplicas": int64(3), "versions": []any{oldVersion}})
+	r, err = c.ensureWorkers(ctx, s)
+	wantResult(t, "old machines counted up to date", r, err, false, "WorkersNotReady")
+	if !strings.Contains(r.Message, "v1.35.0: 3") {
+		t.Errorf("message %q does not say which versions run", r.Message)
+	}
+	setStatus(t, client, external.MachineDeploymentGVK, s.namespace, "prod-workers", map[string]any{"observedGeneration": int64(2),
+		"replicas": int64(3), "readyReplicas": int64(3), "upToDateReplicas": int64(3), "versions": []any{newVersion(2)}})
+	r, err = c.ensureWorkers(ctx, s)
+	wantResult(t, "two of three at the version", r, err, false, "WorkersNotReady")
+	setStatus(t, client, external.MachineDeploymentGVK, s.namespace, "prod-workers", map[string]any{"observedGeneration": int64(2),
+		"replicas": int64(3), "readyReplicas": int64(3), "upToDateReplicas": int64(3), "versions": []any{newVersion(3)}})
 	r, err = c.ensureWorkers(ctx, s)
 	wantResult(t, "the new generation rolled out", r, err, true, "WorkersReady")
 
