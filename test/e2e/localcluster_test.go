@@ -274,8 +274,8 @@ spec:
 
 // TestLocalTenantClusterPerOS: a TenantCluster of one worker for each of three more OS formats
 // (talos is TestLocalTenantCluster's) becomes Ready with a Node that joined using nothing but
-// the data rendered for its OS. Rocky is limited to Kubernetes v1.30.2 by the API, a version
-// the local provider would first build (minutes); its data joins in TestLocalMachineJoins.
+// the data rendered for its OS. Rocky, limited to Kubernetes v1.30.2 by the API, is
+// TestLocalTenantClusterRockyUpgrade's.
 func TestLocalTenantClusterPerOS(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t, "e2e-local-os")
