@@ -144,10 +144,16 @@ func (c *Controller) ensureControlPlane(ctx context.Context, s *state) (steps.Re
 	if err != nil {
 		return steps.Failure("InvalidSpec", "%v", err), nil
 	}
-	applied, failed, err := c.applyAll(ctx, cluster, cp)
+	applied, failed, err := c.applyAll(ctx, cluster)
 	if failed != nil || err != nil {
 		return deref(failed), err
 	}
+	controlplane.SetClusterOwner(cp, applied[0])
+	appliedCP, failed, err := c.applyAll(ctx, cp)
+	if failed != nil || err != nil {
+		return deref(failed), err
+	}
+	applied = append(applied, appliedCP...)
 	if s.tc.Spec.ControlPlane.Type == v1alpha1.ControlPlaneStandalone {
 		return c.standaloneReady(ctx, s, applied[0], applied[1])
 	}

@@ -2,6 +2,7 @@ package tenantcluster
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -368,5 +369,35 @@ func TestEnsureAddons(t *testing.T) {
 	wantResult(t, "all installed", r, err, true, "AddonsInstalled")
 	if len(s.addons) != 4 {
 		t.Errorf("observed addons %v", s.addons)
+	}
+}
+
+// The control plane object carries the Cluster's ownerReference from the first pass, as Cluster
+// API's Cluster controller would set it, so the control plane provider need not wait for that
+// controller.
+func TestEnsureControlPlaneSetsClusterOwner(t *testing.T) {
+	objs, client := fakeObjects(t)
+	c := &Controller{objects: objs, kube: kubefake.NewSimpleClientset()}
+	s := stepState(v1alpha1.ProviderAWS)
+	ctx := context.Background()
+	stored := &unstructured.Unstructured{}
+	stored.SetGroupVersionKind(external.ClusterGVK)
+	stored.SetName("prod")
+	stored.SetNamespace(s.namespace)
+	stored.SetUID("cluster-uid")
+	if err := client.Tracker().Create(external.MustGVR(external.ClusterGVK), stored, s.namespace); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ensureControlPlane(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	got, err := client.Tracker().Get(external.MustGVR(external.StewardControlPlaneGVK), s.namespace, "prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs := got.(*unstructured.Unstructured).GetOwnerReferences()
+	want := metav1.OwnerReference{APIVersion: "cluster.x-k8s.io/v1beta2", Kind: "Cluster", Name: "prod", UID: "cluster-uid"}
+	if len(refs) != 1 || !reflect.DeepEqual(refs[0], want) {
+		t.Errorf("StewardControlPlane ownerReferences %+v, want [%+v]", refs, want)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
@@ -177,4 +178,28 @@ func nonEmpty(s string) []string {
 		return nil
 	}
 	return []string{s}
+}
+
+// SetClusterOwner gives the control plane object the ownerReference Cluster API's Cluster
+// controller sets on it: a plain (not controller) reference, as for a Cluster without a
+// topology, which that controller finds exact and leaves be. The control plane provider
+// waits for this reference; that controller, paced at one pass a second per object, sets it
+// on its second or third pass, two seconds into every create. Without the Cluster's UID (not
+// stored yet) it is left to that controller.
+func SetClusterOwner(cp, cluster *unstructured.Unstructured) {
+	if cluster.GetUID() == "" {
+		return
+	}
+	refs := cp.GetOwnerReferences()
+	for _, r := range refs {
+		if r.UID == cluster.GetUID() {
+			return
+		}
+	}
+	cp.SetOwnerReferences(append(refs, metav1.OwnerReference{
+		APIVersion: external.ClusterGVK.GroupVersion().String(),
+		Kind:       external.ClusterGVK.Kind,
+		Name:       cluster.GetName(),
+		UID:        cluster.GetUID(),
+	}))
 }
