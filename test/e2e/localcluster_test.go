@@ -449,13 +449,20 @@ func TestLocalTenantClusterSurvivesRestarts(t *testing.T) {
 		}
 	}
 
+	deleteCluster(t, ns, name, uid)
+}
+
+// deleteCluster deletes a TenantCluster, waits until it is gone, and checks that no process of
+// its control plane (TenantControlPlane uid) is left.
+func deleteCluster(t *testing.T, ns, name, uid string) {
+	t.Helper()
 	mustKubectl(t, "delete", "tc", name, "-n", ns, "--wait=false")
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
 		_, err := plane.butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
 	if err != nil {
-		t.Errorf("not gone after delete")
+		t.Fatalf("%s/%s not gone 3 minutes after delete", ns, name)
 	}
 	if got := tenantProcesses(t, uid); len(got) != 0 {
 		t.Errorf("tenant processes left: %v", got)

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -208,17 +207,7 @@ spec:
 		t.Errorf("tenant processes after the upgrade %v, want one of each", got)
 	}
 
-	mustKubectl(t, "delete", "tc", name, "-n", ns, "--wait=false")
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := plane.butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, name, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
-	})
-	if err != nil {
-		t.Fatalf("not gone after delete")
-	}
-	if got := tenantProcesses(t, uid); len(got) != 0 {
-		t.Errorf("tenant processes left: %v", got)
-	}
+	deleteCluster(t, ns, name, uid)
 	if list, err := d.Resource(external.MachineGVR).Namespace(tenantNS).List(ctx, metav1.ListOptions{}); err == nil && len(list.Items) != 0 {
 		t.Errorf("%d Machines left in %s", len(list.Items), tenantNS)
 	}
