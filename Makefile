@@ -7,7 +7,7 @@ PORT     ?= 8443
 
 LOCAL_DIR ?= _output/local
 
-.PHONY: fuzz test-faults bench-lifecycle bench-local bench-ipam all build build-butler build-kube build-capi run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e bench clean
+.PHONY: fuzz test-faults bench-bin bench-lifecycle bench-local bench-ipam all build build-butler build-kube build-capi run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e bench clean
 
 all: build
 
@@ -81,16 +81,14 @@ fuzz:
 ## Not part of `make test`. BENCH_ARGS="-profile-seconds 10" also saves CPU profiles there.
 BENCH_N    ?= 5000
 BENCH_ARGS ?=
-bench: build
-	$(GO) build -o $(BIN)/bench ./test/bench
+bench: build bench-bin
 	$(BIN)/bench -n $(BENCH_N) $(BENCH_ARGS)
 
 ## bench-lifecycle: BENCH_LIFECYCLE_N TenantClusters (AWS provider, Steward played by the bench)
 ## applied at once until all their objects are written, then all deleted, with butler-apiserver's
 ## CPU and RSS; writes _output/bench/lifecycle-n<N>.md. Not part of `make test`.
 BENCH_LIFECYCLE_N ?= 200
-bench-lifecycle: build
-	$(GO) build -o $(BIN)/bench ./test/bench
+bench-lifecycle: build bench-bin
 	$(BIN)/bench -lifecycle $(BENCH_LIFECYCLE_N) $(BENCH_ARGS)
 
 ## bench-local: the local provider on the real local plane: BENCH_LOCAL_N TenantClusters of three
@@ -102,9 +100,12 @@ bench-lifecycle: build
 BENCH_LOCAL_N    ?= 5
 BENCH_LOCAL_MAX  ?= 40
 BENCH_LOCAL_STEP ?= 5
-bench-local: build
-	$(GO) build -o $(BIN)/bench ./test/bench
+bench-local: build bench-bin
 	$(BIN)/bench -local $(BENCH_LOCAL_N) -capacity $(BENCH_LOCAL_MAX) -capacity-step $(BENCH_LOCAL_STEP) $(BENCH_ARGS)
+
+# The benchmark driver of bench, bench-lifecycle and bench-local (phony: go decides what to rebuild).
+bench-bin:
+	$(GO) build -o $(BIN)/bench ./test/bench
 
 ## bench-ipam: the allocator micro-benchmark, then allocations/s on two replicas vs kube-apiserver's ClusterIPs/s
 bench-ipam: build

@@ -28,11 +28,17 @@ const (
 	kubeletPatchFile = "kubeletconfiguration+merge.yaml"
 )
 
+// kubeadmSince is the kubeadm minor that first reads each configuration API.
+var kubeadmSince = map[string]*version.Version{
+	kubeadmV1beta3: version.MajorMinor(1, 22),
+	kubeadmV1beta4: version.MajorMinor(1, 31),
+}
+
 // kubeadmAPIVersion: v1beta4 from Kubernetes 1.31 (pre-releases included), v1beta3 before;
 // the rule of CAPI's kubeadm provider.
 func kubeadmAPIVersion(k8sVersion string) string {
 	v, err := version.ParseSemantic(k8sVersion)
-	if err == nil && v.Major() == 1 && v.Minor() < 31 {
+	if since := kubeadmSince[kubeadmV1beta4]; err == nil && v.Major() == since.Major() && v.Minor() < since.Minor() {
 		return kubeadmV1beta3
 	}
 	return kubeadmV1beta4
@@ -47,10 +53,7 @@ func KubeadmReads(k8sVersion, apiVersion string) error {
 	if err != nil {
 		return fmt.Errorf("kubeadm version %q: %w", k8sVersion, err)
 	}
-	since := map[string]*version.Version{
-		kubeadmV1beta3: version.MajorMinor(1, 22),
-		kubeadmV1beta4: version.MajorMinor(1, 31),
-	}[apiVersion]
+	since := kubeadmSince[apiVersion]
 	if since == nil {
 		return fmt.Errorf("kubeadm reads no %s configuration", apiVersion)
 	}

@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
@@ -38,12 +37,7 @@ var (
 // TenantAddon — and then until all n are deleted and gone; with butler-apiserver's CPU time
 // and RSS over each phase.
 func runLifecycle(ctx context.Context, p *plane, n int, out string) error {
-	// Unthrottled: the bench's clients, the Steward stand-in among them, must not be what is measured.
-	config := rest.CopyConfig(p.kube)
-	config.QPS, config.Burst = -1, 0
-	butler := clientset.NewForConfigOrDie(config)
-	kube := kubernetes.NewForConfigOrDie(config)
-	dyn := dynamic.NewForConfigOrDie(config)
+	butler, kube, dyn := p.unthrottledClients()
 	ns := "bench-lifecycle"
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return err

@@ -20,8 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
@@ -55,11 +53,7 @@ var timelineKinds = []schema.GroupVersionKind{
 // machine holds Ready at once, o.capacityStep at a time, with the memory and idle CPU of their
 // processes after each step.
 func runLocal(ctx context.Context, p *plane, o localOptions, out string) error {
-	config := rest.CopyConfig(p.kube)
-	config.QPS, config.Burst = -1, 0
-	butler := clientset.NewForConfigOrDie(config)
-	kube := kubernetes.NewForConfigOrDie(config)
-	dyn := dynamic.NewForConfigOrDie(config)
+	butler, kube, dyn := p.unthrottledClients()
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: localNamespace}}, metav1.CreateOptions{}); err != nil {
 		return err
 	}

@@ -17,8 +17,12 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
 )
 
 // plane is a management plane from hack/local-up.sh, in a directory of its own.
@@ -333,4 +337,12 @@ func send(ctx context.Context, c *http.Client, method, url, contentType string, 
 		return fmt.Errorf("%s %s: %s: %s", method, url, resp.Status, strings.TrimSpace(out.String()))
 	}
 	return nil
+}
+
+// unthrottledClients are clients of the management cluster with no client-side rate limit: the
+// bench's own requests (a Steward stand-in's among them) must not be what is measured.
+func (p *plane) unthrottledClients() (clientset.Interface, kubernetes.Interface, dynamic.Interface) {
+	config := rest.CopyConfig(p.kube)
+	config.QPS, config.Burst = -1, 0
+	return clientset.NewForConfigOrDie(config), kubernetes.NewForConfigOrDie(config), dynamic.NewForConfigOrDie(config)
 }

@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
 )
@@ -319,13 +320,7 @@ func replicaLog(t *testing.T, r *replicas, i int) string {
 // etcdClient connects to the replicas' etcd.
 func etcdClient(t *testing.T, r *replicas) *clientv3.Client {
 	t.Helper()
-	var url string
-	for i, a := range r.etcd.Args {
-		if a == "--listen-client-urls" {
-			url = r.etcd.Args[i+1]
-		}
-	}
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{url}, DialTimeout: 5 * time.Second})
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{r.etcdURL}, DialTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -404,48 +399,48 @@ func TestFaultEtcdOutage(t *testing.T) {
 	}
 
 	type result struct {
-		kind, name string
-		err        error
-		took       time.Duration
-		at         time.Time
+		kind, namespace, name string
+		err                   error
+		took                  time.Duration
+		at                    time.Time
 	}
 	var mu sync.Mutex
 	var results []result
-	record := func(kind, name string, started time.Time, err error) {
+	record := func(kind, namespace, name string, started time.Time, err error) {
 		mu.Lock()
 		defer mu.Unlock()
-		results = append(results, result{kind, name, err, time.Since(started), started})
+		results = append(results, result{kind, namespace, name, err, time.Since(started), started})
 	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	// Two clients per kind, one on each replica; the ButlerConfig's are updates of a counter.
 	for _, k := range r2Kinds {
+		namespace := ""
+		if k.namespaced {
+			namespace = ns
+		}
+		example := readExample(t, k.example)
+		example.SetNamespace(namespace)
+		if k.edit != nil {
+			k.edit(example)
+		}
 		for replica := range clients {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				res := clients[replica].Resource(gvr(k.resource))
+				res := clients[replica].Resource(gvr(k.resource)).Namespace(namespace)
 				for i := 0; ; i++ {
 					select {
 					case <-stop:
 						return
 					default:
 					}
-					u := readExample(t, k.example)
-					name := fmt.Sprintf("%s-r%d-%d", u.GetName(), replica, i)
+					u := example.DeepCopy()
+					name := fmt.Sprintf("%s-r%d-%d", example.GetName(), replica, i)
 					u.SetName(name)
-					if k.edit != nil {
-						k.edit(u)
-					}
 					started := time.Now()
-					var err error
-					if k.namespaced {
-						u.SetNamespace(ns)
-						_, err = res.Namespace(ns).Create(ctx, u, metav1.CreateOptions{})
-					} else {
-						_, err = res.Create(ctx, u, metav1.CreateOptions{})
-					}
-					record(k.resource, name, started, err)
+					_, err := res.Create(ctx, u, metav1.CreateOptions{})
+					record(k.resource, namespace, name, started, err)
 					time.Sleep(100 * time.Millisecond)
 				}
 			}()
@@ -468,7 +463,7 @@ func TestFaultEtcdOutage(t *testing.T) {
 				patch := fmt.Sprintf(`{"metadata":{"labels":{"r2-seq-%d":"%d"}}}`, replica, seq)
 				started := time.Now()
 				_, err := res.Patch(ctx, "butler", types.MergePatchType, []byte(patch), metav1.PatchOptions{})
-				record("butlerconfigs", fmt.Sprintf("butler r2-seq-%d=%d", replica, seq), started, err)
+				record("butlerconfigs", "", fmt.Sprintf("butler r2-seq-%d=%d", replica, seq), started, err)
 				if err == nil && replica == 0 {
 					lastAckedSeq.Store(seq)
 				}
@@ -580,18 +575,7 @@ func TestFaultEtcdOutage(t *testing.T) {
 		if res.err != nil || res.kind == "butlerconfigs" {
 			continue
 		}
-		k := 0
-		for k < len(r2Kinds) && r2Kinds[k].resource != res.kind {
-			k++
-		}
-		ri := clients[0].Resource(gvr(res.kind))
-		var err error
-		if r2Kinds[k].namespaced {
-			_, err = ri.Namespace(ns).Get(ctx, res.name, metav1.GetOptions{})
-		} else {
-			_, err = ri.Get(ctx, res.name, metav1.GetOptions{})
-		}
-		if err != nil {
+		if _, err := clients[0].Resource(gvr(res.kind)).Namespace(res.namespace).Get(ctx, res.name, metav1.GetOptions{}); err != nil {
 			t.Errorf("acknowledged %s %s: %v", res.kind, res.name, err)
 		}
 	}
@@ -609,26 +593,51 @@ func TestFaultEtcdOutage(t *testing.T) {
 // workersLease is the Lease that elects the replica whose workers act.
 const workersLeaseNamespace, workersLeaseName = "butler-system", "butler-apiserver-workers"
 
-// leaderProcess says which of the plane's butler-apiserver processes holds the workers' Lease,
-// by the identity its log says it started leading as.
-func leaderProcess(t *testing.T, replicas []string) (name, identity string) {
-	t.Helper()
-	lease, err := plane.kube.CoordinationV1().Leases(workersLeaseNamespace).Get(context.Background(), workersLeaseName, metav1.GetOptions{})
-	if err != nil || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
-		return "", ""
+// leaseHolder is the identity that holds the workers' Lease, or "".
+func leaseHolder(ctx context.Context) string {
+	lease, err := plane.kube.CoordinationV1().Leases(workersLeaseNamespace).Get(ctx, workersLeaseName, metav1.GetOptions{})
+	if err != nil || lease.Spec.HolderIdentity == nil {
+		return ""
 	}
-	identity = *lease.Spec.HolderIdentity
+	return *lease.Spec.HolderIdentity
+}
+
+// leaderProcess waits until the holder of the workers' Lease is not one of except, and says
+// which of the plane's butler-apiserver processes it is, by the identity its log says it
+// started leading as.
+func leaderProcess(t *testing.T, replicas []string, except string) (name, identity string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		identity = leaseHolder(ctx)
+		if identity == "" || identity == except {
+			return false, nil
+		}
+		name = replicaLeadingAs(t, replicas, identity)
+		return name != "", nil // klog flushes the line within seconds
+	})
+	if err != nil {
+		return "", identity
+	}
+	return name, identity
+}
+
+// replicaLeadingAs is the replica whose log says it started leading as identity, or "".
+func replicaLeadingAs(t *testing.T, replicas []string, identity string) string {
+	t.Helper()
 	for _, r := range replicas {
 		log, err := os.ReadFile(filepath.Join(plane.dir, "logs", r+".log"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if strings.Contains(string(log), `"Leading: starting the workers"`) && strings.Contains(string(log), `identity="`+identity+`"`) {
-			return r, identity
+			return r
 		}
 	}
-	return "", identity
+	return ""
 }
+
+// r4Kinds are the objects a local cluster of one worker has one of each, and leaves none of.
+var r4Kinds = []schema.GroupVersionResource{clustersGVR, stewardCPGVR, tenantCPGVR, machineDeploymentsGVR, external.MachineGVR}
 
 // TestFaultWorkersLeaderKilled (R4): the plane runs two butler-apiserver replicas
 // (BUTLER_APISERVER_REPLICAS=2, as make test-faults sets). 20 local TenantClusters are applied
@@ -645,12 +654,8 @@ func TestFaultWorkersLeaderKilled(t *testing.T) {
 		t.Fatalf("this test needs the plane started with BUTLER_APISERVER_REPLICAS=2 (make test-faults): %v", err)
 	}
 	ctx := context.Background()
-	var leader, identity string
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		leader, identity = leaderProcess(t, replicas)
-		return leader != "", nil
-	})
-	if err != nil {
+	leader, identity := leaderProcess(t, replicas, "")
+	if leader == "" {
 		t.Fatalf("no replica leads the workers (Lease holder %q)", identity)
 	}
 
@@ -668,59 +673,40 @@ spec:
   provider: local
   network: {mode: ipam, poolRefs: [{name: r4}]}
 `, ns)
-	for i := 0; i < clusters; i++ {
-		manifest += fmt.Sprintf(`---
-apiVersion: butler.butlerlabs.dev/v1alpha1
-kind: TenantCluster
-metadata: {name: r4-%02d, namespace: %s}
-spec:
-  kubernetesVersion: v1.36.3
-  providerConfigRef: {name: local}
-  workers: {replicas: 1, machineTemplate: {os: {type: talos}}}
-`, i, ns)
-	}
-	mustApply(t, manifest)
-	created := time.Now()
 	names := make([]string, clusters)
 	for i := range names {
 		names[i] = fmt.Sprintf("r4-%02d", i)
+		manifest += "---\n" + localClusterManifest(ns, names[i], pinnedVersion, bootstrap.OSTalos, 1)
 	}
+	mustApply(t, manifest)
+	created := time.Now()
 
 	// Mid-provisioning: once every cluster has its tenant namespace and before any is Ready.
+	readyAtKill := 0
 	provisioning := func(ctx context.Context) (bool, error) {
 		list, err := plane.butler.ButlerV1alpha1().TenantClusters(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, nil
 		}
-		started := 0
+		started, ready := 0, 0
 		for _, tc := range list.Items {
 			if tc.Status.TenantNamespace != "" {
 				started++
 			}
+			if tc.Status.Phase == v1alpha1.TenantClusterReady {
+				ready++
+			}
 		}
+		readyAtKill = ready
 		return started == clusters, nil
 	}
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, provisioning); err != nil {
 		t.Fatalf("the clusters did not start provisioning: %v", err)
 	}
-	readyAtKill := 0
-	list, err := plane.butler.ButlerV1alpha1().TenantClusters(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range list.Items {
-		if tc.Status.Phase == v1alpha1.TenantClusterReady {
-			readyAtKill++
-		}
-	}
 	startAgain := kill(t, leader)
 	killedAt := time.Now()
-	var newLeader string
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		newLeader, _ = leaderProcess(t, replicas)
-		return newLeader != "" && newLeader != leader, nil
-	})
-	if err != nil {
+	newLeader, _ := leaderProcess(t, replicas, identity)
+	if newLeader == "" || newLeader == leader {
 		startAgain()
 		t.Fatalf("no other replica took the workers' Lease within a minute of killing %s", leader)
 	}
@@ -756,10 +742,10 @@ spec:
 			t.Fatal(err)
 		}
 		tenantNS := tc.Status.TenantNamespace
-		for r, n := range map[schema.GroupVersionResource]int{clustersGVR: 1, stewardCPGVR: 1, tenantCPGVR: 1, machineDeploymentsGVR: 1, external.MachineGVR: 1} {
+		for _, r := range r4Kinds {
 			list, err := d.Resource(r).Namespace(tenantNS).List(ctx, metav1.ListOptions{})
-			if err != nil || len(list.Items) != n {
-				t.Errorf("%s: %s in %s: %d, want %d (%v)", name, r.Resource, tenantNS, len(list.Items), n, err)
+			if err != nil || len(list.Items) != 1 {
+				t.Errorf("%s: %s in %s: %d, want 1 (%v)", name, r.Resource, tenantNS, len(list.Items), err)
 			}
 		}
 		tcp, err := d.Resource(tenantCPGVR).Namespace(tenantNS).Get(ctx, name, metav1.GetOptions{})
@@ -768,8 +754,7 @@ spec:
 		}
 		uid := string(tcp.GetUID())
 		uids[tenantNS] = uid
-		want := map[string]int{"kube-apiserver": 1, "kube-controller-manager": 1, "kube-scheduler": 1}
-		if got := tenantProcesses(t, uid); !maps.Equal(got, want) {
+		if got := tenantProcesses(t, uid); !maps.Equal(got, oneOfEachComponent) {
 			t.Errorf("%s: tenant processes %v, want one of each", name, got)
 		}
 		if etcd == nil {
@@ -780,7 +765,7 @@ spec:
 	// All 20 deleted at once.
 	deleted := time.Now()
 	mustKubectl(t, "delete", "tc", "--all", "-n", ns, "--wait=false")
-	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
 		list, err := plane.butler.ButlerV1alpha1().TenantClusters(ns).List(ctx, metav1.ListOptions{})
 		return err == nil && len(list.Items) == 0, nil
 	})
@@ -799,7 +784,7 @@ spec:
 			t.Errorf("tenant namespace %s is still there (%v)", tenantNS, err)
 		}
 	}
-	for _, r := range []schema.GroupVersionResource{clustersGVR, stewardCPGVR, tenantCPGVR, machineDeploymentsGVR, external.MachineGVR} {
+	for _, r := range r4Kinds {
 		list, err := d.Resource(r).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			t.Fatal(err)

@@ -30,6 +30,7 @@ import (
 // one deployment would share an etcd.
 type replicas struct {
 	dir     string
+	etcdURL string
 	etcd    *exec.Cmd
 	servers []*exec.Cmd
 	configs []*rest.Config
@@ -53,6 +54,7 @@ func startReplicas(t testing.TB, n int, flags ...string) *replicas {
 	r := &replicas{dir: t.TempDir()}
 	client, peer := freePort(t), freePort(t)
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", client)
+	r.etcdURL = etcdURL
 	r.etcd = exec.Command(filepath.Join(bin, "etcd"), "--name", "ipam", "--data-dir", filepath.Join(r.dir, "etcd"),
 		"--listen-client-urls", etcdURL, "--advertise-client-urls", etcdURL,
 		"--listen-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", peer),

@@ -31,24 +31,35 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 )
 
-// localCluster applies a local ProviderConfig and a TenantCluster of workers machines of os.
-func localCluster(t *testing.T, ns, name string, os bootstrap.OS, workers int) {
+// pinnedVersion is the Kubernetes version whose binaries the plane has (hack/build-kube.sh);
+// the local provider builds any other on first use.
+const pinnedVersion = "v1.36.3"
+
+// localClusterManifest is a TenantCluster of workers machines of os at version on the
+// ProviderConfig "local".
+func localClusterManifest(ns, name, version string, os bootstrap.OS, workers int) string {
+	return fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
+kind: TenantCluster
+metadata: {name: %s, namespace: %s}
+spec:
+  kubernetesVersion: %s
+  providerConfigRef: {name: local}
+  workers:
+    replicas: %d
+    machineTemplate: {os: {type: %s}}
+`, name, ns, version, workers, os)
+}
+
+// localCluster applies a local ProviderConfig and a TenantCluster of workers machines of os
+// at version.
+func localCluster(t *testing.T, ns, name, version string, os bootstrap.OS, workers int) {
 	t.Helper()
 	mustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
 kind: ProviderConfig
-metadata: {name: local, namespace: %[1]s}
+metadata: {name: local, namespace: %s}
 spec: {provider: local}
 ---
-apiVersion: butler.butlerlabs.dev/v1alpha1
-kind: TenantCluster
-metadata: {name: %[2]s, namespace: %[1]s}
-spec:
-  kubernetesVersion: v1.36.3
-  providerConfigRef: {name: local}
-  workers:
-    replicas: %[4]d
-    machineTemplate: {os: {type: %[3]s}}
-`, ns, name, os, workers))
+`, ns)+localClusterManifest(ns, name, version, os, workers))
 }
 
 // waitReady waits for the TenantCluster's Ready condition with every worker ready.
@@ -113,7 +124,7 @@ func TestLocalTenantCluster(t *testing.T) {
 	ns := namespace(t, "e2e-local")
 	const name = "demo"
 	created := time.Now()
-	localCluster(t, ns, name, bootstrap.OSTalos, 2)
+	localCluster(t, ns, name, pinnedVersion, bootstrap.OSTalos, 2)
 
 	tc := waitCluster(t, ns, name, 3*time.Minute, "control plane ready", func(tc *v1alpha1.TenantCluster) bool {
 		return meta.IsStatusConditionTrue(tc.Status.Conditions, "ControlPlaneReady")
@@ -281,7 +292,7 @@ func TestLocalTenantClusterPerOS(t *testing.T) {
 	ns := namespace(t, "e2e-local-os")
 	oses := []bootstrap.OS{bootstrap.OSFlatcar, bootstrap.OSBottlerocket, bootstrap.OSKairos}
 	for _, os := range oses {
-		localCluster(t, ns, "os-"+string(os), os, 1)
+		localCluster(t, ns, "os-"+string(os), pinnedVersion, os, 1)
 	}
 	// The three at once: the group returns when each subtest has.
 	t.Run("ready", func(t *testing.T) {
@@ -386,6 +397,9 @@ func kill(t *testing.T, name string) (startAgain func()) {
 	}
 }
 
+// oneOfEachComponent is what tenantProcesses finds for a running local control plane.
+var oneOfEachComponent = map[string]int{"kube-apiserver": 1, "kube-controller-manager": 1, "kube-scheduler": 1}
+
 // tenantProcesses counts the live processes of each control plane component serving the
 // tenant control plane uid.
 func tenantProcesses(t *testing.T, uid string) map[string]int {
@@ -418,7 +432,7 @@ func TestLocalTenantClusterSurvivesRestarts(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t, "e2e-restart")
 	const name = "restarted"
-	localCluster(t, ns, name, bootstrap.OSTalos, 2)
+	localCluster(t, ns, name, pinnedVersion, bootstrap.OSTalos, 2)
 	tc := waitCluster(t, ns, name, 3*time.Minute, "control plane ready", func(tc *v1alpha1.TenantCluster) bool {
 		return meta.IsStatusConditionTrue(tc.Status.Conditions, "ControlPlaneReady")
 	})
@@ -438,8 +452,7 @@ func TestLocalTenantClusterSurvivesRestarts(t *testing.T) {
 	if after := lcpPids(t, filepath.Join(plane.dir, "tenants", uid)); !maps.Equal(before, after) {
 		t.Errorf("the tenant's processes were not adopted: before %v, after %v", before, after)
 	}
-	want := map[string]int{"kube-apiserver": 1, "kube-controller-manager": 1, "kube-scheduler": 1}
-	if got := tenantProcesses(t, uid); !maps.Equal(got, want) {
+	if got := tenantProcesses(t, uid); !maps.Equal(got, oneOfEachComponent) {
 		t.Errorf("tenant processes %v, want one of each", got)
 	}
 	for r, n := range map[schema.GroupVersionResource]int{clustersGVR: 1, stewardCPGVR: 1, machineDeploymentsGVR: 1, external.MachineGVR: 2} {

@@ -52,21 +52,7 @@ func TestLocalTenantClusterRockyUpgrade(t *testing.T) {
 	t.Logf("versions to build first: %v", cold)
 
 	created := time.Now()
-	mustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
-kind: ProviderConfig
-metadata: {name: local, namespace: %[1]s}
-spec: {provider: local}
----
-apiVersion: butler.butlerlabs.dev/v1alpha1
-kind: TenantCluster
-metadata: {name: %[2]s, namespace: %[1]s}
-spec:
-  kubernetesVersion: %[3]s
-  providerConfigRef: {name: local}
-  workers:
-    replicas: 2
-    machineTemplate: {os: {type: rocky}}
-`, ns, name, rockyFrom))
+	localCluster(t, ns, name, rockyFrom, bootstrap.OSRocky, 2)
 
 	tc := waitCluster(t, ns, name, 3*time.Minute, "a tenant namespace", func(tc *v1alpha1.TenantCluster) bool {
 		return tc.Status.TenantNamespace != ""
@@ -202,8 +188,7 @@ spec:
 	}
 	checkRockyNodes(t, ctx, tenant, name, rockyTo, 2)
 	// The old version's processes were replaced, not left running beside the new ones.
-	want := map[string]int{"kube-apiserver": 1, "kube-controller-manager": 1, "kube-scheduler": 1}
-	if got := tenantProcesses(t, uid); !maps.Equal(got, want) {
+	if got := tenantProcesses(t, uid); !maps.Equal(got, oneOfEachComponent) {
 		t.Errorf("tenant processes after the upgrade %v, want one of each", got)
 	}
 

@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -95,24 +94,27 @@ func New(d *worker.Deps) (*Controller, error) {
 var crdsGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
 // watchCRDs resets the cached discovery whenever a CRD comes, changes or goes, and brings every
-// cluster back: one that failed because a kind was not installed goes on once it is. Only the
-// CRDs' metadata is kept.
+// cluster back: one that failed because a kind was not installed goes on once it is. Metadata
+// only; the CRDs of the first list are the ones discovery was loaded with.
 func (c *Controller) watchCRDs(d *worker.Deps) {
-	inf := d.DynamicInformers.ForResource(crdsGVR).Informer()
-	_ = inf.SetTransform(func(obj any) (any, error) {
-		u, ok := obj.(*unstructured.Unstructured)
-		if !ok {
-			return obj, nil
-		}
-		u.SetManagedFields(nil)
-		return &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(), "metadata": u.Object["metadata"]}}, nil
-	})
-	reset := func(any) []string {
+	if d.MetadataInformers == nil {
+		return
+	}
+	inf := d.MetadataInformers.ForResource(crdsGVR).Informer()
+	_ = inf.SetTransform(worker.DropManagedFields)
+	h := c.queue.Handler(func(any) []string {
 		c.objects.mapper.Reset()
 		return c.allClusters(nil)
-	}
-	_, _ = inf.AddEventHandler(c.queue.Handler(reset))
+	})
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initial bool) {
+			if !initial {
+				h.OnAdd(obj, false)
+			}
+		},
+		UpdateFunc: h.OnUpdate,
+		DeleteFunc: h.OnDelete,
+	})
 }
 
 // watchExternal adds watches on the external kinds the management cluster serves. Objects the

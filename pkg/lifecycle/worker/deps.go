@@ -24,15 +24,14 @@ type Deps struct {
 	Kube kubernetes.Interface
 	// Dynamic writes the external kinds (Cluster API, Steward, providers) to the management cluster.
 	Dynamic dynamic.Interface
-	// Metadata reads only objects' metadata: for kinds watched to learn that an object exists,
-	// whose contents would be costly to cache (the Secrets other providers write).
-	Metadata metadata.Interface
 
 	ButlerInformers butlerinformers.SharedInformerFactory
 	// KubeInformers sees every object of the kinds asked for; prefer KubeInformersFor with a
 	// label selector for kinds the management cluster holds many of (namespaces, secrets).
-	KubeInformers     informers.SharedInformerFactory
-	DynamicInformers  dynamicinformer.DynamicSharedInformerFactory
+	KubeInformers    informers.SharedInformerFactory
+	DynamicInformers dynamicinformer.DynamicSharedInformerFactory
+	// MetadataInformers keep only objects' metadata: for kinds watched to learn that an object
+	// exists, whose contents would be costly to cache (other providers' Secrets, CRDs).
 	MetadataInformers metadatainformer.SharedInformerFactory
 
 	filtered map[string]informers.SharedInformerFactory
@@ -60,7 +59,7 @@ const Resync = 10 * time.Minute
 // NewDeps returns Deps over the given clients with fresh informer factories (managedFields
 // dropped from every cache). The management cluster's clients may be nil (no management cluster).
 func NewDeps(butler clientset.Interface, kube kubernetes.Interface, dyn dynamic.Interface, md metadata.Interface) *Deps {
-	d := &Deps{Butler: butler, Kube: kube, Dynamic: dyn, Metadata: md,
+	d := &Deps{Butler: butler, Kube: kube, Dynamic: dyn,
 		ButlerInformers: butlerinformers.NewSharedInformerFactoryWithOptions(butler, Resync,
 			butlerinformers.WithTransform(DropManagedFields)),
 	}

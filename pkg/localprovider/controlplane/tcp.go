@@ -111,8 +111,8 @@ func (c *Controller) reconcileTCP(ctx context.Context, key string) error {
 		return nil
 	}
 	if !ready || version != spec.Version {
-		return c.setTCPStatus(ctx, tcp, tcpState{endpoint: endpoint, versionStatus: pendingStatus(tcp, spec.Version), runningVersion: tcpVersion(tcp),
-			adminSecret: tcpAdminSecret(tcp), reason: "Starting", message: "waiting for kube-apiserver " + spec.Version + " to answer /readyz and every process to run"})
+		return c.setTCPStatus(ctx, tcp, unavailableState(tcp, endpoint, pendingStatus(tcp, spec.Version), "Starting",
+			"waiting for kube-apiserver "+spec.Version+" to answer /readyz and every process to run"))
 	}
 	if !pl.setUp(starts) {
 		if err := c.setUpTenant(ctx, spec, endpoint, ca.CertPEM, kubeconfigs.superAdmin); err != nil {
@@ -131,10 +131,11 @@ func (c *Controller) reconcileTCP(ctx context.Context, key string) error {
 		adminSecret: adminKubeconfigName(tcp.GetName())})
 }
 
-// unavailableState is the status of a TenantControlPlane whose version's binaries are not there
-// (being built, or unbuildable). An upgrade leaves the old version's processes serving
-// meanwhile, so the version they run and the admin kubeconfig stay in the status: dropping them
-// would turn an upgrade that waits for a build into a control plane being provisioned again.
+// unavailableState is the status of a TenantControlPlane that does not serve its version yet
+// (its binaries being built or unbuildable, or its processes starting). An upgrade leaves the
+// old version's processes serving meanwhile, so the version they run and the admin kubeconfig
+// stay in the status: dropping them would turn an upgrade that waits for a build into a control
+// plane being provisioned again.
 func unavailableState(tcp *unstructured.Unstructured, endpoint, versionStatus, reason, message string) tcpState {
 	return tcpState{endpoint: endpoint, versionStatus: versionStatus, runningVersion: tcpVersion(tcp),
 		adminSecret: tcpAdminSecret(tcp), reason: reason, message: message}

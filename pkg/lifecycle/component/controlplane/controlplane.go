@@ -190,13 +190,7 @@ func SetClusterOwner(cp, cluster *unstructured.Unstructured) {
 	if cluster.GetUID() == "" {
 		return
 	}
-	refs := cp.GetOwnerReferences()
-	for _, r := range refs {
-		if r.UID == cluster.GetUID() {
-			return
-		}
-	}
-	cp.SetOwnerReferences(append(refs, metav1.OwnerReference{
+	cp.SetOwnerReferences(append(cp.GetOwnerReferences(), metav1.OwnerReference{
 		APIVersion: external.ClusterGVK.GroupVersion().String(),
 		Kind:       external.ClusterGVK.Kind,
 		Name:       cluster.GetName(),
