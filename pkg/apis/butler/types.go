@@ -430,6 +430,7 @@ type TenantClusterStatus struct {
 	IPAllocationRefs     []LocalObjectReference `json:"ipAllocationRefs,omitempty"`
 	ObservedState        *ObservedClusterState  `json:"observedState,omitempty"`
 	LastOperation        *LastOperation         `json:"lastOperation,omitempty"`
+	DataStoreName        string                 `json:"dataStoreName,omitempty"`
 }
 
 // LastOperation is the one-line progress of the operation in flight or last finished.

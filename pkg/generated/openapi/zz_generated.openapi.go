@@ -4072,6 +4072,13 @@ func schema_pkg_apis_butler_v1alpha1_TenantClusterStatus(ref common.ReferenceCal
 							Ref:         ref(v1alpha1.LastOperation{}.OpenAPIModelName()),
 						},
 					},
+					"dataStoreName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "DataStoreName is the datastore (a Steward/Kamaji DataStore, cluster-scoped) that holds the tenant's data under its own key prefix: spec.controlPlane.dataStoreRef, or the one the control plane provider placed it on, as its TenantControlPlane reports.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 				},
 			},
 		},

@@ -4664,6 +4664,11 @@ func (m *TenantClusterStatus) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	_ = i
 	var l int
 	_ = l
+	i -= len(m.DataStoreName)
+	copy(dAtA[i:], m.DataStoreName)
+	i = encodeVarintGenerated(dAtA, i, uint64(len(m.DataStoreName)))
+	i--
+	dAtA[i] = 0x52
 	if m.LastOperation != nil {
 		{
 			size, err := m.LastOperation.MarshalToSizedBuffer(dAtA[:i])
@@ -6562,6 +6567,8 @@ func (m *TenantClusterStatus) Size() (n int) {
 		l = m.LastOperation.Size()
 		n += 1 + l + sovGenerated(uint64(l))
 	}
+	l = len(m.DataStoreName)
+	n += 1 + l + sovGenerated(uint64(l))
 	return n
 }
 
@@ -7817,6 +7824,7 @@ func (this *TenantClusterStatus) String() string {
 		`IPAllocationRefs:` + repeatedStringForIPAllocationRefs + `,`,
 		`ObservedState:` + strings.Replace(this.ObservedState.String(), "ObservedClusterState", "ObservedClusterState", 1) + `,`,
 		`LastOperation:` + strings.Replace(this.LastOperation.String(), "LastOperation", "LastOperation", 1) + `,`,
+		`DataStoreName:` + fmt.Sprintf("%v", this.DataStoreName) + `,`,
 		`}`,
 	}, "")
 	return s
@@ -22509,6 +22517,38 @@ func (m *TenantClusterStatus) Unmarshal(dAtA []byte) error {
 			if err := m.LastOperation.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
 				return err
 			}
+			iNdEx = postIndex
+		case 10:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field DataStoreName", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.DataStoreName = string(dAtA[iNdEx:postIndex])
 			iNdEx = postIndex
 		default:
 			iNdEx = preIndex

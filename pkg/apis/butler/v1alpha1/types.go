@@ -588,6 +588,11 @@ type TenantClusterStatus struct {
 	// LastOperation is the one-line progress of what the lifecycle worker is doing now.
 	// +optional
 	LastOperation *LastOperation `json:"lastOperation,omitempty" protobuf:"bytes,9,opt,name=lastOperation"`
+	// DataStoreName is the datastore (a Steward/Kamaji DataStore, cluster-scoped) that holds the
+	// tenant's data under its own key prefix: spec.controlPlane.dataStoreRef, or the one the
+	// control plane provider placed it on, as its TenantControlPlane reports.
+	// +optional
+	DataStoreName string `json:"dataStoreName,omitempty" protobuf:"bytes,10,opt,name=dataStoreName"`
 }
 
 // LastOperation is the one-line progress of the operation in flight or last finished (Gardener's

@@ -38,6 +38,10 @@ type TenantClusterStatusApplyConfiguration struct {
 	ObservedState        *ObservedClusterStateApplyConfiguration  `json:"observedState,omitempty"`
 	// LastOperation is the one-line progress of what the lifecycle worker is doing now.
 	LastOperation *LastOperationApplyConfiguration `json:"lastOperation,omitempty"`
+	// DataStoreName is the datastore (a Steward/Kamaji DataStore, cluster-scoped) that holds the
+	// tenant's data under its own key prefix: spec.controlPlane.dataStoreRef, or the one the
+	// control plane provider placed it on, as its TenantControlPlane reports.
+	DataStoreName *string `json:"dataStoreName,omitempty"`
 }
 
 // TenantClusterStatusApplyConfiguration constructs a declarative configuration of the TenantClusterStatus type for use with
@@ -125,5 +129,13 @@ func (b *TenantClusterStatusApplyConfiguration) WithObservedState(value *Observe
 // If called multiple times, the LastOperation field is set to the value of the last call.
 func (b *TenantClusterStatusApplyConfiguration) WithLastOperation(value *LastOperationApplyConfiguration) *TenantClusterStatusApplyConfiguration {
 	b.LastOperation = value
+	return b
+}
+
+// WithDataStoreName sets the DataStoreName field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the DataStoreName field is set to the value of the last call.
+func (b *TenantClusterStatusApplyConfiguration) WithDataStoreName(value string) *TenantClusterStatusApplyConfiguration {
+	b.DataStoreName = &value
 	return b
 }
