@@ -182,6 +182,8 @@ func (c *Controller) hostedReady(ctx context.Context, s *state, cp *unstructured
 	if secret == "" {
 		secret = s.tc.Name + "-admin-kubeconfig"
 	}
+	// The datastore the provider keeps the tenant on (Steward and Kamaji report it here).
+	s.dataStore, _, _ = unstructured.NestedString(tcp.Object, "status", "storage", "dataStoreName")
 	s.version, s.endpoint = version, endpoint
 	if state != "Ready" {
 		why := ""

@@ -164,6 +164,7 @@ func TestEnsureControlPlaneWaitsForStewardInOrder(t *testing.T) {
 	setStatus(t, client, external.TenantControlPlaneGVK, s.namespace, "prod", map[string]any{
 		"controlPlaneEndpoint": "10.0.0.10:6443",
 		"kubernetesResources":  map[string]any{"version": map[string]any{"version": "v1.36.3", "status": "Ready"}},
+		"storage":              map[string]any{"driver": "etcd", "dataStoreName": "etcd-a"},
 	})
 	r, err = c.ensureControlPlane(ctx, s)
 	wantResult(t, "no kubeconfig Secret", r, err, false, "WaitingForKubeconfig")
@@ -174,8 +175,8 @@ func TestEnsureControlPlaneWaitsForStewardInOrder(t *testing.T) {
 	}
 	r, err = c.ensureControlPlane(ctx, s)
 	wantResult(t, "ready", r, err, true, "TenantControlPlaneReady")
-	if s.endpoint != "10.0.0.10:6443" || s.kubeconfigSecret != "prod-admin-kubeconfig" || s.version != "v1.36.3" {
-		t.Errorf("state after a ready control plane: endpoint %q, secret %q, version %q", s.endpoint, s.kubeconfigSecret, s.version)
+	if s.endpoint != "10.0.0.10:6443" || s.kubeconfigSecret != "prod-admin-kubeconfig" || s.version != "v1.36.3" || s.dataStore != "etcd-a" {
+		t.Errorf("state after a ready control plane: endpoint %q, secret %q, version %q, datastore %q", s.endpoint, s.kubeconfigSecret, s.version, s.dataStore)
 	}
 }
 

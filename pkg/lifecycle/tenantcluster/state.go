@@ -16,6 +16,7 @@ type state struct {
 	// Found by the steps, for the status.
 	endpoint         string
 	kubeconfigSecret string
+	dataStore        string
 	version          string
 	readyWorkers     int32
 	addons           []v1alpha1.ObservedAddon

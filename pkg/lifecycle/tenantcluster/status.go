@@ -22,6 +22,9 @@ func (c *Controller) status(tc *v1alpha1.TenantCluster, s *state, out steps.Outc
 	if s.kubeconfigSecret != "" {
 		st.KubeconfigSecretRef = &v1alpha1.LocalObjectReference{Name: s.kubeconfigSecret}
 	}
+	if s.dataStore != "" {
+		st.DataStoreName = s.dataStore
+	}
 	if s.networkChecked {
 		st.IPAllocationRefs = s.allocationRefs
 	}
