@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -25,6 +24,7 @@ import (
 
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
+	"github.com/butlerdotdev/butler-apiserver/pkg/localports"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/controlplane"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/machines"
 )
@@ -61,7 +61,7 @@ Flags:
 	flags.StringVar(&cp.PinnedVersion, "kube-version", "v1.36.3", "the Kubernetes version of the binaries in --bin-dir")
 	flags.StringVar(&cp.VersionsDir, "kube-versions-dir", "_output/kube-versions", "where other Kubernetes versions are built on first use, one directory each")
 	flags.StringVar(&cp.StateDir, "state-dir", "_output/local/tenants", "one directory per tenant control plane: certificates, kubeconfigs, logs, pid files")
-	flags.StringVar(&portRange, "port-range", "30000-32000", "loopback ports for tenant kube-apiservers (min-max)")
+	flags.StringVar(&portRange, "port-range", localports.Tenants.String(), "loopback ports for tenant kube-apiservers (min-max); ports inside the kernel's ephemeral range are not used")
 	flags.IntVar(&cp.Workers, "workers", 4, "tenant control planes reconciled at once")
 	klogFlags := goflag.NewFlagSet("klog", goflag.ExitOnError)
 	klog.InitFlags(klogFlags)
@@ -74,7 +74,7 @@ Flags:
 	}
 	cp.EtcdServers = strings.Split(etcdServers, ",")
 	var err error
-	if cp.PortMin, cp.PortMax, err = parseRange(portRange); err != nil {
+	if cp.Ports, err = localports.ParseRange(portRange); err != nil {
 		fmt.Fprintf(os.Stderr, "--port-range: %v\n", err)
 		os.Exit(2)
 	}
@@ -142,23 +142,4 @@ func run(ctx context.Context, kubeconfig string, controllers []controller) error
 	wg.Wait()
 	logger.Info("Stopped")
 	return nil
-}
-
-func parseRange(s string) (int, int, error) {
-	lo, hi, ok := strings.Cut(s, "-")
-	if !ok {
-		return 0, 0, fmt.Errorf("%q is not min-max", s)
-	}
-	min, err := strconv.Atoi(lo)
-	if err != nil {
-		return 0, 0, err
-	}
-	max, err := strconv.Atoi(hi)
-	if err != nil {
-		return 0, 0, err
-	}
-	if min <= 0 || max < min || max > 65535 {
-		return 0, 0, fmt.Errorf("%q is not a port range", s)
-	}
-	return min, max, nil
 }

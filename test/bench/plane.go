@@ -6,12 +6,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
+	"github.com/butlerdotdev/butler-apiserver/pkg/localports"
 )
 
 // plane is a management plane from hack/local-up.sh, in a directory of its own.
@@ -269,22 +270,17 @@ func cpuTime(pid int) (time.Duration, error) {
 	return time.Duration(ticks) * 10 * time.Millisecond, nil
 }
 
-// freePorts returns n distinct free loopback ports.
+// freePorts returns n distinct free loopback ports outside the kernel's ephemeral range.
 func freePorts(n int) ([]int, error) {
 	var ports []int
-	var listeners []net.Listener
-	defer func() {
-		for _, l := range listeners {
-			l.Close()
-		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for len(ports) < n {
+		port, err := localports.Free()
 		if err != nil {
 			return nil, err
 		}
-		listeners = append(listeners, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		if !slices.Contains(ports, port) {
+			ports = append(ports, port)
+		}
 	}
 	return ports, nil
 }

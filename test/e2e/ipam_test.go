@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
+	"github.com/butlerdotdev/butler-apiserver/pkg/localports"
 )
 
 // replicas is an etcd and butler-apiserver processes on it, standalone, as two replicas of
@@ -37,13 +37,13 @@ type replicas struct {
 	clients []clientset.Interface
 }
 
+// freePort is a loopback port outside the kernel's ephemeral range (package localports).
 func freePort(t testing.TB) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := localports.Free()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 // startReplicas starts an etcd and n replicas on it, each with the extra flags.

@@ -2,26 +2,42 @@ package app
 
 import (
 	"fmt"
-	"net"
 	"net/url"
 	"path/filepath"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
 	"k8s.io/klog/v2"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/localports"
 )
 
 // startEmbeddedEtcd runs a one-member etcd in dir, listening on loopback only, and returns its
 // client URL and a function that stops it. The API server must stop first: a server whose etcd
-// vanished hangs in shutdown.
+// vanished hangs in shutdown. Its ports are picked outside the kernel's ephemeral range, and
+// picked again if another process binds one first.
 func startEmbeddedEtcd(dir string) (string, func(), error) {
-	clientPort, err := freePort()
+	const attempts = 5
+	for attempt := 1; ; attempt++ {
+		url, stop, err := startEmbeddedEtcdOnce(dir)
+		if err == nil || !localports.InUse(err) || attempt == attempts {
+			return url, stop, err
+		}
+		klog.InfoS("An embedded etcd port was taken; trying others", "err", err)
+	}
+}
+
+func startEmbeddedEtcdOnce(dir string) (string, func(), error) {
+	clientPort, err := localports.Free()
 	if err != nil {
 		return "", nil, err
 	}
-	peerPort, err := freePort()
+	peerPort, err := localports.Free()
 	if err != nil {
 		return "", nil, err
+	}
+	if peerPort == clientPort {
+		return "", nil, fmt.Errorf("picked port %d twice: address already in use", clientPort)
 	}
 	cfg := embed.NewConfig()
 	cfg.Name = "butler"
@@ -51,14 +67,4 @@ func startEmbeddedEtcd(dir string) (string, func(), error) {
 		}
 	}()
 	return clientURL.String(), etcd.Close, nil
-}
-
-// freePort asks the kernel for an unused loopback port.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -22,6 +22,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
+	"github.com/butlerdotdev/butler-apiserver/pkg/localports"
 )
 
 // Options configure the control planes.
@@ -35,8 +36,9 @@ type Options struct {
 	VersionsDir string
 	// StateDir holds one directory per tenant (certificates, kubeconfigs, logs, pid files).
 	StateDir string
-	// PortMin and PortMax bound the loopback ports given to tenant kube-apiservers.
-	PortMin, PortMax int
+	// Ports bound the loopback ports given to tenant kube-apiservers (less the kernel's
+	// ephemeral range).
+	Ports localports.Range
 	// Workers is how many tenants are reconciled at once.
 	Workers int
 }
@@ -69,8 +71,9 @@ func New(d *worker.Deps, opts Options) (*Controller, error) {
 	if len(opts.EtcdServers) == 0 {
 		return nil, errors.New("no etcd servers")
 	}
-	if opts.PortMin <= 0 || opts.PortMax < opts.PortMin || opts.PortMax > 65535 {
-		return nil, fmt.Errorf("invalid port range %d-%d", opts.PortMin, opts.PortMax)
+	ports, err := newPorts(opts.Ports)
+	if err != nil {
+		return nil, err
 	}
 	if opts.Workers <= 0 {
 		opts.Workers = 4
@@ -90,7 +93,7 @@ func New(d *worker.Deps, opts Options) (*Controller, error) {
 		opts: opts, deps: d, etcd: etcd,
 		mapper:   restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discoveryOf(d))),
 		recorder: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: FieldManager}),
-		ports:    newPorts(opts.PortMin, opts.PortMax),
+		ports:    ports,
 		planes:   map[string]*plane{},
 	}
 	c.versions = newVersions(opts.PinnedVersion, opts.BinDir, opts.VersionsDir, c.versionBuilt)

@@ -8,13 +8,15 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
+	"k8s.io/klog/v2"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/localports"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/pki"
 )
 
@@ -85,6 +87,28 @@ func (pl *plane) ensure(ctx context.Context, version string, caPEM []byte, specs
 	}
 }
 
+// port is the tenant kube-apiserver's port.
+func (pl *plane) port() int {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	return pl.rec.Port
+}
+
+// apiServerPortTaken says whether kube-apiserver's last run ended because another process holds
+// its port.
+func (pl *plane) apiServerPortTaken() bool {
+	pl.mu.Lock()
+	api := pl.procs[componentAPIServer]
+	pl.mu.Unlock()
+	if api == nil {
+		return false
+	}
+	if _, running, _ := api.state(); running {
+		return false
+	}
+	return lastRunFailedToBind(api.spec.LogFile)
+}
+
 // probedOnce says whether the probe has answered since the plane was made.
 func (pl *plane) probedOnce() bool {
 	pl.mu.Lock()
@@ -125,12 +149,12 @@ func (pl *plane) setUp(starts int) bool {
 // queues the tenant when the answer changes.
 func (pl *plane) probeLoop(ctx context.Context) {
 	client := &http.Client{Timeout: 2 * time.Second}
-	url := fmt.Sprintf("https://%s/readyz", endpointString("127.0.0.1", pl.rec.Port))
 	for {
 		pl.mu.Lock()
 		pool := pl.caPool
 		api := pl.procs[componentAPIServer]
 		wasReady := pl.ready
+		url := fmt.Sprintf("https://%s/readyz", endpointString("127.0.0.1", pl.rec.Port))
 		pl.mu.Unlock()
 		client.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, DisableKeepAlives: true}
 		ready, running, starts := false, false, 0
@@ -204,13 +228,27 @@ func stopRecorded(paths tenantPaths) {
 }
 
 // ports hands out loopback ports from a range, one per tenant, remembering which are taken.
+// Ports inside the kernel's ephemeral range are never handed out (package localports says why).
 type ports struct {
-	mu       sync.Mutex
-	min, max int
-	taken    map[int]string // port -> tenant uid
+	mu        sync.Mutex
+	r         localports.Range
+	ephemeral localports.Range
+	taken     map[int]string // port -> tenant uid
 }
 
-func newPorts(min, max int) *ports { return &ports{min: min, max: max, taken: map[int]string{}} }
+func newPorts(r localports.Range) (*ports, error) {
+	eph := localports.Ephemeral()
+	if r.Min <= 0 || r.Max < r.Min || r.Max > 65535 {
+		return nil, fmt.Errorf("invalid port range %s", r)
+	}
+	if r.Min >= eph.Min && r.Max <= eph.Max {
+		return nil, fmt.Errorf("the port range %s lies inside the kernel's ephemeral range %s: any outgoing connection may take its ports; choose one outside it", r, eph)
+	}
+	if r.Overlaps(eph) {
+		klog.InfoS("The tenants' port range overlaps the kernel's ephemeral range; those ports are not used", "range", r.String(), "ephemeral", eph.String())
+	}
+	return &ports{r: r, ephemeral: eph, taken: map[int]string{}}, nil
+}
 
 // claim records port as uid's (a port recorded in the state directory); false when another
 // tenant holds it.
@@ -224,28 +262,23 @@ func (p *ports) claim(port int, uid string) bool {
 	return true
 }
 
-// allocate gives uid a port of the range that no tenant holds and nothing listens on. The search
+// allocate gives uid a port of the range that no tenant holds and nothing is bound to. The search
 // starts at a random place, so that two planes on one machine (a test's and `make run`'s) rarely
 // pick the same free port before either listens on it.
 func (p *ports) allocate(uid string) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	size := p.max - p.min + 1
+	size := p.r.Max - p.r.Min + 1
 	start := rand.IntN(size)
 	for i := range size {
-		port := p.min + (start+i)%size
-		if _, ok := p.taken[port]; ok {
+		port := p.r.Min + (start+i)%size
+		if _, ok := p.taken[port]; ok || p.ephemeral.Contains(port) || !localports.Available(port) {
 			continue
 		}
-		l, err := net.Listen("tcp", endpointString("127.0.0.1", port))
-		if err != nil {
-			continue
-		}
-		_ = l.Close()
 		p.taken[port] = uid
 		return port, nil
 	}
-	return 0, fmt.Errorf("no free port left in %d-%d on 127.0.0.1", p.min, p.max)
+	return 0, fmt.Errorf("no free port left in %s on 127.0.0.1 (outside the ephemeral range %s)", p.r, p.ephemeral)
 }
 
 func (p *ports) release(port int, uid string) {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -144,7 +145,7 @@ func (p *process) adoptOrStart() (func() error, error) {
 		return nil, err
 	}
 	defer logFile.Close()
-	fmt.Fprintf(logFile, "==== %s starting: %s %s\n", time.Now().Format(time.RFC3339), p.spec.Binary, strings.Join(p.spec.Args, " "))
+	fmt.Fprintf(logFile, "\n"+startMarker+"%s starting: %s %s\n", time.Now().Format(time.RFC3339), p.spec.Binary, strings.Join(p.spec.Args, " "))
 	cmd := exec.Command(p.spec.Binary, p.spec.Args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// Its own session: a signal to the provider's process group does not reach it, and it
@@ -242,6 +243,28 @@ func alive(pid int, owner string) bool {
 	}
 	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 	return err == nil && strings.Contains(string(cmdline), owner)
+}
+
+// startMarker begins the lines a process start writes to its log.
+const startMarker = "==== "
+
+// lastRunFailedToBind says whether the log's last run (after its last start marker) says a
+// listener could not bind because the address was taken. Only the log's tail is read.
+func lastRunFailedToBind(logFile string) bool {
+	f, err := os.Open(logFile)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	const tail = 16 << 10
+	if st, err := f.Stat(); err == nil && st.Size() > tail {
+		_, _ = f.Seek(st.Size()-tail, io.SeekStart)
+	}
+	data, _ := io.ReadAll(f)
+	if i := strings.LastIndex(string(data), "\n"+startMarker); i >= 0 {
+		data = data[i:]
+	}
+	return strings.Contains(string(data), "address already in use")
 }
 
 func readPidRecord(name string) (pidRecord, bool) {

@@ -2,12 +2,15 @@ package controlplane
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/localports"
 )
 
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -97,7 +100,10 @@ func TestAliveChecksOwner(t *testing.T) {
 }
 
 func TestPorts(t *testing.T) {
-	p := newPorts(30000, 30002)
+	p, err := newPorts(localports.Range{Min: 30000, Max: 30002})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if !p.claim(30001, "a") || p.claim(30001, "b") || !p.claim(30001, "a") {
 		t.Fatal("claim")
 	}
@@ -119,5 +125,94 @@ func TestPorts(t *testing.T) {
 	p.release(30001, "a")
 	if port, err := p.allocate("d"); err != nil || port != 30001 {
 		t.Errorf("after release: %d, %v", port, err)
+	}
+}
+
+func TestPortsSkipTheEphemeralRange(t *testing.T) {
+	eph := localports.Ephemeral()
+	if _, err := newPorts(localports.Range{Min: eph.Min, Max: eph.Min + 10}); err == nil {
+		t.Errorf("a range inside the ephemeral range %s was accepted", eph)
+	}
+	// Four ports outside the ephemeral range, a hundred inside it.
+	r := localports.Range{Min: eph.Min - 4, Max: eph.Min + 100}
+	if eph.Min < 1030 {
+		r = localports.Range{Min: eph.Max - 100, Max: eph.Max + 4}
+	}
+	p, err := newPorts(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[int]bool{}
+	for i := range 4 {
+		port, err := p.allocate(fmt.Sprint("tenant-", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[port] = true
+		if eph.Contains(port) {
+			t.Fatalf("allocated %d, inside the ephemeral range %s", port, eph)
+		}
+	}
+	if port, err := p.allocate("one-too-many"); err == nil {
+		t.Errorf("allocated %d: only 4 ports lie outside the ephemeral range (%v taken)", port, got)
+	}
+}
+
+// A tenant whose kube-apiserver finds its port taken before the endpoint was published gets
+// another port, its processes stopped to start again on it; the record follows.
+func TestMovePortAfterBindFailure(t *testing.T) {
+	dir := t.TempDir()
+	ports, err := newPorts(localports.Range{Min: 30000, Max: 30010})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Controller{ports: ports}
+	old, err := ports.allocate("uid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl := &plane{rec: tenantRecord{UID: "uid", Port: old}, paths: tenantPaths{dir: dir}, notify: func() {}}
+	// What kube-apiserver prints when its secure port is taken, then it exits.
+	failing := procSpec{Component: componentAPIServer, Binary: "/bin/sh",
+		Args:    []string{"-c", fmt.Sprintf("echo 'failed to listen on 127.0.0.1:%d: listen tcp 127.0.0.1:%d: bind: address already in use'; exit 1", old, old), dir},
+		LogFile: filepath.Join(dir, "kube-apiserver.log"), PidFile: filepath.Join(dir, "kube-apiserver.pid"), Owner: dir}
+	pl.ensure(context.Background(), "v1.36.3", nil, []procSpec{failing, sleepSpec(dir)})
+	defer pl.stop()
+	waitFor(t, "the bind failure to be seen", pl.apiServerPortTaken)
+
+	if err := c.movePort(context.Background(), pl); err != nil {
+		t.Fatal(err)
+	}
+	if pl.port() == old {
+		t.Fatalf("the port stayed %d", old)
+	}
+	if rec, err := readRecord(dir); err != nil || rec.Port != pl.port() {
+		t.Errorf("recorded %+v, %v; want port %d", rec, err, pl.port())
+	}
+	if pl.procs != nil {
+		t.Error("the processes were not stopped to start on the new port")
+	}
+	if !ports.claim(old, "another") {
+		t.Error("the old port is still held for the tenant")
+	}
+}
+
+func TestLastRunFailedToBind(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "x.log")
+	for _, c := range []struct {
+		content string
+		want    bool
+	}{
+		{"", false},
+		{"\n==== start\nlisten tcp 127.0.0.1:1: bind: address already in use\n", true},
+		// An earlier run failed, the last one did not (yet).
+		{"\n==== start\nbind: address already in use\n\n==== start\nserving\n", false},
+	} {
+		if err := os.WriteFile(log, []byte(c.content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := lastRunFailedToBind(log); got != c.want {
+			t.Errorf("lastRunFailedToBind(%q) = %v", c.content, got)
+		}
 	}
 }

@@ -71,14 +71,28 @@ func (c *Controller) reconcileTCP(ctx context.Context, key string) error {
 	if err != nil {
 		return c.setTCPStatus(ctx, tcp, tcpState{versionStatus: statusNotReady, reason: "NoPort", message: err.Error()})
 	}
-	endpoint := endpointString("127.0.0.1", pl.rec.Port)
+	// The endpoint is published (status, and from there CAPI's controlPlaneEndpoint and every
+	// kubeconfig) once kube-apiserver first serves; before that, a port another process took is
+	// exchanged for another, after that never.
+	published := publishedEndpoint(tcp)
+	if pl.apiServerPortTaken() {
+		if published == "" {
+			if err := c.movePort(ctx, pl); err != nil {
+				return c.setTCPStatus(ctx, tcp, tcpState{versionStatus: statusNotReady, reason: "NoPort", message: err.Error()})
+			}
+		} else {
+			return c.setTCPStatus(ctx, tcp, unavailableState(tcp, published, pendingStatus(tcp, spec.Version), "PortTaken",
+				fmt.Sprintf("another process holds port %d of the published endpoint %s; kube-apiserver keeps trying it (a published endpoint never changes)", pl.port(), published)))
+		}
+	}
+	endpoint := endpointString("127.0.0.1", pl.port())
 
 	bins, state, msg := c.versions.get(spec.Version)
 	switch state {
 	case versionBuilding:
-		return c.setTCPStatus(ctx, tcp, unavailableState(tcp, endpoint, pendingStatus(tcp, spec.Version), "BuildingKubernetes", msg))
+		return c.setTCPStatus(ctx, tcp, unavailableState(tcp, published, pendingStatus(tcp, spec.Version), "BuildingKubernetes", msg))
 	case versionFailed:
-		return c.setTCPStatus(ctx, tcp, unavailableState(tcp, endpoint, statusNotReady, "KubernetesVersionUnavailable", msg))
+		return c.setTCPStatus(ctx, tcp, unavailableState(tcp, published, statusNotReady, "KubernetesVersionUnavailable", msg))
 	}
 
 	ca, err := c.ensureCA(ctx, tcp, pl)
@@ -97,7 +111,7 @@ func (c *Controller) reconcileTCP(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	args := planeArgs{Spec: spec, Paths: paths, Port: pl.rec.Port, EtcdServers: c.opts.EtcdServers}
+	args := planeArgs{Spec: spec, Paths: paths, Port: pl.port(), EtcdServers: c.opts.EtcdServers}
 	pl.ensure(ctx, spec.Version, ca.CertPEM, []procSpec{
 		c.procSpec(componentAPIServer, bins, apiServerArgs(args), paths),
 		c.procSpec(componentControllerManager, bins, controllerManagerArgs(args), paths),
@@ -111,7 +125,7 @@ func (c *Controller) reconcileTCP(ctx context.Context, key string) error {
 		return nil
 	}
 	if !ready || version != spec.Version {
-		return c.setTCPStatus(ctx, tcp, unavailableState(tcp, endpoint, pendingStatus(tcp, spec.Version), "Starting",
+		return c.setTCPStatus(ctx, tcp, unavailableState(tcp, published, pendingStatus(tcp, spec.Version), "Starting",
 			"waiting for kube-apiserver "+spec.Version+" to answer /readyz and every process to run"))
 	}
 	if !pl.setUp(starts) {
@@ -166,6 +180,37 @@ func tcpAdminSecret(tcp *unstructured.Unstructured) string {
 func (c *Controller) procSpec(component string, bins binaries, args []string, paths tenantPaths) procSpec {
 	return procSpec{Component: component, Binary: bins.path(component), Args: args,
 		LogFile: paths.log(component), PidFile: paths.pidFile(component), Owner: paths.dir}
+}
+
+// publishedEndpoint is the endpoint in the TenantControlPlane's status, "" before it was first
+// published.
+func publishedEndpoint(tcp *unstructured.Unstructured) string {
+	v, _, _ := unstructured.NestedString(tcp.Object, "status", "controlPlaneEndpoint")
+	return v
+}
+
+// movePort gives an unpublished tenant another port: its kube-apiserver could not bind the one
+// it had. Its processes are stopped (the controller manager and scheduler read the old port from
+// their kubeconfigs once); the next ensure starts them on the new one.
+func (c *Controller) movePort(ctx context.Context, pl *plane) error {
+	uid := pl.rec.UID
+	port, err := c.ports.allocate(uid)
+	if err != nil {
+		return err
+	}
+	pl.stop()
+	pl.mu.Lock()
+	old := pl.rec.Port
+	rec := pl.rec
+	rec.Port = port
+	pl.rec = rec
+	pl.mu.Unlock()
+	if err := writeRecord(pl.paths, rec); err != nil {
+		return err
+	}
+	c.ports.release(old, uid)
+	klog.FromContext(ctx).Info("Another process holds the tenant's port; moved it, as the endpoint is not yet published", "from", old, "to", port)
+	return nil
 }
 
 // plane returns the tenant's plane, creating its record (and port) the first time.
