@@ -17,8 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 )
 
-// OS names the bootstrap data format of an operating system; it is the value of a
-// BootstrapConfig's spec.os.type and of the data Secret's FormatAnnotation.
+// OS names the bootstrap data of an operating system; it is the value of a BootstrapConfig's
+// spec.os.type and of the data Secret's OSAnnotation.
 type OS string
 
 const (
@@ -32,8 +32,45 @@ const (
 // OSes lists every supported format.
 var OSes = []OS{OSTalos, OSRocky, OSFlatcar, OSBottlerocket, OSKairos}
 
-// FormatAnnotation on the data Secret tells a machine how to read its value.
-const FormatAnnotation = "bootstrap.butlerlabs.dev/format"
+// OSAnnotation on the data Secret names the OS the data was rendered for. Infrastructure
+// providers read DataFormatKey instead; the annotation is for people and the local machines.
+const OSAnnotation = "bootstrap.butlerlabs.dev/os"
+
+// The data Secret's keys, per Cluster API's bootstrap contract: the data, and how an
+// infrastructure provider must deliver it.
+const (
+	DataValueKey  = "value"
+	DataFormatKey = "format"
+)
+
+// DataFormat is Cluster API's bootstrap data format (bootstrapv1.Format): the providers read it
+// from DataFormatKey and treat a missing one as cloud-config (CAPA's UseIgnition, CAPV, CAPMOX).
+// Ignition data needs the provider's Ignition delivery (CAPA's spec.ignition, for one); anything
+// else is handed to the machine as plain user data.
+type DataFormat string
+
+const (
+	DataFormatCloudConfig DataFormat = "cloud-config"
+	DataFormatIgnition    DataFormat = "ignition"
+)
+
+// DataFormat is how the OS's first-boot agent takes its data: Flatcar's Ignition reads an
+// Ignition config; cloud-init (rocky), Kairos' agent, Talos' machined and Bottlerocket's
+// early-boot settings read plain user data, which the contract calls cloud-config.
+func (os OS) DataFormat() DataFormat {
+	if os == OSFlatcar {
+		return DataFormatIgnition
+	}
+	return DataFormatCloudConfig
+}
+
+// SecretDataFormat is the data Secret's format as a provider reads it: cloud-config when unset.
+func SecretDataFormat(s *corev1.Secret) DataFormat {
+	if f := DataFormat(s.Data[DataFormatKey]); f != "" {
+		return f
+	}
+	return DataFormatCloudConfig
+}
 
 // DefaultClusterDomain is used when Input.ClusterDomain is empty.
 const DefaultClusterDomain = "cluster.local"

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"flag"
@@ -271,6 +272,55 @@ func TestFlatcarIgnitionParser(t *testing.T) {
 	}
 	if len(cfg.Systemd.Units) != 1 || cfg.Systemd.Units[0].Name != "kubeadm.service" || !*cfg.Systemd.Units[0].Enabled {
 		t.Errorf("units = %+v, want kubeadm.service enabled", cfg.Systemd.Units)
+	}
+}
+
+// TestFlatcarUnitResolvesAsSystemd: the kubeadm unit's ExecStart= is read as systemd reads it on
+// a Flatcar image with kubeadm in /opt/bin. A bare name is looked up in ExecSearchPath= or in
+// systemd's own fixed path — never in Environment=PATH — so a unit that relies on the latter
+// never joins on a real node and must not parse here.
+func TestFlatcarUnitResolvesAsSystemd(t *testing.T) {
+	good, err := Render(OSFlatcar, fullInput(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Parse(OSFlatcar, good); err != nil {
+		t.Fatalf("the rendered data does not parse: %v", err)
+	}
+	unit := func(service string) []byte {
+		cfg, _, err := ignition.Parse(good)
+		if err != nil {
+			t.Fatal(err)
+		}
+		contents := strings.Replace(flatcarUnit, "ExecSearchPath=/opt/bin:/usr/bin:/usr/sbin:/bin:/sbin\nExecStart=kubeadm join", service, 1)
+		cfg.Systemd.Units[0].Contents = &contents
+		out, err := json.Marshal(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	join := " join --config " + flatcarJoinPath
+	cases := []struct {
+		name, service string
+		ok            bool
+	}{
+		{"PATH in Environment=, which systemd does not search", "Environment=PATH=/opt/bin:/usr/bin\nExecStart=kubeadm" + join, false},
+		{"in systemd's fixed path, not on the image", "ExecStart=kubeadm" + join, false},
+		{"an absolute path", "ExecStart=/opt/bin/kubeadm" + join, true},
+		{"an absolute path with systemd's prefix", "ExecStart=-/opt/bin/kubeadm" + join, true},
+		{"an absolute path not on the image", "ExecStart=/usr/bin/kubeadm" + join, false},
+		{"a relative path", "ExecStart=bin/kubeadm" + join, false},
+		{"ExecSearchPath=", "ExecSearchPath=/usr/bin:/opt/bin\nExecStart=kubeadm" + join, true},
+		{"a relative ExecSearchPath=", "ExecSearchPath=opt/bin\nExecStart=kubeadm" + join, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse(OSFlatcar, unit(tc.service))
+			if (err == nil) != tc.ok {
+				t.Fatalf("Parse: %v, want ok=%v", err, tc.ok)
+			}
+		})
 	}
 }
 

@@ -25,8 +25,10 @@ const (
 	flatcarKubeadmBinary = "kubeadm"
 )
 
-// flatcarUnit runs kubeadm join once: Flatcar keeps kubeadm in /opt/bin (image-builder) or
-// /usr/bin (the Kubernetes sysext), hence the PATH.
+// flatcarUnit runs kubeadm join once. Flatcar keeps kubeadm in /opt/bin (image-builder's images)
+// or /usr/bin (the Kubernetes sysext). systemd does not look a relative ExecStart= up in the
+// unit's Environment=PATH but in its own fixed path, which lacks /opt/bin; ExecSearchPath=
+// (systemd 250, Flatcar since 3510) names where it searches, and becomes the process's PATH.
 var flatcarUnit = `[Unit]
 Description=Join the Kubernetes cluster with kubeadm
 Wants=network-online.target
@@ -36,7 +38,7 @@ ConditionPathExists=!/etc/kubernetes/kubelet.conf
 [Service]
 Type=oneshot
 RemainAfterExit=yes
-Environment=PATH=/opt/bin:/usr/bin:/usr/sbin:/bin:/sbin
+ExecSearchPath=/opt/bin:/usr/bin:/usr/sbin:/bin:/sbin
 ExecStart=` + flatcarKubeadmBinary + ` join --config ` + flatcarJoinPath + `
 
 [Install]
@@ -110,18 +112,71 @@ func parseFlatcar(data []byte) (JoinInfo, error) {
 		if u.Contents == nil || u.Enabled == nil || !*u.Enabled {
 			continue
 		}
+		searchPath := systemdDefaultSearchPath
+		var commands []string
 		for _, line := range strings.Split(*u.Contents, "\n") {
-			if cmd, ok := strings.CutPrefix(strings.TrimSpace(line), "ExecStart="); ok {
-				if p, ok := kubeadmConfigArg(cmd); ok {
-					joinPath = p
-				}
+			line = strings.TrimSpace(line)
+			if v, ok := strings.CutPrefix(line, "ExecSearchPath="); ok {
+				searchPath = strings.Split(v, ":")
 			}
+			if cmd, ok := strings.CutPrefix(line, "ExecStart="); ok {
+				commands = append(commands, cmd)
+			}
+		}
+		for _, cmd := range commands {
+			p, ok := kubeadmConfigArg(cmd)
+			if !ok {
+				continue
+			}
+			if err := flatcarResolves(u.Name, cmd, searchPath, files); err != nil {
+				return JoinInfo{}, err
+			}
+			joinPath = p
 		}
 	}
 	if joinPath == "" {
 		return JoinInfo{}, errors.New("no enabled systemd unit runs `kubeadm join --config <file>`")
 	}
 	return joinInfoFromFiles(joinPath, files, "the config")
+}
+
+// flatcarImageFiles are the executables of a Flatcar image built for Cluster API by image-builder
+// (kubeadm, kubelet and the tools in /opt/bin: Flatcar's /usr is read only).
+var flatcarImageFiles = map[string]bool{"/opt/bin/kubeadm": true, "/opt/bin/kubelet": true, "/opt/bin/kubectl": true}
+
+// systemdDefaultSearchPath is where systemd (239 and later) looks up an ExecStart= program that is
+// not an absolute path, when the unit sets no ExecSearchPath=; Environment=PATH plays no part.
+var systemdDefaultSearchPath = []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin"}
+
+// flatcarResolves checks an ExecStart= command line as systemd would on a Flatcar image: the
+// program (after systemd's prefixes @-:+!) is an absolute path, or a bare name found in the
+// search path; it must exist on the image or be written by the config.
+func flatcarResolves(unit, cmd string, searchPath []string, written map[string]string) error {
+	fields := strings.Fields(cmd)
+	if len(fields) == 0 {
+		return fmt.Errorf("unit %s: empty ExecStart=", unit)
+	}
+	program := strings.TrimLeft(fields[0], "@-:+!")
+	exists := func(p string) bool { _, ok := written[p]; return ok || flatcarImageFiles[p] }
+	switch {
+	case path.IsAbs(program):
+		if !exists(program) {
+			return fmt.Errorf("unit %s: ExecStart= program %s does not exist on a Flatcar image", unit, program)
+		}
+		return nil
+	case strings.Contains(program, "/"):
+		return fmt.Errorf("unit %s: ExecStart= program %q is neither an absolute path nor a bare name; systemd refuses the unit", unit, program)
+	}
+	for _, dir := range searchPath {
+		if !path.IsAbs(dir) {
+			return fmt.Errorf("unit %s: ExecSearchPath= entry %q is not absolute; systemd refuses the unit", unit, dir)
+		}
+		if exists(path.Join(dir, program)) {
+			return nil
+		}
+	}
+	return fmt.Errorf("unit %s: systemd finds no %s in %s (it does not search the unit's Environment=PATH; name an absolute path or set ExecSearchPath=)",
+		unit, program, strings.Join(searchPath, ":"))
 }
 
 // decodeDataURL decodes an RFC 2397 data URL, base64 or percent-encoded.

@@ -314,15 +314,21 @@ func TestLocalTenantClusterPerOS(t *testing.T) {
 			t.Errorf("%s: Ready nodes %d (%v)", os, len(nodes), err)
 			continue
 		}
-		// The machine reads its data in its OS's format, as the bootstrap provider labels it.
+		// The machine reads its data as an image of its OS, delivered in the contract's
+		// data.format: every bootstrap Secret carries the one that OS's first-boot agent reads.
 		secrets, err := plane.kube.CoreV1().Secrets("").List(ctx, metav1.ListOptions{LabelSelector: "cluster.x-k8s.io/cluster-name=" + name})
 		if err != nil {
 			t.Fatal(err)
 		}
 		formats := map[string]bool{}
 		for _, s := range secrets.Items {
-			if f := s.Annotations["bootstrap.butlerlabs.dev/format"]; f != "" {
-				formats[f] = true
+			f := s.Annotations[bootstrap.OSAnnotation]
+			if f == "" {
+				continue
+			}
+			formats[f] = true
+			if got, want := string(s.Data[bootstrap.DataFormatKey]), string(os.DataFormat()); got != want {
+				t.Errorf("%s: bootstrap Secret %s has data.format %q, want %q", os, s.Name, got, want)
 			}
 		}
 		if !formats[string(os)] || len(formats) != 1 {

@@ -120,8 +120,8 @@ metadata: {name: %[1]s, namespace: %[2]s}
 		secret := &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
 				Labels:      map[string]string{"cluster.x-k8s.io/cluster-name": cluster},
-				Annotations: map[string]string{"bootstrap.butlerlabs.dev/format": string(bootstrap.OSRocky)}},
-			Type: "cluster.x-k8s.io/secret", Data: map[string][]byte{"value": data}}
+				Annotations: map[string]string{bootstrap.OSAnnotation: string(bootstrap.OSRocky)}},
+			Type: "cluster.x-k8s.io/secret", Data: map[string][]byte{"value": data, "format": []byte("cloud-config")}}
 		if _, err := plane.kube.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}

@@ -290,7 +290,7 @@ func checkRockyNodes(t *testing.T, ctx context.Context, tenant kubernetes.Interf
 	}
 	data := 0
 	for _, s := range secrets.Items {
-		format, ok := s.Annotations[bootstrap.FormatAnnotation]
+		format, ok := s.Annotations[bootstrap.OSAnnotation]
 		if !ok {
 			continue
 		}

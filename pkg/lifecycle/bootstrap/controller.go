@@ -50,7 +50,8 @@ const (
 	tenantClusterNamespaceLabel = "butler.butlerlabs.dev/tenant-cluster-namespace"
 	// DataSecretType is CAPI's type for bootstrap data and kubeconfig Secrets.
 	DataSecretType corev1.SecretType = "cluster.x-k8s.io/secret"
-	dataKey                          = "value"
+	// kubeconfigKey is the key of CAPI's <cluster>-kubeconfig Secret.
+	kubeconfigKey = "value"
 
 	defaultTokenTTL = 15 * time.Minute
 	// caRetry looks again for a missing or bad CA Secret, which carries no label to watch.
@@ -552,7 +553,7 @@ func (c *Controller) tenant(ctx context.Context, ns, cluster string) (kubernetes
 	if t, ok := c.tenants[key]; ok && t.resourceVersion == s.ResourceVersion {
 		return t.client, outcome{}, true
 	}
-	cl, err := c.tenantClient(s.Data[dataKey])
+	cl, err := c.tenantClient(s.Data[kubeconfigKey])
 	if err != nil {
 		return nil, failed(ReasonTenantUnreachable, fmt.Errorf("kubeconfig Secret %s/%s: %w", ns, name, err), nil), false
 	}
@@ -609,7 +610,7 @@ func (c *Controller) currentToken(ctx context.Context, bc *BootstrapConfig) stri
 	if s == nil {
 		return ""
 	}
-	info, err := bootstrapdata.Parse(bootstrapdata.OS(s.Annotations[bootstrapdata.FormatAnnotation]), s.Data[dataKey])
+	info, err := bootstrapdata.Parse(bootstrapdata.OS(s.Annotations[bootstrapdata.OSAnnotation]), s.Data[bootstrapdata.DataValueKey])
 	if err != nil {
 		return ""
 	}
@@ -623,7 +624,7 @@ func (c *Controller) dataSecret(ctx context.Context, bc *BootstrapConfig) *corev
 	if apierrors.IsNotFound(err) {
 		s, err = c.kube.CoreV1().Secrets(bc.Namespace).Get(ctx, bc.Name, metav1.GetOptions{})
 	}
-	if err != nil || !metav1.IsControlledBy(s, bc) || len(s.Data[dataKey]) == 0 {
+	if err != nil || !metav1.IsControlledBy(s, bc) || len(s.Data[bootstrapdata.DataValueKey]) == 0 {
 		return nil
 	}
 	return s
@@ -675,7 +676,8 @@ func (c *Controller) providerID(ctx context.Context, m *clusterv1.Machine) strin
 	return ""
 }
 
-// applyDataSecret server-side applies the data Secret CAPI reads (Machine.spec.bootstrap.dataSecretName).
+// applyDataSecret server-side applies the data Secret CAPI reads (Machine.spec.bootstrap.dataSecretName):
+// the data and its contract format, which the infrastructure provider delivers it by.
 func (c *Controller) applyDataSecret(ctx context.Context, bc *BootstrapConfig, cluster string, os bootstrapdata.OS, data []byte) error {
 	lbls := map[string]string{clusterNameLabel: cluster, managedByLabel: FieldManager}
 	for k, v := range bc.Labels {
@@ -686,13 +688,13 @@ func (c *Controller) applyDataSecret(ctx context.Context, bc *BootstrapConfig, c
 	secret := corev1ac.Secret(bc.Name, bc.Namespace).
 		WithType(DataSecretType).
 		WithLabels(lbls).
-		WithAnnotations(map[string]string{bootstrapdata.FormatAnnotation: string(os)}).
+		WithAnnotations(map[string]string{bootstrapdata.OSAnnotation: string(os)}).
 		WithOwnerReferences(metav1ac.OwnerReference().
 			WithAPIVersion(external.BootstrapConfigGVK.GroupVersion().String()).
 			WithKind(external.BootstrapConfigGVK.Kind).
 			WithName(bc.Name).WithUID(bc.UID).
 			WithController(true).WithBlockOwnerDeletion(true)).
-		WithData(map[string][]byte{dataKey: data})
+		WithData(map[string][]byte{bootstrapdata.DataValueKey: data, bootstrapdata.DataFormatKey: []byte(os.DataFormat())})
 	_, err := c.kube.CoreV1().Secrets(bc.Namespace).Apply(ctx, secret, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
 	return err
 }

@@ -279,14 +279,22 @@ func TestDataSecretPerOS(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if s.Type != DataSecretType || len(s.Data) != 1 || len(s.Data["value"]) == 0 {
+			if s.Type != DataSecretType || len(s.Data) != 2 || len(s.Data["value"]) == 0 {
 				t.Errorf("data Secret type %s keys %d", s.Type, len(s.Data))
+			}
+			// Cluster API's contract: the providers deliver by data.format, cloud-config when unset.
+			wantFormat := map[bootstrapdata.OS]string{bootstrapdata.OSFlatcar: "ignition"}[os]
+			if wantFormat == "" {
+				wantFormat = "cloud-config"
+			}
+			if got := string(s.Data["format"]); got != wantFormat {
+				t.Errorf("data Secret format = %q, want %q", got, wantFormat)
 			}
 			if s.Labels[clusterNameLabel] != cluster || s.Labels[tenantClusterLabel] != cluster {
 				t.Errorf("data Secret labels = %v", s.Labels)
 			}
-			if s.Annotations[bootstrapdata.FormatAnnotation] != string(os) {
-				t.Errorf("format annotation = %q", s.Annotations[bootstrapdata.FormatAnnotation])
+			if s.Annotations[bootstrapdata.OSAnnotation] != string(os) {
+				t.Errorf("OS annotation = %q", s.Annotations[bootstrapdata.OSAnnotation])
 			}
 			if ref := metav1.GetControllerOf(s); ref == nil || ref.Kind != "BootstrapConfig" || ref.Name != configN || string(ref.UID) != configUID {
 				t.Errorf("controller ref = %+v", ref)

@@ -11,8 +11,9 @@
 //   - renders the data for spec.os.type with pkg/bootstrap (node name = the Machine's name,
 //     provider ID = the Machine's or its infrastructure machine's spec.providerID when set);
 //   - server-side applies the data Secret (named after the config, type cluster.x-k8s.io/secret,
-//     key value, label cluster.x-k8s.io/cluster-name, annotation bootstrap.butlerlabs.dev/format,
-//     controller ownerReference) and sets status.dataSecretName,
+//     keys value and format — "ignition" for flatcar, "cloud-config" otherwise, as Cluster API's
+//     contract says and CAPA, CAPV and CAPMOX read it —, label cluster.x-k8s.io/cluster-name,
+//     annotation bootstrap.butlerlabs.dev/os, controller ownerReference) and sets status.dataSecretName,
 //     status.initialization.dataSecretCreated, phase and the DataSecretAvailable and Ready
 //     conditions.
 //

@@ -390,8 +390,10 @@ func (c *Controller) retryAfter(key string) time.Duration {
 	return d
 }
 
-// bootstrapData reads the machine's bootstrap data: the data Secret its Machine names, in the
-// format the Secret's annotation names. Until there is data to join with it returns the
+// bootstrapData reads the machine's bootstrap data: the data Secret its Machine names. The
+// machine is an image of the OS the Secret's annotation names, and takes the data as a
+// provider hands it over: by the contract's data.format (cloud-config when unset), which must
+// be what that OS's first-boot agent reads. Until there is data to join with it returns the
 // condition that says what is missing.
 func (c *Controller) bootstrapData(lm *LocalMachine) (*bootstrap.JoinInfo, *metav1.Condition) {
 	waiting := func(reason, format string, args ...any) (*bootstrap.JoinInfo, *metav1.Condition) {
@@ -410,11 +412,15 @@ func (c *Controller) bootstrapData(lm *LocalMachine) (*bootstrap.JoinInfo, *meta
 	if err != nil {
 		return waiting(ReasonWaitingForBootstrapData, "waiting for the bootstrap data Secret %s (labelled %s)", secretName, clusterNameLabel)
 	}
-	format := secret.Annotations[FormatAnnotation]
-	if format == "" {
-		return waiting(ReasonBootstrapDataInvalid, "the bootstrap data Secret %s has no %s annotation naming its format", secretName, FormatAnnotation)
+	os := bootstrap.OS(secret.Annotations[bootstrap.OSAnnotation])
+	if os == "" {
+		return waiting(ReasonBootstrapDataInvalid, "the bootstrap data Secret %s has no %s annotation naming the machine's OS", secretName, bootstrap.OSAnnotation)
 	}
-	info, err := bootstrap.Parse(bootstrap.OS(format), secret.Data["value"])
+	if got, want := bootstrap.SecretDataFormat(secret), os.DataFormat(); got != want {
+		return waiting(ReasonBootstrapDataInvalid, "the bootstrap data Secret %s is delivered as %s (data.format %q; unset means cloud-config), but a %s machine's first-boot agent reads only %s",
+			secretName, got, secret.Data[bootstrap.DataFormatKey], os, want)
+	}
+	info, err := bootstrap.Parse(os, secret.Data[bootstrap.DataValueKey])
 	if err != nil {
 		return waiting(ReasonBootstrapDataInvalid, "the bootstrap data Secret %s: %v", secretName, err)
 	}

@@ -14,8 +14,9 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
 )
 
-// TestBootstrapData: a machine reads only the data Secret its Machine names, in the format the
-// Secret's annotation names; until that is all there, the condition says what is missing.
+// TestBootstrapData: a machine reads only the data Secret its Machine names, as an image of the
+// OS the Secret's annotation names, delivered in the contract's data.format that OS's agent
+// reads; until that is all there, the condition says what is missing.
 func TestBootstrapData(t *testing.T) {
 	ca := newTestCA(t)
 	valid, err := bootstrap.Render(bootstrap.OSTalos, bootstrap.Input{Endpoint: testEndpoint, Token: testToken,
@@ -42,13 +43,23 @@ func TestBootstrapData(t *testing.T) {
 		return &unstructured.Unstructured{Object: u}
 	}
 	machine := func(dataSecret *string) *unstructured.Unstructured { return machineAt("v1.36.3", dataSecret) }
-	secret := func(format string, data []byte) *corev1.Secret {
+	flatcar, err := bootstrap.Render(bootstrap.OSFlatcar, bootstrap.Input{Endpoint: testEndpoint, Token: testToken,
+		CACert: ca.pem, NodeName: "worker-0", KubernetesVersion: "v1.36.3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// secretAs is a data Secret with data.format set (none when format is "").
+	secretAs := func(os, format string, data []byte) *corev1.Secret {
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tenant"}, Data: map[string][]byte{"value": data}}
+		if os != "" {
+			s.Annotations = map[string]string{bootstrap.OSAnnotation: os}
+		}
 		if format != "" {
-			s.Annotations = map[string]string{FormatAnnotation: format}
+			s.Data["format"] = []byte(format)
 		}
 		return s
 	}
+	secret := func(os string, data []byte) *corev1.Secret { return secretAs(os, "cloud-config", data) }
 	owned := []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Machine", Name: "m"}}
 	cases := []struct {
 		name    string
@@ -61,7 +72,14 @@ func TestBootstrapData(t *testing.T) {
 		{"no Machine owns it", nil, machine(&name), secret("talos", valid), ReasonWaitingForMachine, ""},
 		{"the Machine has no data yet", owned, machine(nil), nil, ReasonWaitingForBootstrapData, ""},
 		{"the data Secret is not there", owned, machine(&name), nil, ReasonWaitingForBootstrapData, ""},
-		{"no format annotation", owned, machine(&name), secret("", valid), ReasonBootstrapDataInvalid, ""},
+		{"no OS annotation", owned, machine(&name), secret("", valid), ReasonBootstrapDataInvalid, ""},
+		// Cluster API's providers hand data without data.format over as cloud-config: Ignition
+		// would be given to a Flatcar machine as user data, which Ignition does not read.
+		{"flatcar data without data.format", owned, machine(&name), secretAs("flatcar", "", flatcar), ReasonBootstrapDataInvalid, ""},
+		{"flatcar data as cloud-config", owned, machine(&name), secretAs("flatcar", "cloud-config", flatcar), ReasonBootstrapDataInvalid, ""},
+		{"flatcar data as ignition", owned, machine(&name), secretAs("flatcar", "ignition", flatcar), "", "v1.36.3"},
+		{"talos data as ignition", owned, machine(&name), secretAs("talos", "ignition", valid), ReasonBootstrapDataInvalid, ""},
+		{"talos data without data.format (cloud-config)", owned, machine(&name), secretAs("talos", "", valid), "", "v1.36.3"},
 		{"data in another format than annotated", owned, machine(&name), secret("bottlerocket", valid), ReasonBootstrapDataInvalid, ""},
 		{"data the OS cannot read", owned, machine(&name), secret("talos", []byte("not yaml: [")), ReasonBootstrapDataInvalid, ""},
 		{"talos data", owned, machine(&name), secret("talos", valid), "", "v1.36.3"},

@@ -12,8 +12,11 @@
 // In process, because a kwok binary per tenant costs 30-50 MiB and a process to supervise.
 //
 // A LocalMachine "boots" as a machine of its OS would: it reads only its Machine's bootstrap
-// data Secret (spec.bootstrap.dataSecretName: key value, format in the annotation
-// bootstrap.butlerlabs.dev/format), parses it with pkg/bootstrap, and joins as a kubelet:
+// data Secret (spec.bootstrap.dataSecretName: key value), as an image of the OS the annotation
+// bootstrap.butlerlabs.dev/os names. It takes the data only in the contract's data.format that
+// OS's first-boot agent reads (Ignition for flatcar, cloud-config otherwise; an unset format is
+// cloud-config, as the real providers read it), parses it with pkg/bootstrap as that agent
+// would (Flatcar's units as systemd resolves them), and joins as a kubelet:
 //
 //  1. discovery: with a CA in the data, that CA; with CA pins, kube-public/cluster-info read
 //     anonymously (waiting up to 10s for the control plane to sign it for a new token), its

@@ -27,9 +27,6 @@ const (
 	// Finalizer keeps a LocalMachine until its Node and its state are gone.
 	Finalizer = "infrastructure.butlerlabs.dev/localmachine"
 
-	// FormatAnnotation on a bootstrap data Secret names the format (the OS) of its value.
-	FormatAnnotation = "bootstrap.butlerlabs.dev/format"
-
 	// KwokNodeAnnotation marks the Nodes the tenant's kwok keeps Ready (its annotation selector).
 	KwokNodeAnnotation = "kwok.x-k8s.io/node"
 	KwokNodeValue      = "fake"
