@@ -491,6 +491,8 @@ type KubeconfigRequestSpec struct {
 type KubeconfigRequestStatus struct {
 	Kubeconfig          []byte      `json:"kubeconfig,omitempty"`
 	ExpirationTimestamp metav1.Time `json:"expirationTimestamp,omitempty"`
+	User                string      `json:"user,omitempty"`
+	Groups              []string    `json:"groups,omitempty"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

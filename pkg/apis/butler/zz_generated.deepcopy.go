@@ -923,6 +923,11 @@ func (in *KubeconfigRequestStatus) DeepCopyInto(out *KubeconfigRequestStatus) {
 		copy(*out, *in)
 	}
 	in.ExpirationTimestamp.DeepCopyInto(&out.ExpirationTimestamp)
+	if in.Groups != nil {
+		in, out := &in.Groups, &out.Groups
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	return
 }
 

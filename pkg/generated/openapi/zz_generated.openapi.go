@@ -1812,6 +1812,32 @@ func schema_pkg_apis_butler_v1alpha1_KubeconfigRequestStatus(ref common.Referenc
 							Ref: ref(metav1.Time{}.OpenAPIModelName()),
 						},
 					},
+					"user": {
+						SchemaProps: spec.SchemaProps{
+							Description: "User is the user name the kubeconfig's certificate gives the tenant cluster: the asker's, prefixed \"butler:\" (and ending \":readonly\" for a read-only kubeconfig).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"groups": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Groups are the certificate's groups: the asker's groups that the cluster's Team lists, prefixed \"butler:group:\". They carry identity only; the Team's bindings in the tenant give the role.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
 				},
 			},
 		},

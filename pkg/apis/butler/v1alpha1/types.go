@@ -674,6 +674,16 @@ type KubeconfigRequestStatus struct {
 	Kubeconfig []byte `json:"kubeconfig,omitempty" protobuf:"bytes,1,opt,name=kubeconfig"`
 	// +optional
 	ExpirationTimestamp metav1.Time `json:"expirationTimestamp,omitempty" protobuf:"bytes,2,opt,name=expirationTimestamp"`
+	// User is the user name the kubeconfig's certificate gives the tenant cluster: the asker's,
+	// prefixed "butler:" (and ending ":readonly" for a read-only kubeconfig).
+	// +optional
+	User string `json:"user,omitempty" protobuf:"bytes,3,opt,name=user"`
+	// Groups are the certificate's groups: the asker's groups that the cluster's Team lists,
+	// prefixed "butler:group:". They carry identity only; the Team's bindings in the tenant
+	// give the role.
+	// +optional
+	// +listType=atomic
+	Groups []string `json:"groups,omitempty" protobuf:"bytes,4,rep,name=groups"`
 }
 
 // +genclient

@@ -1630,6 +1630,8 @@ func Convert_butler_KubeconfigRequestSpec_To_v1alpha1_KubeconfigRequestSpec(in *
 func autoConvert_v1alpha1_KubeconfigRequestStatus_To_butler_KubeconfigRequestStatus(in *KubeconfigRequestStatus, out *butler.KubeconfigRequestStatus, s conversion.Scope) error {
 	out.Kubeconfig = *(*[]byte)(unsafe.Pointer(&in.Kubeconfig))
 	out.ExpirationTimestamp = in.ExpirationTimestamp
+	out.User = in.User
+	out.Groups = *(*[]string)(unsafe.Pointer(&in.Groups))
 	return nil
 }
 
@@ -1641,6 +1643,8 @@ func Convert_v1alpha1_KubeconfigRequestStatus_To_butler_KubeconfigRequestStatus(
 func autoConvert_butler_KubeconfigRequestStatus_To_v1alpha1_KubeconfigRequestStatus(in *butler.KubeconfigRequestStatus, out *KubeconfigRequestStatus, s conversion.Scope) error {
 	out.Kubeconfig = *(*[]byte)(unsafe.Pointer(&in.Kubeconfig))
 	out.ExpirationTimestamp = in.ExpirationTimestamp
+	out.User = in.User
+	out.Groups = *(*[]string)(unsafe.Pointer(&in.Groups))
 	return nil
 }
 
