@@ -7,7 +7,7 @@ PORT     ?= 8443
 
 LOCAL_DIR ?= _output/local
 
-.PHONY: fuzz test-faults bench-bin bench-lifecycle bench-local bench-ipam all build build-butler build-kube build-capi run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e bench clean
+.PHONY: fuzz test-faults test-starts bench-bin bench-lifecycle bench-local bench-ipam all build build-butler build-kube build-capi run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e bench clean
 
 all: build
 
@@ -60,6 +60,18 @@ test-integration:
 test-e2e: build
 	test/e2e/standalone.sh $(BIN)/butler-apiserver
 	$(GO) test -count=1 -timeout 45m -skip '^TestFault' ./test/e2e/...
+	$(GO) test -count=1 -timeout 20m -run '^TestPlaneStartFailsCleanly$$' ./test/starts/
+
+## test-starts: STARTS_N plane starts and stops in a row, then STARTS_TENANTS tenant control
+## planes at once, under STARTS_CONNECTIONS held loopback connections (README "Reliability");
+## every start must succeed and every stop leave no process. Slow (about 30 min for 50 starts);
+## not part of `make test`. Appends its figures to _output/bench/starts.md.
+STARTS_N           ?= 50
+STARTS_TENANTS     ?= 20
+STARTS_CONNECTIONS ?= 1500
+test-starts: build
+	STARTS_N=$(STARTS_N) STARTS_TENANTS=$(STARTS_TENANTS) STARTS_CONNECTIONS=$(STARTS_CONNECTIONS) \
+	  $(GO) test -count=1 -timeout 120m -run 'UnderLoad' -v ./test/starts/
 
 ## test-faults: the fault battery (README "Reliability"): replicas SIGKILLed under allocation load,
 ## etcd killed under creates, the workers' leader killed with 20 local clusters provisioning, on a

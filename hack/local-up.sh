@@ -7,12 +7,17 @@
 # cluster's control-plane and infrastructure providers) runs the tenants' control planes as
 # processes, their state in LOCAL_DIR/tenants. Ctrl-C (SIGINT) or SIGTERM stops everything in
 # order: butler-localprovider (with the tenants' processes), butler-apiserver,
-# kube-controller-manager, kube-apiserver, then etcd.
+# kube-controller-manager, kube-apiserver, then etcd. A start that fails stops what it started
+# the same way and exits non-zero, naming the component and its log line; any process of this
+# LOCAL_DIR still running after that (or left by a run that was killed) is stopped too.
 #
 # Environment (all optional):
 #   LOCAL_DIR                     state, certificates, logs, kubeconfigs (default _output/local)
 #   ETCD_PORT ETCD_PEER_PORT KUBE_APISERVER_PORT KUBE_CONTROLLER_MANAGER_PORT BUTLER_APISERVER_PORT
-#                                 loopback ports (default: free ones)
+#                                 loopback ports (default: free ones outside the kernel's ephemeral
+#                                 range, picked again if another process binds one first; a port
+#                                 given here is not: its component fails, and the plane stops).
+#                                 The ports chosen are in LOCAL_DIR/plane.env while the plane runs.
 #   BIN                           where the binaries are (default _output/bin; built when missing)
 #   BUTLER_APISERVER_ARGS         extra flags for butler-apiserver
 #   BUTLER_APISERVER_REPLICAS     how many butler-apiserver replicas (default 1). The APIService
@@ -39,34 +44,64 @@ ADMIN_KUBECONFIG="${LOCAL_DIR}/admin.kubeconfig"
 # The script's own admin kubeconfig; renamed to admin.kubeconfig once the plane serves.
 BOOT_KUBECONFIG="${LOCAL_DIR}/.admin.kubeconfig.starting"
 KUBECTL="${KUBECTL:-kubectl}"
+KUBE_VERSIONS_DIR="${KUBE_VERSIONS_DIR:-${ROOT}/_output/kube-versions}"
 
 log() { echo "local-up: $*" >&2; }
 die() { log "$*"; exit 1; }
 
 # --- ports -----------------------------------------------------------------------------------
+# Ports come from outside the kernel's ephemeral range (and the tenants' range): inside it, any
+# outgoing connection may take a port between the moment it is found free and the moment its
+# server binds it. A server that still finds its port taken is started again on another (up()
+# below), unless the port was given in the environment.
+read -r EPHEMERAL_MIN EPHEMERAL_MAX </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || { EPHEMERAL_MIN=32768; EPHEMERAL_MAX=60999; }
+TENANT_PORT_RANGE="${TENANT_PORT_RANGE:-30000-32000}"
+TENANT_PORT_MIN=${TENANT_PORT_RANGE%-*} TENANT_PORT_MAX=${TENANT_PORT_RANGE#*-}
+# port_bound PORT: a socket (listening or connected) holds 127.0.0.1:PORT or *:PORT.
+port_bound() {
+  local hex
+  hex=$(printf ':%04X ' "$1")
+  grep -q -- "${hex}" /proc/net/tcp /proc/net/tcp6 2>/dev/null
+}
 used_ports=" "
 free_port() {
   local port
-  for _ in $(seq 200); do
-    port=$((20000 + RANDOM % 40000))
+  for _ in $(seq 2000); do
+    port=$((10000 + (RANDOM << 15 | RANDOM) % 55536))
+    ((port >= EPHEMERAL_MIN && port <= EPHEMERAL_MAX)) && continue
+    ((port >= TENANT_PORT_MIN && port <= TENANT_PORT_MAX)) && continue
     [[ "${used_ports}" == *" ${port} "* ]] && continue
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/${port}") 2>/dev/null; then
-      used_ports+="${port} "
-      echo "${port}"
-      return
-    fi
+    port_bound "${port}" && continue
+    used_ports+="${port} "
+    echo "${port}"
+    return
   done
-  die "found no free port on 127.0.0.1"
+  die "found no free port on 127.0.0.1 outside the ephemeral range ${EPHEMERAL_MIN}-${EPHEMERAL_MAX}"
 }
-ETCD_PORT="${ETCD_PORT:-$(free_port)}"; used_ports+="${ETCD_PORT} "
-ETCD_PEER_PORT="${ETCD_PEER_PORT:-$(free_port)}"; used_ports+="${ETCD_PEER_PORT} "
-KUBE_APISERVER_PORT="${KUBE_APISERVER_PORT:-$(free_port)}"; used_ports+="${KUBE_APISERVER_PORT} "
-KUBE_CONTROLLER_MANAGER_PORT="${KUBE_CONTROLLER_MANAGER_PORT:-$(free_port)}"; used_ports+="${KUBE_CONTROLLER_MANAGER_PORT} "
-BUTLER_APISERVER_PORT="${BUTLER_APISERVER_PORT:-$(free_port)}"; used_ports+="${BUTLER_APISERVER_PORT} "
-# The Cluster API manager's webhook server, health probes and diagnostics (metrics).
-CAPI_WEBHOOK_PORT="$(free_port)"; used_ports+="${CAPI_WEBHOOK_PORT} "
-CAPI_HEALTH_PORT="$(free_port)"; used_ports+="${CAPI_HEALTH_PORT} "
-CAPI_DIAGNOSTICS_PORT="$(free_port)"; used_ports+="${CAPI_DIAGNOSTICS_PORT} "
+# The ports each component binds, and which of them the environment fixed.
+declare -A component_ports=(
+  [etcd]="ETCD_PORT ETCD_PEER_PORT"
+  [kube-apiserver]="KUBE_APISERVER_PORT"
+  [kube-controller-manager]="KUBE_CONTROLLER_MANAGER_PORT"
+  [capi-manager]="CAPI_WEBHOOK_PORT CAPI_HEALTH_PORT CAPI_DIAGNOSTICS_PORT"
+  [butler-apiserver]="BUTLER_APISERVER_PORT"
+)
+fixed_ports=" "
+for var in ETCD_PORT ETCD_PEER_PORT KUBE_APISERVER_PORT KUBE_CONTROLLER_MANAGER_PORT BUTLER_APISERVER_PORT; do
+  if [[ -n "${!var:-}" ]]; then
+    fixed_ports+="${var} "
+    used_ports+="${!var} "
+  fi
+done
+# pick_ports NAME: new ports for NAME's port variables that the environment did not fix.
+pick_ports() {
+  local var
+  for var in ${component_ports[$1]}; do
+    [[ "${fixed_ports}" == *" ${var} "* ]] || printf -v "${var}" '%s' "$(free_port)"
+    [[ -n "${!var}" ]] || exit 1
+    used_ports+="${!var} "
+  done
+}
 
 # --- binaries --------------------------------------------------------------------------------
 if [[ ! -x "${BIN}/kube-apiserver" || ! -x "${BIN}/kube-controller-manager" || ! -x "${BIN}/kube-scheduler" || ! -x "${BIN}/etcd" ]]; then
@@ -151,19 +186,49 @@ write_kubeconfig() {
   "${KUBECTL}" config use-context local --kubeconfig "${file}" >/dev/null
 }
 rm -f "${ADMIN_KUBECONFIG}"
-write_kubeconfig "${BOOT_KUBECONFIG}" admin admin
-write_kubeconfig "${LOCAL_DIR}/kube-controller-manager.kubeconfig" kube-controller-manager kube-controller-manager
-write_kubeconfig "${LOCAL_DIR}/butler-apiserver.kubeconfig" butler-apiserver-client butler-apiserver
-write_kubeconfig "${LOCAL_DIR}/butler-localprovider.kubeconfig" butler-localprovider-client butler-localprovider
-write_kubeconfig "${LOCAL_DIR}/capi-manager.kubeconfig" capi-manager-client capi-manager
 kc() { "${KUBECTL}" --kubeconfig "${BOOT_KUBECONFIG}" "$@"; }
 
 # --- processes -------------------------------------------------------------------------------
+# One local-up per LOCAL_DIR: the lock is held while this script runs (its children do not
+# inherit it).
+exec 9>"${RUN}/lock"
+flock -n 9 || die "another local-up runs with LOCAL_DIR=${LOCAL_DIR}; stop it first"
+
+# leftovers: the pids of this plane's processes (a binary of BIN or KUBE_VERSIONS_DIR whose
+# command line names LOCAL_DIR: the plane's and the tenants' processes) other than ours.
+leftovers() {
+  local proc cmd
+  for proc in /proc/[0-9]*; do
+    cmd=$(tr '\0' ' ' 2>/dev/null <"${proc}/cmdline") || continue
+    [[ "${cmd}" == "${BIN}/"* || "${cmd}" == "${KUBE_VERSIONS_DIR}/"* ]] || continue
+    [[ "${cmd}" == *"${LOCAL_DIR}/"* ]] || continue
+    echo "${proc#/proc/}"
+  done
+}
+# sweep WHY: stops every leftover (SIGTERM, then SIGKILL after 15 s), saying which.
+sweep() {
+  local left pid
+  left=$(leftovers)
+  [[ -z "${left}" ]] && return 0
+  for pid in ${left}; do
+    log "$1: stopping $(tr '\0' ' ' 2>/dev/null <"/proc/${pid}/cmdline" | cut -c1-120)... (pid ${pid})"
+    kill -TERM "${pid}" 2>/dev/null || true
+  done
+  for _ in $(seq 150); do
+    [[ -z "$(leftovers)" ]] && return 0
+    sleep 0.1
+  done
+  for pid in $(leftovers); do kill -KILL "${pid}" 2>/dev/null || true; done
+}
+# A plane that died without stopping (killed, or a machine that crashed) left these.
+sweep "left by an earlier run"
+
 declare -A pids=()
 stopping=""
 stop() {
   local name=$1 pid=${pids[$1]:-}
-  [[ -z "${pid}" ]] && return
+  # An explicit status: a bare return in a trap handler returns the status the trap began with.
+  [[ -z "${pid}" ]] && return 0
   [[ -s "${RUN}/${name}.pid" ]] && pid=$(<"${RUN}/${name}.pid")
   if kill -0 "${pid}" 2>/dev/null; then
     kill -TERM "${pid}" 2>/dev/null || true
@@ -178,21 +243,26 @@ stop() {
 }
 cleanup() {
   local rc=$?
-  [[ -n "${stopping}" ]] && return
+  [[ -n "${stopping}" ]] && return 0
   stopping=1
+  # Whatever fails here, the rest is still stopped.
+  set +e
   trap - INT TERM
-  rm -f "${ADMIN_KUBECONFIG}" "${BOOT_KUBECONFIG}"
+  rm -f "${ADMIN_KUBECONFIG}" "${BOOT_KUBECONFIG}" "${LOCAL_DIR}/plane.env"
   log "stopping"
   # kube-apiserver before etcd: with etcd gone first it hangs on shutdown. The local provider
   # first: it stops the tenants' kube-apiservers, which store in this etcd.
   stop butler-localprovider
   for name in "${!pids[@]}"; do
-    [[ "${name}" == butler-apiserver* ]] && stop "${name}"
+    if [[ "${name}" == butler-apiserver* ]]; then stop "${name}"; fi
   done
   stop capi-manager
   stop kube-controller-manager
   stop kube-apiserver
   stop etcd
+  # Whatever still runs was not stopped by its parent (a tenant process of a provider that was
+  # killed, a process a test restarted by hand): nothing of this plane outlives it.
+  sweep "not stopped with the plane"
   log "stopped"
   exit "${rc}"
 }
@@ -204,9 +274,17 @@ trap 'exit 143' TERM
 # script, which then stops the processes in order.
 start() {
   local name=$1; shift
-  setsid "$@" >"${LOGS}/${name}.log" 2>&1 &
+  setsid "$@" >"${LOGS}/${name}.log" 2>&1 9>&- &
   pids[${name}]=$!
   echo "$!" >"${RUN}/${name}.pid"
+}
+# failure NAME: the line of NAME's log that says why it failed (the last error, else the last line).
+failure() {
+  local line
+  line=$(grep -a 'address already in use' "${LOGS}/$1.log" 2>/dev/null | tail -n 1)
+  [[ -n "${line}" ]] || line=$(grep -aiE 'error|fatal|panic|failed' "${LOGS}/$1.log" 2>/dev/null | tail -n 1)
+  [[ -n "${line}" ]] || line=$(tail -n 1 "${LOGS}/$1.log" 2>/dev/null)
+  echo "${line:0:400}"
 }
 # wait_for WHAT SECONDS COMMAND...
 wait_for() {
@@ -214,47 +292,146 @@ wait_for() {
   local deadline=$((SECONDS + seconds))
   until "$@" >/dev/null 2>&1; do
     for name in "${!pids[@]}"; do
-      kill -0 "${pids[${name}]}" 2>/dev/null || die "${name} exited while waiting for ${what}; see ${LOGS}/${name}.log"
+      kill -0 "${pids[${name}]}" 2>/dev/null ||
+        die "${name} exited while waiting for ${what}: $(failure "${name}") (log: ${LOGS}/${name}.log)"
     done
     ((SECONDS < deadline)) || die "timed out after ${seconds}s waiting for ${what}; logs in ${LOGS}"
     sleep 0.2
   done
 }
+# owns_port PID PORT: PID listens on PORT (one of its file descriptors is that listening socket),
+# so an answer on PORT comes from it and not from another process that holds the port.
+owns_port() {
+  local inode
+  for inode in $(awk -v port="$(printf '%04X' "$2")" \
+    '$4 == "0A" { n = split($2, a, ":"); if (a[n] == port) print $10 }' /proc/net/tcp /proc/net/tcp6 2>/dev/null); do
+    ls -l "/proc/$1/fd" 2>/dev/null | grep -q "socket:\[${inode}\]" && return 0
+  done
+  return 1
+}
+# launch NAME: starts NAME with its run_NAME function, on the ports in its port variables.
+launch() { "run_${1//-/_}" "$1"; }
+# settle NAME: waits until NAME listens on each of its ports. One that exited because a port was
+# taken gets new ports (those the environment did not fix) and is launched again, up to 5 times;
+# any other exit stops the plane, naming NAME and its log's failing line.
+settle() {
+  local name=$1 kind=${1%-[0-9]*} attempt=1 var ready deadline
+  deadline=$((SECONDS + 120))
+  while true; do
+    ready=1
+    for var in ${component_ports[${name}]}; do
+      owns_port "${pids[${name}]}" "${!var}" || { ready=""; break; }
+    done
+    [[ -n "${ready}" ]] && return 0
+    if ! kill -0 "${pids[${name}]}" 2>/dev/null; then
+      wait "${pids[${name}]}" 2>/dev/null || true
+      if grep -aq 'address already in use' "${LOGS}/${name}.log" && ((attempt < 5)); then
+        local before=" " after=" "
+        for var in ${component_ports[${name}]}; do before+="${!var} "; done
+        pick_ports "${name}"
+        for var in ${component_ports[${name}]}; do after+="${!var} "; done
+        [[ "${before}" != "${after}" ]] ||
+          die "${kind} failed to start: $(failure "${name}") (its port was given in the environment; log: ${LOGS}/${name}.log)"
+        log "${name}: a port was taken ($(failure "${name}")); starting it again on${after}"
+        mv "${LOGS}/${name}.log" "${LOGS}/${name}.log.$((attempt++))"
+        launch "${name}"
+        continue
+      fi
+      die "${kind} failed to start: $(failure "${name}") (log: ${LOGS}/${name}.log)"
+    fi
+    ((SECONDS < deadline)) || die "${name} did not listen on its ports in 120s; log: ${LOGS}/${name}.log"
+    sleep 0.1
+  done
+}
+# up NAME: launch and settle.
+up() { launch "$1" && settle "$1"; }
 
-start etcd "${BIN}/etcd" --name local --data-dir "${LOCAL_DIR}/etcd" \
-  --listen-client-urls "http://127.0.0.1:${ETCD_PORT}" --advertise-client-urls "http://127.0.0.1:${ETCD_PORT}" \
-  --listen-peer-urls "http://127.0.0.1:${ETCD_PEER_PORT}" --initial-advertise-peer-urls "http://127.0.0.1:${ETCD_PEER_PORT}" \
-  --initial-cluster "local=http://127.0.0.1:${ETCD_PEER_PORT}" --listen-metrics-urls "" --log-level warn
+run_etcd() {
+  start "$1" "${BIN}/etcd" --name local --data-dir "${LOCAL_DIR}/etcd" \
+    --listen-client-urls "http://127.0.0.1:${ETCD_PORT}" --advertise-client-urls "http://127.0.0.1:${ETCD_PORT}" \
+    --listen-peer-urls "http://127.0.0.1:${ETCD_PEER_PORT}" --initial-advertise-peer-urls "http://127.0.0.1:${ETCD_PEER_PORT}" \
+    --initial-cluster "local=http://127.0.0.1:${ETCD_PEER_PORT}" --listen-metrics-urls "" --log-level warn
+}
+run_kube_apiserver() {
+  start "$1" "${BIN}/kube-apiserver" \
+    --etcd-servers "http://127.0.0.1:${ETCD_PORT}" \
+    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "${KUBE_APISERVER_PORT}" \
+    --endpoint-reconciler-type none \
+    --tls-cert-file "${PKI}/kube-apiserver.crt" --tls-private-key-file "${PKI}/kube-apiserver.key" \
+    --client-ca-file "${PKI}/ca.crt" \
+    --authorization-mode RBAC \
+    --service-cluster-ip-range 10.96.0.0/16 \
+    --service-account-issuer https://kubernetes.default.svc \
+    --service-account-key-file "${PKI}/sa.pub" --service-account-signing-key-file "${PKI}/sa.key" \
+    --requestheader-client-ca-file "${PKI}/front-proxy-ca.crt" \
+    --requestheader-allowed-names front-proxy-client \
+    --requestheader-username-headers X-Remote-User \
+    --requestheader-group-headers X-Remote-Group \
+    --requestheader-extra-headers-prefix X-Remote-Extra- \
+    --proxy-client-cert-file "${PKI}/front-proxy-client.crt" --proxy-client-key-file "${PKI}/front-proxy-client.key" \
+    --cert-dir "${LOCAL_DIR}/kube-apiserver"
+}
+run_kube_controller_manager() {
+  start "$1" "${BIN}/kube-controller-manager" \
+    --kubeconfig "${LOCAL_DIR}/kube-controller-manager.kubeconfig" \
+    --authentication-kubeconfig "${LOCAL_DIR}/kube-controller-manager.kubeconfig" \
+    --authorization-kubeconfig "${LOCAL_DIR}/kube-controller-manager.kubeconfig" \
+    --bind-address 127.0.0.1 --secure-port "${KUBE_CONTROLLER_MANAGER_PORT}" \
+    --leader-elect=false \
+    --use-service-account-credentials \
+    --service-account-private-key-file "${PKI}/sa.key" --root-ca-file "${PKI}/ca.crt" \
+    --controllers namespace-controller,garbage-collector-controller,serviceaccount-controller,serviceaccount-token-controller,clusterrole-aggregation-controller,root-ca-certificate-publisher-controller
+}
+run_capi_manager() {
+  start "$1" "${BIN}/capi-manager" \
+    --kubeconfig "${LOCAL_DIR}/capi-manager.kubeconfig" \
+    --leader-elect=false \
+    --webhook-port "${CAPI_WEBHOOK_PORT}" --webhook-cert-dir "${LOCAL_DIR}/capi-manager/webhook-certs" \
+    --health-addr "127.0.0.1:${CAPI_HEALTH_PORT}" \
+    --diagnostics-address "127.0.0.1:${CAPI_DIAGNOSTICS_PORT}" --insecure-diagnostics
+}
+# run_butler_apiserver NAME: a replica, on the port in its port variable.
+run_butler_apiserver() {
+  local var=${component_ports[$1]}
+  # shellcheck disable=SC2086 # BUTLER_APISERVER_ARGS is a list of flags
+  start "$1" "${BIN}/butler-apiserver" \
+    --etcd-servers "http://127.0.0.1:${ETCD_PORT}" \
+    --kubeconfig "${LOCAL_DIR}/butler-apiserver.kubeconfig" \
+    --authentication-kubeconfig "${LOCAL_DIR}/butler-apiserver.kubeconfig" \
+    --authorization-kubeconfig "${LOCAL_DIR}/butler-apiserver.kubeconfig" \
+    --bind-address 127.0.0.1 --secure-port "${!var}" \
+    --tls-cert-file "${PKI}/butler-apiserver-serving.crt" --tls-private-key-file "${PKI}/butler-apiserver-serving.key" \
+    --data-dir "${LOCAL_DIR}/$1" \
+    ${BUTLER_APISERVER_ARGS:-}
+}
+run_butler_localprovider() {
+  start "$1" "${BIN}/butler-localprovider" \
+    --kubeconfig "${LOCAL_DIR}/butler-localprovider.kubeconfig" \
+    --etcd-servers "http://127.0.0.1:${ETCD_PORT}" \
+    --bin-dir "${BIN}" --state-dir "${LOCAL_DIR}/tenants" \
+    --kube-versions-dir "${KUBE_VERSIONS_DIR}" \
+    --port-range "${TENANT_PORT_RANGE}"
+}
+# The replicas beyond the first: butler-apiserver-1, ... on ports of their own.
+butler_replicas=(butler-apiserver)
+for ((i = 1; i < ${BUTLER_APISERVER_REPLICAS:-1}; i++)); do
+  component_ports[butler-apiserver-${i}]="BUTLER_APISERVER_${i}_PORT"
+  butler_replicas+=("butler-apiserver-${i}")
+done
+for name in "${!component_ports[@]}"; do pick_ports "${name}"; done
+
+up etcd
 wait_for "etcd" 30 curl -sf "http://127.0.0.1:${ETCD_PORT}/health"
-
-start kube-apiserver "${BIN}/kube-apiserver" \
-  --etcd-servers "http://127.0.0.1:${ETCD_PORT}" \
-  --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "${KUBE_APISERVER_PORT}" \
-  --endpoint-reconciler-type none \
-  --tls-cert-file "${PKI}/kube-apiserver.crt" --tls-private-key-file "${PKI}/kube-apiserver.key" \
-  --client-ca-file "${PKI}/ca.crt" \
-  --authorization-mode RBAC \
-  --service-cluster-ip-range 10.96.0.0/16 \
-  --service-account-issuer https://kubernetes.default.svc \
-  --service-account-key-file "${PKI}/sa.pub" --service-account-signing-key-file "${PKI}/sa.key" \
-  --requestheader-client-ca-file "${PKI}/front-proxy-ca.crt" \
-  --requestheader-allowed-names front-proxy-client \
-  --requestheader-username-headers X-Remote-User \
-  --requestheader-group-headers X-Remote-Group \
-  --requestheader-extra-headers-prefix X-Remote-Extra- \
-  --proxy-client-cert-file "${PKI}/front-proxy-client.crt" --proxy-client-key-file "${PKI}/front-proxy-client.key" \
-  --cert-dir "${LOCAL_DIR}/kube-apiserver"
+up kube-apiserver
+# Kubeconfigs name kube-apiserver's port, final now.
+write_kubeconfig "${BOOT_KUBECONFIG}" admin admin
+write_kubeconfig "${LOCAL_DIR}/kube-controller-manager.kubeconfig" kube-controller-manager kube-controller-manager
+write_kubeconfig "${LOCAL_DIR}/butler-apiserver.kubeconfig" butler-apiserver-client butler-apiserver
+write_kubeconfig "${LOCAL_DIR}/butler-localprovider.kubeconfig" butler-localprovider-client butler-localprovider
+write_kubeconfig "${LOCAL_DIR}/capi-manager.kubeconfig" capi-manager-client capi-manager
 wait_for "kube-apiserver" 120 kc get --raw /readyz
 
-start kube-controller-manager "${BIN}/kube-controller-manager" \
-  --kubeconfig "${LOCAL_DIR}/kube-controller-manager.kubeconfig" \
-  --authentication-kubeconfig "${LOCAL_DIR}/kube-controller-manager.kubeconfig" \
-  --authorization-kubeconfig "${LOCAL_DIR}/kube-controller-manager.kubeconfig" \
-  --bind-address 127.0.0.1 --secure-port "${KUBE_CONTROLLER_MANAGER_PORT}" \
-  --leader-elect=false \
-  --use-service-account-credentials \
-  --service-account-private-key-file "${PKI}/sa.key" --root-ca-file "${PKI}/ca.crt" \
-  --controllers namespace-controller,garbage-collector-controller,serviceaccount-controller,serviceaccount-token-controller,clusterrole-aggregation-controller,root-ca-certificate-publisher-controller
+launch kube-controller-manager
 
 # The external CRDs the lifecycle workers write and read (CAPI, Steward, the providers, ours:
 # artifacts/crds/README.md), established before butler-apiserver starts its workers. Server-side,
@@ -274,12 +451,7 @@ roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-
 subjects:
 - {apiGroup: rbac.authorization.k8s.io, kind: User, name: "butler-local:localprovider"}
 RBAC
-start butler-localprovider "${BIN}/butler-localprovider" \
-  --kubeconfig "${LOCAL_DIR}/butler-localprovider.kubeconfig" \
-  --etcd-servers "http://127.0.0.1:${ETCD_PORT}" \
-  --bin-dir "${BIN}" --state-dir "${LOCAL_DIR}/tenants" \
-  --kube-versions-dir "${KUBE_VERSIONS_DIR:-${ROOT}/_output/kube-versions}" \
-  --port-range "${TENANT_PORT_RANGE:-30000-32000}"
+launch butler-localprovider
 
 # The Cluster API core manager (Cluster, MachineDeployment, MachineSet, Machine, ... controllers),
 # as a management cluster runs it. Its identity is bound to cluster-admin here, where a real
@@ -296,40 +468,19 @@ RBAC
 mkdir -p "${LOCAL_DIR}/capi-manager/webhook-certs"
 cp "${PKI}/capi-webhook.crt" "${LOCAL_DIR}/capi-manager/webhook-certs/tls.crt"
 cp "${PKI}/capi-webhook.key" "${LOCAL_DIR}/capi-manager/webhook-certs/tls.key"
-start capi-manager "${BIN}/capi-manager" \
-  --kubeconfig "${LOCAL_DIR}/capi-manager.kubeconfig" \
-  --leader-elect=false \
-  --webhook-port "${CAPI_WEBHOOK_PORT}" --webhook-cert-dir "${LOCAL_DIR}/capi-manager/webhook-certs" \
-  --health-addr "127.0.0.1:${CAPI_HEALTH_PORT}" \
-  --diagnostics-address "127.0.0.1:${CAPI_DIAGNOSTICS_PORT}" --insecure-diagnostics
+launch capi-manager
 
 # The manifests a platform admin applies; only the Service differs (ExternalName to loopback),
 # and the APIService gets the local CA and port.
 kc apply -f "${ROOT}/artifacts/deploy/namespace.yaml" >/dev/null
 kc apply -f "${ROOT}/artifacts/deploy/rbac.yaml" -f "${ROOT}/artifacts/deploy/clusterroles.yaml" \
   -f "${ROOT}/artifacts/local/service-externalname.yaml" -f "${ROOT}/artifacts/deploy/apiservice.yaml" >/dev/null
+for name in "${butler_replicas[@]}"; do launch "${name}"; done
+
+# Every process listens on its ports (or was moved to free ones) before anything is pointed at them.
+for name in kube-controller-manager capi-manager "${butler_replicas[@]}"; do settle "${name}"; done
 kc patch apiservice v1alpha1.butler.butlerlabs.dev --type merge -p \
   "{\"spec\":{\"caBundle\":\"$(base64 -w0 "${PKI}/ca.crt")\",\"service\":{\"port\":${BUTLER_APISERVER_PORT}}}}" >/dev/null
-
-# start_butler NAME PORT
-start_butler() {
-  # shellcheck disable=SC2086 # BUTLER_APISERVER_ARGS is a list of flags
-  start "$1" "${BIN}/butler-apiserver" \
-    --etcd-servers "http://127.0.0.1:${ETCD_PORT}" \
-    --kubeconfig "${LOCAL_DIR}/butler-apiserver.kubeconfig" \
-    --authentication-kubeconfig "${LOCAL_DIR}/butler-apiserver.kubeconfig" \
-    --authorization-kubeconfig "${LOCAL_DIR}/butler-apiserver.kubeconfig" \
-    --bind-address 127.0.0.1 --secure-port "$2" \
-    --tls-cert-file "${PKI}/butler-apiserver-serving.crt" --tls-private-key-file "${PKI}/butler-apiserver-serving.key" \
-    --data-dir "${LOCAL_DIR}/$1" \
-    ${BUTLER_APISERVER_ARGS:-}
-}
-start_butler butler-apiserver "${BUTLER_APISERVER_PORT}"
-butler_replicas=(butler-apiserver)
-for ((i = 1; i < ${BUTLER_APISERVER_REPLICAS:-1}; i++)); do
-  start_butler "butler-apiserver-${i}" "$(free_port)"
-  butler_replicas+=("butler-apiserver-${i}")
-done
 
 apiservice_available() {
   [[ "$(kc get apiservice v1alpha1.butler.butlerlabs.dev \
@@ -341,14 +492,25 @@ wait_for "discovery to list the butler resources" 60 discovery_lists_butler
 wait_for "a List of tenantclusters through kube-apiserver" 60 kc get tenantclusters -A
 wait_for "the Cluster API manager" 120 curl -sf "http://127.0.0.1:${CAPI_HEALTH_PORT}/readyz"
 
+# The ports chosen, for scripts and tests that drive the plane.
+{
+  for var in ETCD_PORT ETCD_PEER_PORT KUBE_APISERVER_PORT KUBE_CONTROLLER_MANAGER_PORT BUTLER_APISERVER_PORT \
+    CAPI_WEBHOOK_PORT CAPI_HEALTH_PORT CAPI_DIAGNOSTICS_PORT; do
+    echo "${var}=${!var}"
+  done
+  for ((i = 1; i < ${#butler_replicas[@]}; i++)); do
+    var="BUTLER_APISERVER_${i}_PORT"
+    echo "${var}=${!var}"
+  done
+} >"${LOCAL_DIR}/plane.env"
 mv "${BOOT_KUBECONFIG}" "${ADMIN_KUBECONFIG}"
 cat <<BANNER
 
-Management plane is up (state and logs in ${LOCAL_DIR}):
+Management plane is up (state and logs in ${LOCAL_DIR}; ports in ${LOCAL_DIR}/plane.env):
   kube-apiserver    https://127.0.0.1:${KUBE_APISERVER_PORT}
   butler-apiserver  https://127.0.0.1:${BUTLER_APISERVER_PORT}  (APIService v1alpha1.butler.butlerlabs.dev: Available; ${#butler_replicas[@]} replica(s))
   etcd              http://127.0.0.1:${ETCD_PORT}
-  tenants           butler-localprovider, control planes on 127.0.0.1:${TENANT_PORT_RANGE:-30000-32000} (state in ${LOCAL_DIR}/tenants)
+  tenants           butler-localprovider, control planes on 127.0.0.1:${TENANT_PORT_RANGE} (state in ${LOCAL_DIR}/tenants)
   capi-manager      Cluster API core controllers (webhooks on 127.0.0.1:${CAPI_WEBHOOK_PORT})
 
   export KUBECONFIG=${ADMIN_KUBECONFIG}
@@ -362,7 +524,7 @@ BANNER
 alive() { kill -0 "$(<"${RUN}/$1.pid")" 2>/dev/null; }
 while true; do
   for name in "${!pids[@]}"; do
-    alive "${name}" || { sleep "${RESTART_GRACE:-3}"; alive "${name}"; } || die "${name} exited; see ${LOGS}/${name}.log"
+    alive "${name}" || { sleep "${RESTART_GRACE:-3}"; alive "${name}"; } || die "${name} exited: $(failure "${name}") (log: ${LOGS}/${name}.log)"
   done
   sleep 1 &
   wait $! || true

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -23,7 +22,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
-	"github.com/butlerdotdev/butler-apiserver/pkg/localports"
 )
 
 // plane is a management plane from hack/local-up.sh, in a directory of its own.
@@ -31,7 +29,6 @@ type plane struct {
 	dir        string
 	etcdPort   int
 	butlerPort int
-	kubePort   int
 
 	cmd    *exec.Cmd
 	out    bytes.Buffer
@@ -45,16 +42,8 @@ type plane struct {
 // startPlane runs hack/local-up.sh with LOCAL_DIR=dir and waits for admin.kubeconfig.
 func startPlane(root, dir, butlerArgs string) (*plane, error) {
 	p := &plane{dir: dir, exited: make(chan error, 1)}
-	ports, err := freePorts(5)
-	if err != nil {
-		return nil, err
-	}
-	p.etcdPort, p.kubePort, p.butlerPort = ports[0], ports[2], ports[4]
 	p.cmd = exec.Command(filepath.Join(root, "hack", "local-up.sh"))
-	p.cmd.Env = append(os.Environ(), "LOCAL_DIR="+dir,
-		"ETCD_PORT="+strconv.Itoa(ports[0]), "ETCD_PEER_PORT="+strconv.Itoa(ports[1]),
-		"KUBE_APISERVER_PORT="+strconv.Itoa(ports[2]), "KUBE_CONTROLLER_MANAGER_PORT="+strconv.Itoa(ports[3]),
-		"BUTLER_APISERVER_PORT="+strconv.Itoa(ports[4]), "BUTLER_APISERVER_ARGS="+butlerArgs)
+	p.cmd.Env = append(os.Environ(), "LOCAL_DIR="+dir, "BUTLER_APISERVER_ARGS="+butlerArgs)
 	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
 	if err := p.cmd.Start(); err != nil {
 		return nil, err
@@ -75,6 +64,22 @@ func startPlane(root, dir, butlerArgs string) (*plane, error) {
 		if time.Now().After(deadline) {
 			p.stop()
 			return nil, fmt.Errorf("the plane was not up after 10 minutes:\n%s", p.out.String())
+		}
+	}
+	// The ports local-up chose.
+	env, err := os.ReadFile(filepath.Join(dir, "plane.env"))
+	if err != nil {
+		p.stop()
+		return nil, err
+	}
+	for _, line := range strings.Split(string(env), "\n") {
+		name, value, _ := strings.Cut(line, "=")
+		port, _ := strconv.Atoi(value)
+		switch name {
+		case "ETCD_PORT":
+			p.etcdPort = port
+		case "BUTLER_APISERVER_PORT":
+			p.butlerPort = port
 		}
 	}
 	if p.kube, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
@@ -268,21 +273,6 @@ func cpuTime(pid int) (time.Duration, error) {
 		ticks += t
 	}
 	return time.Duration(ticks) * 10 * time.Millisecond, nil
-}
-
-// freePorts returns n distinct free loopback ports outside the kernel's ephemeral range.
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	for len(ports) < n {
-		port, err := localports.Free()
-		if err != nil {
-			return nil, err
-		}
-		if !slices.Contains(ports, port) {
-			ports = append(ports, port)
-		}
-	}
-	return ports, nil
 }
 
 // httpClient returns an HTTP client for config with a connection of its own: a Proxy function

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
+	"github.com/butlerdotdev/butler-apiserver/test/localplane"
 )
 
 // plane is the running management plane.
@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
 
-func run(m *testing.M) int {
+func run(m *testing.M) (code int) {
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -48,49 +48,30 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 
-	up := exec.Command(filepath.Join(root, "hack", "local-up.sh"))
-	up.Env = append(os.Environ(), "LOCAL_DIR="+dir)
-	var upOut bytes.Buffer
-	up.Stdout, up.Stderr = &upOut, &upOut
 	started := time.Now()
-	if err := up.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
+	up, err := localplane.Start(root, dir, 10*time.Minute)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: %v:\n%s", err, up.Output())
+		dumpLogs(dir)
 		return 1
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- up.Wait() }()
-	stop := func() {
-		_ = up.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(90 * time.Second):
-			fmt.Fprintln(os.Stderr, "e2e: local-up.sh did not stop within 90s; killing it")
-			_ = up.Process.Kill()
+	// Nothing of the plane may outlive it: a process left running is a failure of the run.
+	defer func() {
+		if err := up.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: local-up.sh stopped with %v\n", err)
 		}
-	}
-	defer stop()
-
-	// local-up.sh writes admin.kubeconfig only once the butler API answers through the APIService.
-	plane.dir = dir
-	plane.kubeconfig = filepath.Join(dir, "admin.kubeconfig")
-	for {
-		if _, err := os.Stat(plane.kubeconfig); err == nil {
-			break
+		if left := localplane.Leftovers(root, dir); len(left) > 0 {
+			fmt.Fprintf(os.Stderr, "e2e: FAIL: %d processes of the plane still ran after it stopped (killed now):\n", len(left))
+			for _, p := range left {
+				fmt.Fprintln(os.Stderr, "  ", p)
+			}
+			localplane.Kill(left)
+			code = 1
 		}
-		select {
-		case err := <-exited:
-			fmt.Fprintf(os.Stderr, "e2e: local-up.sh exited before the plane was up (%v):\n%s", err, upOut.String())
-			dumpLogs(dir)
-			return 1
-		case <-time.After(200 * time.Millisecond):
-		}
-		if time.Since(started) > 10*time.Minute {
-			fmt.Fprintf(os.Stderr, "e2e: the plane was not up after 10 minutes:\n%s", upOut.String())
-			dumpLogs(dir)
-			return 1
-		}
-	}
+	}()
 	fmt.Fprintf(os.Stderr, "e2e: management plane up in %s\n", time.Since(started).Round(100*time.Millisecond))
+	plane.dir = dir
+	plane.kubeconfig = up.Kubeconfig
 
 	plane.config, err = clientcmd.BuildConfigFromFlags("", plane.kubeconfig)
 	if err != nil {
@@ -100,7 +81,7 @@ func run(m *testing.M) int {
 	plane.butler = clientset.NewForConfigOrDie(plane.config)
 	plane.kube = kubernetes.NewForConfigOrDie(plane.config)
 
-	code := m.Run()
+	code = m.Run()
 	if code != 0 {
 		dumpLogs(dir)
 	}

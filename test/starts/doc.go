@@ -1,0 +1,14 @@
+// Package starts checks that the local plane (hack/local-up.sh) and the local provider's tenant
+// control planes start every time on a busy machine and leave nothing behind:
+//
+//   - TestPlaneStartFailsCleanly (in make test): a port given in the environment is held by
+//     another listener; the start fails, names the component and its log line, and leaves no
+//     process.
+//   - TestPlaneStartsUnderLoad and TestTenantControlPlanesUnderLoad (make test-starts, slow):
+//     STARTS_N plane starts and stops in a row, then STARTS_TENANTS tenant control planes at
+//     once, while a bounded load holds STARTS_CONNECTIONS loopback connections open and
+//     replaces some every second (a busy machine's watches hold ephemeral ports the same way).
+//     Every start must succeed and every stop leave no process.
+//
+// The figures go to _output/bench/starts.md and the README's Reliability table.
+package starts
