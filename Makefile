@@ -65,12 +65,16 @@ test-e2e: build
 ## test-starts: STARTS_N plane starts and stops in a row, then STARTS_TENANTS tenant control
 ## planes at once, under STARTS_CONNECTIONS held loopback connections (README "Reliability");
 ## every start must succeed and every stop leave no process. Slow (about 30 min for 50 starts);
-## not part of `make test`. Appends its figures to _output/bench/starts.md.
+## not part of `make test`. Appends its figures to _output/bench/starts.md. STARTS_BASELINE=<rev>
+## first runs STARTS_BASELINE_N starts of that revision's local-up.sh under the same load.
 STARTS_N           ?= 50
 STARTS_TENANTS     ?= 20
 STARTS_CONNECTIONS ?= 1500
+STARTS_BASELINE    ?=
+STARTS_BASELINE_N  ?= 10
 test-starts: build
 	STARTS_N=$(STARTS_N) STARTS_TENANTS=$(STARTS_TENANTS) STARTS_CONNECTIONS=$(STARTS_CONNECTIONS) \
+	  STARTS_BASELINE=$(STARTS_BASELINE) STARTS_BASELINE_N=$(STARTS_BASELINE_N) \
 	  $(GO) test -count=1 -timeout 120m -run 'UnderLoad' -v ./test/starts/
 
 ## test-faults: the fault battery (README "Reliability"): replicas SIGKILLed under allocation load,

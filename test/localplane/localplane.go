@@ -35,8 +35,14 @@ type Plane struct {
 // serves (it writes admin.kubeconfig then) or exits. A plane that exits first is an error with
 // its output.
 func Start(root, dir string, timeout time.Duration, env ...string) (*Plane, error) {
+	return StartScript(filepath.Join(root, "hack", "local-up.sh"), root, dir, timeout, env...)
+}
+
+// StartScript is Start with another local-up script (a baseline: an earlier revision's, placed
+// in root/hack so that it finds the same binaries).
+func StartScript(script, root, dir string, timeout time.Duration, env ...string) (*Plane, error) {
 	p := &Plane{Root: root, Dir: dir, Kubeconfig: filepath.Join(dir, "admin.kubeconfig"), out: &buffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(filepath.Join(root, "hack", "local-up.sh"))
+	p.cmd = exec.Command(script)
 	p.cmd.Env = append(append(os.Environ(), "LOCAL_DIR="+dir), env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
@@ -59,11 +65,7 @@ func Start(root, dir string, timeout time.Duration, env ...string) (*Plane, erro
 		}
 	}
 	p.Ports = map[string]int{}
-	env2, err := os.ReadFile(filepath.Join(dir, "plane.env"))
-	if err != nil {
-		p.Stop()
-		return p, err
-	}
+	env2, _ := os.ReadFile(filepath.Join(dir, "plane.env")) // none from a baseline script
 	for _, line := range strings.Split(string(env2), "\n") {
 		if name, value, ok := strings.Cut(line, "="); ok {
 			p.Ports[name], _ = strconv.Atoi(value)

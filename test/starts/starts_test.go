@@ -108,44 +108,73 @@ func load(t *testing.T) *connLoad {
 }
 
 // STARTS_N plane starts and stops in a row under the connection load: every start succeeds, and
-// every stop leaves no process.
+// every stop leaves no process. With STARTS_BASELINE=<git revision>, that revision's local-up.sh
+// first runs STARTS_BASELINE_N starts under the same load, for the ratio (its failures are
+// reported, not failed on).
 func TestPlaneStartsUnderLoad(t *testing.T) {
-	r, dir := root(t), t.TempDir()
+	r := root(t)
 	l := load(t)
+	if rev := os.Getenv("STARTS_BASELINE"); rev != "" {
+		script := filepath.Join(r, "hack", ".local-up-baseline.sh")
+		data, err := exec.Command("git", "-C", r, "show", rev+":hack/local-up.sh").Output()
+		if err != nil {
+			t.Fatalf("git show %s:hack/local-up.sh: %v", rev, err)
+		}
+		if err := os.WriteFile(script, data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		defer os.Remove(script)
+		failed, leftover, times := planeStarts(t, script, t.TempDir(), envInt("STARTS_BASELINE_N", 10), false)
+		report(t, fmt.Sprintf("baseline %s: plane starts under %d held loopback connections: %d of %d failed, %d processes left after the stops; start median %s",
+			rev, l.held(), failed, envInt("STARTS_BASELINE_N", 10), leftover, median(times)))
+	}
 	n := envInt("STARTS_N", 50)
-	var failed, leftover int
-	var times []time.Duration
+	failed, leftover, times := planeStarts(t, filepath.Join(r, "hack", "local-up.sh"), t.TempDir(), n, true)
+	report(t, fmt.Sprintf("plane starts under %d held loopback connections: %d of %d failed, %d processes left after the stops; start median %s (min %s, max %s)",
+		l.held(), failed, n, leftover, median(times), first(times), last(times)))
+}
+
+// planeStarts starts and stops the plane of script n times in dir; strict fails the test on a
+// failed start or a process left.
+func planeStarts(t *testing.T, script, dir string, n int, strict bool) (failed, leftover int, times []time.Duration) {
+	r := root(t)
+	fail := t.Errorf
+	if !strict {
+		fail = t.Logf
+	}
 	for i := 1; i <= n; i++ {
 		started := time.Now()
-		p, err := localplane.Start(r, dir, 10*time.Minute)
+		p, err := localplane.StartScript(script, r, dir, 10*time.Minute)
 		if err != nil {
 			failed++
-			t.Errorf("start %d of %d failed: %v\n%s", i, n, err, p.Output())
+			fail("%s: start %d of %d failed: %v\n%s", filepath.Base(script), i, n, err, grep(p.Output(), "local-up"))
 		} else {
 			times = append(times, time.Since(started))
 			if out, err := exec.Command("kubectl", "--kubeconfig", p.Kubeconfig, "get", "tenantclusters", "-A").CombinedOutput(); err != nil {
-				t.Errorf("start %d: kubectl get tenantclusters: %v\n%s", i, err, out)
+				fail("start %d: kubectl get tenantclusters: %v\n%s", i, err, out)
 			}
 			if err := p.Stop(); err != nil {
-				t.Errorf("stop %d: %v\n%s", i, err, p.Output())
+				fail("stop %d: %v\n%s", i, err, p.Output())
 			}
 		}
 		if left := localplane.Leftovers(r, dir); len(left) > 0 {
 			leftover += len(left)
 			localplane.Kill(left)
-			t.Errorf("after stop %d: %d processes left: %v", i, len(left), left)
+			fail("%s: after stop %d: %d processes left: %v", filepath.Base(script), i, len(left), left)
 		}
 		if strings.Contains(p.Output(), "a port was taken") {
 			t.Logf("start %d moved a component to another port:\n%s", i, grep(p.Output(), "a port was taken"))
 		}
 	}
 	slices.Sort(times)
-	med := time.Duration(0)
-	if len(times) > 0 {
-		med = times[len(times)/2]
+	return failed, leftover, times
+}
+
+func median(d []time.Duration) time.Duration {
+	if len(d) == 0 {
+		return 0
 	}
-	report(t, fmt.Sprintf("plane starts under %d held loopback connections: %d of %d failed, %d processes left after the stops; start median %s (min %s, max %s)",
-		l.held(), failed, n, leftover, med.Round(100*time.Millisecond), first(times), last(times)))
+	return d[len(d)/2].Round(100 * time.Millisecond)
 }
 
 func grep(s, sub string) string {
@@ -267,5 +296,5 @@ spec:
 		t.Errorf("after the delete, %d tenant processes run: %v", len(tenantsLeft), tenantsLeft)
 	}
 	report(t, fmt.Sprintf("%d tenant control planes applied at once under %d held loopback connections: %d Ready (last %s after the apply, median %s), on %d distinct ports outside the ephemeral range; deleted in %s with %d tenant processes left",
-		n, l.held(), len(ready), last(times), times[len(times)/2].Round(100*time.Millisecond), len(seen), time.Since(deleted).Round(100*time.Millisecond), len(tenantsLeft)))
+		n, l.held(), len(ready), last(times), median(times), len(seen), time.Since(deleted).Round(100*time.Millisecond), len(tenantsLeft)))
 }
