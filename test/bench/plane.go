@@ -9,11 +9,9 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"k8s.io/client-go/dynamic"
@@ -22,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
+	"github.com/butlerdotdev/butler-apiserver/test/localplane"
 )
 
 // plane is a management plane from hack/local-up.sh, in a directory of its own.
@@ -29,10 +28,7 @@ type plane struct {
 	dir        string
 	etcdPort   int
 	butlerPort int
-
-	cmd    *exec.Cmd
-	out    bytes.Buffer
-	exited chan error
+	up         *localplane.Plane
 
 	// kube is the admin through kube-apiserver; direct is the same admin certificate
 	// straight to butler-apiserver's port, trusting the CA that signed its serving certificate.
@@ -41,48 +37,12 @@ type plane struct {
 
 // startPlane runs hack/local-up.sh with LOCAL_DIR=dir and waits for admin.kubeconfig.
 func startPlane(root, dir, butlerArgs string) (*plane, error) {
-	p := &plane{dir: dir, exited: make(chan error, 1)}
-	p.cmd = exec.Command(filepath.Join(root, "hack", "local-up.sh"))
-	p.cmd.Env = append(os.Environ(), "LOCAL_DIR="+dir, "BUTLER_APISERVER_ARGS="+butlerArgs)
-	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
-	if err := p.cmd.Start(); err != nil {
-		return nil, err
-	}
-	go func() { p.exited <- p.cmd.Wait() }()
-
-	kubeconfig := filepath.Join(dir, "admin.kubeconfig")
-	deadline := time.Now().Add(10 * time.Minute)
-	for {
-		if _, err := os.Stat(kubeconfig); err == nil {
-			break
-		}
-		select {
-		case err := <-p.exited:
-			return nil, fmt.Errorf("local-up.sh exited before the plane was up (%v):\n%s", err, p.out.String())
-		case <-time.After(200 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			p.stop()
-			return nil, fmt.Errorf("the plane was not up after 10 minutes:\n%s", p.out.String())
-		}
-	}
-	// The ports local-up chose.
-	env, err := os.ReadFile(filepath.Join(dir, "plane.env"))
+	up, err := localplane.Start(root, dir, 10*time.Minute, "BUTLER_APISERVER_ARGS="+butlerArgs)
 	if err != nil {
-		p.stop()
-		return nil, err
+		return nil, fmt.Errorf("%w:\n%s", err, up.Output())
 	}
-	for _, line := range strings.Split(string(env), "\n") {
-		name, value, _ := strings.Cut(line, "=")
-		port, _ := strconv.Atoi(value)
-		switch name {
-		case "ETCD_PORT":
-			p.etcdPort = port
-		case "BUTLER_APISERVER_PORT":
-			p.butlerPort = port
-		}
-	}
-	if p.kube, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
+	p := &plane{dir: dir, up: up, etcdPort: up.Ports["ETCD_PORT"], butlerPort: up.Ports["BUTLER_APISERVER_PORT"]}
+	if p.kube, err = clientcmd.BuildConfigFromFlags("", up.Kubeconfig); err != nil {
 		p.stop()
 		return nil, err
 	}
@@ -97,23 +57,15 @@ func startPlane(root, dir, butlerArgs string) (*plane, error) {
 	return p, nil
 }
 
-// stop sends SIGTERM to local-up.sh, which stops the processes in order. A tenant's process
-// that outlived it (butler-localprovider was killed before it stopped them all) is killed.
+// stop stops the plane (local-up.sh stops its processes in order, and any of the plane's or its
+// tenants' that outlived their parent); anything still running after that is killed and said.
 func (p *plane) stop() {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(90 * time.Second):
-		fmt.Fprintln(os.Stderr, "bench: local-up.sh did not stop within 90s; killing it")
-		_ = p.cmd.Process.Kill()
+	if err := p.up.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: local-up.sh: %v\n", err)
 	}
-	if left, err := p.tenantProcesses(); err == nil && len(left) > 0 {
-		fmt.Fprintf(os.Stderr, "bench: %d tenants' processes outlived the plane; killing them\n", len(left))
-		for _, pids := range left {
-			for _, pid := range pids {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
-		}
+	if left := localplane.Leftovers(p.up.Root, p.dir); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "bench: %d processes outlived the plane; killing them: %v\n", len(left), left)
+		localplane.Kill(left)
 	}
 }
 
