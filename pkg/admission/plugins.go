@@ -8,6 +8,8 @@
 //     quota Ledger, so concurrent requests cannot pass a limit together, and a cluster's delete
 //     frees its share at once.
 //   - butler.butlerlabs.dev/TeamInUse: a Team whose namespace holds TenantClusters cannot be deleted.
+//   - butler.butlerlabs.dev/ProviderSupport: a TenantCluster's machine OS must be one that can
+//     boot on its ProviderConfig's provider (a 422 with the reason otherwise).
 //
 // They read butler objects only, from butler-apiserver's own storage, so they run the same with
 // and without a management cluster. They are enabled by default, after the generic plugins
@@ -29,19 +31,21 @@ import (
 
 // Plugin names.
 const (
-	MultiTenancyName = "butler.butlerlabs.dev/MultiTenancy"
-	TeamLimitsName   = "butler.butlerlabs.dev/TeamLimits"
-	TeamInUseName    = "butler.butlerlabs.dev/TeamInUse"
+	MultiTenancyName    = "butler.butlerlabs.dev/MultiTenancy"
+	TeamLimitsName      = "butler.butlerlabs.dev/TeamLimits"
+	TeamInUseName       = "butler.butlerlabs.dev/TeamInUse"
+	ProviderSupportName = "butler.butlerlabs.dev/ProviderSupport"
 )
 
 // Names are the plugins in the order they run.
-var Names = []string{MultiTenancyName, TeamLimitsName, TeamInUseName}
+var Names = []string{MultiTenancyName, ProviderSupportName, TeamLimitsName, TeamInUseName}
 
 // Register registers the plugins.
 func Register(plugins *admission.Plugins) {
 	plugins.Register(MultiTenancyName, func(io.Reader) (admission.Interface, error) { return NewMultiTenancy(), nil })
 	plugins.Register(TeamLimitsName, func(io.Reader) (admission.Interface, error) { return NewTeamLimits(), nil })
 	plugins.Register(TeamInUseName, func(io.Reader) (admission.Interface, error) { return NewTeamInUse(), nil })
+	plugins.Register(ProviderSupportName, func(io.Reader) (admission.Interface, error) { return NewProviderSupport(), nil })
 }
 
 // WantsLedger is a plugin that reads butler objects through the quota Ledger's Store.

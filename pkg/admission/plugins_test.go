@@ -24,7 +24,7 @@ type fakeStore struct {
 	teams     map[string]*butler.Team
 	config    *butler.ButlerConfig
 	clusters  []butler.TenantCluster
-	providers map[string]string
+	providers map[string]*butler.ProviderConfig
 	writes    int
 }
 
@@ -52,8 +52,11 @@ func (s *fakeStore) Clusters(_ context.Context, ns, _ string) ([]butler.TenantCl
 	}
 	return out, nil
 }
-func (s *fakeStore) ProviderType(_ context.Context, ns, name string) (string, error) {
-	return s.providers[ns+"/"+name], nil
+func (s *fakeStore) ProviderConfig(_ context.Context, ns, name string) (*butler.ProviderConfig, error) {
+	if p, ok := s.providers[ns+"/"+name]; ok {
+		return p.DeepCopy(), nil
+	}
+	return nil, nil
 }
 func (s *fakeStore) UpdateTeam(_ context.Context, name string, update func(*butler.Team) error) error {
 	t := s.teams[name].DeepCopy()
@@ -91,7 +94,7 @@ func newStore() *fakeStore {
 		},
 		config:    &butler.ButlerConfig{Spec: butler.ButlerConfigSpec{DefaultTeamLimits: &butler.ResourceLimits{MaxTotalWorkers: ptr.To[int32](6)}}},
 		clusters:  []butler.TenantCluster{*tc("team-a", "one", 3)},
-		providers: map[string]string{"team-a/hv": "harvester"},
+		providers: map[string]*butler.ProviderConfig{"team-a/hv": {Spec: butler.ProviderConfigSpec{Provider: butler.ProviderHarvester}}},
 	}
 }
 
@@ -204,4 +207,45 @@ func TestTeamInUse(t *testing.T) {
 	if err := validate(t, s, attrs(nil, nil, "", "team-a", teamsResource, "", admission.Delete, false)); err != nil {
 		t.Errorf("empty team: %v", err)
 	}
+}
+
+// TestProviderSupport: a cluster whose machines cannot boot on its provider is a 422 naming the
+// field and why, whether the ProviderConfig is the cluster's, its Team's or the default; a
+// refused create reserves nothing.
+func TestProviderSupport(t *testing.T) {
+	s := newStore()
+	s.providers["team-a/nx"] = &butler.ProviderConfig{Spec: butler.ProviderConfigSpec{Provider: butler.ProviderNutanix}}
+	s.providers["infra/aws"] = &butler.ProviderConfig{Spec: butler.ProviderConfigSpec{Provider: butler.ProviderAWS}}
+	s.teams["team-a"].Spec.ResourceLimits = nil
+	create := func(obj *butler.TenantCluster) error {
+		return validate(t, s, attrs(obj, nil, obj.Namespace, obj.Name, tcResource, "", admission.Create, false))
+	}
+	withOS := func(name, pc string, os butler.OSType) *butler.TenantCluster {
+		c := tc("team-a", name, 1)
+		c.Spec.ProviderConfigRef.Name = pc
+		c.Spec.Workers.MachineTemplate.OS.Type = os
+		return c
+	}
+	expect(t, create(withOS("br-hv", "hv", butler.OSBottlerocket)), apierrors.IsInvalid,
+		"spec.workers.machineTemplate.os.type: Invalid value: \"bottlerocket\": bottlerocket machines cannot boot on provider harvester: Bottlerocket publishes images only for AWS")
+	expect(t, create(withOS("fc-nx", "nx", butler.OSFlatcar)), apierrors.IsInvalid, "flatcar machines cannot boot on provider nutanix")
+	if s.writes != 0 {
+		t.Errorf("refused creates wrote the Team %d times", s.writes)
+	}
+	s.config.Spec.DefaultTeamLimits = nil
+	for _, ok := range []*butler.TenantCluster{withOS("fc-hv", "hv", butler.OSFlatcar), withOS("talos-nx", "nx", butler.OSTalos), withOS("unknown-pc", "later", butler.OSBottlerocket)} {
+		if err := create(ok); err != nil {
+			t.Errorf("%s: %v", ok.Name, err)
+		}
+	}
+	// The ButlerConfig's default, when neither the cluster nor its Team names one.
+	s.config.Spec.DefaultProviderConfigRef = &butler.NamespacedObjectReference{Name: "aws", Namespace: "infra"}
+	onDefault := withOS("br-default", "", butler.OSBottlerocket)
+	onDefault.Spec.ProviderConfigRef = nil
+	if err := create(onDefault); err != nil {
+		t.Errorf("bottlerocket on the default (aws): %v", err)
+	}
+	s.teams["team-a"].Spec.ProviderConfigRef = &butler.NamespacedObjectReference{Name: "nx"}
+	onDefault.Spec.TeamRef = &butler.LocalObjectReference{Name: "team-a"}
+	expect(t, create(onDefault), apierrors.IsInvalid, "bottlerocket machines cannot boot on provider nutanix")
 }

@@ -108,9 +108,12 @@ func (p *TeamLimits) admitCluster(ctx context.Context, a admission.Attributes, t
 		if ns == "" {
 			ns = a.GetNamespace()
 		}
-		var err error
-		if provider, err = p.store().ProviderType(ctx, ns, tc.Spec.ProviderConfigRef.Name); err != nil {
+		pc, err := p.store().ProviderConfig(ctx, ns, tc.Spec.ProviderConfigRef.Name)
+		if err != nil {
 			return apierrors.NewInternalError(err)
+		}
+		if pc != nil {
+			provider = string(pc.Spec.Provider)
 		}
 	}
 	if err := quota.CheckCluster(team, limits, tc, old, provider); err != nil {

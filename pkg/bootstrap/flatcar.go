@@ -198,3 +198,10 @@ func decodeDataURL(s string) (string, error) {
 	}
 	return url.PathUnescape(payload)
 }
+
+// IgnitionVersion is the Ignition spec version ("3.4") of the flatcar data, as an
+// infrastructure provider that wraps or stores Ignition configs is told it (CAPA's
+// spec.ignition.version).
+func IgnitionVersion() string {
+	return fmt.Sprintf("%d.%d", igntypes.MaxVersion.Major, igntypes.MaxVersion.Minor)
+}

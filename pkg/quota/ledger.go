@@ -36,8 +36,8 @@ type Store interface {
 	// else as of a resourceVersion not older than notOlderThan nor than this server's last
 	// write of a TenantCluster.
 	Clusters(ctx context.Context, namespace, notOlderThan string) ([]butler.TenantCluster, error)
-	// ProviderType returns the provider of a ProviderConfig, or "" when it does not exist.
-	ProviderType(ctx context.Context, namespace, name string) (string, error)
+	// ProviderConfig returns a ProviderConfig, or nil when it does not exist.
+	ProviderConfig(ctx context.Context, namespace, name string) (*butler.ProviderConfig, error)
 	// UpdateTeam reads the Team, applies update and writes the result only if the Team did not
 	// change in between (compare-and-swap), retrying update on conflict. An error from update
 	// aborts with that error.

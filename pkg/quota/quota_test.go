@@ -148,7 +148,9 @@ func (s *memStore) Clusters(context.Context, string, string) ([]butler.TenantClu
 	}
 	return out, nil
 }
-func (s *memStore) ProviderType(context.Context, string, string) (string, error) { return "", nil }
+func (s *memStore) ProviderConfig(context.Context, string, string) (*butler.ProviderConfig, error) {
+	return nil, nil
+}
 func (s *memStore) UpdateTeam(_ context.Context, _ string, update func(*butler.Team) error) error {
 	for {
 		s.mu.Lock()

@@ -185,15 +185,15 @@ func (s *RegistryStore) Clusters(ctx context.Context, namespace, notOlderThan st
 	return obj.(*butler.TenantClusterList).Items, nil
 }
 
-func (s *RegistryStore) ProviderType(ctx context.Context, namespace, name string) (string, error) {
+func (s *RegistryStore) ProviderConfig(ctx context.Context, namespace, name string) (*butler.ProviderConfig, error) {
 	obj, err := get(ctx, s.providers, namespace, name)
 	if apierrors.IsNotFound(err) {
-		return "", nil
+		return nil, nil
 	}
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	return string(obj.(*butler.ProviderConfig).Spec.Provider), nil
+	return obj.(*butler.ProviderConfig), nil
 }
 
 func (s *RegistryStore) UpdateTeam(ctx context.Context, name string, update func(*butler.Team) error) error {

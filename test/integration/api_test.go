@@ -161,13 +161,15 @@ func TestWarningsForUnprovenOperatingSystems(t *testing.T) {
 	cfg.WarningHandler = warnings
 	client := clientset.NewForConfigOrDie(cfg)
 
-	tc := exampleCluster(t, "warnings", "bottlerocket")
-	tc.Spec.Workers.MachineTemplate.OS.Type = v1alpha1.OSBottlerocket
+	// Kairos: Bottlerocket would be refused on the example's Harvester ProviderConfig, when another
+	// test has created it (ProviderSupport admission).
+	tc := exampleCluster(t, "warnings", "kairos")
+	tc.Spec.Workers.MachineTemplate.OS.Type = v1alpha1.OSKairos
 	if _, err := client.ButlerV1alpha1().TenantClusters("warnings").Create(context.Background(), tc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if got := warnings.all(); len(got) != 1 || !strings.Contains(got[0], "bottlerocket") {
-		t.Errorf("warnings %q, want one naming bottlerocket", got)
+	if got := warnings.all(); len(got) != 1 || !strings.Contains(got[0], "kairos") {
+		t.Errorf("warnings %q, want one naming kairos", got)
 	}
 }
 

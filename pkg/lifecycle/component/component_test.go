@@ -4,11 +4,14 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/validation"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external/crdtest"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/componenttest"
@@ -192,6 +195,69 @@ func TestControlPlaneProvider(t *testing.T) {
 	} {
 		if got := component.ControlPlaneProvider(tc.cfg); got != tc.want {
 			t.Errorf("ControlPlaneProvider(%v) = %s, want %s", tc.cfg, got, tc.want)
+		}
+	}
+}
+
+// TestWorkerTemplatePerOS: for every OS on every provider, the workers' machine template either
+// carries what that provider needs to hand the OS its bootstrap data (checked against the
+// provider's CRD and a golden file per pair), or the pair is refused with the reason the
+// admission plugin gives. On AWS it follows CAPA's rules: Ignition data needs spec.ignition
+// with the data's Ignition version, never beside cloudInit (CAPA's webhook forbids it); data
+// that the OS reads itself must not go through Secrets Manager, whose boothook only cloud-init
+// runs.
+func TestWorkerTemplatePerOS(t *testing.T) {
+	dir, err := crdtest.Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	crds, err := crdtest.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oses := []v1alpha1.OSType{v1alpha1.OSTalos, v1alpha1.OSRocky, v1alpha1.OSFlatcar, v1alpha1.OSBottlerocket, v1alpha1.OSKairos}
+	for _, p := range componenttest.Providers {
+		for _, os := range oses {
+			t.Run(fmt.Sprintf("%s/%s", p, os), func(t *testing.T) {
+				in := componenttest.Input(p)
+				in.Cluster.Spec.Workers.MachineTemplate.OS.Type = os
+				_, wt, err := infra.ForProvider(in)
+				if why := validation.OSUnsupportedOn(butler.ProviderType(p), butler.OSType(os)); why != "" {
+					if err == nil || !strings.Contains(err.Error(), why) {
+						t.Fatalf("error %v, want the refusal %q", err, why)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if errs := crds.Validate(wt); len(errs) > 0 {
+					t.Fatalf("%s: rejected by its CRD: %v", wt.GetKind(), errs.ToAggregate())
+				}
+				componenttest.Golden(t, fmt.Sprintf("os/%s-%s-workertemplate", p, os), wt.Object)
+				if p != v1alpha1.ProviderAWS {
+					return
+				}
+				spec, _, _ := unstructured.NestedMap(wt.Object, "spec", "template", "spec")
+				_, ignition := spec["ignition"]
+				skip, _, _ := unstructured.NestedBool(spec, "cloudInit", "insecureSkipSecretsManager")
+				_, cloudInit := spec["cloudInit"]
+				switch os {
+				case v1alpha1.OSFlatcar:
+					v, _, _ := unstructured.NestedString(spec, "ignition", "version")
+					if !ignition || cloudInit || v != "3.4" {
+						t.Errorf("flatcar on AWS: ignition %v (version %q), cloudInit %v; want ignition 3.4 alone", ignition, v, cloudInit)
+					}
+				case v1alpha1.OSRocky:
+					if ignition || skip {
+						t.Errorf("rocky on AWS: ignition %v, Secrets Manager skipped %v; want cloud-init through Secrets Manager", ignition, skip)
+					}
+				default:
+					if ignition || !skip {
+						t.Errorf("%s on AWS: ignition %v, Secrets Manager skipped %v; want plain user data", os, ignition, skip)
+					}
+				}
+			})
 		}
 	}
 }

@@ -134,7 +134,7 @@ func Golden(t *testing.T, name string, obj any) {
 	}
 	path := filepath.Join("testdata", name+".yaml")
 	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(path, got, 0o644); err != nil {

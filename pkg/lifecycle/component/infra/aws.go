@@ -2,6 +2,7 @@ package infra
 
 import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component"
 )
@@ -86,6 +87,9 @@ func awsMachine(in component.Input, mt v1alpha1.MachineTemplate) (map[string]any
 	if len(c.SubnetIDs) > 0 {
 		spec["subnet"] = map[string]any{"id": c.SubnetIDs[0]}
 	}
+	for k, v := range awsUserData(mt.OS.Type) {
+		spec[k] = v
+	}
 	if len(c.SecurityGroupIDs) > 0 {
 		groups := make([]any, 0, len(c.SecurityGroupIDs))
 		for _, id := range c.SecurityGroupIDs {
@@ -94,4 +98,25 @@ func awsMachine(in component.Input, mt v1alpha1.MachineTemplate) (map[string]any
 		spec["additionalSecurityGroups"] = groups
 	}
 	return spec, nil
+}
+
+// awsUserData are the fields that make CAPA hand each OS its data in a way the OS reads
+// (awsmachine_controller.go resolveUserData). CAPA's default for cloud-config data is AWS
+// Secrets Manager: the user data becomes a cloud-init boothook that fetches the real data with
+// the AWS CLI, which only an image with cloud-init and the CLI can run (rocky, from
+// image-builder). Talos' machined, Bottlerocket and Kairos' agent read the user data itself, so
+// for them it goes in plain. Flatcar's data.format is ignition: CAPA needs spec.ignition (and
+// its BootstrapFormatIgnition feature gate) and forbids cloudInit beside it; the data goes in the
+// user data (UnencryptedUserData), as the ClusterObjectStore choice needs an S3 bucket on the
+// AWSCluster that a ProviderConfig does not name. In every plain case the bootstrap token is
+// readable by whoever may read the instance's user data until it expires (the BootstrapConfig's
+// tokenTTL) or the node has joined, when it is deleted.
+func awsUserData(os v1alpha1.OSType) map[string]any {
+	switch os {
+	case v1alpha1.OSFlatcar:
+		return map[string]any{"ignition": map[string]any{"version": bootstrap.IgnitionVersion(), "storageType": "UnencryptedUserData"}}
+	case v1alpha1.OSTalos, v1alpha1.OSBottlerocket, v1alpha1.OSKairos:
+		return map[string]any{"cloudInit": map[string]any{"insecureSkipSecretsManager": true}}
+	}
+	return nil
 }

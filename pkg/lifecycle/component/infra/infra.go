@@ -13,7 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/validation"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component"
 )
 
@@ -97,6 +99,9 @@ func providerOf(in component.Input) (provider, error) {
 func machineTemplate(in component.Input, p provider, name string, mt v1alpha1.MachineTemplate) (*unstructured.Unstructured, error) {
 	mt = *mt.DeepCopy()
 	v1alpha1.SetDefaults_MachineTemplate(&mt)
+	if why := validation.OSUnsupportedOn(butler.ProviderType(in.Provider.Spec.Provider), butler.OSType(mt.OS.Type)); why != "" {
+		return nil, fmt.Errorf("ProviderConfig %s: %s machines cannot boot on provider %s: %s", pcName(in), mt.OS.Type, in.Provider.Spec.Provider, why)
+	}
 	spec, err := p.machineSpec(in, mt)
 	if err != nil {
 		return nil, err

@@ -115,9 +115,14 @@ func proxmoxMachine(in component.Input, mt v1alpha1.MachineTemplate) (map[string
 	if r := c.VMIDRange; r != nil {
 		spec["vmIDRange"] = map[string]any{"start": int64(r.Start), "end": int64(r.End)}
 	}
-	if mt.OS.Type == v1alpha1.OSTalos {
-		// Talos runs neither cloud-init nor the QEMU guest agent CAPMOX waits for by default.
+	// CAPMOX puts the data on a NoCloud ISO (an Ignition one when data.format is ignition) and by
+	// default waits, through the QEMU guest agent, for cloud-init to report done. Talos runs
+	// neither; Flatcar's Ignition and Kairos' agent are not cloud-init.
+	switch mt.OS.Type {
+	case v1alpha1.OSTalos:
 		spec["checks"] = map[string]any{"skipCloudInitStatus": true, "skipQemuGuestAgent": true}
+	case v1alpha1.OSFlatcar, v1alpha1.OSKairos:
+		spec["checks"] = map[string]any{"skipCloudInitStatus": true}
 	}
 	return spec, nil
 }
