@@ -24,8 +24,12 @@ import (
 // run here (so the test plays Steward); the local provider's whole lifecycle is
 // TestLocalTenantCluster's.
 var providerBlocks = map[string]string{
-	"harvester": `harvester: {namespace: default, networkName: default/vlan40, imageName: default/talos-1.9}`,
-	"nutanix":   `nutanix: {endpoint: "https://prism.example:9440", clusterUUID: 00000000-0000-0000-0000-000000000001, subnetUUID: 00000000-0000-0000-0000-000000000002, imageUUID: 00000000-0000-0000-0000-000000000003}`,
+	// In ipam mode Harvester and Nutanix clusters hold load balancer addresses only: their
+	// machines cannot be handed addresses of their own.
+	"harvester": `harvester: {namespace: default, networkName: default/vlan40, imageName: default/talos-1.9}
+  network: {mode: ipam, poolRefs: [{name: lab}]}`,
+	"nutanix": `nutanix: {endpoint: "https://prism.example:9440", clusterUUID: 00000000-0000-0000-0000-000000000001, subnetUUID: 00000000-0000-0000-0000-000000000002, imageUUID: 00000000-0000-0000-0000-000000000003}
+  network: {mode: ipam, poolRefs: [{name: lab}]}`,
 	// Proxmox machines take static addresses: from a pool (network mode ipam).
 	"proxmox": `proxmox: {endpoint: "https://pve.example:8006", nodes: [pve1], storage: local-lvm, templateID: 9000}
   network: {mode: ipam, poolRefs: [{name: lab}], subnet: 10.78.0.0/24, gateway: 10.78.0.254, dnsServers: [10.78.0.254]}`,
@@ -200,6 +204,7 @@ spec:
 		if _, err := d.Resource(infraKinds[p][1]).Namespace(tenantNS).Get(ctx, name+"-workers", metav1.GetOptions{}); err != nil {
 			t.Errorf("%s: worker template: %v", p, err)
 		}
+		checkNodeAddresses(t, d, p, ns, tc)
 		if _, err := d.Resource(machineDeploymentsGVR).Namespace(tenantNS).Get(ctx, name+"-workers", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("%s: the MachineDeployment exists before the control plane is ready (err %v)", p, err)
 		}
@@ -322,8 +327,9 @@ spec:
 	tc = waitCluster(t, ns, "late", 30*time.Second, "addresses held", func(tc *v1alpha1.TenantCluster) bool {
 		return meta.IsStatusConditionTrue(tc.Status.Conditions, "NetworkReady") && tc.Status.Phase == v1alpha1.TenantClusterProvisioning
 	})
-	if len(tc.Status.IPAllocationRefs) != 2 {
-		t.Errorf("ipAllocationRefs %v, want nodes and lb", tc.Status.IPAllocationRefs)
+	// AWS gives node addresses from its subnets: only the load balancer's come from the pool.
+	if len(tc.Status.IPAllocationRefs) != 1 {
+		t.Errorf("ipAllocationRefs %v, want the load balancer's", tc.Status.IPAllocationRefs)
 	}
 	allocs, err := plane.butler.ButlerV1alpha1().IPAllocations(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -336,8 +342,8 @@ spec:
 		}
 		held += a.Status.AllocatedCount
 	}
-	if held != 3+4 {
-		t.Errorf("%d addresses held, want 3 nodes + 4 load balancer", held)
+	if held != 4 {
+		t.Errorf("%d addresses held, want 4 for the load balancer", held)
 	}
 
 	mustKubectl(t, "delete", "tc", "late", "-n", ns)
@@ -348,5 +354,38 @@ spec:
 	pool, err := plane.butler.ButlerV1alpha1().NetworkPools(ns).Get(ctx, "lab", metav1.GetOptions{})
 	if err != nil || pool.Status.AllocatedIPs != 0 {
 		t.Errorf("pool still holds %d addresses (%v)", pool.Status.AllocatedIPs, err)
+	}
+}
+
+// checkNodeAddresses: in ipam mode, the nodes IPAllocation is in the machine specs of the
+// provider that takes static addresses (Proxmox: the ProxmoxCluster's ipv4Config pool, from
+// which CAPMOX gives each machine one), and no other provider holds one; their NetworkReady
+// says why their nodes have none.
+func checkNodeAddresses(t *testing.T, d dynamic.Interface, p, ns string, tc *v1alpha1.TenantCluster) {
+	t.Helper()
+	ctx := context.Background()
+	nodes, err := plane.butler.ButlerV1alpha1().IPAllocations(ns).Get(ctx, tc.Status.TenantNamespace+"-nodes", metav1.GetOptions{})
+	network := meta.FindStatusCondition(tc.Status.Conditions, "NetworkReady")
+	switch p {
+	case "proxmox":
+		if err != nil || nodes.Status.Phase != v1alpha1.IPAllocationAllocated || nodes.Status.AllocatedCount != 2 {
+			t.Fatalf("proxmox: nodes IPAllocation %+v (%v), want 2 addresses allocated", nodes, err)
+		}
+		pmc, err := d.Resource(infraKinds[p][0]).Namespace(tc.Status.TenantNamespace).Get(ctx, tc.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		addrs, _, _ := unstructured.NestedStringSlice(pmc.Object, "spec", "ipv4Config", "addresses")
+		want := nodes.Status.StartAddress + "-" + nodes.Status.EndAddress
+		if len(addrs) != 1 || addrs[0] != want {
+			t.Errorf("proxmox: ProxmoxCluster spec.ipv4Config.addresses %v, want [%s] (the nodes IPAllocation)", addrs, want)
+		}
+	case "harvester", "nutanix":
+		if !apierrors.IsNotFound(err) {
+			t.Errorf("%s: a nodes IPAllocation is held (err %v) though no machine can take it", p, err)
+		}
+		if network == nil || !strings.Contains(network.Message, "no node addresses from the pools ("+p+" machines cannot take them") {
+			t.Errorf("%s: NetworkReady %+v does not say why the nodes have no addresses", p, network)
+		}
 	}
 }

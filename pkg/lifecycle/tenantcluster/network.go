@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/infra"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
 )
 
@@ -23,11 +24,11 @@ type allocationWant struct {
 	pinned *v1alpha1.PinnedRange
 }
 
-// wantedAllocations are the addresses a cluster holds in ipam mode: one per worker (at least
-// one), and its load balancer range (spec.networking.loadBalancerPool pinned, or lbPoolSize, or
-// the ProviderConfig's default pool size, or 8).
+// wantedAllocations are the addresses a cluster holds in ipam mode: its load balancer range
+// (spec.networking.loadBalancerPool pinned, or lbPoolSize, or the ProviderConfig's default pool
+// size, or 8), and, where the provider's machine specs take static addresses, one per worker (at
+// least one).
 func wantedAllocations(tc *v1alpha1.TenantCluster, pc *v1alpha1.ProviderConfig) []allocationWant {
-	nodes := max(tc.Spec.Workers.Replicas, 1)
 	lb := allocationWant{suffix: "lb", typ: v1alpha1.IPAllocationLoadBalancer, count: 8}
 	switch {
 	case tc.Spec.Networking.LoadBalancerPool != nil:
@@ -38,8 +39,13 @@ func wantedAllocations(tc *v1alpha1.TenantCluster, pc *v1alpha1.ProviderConfig) 
 	case pc.Spec.Network.LoadBalancer != nil && pc.Spec.Network.LoadBalancer.DefaultPoolSize != nil:
 		lb.count = *pc.Spec.Network.LoadBalancer.DefaultPoolSize
 	}
-	return []allocationWant{{suffix: "nodes", typ: v1alpha1.IPAllocationNodes, count: nodes}, lb}
+	if infra.NodeAddressesUnsupported(pc.Spec.Provider) != "" {
+		return []allocationWant{lb}
+	}
+	return []allocationWant{{suffix: nodesSuffix, typ: v1alpha1.IPAllocationNodes, count: max(tc.Spec.Workers.Replicas, 1)}, lb}
 }
+
+const nodesSuffix = "nodes"
 
 // allocationName names a cluster's IPAllocation; it lives in the pools' namespace, which many
 // clusters share, so the name carries the tenant namespace (unique per cluster).
@@ -88,6 +94,14 @@ func (c *Controller) ensureNetwork(ctx context.Context, s *state) (steps.Result,
 	if len(pending) > 0 {
 		return steps.Waiting("Allocating", "waiting for IPAllocations %s", strings.Join(pending, ", ")), nil
 	}
+	if why := infra.NodeAddressesUnsupported(pc.Spec.Provider); why != "" {
+		// Addresses no machine would take are not held: a nodes allocation of an earlier
+		// version, or of a ProviderConfig that changed provider, is given back.
+		if err := c.releaseAllocation(ctx, pc.Namespace, allocationName(s, nodesSuffix)); err != nil {
+			return steps.Result{}, err
+		}
+		held = append(held, fmt.Sprintf("no node addresses from the pools (%s machines cannot take them: %s)", pc.Spec.Provider, why))
+	}
 	return steps.Ready("AddressesAllocated", "%s", strings.Join(held, "; ")), nil
 }
 
@@ -126,6 +140,18 @@ func (c *Controller) allocate(ctx context.Context, s *state, name string, want a
 	}
 	return nil, resultError{steps.Failure("PoolsExhausted", "no pool of ProviderConfig %s/%s can hold %s addresses for %s: %s",
 		pc.Namespace, pc.Name, want.typ, name, strings.Join(refusals, "; "))}
+}
+
+// releaseAllocation deletes an IPAllocation if the cache holds it.
+func (c *Controller) releaseAllocation(ctx context.Context, namespace, name string) error {
+	if _, err := c.allocations.IPAllocations(namespace).Get(name); apierrors.IsNotFound(err) {
+		return nil
+	}
+	err := c.butler.ButlerV1alpha1().IPAllocations(namespace).Delete(ctx, name, metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
 }
 
 // cleanupNetwork releases the cluster's addresses: deleting an IPAllocation returns them.

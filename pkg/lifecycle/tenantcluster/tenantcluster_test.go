@@ -248,3 +248,40 @@ func TestReconcilePausedWritesNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestEnsureNetworkHoldsNoNodeAddressesNoMachineTakes: in ipam mode a Harvester cluster holds its
+// load balancer range only. Its VMs cannot be handed addresses (CAPK), so a nodes allocation
+// would be addresses held for nothing while NetworkReady said "allocated"; one left from before
+// is given back, and the condition says why the nodes have none.
+func TestEnsureNetworkHoldsNoNodeAddressesNoMachineTakes(t *testing.T) {
+	pc := &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "lab", Namespace: "infra"},
+		Spec: v1alpha1.ProviderConfigSpec{Provider: v1alpha1.ProviderHarvester, Network: v1alpha1.ProviderNetwork{
+			Mode: v1alpha1.NetworkModeIPAM, PoolRefs: []v1alpha1.PoolReference{{Name: "first"}},
+		}}}
+	allocated := func(name string, typ v1alpha1.IPAllocationType, start, end string) *v1alpha1.IPAllocation {
+		return &v1alpha1.IPAllocation{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "infra"},
+			Spec:   v1alpha1.IPAllocationSpec{PoolRef: v1alpha1.LocalObjectReference{Name: "first"}, Type: typ},
+			Status: v1alpha1.IPAllocationStatus{Phase: v1alpha1.IPAllocationAllocated, StartAddress: start, EndAddress: end}}
+	}
+	lb := allocated("prod-01234567-lb", v1alpha1.IPAllocationLoadBalancer, "10.0.0.100", "10.0.0.107")
+	stale := allocated("prod-01234567-nodes", v1alpha1.IPAllocationNodes, "10.0.0.10", "10.0.0.12")
+	client := butlerfake.NewSimpleClientset(lb, stale)
+	c := &Controller{butler: client, allocations: listers.NewIPAllocationLister(indexer(lb, stale))}
+	s := c.newState(cluster())
+	s.in.Provider = pc
+	r, err := c.ensureNetwork(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Done || !strings.Contains(r.Message, "loadbalancer 10.0.0.100-10.0.0.107") ||
+		!strings.Contains(r.Message, "no node addresses from the pools (harvester machines cannot take them") {
+		t.Errorf("result %+v", r)
+	}
+	if len(s.allocationRefs) != 1 || s.allocationRefs[0].Name != lb.Name {
+		t.Errorf("allocationRefs %v, want the load balancer's only", s.allocationRefs)
+	}
+	list, _ := client.ButlerV1alpha1().IPAllocations("infra").List(context.Background(), metav1.ListOptions{})
+	if len(list.Items) != 1 || list.Items[0].Name != lb.Name {
+		t.Errorf("allocations left %v, want the load balancer's only", list.Items)
+	}
+}

@@ -11,11 +11,10 @@ import (
 // Harvester runs KubeVirt: CAPI's KubeVirt provider (CAPK) makes the VMs in the Harvester cluster
 // whose kubeconfig the ProviderConfig's credentials Secret holds (infraClusterSecretRef).
 var harvester = provider{
-	cluster:             external.KubevirtClusterGVK,
-	template:            external.KubevirtMachineTemplateGVK,
-	clusterSpec:         harvesterCluster,
-	machineSpec:         harvesterMachine,
-	templateAnnotations: nodeAddresses,
+	cluster:     external.KubevirtClusterGVK,
+	template:    external.KubevirtMachineTemplateGVK,
+	clusterSpec: harvesterCluster,
+	machineSpec: harvesterMachine,
 }
 
 // harvesterImageAnnotation makes Harvester fill a DataVolume from one of its images.

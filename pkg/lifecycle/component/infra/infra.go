@@ -2,7 +2,8 @@
 // the infrastructure cluster <tc> and the machine templates <tc>-workers (and, for a standalone
 // control plane, <tc>-control-plane), from the ProviderConfig's provider block and the
 // machine template of the pool. One file per provider. Credentials are passed by reference; the
-// nodes IPAllocation goes where a provider takes static addresses.
+// nodes IPAllocation goes into the machine specs of the one provider that takes static addresses
+// (Proxmox); for the others NodeAddressesUnsupported says why not.
 package infra
 
 import (
@@ -19,9 +20,21 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component"
 )
 
-// NodeAddressesAnnotation carries the nodes IPAllocation ("start-end") on the machine templates of
-// providers whose templates have no field for a pool of static addresses (KubeVirt, Nutanix).
-const NodeAddressesAnnotation = "butler.butlerlabs.dev/node-addresses"
+// nodeAddressesUnsupported says why a provider's machines cannot be given addresses from the
+// nodes IPAllocation; only Proxmox's can (CAPMOX's ipv4Config/ipv6Config pool, one address per
+// machine through Cluster API's in-cluster IPAM).
+var nodeAddressesUnsupported = map[v1alpha1.ProviderType]string{
+	v1alpha1.ProviderHarvester: "Cluster API's KubeVirt provider makes every machine of a template from one VM spec and gives its cloud-init drive only the user data, so no machine can be handed an address of its own; the VMs take theirs from the Harvester network (DHCP)",
+	v1alpha1.ProviderNutanix:   "a NutanixMachine has no static address field; the VMs take theirs from the Nutanix subnet (its IPAM or DHCP)",
+	v1alpha1.ProviderAWS:       "the cloud gives node addresses from its subnets",
+	v1alpha1.ProviderAzure:     "the cloud gives node addresses from its subnets",
+	v1alpha1.ProviderGCP:       "the cloud gives node addresses from its subnets",
+	v1alpha1.ProviderLocal:     "local machines are simulated on this host's loopback",
+}
+
+// NodeAddressesUnsupported is why a provider's machines cannot take the nodes IPAllocation, or
+// "" when its machine specs carry it.
+func NodeAddressesUnsupported(p v1alpha1.ProviderType) string { return nodeAddressesUnsupported[p] }
 
 // provider maps a ProviderConfig to one infrastructure provider's objects.
 type provider struct {
@@ -30,8 +43,6 @@ type provider struct {
 	clusterSpec func(in component.Input) (map[string]any, error)
 	// machineSpec is the spec of a machine made from a template (its spec.template.spec).
 	machineSpec func(in component.Input, mt v1alpha1.MachineTemplate) (map[string]any, error)
-	// templateAnnotations annotate the machine templates.
-	templateAnnotations func(in component.Input) map[string]string
 }
 
 var providers = map[v1alpha1.ProviderType]provider{
@@ -110,11 +121,6 @@ func machineTemplate(in component.Input, p provider, name string, mt v1alpha1.Ma
 		spec = map[string]any{}
 	}
 	t := component.New(in, p.template, name, map[string]any{"template": map[string]any{"spec": spec}})
-	if p.templateAnnotations != nil {
-		if a := p.templateAnnotations(in); len(a) > 0 {
-			t.SetAnnotations(a)
-		}
-	}
 	return t, nil
 }
 
@@ -142,15 +148,6 @@ func credentials(in component.Input) (name, namespace string, err error) {
 		namespace = in.Provider.Namespace
 	}
 	return ref.Name, namespace, nil
-}
-
-// nodeAddresses annotates templates with the nodes allocation, when there is one.
-func nodeAddresses(in component.Input) map[string]string {
-	a := component.Allocation(in, v1alpha1.IPAllocationNodes)
-	if a == nil {
-		return nil
-	}
-	return map[string]string{NodeAddressesAnnotation: component.AddressRange(a)}
 }
 
 func cpus(mt v1alpha1.MachineTemplate) int64 { return int64(*mt.CPU) }

@@ -214,9 +214,9 @@ func TestMachineTemplates(t *testing.T) {
 	}
 }
 
-// Providers that take a pool of static addresses get the nodes IPAllocation: Proxmox in its
-// in-cluster pool (IPv4 or IPv6); KubeVirt and Nutanix templates have no such field and carry
-// it as an annotation.
+// Proxmox machines take the nodes IPAllocation, from the in-cluster pool (IPv4 or IPv6) of the
+// ProxmoxCluster. No other provider's machines can: their objects carry nothing of it (before,
+// KubeVirt's and Nutanix's templates had an annotation nothing read), and each says why.
 func TestNodeAddresses(t *testing.T) {
 	in := componenttest.Input(v1alpha1.ProviderProxmox)
 	in.Allocations[0].Status.StartAddress, in.Allocations[0].Status.EndAddress = "fd00::10", "fd00::14"
@@ -231,18 +231,24 @@ func TestNodeAddresses(t *testing.T) {
 	if got := str(t, c, "spec", "ipv4Config"); got != "<none>" {
 		t.Errorf("ipv4Config %s with an IPv6 allocation", got)
 	}
-	for _, p := range []v1alpha1.ProviderType{v1alpha1.ProviderHarvester, v1alpha1.ProviderNutanix} {
-		in := componenttest.Input(p)
-		_, tmpl, err := infra.ForProvider(in)
+	if why := infra.NodeAddressesUnsupported(v1alpha1.ProviderProxmox); why != "" {
+		t.Errorf("proxmox: %s", why)
+	}
+	for _, p := range componenttest.Providers {
+		if p == v1alpha1.ProviderProxmox {
+			continue
+		}
+		if infra.NodeAddressesUnsupported(p) == "" {
+			t.Errorf("%s: no reason why its machines take no node addresses", p)
+		}
+		c, tmpl, err := infra.ForProvider(componenttest.Input(p))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := tmpl.GetAnnotations()[infra.NodeAddressesAnnotation]; got != "10.0.0.10-10.0.0.14" {
-			t.Errorf("%s: %s = %q", p, infra.NodeAddressesAnnotation, got)
-		}
-		in.Allocations = nil
-		if _, tmpl, _ = infra.ForProvider(in); len(tmpl.GetAnnotations()) != 0 {
-			t.Errorf("%s: annotations %v without an allocation", p, tmpl.GetAnnotations())
+		for _, o := range []*unstructured.Unstructured{c, tmpl} {
+			if b, _ := o.MarshalJSON(); strings.Contains(string(b), "10.0.0.1") {
+				t.Errorf("%s %s carries the nodes allocation: %s", p, o.GetKind(), b)
+			}
 		}
 	}
 }

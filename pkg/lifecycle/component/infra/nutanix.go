@@ -13,11 +13,10 @@ import (
 
 // Nutanix: CAPX talks to Prism Central with the credentials Secret (credentialRef).
 var nutanix = provider{
-	cluster:             external.NutanixClusterGVK,
-	template:            external.NutanixMachineTemplateGVK,
-	clusterSpec:         nutanixCluster,
-	machineSpec:         nutanixMachine,
-	templateAnnotations: nodeAddresses,
+	cluster:     external.NutanixClusterGVK,
+	template:    external.NutanixMachineTemplateGVK,
+	clusterSpec: nutanixCluster,
+	machineSpec: nutanixMachine,
 }
 
 const prismCentralPort = 9440
