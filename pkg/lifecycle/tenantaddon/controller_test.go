@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -484,5 +485,76 @@ func TestMetalLBGetsTheLoadBalancerAllocation(t *testing.T) {
 	_ = f2.reconcile("lb")
 	if got := f2.get("lb"); got.Status.Phase != v1alpha1.TenantAddonDegraded || ready(got).Reason != "LoadBalancerPoolFailed" {
 		t.Errorf("status = %+v", got.Status)
+	}
+}
+
+// TestDependsOnResolvesWithinTheCluster: an Installed addon named in dependsOn but of another
+// cluster in the namespace does not satisfy it.
+func TestDependsOnResolvesWithinTheCluster(t *testing.T) {
+	other := addon("a")
+	other.Spec.ClusterRef.Name = "c2"
+	other.Status.Phase = v1alpha1.TenantAddonInstalled
+	f := newFixture(t, cluster("c1", true), cluster("c2", true), definition(), other, addon("b", "a"))
+	if err := f.reconcile("b"); err != nil {
+		t.Fatal(err)
+	}
+	got := f.get("b")
+	if got.Status.Phase != v1alpha1.TenantAddonPending || ready(got).Reason != "WaitingForDependencies" ||
+		!strings.Contains(got.Status.Message, "a (no such addon of TenantCluster c1)") {
+		t.Fatalf("b status = %+v", got.Status)
+	}
+	if len(f.engine.requests()) != 0 {
+		t.Fatal("b was installed on another cluster's addon a")
+	}
+}
+
+// TestClusterDeleteUninstallsInReverseDependencyOrder: with c depending on b depending on a,
+// all deleted with their cluster, c is uninstalled first, then b, then a, each only once the one
+// before is gone; meanwhile the others say what they wait for.
+func TestClusterDeleteUninstallsInReverseDependencyOrder(t *testing.T) {
+	now := metav1.Now()
+	tc := cluster("c1", true)
+	tc.DeletionTimestamp, tc.Finalizers = &now, []string{"butler.butlerlabs.dev/tenantcluster"}
+	deleting := func(a *v1alpha1.TenantAddon) *v1alpha1.TenantAddon {
+		a.DeletionTimestamp, a.Finalizers = &now, []string{Finalizer}
+		a.Status.HelmRelease = &v1alpha1.HelmReleaseStatus{Name: a.Name, Namespace: "demo-system"}
+		return a
+	}
+	// An addon of another cluster depending on a same-named "a" holds nothing back here.
+	foreign := addon("x", "a")
+	foreign.Spec.ClusterRef.Name = "c2"
+	f := newFixture(t, tc, cluster("c2", true), definition(), deleting(addon("a")), deleting(addon("b", "a")), deleting(addon("c", "b")), foreign)
+	ctx := context.Background()
+	gone := func(name string) bool {
+		_, err := f.butler.ButlerV1alpha1().TenantAddons(ns).Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}
+	for round := 0; round < 4 && !(gone("a") && gone("b") && gone("c")); round++ {
+		for _, name := range []string{"a", "b", "c"} {
+			if gone(name) {
+				continue
+			}
+			if err := f.reconcile(name); err != nil {
+				t.Fatal(err)
+			}
+			// The API server removes an object once its last finalizer is dropped; the fake does not.
+			if a := f.get(name); len(a.Finalizers) == 0 {
+				if err := f.butler.ButlerV1alpha1().TenantAddons(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if round == 0 && name == "a" {
+				if got := f.get("a"); ready(got).Reason != "WaitingForDependents" || !strings.Contains(got.Status.Message, "waiting for b, which depend on it") {
+					t.Errorf("a while b is there: %+v", got.Status)
+				}
+			}
+		}
+	}
+	var order []string
+	for _, k := range f.engine.uninstalled {
+		order = append(order, k.Name)
+	}
+	if strings.Join(order, ",") != "c,b,a" {
+		t.Errorf("uninstall order %v, want c, b, a", order)
 	}
 }

@@ -9,8 +9,8 @@
 //   - the TenantCluster (spec.clusterRef, same namespace) must have a control plane: its
 //     status.tenantNamespace and status.kubeconfigSecretRef, a Secret in the management cluster
 //     whose admin.conf (else value) is the admin kubeconfig;
-//   - every dependency must be Installed: spec.dependsOn (TenantAddons of the same namespace)
-//     and, for a catalog addon, the AddonDefinition's dependsOn (the cluster's TenantAddons of
+//   - every dependency must be Installed: spec.dependsOn (TenantAddons of the same cluster: a
+//     same-named addon of another cluster in the namespace is not it) and, for a catalog addon, the AddonDefinition's dependsOn (the cluster's TenantAddons of
 //     those definitions, when it has any). A cycle is the condition DependencyCycle;
 //   - the desired release: the chart from the AddonDefinition (spec.addon) or spec.helm; the
 //     version from spec.version, else the cluster's slot (spec.addons.<slot>.version, the slot
@@ -24,6 +24,10 @@
 //     IPAllocation from status.ipAllocationRefs, else spec.networking.loadBalancerPool) as an
 //     IPAddressPool and L2Advertisement "butler-lb" in its namespace, server-side applied: the
 //     upstream chart takes no pool in its values. A refused pool is Degraded.
+//
+// A deleted addon is uninstalled after the addons of its cluster that depend on it (all of them
+// when the cluster is being deleted, else those being deleted too): with c -> b -> a, c goes
+// first, then b, then a, each waiting (WaitingForDependents) for the one before to be gone.
 //
 // Progress is event driven: a TenantAddon's changes queue every addon of its cluster (its
 // dependents among them), a TenantCluster's changes queue its addons, an AddonDefinition's

@@ -180,6 +180,12 @@ func (c *Controller) remove(ctx context.Context, key string, addon *v1alpha1.Ten
 		return err
 	}
 	clusterDeleting := tc.DeletionTimestamp != nil
+	// Reverse dependency order: what depends on this addon goes first. Their deletion (an event
+	// on this cluster's addons) brings this one back.
+	if waiting := c.dependents(addon, clusterDeleting); len(waiting) > 0 {
+		return c.writeStatus(ctx, addon, v1alpha1.TenantAddonDeleting, "WaitingForDependents",
+			"waiting for "+strings.Join(waiting, ", ")+", which depend on it, to be uninstalled first", metav1.ConditionFalse, addon.Status.HelmRelease)
+	}
 	if tc.Status.KubeconfigSecretRef == nil || tc.Status.TenantNamespace == "" {
 		// No control plane was ever reached, so nothing was installed through this controller.
 		logger.Info("TenantCluster has no control plane: nothing to uninstall; releasing the addon", "cluster", tc.Name)
