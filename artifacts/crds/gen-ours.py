@@ -495,6 +495,22 @@ write(crd(INFRA, "AzureMachineTemplate", "azuremachinetemplates", "v1beta1",
           obj({"template": obj({"metadata": obj({"labels": smap(), "annotations": smap()}), "spec": az_machine_spec}, ["spec"])}, ["template"]),
           template_status(), az_labels, "AzureMachineTemplate (minimal structural CRD written by butler; upstream: cluster-api-provider-azure)."))
 
+# The identity an AzureCluster's identityRef names (CAPI does not reference it: no contract label).
+az_identity_labels = dict(MINIMAL, **{"cluster.x-k8s.io/provider": "infrastructure-azure"})
+write(crd(INFRA, "AzureClusterIdentity", "azureclusteridentities", "v1beta1",
+          obj({
+              "type": s("The kind of identity.", enum=["ServicePrincipal", "UserAssignedMSI", "ManualServicePrincipal",
+                                                       "ServicePrincipalCertificate", "WorkloadIdentity", "UserAssignedIdentityCredential"]),
+              "clientID": s("The service principal's or managed identity's client id."),
+              "tenantID": s("The service principal's tenant id."),
+              "clientSecret": obj({"name": s(), "namespace": s()}, desc="The Secret holding the client secret (key clientSecret)."),
+              "resourceID": s(),
+              "allowedNamespaces": free("Namespaces whose clusters may use the identity."),
+          }, ["type", "clientID"]),
+          obj({"conditions": arr(free("A condition."))}), az_identity_labels,
+          "AzureClusterIdentity (minimal structural CRD written by butler; upstream: cluster-api-provider-azure).",
+          categories=("cluster-api",)))
+
 # Kamaji's CAPI control plane provider (clastix/cluster-api-control-plane-provider-kamaji, v1alpha2:
 # it implements the v1beta2 contract, status.initialization.controlPlaneInitialized).
 kcp_labels = minimal_labels("v1beta2", "v1alpha2", "control-plane-kamaji")

@@ -60,6 +60,10 @@ UPSTREAM = (
                   "infrastructure.cluster.x-k8s.io_awsmachinetemplates.yaml",
                   "infrastructure.cluster.x-k8s.io_awsmachines.yaml"]
     ]
+    # The identity the AWSCluster's identityRef names (read by ProviderConfig readiness; CAPI
+    # does not reference it, so no contract label).
+    + [(AWS, "config/crd/bases", "infrastructure.cluster.x-k8s.io_awsclusterstaticidentities.yaml",
+        {"cluster.x-k8s.io/provider": "infrastructure-aws"})]
     + [
         (GCP, "config/crd/bases", f,
          {"cluster.x-k8s.io/provider": "infrastructure-gcp", "cluster.x-k8s.io/v1beta1": "v1beta1"})

@@ -42,13 +42,22 @@ func runLifecycle(ctx context.Context, p *plane, n int, out string) error {
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return err
 	}
+	// Credentials of CAPA's shape (AWS's documented example key) and the identity the AWSCluster
+	// names: ProviderConfig readiness checks both.
 	if _, err := kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws"},
-		StringData: map[string]string{"credentials": "x"}}, metav1.CreateOptions{}); err != nil {
+		StringData: map[string]string{"AccessKeyID": "AKIAIOSFODNN7EXAMPLE", "SecretAccessKey": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"}}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	identity := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2", "kind": "AWSClusterStaticIdentity",
+		"metadata": map[string]any{"name": "aws"}, "spec": map[string]any{"secretRef": "aws"}}}
+	awsIdentities := schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Resource: "awsclusterstaticidentities"}
+	if _, err := dyn.Resource(awsIdentities).Create(ctx, identity, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
 	pc := &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "aws", Namespace: ns},
 		Spec: v1alpha1.ProviderConfigSpec{Provider: v1alpha1.ProviderAWS,
-			CredentialsRef: &v1alpha1.SecretKeyReference{Name: "aws", Key: "credentials"},
+			CredentialsRef: &v1alpha1.SecretKeyReference{Name: "aws"},
 			AWS:            &v1alpha1.AWSConfig{Region: "eu-west-1"}}}
 	if _, err := butler.ButlerV1alpha1().ProviderConfigs(ns).Create(ctx, pc, metav1.CreateOptions{}); err != nil {
 		return err

@@ -2,6 +2,11 @@ package e2e
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -158,8 +163,7 @@ metadata: {name: lab, namespace: %s}
 spec: {cidr: 10.78.0.0/24}
 `, ns))
 	for p := range providerBlocks {
-		mustKubectl(t, "create", "secret", "generic", p+"-credentials", "-n", ns, "--from-literal=credentials=secret")
-		creds := fmt.Sprintf("credentialsRef: {name: %s-credentials, key: credentials}", p)
+		creds := providerCredentials(t, ns, p)
 		mustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
 kind: ProviderConfig
 metadata: {name: %[1]s, namespace: %[2]s}
@@ -322,7 +326,7 @@ spec:
 		c := meta.FindStatusCondition(tc.Status.Conditions, "Ready")
 		return c != nil && c.Reason == "ProviderConfigNotReady" && strings.Contains(c.Message, "aws-credentials")
 	})
-	mustKubectl(t, "create", "secret", "generic", "aws-credentials", "-n", ns, "--from-literal=credentials=x")
+	providerCredentials(t, ns, "aws")
 	mustKubectl(t, "annotate", "providerconfig", "later", "-n", ns, "touched=now") // the Secret is not watched
 	tc = waitCluster(t, ns, "late", 30*time.Second, "addresses held", func(tc *v1alpha1.TenantCluster) bool {
 		return meta.IsStatusConditionTrue(tc.Status.Conditions, "NetworkReady") && tc.Status.Phase == v1alpha1.TenantClusterProvisioning
@@ -388,4 +392,59 @@ func checkNodeAddresses(t *testing.T, d dynamic.Interface, p, ns string, tc *v1a
 			t.Errorf("%s: NetworkReady %+v does not say why the nodes have no addresses", p, network)
 		}
 	}
+}
+
+// providerCredentials makes the credentials Secret <p>-credentials of ns in the shape provider
+// p's Cluster API provider reads (made-up values: nothing calls a cloud), and the identity
+// object its infrastructure cluster names (AWS, Azure); it returns the ProviderConfig's
+// credentialsRef line.
+func providerCredentials(t *testing.T, ns, p string) string {
+	t.Helper()
+	name := p + "-credentials"
+	ref := fmt.Sprintf("credentialsRef: {name: %s}", name)
+	var literals []string
+	switch p {
+	case "aws":
+		literals = []string{"AccessKeyID=AKIAIOSFODNN7EXAMPLE", "SecretAccessKey=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"}
+		mustApply(t, fmt.Sprintf(`apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
+kind: AWSClusterStaticIdentity
+metadata: {name: %s}
+spec: {secretRef: %s}
+`, name, name))
+	case "azure":
+		literals = []string{"clientSecret=made-up"}
+		mustApply(t, fmt.Sprintf(`apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+kind: AzureClusterIdentity
+metadata: {name: %[1]s, namespace: %[2]s}
+spec: {type: ServicePrincipal, clientID: 00000000-0000-0000-0000-000000000005, tenantID: 00000000-0000-0000-0000-000000000006, clientSecret: {name: %[1]s, namespace: %[2]s}}
+`, name, ns))
+	case "gcp":
+		key, err := rsa.GenerateKey(rand.Reader, 2048)
+		if err != nil {
+			t.Fatal(err)
+		}
+		der, err := x509.MarshalPKCS8PrivateKey(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sa, _ := json.Marshal(map[string]string{"type": "service_account", "project_id": "butler-test", "client_email": "capg@butler-test.iam.gserviceaccount.com",
+			"private_key": string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))})
+		literals = []string{"credentials=" + string(sa)}
+		ref = fmt.Sprintf("credentialsRef: {name: %s, key: credentials}", name)
+	case "nutanix":
+		literals = []string{`credentials=[{"type":"basic_auth","data":{"prismCentral":{"username":"admin","password":"made-up"}}}]`}
+		ref = fmt.Sprintf("credentialsRef: {name: %s, key: credentials}", name)
+	case "proxmox":
+		literals = []string{"url=https://pve.example:8006", "token=capmox@pve!capi", "secret=00000000-0000-0000-0000-000000000007"}
+	case "harvester":
+		literals = []string{"kubeconfig=apiVersion: v1\nkind: Config\nclusters: [{name: h, cluster: {server: \"https://harvester.example:6443\"}}]\n" +
+			"users: [{name: b, user: {token: made-up}}]\ncontexts: [{name: h, context: {cluster: h, user: b}}]\ncurrent-context: h\n"}
+		ref = fmt.Sprintf("credentialsRef: {name: %s, key: kubeconfig}", name)
+	}
+	args := []string{"create", "secret", "generic", name, "-n", ns}
+	for _, l := range literals {
+		args = append(args, "--from-literal="+l)
+	}
+	mustKubectl(t, args...)
+	return ref
 }

@@ -1,6 +1,10 @@
 // Package providerconfig validates ProviderConfigs and keeps their status: a ProviderConfig is
-// ready when its provider block is there, its credentials Secret holds the key it names, and in
-// ipam mode its pools exist; capacity is what those pools have left. TenantClusters wait on it.
+// ready when its provider block is there, its credentials Secret exists and its keys parse as
+// that provider's credentials (credentials.go), the identity object the infrastructure cluster
+// will name exists (AWSClusterStaticIdentity, AzureClusterIdentity), and in ipam mode its pools
+// exist; capacity is what those pools have left. The Ready condition names every problem. Nothing
+// here calls a cloud: whether the credentials are accepted is for the provider to find out.
+// TenantClusters wait on it.
 package providerconfig
 
 import (
@@ -13,7 +17,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
@@ -31,6 +38,7 @@ const secretRecheck = time.Minute
 type Controller struct {
 	butler    clientset.Interface
 	kube      kubernetes.Interface
+	dynamic   dynamic.Interface
 	providers listers.ProviderConfigLister
 	pools     listers.NetworkPoolLister
 	queue     *worker.Queue
@@ -40,7 +48,7 @@ type Controller struct {
 // New builds the controller from the shared informers.
 func New(d *worker.Deps) (*Controller, error) {
 	b := d.ButlerInformers.Butler().V1alpha1()
-	c := &Controller{butler: d.Butler, kube: d.Kube, providers: b.ProviderConfigs().Lister(), pools: b.NetworkPools().Lister()}
+	c := &Controller{butler: d.Butler, kube: d.Kube, dynamic: d.Dynamic, providers: b.ProviderConfigs().Lister(), pools: b.NetworkPools().Lister()}
 	c.queue = worker.NewQueue("providerconfig", c.Reconcile)
 	if _, err := b.ProviderConfigs().Informer().AddEventHandler(c.queue.Handler(worker.ByKey)); err != nil {
 		return nil, err
@@ -127,6 +135,18 @@ func (c *Controller) check(ctx context.Context, pc *v1alpha1.ProviderConfig) (pr
 		case ref.Key != "" && len(secret.Data[ref.Key]) == 0:
 			problems = append(problems, fmt.Sprintf("credentials Secret %s/%s has no key %q", ns, ref.Name, ref.Key))
 			recheck = true
+		default:
+			if p := credentialProblems(pc.Spec.Provider, ref.Key, secret); len(p) > 0 {
+				problems = append(problems, p...)
+				recheck = true
+			}
+		}
+		p, err := c.identityProblems(ctx, pc.Spec.Provider, ns, ref.Name)
+		if err != nil {
+			return nil, false, err
+		}
+		if len(p) > 0 {
+			problems, recheck = append(problems, p...), true
 		}
 	} else if pc.Spec.Provider != v1alpha1.ProviderLocal {
 		problems = append(problems, fmt.Sprintf("spec.credentialsRef is required for provider %s", pc.Spec.Provider))
@@ -198,4 +218,45 @@ func (c *Controller) capacity(pc *v1alpha1.ProviderConfig) *v1alpha1.ProviderCap
 		}
 	}
 	return out
+}
+
+// The identity kinds the infrastructure clusters name (pkg/lifecycle/component/infra): named
+// after the credentials Secret, AWS's cluster-scoped, Azure's in the Secret's namespace.
+var (
+	awsStaticIdentities    = schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Resource: "awsclusterstaticidentities"}
+	azureClusterIdentities = schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta1", Resource: "azureclusteridentities"}
+)
+
+// identityProblems checks that the identity object the provider's infrastructure cluster will
+// name exists and points at the credentials Secret.
+func (c *Controller) identityProblems(ctx context.Context, provider v1alpha1.ProviderType, ns, secret string) ([]string, error) {
+	var (
+		gvr      schema.GroupVersionResource
+		kind     string
+		inNS     string
+		refField []string
+	)
+	switch provider {
+	case v1alpha1.ProviderAWS:
+		gvr, kind, refField = awsStaticIdentities, "AWSClusterStaticIdentity", []string{"spec", "secretRef"}
+	case v1alpha1.ProviderAzure:
+		gvr, kind, inNS, refField = azureClusterIdentities, "AzureClusterIdentity", ns, []string{"spec", "clientSecret", "name"}
+	default:
+		return nil, nil
+	}
+	name := secret
+	if inNS != "" {
+		name = inNS + "/" + secret
+	}
+	id, err := c.dynamic.Resource(gvr).Namespace(inNS).Get(ctx, secret, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return []string{fmt.Sprintf("%s %s does not exist (the %s cluster names it as its identity; create it for the credentials Secret)", kind, name, provider)}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if got, _, _ := unstructured.NestedString(id.Object, refField...); got != secret {
+		return []string{fmt.Sprintf("%s %s: %s is %q, not the credentials Secret %q", kind, name, strings.Join(refField, "."), got, secret)}, nil
+	}
+	return nil, nil
 }
