@@ -87,6 +87,13 @@ func (pl *plane) ensure(ctx context.Context, version string, caPEM []byte, specs
 	}
 }
 
+// running says whether the plane supervises processes (false once stopped).
+func (pl *plane) running() bool {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	return len(pl.procs) > 0
+}
+
 // port is the tenant kube-apiserver's port.
 func (pl *plane) port() int {
 	pl.mu.Lock()

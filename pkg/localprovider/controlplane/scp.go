@@ -446,9 +446,15 @@ func (c *Controller) setSCPStatus(ctx context.Context, scp *unstructured.Unstruc
 	}
 	ready := versionStatus == statusReady || versionStatus == statusUpgrading
 	initialized := version != "" || ready
-	readyReplicas, updated := int64(0), int64(0)
+	readyReplicas, updated, replicas := int64(0), int64(0), int64(1)
 	if versionStatus == statusReady {
 		readyReplicas, updated = 1, 1
+	}
+	if s.tcp != nil {
+		// As the TenantControlPlane reports them: 0 once stopped.
+		if r, found, _ := unstructured.NestedInt64(s.tcp.Object, "status", "kubernetesResources", "deployment", "replicas"); found {
+			replicas = r
+		}
 	}
 	conditions := make([]any, 0, len(s.conditions))
 	for _, cond := range s.conditions {
@@ -463,10 +469,10 @@ func (c *Controller) setSCPStatus(ctx context.Context, scp *unstructured.Unstruc
 		"initialized":                 initialized,
 		"ready":                       ready,
 		"version":                     version,
-		"replicas":                    int64(1),
+		"replicas":                    replicas,
 		"readyReplicas":               readyReplicas,
 		"updatedReplicas":             updated,
-		"unavailableReplicas":         1 - readyReplicas,
+		"unavailableReplicas":         max(replicas-readyReplicas, 0),
 		"selector":                    ClusterNameLabel + "=" + s.cluster,
 		"conditions":                  conditions,
 		"failureReason":               nilIfEmpty(s.failureReason),

@@ -44,6 +44,8 @@ const (
 	statusUpgrading    = "Upgrading"
 	statusReady        = "Ready"
 	statusNotReady     = "NotReady"
+	// statusSleeping is Kamaji's status of a control plane scaled to zero replicas.
+	statusSleeping = "Sleeping"
 )
 
 // Names of the Secrets of a tenant control plane.
@@ -66,6 +68,9 @@ type tenantSpec struct {
 	CgroupDriver         string
 	// ExtraArgs per component ("--flag=value"), as Steward's spec.controlPlane.deployment.extraArgs.
 	APIServerArgs, ControllerManagerArgs, SchedulerArgs []string
+	// Replicas is spec.controlPlane.deployment.replicas (1 when unset): 0 stops the control plane
+	// (data and endpoint kept), more than one cannot run here.
+	Replicas int64
 }
 
 // Defaults of Steward's TenantControlPlane networkProfile.
@@ -103,6 +108,15 @@ func parseTenantSpec(tcp *unstructured.Unstructured) (tenantSpec, error) {
 	s.APIServerArgs = strs("spec", "controlPlane", "deployment", "extraArgs", "apiServer")
 	s.ControllerManagerArgs = strs("spec", "controlPlane", "deployment", "extraArgs", "controllerManager")
 	s.SchedulerArgs = strs("spec", "controlPlane", "deployment", "extraArgs", "scheduler")
+	s.Replicas = 1
+	if r, found, err := unstructured.NestedInt64(tcp.Object, "spec", "controlPlane", "deployment", "replicas"); err != nil {
+		return s, fmt.Errorf("spec.controlPlane.deployment.replicas: %w", err)
+	} else if found {
+		if r < 0 {
+			return s, fmt.Errorf("spec.controlPlane.deployment.replicas is %d", r)
+		}
+		s.Replicas = r
+	}
 	if _, err := firstServiceIP(s.ServiceCIDR); err != nil {
 		return s, fmt.Errorf("spec.networkProfile.serviceCidr: %w", err)
 	}

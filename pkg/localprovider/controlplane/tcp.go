@@ -75,6 +75,25 @@ func (c *Controller) reconcileTCP(ctx context.Context, key string) error {
 	// kubeconfig) once kube-apiserver first serves; before that, a port another process took is
 	// exchanged for another, after that never.
 	published := publishedEndpoint(tcp)
+	// The control plane switch (Steward's and Kamaji's replicas): 0 stops the processes and keeps
+	// the data, the port and the published endpoint, so that a start serves where it did; one
+	// host cannot run more than one.
+	switch {
+	case spec.Replicas == 0:
+		pl.stop()
+		return c.setTCPStatus(ctx, tcp, tcpState{endpoint: published, versionStatus: statusSleeping, runningVersion: tcpVersion(tcp),
+			adminSecret: tcpAdminSecret(tcp), replicas: 0, reason: "Stopped",
+			message: "stopped: replicas is 0; its data and its endpoint are kept, and replicas 1 starts it again"})
+	case spec.Replicas > 1:
+		// What runs keeps running (none after a stop); nothing more is started.
+		s := unavailableState(tcp, published, statusNotReady, "ReplicasUnsupported",
+			fmt.Sprintf("replicas is %d, but the local provider runs one kube-apiserver per tenant on this machine: ask for 1 (or 0 to stop it)", spec.Replicas))
+		if !pl.running() {
+			s.replicas = 0
+		}
+		return c.setTCPStatus(ctx, tcp, s)
+	}
+
 	if pl.apiServerPortTaken() {
 		if published == "" {
 			if err := c.movePort(ctx, pl); err != nil {
@@ -142,7 +161,7 @@ func (c *Controller) reconcileTCP(ctx context.Context, key string) error {
 			"sinceCreation", time.Since(tcp.GetCreationTimestamp().Time).Round(10*time.Millisecond))
 	}
 	return c.setTCPStatus(ctx, tcp, tcpState{endpoint: endpoint, versionStatus: statusReady, runningVersion: spec.Version,
-		adminSecret: adminKubeconfigName(tcp.GetName())})
+		adminSecret: adminKubeconfigName(tcp.GetName()), replicas: 1})
 }
 
 // unavailableState is the status of a TenantControlPlane that does not serve its version yet
@@ -152,7 +171,7 @@ func (c *Controller) reconcileTCP(ctx context.Context, key string) error {
 // plane being provisioned again.
 func unavailableState(tcp *unstructured.Unstructured, endpoint, versionStatus, reason, message string) tcpState {
 	return tcpState{endpoint: endpoint, versionStatus: versionStatus, runningVersion: tcpVersion(tcp),
-		adminSecret: tcpAdminSecret(tcp), reason: reason, message: message}
+		adminSecret: tcpAdminSecret(tcp), replicas: 1, reason: reason, message: message}
 }
 
 // pendingStatus is the status of a TenantControlPlane that is not (yet) at version: Provisioning
@@ -459,6 +478,8 @@ type tcpState struct {
 	versionStatus  string
 	runningVersion string
 	adminSecret    string
+	// replicas is how many control planes run (0 stopped, else 1: one per tenant here).
+	replicas int64
 	// reason and message say why it is not Ready (annotations and an Event).
 	reason, message string
 }
@@ -506,7 +527,8 @@ func (c *Controller) setTCPStatus(ctx context.Context, tcp *unstructured.Unstruc
 }
 
 // tcpStatus is the status Steward writes, as far as it means something here: one "replica"
-// (the three processes), the endpoint, the version, the Secrets, and the shared etcd schema.
+// (the three processes) or none when stopped, the endpoint, the version, the Secrets, and the
+// shared etcd schema.
 func tcpStatus(tcp *unstructured.Unstructured, s tcpState) map[string]any {
 	ready := int64(0)
 	if s.versionStatus == statusReady {
@@ -522,8 +544,8 @@ func tcpStatus(tcp *unstructured.Unstructured, s tcpState) map[string]any {
 			"deployment": map[string]any{
 				"name": tcp.GetName(), "namespace": tcp.GetNamespace(),
 				"selector": ClusterNameLabel + "=" + clusterNameOf(tcp),
-				"replicas": int64(1), "readyReplicas": ready, "availableReplicas": ready,
-				"updatedReplicas": ready, "unavailableReplicas": 1 - ready,
+				"replicas": s.replicas, "readyReplicas": ready, "availableReplicas": ready,
+				"updatedReplicas": ready, "unavailableReplicas": s.replicas - ready,
 			},
 		},
 		"certificates": map[string]any{"ca": map[string]any{"secretName": caSecretName(tcp.GetName())}},

@@ -54,3 +54,40 @@ func nested(u *unstructured.Unstructured, path ...string) string {
 	s, _, _ := unstructured.NestedString(u.Object, path...)
 	return s
 }
+
+// The replicas a TenantControlPlane asks for (spec.controlPlane.deployment.replicas, 1 when
+// unset) are read as asked, and a negative count is an invalid spec.
+func TestTenantSpecReplicas(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		replicas any
+		want     int64
+		invalid  bool
+	}{
+		{"unset", nil, 1, false},
+		{"stopped", int64(0), 0, false},
+		{"one", int64(1), 1, false},
+		{"three", int64(3), 3, false},
+		{"negative", int64(-1), 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := map[string]any{"kubernetes": map[string]any{"version": "v1.36.3"}}
+			if tc.replicas != nil {
+				spec["controlPlane"] = map[string]any{"deployment": map[string]any{"replicas": tc.replicas}}
+			}
+			s, err := parseTenantSpec(&unstructured.Unstructured{Object: map[string]any{"spec": spec}})
+			if (err != nil) != tc.invalid || (!tc.invalid && s.Replicas != tc.want) {
+				t.Fatalf("replicas %d, err %v; want %d (invalid %v)", s.Replicas, err, tc.want, tc.invalid)
+			}
+		})
+	}
+	// Stopped, the status says no replica and keeps the endpoint.
+	tcp := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "t", "namespace": "t-1"}}}
+	status := &unstructured.Unstructured{Object: map[string]any{"status": tcpStatus(tcp, tcpState{endpoint: "127.0.0.1:30001", versionStatus: statusSleeping})}}
+	if r, _, _ := unstructured.NestedInt64(status.Object, "status", "kubernetesResources", "deployment", "replicas"); r != 0 {
+		t.Errorf("stopped: replicas %d", r)
+	}
+	if e := nested(status, "status", "controlPlaneEndpoint"); e != "127.0.0.1:30001" {
+		t.Errorf("stopped: endpoint %q", e)
+	}
+}

@@ -157,8 +157,9 @@ func validateControlPlane(cp *butler.ControlPlaneSpec, fldPath *field.Path) fiel
 		case standalone && r != 1 && r != 3 && r != 5:
 			// etcd needs an odd member count to keep quorum.
 			allErrs = append(allErrs, field.Invalid(replicasPath, r, "must be 1, 3 or 5 for a standalone control plane"))
-		case hosted && (r < 1 || r > 3):
-			allErrs = append(allErrs, field.Invalid(replicasPath, r, "must be between 1 and 3 for a hosted control plane"))
+		case hosted && (r < 0 || r > 3):
+			// 0 is the control plane switch: stopped, its data and endpoint kept.
+			allErrs = append(allErrs, field.Invalid(replicasPath, r, "must be between 0 (stopped) and 3 for a hosted control plane"))
 		}
 	}
 	allErrs = append(allErrs, validateOptionalEnum(cp.ServiceType, exposureModes, fldPath.Child("serviceType"))...)

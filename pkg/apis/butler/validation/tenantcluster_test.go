@@ -107,7 +107,8 @@ func TestValidateTenantCluster(t *testing.T) {
 			o.Spec.ControlPlane.MachineTemplate = &butler.MachineTemplate{}
 		}, []fieldErr{notSupp("spec.controlPlane.type")}},
 		{"hosted 3 replicas", func(o *butler.TenantCluster) { o.Spec.ControlPlane.Replicas = ptr.To[int32](3) }, nil},
-		{"hosted 0 replicas", func(o *butler.TenantCluster) { o.Spec.ControlPlane.Replicas = ptr.To[int32](0) }, []fieldErr{invalid("spec.controlPlane.replicas")}},
+		{"hosted 0 replicas (stopped)", func(o *butler.TenantCluster) { o.Spec.ControlPlane.Replicas = ptr.To[int32](0) }, nil},
+		{"hosted -1 replicas", func(o *butler.TenantCluster) { o.Spec.ControlPlane.Replicas = ptr.To[int32](-1) }, []fieldErr{invalid("spec.controlPlane.replicas")}},
 		{"hosted 4 replicas", func(o *butler.TenantCluster) { o.Spec.ControlPlane.Replicas = ptr.To[int32](4) }, []fieldErr{invalid("spec.controlPlane.replicas")}},
 		{"standalone 5 replicas", func(o *butler.TenantCluster) { standalone(o); o.Spec.ControlPlane.Replicas = ptr.To[int32](5) }, nil},
 		{"standalone 2 replicas", func(o *butler.TenantCluster) { standalone(o); o.Spec.ControlPlane.Replicas = ptr.To[int32](2) }, []fieldErr{invalid("spec.controlPlane.replicas")}},

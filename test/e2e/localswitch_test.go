@@ -1,0 +1,110 @@
+package e2e
+
+import (
+	"context"
+	"maps"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
+)
+
+// TestLocalControlPlaneSwitch: the control plane switch of DAY2.md on a local cluster. Its
+// control plane set to 0 replicas stops its processes, and the TenantControlPlane, the
+// StewardControlPlane and the TenantCluster say so; set back to 1 it serves again on the same
+// endpoint, with the data it had. More than one replica is refused with a message saying why.
+func TestLocalControlPlaneSwitch(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "e2e-switch")
+	const name = "switch"
+	localCluster(t, ns, name, pinnedVersion, bootstrap.OSTalos, 0)
+	tc := waitCluster(t, ns, name, 3*time.Minute, "control plane ready", func(tc *v1alpha1.TenantCluster) bool {
+		return meta.IsStatusConditionTrue(tc.Status.Conditions, "ControlPlaneReady")
+	})
+	endpoint, tenantNS := tc.Status.ControlPlaneEndpoint, tc.Status.TenantNamespace
+	d := dynamicClient(t)
+	tcp, err := d.Resource(tenantCPGVR).Namespace(tenantNS).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid := string(tcp.GetUID())
+	_, tenant := mintKubeconfig(t, ns, name)
+	kept := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kept", Namespace: "default"}, Data: map[string]string{"survives": "the switch"}}
+	if _, err := tenant.CoreV1().ConfigMaps("default").Create(ctx, kept, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tcpReports := func(status string, replicas int64) func(tc *v1alpha1.TenantCluster) bool {
+		return func(*v1alpha1.TenantCluster) bool {
+			tcp, err := d.Resource(tenantCPGVR).Namespace(tenantNS).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false
+			}
+			s, _, _ := unstructured.NestedString(tcp.Object, "status", "kubernetesResources", "version", "status")
+			r, _, _ := unstructured.NestedInt64(tcp.Object, "status", "kubernetesResources", "deployment", "replicas")
+			return s == status && r == replicas
+		}
+	}
+
+	// Off.
+	mustKubectl(t, "patch", "tc", name, "-n", ns, "--type=merge", "-p", `{"spec":{"controlPlane":{"replicas":0}}}`)
+	stoppedAt := time.Now()
+	waitCluster(t, ns, name, time.Minute, "TenantControlPlane Sleeping with 0 replicas", tcpReports("Sleeping", 0))
+	t.Logf("stopped %.1fs after the patch", time.Since(stoppedAt).Seconds())
+	if got := tenantProcesses(t, uid); len(got) != 0 {
+		t.Errorf("processes still running with replicas 0: %v", got)
+	}
+	tc = waitCluster(t, ns, name, 30*time.Second, "ControlPlaneReady says stopped", func(tc *v1alpha1.TenantCluster) bool {
+		c := meta.FindStatusCondition(tc.Status.Conditions, "ControlPlaneReady")
+		return c != nil && c.Status == metav1.ConditionFalse && strings.Contains(c.Message, "stopped")
+	})
+	if tc.Status.ControlPlaneEndpoint != endpoint {
+		t.Errorf("endpoint %q while stopped, want the published %q", tc.Status.ControlPlaneEndpoint, endpoint)
+	}
+	scp, err := d.Resource(stewardCPGVR).Namespace(tenantNS).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, _, _ := unstructured.NestedInt64(scp.Object, "status", "replicas"); r != 0 {
+		t.Errorf("StewardControlPlane status.replicas %d while stopped, want 0", r)
+	}
+	if _, err := tenant.CoreV1().ConfigMaps("default").Get(ctx, "kept", metav1.GetOptions{}); err == nil {
+		t.Error("the tenant's API still answers with replicas 0")
+	}
+
+	// More than one cannot run here: refused, and it says why.
+	mustKubectl(t, "patch", "tc", name, "-n", ns, "--type=merge", "-p", `{"spec":{"controlPlane":{"replicas":2}}}`)
+	waitCluster(t, ns, name, time.Minute, "replicas 2 refused", func(tc *v1alpha1.TenantCluster) bool {
+		c := meta.FindStatusCondition(tc.Status.Conditions, "ControlPlaneReady")
+		return c != nil && c.Status == metav1.ConditionFalse && strings.Contains(c.Message, "one kube-apiserver per tenant on this machine")
+	})
+	if got := tenantProcesses(t, uid); len(got) != 0 {
+		t.Errorf("replicas 2 started processes: %v", got)
+	}
+
+	// On again: the same endpoint, the same data.
+	mustKubectl(t, "patch", "tc", name, "-n", ns, "--type=merge", "-p", `{"spec":{"controlPlane":{"replicas":1}}}`)
+	startedAt := time.Now()
+	tc = waitCluster(t, ns, name, 2*time.Minute, "control plane ready again", func(tc *v1alpha1.TenantCluster) bool {
+		return meta.IsStatusConditionTrue(tc.Status.Conditions, "ControlPlaneReady") && tc.Status.ObservedGeneration == tc.Generation
+	})
+	t.Logf("serving %.1fs after replicas 1", time.Since(startedAt).Seconds())
+	if tc.Status.ControlPlaneEndpoint != endpoint {
+		t.Errorf("endpoint %q after the restart, want %q (a published endpoint never changes)", tc.Status.ControlPlaneEndpoint, endpoint)
+	}
+	waitCluster(t, ns, name, 30*time.Second, "TenantControlPlane Ready with 1 replica", tcpReports("Ready", 1))
+	if got, err := tenant.CoreV1().ConfigMaps("default").Get(ctx, "kept", metav1.GetOptions{}); err != nil || got.Data["survives"] != "the switch" {
+		t.Errorf("the tenant's data after the switch: %v (%v)", got, err)
+	}
+	if got := tenantProcesses(t, uid); !maps.Equal(got, oneOfEachComponent) {
+		t.Errorf("tenant processes %v, want one of each", got)
+	}
+
+	deleteCluster(t, ns, name, uid)
+}
