@@ -23,6 +23,7 @@ import (
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/providerconfig/credentialstest"
 )
 
 var (
@@ -42,10 +43,11 @@ func runLifecycle(ctx context.Context, p *plane, n int, out string) error {
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return err
 	}
-	// Credentials of CAPA's shape (AWS's documented example key) and the identity the AWSCluster
-	// names: ProviderConfig readiness checks both.
+	// Credentials of CAPA's shape and the identity the AWSCluster names: ProviderConfig
+	// readiness checks both.
+	creds, _, _ := credentialstest.Data("aws")
 	if _, err := kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws"},
-		StringData: map[string]string{"AccessKeyID": "AKIAIOSFODNN7EXAMPLE", "SecretAccessKey": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"}}, metav1.CreateOptions{}); err != nil {
+		StringData: creds}, metav1.CreateOptions{}); err != nil {
 		return err
 	}
 	identity := &unstructured.Unstructured{Object: map[string]any{

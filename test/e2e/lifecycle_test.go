@@ -2,11 +2,6 @@ package e2e
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
-	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -23,6 +18,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/providerconfig/credentialstest"
 )
 
 // providerBlocks are a minimal valid ProviderConfig spec per provider whose controllers do not
@@ -401,50 +397,31 @@ func checkNodeAddresses(t *testing.T, d dynamic.Interface, p, ns string, tc *v1a
 func providerCredentials(t *testing.T, ns, p string) string {
 	t.Helper()
 	name := p + "-credentials"
-	ref := fmt.Sprintf("credentialsRef: {name: %s}", name)
-	var literals []string
+	data, key, err := credentialstest.Data(p)
+	if err != nil {
+		t.Fatal(err)
+	}
 	switch p {
 	case "aws":
-		literals = []string{"AccessKeyID=AKIAIOSFODNN7EXAMPLE", "SecretAccessKey=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"}
 		mustApply(t, fmt.Sprintf(`apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
 kind: AWSClusterStaticIdentity
 metadata: {name: %s}
 spec: {secretRef: %s}
 `, name, name))
 	case "azure":
-		literals = []string{"clientSecret=made-up"}
 		mustApply(t, fmt.Sprintf(`apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
 kind: AzureClusterIdentity
 metadata: {name: %[1]s, namespace: %[2]s}
 spec: {type: ServicePrincipal, clientID: 00000000-0000-0000-0000-000000000005, tenantID: 00000000-0000-0000-0000-000000000006, clientSecret: {name: %[1]s, namespace: %[2]s}}
 `, name, ns))
-	case "gcp":
-		key, err := rsa.GenerateKey(rand.Reader, 2048)
-		if err != nil {
-			t.Fatal(err)
-		}
-		der, err := x509.MarshalPKCS8PrivateKey(key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sa, _ := json.Marshal(map[string]string{"type": "service_account", "project_id": "butler-test", "client_email": "capg@butler-test.iam.gserviceaccount.com",
-			"private_key": string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))})
-		literals = []string{"credentials=" + string(sa)}
-		ref = fmt.Sprintf("credentialsRef: {name: %s, key: credentials}", name)
-	case "nutanix":
-		literals = []string{`credentials=[{"type":"basic_auth","data":{"prismCentral":{"username":"admin","password":"made-up"}}}]`}
-		ref = fmt.Sprintf("credentialsRef: {name: %s, key: credentials}", name)
-	case "proxmox":
-		literals = []string{"url=https://pve.example:8006", "token=capmox@pve!capi", "secret=00000000-0000-0000-0000-000000000007"}
-	case "harvester":
-		literals = []string{"kubeconfig=apiVersion: v1\nkind: Config\nclusters: [{name: h, cluster: {server: \"https://harvester.example:6443\"}}]\n" +
-			"users: [{name: b, user: {token: made-up}}]\ncontexts: [{name: h, context: {cluster: h, user: b}}]\ncurrent-context: h\n"}
-		ref = fmt.Sprintf("credentialsRef: {name: %s, key: kubeconfig}", name)
 	}
 	args := []string{"create", "secret", "generic", name, "-n", ns}
-	for _, l := range literals {
-		args = append(args, "--from-literal="+l)
+	for k, v := range data {
+		args = append(args, "--from-literal="+k+"="+v)
 	}
 	mustKubectl(t, args...)
-	return ref
+	if key == "" {
+		return fmt.Sprintf("credentialsRef: {name: %s}", name)
+	}
+	return fmt.Sprintf("credentialsRef: {name: %s, key: %s}", name, key)
 }

@@ -86,14 +86,7 @@ func build(t *testing.T, in component.Input) map[string]*unstructured.Unstructur
 // ready for server-side apply: name, namespace and the contract labels, a spec, no status. The
 // provider-independent objects and the infrastructure objects are compared with golden files.
 func TestEveryObjectValidatesAgainstItsCRD(t *testing.T) {
-	dir, err := crdtest.Dir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	crds, err := crdtest.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	crds := loadCRDs(t)
 	validated := 0
 	for _, p := range componenttest.Providers {
 		for _, v := range variants {
@@ -123,6 +116,20 @@ func TestEveryObjectValidatesAgainstItsCRD(t *testing.T) {
 		}
 	}
 	t.Logf("%d objects validated against their CRDs", validated)
+}
+
+// loadCRDs is every CRD of artifacts/crds, to validate objects against.
+func loadCRDs(t *testing.T) *crdtest.Set {
+	t.Helper()
+	dir, err := crdtest.Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	crds, err := crdtest.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return crds
 }
 
 func checkApplyReady(t *testing.T, in component.Input, o *unstructured.Unstructured) {
@@ -207,14 +214,7 @@ func TestControlPlaneProvider(t *testing.T) {
 // that the OS reads itself must not go through Secrets Manager, whose boothook only cloud-init
 // runs.
 func TestWorkerTemplatePerOS(t *testing.T) {
-	dir, err := crdtest.Dir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	crds, err := crdtest.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	crds := loadCRDs(t)
 	oses := []v1alpha1.OSType{v1alpha1.OSTalos, v1alpha1.OSRocky, v1alpha1.OSFlatcar, v1alpha1.OSBottlerocket, v1alpha1.OSKairos}
 	for _, p := range componenttest.Providers {
 		for _, os := range oses {

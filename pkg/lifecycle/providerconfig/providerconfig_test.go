@@ -2,11 +2,6 @@ package providerconfig
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
-	"encoding/json"
-	"encoding/pem"
 	"strings"
 	"testing"
 
@@ -19,30 +14,8 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/providerconfig/credentialstest"
 )
-
-const testKubeconfig = `apiVersion: v1
-kind: Config
-clusters: [{name: harvester, cluster: {server: "https://harvester.example:6443"}}]
-users: [{name: butler, user: {token: abc}}]
-contexts: [{name: harvester, context: {cluster: harvester, user: butler}}]
-current-context: harvester
-`
-
-func gcpKey(t *testing.T) string {
-	t.Helper()
-	k, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.MarshalPKCS8PrivateKey(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := json.Marshal(map[string]string{"type": "service_account", "project_id": "p", "client_email": "capg@p.iam.gserviceaccount.com",
-		"private_key": string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))})
-	return string(b)
-}
 
 func identity(gvk schema.GroupVersionKind, ns, name string, fields map[string]any) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{"spec": fields}}
@@ -56,13 +29,14 @@ func identity(gvk schema.GroupVersionKind, ns, name string, fields map[string]an
 // its provider's credentials and the identity its infrastructure cluster names exists and
 // points at that Secret; every problem is named, without a secret value. No cloud is called.
 func TestCredentialsAndIdentities(t *testing.T) {
-	good := map[v1alpha1.ProviderType]map[string]string{
-		v1alpha1.ProviderAWS:       {"AccessKeyID": "AKIAIOSFODNN7EXAMPLE", "SecretAccessKey": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"},
-		v1alpha1.ProviderAzure:     {"clientSecret": "s3cr3t"},
-		v1alpha1.ProviderGCP:       {"credentials": gcpKey(t)},
-		v1alpha1.ProviderNutanix:   {"credentials": `[{"type":"basic_auth","data":{"prismCentral":{"username":"admin","password":"pw"}}}]`},
-		v1alpha1.ProviderProxmox:   {"url": "https://pve.example:8006", "token": "capmox@pve!capi", "secret": "18d5a5f0-0000-4000-8000-000000000000"},
-		v1alpha1.ProviderHarvester: {"kubeconfig": testKubeconfig},
+	good := map[v1alpha1.ProviderType]map[string]string{}
+	for _, p := range []v1alpha1.ProviderType{v1alpha1.ProviderAWS, v1alpha1.ProviderAzure, v1alpha1.ProviderGCP,
+		v1alpha1.ProviderNutanix, v1alpha1.ProviderProxmox, v1alpha1.ProviderHarvester} {
+		data, _, err := credentialstest.Data(string(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		good[p] = data
 	}
 	bad := map[v1alpha1.ProviderType]struct {
 		data map[string]string
