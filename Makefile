@@ -7,7 +7,7 @@ PORT     ?= 8443
 
 LOCAL_DIR ?= _output/local
 
-.PHONY: fuzz test-faults test-starts bench-bin bench-lifecycle bench-local bench-ipam all build build-butler build-kube build-capi run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e bench clean
+.PHONY: images verify-images fuzz test-faults test-starts bench-bin bench-lifecycle bench-local bench-ipam all build build-butler build-kube build-capi run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e bench clean
 
 all: build
 
@@ -23,6 +23,15 @@ build-kube:
 
 build-capi:
 	hack/build-capi.sh
+
+## images: butler-apiserver's OCI image (linux/amd64 and linux/arm64 in one index, IMAGE_PLATFORMS to
+## change), built from nothing, tagged from git describe, as an OCI layout and a tar in _output/images
+images:
+	hack/build-images.sh
+
+## verify-images: two image builds of this commit give the same digests (CI runs it)
+verify-images:
+	hack/verify-images.sh
 
 ## run: etcd, kube-apiserver, kube-controller-manager and butler-apiserver behind an APIService;
 ## the management cluster's admin kubeconfig is $(LOCAL_DIR)/admin.kubeconfig
@@ -43,6 +52,7 @@ verify-gofmt:
 
 vet:
 	$(GO) vet ./...
+	cd hack/dist && $(GO) vet ./...
 
 verify-codegen:
 	hack/verify-codegen.sh
@@ -52,6 +62,7 @@ update-codegen:
 
 test-unit:
 	$(GO) test ./pkg/... ./cmd/...
+	cd hack/dist && $(GO) test ./...
 
 test-integration:
 	$(GO) test -count=1 -timeout 20m ./test/integration/...

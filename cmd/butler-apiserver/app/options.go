@@ -158,6 +158,7 @@ NetworkPool, IPAllocation and ProviderConfig as an aggregated Kubernetes API.
 
 With --standalone it needs nothing else: it starts an embedded etcd under --data-dir,
 serves TLS with its own CA and writes an admin kubeconfig there.`,
+		Version:      Version,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Validate(); err != nil {

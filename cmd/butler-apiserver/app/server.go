@@ -18,6 +18,11 @@ import (
 	generatedopenapi "github.com/butlerdotdev/butler-apiserver/pkg/generated/openapi"
 )
 
+// Version is butler-apiserver's version, set at link time by hack/build-images.sh
+// (-X github.com/butlerdotdev/butler-apiserver/cmd/butler-apiserver/app.Version=$(git describe)).
+// It is not Kubernetes' version package: that one sets the server's effective version.
+var Version = "dev"
+
 // servingNames are the names the serving certificate is valid for: loopback, and the
 // Service name an APIService in kube-system reaches it by.
 var servingNames = []string{"localhost", "127.0.0.1", "::1",
@@ -26,6 +31,7 @@ var servingNames = []string{"localhost", "127.0.0.1", "::1",
 // Run starts the embedded etcd if needed, serves until ctx is done, then stops the server
 // and, after it, the etcd.
 func Run(ctx context.Context, o *Options) error {
+	klog.InfoS("Starting butler-apiserver", "version", Version)
 	o.Memory.apply()
 	if len(o.Recommended.Etcd.StorageConfig.Transport.ServerList) == 0 {
 		url, stopEtcd, err := startEmbeddedEtcd(o.DataDir)
