@@ -151,6 +151,19 @@ func Allocation(in Input, typ v1alpha1.IPAllocationType) *v1alpha1.IPAllocation 
 	return nil
 }
 
+// AddressRanges are the ranges of every allocated IPAllocation of a type, in the input's order
+// (the nodes' addresses come in blocks as the workers grow).
+func AddressRanges(in Input, typ v1alpha1.IPAllocationType) []string {
+	var out []string
+	for i := range in.Allocations {
+		a := &in.Allocations[i]
+		if a.Spec.Type == typ && a.Status.Phase == v1alpha1.IPAllocationAllocated && a.Status.StartAddress != "" {
+			out = append(out, AddressRange(a))
+		}
+	}
+	return out
+}
+
 // AddressRange is an allocation's addresses as "start-end" (one address: "start"), the form
 // CAPI's in-cluster IPAM pools and MetalLB take.
 func AddressRange(a *v1alpha1.IPAllocation) string {

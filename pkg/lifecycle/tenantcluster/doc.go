@@ -5,7 +5,7 @@
 // A reconcile is a plan of named steps (pkg/lifecycle/steps), each owning one condition:
 //
 //	namespace       the tenant namespace <tc>-<uid8>, labelled with the cluster and its team
-//	network         NetworkReady: IPAllocations for nodes and the load balancer (network mode ipam)
+//	network         NetworkReady: IPAllocations for the load balancer and, where machines take them, the nodes (workers + 1, grown before a scale-up, shrunk after) (network mode ipam)
 //	infrastructure  InfrastructureReady: the provider's infrastructure cluster
 //	control plane   ControlPlaneReady: Cluster + StewardControlPlane / KamajiControlPlane /
 //	                KubeadmControlPlane; ready when the TenantControlPlane (or the Cluster) says so

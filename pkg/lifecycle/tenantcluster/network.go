@@ -3,15 +3,22 @@ package tenantcluster
 import (
 	"context"
 	"fmt"
+	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/infra"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
 )
@@ -24,10 +31,9 @@ type allocationWant struct {
 	pinned *v1alpha1.PinnedRange
 }
 
-// wantedAllocations are the addresses a cluster holds in ipam mode: its load balancer range
+// wantedAllocations is the load balancer range a cluster holds in ipam mode
 // (spec.networking.loadBalancerPool pinned, or lbPoolSize, or the ProviderConfig's default pool
-// size, or 8), and, where the provider's machine specs take static addresses, one per worker (at
-// least one).
+// size, or 8); the nodes' addresses follow the workers (ensureNodeAddresses).
 func wantedAllocations(tc *v1alpha1.TenantCluster, pc *v1alpha1.ProviderConfig) []allocationWant {
 	lb := allocationWant{suffix: "lb", typ: v1alpha1.IPAllocationLoadBalancer, count: 8}
 	switch {
@@ -39,13 +45,14 @@ func wantedAllocations(tc *v1alpha1.TenantCluster, pc *v1alpha1.ProviderConfig) 
 	case pc.Spec.Network.LoadBalancer != nil && pc.Spec.Network.LoadBalancer.DefaultPoolSize != nil:
 		lb.count = *pc.Spec.Network.LoadBalancer.DefaultPoolSize
 	}
-	if infra.NodeAddressesUnsupported(pc.Spec.Provider) != "" {
-		return []allocationWant{lb}
-	}
-	return []allocationWant{{suffix: nodesSuffix, typ: v1alpha1.IPAllocationNodes, count: max(tc.Spec.Workers.Replicas, 1)}, lb}
+	return []allocationWant{lb}
 }
 
 const nodesSuffix = "nodes"
+
+// nodeHeadroom is the address a rollout needs beyond the workers: a MachineDeployment replaces
+// machines one at a time with one more (maxSurge 1) while it does.
+const nodeHeadroom = 1
 
 // allocationName names a cluster's IPAllocation; it lives in the pools' namespace, which many
 // clusters share, so the name carries the tenant namespace (unique per cluster).
@@ -91,8 +98,21 @@ func (c *Controller) ensureNetwork(ctx context.Context, s *state) (steps.Result,
 			pending = append(pending, name)
 		}
 	}
+	if infra.NodeAddressesUnsupported(pc.Spec.Provider) == "" {
+		r, err := c.ensureNodeAddresses(ctx, s, pools)
+		switch {
+		case err != nil:
+			return steps.Result{}, err
+		case r.Done:
+			held = append(held, r.Message)
+		case r.Reason == "Allocating":
+			pending = append(pending, r.Message)
+		default:
+			return r, nil
+		}
+	}
 	if len(pending) > 0 {
-		return steps.Waiting("Allocating", "waiting for IPAllocations %s", strings.Join(pending, ", ")), nil
+		return steps.Waiting("Allocating", "waiting for IPAllocations %s", strings.Join(pending, "; ")), nil
 	}
 	if why := infra.NodeAddressesUnsupported(pc.Spec.Provider); why != "" {
 		// Addresses no machine would take are not held: a nodes allocation of an earlier
@@ -175,4 +195,164 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// ensureNodeAddresses keeps the addresses of the nodes at workers + nodeHeadroom, in blocks: the
+// IPAllocation <ns>-nodes, then <ns>-nodes-1, -2, ... (an IPAllocation does not resize). It grows
+// before the workers step scales (that step waits for this one), and shrinks after: a block no
+// machine has an address in is given back once every machine has its address and the blocks
+// left still hold enough. The blocks are the provider's address pool (Proxmox's ipv4Config).
+func (c *Controller) ensureNodeAddresses(ctx context.Context, s *state, pools []v1alpha1.PoolReference) (steps.Result, error) {
+	pc := s.in.Provider
+	want := max(s.tc.Spec.Workers.Replicas, 0) + nodeHeadroom
+	blocks, err := c.nodeBlocks(s)
+	if err != nil {
+		return steps.Result{}, err
+	}
+	held, next := int32(0), 0
+	var pending []string
+	for _, b := range blocks {
+		held += ptr.Deref(b.Spec.Count, 0)
+		next = max(next, blockIndex(s, b.Name)+1)
+		switch b.Status.Phase {
+		case v1alpha1.IPAllocationFailed:
+			return steps.Failure("AllocationFailed", "IPAllocation %s/%s failed: %s", pc.Namespace, b.Name, b.Status.Message), nil
+		case v1alpha1.IPAllocationAllocated:
+		default:
+			pending = append(pending, b.Name)
+		}
+	}
+	if held < want {
+		name := allocationName(s, nodesSuffix)
+		if len(blocks) > 0 {
+			name = fmt.Sprintf("%s-%d", name, next)
+		}
+		got, err := c.allocate(ctx, s, name, allocationWant{typ: v1alpha1.IPAllocationNodes, count: want - held}, pools)
+		if err != nil {
+			if r, ok := err.(resultError); ok {
+				return r.Result, nil
+			}
+			return steps.Result{}, err
+		}
+		blocks = append(blocks, got)
+		if got.Status.Phase != v1alpha1.IPAllocationAllocated {
+			pending = append(pending, name)
+		}
+	}
+	for _, b := range blocks {
+		s.allocationRefs = append(s.allocationRefs, v1alpha1.LocalObjectReference{Name: b.Name})
+		s.in.Allocations = append(s.in.Allocations, *b)
+	}
+	if len(pending) > 0 {
+		return steps.Waiting("Allocating", "%s (%d node addresses for %d workers and a rollout's one more)",
+			strings.Join(pending, ", "), want, s.tc.Spec.Workers.Replicas), nil
+	}
+	if held > want {
+		if err := c.releaseUnusedBlocks(ctx, s, blocks, held-want); err != nil {
+			return steps.Result{}, err
+		}
+	}
+	ranges := make([]string, 0, len(s.in.Allocations))
+	for i := range s.in.Allocations {
+		if a := &s.in.Allocations[i]; a.Spec.Type == v1alpha1.IPAllocationNodes {
+			ranges = append(ranges, component.AddressRange(a))
+		}
+	}
+	return steps.Ready("AddressesAllocated", "nodes %s", strings.Join(ranges, ", ")), nil
+}
+
+// nodeBlocks are the cluster's nodes IPAllocations, oldest block first.
+func (c *Controller) nodeBlocks(s *state) ([]*v1alpha1.IPAllocation, error) {
+	sel := k8slabels.SelectorFromSet(k8slabels.Set{ClusterLabel: s.tc.Name, ClusterNamespaceLabel: s.tc.Namespace})
+	all, err := c.allocations.IPAllocations(s.in.Provider.Namespace).List(sel)
+	if err != nil {
+		return nil, err
+	}
+	var blocks []*v1alpha1.IPAllocation
+	for _, a := range all {
+		if a.Spec.Type == v1alpha1.IPAllocationNodes && blockIndex(s, a.Name) >= 0 {
+			blocks = append(blocks, a)
+		}
+	}
+	sort.Slice(blocks, func(i, j int) bool { return blockIndex(s, blocks[i].Name) < blockIndex(s, blocks[j].Name) })
+	return blocks, nil
+}
+
+// blockIndex is 0 for <ns>-nodes, n for <ns>-nodes-<n>, -1 for another name.
+func blockIndex(s *state, name string) int {
+	base := allocationName(s, nodesSuffix)
+	if name == base {
+		return 0
+	}
+	var n int
+	if rest, ok := strings.CutPrefix(name, base+"-"); ok {
+		if _, err := fmt.Sscanf(rest, "%d", &n); err == nil && n > 0 && fmt.Sprint(n) == rest {
+			return n
+		}
+	}
+	return -1
+}
+
+// releaseUnusedBlocks gives back, newest first, blocks of at most surplus addresses that no
+// machine of the cluster has an address in. Only once every machine has its address: one being
+// made could still be handed an address of any block.
+func (c *Controller) releaseUnusedBlocks(ctx context.Context, s *state, blocks []*v1alpha1.IPAllocation, surplus int32) error {
+	used, settled, err := c.machineAddresses(ctx, s)
+	if err != nil || !settled {
+		return err
+	}
+	for i := len(blocks) - 1; i >= 0; i-- {
+		b := blocks[i]
+		n := ptr.Deref(b.Spec.Count, 0)
+		if n > surplus || inBlock(b, used) {
+			continue
+		}
+		if err := c.releaseAllocation(ctx, b.Namespace, b.Name); err != nil {
+			return err
+		}
+		klog.FromContext(ctx).V(2).Info("Released a block of node addresses no machine uses", "ipallocation", b.Name, "count", n)
+		surplus -= n
+		s.allocationRefs = slices.DeleteFunc(s.allocationRefs, func(r v1alpha1.LocalObjectReference) bool { return r.Name == b.Name })
+		s.in.Allocations = slices.DeleteFunc(s.in.Allocations, func(a v1alpha1.IPAllocation) bool { return a.Name == b.Name })
+	}
+	return nil
+}
+
+// machineAddresses are the addresses of the cluster's Cluster API Machines; settled says every
+// machine has one.
+func (c *Controller) machineAddresses(ctx context.Context, s *state) ([]netip.Addr, bool, error) {
+	list, err := c.objects.dyn.Resource(external.MachineGVR).Namespace(s.namespace).List(ctx,
+		metav1.ListOptions{LabelSelector: clusterv1.ClusterNameLabel + "=" + s.tc.Name})
+	if err != nil {
+		return nil, false, err
+	}
+	var used []netip.Addr
+	settled := true
+	for _, m := range list.Items {
+		addrs, _, _ := unstructured.NestedSlice(m.Object, "status", "addresses")
+		found := false
+		for _, a := range addrs {
+			if v, ok := a.(map[string]any)["address"].(string); ok {
+				if ip, err := netip.ParseAddr(v); err == nil {
+					used, found = append(used, ip), true
+				}
+			}
+		}
+		settled = settled && found
+	}
+	return used, settled, nil
+}
+
+func inBlock(b *v1alpha1.IPAllocation, used []netip.Addr) bool {
+	start, err1 := netip.ParseAddr(b.Status.StartAddress)
+	end, err2 := netip.ParseAddr(b.Status.EndAddress)
+	if err1 != nil || err2 != nil {
+		return true // not known: keep it
+	}
+	for _, ip := range used {
+		if start.Compare(ip) <= 0 && ip.Compare(end) <= 0 {
+			return true
+		}
+	}
+	return false
 }

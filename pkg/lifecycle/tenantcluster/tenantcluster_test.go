@@ -127,7 +127,8 @@ func TestEnsureNetworkAllocatesFromPoolsInPriorityOrder(t *testing.T) {
 		}
 		switch a.Name {
 		case "prod-01234567-nodes":
-			if ptr.Deref(a.Spec.Count, 0) != 3 || a.Spec.Type != v1alpha1.IPAllocationNodes {
+			// Three workers and the one more a rollout makes.
+			if ptr.Deref(a.Spec.Count, 0) != 4 || a.Spec.Type != v1alpha1.IPAllocationNodes {
 				t.Errorf("nodes allocation %+v", a.Spec)
 			}
 		case "prod-01234567-lb":

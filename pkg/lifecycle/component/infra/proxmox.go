@@ -11,7 +11,8 @@ import (
 )
 
 // Proxmox (ionos-cloud's CAPMOX) clones a VM template per machine and gives each an address from
-// the cluster's in-cluster IP pool, which is the nodes IPAllocation.
+// the cluster's in-cluster IP pool, which is the nodes IPAllocations (one block, and one more
+// each time the workers outgrow them).
 var proxmox = provider{
 	cluster:     external.ProxmoxClusterGVK,
 	template:    external.ProxmoxMachineTemplateGVK,
@@ -67,7 +68,7 @@ func proxmoxCluster(in component.Input) (map[string]any, error) {
 		return nil, fmt.Errorf("IPAllocation %s/%s: start address %q: %w", nodes.Namespace, nodes.Name, nodes.Status.StartAddress, err)
 	}
 	pool := map[string]any{
-		"addresses": []any{component.AddressRange(nodes)},
+		"addresses": toAny(component.AddressRanges(in, v1alpha1.IPAllocationNodes)),
 		"prefix":    int64(subnet.Bits()),
 	}
 	if net.Gateway != "" {
