@@ -241,6 +241,8 @@ type ports struct {
 	r         localports.Range
 	ephemeral localports.Range
 	taken     map[int]string // port -> tenant uid
+	// available says whether nothing is bound to a port (a fake in unit tests).
+	available func(port int) bool
 }
 
 func newPorts(r localports.Range) (*ports, error) {
@@ -254,7 +256,7 @@ func newPorts(r localports.Range) (*ports, error) {
 	if r.Overlaps(eph) {
 		klog.InfoS("The tenants' port range overlaps the kernel's ephemeral range; those ports are not used", "range", r.String(), "ephemeral", eph.String())
 	}
-	return &ports{r: r, ephemeral: eph, taken: map[int]string{}}, nil
+	return &ports{r: r, ephemeral: eph, taken: map[int]string{}, available: localports.Available}, nil
 }
 
 // claim records port as uid's (a port recorded in the state directory); false when another
@@ -279,7 +281,7 @@ func (p *ports) allocate(uid string) (int, error) {
 	start := rand.IntN(size)
 	for i := range size {
 		port := p.r.Min + (start+i)%size
-		if _, ok := p.taken[port]; ok || p.ephemeral.Contains(port) || !localports.Available(port) {
+		if _, ok := p.taken[port]; ok || p.ephemeral.Contains(port) || !p.available(port) {
 			continue
 		}
 		p.taken[port] = uid

@@ -103,11 +103,21 @@ func (p *process) supervise() {
 		if err != nil {
 			p.logger.Error(err, "Starting failed", "binary", p.spec.Binary)
 		} else {
+			// A stop that came while this process was starting found nothing running to
+			// terminate: terminate it here (a stop after setRunning terminates it itself).
+			p.mu.Lock()
+			stopping, pid := p.stopping, p.pid
+			p.mu.Unlock()
+			if stopping {
+				terminate(pid, stopGrace)
+				_ = wait()
+				return
+			}
 			p.onChange()
 			exitErr := wait()
 			p.mu.Lock()
 			p.running = false
-			stopping := p.stopping
+			stopping = p.stopping
 			p.mu.Unlock()
 			if stopping {
 				return

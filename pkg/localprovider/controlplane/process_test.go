@@ -104,6 +104,7 @@ func TestPorts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	p.available = func(int) bool { return true } // whatever else runs on this machine
 	if !p.claim(30001, "a") || p.claim(30001, "b") || !p.claim(30001, "a") {
 		t.Fatal("claim")
 	}
@@ -142,6 +143,7 @@ func TestPortsSkipTheEphemeralRange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	p.available = func(int) bool { return true }
 	got := map[int]bool{}
 	for i := range 4 {
 		port, err := p.allocate(fmt.Sprint("tenant-", i))
@@ -162,15 +164,19 @@ func TestPortsSkipTheEphemeralRange(t *testing.T) {
 // another port, its processes stopped to start again on it; the record follows.
 func TestMovePortAfterBindFailure(t *testing.T) {
 	dir := t.TempDir()
+	takenPort := 0
 	ports, err := newPorts(localports.Range{Min: 30000, Max: 30010})
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Every port is free but the one kube-apiserver finds taken.
+	ports.available = func(port int) bool { return port != takenPort }
 	c := &Controller{ports: ports}
 	old, err := ports.allocate("uid")
 	if err != nil {
 		t.Fatal(err)
 	}
+	takenPort = old
 	pl := &plane{rec: tenantRecord{UID: "uid", Port: old}, paths: tenantPaths{dir: dir}, notify: func() {}}
 	// What kube-apiserver prints when its secure port is taken, then it exits.
 	failing := procSpec{Component: componentAPIServer, Binary: "/bin/sh",
@@ -213,6 +219,25 @@ func TestLastRunFailedToBind(t *testing.T) {
 		}
 		if got := lastRunFailedToBind(log); got != c.want {
 			t.Errorf("lastRunFailedToBind(%q) = %v", c.content, got)
+		}
+	}
+}
+
+// A stop that comes while the process is being started (before it is recorded as running) still
+// ends it: it used to find nothing running, and the supervisor then waited on the process forever.
+func TestStopWhileStarting(t *testing.T) {
+	for i := range 20 {
+		dir := t.TempDir()
+		p := startProcess(context.Background(), sleepSpec(dir), func() {})
+		stopped := make(chan struct{})
+		go func() { p.stop(); close(stopped) }()
+		select {
+		case <-stopped:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("round %d: stop did not return", i)
+		}
+		if pid, _, _ := p.state(); pid > 0 && alive(pid, dir) {
+			t.Fatalf("round %d: the process %d runs after stop", i, pid)
 		}
 	}
 }
