@@ -49,6 +49,8 @@ const (
 	ServerAuth Usage = iota
 	// ClientAuth is a TLS client certificate.
 	ClientAuth
+	// PeerAuth is both, as etcd's peers present one certificate to serve and to connect.
+	PeerAuth
 )
 
 // Request describes a leaf certificate.
@@ -118,6 +120,8 @@ func (ca *KeyPair) Issue(req Request) (*KeyPair, error) {
 		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
 	case ClientAuth:
 		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	case PeerAuth:
+		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
 	default:
 		return nil, fmt.Errorf("unknown certificate usage %d", req.Usage)
 	}

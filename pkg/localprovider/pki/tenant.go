@@ -171,6 +171,22 @@ func EnsureTenant(dir string, ca *KeyPair, opts TenantOptions) (t *Tenant, chang
 	return t, changed, nil
 }
 
+// EnsureLeaf returns the certificate <stem>.crt/.key in dir when it is signed by signer, not
+// about to expire and names what req asks; otherwise it issues one and writes it.
+func EnsureLeaf(dir, stem string, signer *KeyPair, req Request) (*KeyPair, error) {
+	if kp, err := readPair(dir, stem+".crt", stem+".key"); err == nil && usable(kp, signer, req) {
+		return kp, nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	kp, err := signer.Issue(req)
+	if err != nil {
+		return nil, err
+	}
+	return kp, writePair(dir, stem+".crt", stem+".key", kp)
+}
+
 // CertPath and KeyPath are where EnsureTenant keeps a leaf (stem as in the leaves list:
 // apiserver, apiserver-kubelet-client, front-proxy-client, admin, super-admin,
 // controller-manager, scheduler).

@@ -1,0 +1,189 @@
+// Package datastore is what a control plane provider does with a Steward (or Kamaji) DataStore
+// of driver etcd: read it (endpoints, the CA that signs its clients, the root client
+// certificate, all through Secrets or inline content, as the CRD says), connect as root, and
+// give each tenant its own etcd user, a role with readwrite on the tenant's key prefix only, and
+// a client certificate whose common name is that user (etcd's --client-cert-auth takes a client
+// certificate's CN as its user). Deleting a tenant deletes its keys, its user and its role.
+// It also places a tenant on the datastore with the fewest tenants below its limit, and
+// compacts a datastore's history, which tenants cannot do (etcd does not scope Compact per
+// user). The local provider uses it for the datastores it runs; a remote Steward reads the same
+// objects.
+package datastore
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/pki"
+)
+
+// GVR is Steward's cluster-scoped DataStore.
+var GVR = schema.GroupVersionResource{Group: "steward.butlerlabs.dev", Version: "v1alpha1", Resource: "datastores"}
+
+const (
+	APIVersion = "steward.butlerlabs.dev/v1alpha1"
+	Kind       = "DataStore"
+	// DriverEtcd is the only driver this package serves.
+	DriverEtcd = "etcd"
+	// MaxTenantsAnnotation on a DataStore bounds how many tenants placement puts on it (the
+	// provider's default applies without it). Steward's CRD has no field for it.
+	MaxTenantsAnnotation = "localprovider.butlerlabs.dev/max-tenants"
+	// RootUser is etcd's root user, the datastore owner's identity (its client certificate's CN).
+	RootUser = "root"
+)
+
+// Ref is where a DataStore keeps one file: inline content or a Secret key.
+type Ref struct {
+	Content                     []byte
+	SecretNamespace, SecretName string
+	SecretKey                   string
+}
+
+// Spec is the part of a DataStore a provider reads.
+type Spec struct {
+	Name      string
+	Driver    string
+	Endpoints []string
+	// CACert and CAKey are the CA that signs the datastore's serving certificate and its clients'.
+	CACert, CAKey Ref
+	// ClientCert and ClientKey are the root client certificate.
+	ClientCert, ClientKey Ref
+	// MaxTenants is the annotation's limit, 0 when it has none.
+	MaxTenants int
+}
+
+// Parse reads a DataStore object.
+func Parse(u *unstructured.Unstructured) (Spec, error) {
+	s := Spec{Name: u.GetName()}
+	s.Driver, _, _ = unstructured.NestedString(u.Object, "spec", "driver")
+	s.Endpoints, _, _ = unstructured.NestedStringSlice(u.Object, "spec", "endpoints")
+	if s.Driver != DriverEtcd {
+		return s, fmt.Errorf("DataStore %s: driver %q, only %q is served", s.Name, s.Driver, DriverEtcd)
+	}
+	if len(s.Endpoints) == 0 {
+		return s, fmt.Errorf("DataStore %s has no endpoints", s.Name)
+	}
+	var err error
+	for _, f := range []struct {
+		ref  *Ref
+		path []string
+	}{
+		{&s.CACert, []string{"certificateAuthority", "certificate"}},
+		{&s.CAKey, []string{"certificateAuthority", "privateKey"}},
+		{&s.ClientCert, []string{"clientCertificate", "certificate"}},
+		{&s.ClientKey, []string{"clientCertificate", "privateKey"}},
+	} {
+		if *f.ref, err = parseRef(u, append([]string{"spec", "tlsConfig"}, f.path...)...); err != nil {
+			return s, fmt.Errorf("DataStore %s: spec.tlsConfig.%s.%s: %w", s.Name, f.path[0], f.path[1], err)
+		}
+	}
+	if v := u.GetAnnotations()[MaxTenantsAnnotation]; v != "" {
+		if s.MaxTenants, err = strconv.Atoi(v); err != nil || s.MaxTenants < 0 {
+			return s, fmt.Errorf("DataStore %s: annotation %s: %q is not a count", s.Name, MaxTenantsAnnotation, v)
+		}
+	}
+	return s, nil
+}
+
+func parseRef(u *unstructured.Unstructured, path ...string) (Ref, error) {
+	m, ok, _ := unstructured.NestedMap(u.Object, path...)
+	if !ok {
+		return Ref{}, errors.New("missing")
+	}
+	if c, _ := m["content"].(string); c != "" {
+		data, err := base64.StdEncoding.DecodeString(c)
+		if err != nil {
+			return Ref{}, fmt.Errorf("content: %w", err)
+		}
+		return Ref{Content: data}, nil
+	}
+	sr, _ := m["secretReference"].(map[string]any)
+	r := Ref{}
+	r.SecretNamespace, _ = sr["namespace"].(string)
+	r.SecretName, _ = sr["name"].(string)
+	r.SecretKey, _ = sr["keyPath"].(string)
+	if r.SecretName == "" || r.SecretKey == "" {
+		return Ref{}, errors.New("neither content nor a secretReference with name and keyPath")
+	}
+	return r, nil
+}
+
+// SecretReader reads one key of a Secret.
+type SecretReader func(ctx context.Context, namespace, name, key string) ([]byte, error)
+
+// Credentials are what a provider holds of a datastore: its CA (to sign tenants' client
+// certificates and trust its serving certificate) and its root client certificate.
+type Credentials struct {
+	Spec Spec
+	CA   *pki.KeyPair
+	Root *pki.KeyPair
+}
+
+// Load reads the CA and the root client certificate a Spec points at.
+func Load(ctx context.Context, s Spec, read SecretReader) (*Credentials, error) {
+	get := func(r Ref) ([]byte, error) {
+		if r.Content != nil {
+			return r.Content, nil
+		}
+		data, err := read(ctx, r.SecretNamespace, r.SecretName, r.SecretKey)
+		if err != nil {
+			return nil, fmt.Errorf("Secret %s/%s key %s: %w", r.SecretNamespace, r.SecretName, r.SecretKey, err)
+		}
+		return data, nil
+	}
+	var files [4][]byte
+	for i, r := range []Ref{s.CACert, s.CAKey, s.ClientCert, s.ClientKey} {
+		var err error
+		if files[i], err = get(r); err != nil {
+			return nil, fmt.Errorf("DataStore %s: %w", s.Name, err)
+		}
+	}
+	ca, err := pki.Parse(files[0], files[1])
+	if err != nil {
+		return nil, fmt.Errorf("DataStore %s: the CA: %w", s.Name, err)
+	}
+	root, err := pki.Parse(files[2], files[3])
+	if err != nil {
+		return nil, fmt.Errorf("DataStore %s: the client certificate: %w", s.Name, err)
+	}
+	return &Credentials{Spec: s, CA: ca, Root: root}, nil
+}
+
+// TLSConfig is a client TLS configuration that trusts the datastore's CA and presents kp.
+func (c *Credentials) TLSConfig(kp *pki.KeyPair) (*tls.Config, error) {
+	cert, err := tls.X509KeyPair(kp.CertPEM, kp.KeyPEM)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(c.CA.Cert)
+	return &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// URLs are the datastore's client URLs (the DataStore lists bare host:port).
+func (c *Credentials) URLs() []string {
+	urls := make([]string, len(c.Spec.Endpoints))
+	for i, e := range c.Spec.Endpoints {
+		urls[i] = "https://" + e
+	}
+	return urls
+}
+
+// Connect is an etcd client of the datastore as kp's user (root with c.Root).
+func (c *Credentials) Connect(kp *pki.KeyPair) (*clientv3.Client, error) {
+	tlsConfig, err := c.TLSConfig(kp)
+	if err != nil {
+		return nil, err
+	}
+	return clientv3.New(clientv3.Config{Endpoints: c.URLs(), TLS: tlsConfig, DialTimeout: 5 * time.Second})
+}

@@ -1,0 +1,231 @@
+package datastore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/embed"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/pki"
+)
+
+// startEtcd runs an etcd with TLS and client-certificate auth, as the local provider runs its
+// datastores, and returns the credentials a DataStore for it names.
+func startEtcd(t *testing.T) *Credentials {
+	t.Helper()
+	dir := t.TempDir()
+	ca, err := pki.NewCA("datastore-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = pki.EnsureLeaf(dir, "server", ca, pki.Request{CommonName: "etcd", IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, Usage: pki.ServerAuth})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := pki.EnsureLeaf(dir, "root", ca, pki.Request{CommonName: RootUser, Usage: pki.ClientAuth})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pki.WriteFile(filepath.Join(dir, "ca.crt"), ca.CertPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	port := func() int {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		return l.Addr().(*net.TCPAddr).Port
+	}
+	cfg := embed.NewConfig()
+	cfg.Name = "test"
+	cfg.Dir = filepath.Join(dir, "data")
+	client := url.URL{Scheme: "https", Host: fmt.Sprintf("127.0.0.1:%d", port())}
+	peer := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", port())}
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
+	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	cfg.ClientTLSInfo.CertFile = pki.CertPath(dir, "server")
+	cfg.ClientTLSInfo.KeyFile = pki.KeyPath(dir, "server")
+	cfg.ClientTLSInfo.TrustedCAFile = filepath.Join(dir, "ca.crt")
+	cfg.ClientTLSInfo.ClientCertAuth = true
+	cfg.LogLevel = "error"
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	select {
+	case <-e.Server.ReadyNotify():
+	case <-time.After(30 * time.Second):
+		t.Fatal("etcd did not start")
+	}
+	return &Credentials{Spec: Spec{Name: "test", Driver: DriverEtcd, Endpoints: []string{client.Host}}, CA: ca, Root: root}
+}
+
+func connect(t *testing.T, creds *Credentials, kp *pki.KeyPair) *clientv3.Client {
+	t.Helper()
+	c, err := creds.Connect(kp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// Two tenants on one datastore: each reads and writes its own prefix and is denied the other's,
+// the root of the keyspace and compaction; plain HTTP gets nothing; removing a tenant removes
+// its keys, user and role, and its certificate then authenticates nobody.
+func TestTenantsAreConfinedToTheirPrefix(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	creds := startEtcd(t)
+	root := connect(t, creds, creds.Root)
+	if err := EnableAuth(ctx, root); err != nil {
+		t.Fatal(err)
+	}
+	if err := EnableAuth(ctx, root); err != nil {
+		t.Fatalf("a second EnableAuth: %v", err)
+	}
+	a, b := NewTenant("team-a_prod", "uid-a"), NewTenant("team-b_prod", "uid-b")
+	dir := t.TempDir()
+	clients := map[string]*clientv3.Client{}
+	for _, tn := range []Tenant{a, b} {
+		for range 2 { // idempotent
+			if err := EnsureTenant(ctx, root, tn); err != nil {
+				t.Fatal(err)
+			}
+		}
+		kp, err := creds.ClientCertificate(dir, tn.User, tn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if kp.Cert.Subject.CommonName != tn.User {
+			t.Fatalf("certificate CN %q, want %q", kp.Cert.Subject.CommonName, tn.User)
+		}
+		clients[tn.User] = connect(t, creds, kp)
+	}
+	ca := clients[a.User]
+	if _, err := ca.Put(ctx, a.Prefix+"registry/pods/x", "a"); err != nil {
+		t.Fatalf("A writes its own prefix: %v", err)
+	}
+	if _, err := clients[b.User].Put(ctx, b.Prefix+"registry/pods/y", "b"); err != nil {
+		t.Fatalf("B writes its own prefix: %v", err)
+	}
+	if resp, err := ca.Get(ctx, a.Prefix, clientv3.WithPrefix()); err != nil || resp.Count != 1 {
+		t.Fatalf("A reads its own prefix: %v, %v", resp, err)
+	}
+	for what, op := range map[string]func() error{
+		"read B's prefix":  func() error { _, err := ca.Get(ctx, b.Prefix, clientv3.WithPrefix()); return err },
+		"write B's prefix": func() error { _, err := ca.Put(ctx, b.Prefix+"registry/x", "a"); return err },
+		"read /registry":   func() error { _, err := ca.Get(ctx, "/registry", clientv3.WithPrefix()); return err },
+		"read everything":  func() error { _, err := ca.Get(ctx, "", clientv3.WithFromKey()); return err },
+		"compact":          func() error { _, err := ca.Compact(ctx, 1); return err },
+		"add a user":       func() error { _, err := ca.Auth.UserAdd(ctx, "x", "y"); return err },
+	} {
+		if err := op(); !errors.Is(err, rpctypes.ErrPermissionDenied) {
+			t.Errorf("A may %s: %v, want permission denied", what, err)
+		}
+	}
+
+	// Plain HTTP to the TLS port answers no data.
+	resp, err := http.Post("http://"+creds.Spec.Endpoints[0]+"/v3/kv/range", "application/json", nil)
+	if err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Error("plain HTTP to the datastore answered 200")
+		}
+	}
+
+	// The owner compacts.
+	comp := &Compactor{Client: root}
+	if rev, err := comp.Pass(ctx); err != nil || rev != 0 {
+		t.Fatalf("first pass: %d, %v", rev, err)
+	}
+	if _, err := root.Put(ctx, b.Prefix+"z", "1"); err != nil {
+		t.Fatal(err)
+	}
+	if rev, err := comp.Pass(ctx); err != nil || rev == 0 {
+		t.Fatalf("second pass compacted to %d: %v", rev, err)
+	}
+
+	deleted, err := RemoveTenant(ctx, root, a)
+	if err != nil || deleted != 1 {
+		t.Fatalf("RemoveTenant: %d keys, %v", deleted, err)
+	}
+	if _, err := RemoveTenant(ctx, root, a); err != nil {
+		t.Fatalf("RemoveTenant again: %v", err)
+	}
+	if _, err := root.Auth.UserGet(ctx, a.User); !errors.Is(err, rpctypes.ErrUserNotFound) {
+		t.Errorf("user %s after removal: %v", a.User, err)
+	}
+	if _, err := root.Auth.RoleGet(ctx, a.User); !errors.Is(err, rpctypes.ErrRoleNotFound) {
+		t.Errorf("role %s after removal: %v", a.User, err)
+	}
+	if _, err := ca.Get(ctx, a.Prefix, clientv3.WithPrefix()); err == nil {
+		t.Error("A's certificate still reads after its user is gone")
+	}
+	if resp, err := clients[b.User].Get(ctx, b.Prefix, clientv3.WithPrefix()); err != nil || resp.Count != 2 {
+		t.Errorf("B after A's removal: %v, %v", resp, err)
+	}
+}
+
+func TestPlace(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   []Candidate
+		want string
+		err  bool
+	}{
+		{"none", nil, "", true},
+		{"fewest tenants", []Candidate{{"a", 3, 0}, {"b", 1, 0}, {"c", 2, 0}}, "b", false},
+		{"tie by name", []Candidate{{"b", 1, 0}, {"a", 1, 0}}, "a", false},
+		{"full skipped", []Candidate{{"a", 2, 2}, {"b", 5, 10}}, "b", false},
+		{"all full", []Candidate{{"a", 2, 2}, {"b", 1, 1}}, "", true},
+	} {
+		got, err := Place(tc.in)
+		if got != tc.want || (err != nil) != tc.err {
+			t.Errorf("%s: %q, %v; want %q (error %v)", tc.name, got, err, tc.want, tc.err)
+		}
+	}
+}
+
+// A published DataStore parses back to its endpoints and Secret references; a DataStore of
+// another driver, without endpoints or with a bad limit is refused.
+func TestObjectParses(t *testing.T) {
+	u := Object("local", []string{"127.0.0.1:2379"}, "kube-system", "datastore-local")
+	u.SetAnnotations(map[string]string{MaxTenantsAnnotation: "7"})
+	s, err := Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Endpoints[0] != "127.0.0.1:2379" || s.CAKey.SecretName != "datastore-local" || s.ClientKey.SecretKey != SecretClientKey || s.MaxTenants != 7 {
+		t.Errorf("parsed %+v", s)
+	}
+	for name, mutate := range map[string]func(*unstructured.Unstructured){
+		"driver": func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(u.Object, "MySQL", "spec", "driver")
+		},
+		"endpoints": func(u *unstructured.Unstructured) { unstructured.RemoveNestedField(u.Object, "spec", "endpoints") },
+		"client": func(u *unstructured.Unstructured) {
+			unstructured.RemoveNestedField(u.Object, "spec", "tlsConfig", "clientCertificate")
+		},
+		"limit": func(u *unstructured.Unstructured) { u.SetAnnotations(map[string]string{MaxTenantsAnnotation: "many"}) },
+	} {
+		bad := Object("local", []string{"127.0.0.1:2379"}, "kube-system", "datastore-local")
+		mutate(bad)
+		if _, err := Parse(bad); err == nil {
+			t.Errorf("%s: parsed", name)
+		}
+	}
+}
