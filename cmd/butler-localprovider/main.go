@@ -12,9 +12,9 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/dynamic"
@@ -26,6 +26,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localports"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/controlplane"
+	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/datastore"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/machines"
 )
 
@@ -56,7 +57,13 @@ Flags:
 %s`, flags.FlagUsages())
 	}
 	flags.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster")
-	flags.StringVar(&etcdServers, "etcd-servers", "", "the management etcd (comma-separated URLs); each tenant's kube-apiserver keeps its data there under /<TenantControlPlane uid>")
+	flags.StringVar(&etcdServers, "etcd-servers", "", "unused: tenants keep their data in the provider's own datastore, never in the management etcd")
+	_ = flags.MarkDeprecated("etcd-servers", "tenants keep their data in the provider's own datastore (--datastore-name), never in the management etcd")
+	flags.StringVar(&cp.DataStoreName, "datastore-name", "local", "the etcd this provider runs (TLS, client-certificate auth) for its tenants' data, published as a Steward DataStore of this name")
+	flags.StringVar(&cp.DataStoresDir, "datastores-dir", "", "where the datastore's data, certificates and log are (default: datastores/ next to --state-dir)")
+	flags.StringVar(&cp.DataStoreSecretNamespace, "datastore-secret-namespace", "kube-system", "namespace of the Secret with the datastore's CA and root client certificate, which the DataStore names")
+	flags.IntVar(&cp.DataStoreMaxTenants, "datastore-max-tenants", 200, "tenants placed on a DataStore at most, unless its annotation "+datastore.MaxTenantsAnnotation+" says otherwise (0: no bound)")
+	flags.DurationVar(&cp.CompactionInterval, "datastore-compaction-interval", 5*time.Minute, "how often the datastore's history is compacted (tenants' kube-apiservers do not compact)")
 	flags.StringVar(&cp.BinDir, "bin-dir", "_output/bin", "where kube-apiserver, kube-controller-manager and kube-scheduler of --kube-version are")
 	flags.StringVar(&cp.PinnedVersion, "kube-version", "v1.36.3", "the Kubernetes version of the binaries in --bin-dir")
 	flags.StringVar(&cp.VersionsDir, "kube-versions-dir", "_output/kube-versions", "where other Kubernetes versions are built on first use, one directory each")
@@ -68,11 +75,9 @@ Flags:
 	flags.AddGoFlagSet(klogFlags)
 	_ = flags.Parse(os.Args[1:])
 
-	if etcdServers == "" {
-		fmt.Fprintln(os.Stderr, "--etcd-servers is required")
-		os.Exit(2)
+	if cp.DataStoresDir == "" {
+		cp.DataStoresDir = filepath.Join(filepath.Dir(cp.StateDir), "datastores")
 	}
-	cp.EtcdServers = strings.Split(etcdServers, ",")
 	var err error
 	if cp.Ports, err = localports.ParseRange(portRange); err != nil {
 		fmt.Fprintf(os.Stderr, "--port-range: %v\n", err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -21,13 +22,15 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/datastore"
 )
 
 // TestLocalControlPlane drives butler-localprovider's control planes through the management
 // cluster only: a Cluster, a StewardControlPlane (owned by the Cluster, as Cluster API makes
 // it) and a LocalCluster, created by hand. The stand-in must make TenantControlPlane <name>
 // Ready with real kube-apiserver, kube-controller-manager and kube-scheduler processes on the
-// management etcd under /<tcp uid>, write the Secrets of the contract, a working admin
+// provider's datastore under /<tcp uid>, write the Secrets of the contract, a working admin
 // kubeconfig and the kubeadm join setup in the tenant, report the StewardControlPlane Ready,
 // patch the LocalCluster's endpoint, restart a killed kube-apiserver, and on deletion stop the
 // processes and delete the etcd prefix and the state directory.
@@ -202,7 +205,7 @@ spec:
 		t.Errorf("LocalCluster spec.controlPlaneEndpoint = %s:%d, want %s", host, lcPort, endpoint)
 	}
 
-	// The processes, and the data under /<uid> in the management etcd.
+	// The processes, and the data under /<uid> in the tenants' datastore.
 	stateDir := filepath.Join(plane.dir, "tenants", uid)
 	pids := lcpPids(t, stateDir)
 	var rss int64
@@ -218,7 +221,7 @@ spec:
 	t.Logf("tenant RSS (three processes): %d MiB", rss>>20)
 	etcd := lcpEtcd(t, pids["kube-apiserver"])
 	if n := lcpKeys(t, etcd, "/"+uid+"/"); n == 0 {
-		t.Errorf("no keys under /%s/ in the management etcd", uid)
+		t.Errorf("no keys under /%s/ in the datastore", uid)
 	}
 
 	// A killed kube-apiserver is started again and the tenant answers again.
@@ -246,7 +249,7 @@ spec:
 		}
 	}
 	if n := lcpKeys(t, etcd, "/"+uid+"/"); n != 0 {
-		t.Errorf("%d keys left under /%s/ in the management etcd", n, uid)
+		t.Errorf("%d keys left under /%s/ in the datastore", n, uid)
 	}
 	if _, err := os.Stat(stateDir); !os.IsNotExist(err) {
 		t.Errorf("the tenant's state directory is still there: %v", err)
@@ -318,28 +321,59 @@ func lcpRSS(pid int) int64 {
 	return 0
 }
 
-// lcpEtcd is a client of the etcd the tenant's kube-apiserver stores in (its --etcd-servers).
+// lcpEtcd is a root client of the datastore the tenant's kube-apiserver stores in (its
+// --etcd-servers), found as a control plane provider finds it: through its DataStore object and
+// the Secret that names its root client certificate.
 func lcpEtcd(t *testing.T, apiserverPid int) *clientv3.Client {
 	t.Helper()
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", apiserverPid))
+	servers := lcpArgs(t, apiserverPid)["etcd-servers"]
+	if servers == "" {
+		t.Fatalf("the tenant kube-apiserver (pid %d) has no --etcd-servers", apiserverPid)
+	}
+	list, err := dynamicClient(t).Resource(datastore.GVR).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var servers []string
+	for i := range list.Items {
+		spec, err := datastore.Parse(&list.Items[i])
+		if err != nil || !slices.Contains(spec.Endpoints, strings.TrimPrefix(strings.Split(servers, ",")[0], "https://")) {
+			continue
+		}
+		creds, err := datastore.Load(context.Background(), spec, func(ctx context.Context, ns, name, key string) ([]byte, error) {
+			s, err := plane.kube.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return nil, err
+			}
+			return s.Data[key], nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := creds.Connect(creds.Root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	t.Fatalf("no DataStore has the endpoint of --etcd-servers=%s", servers)
+	return nil
+}
+
+// lcpArgs are a process's --flag=value arguments, by flag name.
+func lcpArgs(t *testing.T, pid int) map[string]string {
+	t.Helper()
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := map[string]string{}
 	for _, arg := range strings.Split(string(cmdline), "\x00") {
-		if v, ok := strings.CutPrefix(arg, "--etcd-servers="); ok {
-			servers = strings.Split(v, ",")
+		if name, value, ok := strings.Cut(strings.TrimPrefix(arg, "--"), "="); ok && strings.HasPrefix(arg, "--") {
+			args[name] = value
 		}
 	}
-	if len(servers) == 0 {
-		t.Fatalf("the tenant kube-apiserver has no --etcd-servers: %q", cmdline)
-	}
-	c, err := clientv3.New(clientv3.Config{Endpoints: servers, DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
+	return args
 }
 
 // lcpKeys counts the keys under prefix.

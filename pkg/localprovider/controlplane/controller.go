@@ -3,13 +3,11 @@ package controlplane
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/discovery"
@@ -23,12 +21,23 @@ import (
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localports"
+	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/datastore"
 )
 
 // Options configure the control planes.
 type Options struct {
-	// EtcdServers is the management etcd the tenants' kube-apiservers store their data in.
-	EtcdServers []string
+	// DataStoreName names the etcd this provider runs for its tenants and publishes as a
+	// Steward DataStore; DataStoresDir holds its directory (data, certificates, log).
+	DataStoreName, DataStoresDir string
+	// DataStoreSecretNamespace is where the Secret with the datastore's CA and root client
+	// certificate is published (the DataStore's tlsConfig names it).
+	DataStoreSecretNamespace string
+	// DataStoreMaxTenants bounds the tenants placement puts on a DataStore without its own
+	// limit annotation (0: no bound).
+	DataStoreMaxTenants int
+	// CompactionInterval is how often the datastore's history is compacted (to the revision of
+	// the pass before): its tenants' kube-apiservers do not compact.
+	CompactionInterval time.Duration
 	// BinDir holds kube-apiserver, kube-controller-manager and kube-scheduler of PinnedVersion.
 	BinDir        string
 	PinnedVersion string
@@ -47,15 +56,17 @@ type Options struct {
 type Controller struct {
 	opts     Options
 	deps     *worker.Deps
-	etcd     *clientv3.Client
 	mapper   meta.RESTMapper
 	recorder record.EventRecorder
 
-	scps, tcps, clusters cache.SharedIndexInformer
-	scpQueue, tcpQueue   *worker.Queue
+	scps, tcps, clusters, dataStores cache.SharedIndexInformer
+	scpQueue, tcpQueue               *worker.Queue
 
 	ports    *ports
 	versions *versions
+	// local is the datastore this provider runs; stores its connections to every datastore.
+	local  *localDataStore
+	stores stores
 
 	mu     sync.Mutex
 	planes map[string]*plane // by TenantControlPlane UID
@@ -68,8 +79,11 @@ func New(d *worker.Deps, opts Options) (*Controller, error) {
 	if d.Dynamic == nil || d.Kube == nil || d.DynamicInformers == nil {
 		return nil, errors.New("the control planes need the management cluster's dynamic and kube clients")
 	}
-	if len(opts.EtcdServers) == 0 {
-		return nil, errors.New("no etcd servers")
+	if opts.DataStoreName == "" || opts.DataStoresDir == "" || opts.DataStoreSecretNamespace == "" {
+		return nil, errors.New("the datastore needs a name, a directory and a namespace for its Secret")
+	}
+	if opts.CompactionInterval <= 0 {
+		opts.CompactionInterval = 5 * time.Minute
 	}
 	ports, err := newPorts(opts.Ports)
 	if err != nil {
@@ -78,28 +92,26 @@ func New(d *worker.Deps, opts Options) (*Controller, error) {
 	if opts.Workers <= 0 {
 		opts.Workers = 4
 	}
-	for _, dir := range []string{opts.StateDir, opts.VersionsDir} {
+	for _, dir := range []string{opts.StateDir, opts.VersionsDir, opts.DataStoresDir} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
 		}
 	}
-	etcd, err := clientv3.New(clientv3.Config{Endpoints: opts.EtcdServers, DialTimeout: 5 * time.Second})
-	if err != nil {
-		return nil, fmt.Errorf("etcd client: %w", err)
-	}
 	broadcaster := record.NewBroadcaster()
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: d.Kube.CoreV1().Events("")})
 	c := &Controller{
-		opts: opts, deps: d, etcd: etcd,
+		opts: opts, deps: d,
 		mapper:   restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discoveryOf(d))),
 		recorder: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: FieldManager}),
 		ports:    ports,
 		planes:   map[string]*plane{},
+		stores:   stores{clients: map[string]*storeClient{}},
 	}
 	c.versions = newVersions(opts.PinnedVersion, opts.BinDir, opts.VersionsDir, c.versionBuilt)
 	c.scps = d.DynamicInformers.ForResource(stewardControlPlanes).Informer()
 	c.tcps = d.DynamicInformers.ForResource(tenantControlPlanes).Informer()
 	c.clusters = d.DynamicInformers.ForResource(clusters).Informer()
+	c.dataStores = d.DynamicInformers.ForResource(datastore.GVR).Informer()
 	c.scpQueue = worker.NewQueue("stewardcontrolplanes", c.reconcileSCP)
 	c.tcpQueue = worker.NewQueue("tenantcontrolplanes", c.reconcileTCP)
 
@@ -111,6 +123,9 @@ func New(d *worker.Deps, opts Options) (*Controller, error) {
 		return nil, err
 	}
 	if _, err := c.tcps.AddEventHandler(c.tcpQueue.Handler(worker.ByKey)); err != nil {
+		return nil, err
+	}
+	if _, err := c.dataStores.AddEventHandler(c.dataStoreHandler()); err != nil {
 		return nil, err
 	}
 	// A Cluster wakes the StewardControlPlane it references (its ownerReference arrives after).
@@ -131,6 +146,22 @@ func (c *Controller) Run(ctx context.Context) {
 	if err := c.loadState(ctx); err != nil {
 		logger.Error(err, "Reading the state directory failed", "dir", c.opts.StateDir)
 	}
+	// The tenants' datastore first: no tenant starts without it.
+	for {
+		var err error
+		if c.local, err = c.startDataStore(ctx); err == nil {
+			break
+		}
+		logger.Error(err, "Starting the datastore failed; trying again")
+		if c.local != nil {
+			c.local.stop()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(5 * time.Second):
+		}
+	}
 	var wg sync.WaitGroup
 	wg.Add(3)
 	go func() { defer wg.Done(); c.versions.run(ctx) }()
@@ -140,15 +171,17 @@ func (c *Controller) Run(ctx context.Context) {
 	}()
 	go func() {
 		defer wg.Done()
-		if cache.WaitForCacheSync(ctx.Done(), c.tcps.HasSynced) {
+		if cache.WaitForCacheSync(ctx.Done(), c.tcps.HasSynced, c.dataStores.HasSynced) {
 			c.sweepOrphans(ctx)
 		}
-		c.tcpQueue.Run(ctx, c.opts.Workers, c.tcps.HasSynced)
+		c.tcpQueue.Run(ctx, c.opts.Workers, c.tcps.HasSynced, c.dataStores.HasSynced)
 	}()
 	<-ctx.Done()
 	wg.Wait()
 	c.stopAll(klog.FromContext(ctx))
-	_ = c.etcd.Close()
+	c.stores.closeAll()
+	// The datastore after its tenants' kube-apiservers: one whose etcd went first hangs.
+	c.local.stop()
 }
 
 // loadState claims the ports recorded in the state directory, so a restarted provider gives

@@ -29,14 +29,16 @@ func (p tenantPaths) record() string                  { return filepath.Join(p.d
 
 // planeArgs is what the command lines of one tenant's processes are made of.
 type planeArgs struct {
-	Spec        tenantSpec
-	Paths       tenantPaths
-	Port        int
-	EtcdServers []string
+	Spec  tenantSpec
+	Paths tenantPaths
+	Port  int
+	Etcd  etcdConn
 }
 
 // apiServerArgs is kube-apiserver's command line: kubeadm's flags, on loopback, with the tenant's
-// data under /<uid> in the shared etcd. The Endpoints reconciler is off: Endpoints cannot hold a
+// data under its prefix of its datastore, reached over TLS with the tenant's own client
+// certificate (its etcd user may read and write that prefix only). It never compacts: etcd's
+// Compact is not scoped to a user, so the datastore's owner does it. The Endpoints reconciler is off: Endpoints cannot hold a
 // loopback address, which is where this kube-apiserver listens.
 func apiServerArgs(a planeArgs) []string {
 	p := a.Paths
@@ -47,8 +49,12 @@ func apiServerArgs(a planeArgs) []string {
 		}
 	}
 	args := []string{
-		"--etcd-servers=" + strings.Join(a.EtcdServers, ","),
-		"--etcd-prefix=/" + a.Spec.UID,
+		"--etcd-servers=" + strings.Join(a.Etcd.URLs, ","),
+		"--etcd-prefix=" + a.Etcd.Prefix,
+		"--etcd-cafile=" + a.Etcd.CAFile,
+		"--etcd-certfile=" + a.Etcd.CertFile,
+		"--etcd-keyfile=" + a.Etcd.KeyFile,
+		"--etcd-compaction-interval=0",
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
 		fmt.Sprintf("--secure-port=%d", a.Port),

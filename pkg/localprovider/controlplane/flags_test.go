@@ -25,15 +25,21 @@ func testArgs() planeArgs {
 			APIServerArgs:    []string{"--v=4", "audit-log-maxage=3"},
 		},
 		Paths: tenantPaths{dir: "/state/0b6c-uid"}, Port: 30007,
-		EtcdServers: []string{"http://127.0.0.1:2379", "http://127.0.0.1:2380"},
+		Etcd: etcdConn{URLs: []string{"https://127.0.0.1:30001", "https://127.0.0.1:30002"}, Prefix: "/0b6c-uid",
+			CAFile: "/state/0b6c-uid/pki/datastore-ca.crt", CertFile: "/state/0b6c-uid/pki/datastore-client.crt",
+			KeyFile: "/state/0b6c-uid/pki/datastore-client.key"},
 	}
 }
 
 func TestAPIServerArgs(t *testing.T) {
 	args := apiServerArgs(testArgs())
 	want := map[string]string{
-		"etcd-servers":                 "http://127.0.0.1:2379,http://127.0.0.1:2380",
+		"etcd-servers":                 "https://127.0.0.1:30001,https://127.0.0.1:30002",
 		"etcd-prefix":                  "/0b6c-uid",
+		"etcd-cafile":                  "/state/0b6c-uid/pki/datastore-ca.crt",
+		"etcd-certfile":                "/state/0b6c-uid/pki/datastore-client.crt",
+		"etcd-keyfile":                 "/state/0b6c-uid/pki/datastore-client.key",
+		"etcd-compaction-interval":     "0",
 		"bind-address":                 "127.0.0.1",
 		"secure-port":                  "30007",
 		"service-cluster-ip-range":     "10.96.0.0/12",

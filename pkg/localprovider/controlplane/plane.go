@@ -26,6 +26,11 @@ type tenantRecord struct {
 	Name      string `json:"name"`
 	UID       string `json:"uid"`
 	Port      int    `json:"port"`
+	// DataStore is the DataStore the tenant's data is in, under DataStorePrefix, readable by the
+	// etcd user DataStoreUser only.
+	DataStore       string `json:"dataStore,omitempty"`
+	DataStoreUser   string `json:"dataStoreUser,omitempty"`
+	DataStorePrefix string `json:"dataStorePrefix,omitempty"`
 }
 
 // plane is the running control plane of one tenant: its processes and what is known of them.
@@ -52,6 +57,9 @@ type plane struct {
 	// <tcp>-admin-kubeconfig.
 	ca          *pki.KeyPair
 	adminDigest string
+	// storeSetUp is the datastore the tenant's etcd user and role were made in since the plane
+	// was made.
+	storeSetUp string
 }
 
 // ensure runs specs: a component not running is started, one running another command line is

@@ -66,6 +66,10 @@ type tenantSpec struct {
 	CertSANs             []string
 	AdmissionPlugins     []string
 	CgroupDriver         string
+	// DataStore is the DataStore asked for (spec.dataStore), "" for placement; DataStoreSchema
+	// the key prefix without slashes (spec.dataStoreSchema, else the UID) and DataStoreUser the
+	// etcd user (spec.dataStoreUsername, else <namespace>_<name>, as Steward defaults them).
+	DataStore, DataStoreSchema, DataStoreUser string
 	// ExtraArgs per component ("--flag=value"), as Steward's spec.controlPlane.deployment.extraArgs.
 	APIServerArgs, ControllerManagerArgs, SchedulerArgs []string
 	// Replicas is spec.controlPlane.deployment.replicas (1 when unset): 0 stops the control plane
@@ -103,6 +107,9 @@ func parseTenantSpec(tcp *unstructured.Unstructured) (tenantSpec, error) {
 	if addr := str("spec", "networkProfile", "address"); addr != "" {
 		s.CertSANs = append(s.CertSANs, addr)
 	}
+	s.DataStore = str("spec", "dataStore")
+	s.DataStoreSchema = orDefault(strings.Trim(str("spec", "dataStoreSchema"), "/"), s.UID)
+	s.DataStoreUser = orDefault(str("spec", "dataStoreUsername"), s.Namespace+"_"+s.Name)
 	s.AdmissionPlugins = strs("spec", "kubernetes", "admissionControllers")
 	s.CgroupDriver = orDefault(str("spec", "kubernetes", "kubelet", "cgroupfs"), "systemd")
 	s.APIServerArgs = strs("spec", "controlPlane", "deployment", "extraArgs", "apiServer")

@@ -9,9 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,6 +48,9 @@ func (c *Controller) reconcileTCP(ctx context.Context, key string) error {
 		rec, err := readRecord(paths.dir)
 		if err != nil {
 			rec = tenantRecord{Namespace: tcp.GetNamespace(), Name: tcp.GetName(), UID: uid}
+		}
+		if rec.DataStore == "" {
+			rec = recordFromStatus(tcp, rec)
 		}
 		c.mu.Lock()
 		pl := c.planes[uid]
@@ -130,7 +133,14 @@ func (c *Controller) reconcileTCP(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	args := planeArgs{Spec: spec, Paths: paths, Port: pl.port(), EtcdServers: c.opts.EtcdServers}
+	etcd, err := c.ensureTenantStore(ctx, tcp, spec, pl)
+	if err != nil {
+		if serr := c.setTCPStatus(ctx, tcp, unavailableState(tcp, published, pendingStatus(tcp, spec.Version), "DataStoreUnavailable", err.Error())); serr != nil {
+			return serr
+		}
+		return err
+	}
+	args := planeArgs{Spec: spec, Paths: paths, Port: pl.port(), Etcd: etcd}
 	pl.ensure(ctx, spec.Version, ca.CertPEM, []procSpec{
 		c.procSpec(componentAPIServer, bins, apiServerArgs(args), paths),
 		c.procSpec(componentControllerManager, bins, controllerManagerArgs(args), paths),
@@ -268,12 +278,10 @@ func (c *Controller) removeTenant(ctx context.Context, rec tenantRecord, paths t
 		stopRecorded(paths)
 	}
 	// kube-apiserver is stopped: nothing writes under the prefix any more.
-	prefix := "/" + rec.UID + "/"
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	resp, err := c.etcd.Delete(dctx, prefix, clientv3.WithPrefix())
-	if err != nil {
-		return fmt.Errorf("deleting etcd prefix %s: %w", prefix, err)
+	if err := c.removeTenantStore(dctx, rec); err != nil {
+		return err
 	}
 	if err := os.RemoveAll(paths.dir); err != nil {
 		return err
@@ -284,7 +292,7 @@ func (c *Controller) removeTenant(ctx context.Context, rec tenantRecord, paths t
 	if rec.Port != 0 {
 		c.ports.release(rec.Port, rec.UID)
 	}
-	logger.Info("Removed the tenant control plane", "tenant", rec.Namespace+"/"+rec.Name, "etcdKeysDeleted", resp.Deleted)
+	logger.Info("Removed the tenant control plane", "tenant", rec.Namespace+"/"+rec.Name)
 	return nil
 }
 
@@ -482,6 +490,8 @@ type tcpState struct {
 	replicas int64
 	// reason and message say why it is not Ready (annotations and an Event).
 	reason, message string
+	// store is the tenant's record: where its data is, once placed (set by setTCPStatus).
+	store tenantRecord
 }
 
 // setTCPStatus applies the status (server-side, this provider's fields only) and the reason
@@ -508,6 +518,13 @@ func (c *Controller) setTCPStatus(ctx context.Context, tcp *unstructured.Unstruc
 			c.recorder.Event(tcp, eventType, s.reason, s.message)
 		}
 	}
+	c.mu.Lock()
+	if pl := c.planes[string(tcp.GetUID())]; pl != nil {
+		pl.mu.Lock()
+		s.store = pl.rec
+		pl.mu.Unlock()
+	}
+	c.mu.Unlock()
 	status := tcpStatus(tcp, s)
 	if current, ok := tcp.Object["status"].(map[string]any); ok && subsetEqual(status, current) {
 		return nil
@@ -549,10 +566,12 @@ func tcpStatus(tcp *unstructured.Unstructured, s tcpState) map[string]any {
 			},
 		},
 		"certificates": map[string]any{"ca": map[string]any{"secretName": caSecretName(tcp.GetName())}},
-		"storage": map[string]any{
-			"driver": "etcd", "dataStoreName": "local-management-etcd",
-			"setup": map[string]any{"schema": string(tcp.GetUID())},
-		},
+	}
+	if s.store.DataStore != "" {
+		status["storage"] = map[string]any{
+			"driver": "etcd", "dataStoreName": s.store.DataStore,
+			"setup": map[string]any{"schema": strings.Trim(s.store.DataStorePrefix, "/"), "user": s.store.DataStoreUser},
+		}
 	}
 	if s.endpoint != "" {
 		status["controlPlaneEndpoint"] = s.endpoint

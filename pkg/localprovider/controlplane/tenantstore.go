@@ -1,0 +1,249 @@
+package controlplane
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/datastore"
+	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/pki"
+)
+
+// Files of a tenant's datastore credentials in its PKI directory: the datastore's CA (to trust
+// its serving certificate) and the tenant's own client certificate, never the CA's key.
+const (
+	dataStoreCAFile     = "datastore-ca.crt"
+	dataStoreClientStem = "datastore-client"
+)
+
+// etcdConn is how a tenant's kube-apiserver reaches its datastore.
+type etcdConn struct {
+	URLs                      []string
+	Prefix                    string // --etcd-prefix, "/<schema>"
+	CAFile, CertFile, KeyFile string
+}
+
+// storeClient is a root connection to a datastore, kept while its DataStore is unchanged.
+type storeClient struct {
+	resourceVersion string
+	creds           *datastore.Credentials
+	root            *clientv3.Client
+}
+
+// stores are the datastores this provider connected to, by name.
+type stores struct {
+	mu      sync.Mutex
+	clients map[string]*storeClient
+}
+
+// storeClient connects to the DataStore name as its root user (through the Secrets it names),
+// reusing the connection while the object is unchanged.
+func (c *Controller) storeClient(ctx context.Context, name string) (*storeClient, error) {
+	obj, err := c.dataStoreObject(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	c.stores.mu.Lock()
+	defer c.stores.mu.Unlock()
+	if sc := c.stores.clients[name]; sc != nil && sc.resourceVersion == obj.GetResourceVersion() {
+		return sc, nil
+	}
+	spec, err := datastore.Parse(obj)
+	if err != nil {
+		return nil, err
+	}
+	creds, err := datastore.Load(ctx, spec, c.readSecretKey)
+	if err != nil {
+		return nil, err
+	}
+	root, err := creds.Connect(creds.Root)
+	if err != nil {
+		return nil, err
+	}
+	if old := c.stores.clients[name]; old != nil {
+		_ = old.root.Close()
+	}
+	sc := &storeClient{resourceVersion: obj.GetResourceVersion(), creds: creds, root: root}
+	c.stores.clients[name] = sc
+	return sc, nil
+}
+
+// dataStoreObject reads the DataStore from the informer, or from the management cluster when
+// the informer has not seen it yet (this provider's own, just published).
+func (c *Controller) dataStoreObject(ctx context.Context, name string) (*unstructured.Unstructured, error) {
+	if obj, ok, err := c.dataStores.GetStore().GetByKey(name); err == nil && ok {
+		return obj.(*unstructured.Unstructured), nil
+	}
+	obj, err := c.deps.Dynamic.Resource(datastore.GVR).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("DataStore %s does not exist", name)
+	}
+	return obj, err
+}
+
+func (c *Controller) readSecretKey(ctx context.Context, namespace, name, key string) ([]byte, error) {
+	s, err := c.deps.Kube.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	data, ok := s.Data[key]
+	if !ok {
+		return nil, fmt.Errorf("no key %s", key)
+	}
+	return data, nil
+}
+
+// placeTenant is the datastore a tenant's data goes to: the TenantControlPlane's spec.dataStore
+// (the StewardControlPlane's dataStoreName, from the TenantCluster's dataStoreRef), else where it
+// was placed before (its record, or its status), else the etcd DataStore with the fewest tenants
+// below its limit (annotation localprovider.butlerlabs.dev/max-tenants, or the provider's
+// default).
+func (c *Controller) placeTenant(tcp *unstructured.Unstructured, spec tenantSpec, pl *plane) (string, error) {
+	if spec.DataStore != "" {
+		return spec.DataStore, nil
+	}
+	pl.mu.Lock()
+	placed := pl.rec.DataStore
+	pl.mu.Unlock()
+	if placed != "" {
+		return placed, nil
+	}
+	if name, _ := nestedString(tcp.Object, "status", "storage", "dataStoreName"); name != "" {
+		return name, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	count := map[string]int{}
+	for _, p := range c.planes {
+		if p != pl && p.rec.DataStore != "" {
+			count[p.rec.DataStore]++
+		}
+	}
+	var candidates []datastore.Candidate
+	for _, obj := range c.dataStores.GetStore().List() {
+		s, err := datastore.Parse(obj.(*unstructured.Unstructured))
+		if err != nil {
+			continue // another driver, or incomplete: not a place for a tenant of this provider
+		}
+		limit := s.MaxTenants
+		if limit == 0 {
+			limit = c.opts.DataStoreMaxTenants
+		}
+		candidates = append(candidates, datastore.Candidate{Name: s.Name, Tenants: count[s.Name], Limit: limit})
+	}
+	return datastore.Place(candidates)
+}
+
+// ensureTenantStore places the tenant on a datastore, gives it its etcd user and role there and
+// its client certificate, records all three, and says how its kube-apiserver connects.
+func (c *Controller) ensureTenantStore(ctx context.Context, tcp *unstructured.Unstructured, spec tenantSpec, pl *plane) (etcdConn, error) {
+	name, err := c.placeTenant(tcp, spec, pl)
+	if err != nil {
+		return etcdConn{}, err
+	}
+	sc, err := c.storeClient(ctx, name)
+	if err != nil {
+		return etcdConn{}, err
+	}
+	tenant := datastore.NewTenant(spec.DataStoreUser, spec.DataStoreSchema)
+	pl.mu.Lock()
+	rec := pl.rec
+	done := pl.storeSetUp == name
+	pl.mu.Unlock()
+	if !done {
+		if err := datastore.EnsureTenant(ctx, sc.root, tenant); err != nil {
+			return etcdConn{}, fmt.Errorf("DataStore %s: %w", name, err)
+		}
+	}
+	dir := pl.paths.pki()
+	if _, err := sc.creds.ClientCertificate(dir, dataStoreClientStem, tenant); err != nil {
+		return etcdConn{}, err
+	}
+	if err := pki.WriteFile(filepath.Join(dir, dataStoreCAFile), sc.creds.CA.CertPEM, 0o644); err != nil {
+		return etcdConn{}, err
+	}
+	if rec.DataStore != name || rec.DataStoreUser != tenant.User || rec.DataStorePrefix != tenant.Prefix {
+		rec.DataStore, rec.DataStoreUser, rec.DataStorePrefix = name, tenant.User, tenant.Prefix
+		if err := writeRecord(pl.paths, rec); err != nil {
+			return etcdConn{}, err
+		}
+		klog.FromContext(ctx).Info("Tenant placed on a datastore", "datastore", name, "user", tenant.User, "prefix", tenant.Prefix)
+	}
+	pl.mu.Lock()
+	pl.rec.DataStore, pl.rec.DataStoreUser, pl.rec.DataStorePrefix = rec.DataStore, rec.DataStoreUser, rec.DataStorePrefix
+	pl.storeSetUp = name
+	pl.mu.Unlock()
+	return etcdConn{
+		URLs: sc.creds.URLs(), Prefix: "/" + spec.DataStoreSchema,
+		CAFile:   filepath.Join(dir, dataStoreCAFile),
+		CertFile: pki.CertPath(dir, dataStoreClientStem), KeyFile: pki.KeyPath(dir, dataStoreClientStem),
+	}, nil
+}
+
+// removeTenantStore deletes the tenant's keys, etcd user and role from its datastore. A
+// datastore that no longer exists holds nothing of it.
+func (c *Controller) removeTenantStore(ctx context.Context, rec tenantRecord) error {
+	if rec.DataStore == "" {
+		return nil
+	}
+	sc, err := c.storeClient(ctx, rec.DataStore)
+	if err != nil {
+		if _, getErr := c.deps.Dynamic.Resource(datastore.GVR).Get(ctx, rec.DataStore, metav1.GetOptions{}); apierrors.IsNotFound(getErr) {
+			klog.FromContext(ctx).Info("The tenant's DataStore is gone; nothing to delete there", "datastore", rec.DataStore)
+			return nil
+		}
+		return err
+	}
+	deleted, err := datastore.RemoveTenant(ctx, sc.root, datastore.Tenant{User: rec.DataStoreUser, Prefix: rec.DataStorePrefix})
+	if err != nil {
+		return fmt.Errorf("DataStore %s: %w", rec.DataStore, err)
+	}
+	klog.FromContext(ctx).Info("Removed the tenant from its datastore", "datastore", rec.DataStore, "user", rec.DataStoreUser, "keysDeleted", deleted)
+	return nil
+}
+
+// recordFromStatus is what a TenantControlPlane's status says of its datastore, for a tenant
+// whose state directory is gone.
+func recordFromStatus(tcp *unstructured.Unstructured, rec tenantRecord) tenantRecord {
+	rec.DataStore, _ = nestedString(tcp.Object, "status", "storage", "dataStoreName")
+	schema, _ := nestedString(tcp.Object, "status", "storage", "setup", "schema")
+	rec.DataStoreUser, _ = nestedString(tcp.Object, "status", "storage", "setup", "user")
+	if schema != "" && rec.DataStoreUser != "" {
+		rec.DataStorePrefix = datastore.NewTenant(rec.DataStoreUser, schema).Prefix
+	} else {
+		rec.DataStore = ""
+	}
+	return rec
+}
+
+// dataStoreHandler queues every TenantControlPlane when a DataStore comes or changes: one that
+// waited for it (named by its dataStoreRef, or for room) may go on.
+func (c *Controller) dataStoreHandler() cache.ResourceEventHandler {
+	requeue := func() {
+		for _, obj := range c.tcps.GetStore().List() {
+			c.tcpQueue.Enqueue(obj)
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { requeue() },
+		UpdateFunc: func(any, any) { requeue() },
+	}
+}
+
+// closeAll closes every datastore connection.
+func (s *stores) closeAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name, sc := range s.clients {
+		_ = sc.root.Close()
+		delete(s.clients, name)
+	}
+}
