@@ -251,7 +251,7 @@ cleanup() {
   rm -f "${ADMIN_KUBECONFIG}" "${BOOT_KUBECONFIG}" "${LOCAL_DIR}/plane.env"
   log "stopping"
   # kube-apiserver before etcd: with etcd gone first it hangs on shutdown. The local provider
-  # first: it stops the tenants' kube-apiservers, which store in this etcd.
+  # first: it stops the tenants' kube-apiservers, then their datastore etcd.
   stop butler-localprovider
   for name in "${!pids[@]}"; do
     if [[ "${name}" == butler-apiserver* ]]; then stop "${name}"; fi
@@ -407,7 +407,6 @@ run_butler_apiserver() {
 run_butler_localprovider() {
   start "$1" "${BIN}/butler-localprovider" \
     --kubeconfig "${LOCAL_DIR}/butler-localprovider.kubeconfig" \
-    --etcd-servers "http://127.0.0.1:${ETCD_PORT}" \
     --bin-dir "${BIN}" --state-dir "${LOCAL_DIR}/tenants" \
     --kube-versions-dir "${KUBE_VERSIONS_DIR}" \
     --port-range "${TENANT_PORT_RANGE}"
@@ -440,8 +439,8 @@ kc apply --server-side --force-conflicts --field-manager local-up -f "${ROOT}/ar
 kc wait --for condition=established --timeout 60s -f "${ROOT}/artifacts/crds" >/dev/null
 
 # The local provider: tenant control planes (StewardControlPlane -> TenantControlPlane -> a
-# kube-apiserver, kube-controller-manager and kube-scheduler process each, on this etcd) and
-# local machines. Bound to cluster-admin: it stands in for several providers' RBAC at once.
+# kube-apiserver, kube-controller-manager and kube-scheduler process each, on the provider's own
+# datastore etcd, never this one) and local machines. Bound to cluster-admin: it stands in for several providers' RBAC at once.
 kc apply -f - >/dev/null <<'RBAC'
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding

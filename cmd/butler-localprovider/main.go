@@ -41,10 +41,9 @@ type controller struct {
 
 func main() {
 	var (
-		kubeconfig  string
-		etcdServers string
-		cp          = controlplane.Options{}
-		portRange   string
+		kubeconfig string
+		cp         = controlplane.Options{}
+		portRange  string
 	)
 	flags := pflag.NewFlagSet("butler-localprovider", pflag.ExitOnError)
 	flags.Usage = func() {
@@ -57,8 +56,6 @@ Flags:
 %s`, flags.FlagUsages())
 	}
 	flags.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster")
-	flags.StringVar(&etcdServers, "etcd-servers", "", "unused: tenants keep their data in the provider's own datastore, never in the management etcd")
-	_ = flags.MarkDeprecated("etcd-servers", "tenants keep their data in the provider's own datastore (--datastore-name), never in the management etcd")
 	flags.StringVar(&cp.DataStoreName, "datastore-name", "local", "the etcd this provider runs (TLS, client-certificate auth) for its tenants' data, published as a Steward DataStore of this name")
 	flags.StringVar(&cp.DataStoresDir, "datastores-dir", "", "where the datastore's data, certificates and log are (default: datastores/ next to --state-dir)")
 	flags.StringVar(&cp.DataStoreSecretNamespace, "datastore-secret-namespace", "kube-system", "namespace of the Secret with the datastore's CA and root client certificate, which the DataStore names")
