@@ -22,6 +22,11 @@ import (
 // componentEtcd is the datastore's process (and its file stem).
 const componentEtcd = "etcd"
 
+// EtcdCommand is the first argument that makes butler-localprovider run as etcd: the datastore
+// is this binary, so its etcd is the version this module links (v3.7), whatever etcd --bin-dir
+// holds for the management plane.
+const EtcdCommand = "etcd"
+
 // dataStoreRecord is what the datastore's directory remembers across provider restarts: its
 // ports, which its published endpoint and every tenant's kube-apiserver name.
 type dataStoreRecord struct {
@@ -76,8 +81,12 @@ func (c *Controller) startDataStore(ctx context.Context) (*localDataStore, error
 		return nil, err
 	}
 	d.creds = &datastore.Credentials{Spec: datastore.Spec{Name: name, Driver: datastore.DriverEtcd, Endpoints: []string{d.endpoint()}}, CA: ca, Root: root}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
 	d.proc = startProcess(ctx, procSpec{
-		Component: componentEtcd, Binary: filepath.Join(c.opts.BinDir, "etcd"), Args: d.args(),
+		Component: componentEtcd, Binary: self, Args: append([]string{EtcdCommand}, d.args()...),
 		LogFile: filepath.Join(d.dir, "etcd.log"), PidFile: filepath.Join(d.dir, "etcd.pid"), Owner: d.dir,
 	}, func() {})
 	if d.root, err = d.creds.Connect(root); err != nil {
