@@ -153,9 +153,6 @@ func (c *Controller) Run(ctx context.Context) {
 			break
 		}
 		logger.Error(err, "Starting the datastore failed; trying again")
-		if c.local != nil {
-			c.local.stop()
-		}
 		select {
 		case <-ctx.Done():
 			return

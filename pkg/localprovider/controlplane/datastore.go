@@ -89,23 +89,30 @@ func (c *Controller) startDataStore(ctx context.Context) (*localDataStore, error
 		Component: componentEtcd, Binary: self, Args: append([]string{EtcdCommand}, d.args()...),
 		LogFile: filepath.Join(d.dir, "etcd.log"), PidFile: filepath.Join(d.dir, "etcd.pid"), Owner: d.dir,
 	}, func() {})
-	if d.root, err = d.creds.Connect(root); err != nil {
-		return nil, err
-	}
-	// Auth on before anything is published: no tenant ever sees the datastore without it.
-	if err := retryFor(ctx, time.Minute, func() error {
-		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		return datastore.EnableAuth(actx, d.root)
-	}); err != nil {
-		return nil, fmt.Errorf("datastore %s at %s: %w (log %s)", name, d.endpoint(), err, d.proc.spec.LogFile)
-	}
-	if err := c.publishDataStore(ctx, d); err != nil {
+	if err := c.serveDataStore(ctx, d); err != nil {
+		d.stop() // the next try starts it again
 		return nil, err
 	}
 	klog.FromContext(ctx).Info("Datastore serving", "name", name, "endpoint", d.endpoint(), "dir", d.dir)
 	go (&datastore.Compactor{Client: d.root, Interval: c.opts.CompactionInterval}).Run(klog.NewContext(ctx, klog.FromContext(ctx).WithValues("datastore", name)))
 	return d, nil
+}
+
+// serveDataStore connects as root, turns authentication on (before anything is published: no
+// tenant ever sees the datastore without it) and publishes the datastore.
+func (c *Controller) serveDataStore(ctx context.Context, d *localDataStore) error {
+	var err error
+	if d.root, err = d.creds.Connect(d.creds.Root); err != nil {
+		return err
+	}
+	if err := retryFor(ctx, time.Minute, func() error {
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		return datastore.EnableAuth(actx, d.root)
+	}); err != nil {
+		return fmt.Errorf("datastore %s at %s: %w (log %s)", d.name, d.endpoint(), err, d.proc.spec.LogFile)
+	}
+	return c.publishDataStore(ctx, d)
 }
 
 // args is etcd's command line: TLS on both the client and the peer port, and a client
@@ -170,7 +177,9 @@ func (c *Controller) publishDataStore(ctx context.Context, d *localDataStore) er
 
 // stop stops the datastore's etcd; its tenants' kube-apiservers must be stopped before.
 func (d *localDataStore) stop() {
-	_ = d.root.Close()
+	if d.root != nil {
+		_ = d.root.Close()
+	}
 	d.proc.stop()
 }
 
