@@ -7,7 +7,7 @@ PORT     ?= 8443
 
 LOCAL_DIR ?= _output/local
 
-.PHONY: images verify-images fuzz test-faults test-starts bench-bin bench-lifecycle bench-local bench-ipam all build build-butler build-kube build-capi run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e bench clean
+.PHONY: images verify-images verify-chart render-deploy fuzz test-faults test-starts bench-bin bench-lifecycle bench-local bench-ipam all build build-butler build-kube build-capi run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e bench clean
 
 all: build
 
@@ -45,7 +45,7 @@ run-standalone: build-butler
 ## test: static checks, generated-code check, unit, integration and kubectl end-to-end tests
 test: verify test-unit test-integration test-e2e
 
-verify: verify-gofmt vet verify-codegen
+verify: verify-gofmt vet verify-codegen verify-chart
 
 verify-gofmt:
 	hack/verify-gofmt.sh
@@ -59,6 +59,15 @@ verify-codegen:
 
 update-codegen:
 	hack/update-codegen.sh
+
+## verify-chart: helm lint and helm template of charts/butler-apiserver for each install mode, wrong
+## values failing with the schema's message, and artifacts/deploy equal to the chart's rendering
+verify-chart:
+	hack/verify-chart.sh
+
+## render-deploy: artifacts/deploy from the chart (after changing charts/butler-apiserver)
+render-deploy:
+	hack/render-deploy.sh
 
 test-unit:
 	$(GO) test ./pkg/... ./cmd/...

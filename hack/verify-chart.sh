@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Checks the chart with the real helm CLI, no cluster: `helm lint --strict` and `helm template`
+# for each way to install it (external etcd with generated certificates or cert-manager, the
+# embedded etcd), that wrong values fail with the schema's message, and that artifacts/deploy
+# is the chart's rendering. The rendered manifests are checked against a real kube-apiserver's
+# OpenAPI by test/e2e (TestChartManifestsValidOnKubeAPIServer).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CHART="${ROOT}/charts/butler-apiserver"
+helm() { "${ROOT}/hack/helm.sh" "$@"; }
+external=(--set 'etcd.external.endpoints={https://etcd.example:2379}')
+
+ok() {
+  local what=$1; shift
+  helm lint --strict "${CHART}" --namespace butler-system "$@" >/dev/null || { echo "verify-chart: lint failed: ${what}" >&2; helm lint --strict "${CHART}" "$@" >&2; exit 1; }
+  helm template butler-apiserver "${CHART}" --namespace butler-system "$@" >/dev/null
+}
+# fails WHAT MESSAGE VALUES...: helm template must fail and say MESSAGE.
+fails() {
+  local what=$1 message=$2 out; shift 2
+  if out=$(helm template butler-apiserver "${CHART}" --namespace butler-system "$@" 2>&1); then
+    echo "verify-chart: ${what} was accepted" >&2; exit 1
+  fi
+  if [[ "${out}" != *"${message}"* ]]; then
+    echo "verify-chart: ${what} failed without saying '${message}':" >&2; echo "${out}" >&2; exit 1
+  fi
+}
+
+ok "external etcd, generated certificates" "${external[@]}"
+ok "external etcd with client TLS, cert-manager" "${external[@]}" --set etcd.external.clientSecretName=etcd-client \
+  --set certManager.enabled=true --set certManager.issuerRef.name=ca --set certManager.issuerRef.kind=ClusterIssuer
+ok "embedded etcd, one replica" --set etcd.mode=embedded --set replicas=1
+
+fails 'replicas: "two"' "at '/replicas': got string, want integer" "${external[@]}" --set-json 'replicas="two"'
+fails "embedded etcd, two replicas" "at '/replicas': maximum: got 2, want 1" --set etcd.mode=embedded --set replicas=2
+fails "external etcd without endpoints" "at '/etcd/external/endpoints': minItems" 
+fails "a misspelt value" "additional properties 'replica' not allowed" "${external[@]}" --set replica=3
+
+"${ROOT}/hack/render-deploy.sh" --verify
+echo "verify-chart: ok"
