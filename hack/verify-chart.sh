@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Checks the chart with the real helm CLI, no cluster: `helm lint --strict` and `helm template`
-# for each way to install it (external etcd with generated certificates or cert-manager, the
+# Checks the chart with the real helm CLI, no cluster: every flag it passes is butler-apiserver's,
+# `helm lint --strict` and `helm template` for each way to install it (external etcd with generated certificates or cert-manager, the
 # embedded etcd), that wrong values fail with the schema's message, and that artifacts/deploy
 # is the chart's rendering. The rendered manifests are checked against a real kube-apiserver's
 # OpenAPI by test/e2e (TestChartManifestsValidOnKubeAPIServer).
@@ -26,6 +26,22 @@ fails() {
     echo "verify-chart: ${what} failed without saying '${message}':" >&2; echo "${out}" >&2; exit 1
   fi
 }
+
+# Every flag the chart passes is one butler-apiserver has (a server refusing an unknown flag
+# would crash-loop in the cluster, and no schema sees that).
+binary="$(mktemp)"
+trap 'rm -f "${binary}"' EXIT
+(cd "${ROOT}" && go build -o "${binary}" ./cmd/butler-apiserver)
+known="$("${binary}" --help 2>&1)"
+flags_known() {
+  local flag
+  for flag in $(helm template butler-apiserver "${CHART}" --namespace butler-system "$@" \
+      --set 'extraArgs={--kubeconfig-max-expiration=1h}' | sed -n 's/^ *- \(--*[a-z0-9-]*\)=.*/\1/p' | sort -u); do
+    grep -q -- "${flag}[ =]" <<<"${known}" || { echo "verify-chart: butler-apiserver has no flag ${flag}, which the chart passes" >&2; exit 1; }
+  done
+}
+flags_known "${external[@]}" --set etcd.external.clientSecretName=etcd-client
+flags_known --set etcd.mode=embedded --set replicas=1
 
 ok "external etcd, generated certificates" "${external[@]}"
 ok "external etcd with client TLS, cert-manager" "${external[@]}" --set etcd.external.clientSecretName=etcd-client \

@@ -42,6 +42,10 @@ type Options struct {
 	// and with none of this the server would wait out its whole request timeout.
 	ShutdownWatchTerminationGracePeriod time.Duration
 
+	// ShutdownDelayDuration keeps serving after a stop is asked for, while a Service stops
+	// sending requests to this replica (a rolling update then fails none).
+	ShutdownDelayDuration time.Duration
+
 	// IPAMRepair paces the loop that frees reservations no IPAllocation holds.
 	IPAMRepair apiserver.IPAMRepair
 
@@ -117,6 +121,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Memory.addFlags(fs)
 	fs.DurationVar(&o.ShutdownWatchTerminationGracePeriod, "shutdown-watch-termination-grace-period", o.ShutdownWatchTerminationGracePeriod,
 		"How long shutdown waits for open watches to end; they are told to end when shutdown starts.")
+	fs.DurationVar(&o.ShutdownDelayDuration, "shutdown-delay-duration", o.ShutdownDelayDuration,
+		"How long to keep serving (/readyz failing) after a stop is asked for, so load balancers and Services stop sending requests first.")
 	fs.DurationVar(&o.IPAMRepair.Interval, "ipam-repair-interval", o.IPAMRepair.Interval,
 		"How often to look for address reservations that no IPAllocation holds; 0 turns the repair loop off.")
 	fs.DurationVar(&o.IPAMRepair.Grace, "ipam-repair-grace", o.IPAMRepair.Grace,
@@ -130,6 +136,9 @@ func (o *Options) Validate() error {
 	var errs []error
 	if o.ShutdownWatchTerminationGracePeriod <= 0 {
 		errs = append(errs, errors.New("--shutdown-watch-termination-grace-period must be positive"))
+	}
+	if o.ShutdownDelayDuration < 0 {
+		errs = append(errs, errors.New("--shutdown-delay-duration must not be negative"))
 	}
 	if o.DataDir == "" {
 		errs = append(errs, errors.New("--data-dir must not be empty"))

@@ -67,6 +67,7 @@ func Run(ctx context.Context, o *Options) error {
 	config.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
 	config.FeatureGate = utilfeature.DefaultFeatureGate
 	config.ShutdownWatchTerminationGracePeriod = o.ShutdownWatchTerminationGracePeriod
+	config.ShutdownDelayDuration = o.ShutdownDelayDuration
 	if err := o.Recommended.ApplyTo(config); err != nil {
 		return err
 	}
