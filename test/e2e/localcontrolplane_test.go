@@ -71,6 +71,7 @@ metadata:
   - {apiVersion: cluster.x-k8s.io/v1beta2, kind: Cluster, name: %[1]s, uid: %[3]s}
 spec:
   version: %[4]s
+  replicas: 1 # the CRD defaults 2, which the local provider refuses: it runs one kube-apiserver
   network: {certSANs: [lcp.example.test]}
 `, name, ns, cluster.GetUID(), version))
 	t.Cleanup(func() {

@@ -51,7 +51,7 @@ spec:
 apiVersion: controlplane.cluster.x-k8s.io/v1alpha1
 kind: StewardControlPlane
 metadata: {name: %[1]s, namespace: %[2]s}
-spec: {version: %[3]s}
+spec: {version: %[3]s, replicas: 1} # the CRD's default, 2, is refused by the local provider
 ---
 apiVersion: infrastructure.butlerlabs.dev/v1alpha1
 kind: LocalCluster
