@@ -16,7 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/datastore"
-	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/pki"
+	"github.com/butlerdotdev/butler-apiserver/pkg/pki"
 )
 
 // componentEtcd is the datastore's process (and its file stem).

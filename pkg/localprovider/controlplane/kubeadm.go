@@ -11,7 +11,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/pki"
+	"github.com/butlerdotdev/butler-apiserver/pkg/pki"
 )
 
 // What kubeadm init makes in a new cluster so that nodes can join with a bootstrap token

@@ -17,7 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/localports"
-	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/pki"
+	"github.com/butlerdotdev/butler-apiserver/pkg/pki"
 )
 
 // tenantRecord is what the state directory remembers of a tenant across provider restarts.

@@ -23,7 +23,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
-	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/pki"
+	"github.com/butlerdotdev/butler-apiserver/pkg/pki"
 )
 
 // reconcileTCP brings one TenantControlPlane's processes, Secrets and status in line.

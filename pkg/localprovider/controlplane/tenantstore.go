@@ -14,7 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/datastore"
-	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/pki"
+	"github.com/butlerdotdev/butler-apiserver/pkg/pki"
 )
 
 // Files of a tenant's datastore credentials in its PKI directory: the datastore's CA (to trust

@@ -16,7 +16,7 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/pki"
+	"github.com/butlerdotdev/butler-apiserver/pkg/pki"
 )
 
 // startEtcd runs an etcd with TLS and client-certificate auth, as the local provider runs its

@@ -3,7 +3,7 @@ package datastore
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/pki"
+	"github.com/butlerdotdev/butler-apiserver/pkg/pki"
 )
 
 // Keys of the Secret that holds a datastore's credentials (cert-manager's and Steward's names).

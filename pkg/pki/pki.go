@@ -1,9 +1,12 @@
-// Package pki makes the certificates and keys of a tenant control plane in Go (crypto/x509), in
-// kubeadm's split: a cluster CA that signs the serving certificate, the client certificates of
-// the control plane's components and of the admins (and that kube-controller-manager uses to
-// sign node client certificates), a separate front-proxy CA, and a service-account key pair.
-// Keys are ECDSA P-256: a whole set is made in a few milliseconds, which matters when a tenant
-// is to be Ready within seconds of its creation.
+// Package pki is the one place butler makes certificates, keys and kubeconfigs (crypto/x509):
+// CAs and the leaves they sign (Issue, EnsureLeaf), kubeconfigs around a client certificate
+// (Kubeconfig), and a whole tenant control plane's set in kubeadm's split (EnsureTenant): a
+// cluster CA that signs the serving certificate, the client certificates of the control plane's
+// components and of the admins (and that kube-controller-manager uses to sign node client
+// certificates), a separate front-proxy CA, and a service-account key pair. The local provider
+// makes its tenants' and datastores' certificates with it, and tenantclusters/kubeconfig mints
+// the askers' with it. Keys are ECDSA P-256: a whole set is made in a few milliseconds, which
+// matters when a tenant is to be Ready within seconds of its creation.
 package pki
 
 import (
@@ -60,6 +63,9 @@ type Request struct {
 	DNSNames      []string
 	IPs           []net.IP
 	Usage         Usage
+	// NotAfter ends the certificate's validity (LeafValidity from now when zero); never after
+	// its CA's.
+	NotAfter time.Time
 }
 
 // NewCA makes a self-signed CA named commonName.
@@ -104,13 +110,20 @@ func (ca *KeyPair) Issue(req Request) (*KeyPair, error) {
 		return nil, err
 	}
 	now := time.Now()
+	notAfter := req.NotAfter
+	if notAfter.IsZero() {
+		notAfter = now.Add(LeafValidity)
+	}
+	if notAfter.After(ca.Cert.NotAfter) {
+		notAfter = ca.Cert.NotAfter
+	}
 	tmpl := &x509.Certificate{
 		SerialNumber: serial,
 		Subject:      pkix.Name{CommonName: req.CommonName, Organization: req.Organizations},
 		DNSNames:     req.DNSNames,
 		IPAddresses:  req.IPs,
 		NotBefore:    now.Add(-time.Minute),
-		NotAfter:     now.Add(LeafValidity),
+		NotAfter:     notAfter,
 		KeyUsage:     x509.KeyUsageKeyEncipherment | x509.KeyUsageDigitalSignature,
 		// A leaf must never sign: say so, as kubeadm does.
 		BasicConstraintsValid: true,
