@@ -112,8 +112,11 @@ func newResources(optsGetter generic.RESTOptionsGetter, mgmt ManagementCluster, 
 		maps.Copy(resources, storage.Endpoints())
 	}
 	add(butlerconfig.NewStorage(Scheme, optsGetter))
-	add(team.NewStorage(Scheme, optsGetter))
-	add(tenantcluster.NewStorage(Scheme, optsGetter, mgmt.Secrets, mgmt.KubeconfigMaxExpiration))
+	teams, err := team.NewStorage(Scheme, optsGetter)
+	add(teams, err)
+	if err == nil {
+		add(tenantcluster.NewStorage(Scheme, optsGetter, teams.Team.Store, mgmt.Secrets, mgmt.KubeconfigMaxExpiration))
+	}
 	add(tenantaddon.NewStorage(Scheme, optsGetter))
 	add(addondefinition.NewStorage(Scheme, optsGetter))
 	allocations, err := ipallocation.NewStorage(Scheme, optsGetter, ipamStore)

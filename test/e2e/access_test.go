@@ -12,6 +12,7 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -102,8 +103,9 @@ func TestKubeconfigSubresource(t *testing.T) {
 		t.Fatalf("before the control plane is ready: err=%v\n%s", err, out)
 	}
 
-	// The tenant cluster's admin kubeconfig, as the lifecycle worker would store it. The
-	// management cluster itself stands in for the tenant cluster, so the answer can be used.
+	// The tenant cluster's admin kubeconfig and CA, as the lifecycle worker and Steward would
+	// store them. The management cluster itself stands in for the tenant cluster, so the answer
+	// can be used.
 	tenantKubeconfig, err := os.ReadFile(plane.kubeconfig)
 	if err != nil {
 		t.Fatal(err)
@@ -112,6 +114,12 @@ func TestKubeconfigSubresource(t *testing.T) {
 		"--from-file=admin.conf="+plane.kubeconfig)
 	mustKubectl(t, "patch", "tc", "prod", "-n", ns, "--subresource=status", "--type=merge",
 		"-p", `{"status":{"phase":"Ready","kubeconfigSecretRef":{"name":"prod-admin-kubeconfig"}}}`)
+	// No CA: no credential, rather than the stored admin's.
+	if out, err := kubectl(t, "create", "--raw", kubeconfigPath(ns, "prod"), "-f", req); err == nil || !strings.Contains(out, "holds no CA certificate and key") {
+		t.Errorf("without a readable tenant CA: err=%v\n%s", err, out)
+	}
+	mustKubectl(t, "create", "secret", "generic", "prod-ca", "-n", ns,
+		"--from-file=ca.crt="+filepath.Join(plane.dir, "pki", "ca.crt"), "--from-file=ca.key="+filepath.Join(plane.dir, "pki", "ca.key"))
 
 	out = mustKubectl(t, "create", "--raw", kubeconfigPath(ns, "prod"), "-f", req)
 	var answer struct {
@@ -119,6 +127,8 @@ func TestKubeconfigSubresource(t *testing.T) {
 		Status struct {
 			Kubeconfig          string
 			ExpirationTimestamp time.Time
+			User                string
+			Groups              []string
 		}
 	}
 	if err := json.Unmarshal([]byte(out), &answer); err != nil {
@@ -128,18 +138,26 @@ func TestKubeconfigSubresource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if answer.Kind != "KubeconfigRequest" || string(got) != string(tenantKubeconfig) {
+	if answer.Kind != "KubeconfigRequest" || string(got) == string(tenantKubeconfig) {
 		t.Fatalf("answer kind %q, kubeconfig equal to the Secret's: %v", answer.Kind, string(got) == string(tenantKubeconfig))
 	}
-	if time.Until(answer.Status.ExpirationTimestamp) < 24*time.Hour {
-		t.Errorf("expirationTimestamp %v is not the certificate's expiry", answer.Status.ExpirationTimestamp)
+	// A cluster no Team owns: the platform admins' identity (the e2e's admin is "admin" here).
+	if !strings.HasPrefix(answer.Status.User, "butler:") || !slices.Equal(answer.Status.Groups, []string{"butler:platform-admins"}) {
+		t.Errorf("identity %q %v, want butler:<asker> in butler:platform-admins", answer.Status.User, answer.Status.Groups)
+	}
+	if d := time.Until(answer.Status.ExpirationTimestamp); d < 55*time.Minute || d > time.Hour+time.Minute {
+		t.Errorf("expirationTimestamp %v is not an hour away (the default)", answer.Status.ExpirationTimestamp)
 	}
 	issued := filepath.Join(t.TempDir(), "tenant.kubeconfig")
 	if err := os.WriteFile(issued, got, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := kubectlAs(t, issued, "", "get", "namespace", ns, "-o", "name"); err != nil || strings.TrimSpace(out) != "namespace/"+ns {
-		t.Errorf("the issued kubeconfig does not work: %v\n%s", err, out)
+	// The stand-in tenant knows the identity (its own CA signed it) and gives it no role.
+	if out, err := kubectlAs(t, issued, "", "auth", "whoami"); err != nil || !strings.Contains(out, answer.Status.User) {
+		t.Errorf("whoami with the issued kubeconfig: %v\n%s", err, out)
+	}
+	if out, err := kubectlAs(t, issued, "", "get", "namespace", ns); err == nil || !strings.Contains(out, "Forbidden") {
+		t.Errorf("the issued kubeconfig has a role of its own: %v\n%s", err, out)
 	}
 
 	// Bad request bodies are 422s naming the field.
@@ -185,7 +203,6 @@ func TestRBACThroughDelegatedAuthorization(t *testing.T) {
 		{"vera", viewer, []string{"get", "networkpools", "-n", ns}, false},
 		{"oscar", operator, []string{"scale", "tc", "prod", "-n", ns, "--replicas=4"}, true},
 		{"oscar", operator, []string{"label", "tc", "prod", "-n", ns, "edited-by=oscar"}, true},
-		{"oscar", operator, []string{"create", "--raw", kubeconfigPath(ns, "prod"), "-f", req}, false},
 		{"oscar", operator, []string{"get", "tc", "prod", "-n", other}, false},
 		{"alice", admin, []string{"get", "tc", "prod", "-n", other}, false},
 		{"alice", admin, []string{"get", "providerconfigs", "-n", ns}, false},
@@ -204,10 +221,13 @@ func TestRBACThroughDelegatedAuthorization(t *testing.T) {
 		}
 	}
 
-	// The admin reaches the kubeconfig subresource: it answers (no kubeconfig yet), not 403.
-	out, err := kubectlAs(t, admin, "", "create", "--raw", kubeconfigPath(ns, "prod"), "-f", req)
-	if err == nil || !strings.Contains(out, "has no kubeconfig yet") {
-		t.Errorf("alice's kubeconfig request: err=%v\n%s", err, out)
+	// The admin and the operator reach the kubeconfig subresource: it answers (no kubeconfig
+	// yet), not 403; what their kubeconfig may do in the tenant is the Team's bindings' to say.
+	for who, kubeconfig := range map[string]string{"alice": admin, "oscar": operator} {
+		out, err := kubectlAs(t, kubeconfig, "", "create", "--raw", kubeconfigPath(ns, "prod"), "-f", req)
+		if err == nil || !strings.Contains(out, "has no kubeconfig yet") {
+			t.Errorf("%s's kubeconfig request: err=%v\n%s", who, err, out)
+		}
 	}
 
 	// kubectl auth can-i agrees, through the same authorizer.

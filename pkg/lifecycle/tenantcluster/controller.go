@@ -44,6 +44,10 @@ type Controller struct {
 	// secrets lists the management cluster's Secrets by metadata; nil reads them live.
 	secrets cache.GenericLister
 
+	access accessApplied
+	// newTenantClient makes a tenant's client from its admin kubeconfig (tests replace it).
+	newTenantClient func(kubeconfig []byte) (kubernetes.Interface, error)
+
 	plan   steps.Plan[*state]
 	queue  *worker.Queue
 	synced []cache.InformerSynced
@@ -62,8 +66,10 @@ func New(d *worker.Deps) (*Controller, error) {
 			mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(d.Kube.Discovery()))},
 		clusters: b.TenantClusters().Lister(), providers: b.ProviderConfigs().Lister(), configs: b.ButlerConfigs().Lister(),
 		teams: b.Teams().Lister(), allocations: b.IPAllocations().Lister(), addons: b.TenantAddons().Lister(),
-		namespaces: nsInformer.Lister(),
-		now:        time.Now,
+		namespaces:      nsInformer.Lister(),
+		access:          accessApplied{digest: map[string]string{}, clients: map[string]tenantClient{}},
+		newTenantClient: newAdminClient,
+		now:             time.Now,
 	}
 	c.plan = c.steps()
 	c.queue = worker.NewQueue("tenantcluster", c.Reconcile)
@@ -78,6 +84,7 @@ func New(d *worker.Deps) (*Controller, error) {
 		{b.TenantAddons().Informer(), c.queue.Handler(addonCluster)},
 		{b.ProviderConfigs().Informer(), c.queue.Handler(c.clustersOfProvider)},
 		{b.ButlerConfigs().Informer(), c.queue.Handler(c.allClusters)},
+		{b.Teams().Informer(), c.queue.Handler(c.clustersOfTeam)},
 		{nsInformer.Informer(), byLabels},
 	}
 	for _, h := range handlers {
@@ -256,6 +263,7 @@ func (c *Controller) delete(ctx context.Context, tc *v1alpha1.TenantCluster) err
 		return err
 	}
 	klog.FromContext(ctx).Info("Everything the tenant cluster made is gone; removing the finalizer")
+	c.forgetAccess(string(tc.UID))
 	tc.Finalizers = slices.DeleteFunc(tc.Finalizers, func(f string) bool { return f == Finalizer })
 	_, err = c.butler.ButlerV1alpha1().TenantClusters(tc.Namespace).Update(ctx, tc, metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {

@@ -37,6 +37,7 @@ const (
 	stepControlPlane   = "control plane"
 	stepWorkers        = "workers"
 	stepAddons         = "addons"
+	stepAccess         = "team access"
 
 	ConditionNetworkReady        = "NetworkReady"
 	ConditionInfrastructureReady = "InfrastructureReady"
@@ -61,6 +62,8 @@ func (c *Controller) steps() []stepT {
 			Ensure: c.ensureWorkers, Cleanup: c.cleanupWorkers},
 		{Name: stepAddons, Condition: ConditionAddonsReady, After: []string{stepControlPlane},
 			Ensure: c.ensureAddons, Cleanup: c.cleanupAddons},
+		// No condition of its own: the Team's roles in the tenant (Ready waits for it).
+		{Name: stepAccess, After: []string{stepControlPlane}, Ensure: c.ensureAccess},
 	}
 }
 

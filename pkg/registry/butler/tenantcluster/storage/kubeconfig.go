@@ -2,8 +2,6 @@ package storage
 
 import (
 	"context"
-	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"time"
 
@@ -11,15 +9,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/authentication/user"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/warning"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/validation"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/access"
+	"github.com/butlerdotdev/butler-apiserver/pkg/pki"
 )
 
 // KubeconfigSecretKeys are the keys a tenant cluster's kubeconfig Secret may hold it under, in
@@ -27,19 +27,26 @@ import (
 // <cluster>-kubeconfig Secret, then a plain "kubeconfig".
 var KubeconfigSecretKeys = []string{"admin.conf", "value", "kubeconfig"}
 
-// KubeconfigREST is tenantclusters/kubeconfig: a create-only subresource that answers a
-// KubeconfigRequest with a kubeconfig for the tenant cluster: where the tenant CA Secret
-// (<tc>-ca) is readable, one with a client certificate minted for the requester (CN their name,
-// O system:masters) valid for spec.expirationSeconds (1h by default, capped by a flag); else
-// the stored admin kubeconfig, with a warning when it outlives what was asked. Being a POST it is authorized
-// as the verb create on tenantclusters/kubeconfig, so reading a TenantCluster does not grant its
-// credentials. The kubeconfig is read, with butler-apiserver's own identity, from the Secret in
-// the management cluster that status.kubeconfigSecretRef names, in status.tenantNamespace (or,
-// without one, the TenantCluster's namespace).
+// KubeconfigREST is tenantclusters/kubeconfig and tenantclusters/viewerkubeconfig: create-only
+// subresources that answer a KubeconfigRequest with a kubeconfig minted for the asker: a client
+// certificate signed by the tenant CA (<tc>-ca) that carries identity only (package access: the
+// asker's name and the groups the cluster's Team lists them by, prefixed "butler:"), valid for
+// spec.expirationSeconds (1h by default, capped by a flag); the role comes from the Team's
+// bindings in the tenant, kept in step with the Team. Only the Team's members may mint (403 for
+// anyone else, whatever the management cluster's RBAC lets them ask); a viewer only through
+// viewerkubeconfig, whose identity ends ":readonly" and is bound to view alone. A cluster that no
+// Team owns gets the platform admins' identity, for whom the management cluster's RBAC lets ask.
+// Being a POST it is authorized as the verb create on the subresource, so reading a
+// TenantCluster does not grant its credentials. The server and CA come from the kubeconfig Secret
+// status.kubeconfigSecretRef names, in status.tenantNamespace (or the cluster's namespace).
 type KubeconfigREST struct {
 	clusters rest.Getter
+	// teams reads Teams; nil when there are none (every cluster is then the platform admins').
+	teams rest.Getter
 	// secrets reads the management cluster's Secrets; nil when there is no management cluster.
 	secrets corev1client.SecretsGetter
+	// readOnly is viewerkubeconfig.
+	readOnly bool
 	// maxExpiration caps spec.expirationSeconds.
 	maxExpiration time.Duration
 	now           func() time.Time
@@ -53,14 +60,15 @@ var (
 	_ rest.GroupVersionKindProvider = &KubeconfigREST{}
 )
 
-// NewKubeconfigREST returns the kubeconfig subresource over the tenantclusters store. secrets
-// may be nil (standalone mode): requests then get a ServiceUnavailable error saying why.
-// maxExpiration caps the validity of minted kubeconfigs (24h when zero).
-func NewKubeconfigREST(clusters rest.Getter, secrets corev1client.SecretsGetter, maxExpiration time.Duration) *KubeconfigREST {
+// NewKubeconfigREST returns a kubeconfig subresource over the tenantclusters store (readOnly:
+// viewerkubeconfig). secrets may be nil (standalone mode): requests then get a
+// ServiceUnavailable error saying why. maxExpiration caps the validity of minted kubeconfigs
+// (24h when zero).
+func NewKubeconfigREST(clusters, teams rest.Getter, secrets corev1client.SecretsGetter, maxExpiration time.Duration, readOnly bool) *KubeconfigREST {
 	if maxExpiration <= 0 {
 		maxExpiration = 24 * time.Hour
 	}
-	return &KubeconfigREST{clusters: clusters, secrets: secrets, maxExpiration: maxExpiration, now: time.Now}
+	return &KubeconfigREST{clusters: clusters, teams: teams, secrets: secrets, readOnly: readOnly, maxExpiration: maxExpiration, now: time.Now}
 }
 
 // New returns an empty KubeconfigRequest.
@@ -74,7 +82,14 @@ func (r *KubeconfigREST) GroupVersionKind(schema.GroupVersion) schema.GroupVersi
 	return v1alpha1.SchemeGroupVersion.WithKind("KubeconfigRequest")
 }
 
-// Create answers the request with the admin kubeconfig of the TenantCluster called name.
+func (r *KubeconfigREST) subresource() string {
+	if r.readOnly {
+		return "tenantclusters/viewerkubeconfig"
+	}
+	return "tenantclusters/kubeconfig"
+}
+
+// Create answers the request with a kubeconfig of the TenantCluster called name for the asker.
 func (r *KubeconfigREST) Create(ctx context.Context, name string, obj runtime.Object,
 	createValidation rest.ValidateObjectFunc, _ *metav1.CreateOptions) (runtime.Object, error) {
 	req, ok := obj.(*butler.KubeconfigRequest)
@@ -95,7 +110,15 @@ func (r *KubeconfigREST) Create(ctx context.Context, name string, obj runtime.Ob
 		return nil, err
 	}
 	cluster := got.(*butler.TenantCluster)
-	resource := v1alpha1.Resource("tenantclusters/kubeconfig")
+	resource := v1alpha1.Resource(r.subresource())
+	who, ok := genericapirequest.UserFrom(ctx)
+	if !ok {
+		return nil, apierrors.NewBadRequest("the request carries no user to issue a kubeconfig for")
+	}
+	id, err := r.identity(ctx, cluster, who)
+	if err != nil {
+		return nil, err
+	}
 	if cluster.Status.KubeconfigSecretRef == nil || cluster.Status.KubeconfigSecretRef.Name == "" {
 		phase := cluster.Status.Phase
 		if phase == "" {
@@ -136,13 +159,22 @@ func (r *KubeconfigREST) Create(ctx context.Context, name string, obj runtime.Ob
 			"the kubeconfig Secret %s/%s holds none of the keys %q", secretNS, secretName, KubeconfigSecretKeys))
 	}
 
-	out := req.DeepCopy()
-	if ns, ok := genericapirequest.NamespaceFrom(ctx); ok {
-		out.Namespace = ns
+	// The credential is the asker's own, from the tenant CA: never the stored admin's.
+	caName := cluster.Name + "-ca"
+	caSecret, err := r.secrets.Secrets(secretNS).Get(ctx, caName, metav1.GetOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, apierrors.NewInternalError(fmt.Errorf("reading the tenant CA Secret %s/%s: %w", secretNS, caName, err))
 	}
-	out.Name = name
+	var ca *pki.KeyPair
+	if err == nil {
+		ca, _ = caFrom(caSecret.Data)
+	}
+	if ca == nil {
+		return nil, apierrors.NewConflict(resource, name, fmt.Errorf(
+			"the tenant CA Secret %s/%s holds no CA certificate and key (ca.crt/ca.key or tls.crt/tls.key): a kubeconfig bound to the asker is signed with it",
+			secretNS, caName))
+	}
 
-	// Mint a credential of its own for the requester when the tenant CA is readable.
 	ttl := DefaultKubeconfigExpiration
 	if s := req.Spec.ExpirationSeconds; s != nil {
 		ttl = time.Duration(*s) * time.Second
@@ -151,62 +183,68 @@ func (r *KubeconfigREST) Create(ctx context.Context, name string, obj runtime.Ob
 		warning.AddWarning(ctx, "", fmt.Sprintf("spec.expirationSeconds is capped at %d by this server", int64(r.maxExpiration/time.Second)))
 		ttl = r.maxExpiration
 	}
-	caSecret, err := r.secrets.Secrets(secretNS).Get(ctx, cluster.Name+"-ca", metav1.GetOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return nil, apierrors.NewInternalError(fmt.Errorf("reading the tenant CA Secret %s/%s-ca: %w", secretNS, cluster.Name, err))
+	minted, expiry, err := mintKubeconfig(kubeconfig, ca, id, ttl, r.now())
+	if err != nil {
+		return nil, apierrors.NewInternalError(fmt.Errorf("issuing a kubeconfig for %s/%s: %w", cluster.Namespace, name, err))
 	}
-	if err == nil {
-		if ca, caKey, ok := caFrom(caSecret.Data); ok {
-			who, ok := genericapirequest.UserFrom(ctx)
-			if !ok {
-				return nil, apierrors.NewBadRequest("the request carries no user to issue a kubeconfig for")
-			}
-			minted, expiry, err := mintKubeconfig(kubeconfig, ca, caKey, who, ttl, r.now())
-			if err != nil {
-				return nil, apierrors.NewInternalError(fmt.Errorf("issuing a kubeconfig for %s/%s: %w", cluster.Namespace, name, err))
-			}
-			out.Status.Kubeconfig = minted
-			out.Status.ExpirationTimestamp = metav1.NewTime(expiry)
-			return out, nil
-		}
+	out := req.DeepCopy()
+	if ns, ok := genericapirequest.NamespaceFrom(ctx); ok {
+		out.Namespace = ns
 	}
-
-	// No readable CA: the stored admin credential, as it is.
-	out.Status.Kubeconfig = kubeconfig
-	if expiry, ok := credentialExpiry(kubeconfig); ok {
-		out.Status.ExpirationTimestamp = metav1.NewTime(expiry)
-		// The stored credential cannot be shortened here: say so rather than pretend.
-		if s := req.Spec.ExpirationSeconds; s != nil && expiry.After(time.Now().Add(time.Duration(*s)*time.Second)) {
-			warning.AddWarning(ctx, "", fmt.Sprintf(
-				"the admin credential of %s/%s expires at %s, later than the %d seconds asked for",
-				cluster.Namespace, name, expiry.UTC().Format(time.RFC3339), *s))
-		}
-	}
+	out.Name = name
+	out.Status.Kubeconfig = minted
+	out.Status.ExpirationTimestamp = metav1.NewTime(expiry)
+	out.Status.User, out.Status.Groups = id.User, id.Groups
 	return out, nil
 }
 
-// credentialExpiry is when the client certificate of the kubeconfig's current context expires.
-// Kubeconfigs with tokens or exec plugins carry no expiry that can be read.
-func credentialExpiry(kubeconfig []byte) (time.Time, bool) {
-	cfg, err := clientcmd.Load(kubeconfig)
+// identity is what the asker's certificate is to say in the tenant: as a member of the cluster's
+// Team (403 for anyone else, and for a viewer asking for more than read-only), or as a platform
+// admin for a cluster no Team owns.
+func (r *KubeconfigREST) identity(ctx context.Context, cluster *butler.TenantCluster, who user.Info) (access.Identity, error) {
+	resource := v1alpha1.Resource(r.subresource())
+	team, err := r.teamOf(ctx, cluster)
 	if err != nil {
-		return time.Time{}, false
+		return access.Identity{}, err
 	}
-	ctx, ok := cfg.Contexts[cfg.CurrentContext]
+	if team == nil {
+		return access.PlatformAdminIdentity(who.GetName(), r.readOnly), nil
+	}
+	var members access.Members
+	for _, u := range team.Spec.Access.Users {
+		members.Users = append(members.Users, access.Member{Name: u.Name, Role: v1alpha1.TeamRole(u.Role)})
+	}
+	for _, g := range team.Spec.Access.Groups {
+		members.Groups = append(members.Groups, access.Member{Name: g.Name, Role: v1alpha1.TeamRole(g.Role)})
+	}
+	id, role, ok := access.IdentityOf(members, who.GetName(), who.GetGroups(), r.readOnly)
 	if !ok {
-		return time.Time{}, false
+		return id, apierrors.NewForbidden(resource, cluster.Name, fmt.Errorf(
+			"%q is not a member of Team %s, which owns the cluster: only its members get credentials for it", who.GetName(), team.Name))
 	}
-	auth, ok := cfg.AuthInfos[ctx.AuthInfo]
-	if !ok || len(auth.ClientCertificateData) == 0 {
-		return time.Time{}, false
+	if !r.readOnly && role == v1alpha1.TeamRoleViewer {
+		return id, apierrors.NewForbidden(resource, cluster.Name, fmt.Errorf(
+			"%q is a viewer of Team %s: a viewer may mint only a read-only kubeconfig (POST tenantclusters/%s/viewerkubeconfig)", who.GetName(), team.Name, cluster.Name))
 	}
-	block, _ := pem.Decode(auth.ClientCertificateData)
-	if block == nil {
-		return time.Time{}, false
+	return id, nil
+}
+
+// teamOf is the Team that owns the cluster: its teamRef, else the Team of its namespace (a
+// Team's namespace bears its name); nil when there is none.
+func (r *KubeconfigREST) teamOf(ctx context.Context, cluster *butler.TenantCluster) (*butler.Team, error) {
+	if r.teams == nil {
+		return nil, nil
 	}
-	cert, err := x509.ParseCertificate(block.Bytes)
+	name := cluster.Namespace
+	if cluster.Spec.TeamRef != nil && cluster.Spec.TeamRef.Name != "" {
+		name = cluster.Spec.TeamRef.Name
+	}
+	obj, err := r.teams.Get(ctx, name, &metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
 	if err != nil {
-		return time.Time{}, false
+		return nil, err
 	}
-	return cert.NotAfter, true
+	return obj.(*butler.Team), nil
 }

@@ -68,8 +68,7 @@ func kubeconfigWithCert(t *testing.T, notAfter time.Time) []byte {
 }
 
 func TestKubeconfigREST(t *testing.T) {
-	notAfter := time.Now().Add(365 * 24 * time.Hour).Truncate(time.Second)
-	kubeconfig := kubeconfigWithCert(t, notAfter)
+	kubeconfig := kubeconfigWithCert(t, time.Now().Add(365*24*time.Hour))
 	ready := &butler.TenantCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "prod", Namespace: "team-a"},
 		Status: butler.TenantClusterStatus{Phase: "Ready",
@@ -83,6 +82,9 @@ func TestKubeconfigREST(t *testing.T) {
 		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "prod-admin-kubeconfig", Namespace: "team-a"},
 			Data: map[string][]byte{key: kubeconfig}}
 	}
+	certPEM, keyPEM, _ := tenantCA(t)
+	ca := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "prod-ca", Namespace: "team-a"},
+		Data: map[string][]byte{"ca.crt": certPEM, "ca.key": keyPEM}}
 
 	cases := []struct {
 		name       string
@@ -94,8 +96,10 @@ func TestKubeconfigREST(t *testing.T) {
 		wantInErr  string
 		wantWarn   string
 	}{
-		{name: "Steward admin.conf", cluster: ready, secrets: []runtime.Object{secret("admin.conf")}},
-		{name: "Cluster API value key", cluster: ready, secrets: []runtime.Object{secret("value")}},
+		{name: "Steward admin.conf", cluster: ready, secrets: []runtime.Object{secret("admin.conf"), ca}},
+		{name: "Cluster API value key", cluster: ready, secrets: []runtime.Object{secret("value"), ca}},
+		{name: "no tenant CA: never the stored admin credential", cluster: ready, secrets: []runtime.Object{secret("admin.conf")},
+			wantCode: http.StatusConflict, wantInErr: "team-a/prod-ca holds no CA certificate and key"},
 		{name: "no ref yet", cluster: provisioning, wantCode: http.StatusConflict,
 			wantInErr: "has no kubeconfig yet (phase Provisioning)"},
 		{name: "unknown cluster", cluster: nil, wantCode: http.StatusNotFound},
@@ -105,22 +109,19 @@ func TestKubeconfigREST(t *testing.T) {
 			wantCode: http.StatusConflict, wantInErr: `holds none of the keys ["admin.conf" "value" "kubeconfig"]`},
 		{name: "standalone", cluster: ready, standalone: true, wantCode: http.StatusServiceUnavailable,
 			wantInErr: "runs standalone"},
-		{name: "expiration too short", cluster: ready, secrets: []runtime.Object{secret("admin.conf")},
+		{name: "expiration too short", cluster: ready, secrets: []runtime.Object{secret("admin.conf"), ca},
 			request:  butler.KubeconfigRequest{Spec: butler.KubeconfigRequestSpec{ExpirationSeconds: ptr.To[int64](60)}},
 			wantCode: http.StatusUnprocessableEntity, wantInErr: "spec.expirationSeconds: Invalid value: 60"},
-		{name: "credential outlives the asked expiration", cluster: ready, secrets: []runtime.Object{secret("admin.conf")},
-			request:  butler.KubeconfigRequest{Spec: butler.KubeconfigRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}},
-			wantWarn: "later than the 3600 seconds asked for"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			r := NewKubeconfigREST(clusterGetter{tc.cluster}, fake.NewClientset(tc.secrets...).CoreV1(), 0)
+			r := NewKubeconfigREST(clusterGetter{tc.cluster}, nil, fake.NewClientset(tc.secrets...).CoreV1(), 0, false)
 			if tc.standalone {
-				r = NewKubeconfigREST(clusterGetter{tc.cluster}, nil, 0)
+				r = NewKubeconfigREST(clusterGetter{tc.cluster}, nil, nil, 0, false)
 			}
 			warnings := &recordedWarnings{}
-			ctx := warning.WithWarningRecorder(
-				genericapirequest.WithNamespace(context.Background(), "team-a"), warnings)
+			ctx := genericapirequest.WithUser(warning.WithWarningRecorder(
+				genericapirequest.WithNamespace(context.Background(), "team-a"), warnings), &user.DefaultInfo{Name: "root"})
 			req := tc.request.DeepCopy()
 			out, err := r.Create(ctx, "prod", req, nil, &metav1.CreateOptions{})
 			if tc.wantCode != 0 {
@@ -140,11 +141,11 @@ func TestKubeconfigREST(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := out.(*butler.KubeconfigRequest)
-			if string(got.Status.Kubeconfig) != string(kubeconfig) {
-				t.Errorf("kubeconfig differs from the Secret's")
+			if string(got.Status.Kubeconfig) == string(kubeconfig) {
+				t.Errorf("the stored admin kubeconfig was handed out")
 			}
-			if !got.Status.ExpirationTimestamp.Time.Equal(notAfter) {
-				t.Errorf("expirationTimestamp %v, want the certificate's %v", got.Status.ExpirationTimestamp, notAfter)
+			if got.Status.User != "butler:root" || got.Status.ExpirationTimestamp.IsZero() {
+				t.Errorf("identity %q expiry %v", got.Status.User, got.Status.ExpirationTimestamp)
 			}
 			if got.Name != "prod" || got.Namespace != "team-a" {
 				t.Errorf("answer is for %s/%s, want team-a/prod", got.Namespace, got.Name)
@@ -209,7 +210,7 @@ func TestKubeconfigRESTMintsForTheRequester(t *testing.T) {
 			secrets := fake.NewClientset(
 				&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "prod-admin-kubeconfig", Namespace: "prod-1234abcd"}, Data: map[string][]byte{"admin.conf": stored}},
 				&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "prod-ca", Namespace: "prod-1234abcd"}, Data: tc.caData})
-			r := NewKubeconfigREST(clusterGetter{cluster}, secrets.CoreV1(), 2*time.Hour)
+			r := NewKubeconfigREST(clusterGetter{cluster}, nil, secrets.CoreV1(), 2*time.Hour, false)
 			now := time.Now().Truncate(time.Second)
 			r.now = func() time.Time { return now }
 			warnings := &recordedWarnings{}
@@ -238,8 +239,9 @@ func TestKubeconfigRESTMintsForTheRequester(t *testing.T) {
 			if err := cert.CheckSignatureFrom(ca); err != nil {
 				t.Errorf("not signed by the tenant CA: %v", err)
 			}
-			if cert.Subject.CommonName != "alice" || !slices.Equal(cert.Subject.Organization, []string{"system:masters"}) {
-				t.Errorf("subject %v, want CN alice O system:masters", cert.Subject)
+			// A cluster no Team owns: the platform admins' identity, never system:masters.
+			if cert.Subject.CommonName != "butler:alice" || !slices.Equal(cert.Subject.Organization, []string{"butler:platform-admins"}) {
+				t.Errorf("subject %v, want CN butler:alice O butler:platform-admins", cert.Subject)
 			}
 			if !cert.NotAfter.Equal(now.Add(tc.want)) || !got.Status.ExpirationTimestamp.Time.Equal(cert.NotAfter) {
 				t.Errorf("notAfter %v expiration %v, want %v", cert.NotAfter, got.Status.ExpirationTimestamp, now.Add(tc.want))
@@ -249,6 +251,76 @@ func TestKubeconfigRESTMintsForTheRequester(t *testing.T) {
 			}
 			if (tc.warn == "") != (len(warnings.texts) == 0) || (tc.warn != "" && !strings.Contains(warnings.texts[0], tc.warn)) {
 				t.Errorf("warnings %q, want %q", warnings.texts, tc.warn)
+			}
+		})
+	}
+}
+
+// teamGetter serves one Team.
+type teamGetter struct{ team *butler.Team }
+
+func (g teamGetter) Get(_ context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
+	if g.team == nil || g.team.Name != name {
+		return nil, apierrors.NewNotFound(butler.Resource("teams"), name)
+	}
+	return g.team.DeepCopy(), nil
+}
+
+// A Team's cluster: members get their identity (prefixed names, the Team's groups they are in,
+// no role), a viewer only a read-only one, and anyone else a 403.
+func TestKubeconfigRESTTeamMembers(t *testing.T) {
+	stored := kubeconfigWithCert(t, time.Now().Add(time.Hour))
+	certPEM, keyPEM, _ := tenantCA(t)
+	cluster := &butler.TenantCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "prod", Namespace: "team-a"},
+		Status: butler.TenantClusterStatus{Phase: "Ready", TenantNamespace: "prod-1234abcd",
+			KubeconfigSecretRef: &butler.LocalObjectReference{Name: "prod-admin-kubeconfig"}},
+	}
+	team := &butler.Team{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}, Spec: butler.TeamSpec{Access: butler.TeamAccess{
+		Users:  []butler.TeamMember{{Name: "alice", Role: "admin"}, {Name: "vera", Role: "viewer"}},
+		Groups: []butler.TeamMember{{Name: "ops", Role: "operator"}},
+	}}}
+	secrets := fake.NewClientset(
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "prod-admin-kubeconfig", Namespace: "prod-1234abcd"}, Data: map[string][]byte{"admin.conf": stored}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "prod-ca", Namespace: "prod-1234abcd"}, Data: map[string][]byte{"ca.crt": certPEM, "ca.key": keyPEM}}).CoreV1()
+	for _, tc := range []struct {
+		name       string
+		who        user.Info
+		readOnly   bool
+		wantCode   int32
+		wantUser   string
+		wantGroups []string
+	}{
+		{name: "admin", who: &user.DefaultInfo{Name: "alice", Groups: []string{"system:authenticated", "system:masters"}}, wantUser: "butler:alice"},
+		{name: "operator by group", who: &user.DefaultInfo{Name: "otto", Groups: []string{"ops", "other"}}, wantUser: "butler:otto", wantGroups: []string{"butler:group:ops"}},
+		{name: "viewer asks for more", who: &user.DefaultInfo{Name: "vera"}, wantCode: http.StatusForbidden},
+		{name: "viewer read-only", who: &user.DefaultInfo{Name: "vera"}, readOnly: true, wantUser: "butler:vera:readonly"},
+		{name: "admin read-only", who: &user.DefaultInfo{Name: "alice"}, readOnly: true, wantUser: "butler:alice:readonly"},
+		{name: "outsider", who: &user.DefaultInfo{Name: "mallory", Groups: []string{"system:masters"}}, wantCode: http.StatusForbidden},
+		{name: "outsider read-only", who: &user.DefaultInfo{Name: "mallory"}, readOnly: true, wantCode: http.StatusForbidden},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := NewKubeconfigREST(clusterGetter{cluster}, teamGetter{team}, secrets, 0, tc.readOnly)
+			ctx := genericapirequest.WithUser(genericapirequest.WithNamespace(context.Background(), "team-a"), tc.who)
+			out, err := r.Create(ctx, "prod", &butler.KubeconfigRequest{}, nil, &metav1.CreateOptions{})
+			if tc.wantCode != 0 {
+				if status, ok := err.(apierrors.APIStatus); !ok || status.Status().Code != tc.wantCode {
+					t.Fatalf("got %v, want a %d", err, tc.wantCode)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := out.(*butler.KubeconfigRequest)
+			cfg, _ := clientcmd.Load(got.Status.Kubeconfig)
+			block, _ := pem.Decode(cfg.AuthInfos[cfg.Contexts[cfg.CurrentContext].AuthInfo].ClientCertificateData)
+			cert, _ := x509.ParseCertificate(block.Bytes)
+			if cert.Subject.CommonName != tc.wantUser || !slices.Equal(cert.Subject.Organization, tc.wantGroups) {
+				t.Errorf("subject %v, want CN %s O %v", cert.Subject, tc.wantUser, tc.wantGroups)
+			}
+			if got.Status.User != tc.wantUser || !slices.Equal(got.Status.Groups, tc.wantGroups) {
+				t.Errorf("status says %s %v", got.Status.User, got.Status.Groups)
 			}
 		})
 	}

@@ -22,14 +22,16 @@ type Storage struct {
 	Status *resource.StatusREST
 	// Scale is tenantclusters/scale: an autoscaling/v1 Scale over spec.workers.replicas.
 	Scale *ScaleREST
-	// Kubeconfig is tenantclusters/kubeconfig: the admin kubeconfig, as a create-only subresource.
+	// Kubeconfig is tenantclusters/kubeconfig: a kubeconfig for the asker, create only.
 	Kubeconfig *KubeconfigREST
+	// ViewerKubeconfig is tenantclusters/viewerkubeconfig: a read-only one, which viewers may mint.
+	ViewerKubeconfig *KubeconfigREST
 }
 
-// NewStorage returns the etcd-backed endpoints of tenantclusters. secrets reads kubeconfig
-// Secrets in the management cluster; it is nil when there is none.
+// NewStorage returns the etcd-backed endpoints of tenantclusters. teams reads the Teams that own
+// clusters; secrets reads kubeconfig Secrets in the management cluster (nil when there is none).
 // maxKubeconfigExpiration caps minted kubeconfigs.
-func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, secrets corev1client.SecretsGetter, maxKubeconfigExpiration time.Duration) (Storage, error) {
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, teams rest.Getter, secrets corev1client.SecretsGetter, maxKubeconfigExpiration time.Duration) (Storage, error) {
 	strategy := tenantcluster.NewStrategy(scheme)
 	main, err := resource.NewStore(optsGetter,
 		resource.Names{Plural: "tenantclusters", Singular: "tenantcluster", ShortNames: []string{"tc"}},
@@ -42,16 +44,18 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, se
 	storage := Storage{TenantCluster: main}
 	storage.Status = resource.NewStatusREST(main, strategy)
 	storage.Scale = NewScaleREST(main.Store)
-	storage.Kubeconfig = NewKubeconfigREST(main.Store, secrets, maxKubeconfigExpiration)
+	storage.Kubeconfig = NewKubeconfigREST(main.Store, teams, secrets, maxKubeconfigExpiration, false)
+	storage.ViewerKubeconfig = NewKubeconfigREST(main.Store, teams, secrets, maxKubeconfigExpiration, true)
 	return storage, nil
 }
 
 // Endpoints maps each served path of tenantclusters to its storage.
 func (s Storage) Endpoints() map[string]rest.Storage {
 	return map[string]rest.Storage{
-		"tenantclusters":            s.TenantCluster,
-		"tenantclusters/status":     s.Status,
-		"tenantclusters/scale":      s.Scale,
-		"tenantclusters/kubeconfig": s.Kubeconfig,
+		"tenantclusters":                  s.TenantCluster,
+		"tenantclusters/status":           s.Status,
+		"tenantclusters/scale":            s.Scale,
+		"tenantclusters/kubeconfig":       s.Kubeconfig,
+		"tenantclusters/viewerkubeconfig": s.ViewerKubeconfig,
 	}
 }

@@ -1,0 +1,193 @@
+package tenantcluster
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"sort"
+	"sync"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/access"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
+)
+
+// accessApplied remembers, per cluster UID, the digest of the bindings last applied in its
+// tenant, so a reconcile that changes nothing of them writes nothing there, and the tenant
+// client, kept while its admin kubeconfig Secret is unchanged (a new client is a new TLS
+// connection).
+type accessApplied struct {
+	mu      sync.Mutex
+	digest  map[string]string
+	clients map[string]tenantClient
+}
+
+type tenantClient struct {
+	secretVersion string
+	client        kubernetes.Interface
+}
+
+// ensureAccess keeps the tenant's bindings in step with the cluster's Team: who may do what in
+// the tenant follows the Team at once, while the identities in minted kubeconfigs stay the same
+// (package access).
+func (c *Controller) ensureAccess(ctx context.Context, s *state) (steps.Result, error) {
+	if s.kubeconfigSecret == "" {
+		return steps.Waiting("WaitingForKubeconfig", "waiting for the control plane's admin kubeconfig"), nil
+	}
+	var members access.Members // no Team: only the platform admins' binding
+	if team := c.teamOf(s.tc); team != nil {
+		members = access.MembersOf(team)
+	}
+	tenant, err := c.tenantClientOf(ctx, string(s.tc.UID), s.namespace, s.kubeconfigSecret)
+	if err != nil {
+		return steps.Result{}, err
+	}
+	nsList, err := tenant.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return steps.Result{}, fmt.Errorf("listing the tenant's namespaces: %w", err)
+	}
+	names := make([]string, 0, len(nsList.Items))
+	for _, ns := range nsList.Items {
+		if ns.DeletionTimestamp == nil {
+			names = append(names, ns.Name)
+		}
+	}
+	sort.Strings(names)
+	crbs, rbs := access.Bindings(members, names)
+	digest := fmt.Sprintf("%x", sha256.Sum256([]byte(fmt.Sprint(crbs, rbs))))
+	uid := string(s.tc.UID)
+	c.access.mu.Lock()
+	done := c.access.digest[uid] == digest
+	c.access.mu.Unlock()
+	if done {
+		return steps.Ready("AccessApplied", "the Team's roles are bound in the tenant"), nil
+	}
+	opts := metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
+	for _, b := range crbs {
+		if _, err := tenant.RbacV1().ClusterRoleBindings().Apply(ctx, clusterRoleBindingAC(b), opts); err != nil {
+			return steps.Result{}, fmt.Errorf("ClusterRoleBinding %s in the tenant: %w", b.Name, err)
+		}
+	}
+	for _, b := range rbs {
+		if _, err := tenant.RbacV1().RoleBindings(b.Namespace).Apply(ctx, roleBindingAC(b), opts); err != nil && !apierrors.IsNotFound(err) {
+			return steps.Result{}, fmt.Errorf("RoleBinding %s/%s in the tenant: %w", b.Namespace, b.Name, err)
+		}
+	}
+	c.access.mu.Lock()
+	c.access.digest[uid] = digest
+	c.access.mu.Unlock()
+	return steps.Ready("AccessApplied", "the Team's roles are bound in the tenant"), nil
+}
+
+// teamOf is the Team a cluster belongs to: its teamRef, else the Team whose namespace it is in.
+func (c *Controller) teamOf(tc *v1alpha1.TenantCluster) *v1alpha1.Team {
+	name := tc.Namespace
+	if tc.Spec.TeamRef != nil {
+		name = tc.Spec.TeamRef.Name
+	}
+	team, err := c.teams.Get(name)
+	if err != nil {
+		return nil
+	}
+	return team
+}
+
+// clustersOfTeam maps a Team to its clusters: a change of members moves their tenant bindings.
+func (c *Controller) clustersOfTeam(obj any) []string {
+	team, ok := obj.(*v1alpha1.Team)
+	if !ok {
+		return nil
+	}
+	all, _ := c.clusters.List(k8slabels.Everything())
+	var keys []string
+	for _, tc := range all {
+		if t := c.teamOf(tc); t != nil && t.Name == team.Name {
+			keys = append(keys, tc.Namespace+"/"+tc.Name)
+		}
+	}
+	return keys
+}
+
+// tenantClientOf is a client of the tenant as its admin, from the admin kubeconfig Secret; the
+// one made before while the Secret's resourceVersion (from the Secrets' metadata watch) is the
+// same.
+func (c *Controller) tenantClientOf(ctx context.Context, uid, ns, secretName string) (kubernetes.Interface, error) {
+	version := ""
+	if c.secrets != nil {
+		if obj, err := c.secrets.ByNamespace(ns).Get(secretName); err == nil {
+			if m, err := meta.Accessor(obj); err == nil {
+				version = m.GetResourceVersion()
+			}
+		}
+	}
+	c.access.mu.Lock()
+	cached, ok := c.access.clients[uid]
+	c.access.mu.Unlock()
+	if ok && version != "" && cached.secretVersion == version {
+		return cached.client, nil
+	}
+	secret, err := c.kube.CoreV1().Secrets(ns).Get(ctx, secretName, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("the admin kubeconfig Secret %s/%s: %w", ns, secretName, err)
+	}
+	for _, key := range []string{"admin.conf", "value", "kubeconfig"} {
+		if data := secret.Data[key]; len(data) > 0 {
+			client, err := c.newTenantClient(data)
+			if err != nil {
+				return nil, err
+			}
+			c.access.mu.Lock()
+			c.access.clients[uid] = tenantClient{secretVersion: secret.ResourceVersion, client: client}
+			c.access.mu.Unlock()
+			return client, nil
+		}
+	}
+	return nil, fmt.Errorf("the admin kubeconfig Secret %s/%s holds no kubeconfig", ns, secretName)
+}
+
+// newAdminClient is a client of a tenant from its admin kubeconfig.
+func newAdminClient(kubeconfig []byte) (kubernetes.Interface, error) {
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cfg.UserAgent = FieldManager
+	return kubernetes.NewForConfig(cfg)
+}
+
+// forgetAccess drops what is remembered of a deleted cluster's tenant.
+func (c *Controller) forgetAccess(uid string) {
+	c.access.mu.Lock()
+	delete(c.access.digest, uid)
+	delete(c.access.clients, uid)
+	c.access.mu.Unlock()
+}
+
+func clusterRoleBindingAC(b *rbacv1.ClusterRoleBinding) *rbacv1ac.ClusterRoleBindingApplyConfiguration {
+	return rbacv1ac.ClusterRoleBinding(b.Name).WithLabels(b.Labels).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(b.RoleRef.APIGroup).WithKind(b.RoleRef.Kind).WithName(b.RoleRef.Name)).
+		WithSubjects(subjectsAC(b.Subjects)...)
+}
+
+func roleBindingAC(b *rbacv1.RoleBinding) *rbacv1ac.RoleBindingApplyConfiguration {
+	return rbacv1ac.RoleBinding(b.Name, b.Namespace).WithLabels(b.Labels).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(b.RoleRef.APIGroup).WithKind(b.RoleRef.Kind).WithName(b.RoleRef.Name)).
+		WithSubjects(subjectsAC(b.Subjects)...)
+}
+
+func subjectsAC(subjects []rbacv1.Subject) []*rbacv1ac.SubjectApplyConfiguration {
+	out := make([]*rbacv1ac.SubjectApplyConfiguration, len(subjects))
+	for i, s := range subjects {
+		out[i] = rbacv1ac.Subject().WithKind(s.Kind).WithAPIGroup(s.APIGroup).WithName(s.Name)
+	}
+	return out
+}

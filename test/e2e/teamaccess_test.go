@@ -1,0 +1,148 @@
+package e2e
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
+)
+
+// mintAs asks the subresource (kubeconfig or viewerkubeconfig) of a TenantCluster as user (by
+// impersonation) and writes the answer's kubeconfig; it returns the file, the identity the
+// answer names and kubectl's output and error.
+func mintAs(t *testing.T, ns, name, subresource, user string) (path, identity, out string, err error) {
+	t.Helper()
+	p := strings.TrimSuffix(kubeconfigPath(ns, name), "kubeconfig") + subresource
+	out, err = kubectl(t, "--as", user, "create", "--raw", p, "-f", requestFile(t, kubeconfigRequest))
+	if err != nil {
+		return "", "", out, err
+	}
+	var answer struct {
+		Status struct {
+			Kubeconfig string
+			User       string
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &answer); err != nil {
+		t.Fatalf("answer: %v\n%s", err, out)
+	}
+	data, _ := base64.StdEncoding.DecodeString(answer.Status.Kubeconfig)
+	path = filepath.Join(t.TempDir(), user+"-"+subresource+".kubeconfig")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path, answer.Status.User, out, nil
+}
+
+// TestTeamKubeconfigs: kubeconfigs of a Team's local cluster are bound to who asked. Each
+// member's certificate says only who they are (butler:<name>); the Team's bindings in the tenant
+// give the role: a viewer mints only a read-only kubeconfig that can get pods and not create
+// one; an operator creates a Deployment but no ClusterRoleBinding, and can neither read a Secret
+// nor create a Pod in kube-system; an admin can all of it; someone outside the Team gets 403
+// minting; whoami in the tenant names the asker; and a member removed from the Team loses access
+// within seconds while their kubeconfig is still valid.
+func TestTeamKubeconfigs(t *testing.T) {
+	const team, name = "e2e-access", "shared"
+	mustApply(t, teamManifest(team, "", member("alice", "admin"), member("otto", "operator"), member("vera", "viewer")))
+	t.Cleanup(func() { _, _ = kubectl(t, "delete", "team", team, "--wait=false") })
+	poll(t, 2*time.Minute, "the Team's namespace", func() bool {
+		_, err := kubectl(t, "get", "namespace", team)
+		return err == nil
+	})
+	localCluster(t, team, name, pinnedVersion, bootstrap.OSTalos, 0)
+	waitReady(t, team, name, 0, 3*time.Minute)
+
+	// Minting: members by their role, outsiders not at all.
+	if _, _, out, err := mintAs(t, team, name, "kubeconfig", "mallory"); err == nil || !strings.Contains(out, "Forbidden") {
+		t.Errorf("mallory (no member) minted a kubeconfig: %v\n%s", err, out)
+	}
+	if _, _, out, err := mintAs(t, team, name, "viewerkubeconfig", "mallory"); err == nil || !strings.Contains(out, "Forbidden") {
+		t.Errorf("mallory (no member) minted a read-only kubeconfig: %v\n%s", err, out)
+	}
+	if _, _, out, err := mintAs(t, team, name, "kubeconfig", "vera"); err == nil || !strings.Contains(out, "Forbidden") {
+		t.Errorf("vera (viewer) minted a full kubeconfig: %v\n%s", err, out)
+	}
+	kubeconfigs := map[string]string{}
+	for user, sub := range map[string]string{"vera": "viewerkubeconfig", "otto": "kubeconfig", "alice": "kubeconfig"} {
+		path, identity, out, err := mintAs(t, team, name, sub, user)
+		if err != nil {
+			t.Fatalf("%s minting %s: %v\n%s", user, sub, err, out)
+		}
+		want := "butler:" + user
+		if sub == "viewerkubeconfig" {
+			want += ":readonly"
+		}
+		if identity != want {
+			t.Errorf("%s's identity %q, want %q", user, identity, want)
+		}
+		// whoami in the tenant names the asker.
+		if out, err := kubectlAs(t, path, "", "auth", "whoami"); err != nil || !strings.Contains(out, want) {
+			t.Errorf("%s: whoami in the tenant: %v\n%s", user, err, out)
+		}
+		kubeconfigs[user] = path
+	}
+
+	pod := func(ns string) string {
+		return fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"generateName":"probe-","namespace":%q},"spec":{"containers":[{"name":"c","image":"pause"}]}}`, ns)
+	}
+	crb := `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"generateName":"probe-"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"view"},"subjects":[{"kind":"User","name":"x","apiGroup":"rbac.authorization.k8s.io"}]}`
+	type check struct {
+		user    string
+		args    []string
+		stdin   string
+		allowed bool
+	}
+	checks := []check{
+		{"vera", []string{"get", "pods", "-A"}, "", true},
+		{"vera", []string{"create", "-f", "-"}, pod("default"), false},
+		{"otto", []string{"create", "deployment", "web", "--image=pause", "-n", "default"}, "", true},
+		{"otto", []string{"create", "-f", "-"}, crb, false},
+		{"otto", []string{"get", "secrets", "-n", "kube-system"}, "", false},
+		{"otto", []string{"create", "-f", "-"}, pod("kube-system"), false},
+		{"alice", []string{"create", "-f", "-"}, crb, true},
+		{"alice", []string{"get", "secrets", "-n", "kube-system"}, "", true},
+		{"alice", []string{"create", "-f", "-"}, pod("kube-system"), true},
+	}
+	for _, c := range checks {
+		out, err := kubectlAs(t, kubeconfigs[c.user], c.stdin, c.args...)
+		switch {
+		case c.allowed && err != nil:
+			t.Errorf("%s: kubectl %s: want allowed, got %v\n%s", c.user, strings.Join(c.args, " "), err, out)
+		case !c.allowed && (err == nil || !strings.Contains(out, "Forbidden")):
+			t.Errorf("%s: kubectl %s: want Forbidden, got %v\n%s", c.user, strings.Join(c.args, " "), err, out)
+		}
+	}
+
+	// otto leaves the Team: his kubeconfig, valid for an hour, stops working within seconds.
+	mustApply(t, teamManifest(team, "", member("alice", "admin"), member("vera", "viewer")))
+	removed := time.Now()
+	poll(t, time.Minute, "otto's access to end", func() bool {
+		out, err := kubectlAs(t, kubeconfigs["otto"], "", "get", "deployments", "-n", "default")
+		return err != nil && strings.Contains(out, "Forbidden")
+	})
+	t.Logf("otto lost access %s after his removal from the Team", time.Since(removed).Round(100*time.Millisecond))
+	if out, err := kubectlAs(t, kubeconfigs["alice"], "", "get", "deployments", "-n", "default"); err != nil {
+		t.Errorf("alice after otto's removal: %v\n%s", err, out)
+	}
+	mustKubectl(t, "delete", "tc", name, "-n", team, "--wait=false")
+}
+
+// poll calls ok every 200ms until it says true, and fails the test after timeout.
+func poll(t *testing.T, timeout time.Duration, what string, ok func() bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		return ok(), nil
+	})
+	if err != nil {
+		t.Fatalf("%s: not within %s", what, timeout)
+	}
+}
