@@ -25,6 +25,30 @@ type Result struct {
 	Failed bool
 }
 
+// State is where a step stands, as a value: what status, progress and Events are built on,
+// rather than on its reason's text.
+type State string
+
+const (
+	// StateWaiting: not done yet; an event brings the reconcile back.
+	StateWaiting State = "Waiting"
+	// StateDone: what the step makes is there and ready.
+	StateDone State = "Done"
+	// StateFailed: a person has to act.
+	StateFailed State = "Failed"
+)
+
+// State is the Result's state.
+func (r Result) State() State {
+	switch {
+	case r.Done:
+		return StateDone
+	case r.Failed:
+		return StateFailed
+	}
+	return StateWaiting
+}
+
 // Ready is a Done Result.
 func Ready(reason, format string, args ...any) Result {
 	return Result{Done: true, Reason: reason, Message: fmt.Sprintf(format, args...)}
@@ -145,4 +169,39 @@ func SetConditions(into *[]metav1.Condition, conds ...metav1.Condition) {
 	for _, c := range conds {
 		meta.SetStatusCondition(into, c)
 	}
+}
+
+// Transition is a step whose condition moved in a forward run: to another state, or within a
+// state to another reason.
+type Transition struct {
+	Step, Condition string
+	// From is the state the stored condition said (StateWaiting for a False one, which
+	// includes failed; "" when there was none).
+	From   State
+	Result Result
+}
+
+// Transitions are the steps with a condition whose Result differs from what previous (the
+// stored conditions) says, in plan order. Steps that did not run are left out.
+func (p Plan[S]) Transitions(previous []metav1.Condition, out Outcome) []Transition {
+	var ts []Transition
+	for _, step := range p {
+		r, ran := out.Results[step.Name]
+		if step.Condition == "" || !ran {
+			continue
+		}
+		var from State
+		old := meta.FindStatusCondition(previous, step.Condition)
+		if old != nil {
+			from = StateWaiting
+			if old.Status == metav1.ConditionTrue {
+				from = StateDone
+			}
+			if from == r.State() && old.Reason == r.Reason {
+				continue
+			}
+		}
+		ts = append(ts, Transition{Step: step.Name, Condition: step.Condition, From: from, Result: r})
+	}
+	return ts
 }

@@ -95,3 +95,36 @@ func TestCleanupRunsBackwardsAndWaits(t *testing.T) {
 		t.Fatalf("left %q err %v", left, err)
 	}
 }
+
+// Transitions are the conditions that changed state or reason, judged by the Results' values.
+func TestTransitions(t *testing.T) {
+	plan := Plan[struct{}]{
+		{Name: "a", Condition: "AReady"}, {Name: "b", Condition: "BReady"}, {Name: "c", Condition: "CReady"},
+		{Name: "d"}, {Name: "e", Condition: "EReady"},
+	}
+	previous := []metav1.Condition{
+		{Type: "AReady", Status: metav1.ConditionFalse, Reason: "Waiting"},
+		{Type: "BReady", Status: metav1.ConditionTrue, Reason: "Ready"},
+		{Type: "CReady", Status: metav1.ConditionFalse, Reason: "NotYet"},
+	}
+	out := Outcome{Results: map[string]Result{
+		"a": Ready("Ready", "a is ready"), // Waiting -> Done
+		"b": Ready("Ready", "b still"),    // unchanged
+		"c": Failure("Broken", "c broke"), // Waiting -> Failed
+		"d": Waiting("X", "no condition"), // no condition: none
+		"e": Waiting("Starting", "e new"), // no previous condition
+	}}
+	got := plan.Transitions(previous, out)
+	want := []struct {
+		step     string
+		from, to State
+	}{{"a", StateWaiting, StateDone}, {"c", StateWaiting, StateFailed}, {"e", "", StateWaiting}}
+	if len(got) != len(want) {
+		t.Fatalf("transitions %+v, want %+v", got, want)
+	}
+	for i, w := range want {
+		if got[i].Step != w.step || got[i].From != w.from || got[i].Result.State() != w.to {
+			t.Errorf("transition %d: %s %s -> %s, want %s %s -> %s", i, got[i].Step, got[i].From, got[i].Result.State(), w.step, w.from, w.to)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/addons"
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
@@ -57,6 +58,8 @@ type Controller struct {
 	synced      []cache.InformerSynced
 	queue       *worker.Queue
 	workers     int
+	// events records the addon's phase and reason changes (a no-op recorder until set).
+	events events.EventRecorder
 
 	mu       sync.Mutex
 	failures map[string]int
@@ -74,8 +77,13 @@ func New(d *worker.Deps) (*Controller, error) {
 		return nil, err
 	}
 	b := d.ButlerInformers.Butler().V1alpha1()
-	return NewController(d.Butler, d.Kube, addons.NewEngine(charts), b.TenantAddons(), b.TenantClusters(),
+	c, err := NewController(d.Butler, d.Kube, addons.NewEngine(charts), b.TenantAddons(), b.TenantClusters(),
 		b.AddonDefinitions(), b.ButlerConfigs(), b.IPAllocations())
+	if err != nil {
+		return nil, err
+	}
+	c.events = d.Recorder("butler-tenantaddon")
+	return c, nil
 }
 
 // NewController wires the controller to its informers and engine.
@@ -92,6 +100,7 @@ func NewController(butlerClient clientset.Interface, kube kubernetes.Interface, 
 			definitions.Informer().HasSynced, configs.Informer().HasSynced, allocations.Informer().HasSynced},
 		workers:  Workers,
 		failures: map[string]int{},
+		events:   &events.FakeRecorder{},
 	}
 	c.queue = worker.NewQueue("tenantaddon", c.Reconcile)
 	if err := tenantAddons.Informer().AddIndexers(cache.Indexers{

@@ -3,6 +3,8 @@ package tenantaddon
 import (
 	"context"
 
+	corev1 "k8s.io/api/core/v1"
+
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,6 +55,7 @@ func (c *Controller) writeStatus(ctx context.Context, addon *v1alpha1.TenantAddo
 	if apiequality.Semantic.DeepEqual(status, &addon.Status) {
 		return nil
 	}
+	c.recordStatus(addon, status, reason)
 	addon.Status = *status
 	updated, err := c.butler.ButlerV1alpha1().TenantAddons(addon.Namespace).UpdateStatus(ctx, addon, metav1.UpdateOptions{})
 	if err != nil {
@@ -65,4 +68,25 @@ func (c *Controller) writeStatus(ctx context.Context, addon *v1alpha1.TenantAddo
 func releaseStatus(r *addons.ReleaseInfo) *v1alpha1.HelmReleaseStatus {
 	return &v1alpha1.HelmReleaseStatus{Name: r.Name, Namespace: r.Namespace, Version: r.ChartVersion,
 		Revision: int32(r.Revision), Status: r.Status}
+}
+
+// recordStatus makes an Event when the addon's phase or its Ready condition's reason moves (a
+// Warning when it moves to Failed or Degraded); the recorder folds repeats into a series.
+func (c *Controller) recordStatus(addon *v1alpha1.TenantAddon, status *v1alpha1.TenantAddonStatus, reason string) {
+	old := meta.FindStatusCondition(addon.Status.Conditions, ConditionReady)
+	if addon.Status.Phase == status.Phase && old != nil && old.Reason == reason {
+		return
+	}
+	eventType := corev1.EventTypeNormal
+	if status.Phase == v1alpha1.TenantAddonFailed || status.Phase == v1alpha1.TenantAddonDegraded {
+		eventType = corev1.EventTypeWarning
+	}
+	from := string(addon.Status.Phase)
+	if from == "" {
+		from = string(v1alpha1.TenantAddonPending)
+	}
+	if reason == "" {
+		reason = string(status.Phase)
+	}
+	c.events.Eventf(addon, nil, eventType, reason, "Reconcile", "phase %s -> %s: %s", from, status.Phase, status.Message)
 }

@@ -18,6 +18,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
@@ -47,6 +48,7 @@ type Controller struct {
 	access accessApplied
 	// newTenantClient makes a tenant's client from its admin kubeconfig (tests replace it).
 	newTenantClient func(kubeconfig []byte) (kubernetes.Interface, error)
+	events          events.EventRecorder
 
 	plan   steps.Plan[*state]
 	queue  *worker.Queue
@@ -69,6 +71,7 @@ func New(d *worker.Deps) (*Controller, error) {
 		namespaces:      nsInformer.Lister(),
 		access:          accessApplied{digest: map[string]string{}, clients: map[string]tenantClient{}},
 		newTenantClient: newAdminClient,
+		events:          d.Recorder("butler-tenantcluster"),
 		now:             time.Now,
 	}
 	c.plan = c.steps()
@@ -238,6 +241,7 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 	if err := c.writeStatus(ctx, tc, status); err != nil {
 		return err
 	}
+	c.recordReconcile(tc, outcome, ensureErr, status)
 	return ensureErr
 }
 
@@ -260,6 +264,7 @@ func (c *Controller) delete(ctx context.Context, tc *v1alpha1.TenantCluster) err
 		if werr := c.writeStatus(ctx, tc, status); werr != nil && err == nil {
 			err = werr
 		}
+		c.recordDelete(tc, desc, err)
 		return err
 	}
 	klog.FromContext(ctx).Info("Everything the tenant cluster made is gone; removing the finalizer")

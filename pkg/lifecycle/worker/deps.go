@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/tools/events"
 
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
 	butlerinformers "github.com/butlerdotdev/butler-apiserver/pkg/generated/informers/externalversions"
@@ -35,6 +36,8 @@ type Deps struct {
 	MetadataInformers metadatainformer.SharedInformerFactory
 
 	filtered map[string]informers.SharedInformerFactory
+	// broadcaster sends the Events of every Recorder; started with the informers.
+	broadcaster events.EventBroadcaster
 }
 
 // KubeInformersFor returns the management cluster's informer factory over the objects that
@@ -90,6 +93,9 @@ func (d *Deps) Start(stop <-chan struct{}) {
 	for _, f := range d.filtered {
 		f.Start(stop)
 	}
+	if d.broadcaster != nil {
+		d.broadcaster.StartRecordingToSink(stop)
+	}
 }
 
 // Shutdown waits for the informers' goroutines to end.
@@ -106,5 +112,8 @@ func (d *Deps) Shutdown() {
 	}
 	for _, f := range d.filtered {
 		f.Shutdown()
+	}
+	if d.broadcaster != nil {
+		d.broadcaster.Shutdown()
 	}
 }
