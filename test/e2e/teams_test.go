@@ -223,7 +223,7 @@ func (c *cell) String() string {
 
 // expected is the rule the ClusterRoles implement: members work on TenantClusters and
 // TenantAddons in their own team's namespace only — viewers read, operators also create, edit,
-// delete and scale, admins also get kubeconfigs — every member reads the namespace's
+// delete, scale and get kubeconfigs, admins also delete collections — every member reads the namespace's
 // IPAllocations (which only the allocator writes), and nobody touches platform objects.
 func expected(u *matrixUser, gvr schema.GroupVersionResource, ns, verb string) bool {
 	if gvr == gvrIPA {
@@ -236,7 +236,8 @@ func expected(u *matrixUser, gvr schema.GroupVersionResource, ns, verb string) b
 	case "get", "list", "watch":
 		return true
 	case "kubeconfig":
-		return u.role == "admin"
+		// Operators mint too: the Team's bindings in the tenant give each their role there.
+		return u.role == "admin" || u.role == "operator"
 	default:
 		return u.role == "admin" || u.role == "operator"
 	}
