@@ -1,6 +1,8 @@
 package worker
 
 import (
+	"strings"
+
 	"k8s.io/client-go/tools/events"
 
 	butlerscheme "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned/scheme"
@@ -17,4 +19,15 @@ func (d *Deps) Recorder(component string) events.EventRecorder {
 		d.broadcaster = events.NewBroadcaster(&events.EventSinkImpl{Interface: d.Kube.EventsV1()})
 	}
 	return d.broadcaster.NewRecorder(butlerscheme.Scheme, component)
+}
+
+// maxNote is the longest note events.k8s.io/v1 accepts (bytes).
+const maxNote = 1024
+
+// EventNote is note cut to what an Event may hold.
+func EventNote(note string) string {
+	if len(note) <= maxNote {
+		return note
+	}
+	return strings.ToValidUTF8(note[:maxNote-3], "") + "..."
 }
