@@ -7,6 +7,7 @@ import (
 	"sort"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -78,7 +79,9 @@ func (c *Controller) ensureAccess(ctx context.Context, s *state) (steps.Result, 
 		}
 	}
 	for _, b := range rbs {
-		if _, err := tenant.RbacV1().RoleBindings(b.Namespace).Apply(ctx, roleBindingAC(b), opts); err != nil && !apierrors.IsNotFound(err) {
+		// A namespace that went, or is going, since the list needs no binding.
+		if _, err := tenant.RbacV1().RoleBindings(b.Namespace).Apply(ctx, roleBindingAC(b), opts); err != nil &&
+			!apierrors.IsNotFound(err) && !apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			return steps.Result{}, fmt.Errorf("RoleBinding %s/%s in the tenant: %w", b.Namespace, b.Name, err)
 		}
 	}
