@@ -7,7 +7,7 @@ PORT     ?= 8443
 
 LOCAL_DIR ?= _output/local
 
-.PHONY: images verify-images verify-chart render-deploy fuzz test-faults test-starts bench-bin bench-lifecycle bench-local bench-ipam all build build-butler build-kube build-capi run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e bench clean
+.PHONY: cluster test-cluster images verify-images verify-chart render-deploy fuzz test-faults test-starts bench-bin bench-lifecycle bench-local bench-ipam all build build-butler build-kube build-capi run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e bench clean
 
 all: build
 
@@ -28,6 +28,17 @@ build-capi:
 ## change), built from nothing, tagged from git describe, as an OCI layout and a tar in _output/images
 images:
 	hack/build-images.sh
+
+## cluster: a one-node Kubernetes cluster on this machine (root; Debian's containerd, runc and CNI
+## plugins; kubelet and kube-proxy built like kube-apiserver), images from make images imported;
+## Ctrl-C stops it and cleans up (hack/cluster-up.sh)
+cluster:
+	hack/cluster-up.sh
+
+## test-cluster: the chart installed into that cluster: APIService Available, kubectl get tc -A, the
+## workers' Lease in a Pod, helm uninstall leaves nothing (hack/test-cluster.sh). Not in make test.
+test-cluster:
+	hack/test-cluster.sh
 
 ## verify-images: two image builds of this commit give the same digests (CI runs it)
 verify-images:

@@ -16,11 +16,16 @@ ldflags="-s -w -X k8s.io/component-base/version.gitVersion=${KUBE_VERSION}"
 ldflags+=" -X k8s.io/component-base/version.gitMajor=${major} -X k8s.io/component-base/version.gitMinor=${minor}"
 ldflags+=" -X k8s.io/component-base/version.gitTreeState=clean"
 
+# Arguments name other commands of k8s.io/kubernetes/cmd to build instead (hack/cluster-up.sh:
+# kubelet kube-proxy).
+packages=(k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
+  k8s.io/kubernetes/cmd/kube-scheduler ./cmd/etcd)
+if (($#)); then
+  packages=()
+  for command in "$@"; do packages+=("k8s.io/kubernetes/cmd/${command}"); done
+fi
+
 mkdir -p "${BIN}"
 cd "${ROOT}/hack/kube"
-# One go build for all four: they share most packages, and one process schedules them best.
-GOBIN="${BIN}" go install -trimpath -ldflags "${ldflags}" \
-  k8s.io/kubernetes/cmd/kube-apiserver \
-  k8s.io/kubernetes/cmd/kube-controller-manager \
-  k8s.io/kubernetes/cmd/kube-scheduler \
-  ./cmd/etcd
+# One go build for all: they share most packages, and one process schedules them best.
+GOBIN="${BIN}" go install -trimpath -ldflags "${ldflags}" "${packages[@]}"
