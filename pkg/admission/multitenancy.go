@@ -12,9 +12,11 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
 )
 
-// MultiTenancy enforces ButlerConfig's multiTenancy.mode on TenantClusters. In Enforced mode a
-// TenantCluster must be created in a Team's namespace (a namespace named as a Team) and its
-// spec.teamRef, if set, must name that Team. Optional and Disabled modes check nothing here.
+// MultiTenancy enforces ButlerConfig's multiTenancy.mode on TenantClusters. In every mode
+// spec.teamRef, if set, must name the Team whose namespace the cluster is in (a Team's
+// namespace has the Team's name): the teamRef selects the Team's ProviderConfig and limits, so
+// naming another Team would use what is that Team's. In Enforced mode a TenantCluster must also
+// be created in a Team's namespace.
 type MultiTenancy struct{ base }
 
 var _ admission.ValidationInterface = &MultiTenancy{}
@@ -37,6 +39,13 @@ func (p *MultiTenancy) Validate(ctx context.Context, a admission.Attributes, _ a
 		teamRefName(old) == teamRefName(tc) {
 		return nil // only a changed teamRef is checked again
 	}
+	ns := a.GetNamespace()
+	if ref := teamRefName(tc); ref != "" && ref != ns {
+		return apierrors.NewInvalid(schema.GroupKind{Group: butler.GroupName, Kind: "TenantCluster"}, a.GetName(), field.ErrorList{
+			field.Invalid(field.NewPath("spec", "teamRef", "name"), ref,
+				fmt.Sprintf("must be %q: a TenantCluster belongs to the Team whose namespace it is in (a Team's namespace has the Team's name)", ns)),
+		})
+	}
 	config, err := p.store().Config(ctx)
 	if err != nil {
 		return apierrors.NewInternalError(err)
@@ -44,7 +53,6 @@ func (p *MultiTenancy) Validate(ctx context.Context, a admission.Attributes, _ a
 	if config == nil || config.Spec.MultiTenancy.Mode != butler.MultiTenancyEnforced {
 		return nil
 	}
-	ns := a.GetNamespace()
 	team, err := p.teamOf(ctx, ns)
 	if err != nil {
 		return err
@@ -52,12 +60,6 @@ func (p *MultiTenancy) Validate(ctx context.Context, a admission.Attributes, _ a
 	if team == nil {
 		return admission.NewForbidden(a, fmt.Errorf(
 			"multiTenancy mode is Enforced: namespace %q is not a Team's namespace (a TenantCluster must live in the namespace of its Team)", ns))
-	}
-	if ref := teamRefName(tc); ref != "" && ref != team.Name {
-		return apierrors.NewInvalid(schema.GroupKind{Group: butler.GroupName, Kind: "TenantCluster"}, a.GetName(), field.ErrorList{
-			field.Invalid(field.NewPath("spec", "teamRef", "name"), ref,
-				fmt.Sprintf("multiTenancy mode is Enforced: must be %q, the Team whose namespace this is", team.Name)),
-		})
 	}
 	return nil
 }

@@ -1,7 +1,10 @@
 // Package admission holds butler-apiserver's own admission plugins:
 //
-//   - butler.butlerlabs.dev/MultiTenancy: ButlerConfig's multiTenancy.mode. In Enforced mode a
-//     TenantCluster must live in a Team's namespace and its teamRef, if set, must name that Team.
+//   - butler.butlerlabs.dev/MultiTenancy: a TenantCluster's teamRef, if set, names the Team of its
+//     namespace; with ButlerConfig's multiTenancy.mode Enforced it must live in a Team's namespace.
+//   - butler.butlerlabs.dev/ProviderConfigUse: a TenantCluster uses a ProviderConfig of its own
+//     namespace or one shared with it (spec.scope), within the ProviderConfig's limits (through
+//     the quota Ledger, held on the ProviderConfig).
 //   - butler.butlerlabs.dev/TeamLimits: a Team's resourceLimits (ButlerConfig's
 //     defaultTeamLimits where the Team sets none) on TenantCluster create and update,
 //     tenantclusters/scale and TenantAddon create and update; aggregate limits go through the
@@ -24,6 +27,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apiserver/pkg/admission"
+	autoscaling "k8s.io/client-go/scale/scheme"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
 	"github.com/butlerdotdev/butler-apiserver/pkg/quota"
@@ -31,18 +35,20 @@ import (
 
 // Plugin names.
 const (
-	MultiTenancyName    = "butler.butlerlabs.dev/MultiTenancy"
-	TeamLimitsName      = "butler.butlerlabs.dev/TeamLimits"
-	TeamInUseName       = "butler.butlerlabs.dev/TeamInUse"
-	ProviderSupportName = "butler.butlerlabs.dev/ProviderSupport"
+	MultiTenancyName      = "butler.butlerlabs.dev/MultiTenancy"
+	ProviderConfigUseName = "butler.butlerlabs.dev/ProviderConfigUse"
+	TeamLimitsName        = "butler.butlerlabs.dev/TeamLimits"
+	TeamInUseName         = "butler.butlerlabs.dev/TeamInUse"
+	ProviderSupportName   = "butler.butlerlabs.dev/ProviderSupport"
 )
 
 // Names are the plugins in the order they run.
-var Names = []string{MultiTenancyName, ProviderSupportName, TeamLimitsName, TeamInUseName}
+var Names = []string{MultiTenancyName, ProviderConfigUseName, ProviderSupportName, TeamLimitsName, TeamInUseName}
 
 // Register registers the plugins.
 func Register(plugins *admission.Plugins) {
 	plugins.Register(MultiTenancyName, func(io.Reader) (admission.Interface, error) { return NewMultiTenancy(), nil })
+	plugins.Register(ProviderConfigUseName, func(io.Reader) (admission.Interface, error) { return NewProviderConfigUse(), nil })
 	plugins.Register(TeamLimitsName, func(io.Reader) (admission.Interface, error) { return NewTeamLimits(), nil })
 	plugins.Register(TeamInUseName, func(io.Reader) (admission.Interface, error) { return NewTeamInUse(), nil })
 	plugins.Register(ProviderSupportName, func(io.Reader) (admission.Interface, error) { return NewProviderSupport(), nil })
@@ -94,6 +100,35 @@ func (b *base) teamOf(ctx context.Context, ns string) (*butler.Team, error) {
 		return nil, apierrors.NewInternalError(err)
 	}
 	return team, nil
+}
+
+// clusterChange is the TenantCluster a create, update or tenantclusters/scale request would
+// store and the one stored before (nil for a create); nil, nil for other objects. A Scale is
+// applied to the stored cluster, as of the Scale's resourceVersion.
+func (b *base) clusterChange(ctx context.Context, a admission.Attributes) (tc, old *butler.TenantCluster, err error) {
+	switch obj := a.GetObject().(type) {
+	case *butler.TenantCluster:
+		if a.GetOperation() == admission.Update {
+			old, _ = a.GetOldObject().(*butler.TenantCluster)
+		}
+		return obj, old, nil
+	case *autoscaling.Scale:
+		oldScale, ok := a.GetOldObject().(*autoscaling.Scale)
+		if !ok {
+			return nil, nil, nil
+		}
+		stored, err := b.store().Cluster(ctx, a.GetNamespace(), a.GetName())
+		if err != nil {
+			return nil, nil, err
+		}
+		old = stored.DeepCopy()
+		old.Spec.Workers.Replicas = oldScale.Spec.Replicas
+		old.ResourceVersion = oldScale.ResourceVersion
+		tc = old.DeepCopy()
+		tc.Spec.Workers.Replicas = obj.Spec.Replicas
+		return tc, old, nil
+	}
+	return nil, nil, nil
 }
 
 var (

@@ -58,6 +58,18 @@ func (s *fakeStore) ProviderConfig(_ context.Context, ns, name string) (*butler.
 	}
 	return nil, nil
 }
+func (s *fakeStore) UpdateProvider(_ context.Context, ns, name string, update func(*butler.ProviderConfig) error) error {
+	pc := s.providers[ns+"/"+name].DeepCopy()
+	if err := update(pc); err != nil {
+		return err
+	}
+	s.providers[ns+"/"+name], s.writes = pc, s.writes+1
+	return nil
+}
+
+func providerConfig(ns, name string, provider butler.ProviderType) *butler.ProviderConfig {
+	return &butler.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: butler.ProviderConfigSpec{Provider: provider}}
+}
 func (s *fakeStore) UpdateTeam(_ context.Context, name string, update func(*butler.Team) error) error {
 	t := s.teams[name].DeepCopy()
 	if err := update(t); err != nil {
@@ -94,7 +106,7 @@ func newStore() *fakeStore {
 		},
 		config:    &butler.ButlerConfig{Spec: butler.ButlerConfigSpec{DefaultTeamLimits: &butler.ResourceLimits{MaxTotalWorkers: ptr.To[int32](6)}}},
 		clusters:  []butler.TenantCluster{*tc("team-a", "one", 3)},
-		providers: map[string]*butler.ProviderConfig{"team-a/hv": {Spec: butler.ProviderConfigSpec{Provider: butler.ProviderHarvester}}},
+		providers: map[string]*butler.ProviderConfig{"team-a/hv": providerConfig("team-a", "hv", butler.ProviderHarvester)},
 	}
 }
 
@@ -192,6 +204,13 @@ func TestMultiTenancy(t *testing.T) {
 	wrong := tc("team-a", "x", 1)
 	wrong.Spec.TeamRef = &butler.LocalObjectReference{Name: "team-b"}
 	expect(t, create(wrong), apierrors.IsInvalid, "spec.teamRef.name")
+	// In every mode: a teamRef selects that Team's ProviderConfig and limits.
+	s.config.Spec.MultiTenancy.Mode = butler.MultiTenancyDisabled
+	expect(t, create(wrong), apierrors.IsInvalid, `spec.teamRef.name: Invalid value: "team-b": must be "team-a"`)
+	elsewhere := tc("elsewhere", "x", 1)
+	elsewhere.Spec.TeamRef = &butler.LocalObjectReference{Name: "team-a"}
+	expect(t, create(elsewhere), apierrors.IsInvalid, "spec.teamRef.name")
+	s.config.Spec.MultiTenancy.Mode = butler.MultiTenancyEnforced
 	right := tc("team-a", "x", 1)
 	right.Spec.TeamRef = &butler.LocalObjectReference{Name: "team-a"}
 	if err := create(right); err != nil {
@@ -248,4 +267,67 @@ func TestProviderSupport(t *testing.T) {
 	s.teams["team-a"].Spec.ProviderConfigRef = &butler.NamespacedObjectReference{Name: "nx"}
 	onDefault.Spec.TeamRef = &butler.LocalObjectReference{Name: "team-a"}
 	expect(t, create(onDefault), apierrors.IsInvalid, "bottlerocket machines cannot boot on provider nutanix")
+}
+
+func TestProviderConfigUse(t *testing.T) {
+	s := newStore()
+	shared := providerConfig("platform", "shared", butler.ProviderHarvester)
+	shared.Spec.Scope.Type = butler.ScopePlatform
+	forA := providerConfig("platform", "for-a", butler.ProviderHarvester)
+	forA.Spec.Scope = butler.ProviderScope{Type: butler.ScopeTeam, TeamRef: &butler.LocalObjectReference{Name: "team-a"}}
+	theirs := providerConfig("team-b", "hv", butler.ProviderHarvester)
+	theirs.Spec.Scope = butler.ProviderScope{Type: butler.ScopeTeam, TeamRef: &butler.LocalObjectReference{Name: "team-b"}}
+	for _, pc := range []*butler.ProviderConfig{shared, forA, theirs} {
+		s.providers[pc.Namespace+"/"+pc.Name] = pc
+	}
+	s.teams["team-a"].Spec.ResourceLimits, s.config.Spec.DefaultTeamLimits = nil, nil
+	using := func(name, ns, pcNS, pcName string) *butler.TenantCluster {
+		c := tc(ns, name, 1)
+		c.Spec.ProviderConfigRef = &butler.NamespacedObjectReference{Namespace: pcNS, Name: pcName}
+		return c
+	}
+	create := func(obj *butler.TenantCluster) error {
+		return validate(t, s, attrs(obj, nil, obj.Namespace, obj.Name, tcResource, "", admission.Create, false))
+	}
+	const rule = "a TenantCluster may use a ProviderConfig in its own namespace, or one whose spec.scope is platform or names the cluster's Team"
+	expect(t, create(using("x", "team-a", "team-b", "hv")), apierrors.IsForbidden,
+		`ProviderConfig team-b/hv does not exist or is not shared with namespace "team-a": `+rule)
+	expect(t, create(using("x", "team-a", "team-b", "missing")), apierrors.IsForbidden,
+		`ProviderConfig team-b/missing does not exist or is not shared with namespace "team-a"`)
+	for _, ok := range []*butler.TenantCluster{using("own", "team-a", "", "hv"), using("shared", "team-a", "platform", "shared"),
+		using("for-a", "team-a", "platform", "for-a"), using("shared", "elsewhere", "platform", "shared")} {
+		if err := create(ok); err != nil {
+			t.Errorf("%s/%s using %s: %v", ok.Namespace, ok.Name, ok.Spec.ProviderConfigRef.Name, err)
+		}
+	}
+	expect(t, create(using("x", "team-c", "platform", "for-a")), apierrors.IsForbidden, "is not shared with namespace \"team-c\"")
+
+	// An update that keeps the reference is not checked again; one that changes it is.
+	old := using("one", "team-a", "", "hv")
+	changed := using("one", "team-a", "team-b", "hv")
+	expect(t, validate(t, s, attrs(changed, old, "team-a", "one", tcResource, "", admission.Update, false)), apierrors.IsForbidden, "not shared")
+
+	// Limits: maxClustersPerTeam counts the namespace's clusters that use it, reserved on it.
+	shared.Spec.Limits = &butler.ProviderLimits{MaxClustersPerTeam: ptr.To[int32](1), MaxNodesPerTeam: ptr.To[int32](2)}
+	if err := create(using("first", "team-a", "platform", "shared")); err != nil {
+		t.Fatalf("first cluster within the limits: %v", err)
+	}
+	if n := len(quota.Reservations(s.providers["platform/shared"])); n != 1 {
+		t.Fatalf("reservations on the ProviderConfig: %d, want 1", n)
+	}
+	expect(t, create(using("second", "team-a", "platform", "shared")), apierrors.IsForbidden,
+		`exceeds the limits of ProviderConfig platform/shared for namespace "team-a": maxClustersPerTeam is 1, in use 1, requested 1 (would be 2)`)
+	if err := create(using("second", "elsewhere", "platform", "shared")); err != nil {
+		t.Errorf("another namespace has its own count: %v", err)
+	}
+	big := using("big", "team-c", "platform", "shared")
+	big.Spec.Workers.Replicas = 3
+	expect(t, create(big), apierrors.IsForbidden, "maxNodesPerTeam is 2, in use 0, requested 3 (would be 3)")
+	// The Team's own ProviderConfig (through teamRef) and the platform default are not checked for sharing.
+	s.teams["team-a"].Spec.ProviderConfigRef = &butler.NamespacedObjectReference{Namespace: "team-b", Name: "hv"}
+	viaTeam := tc("team-a", "via-team", 1)
+	viaTeam.Spec.ProviderConfigRef, viaTeam.Spec.TeamRef = nil, &butler.LocalObjectReference{Name: "team-a"}
+	if err := create(viaTeam); err != nil {
+		t.Errorf("the Team's ProviderConfig: %v", err)
+	}
 }

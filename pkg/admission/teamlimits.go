@@ -6,7 +6,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apiserver/pkg/admission"
-	autoscaling "k8s.io/client-go/scale/scheme"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
 	"github.com/butlerdotdev/butler-apiserver/pkg/quota"
@@ -52,36 +51,18 @@ func (p *TeamLimits) Validate(ctx context.Context, a admission.Attributes, _ adm
 	}
 	limits := quota.EffectiveLimits(team, config)
 
-	switch obj := a.GetObject().(type) {
-	case *butler.TenantAddon:
+	if ta, ok := a.GetObject().(*butler.TenantAddon); ok {
 		old, _ := a.GetOldObject().(*butler.TenantAddon)
-		if err := quota.CheckAddon(team.Name, limits, obj, old); err != nil {
+		if err := quota.CheckAddon(team.Name, limits, ta, old); err != nil {
 			return admission.NewForbidden(a, err)
 		}
 		return nil
-	case *butler.TenantCluster:
-		old, _ := a.GetOldObject().(*butler.TenantCluster)
-		if a.GetOperation() == admission.Create {
-			old = nil
-		}
-		return p.admitCluster(ctx, a, team.Name, limits, config, obj, old)
-	case *autoscaling.Scale:
-		oldScale, ok := a.GetOldObject().(*autoscaling.Scale)
-		if !ok {
-			return nil
-		}
-		stored, err := p.store().Cluster(ctx, a.GetNamespace(), a.GetName())
-		if err != nil {
-			return err
-		}
-		old := stored.DeepCopy()
-		old.Spec.Workers.Replicas = oldScale.Spec.Replicas
-		old.ResourceVersion = oldScale.ResourceVersion
-		tc := old.DeepCopy()
-		tc.Spec.Workers.Replicas = obj.Spec.Replicas
-		return p.admitCluster(ctx, a, team.Name, limits, config, tc, old)
 	}
-	return nil
+	tc, old, err := p.clusterChange(ctx, a)
+	if tc == nil || err != nil {
+		return err
+	}
+	return p.admitCluster(ctx, a, team.Name, limits, config, tc, old)
 }
 
 // resolveOnDelete frees at once the share a deleted cluster's create reserved.

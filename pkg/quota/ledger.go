@@ -9,12 +9,14 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
 )
 
-// ReservationsAnnotation holds a Team's in-flight quota reservations (JSON). Only the Ledger
-// writes it: the Team registry keeps the stored value whatever a client sends.
+// ReservationsAnnotation holds the in-flight quota reservations (JSON) of a Team, or of a
+// ProviderConfig with limits. Only the Ledger writes it: the Team and ProviderConfig registries
+// keep the stored value whatever a client sends.
 const ReservationsAnnotation = "butler.butlerlabs.dev/quota-reservations"
 
 // ReservationTTL bounds how long a reservation whose request never reached storage (a crash, a
@@ -42,6 +44,8 @@ type Store interface {
 	// change in between (compare-and-swap), retrying update on conflict. An error from update
 	// aborts with that error.
 	UpdateTeam(ctx context.Context, name string, update func(*butler.Team) error) error
+	// UpdateProvider is UpdateTeam for a ProviderConfig.
+	UpdateProvider(ctx context.Context, namespace, name string, update func(*butler.ProviderConfig) error) error
 }
 
 // Reservation is one admitted change of a cluster's usage that may not be stored yet.
@@ -174,29 +178,33 @@ func (l *Ledger) ResolveCreate(ctx context.Context, team, uid string) error {
 	})
 }
 
-// Reservations reads a Team's reservations; a malformed value reads as none.
-func Reservations(team *butler.Team) []Reservation {
+// Reservations reads the reservations a Team or ProviderConfig holds; a malformed value reads
+// as none.
+func Reservations(holder metav1.Object) []Reservation {
 	var out []Reservation
-	if v := team.Annotations[ReservationsAnnotation]; v != "" {
+	if v := holder.GetAnnotations()[ReservationsAnnotation]; v != "" {
 		_ = json.Unmarshal([]byte(v), &out)
 	}
 	return out
 }
 
-// SetReservations writes a Team's reservations, dropping the annotation when there are none.
-func SetReservations(team *butler.Team, rs []Reservation) error {
+// SetReservations writes the reservations of a Team or ProviderConfig, dropping the annotation
+// when there are none.
+func SetReservations(holder metav1.Object, rs []Reservation) error {
+	annotations := holder.GetAnnotations()
 	if len(rs) == 0 {
-		delete(team.Annotations, ReservationsAnnotation)
+		delete(annotations, ReservationsAnnotation)
 		return nil
 	}
 	data, err := json.Marshal(rs)
 	if err != nil {
 		return err
 	}
-	if team.Annotations == nil {
-		team.Annotations = map[string]string{}
+	if annotations == nil {
+		annotations = map[string]string{}
 	}
-	team.Annotations[ReservationsAnnotation] = string(data)
+	annotations[ReservationsAnnotation] = string(data)
+	holder.SetAnnotations(annotations)
 	return nil
 }
 

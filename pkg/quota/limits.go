@@ -191,22 +191,10 @@ var dimensions = []dimension{
 // total would pass the limit, so lowering a limit never blocks shrinking or unrelated edits.
 // The error names the team, the limit, the usage and the request.
 func CheckAggregate(team string, limits *butler.ResourceLimits, others, old, new Usage) error {
-	var msgs []string
-	for _, d := range dimensions {
-		limit, ok := d.limit(limits)
-		if !ok || d.value(new) <= d.value(old) {
-			continue
-		}
-		used, want := d.value(others.Add(old)), d.value(others.Add(new))
-		if want > limit {
-			msgs = append(msgs, fmt.Sprintf("%s is %s, in use %s, requested %s (would be %s)",
-				d.name, d.format(limit), d.format(used), d.format(d.value(new)-d.value(old)), d.format(want)))
-		}
+	if msg := exceeded(dimensions, limits, others, old, new); msg != "" {
+		return fmt.Errorf("exceeds the limits of team %q: %s", team, msg)
 	}
-	if len(msgs) == 0 {
-		return nil
-	}
-	return fmt.Errorf("exceeds the limits of team %q: %s", team, strings.Join(msgs, "; "))
+	return nil
 }
 
 // Quota statuses of a Team.

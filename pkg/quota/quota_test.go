@@ -116,6 +116,7 @@ type memStore struct {
 	rv       int
 	clusters map[string]*butler.TenantCluster
 	casFails atomic.Int64
+	provider *butler.ProviderConfig // held under the same rv as the team
 }
 
 func newMemStore(limits *butler.ResourceLimits) *memStore {
@@ -139,30 +140,53 @@ func (s *memStore) Cluster(_ context.Context, ns, name string) (*butler.TenantCl
 	}
 	return nil, apierrors.NewNotFound(butler.Resource("tenantclusters"), name)
 }
-func (s *memStore) Clusters(context.Context, string, string) ([]butler.TenantCluster, error) {
+func (s *memStore) Clusters(_ context.Context, ns, _ string) ([]butler.TenantCluster, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []butler.TenantCluster
 	for _, tc := range s.clusters {
-		out = append(out, *tc.DeepCopy())
+		if tc.Namespace == ns {
+			out = append(out, *tc.DeepCopy())
+		}
 	}
 	return out, nil
 }
 func (s *memStore) ProviderConfig(context.Context, string, string) (*butler.ProviderConfig, error) {
-	return nil, nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.provider == nil {
+		return nil, nil
+	}
+	return s.provider.DeepCopy(), nil
 }
 func (s *memStore) UpdateTeam(_ context.Context, _ string, update func(*butler.Team) error) error {
+	return s.casAny(func() (any, func(any)) {
+		return s.team.DeepCopy(), func(v any) { s.team = v.(*butler.Team) }
+	}, func(v any) error { return update(v.(*butler.Team)) })
+}
+
+func (s *memStore) UpdateProvider(_ context.Context, _, _ string, update func(*butler.ProviderConfig) error) error {
+	return s.casAny(func() (any, func(any)) {
+		return s.provider.DeepCopy(), func(v any) { s.provider = v.(*butler.ProviderConfig) }
+	}, func(v any) error { return update(v.(*butler.ProviderConfig)) })
+}
+
+// casAny is a compare-and-swap over the store's rv, as etcd gives: read a copy, update it
+// unlocked, write it back only if nothing was written in between, else retry.
+func (s *memStore) casAny(read func() (any, func(any)), update func(any) error) error {
 	for {
 		s.mu.Lock()
-		team, rv := s.team.DeepCopy(), s.rv
+		obj, write := read()
+		rv := s.rv
 		s.mu.Unlock()
 		time.Sleep(time.Microsecond) // let others interleave between the read and the write
-		if err := update(team); err != nil {
+		if err := update(obj); err != nil {
 			return err
 		}
 		s.mu.Lock()
 		if s.rv == rv {
-			s.team, s.rv = team, s.rv+1
+			write(obj)
+			s.rv++
 			s.mu.Unlock()
 			return nil
 		}
@@ -223,7 +247,7 @@ func TestLedgerConcurrentCreatesNeverPassTheLimit(t *testing.T) {
 }
 
 func mustList(s *memStore) []butler.TenantCluster {
-	l, _ := s.Clusters(context.Background(), "", "")
+	l, _ := s.Clusters(context.Background(), "t", "")
 	return l
 }
 

@@ -197,20 +197,31 @@ func (s *RegistryStore) ProviderConfig(ctx context.Context, namespace, name stri
 }
 
 func (s *RegistryStore) UpdateTeam(ctx context.Context, name string, update func(*butler.Team) error) error {
-	key, err := s.teams.KeyFunc(genericapirequest.WithNamespace(ctx, ""), name)
+	return guaranteedUpdate(ctx, s.teams, "", name, &butler.Team{}, func(obj runtime.Object) error { return update(obj.(*butler.Team)) })
+}
+
+func (s *RegistryStore) UpdateProvider(ctx context.Context, namespace, name string, update func(*butler.ProviderConfig) error) error {
+	return guaranteedUpdate(ctx, s.providers, namespace, name, &butler.ProviderConfig{},
+		func(obj runtime.Object) error { return update(obj.(*butler.ProviderConfig)) })
+}
+
+// guaranteedUpdate is a compare-and-swap of one object straight on the store's storage.
+func guaranteedUpdate(ctx context.Context, store *genericregistry.Store, namespace, name string, into runtime.Object,
+	update func(runtime.Object) error) error {
+	key, err := store.KeyFunc(genericapirequest.WithNamespace(ctx, namespace), name)
 	if err != nil {
 		return err
 	}
-	err = s.teams.Storage.GuaranteedUpdate(ctx, key, &butler.Team{}, false, nil,
+	err = store.Storage.GuaranteedUpdate(ctx, key, into, false, nil,
 		storage.SimpleUpdate(func(obj runtime.Object) (runtime.Object, error) {
-			team := obj.(*butler.Team).DeepCopy()
-			if err := update(team); err != nil {
+			obj = obj.DeepCopyObject()
+			if err := update(obj); err != nil {
 				return nil, err
 			}
-			return team, nil
+			return obj, nil
 		}), false, nil)
 	if storage.IsNotFound(err) {
-		return apierrors.NewNotFound(butler.Resource("teams"), name)
+		return apierrors.NewNotFound(store.DefaultQualifiedResource, name)
 	}
 	return err
 }

@@ -344,9 +344,11 @@ var r2Kinds = []struct {
 		unstructured.RemoveNestedField(u.Object, "spec", "tenantClusterRef")
 	}},
 	{"addondefinitions", "05-addondefinition.yaml", false, nil},
-	// Not a Team's: the example's Team would cap it at 3.
+	// Not a Team's: the example's Team would cap it at 3. Its ProviderConfig is the one of its
+	// own namespace (a TenantCluster may not use another namespace's unless it is shared).
 	{"tenantclusters", "06-tenantcluster.yaml", true, func(u *unstructured.Unstructured) {
 		unstructured.RemoveNestedField(u.Object, "spec", "teamRef")
+		unstructured.RemoveNestedField(u.Object, "spec", "providerConfigRef", "namespace")
 	}},
 	{"tenantaddons", "07-tenantaddon.yaml", true, nil},
 }

@@ -28,7 +28,9 @@ func exampleCluster(t *testing.T, namespace, name string) *v1alpha1.TenantCluste
 	t.Helper()
 	tc := &v1alpha1.TenantCluster{}
 	readManifest(t, "artifacts/examples/06-tenantcluster.yaml", tc)
+	// The example's Team and ProviderConfig are those of its namespace, as they must be.
 	tc.Namespace, tc.Name = namespace, name
+	tc.Spec.TeamRef.Name, tc.Spec.ProviderConfigRef.Namespace = namespace, namespace
 	return tc
 }
 
@@ -255,7 +257,7 @@ func TestTableColumns(t *testing.T) {
 		t.Fatalf("%d rows, want 1", len(table.Rows))
 	}
 	cells := table.Rows[0].Cells
-	if cells[0] != "prod" || cells[3] != "v1.31.4" || cells[4] != "0/3" || cells[7] != "talos" || cells[8] != "team-a" {
+	if cells[0] != "prod" || cells[3] != "v1.31.4" || cells[4] != "0/3" || cells[7] != "talos" || cells[8] != "table" {
 		t.Errorf("row %v", cells)
 	}
 }

@@ -47,6 +47,8 @@ type crudCase[T object, L runtime.Object] struct {
 	items         func(L) []T
 	// setup creates what the object refers to in its namespace.
 	setup func(t *testing.T, namespace string)
+	// moved points the object's references to its own namespace at the test's namespace.
+	moved func(T)
 	// settled, if set, says a worker has written the new object's status; the steps wait for
 	// it, so that write is not taken for theirs.
 	settled func(T) bool
@@ -60,6 +62,9 @@ func (c crudCase[T, L]) run(t *testing.T) {
 	if c.namespaced {
 		ns = "crud-" + obj.GetName()
 		obj.SetNamespace(ns)
+		if c.moved != nil {
+			c.moved(obj)
+		}
 	}
 	client := c.client(ns)
 	if c.setup != nil {
@@ -227,7 +232,10 @@ func TestCRUDEveryKind(t *testing.T) {
 		client: func(ns string) typedClient[*v1alpha1.TenantCluster, *v1alpha1.TenantClusterList] {
 			return c.TenantClusters(ns)
 		},
-		newObj:     func() *v1alpha1.TenantCluster { return &v1alpha1.TenantCluster{} },
+		newObj: func() *v1alpha1.TenantCluster { return &v1alpha1.TenantCluster{} },
+		moved: func(o *v1alpha1.TenantCluster) {
+			o.Spec.TeamRef.Name, o.Spec.ProviderConfigRef.Namespace = o.Namespace, o.Namespace
+		},
 		changeSpec: func(o *v1alpha1.TenantCluster) { o.Spec.Workers.Replicas = 5 },
 		items:      func(l *v1alpha1.TenantClusterList) []*v1alpha1.TenantCluster { return ptrs(l.Items) },
 	}.run)

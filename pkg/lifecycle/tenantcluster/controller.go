@@ -179,7 +179,7 @@ func (c *Controller) clustersOfProvider(obj any) []string {
 	all, _ := c.clusters.List(k8slabels.Everything())
 	var keys []string
 	for _, tc := range all {
-		if ref := c.providerRef(tc); ref.Name == pc.Name && ref.Namespace == pc.Namespace {
+		if ref, _ := c.providerRef(tc); ref.Name == pc.Name && ref.Namespace == pc.Namespace {
 			keys = append(keys, tc.Namespace+"/"+tc.Name)
 		}
 	}
@@ -301,29 +301,30 @@ func (c *Controller) writeStatus(ctx context.Context, tc *v1alpha1.TenantCluster
 	return err
 }
 
-// providerRef is the ProviderConfig a cluster uses: its own, its Team's, or the ButlerConfig's
-// default; a reference without a namespace means the cluster's.
-func (c *Controller) providerRef(tc *v1alpha1.TenantCluster) v1alpha1.NamespacedObjectReference {
-	var ref *v1alpha1.NamespacedObjectReference
+// providerRef is the ProviderConfig a cluster uses: its own (own is true), its Team's, or the
+// ButlerConfig's default; a reference without a namespace means the cluster's. The Team is the
+// one of the cluster's namespace: a teamRef naming another Team selects nothing of it.
+func (c *Controller) providerRef(tc *v1alpha1.TenantCluster) (ref v1alpha1.NamespacedObjectReference, own bool) {
+	var r *v1alpha1.NamespacedObjectReference
 	switch {
 	case tc.Spec.ProviderConfigRef != nil:
-		ref = tc.Spec.ProviderConfigRef
-	case tc.Spec.TeamRef != nil:
+		r, own = tc.Spec.ProviderConfigRef, true
+	case tc.Spec.TeamRef != nil && tc.Spec.TeamRef.Name == tc.Namespace:
 		if team, err := c.teams.Get(tc.Spec.TeamRef.Name); err == nil && team.Spec.ProviderConfigRef != nil {
-			ref = team.Spec.ProviderConfigRef
+			r = team.Spec.ProviderConfigRef
 		}
 	}
-	if ref == nil {
+	if r == nil {
 		if cfg, err := c.configs.Get(quota.ButlerConfigName); err == nil {
-			ref = cfg.Spec.DefaultProviderConfigRef
+			r = cfg.Spec.DefaultProviderConfigRef
 		}
 	}
-	if ref == nil {
-		return v1alpha1.NamespacedObjectReference{}
+	if r == nil {
+		return v1alpha1.NamespacedObjectReference{}, false
 	}
-	out := *ref
-	if out.Namespace == "" {
-		out.Namespace = tc.Namespace
+	ref = *r
+	if ref.Namespace == "" {
+		ref.Namespace = tc.Namespace
 	}
-	return out
+	return ref, own
 }

@@ -20,18 +20,32 @@ func (c *Controller) ensureProvider(_ context.Context, s *state) (steps.Result, 
 	} else if !apierrors.IsNotFound(err) {
 		return steps.Result{}, err
 	}
-	ref := c.providerRef(s.tc)
+	ref, own := c.providerRef(s.tc)
 	if ref.Name == "" {
 		return steps.Failure("NoProviderConfig",
 			"no ProviderConfig: set spec.providerConfigRef, the Team's providerConfigRef or the ButlerConfig's defaultProviderConfigRef"), nil
 	}
 	pc, err := c.providers.ProviderConfigs(ref.Namespace).Get(ref.Name)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return steps.Result{}, err
+	}
+	// Admission checked the cluster's own reference; this check holds even when admission did
+	// not run (another replica of an older version) or the ProviderConfig stopped sharing.
+	if own && (pc != nil || ref.Namespace != s.tc.Namespace) {
+		var scopeType, scopeTeam string
+		if pc != nil {
+			scopeType = string(pc.Spec.Scope.Type)
+			if pc.Spec.Scope.TeamRef != nil {
+				scopeTeam = pc.Spec.Scope.TeamRef.Name
+			}
+		}
+		if err := quota.ProviderUse(s.tc.Namespace, ref.Namespace, ref.Name, pc != nil, scopeType, scopeTeam); err != nil {
+			return steps.Failure("ProviderConfigNotShared", "%v", err), nil
+		}
+	}
 	if apierrors.IsNotFound(err) {
 		return steps.Failure("ProviderConfigNotFound",
 			"ProviderConfig %s/%s does not exist: create it or point spec.providerConfigRef at one that does", ref.Namespace, ref.Name), nil
-	}
-	if err != nil {
-		return steps.Result{}, err
 	}
 	if !pc.Status.Ready {
 		msg := "it has not been validated yet"

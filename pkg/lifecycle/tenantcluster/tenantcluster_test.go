@@ -46,21 +46,33 @@ func TestEnsureProvider(t *testing.T) {
 		Spec: v1alpha1.ProviderConfigSpec{Provider: v1alpha1.ProviderLocal}, Status: v1alpha1.ProviderConfigStatus{Ready: true}}
 	notReady := ready.DeepCopy()
 	notReady.Status = v1alpha1.ProviderConfigStatus{Conditions: []metav1.Condition{{Type: "Ready", Status: "False", Message: "credentials Secret x/y does not exist"}}}
+	theirs := ready.DeepCopy()
+	theirs.Namespace = "team-b"
+	theirs.Spec.Scope = v1alpha1.ProviderScope{Type: v1alpha1.ScopeTeam, TeamRef: &v1alpha1.LocalObjectReference{Name: "team-b"}}
+	shared := theirs.DeepCopy()
+	shared.Spec.Scope = v1alpha1.ProviderScope{Type: v1alpha1.ScopePlatform}
 	for _, tc := range []struct {
 		name       string
+		refNS      string
 		pcs        []runtime.Object
 		wantDone   bool
 		wantReason string
 		wantInMsg  string
 	}{
-		{"missing", nil, false, "ProviderConfigNotFound", "ProviderConfig team-a/lab does not exist"},
-		{"not ready", []runtime.Object{notReady}, false, "ProviderConfigNotReady", "credentials Secret x/y does not exist"},
-		{"ready", []runtime.Object{ready}, true, "ProviderConfigReady", "(local)"},
+		{"missing", "", nil, false, "ProviderConfigNotFound", "ProviderConfig team-a/lab does not exist"},
+		{"not ready", "", []runtime.Object{notReady}, false, "ProviderConfigNotReady", "credentials Secret x/y does not exist"},
+		{"ready", "", []runtime.Object{ready}, true, "ProviderConfigReady", "(local)"},
+		{"another team's", "team-b", []runtime.Object{theirs}, false, "ProviderConfigNotShared",
+			`ProviderConfig team-b/lab does not exist or is not shared with namespace "team-a": a TenantCluster may use`},
+		{"missing in another namespace", "team-b", nil, false, "ProviderConfigNotShared", "does not exist or is not shared"},
+		{"shared with the platform", "team-b", []runtime.Object{shared}, true, "ProviderConfigReady", "team-b/lab"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &Controller{providers: listers.NewProviderConfigLister(indexer(tc.pcs...)),
 				configs: listers.NewButlerConfigLister(indexer()), teams: listers.NewTeamLister(indexer())}
-			s := c.newState(cluster())
+			tenant := cluster()
+			tenant.Spec.ProviderConfigRef.Namespace = tc.refNS
+			s := c.newState(tenant)
 			r, err := c.ensureProvider(context.Background(), s)
 			if err != nil {
 				t.Fatal(err)
@@ -86,15 +98,21 @@ func TestProviderRefFallsBackToTeamThenButlerConfig(t *testing.T) {
 	c := &Controller{teams: listers.NewTeamLister(indexer(team)), configs: listers.NewButlerConfigLister(indexer(cfg))}
 	tc := cluster()
 	tc.Spec.ProviderConfigRef = nil
-	if got := c.providerRef(tc); got.Name != "default-pc" || got.Namespace != "butler-system" {
+	if got, own := c.providerRef(tc); got.Name != "default-pc" || got.Namespace != "butler-system" || own {
 		t.Errorf("no team: %+v", got)
 	}
 	tc.Spec.TeamRef = &v1alpha1.LocalObjectReference{Name: "team-a"}
-	if got := c.providerRef(tc); got.Name != "team-pc" || got.Namespace != "infra" {
+	if got, own := c.providerRef(tc); got.Name != "team-pc" || got.Namespace != "infra" || own {
 		t.Errorf("team: %+v", got)
 	}
+	// A teamRef naming another namespace's Team selects nothing of that Team.
+	other := tc.DeepCopy()
+	other.Namespace = "team-b"
+	if got, _ := c.providerRef(other); got.Name != "default-pc" {
+		t.Errorf("another team's teamRef: %+v", got)
+	}
 	tc.Spec.ProviderConfigRef = &v1alpha1.NamespacedObjectReference{Name: "own"}
-	if got := c.providerRef(tc); got.Name != "own" || got.Namespace != "team-a" {
+	if got, own := c.providerRef(tc); got.Name != "own" || got.Namespace != "team-a" || !own {
 		t.Errorf("own: %+v", got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
+	"github.com/butlerdotdev/butler-apiserver/pkg/quota"
 	"github.com/butlerdotdev/butler-apiserver/pkg/registry/butler/providerconfig"
 	"github.com/butlerdotdev/butler-apiserver/pkg/registry/butler/resource"
 )
@@ -30,6 +31,8 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (S
 	if err != nil {
 		return Storage{}, err
 	}
+	keep := resource.KeepAnnotation{CreateUpdateStrategy: strategy, Key: quota.ReservationsAnnotation}
+	main.Store.CreateStrategy, main.Store.UpdateStrategy = keep, keep
 	storage := Storage{ProviderConfig: main}
 	storage.Status = resource.NewStatusREST(main, strategy)
 	return storage, nil

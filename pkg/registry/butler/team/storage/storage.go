@@ -7,6 +7,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
+	"github.com/butlerdotdev/butler-apiserver/pkg/quota"
 	"github.com/butlerdotdev/butler-apiserver/pkg/registry/butler/resource"
 	"github.com/butlerdotdev/butler-apiserver/pkg/registry/butler/team"
 )
@@ -30,7 +31,7 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (S
 	if err != nil {
 		return Storage{}, err
 	}
-	keep := team.KeepReservations{Strategy: strategy}
+	keep := resource.KeepAnnotation{CreateUpdateStrategy: strategy, Key: quota.ReservationsAnnotation}
 	main.Store.CreateStrategy, main.Store.UpdateStrategy = keep, keep
 	storage := Storage{Team: main}
 	storage.Status = resource.NewStatusREST(main, strategy)
