@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
@@ -107,12 +110,27 @@ func TestGeneratedClientset(t *testing.T) {
 		})
 	}
 
-	// With a kubeconfig Secret in place the typed client gets it back.
-	if _, err := plane.kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "json-admin-kubeconfig"},
-		Data:       map[string][]byte{"value": []byte("apiVersion: v1\nkind: Config\n")},
-	}, metav1.CreateOptions{}); err != nil {
+	// With the control plane's admin kubeconfig and CA Secrets in place (the management cluster
+	// stands in for the tenant), the typed client gets a kubeconfig minted for the asker.
+	adminConf, err := os.ReadFile(plane.kubeconfig)
+	if err != nil {
 		t.Fatal(err)
+	}
+	caCert, err := os.ReadFile(filepath.Join(plane.dir, "pki", "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	caKey, err := os.ReadFile(filepath.Join(plane.dir, "pki", "ca.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []*corev1.Secret{
+		{ObjectMeta: metav1.ObjectMeta{Name: "json-admin-kubeconfig"}, Data: map[string][]byte{"admin.conf": adminConf}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "json-ca"}, Data: map[string][]byte{"ca.crt": caCert, "ca.key": caKey}},
+	} {
+		if _, err := plane.kube.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	client := plane.butler.ButlerV1alpha1().TenantClusters(ns)
 	tc, err := client.Get(ctx, "json", metav1.GetOptions{})
@@ -128,8 +146,11 @@ func TestGeneratedClientset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(answer.Status.Kubeconfig) != "apiVersion: v1\nkind: Config\n" {
-		t.Errorf("kubeconfig %q is not the Secret's", answer.Status.Kubeconfig)
+	if string(answer.Status.Kubeconfig) == string(adminConf) || !strings.HasPrefix(answer.Status.User, "butler:") {
+		t.Errorf("the kubeconfig is the stored admin's, or its user %q is not the asker's", answer.Status.User)
+	}
+	if _, err := clientcmd.RESTConfigFromKubeConfig(answer.Status.Kubeconfig); err != nil {
+		t.Errorf("the minted kubeconfig does not load: %v", err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -265,6 +266,9 @@ func TestTeamRBACMatrix(t *testing.T) {
 	var setup []func() error
 	for _, tm := range teams {
 		mustKubectl(t, "create", "secret", "generic", "fixture-admin-kubeconfig", "-n", tm, "--from-file=admin.conf="+plane.kubeconfig)
+		// The control plane's CA, which the kubeconfig subresource mints with.
+		mustKubectl(t, "create", "secret", "generic", "fixture-ca", "-n", tm,
+			"--from-file=ca.crt="+filepath.Join(plane.dir, "pki", "ca.crt"), "--from-file=ca.key="+filepath.Join(plane.dir, "pki", "ca.key"))
 		names := []string{"fixture"}
 		for _, u := range users {
 			if u.team == tm {
