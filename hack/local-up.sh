@@ -309,8 +309,12 @@ owns_port() {
   done
   return 1
 }
-# launch NAME: starts NAME with its run_NAME function, on the ports in its port variables.
-launch() { "run_${1//-/_}" "$1"; }
+# launch NAME: starts NAME with its run_NAME function (replicas, NAME-1 ..., with NAME's), on the
+# ports in its port variables.
+launch() {
+  local kind=${1%-[0-9]*}
+  "run_${kind//-/_}" "$1"
+}
 # settle NAME: waits until NAME listens on each of its ports. One that exited because a port was
 # taken gets new ports (those the environment did not fix) and is launched again, up to 5 times;
 # any other exit stops the plane, naming NAME and its log's failing line.
