@@ -245,6 +245,34 @@ type TenantClusterSpec struct {
 	Workers           WorkersSpec                `json:"workers"`
 	Networking        NetworkingSpec             `json:"networking,omitempty"`
 	Addons            AddonsSpec                 `json:"addons,omitempty"`
+	// Hibernation stops the cluster while it is not used and wakes it again.
+	Hibernation *HibernationSpec `json:"hibernation,omitempty"`
+}
+
+// HibernationSpec is when a tenant cluster sleeps: workers scaled to zero, the control plane
+// stopped, its data and addons kept.
+type HibernationSpec struct {
+	// Hibernated is the standing wish: true sleeps, false wakes. Schedules, a request to a
+	// sleeping cluster (wakeOnRequest) and the idle timeout write it too.
+	Hibernated bool `json:"hibernated,omitempty"`
+	// Schedules sleep and wake the cluster at set times, like Gardener's.
+	Schedules []HibernationSchedule `json:"schedules,omitempty"`
+	// WakeOnRequest keeps the endpoint answering while asleep: the first connection wakes the
+	// control plane and is passed through once it serves.
+	WakeOnRequest bool `json:"wakeOnRequest,omitempty"`
+	// IdleTimeout hibernates the cluster again after this long without an open client
+	// connection or a request; needs wakeOnRequest (only its listener sees the requests).
+	IdleTimeout *metav1.Duration `json:"idleTimeout,omitempty"`
+}
+
+// HibernationSchedule is one pair of cron times (five fields) in a time zone.
+type HibernationSchedule struct {
+	// Start is when the cluster goes to sleep (cron); empty = never by this schedule.
+	Start string `json:"start,omitempty"`
+	// End is when it wakes (cron); empty = never by this schedule.
+	End string `json:"end,omitempty"`
+	// Location is an IANA time zone such as Europe/Berlin; empty = UTC.
+	Location string `json:"location,omitempty"`
 }
 
 // ControlPlaneType says where the tenant control plane runs.
@@ -417,6 +445,8 @@ const (
 	TenantClusterUpdating     TenantClusterPhase = "Updating"
 	TenantClusterDeleting     TenantClusterPhase = "Deleting"
 	TenantClusterFailed       TenantClusterPhase = "Failed"
+	// TenantClusterHibernated: workers at zero, control plane stopped, data kept.
+	TenantClusterHibernated TenantClusterPhase = "Hibernated"
 )
 
 // TenantClusterStatus is the observed state of a tenant cluster.

@@ -82,6 +82,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &butlerv1alpha1.HelmChartSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("HelmReleaseStatus"):
 		return &butlerv1alpha1.HelmReleaseStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("HibernationSchedule"):
+		return &butlerv1alpha1.HibernationScheduleApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("HibernationSpec"):
+		return &butlerv1alpha1.HibernationSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("IngressAddon"):
 		return &butlerv1alpha1.IngressAddonApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("IPAllocation"):

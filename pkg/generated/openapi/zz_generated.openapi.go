@@ -61,6 +61,8 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.HarvesterConfig{}.OpenAPIModelName():            schema_pkg_apis_butler_v1alpha1_HarvesterConfig(ref),
 		v1alpha1.HelmChartSpec{}.OpenAPIModelName():              schema_pkg_apis_butler_v1alpha1_HelmChartSpec(ref),
 		v1alpha1.HelmReleaseStatus{}.OpenAPIModelName():          schema_pkg_apis_butler_v1alpha1_HelmReleaseStatus(ref),
+		v1alpha1.HibernationSchedule{}.OpenAPIModelName():        schema_pkg_apis_butler_v1alpha1_HibernationSchedule(ref),
+		v1alpha1.HibernationSpec{}.OpenAPIModelName():            schema_pkg_apis_butler_v1alpha1_HibernationSpec(ref),
 		v1alpha1.IPAllocation{}.OpenAPIModelName():               schema_pkg_apis_butler_v1alpha1_IPAllocation(ref),
 		v1alpha1.IPAllocationList{}.OpenAPIModelName():           schema_pkg_apis_butler_v1alpha1_IPAllocationList(ref),
 		v1alpha1.IPAllocationSpec{}.OpenAPIModelName():           schema_pkg_apis_butler_v1alpha1_IPAllocationSpec(ref),
@@ -1469,6 +1471,93 @@ func schema_pkg_apis_butler_v1alpha1_HelmReleaseStatus(ref common.ReferenceCallb
 				},
 			},
 		},
+	}
+}
+
+func schema_pkg_apis_butler_v1alpha1_HibernationSchedule(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "HibernationSchedule is one pair of cron times (five fields) in a time zone.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"start": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Start is when the cluster goes to sleep (cron); empty = never by this schedule.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"end": {
+						SchemaProps: spec.SchemaProps{
+							Description: "End is when it wakes (cron); empty = never by this schedule.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"location": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Location is an IANA time zone such as Europe/Berlin; empty = UTC.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_butler_v1alpha1_HibernationSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "HibernationSpec is when a tenant cluster sleeps: workers scaled to zero, the control plane stopped, its data and addons kept.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"hibernated": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Hibernated is the standing wish: true sleeps, false wakes. Schedules, a request to a sleeping cluster (wakeOnRequest) and the idle timeout write it too.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"schedules": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Schedules sleep and wake the cluster at set times, like Gardener's.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.HibernationSchedule{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"wakeOnRequest": {
+						SchemaProps: spec.SchemaProps{
+							Description: "WakeOnRequest keeps the endpoint answering while asleep: the first connection wakes the control plane and is passed through once it serves.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"idleTimeout": {
+						SchemaProps: spec.SchemaProps{
+							Description: "IdleTimeout hibernates the cluster again after this long without an open client connection or a request; needs wakeOnRequest (only its listener sees the requests).",
+							Ref:         ref(metav1.Duration{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.HibernationSchedule{}.OpenAPIModelName(), metav1.Duration{}.OpenAPIModelName()},
 	}
 }
 
@@ -4005,12 +4094,18 @@ func schema_pkg_apis_butler_v1alpha1_TenantClusterSpec(ref common.ReferenceCallb
 							Ref:     ref(v1alpha1.AddonsSpec{}.OpenAPIModelName()),
 						},
 					},
+					"hibernation": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Hibernation stops the cluster while it is not used and wakes it again.",
+							Ref:         ref(v1alpha1.HibernationSpec{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"kubernetesVersion", "workers"},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.AddonsSpec{}.OpenAPIModelName(), v1alpha1.ControlPlaneSpec{}.OpenAPIModelName(), v1alpha1.LocalObjectReference{}.OpenAPIModelName(), v1alpha1.NamespacedObjectReference{}.OpenAPIModelName(), v1alpha1.NetworkingSpec{}.OpenAPIModelName(), v1alpha1.WorkersSpec{}.OpenAPIModelName()},
+			v1alpha1.AddonsSpec{}.OpenAPIModelName(), v1alpha1.ControlPlaneSpec{}.OpenAPIModelName(), v1alpha1.HibernationSpec{}.OpenAPIModelName(), v1alpha1.LocalObjectReference{}.OpenAPIModelName(), v1alpha1.NamespacedObjectReference{}.OpenAPIModelName(), v1alpha1.NetworkingSpec{}.OpenAPIModelName(), v1alpha1.WorkersSpec{}.OpenAPIModelName()},
 	}
 }
 

@@ -337,6 +337,43 @@ type TenantClusterSpec struct {
 	Networking NetworkingSpec `json:"networking,omitempty" protobuf:"bytes,6,opt,name=networking"`
 	// +optional
 	Addons AddonsSpec `json:"addons,omitempty" protobuf:"bytes,7,opt,name=addons"`
+	// Hibernation stops the cluster while it is not used and wakes it again.
+	// +optional
+	Hibernation *HibernationSpec `json:"hibernation,omitempty" protobuf:"bytes,8,opt,name=hibernation"`
+}
+
+// HibernationSpec is when a tenant cluster sleeps: workers scaled to zero, the control plane
+// stopped, its data and addons kept.
+type HibernationSpec struct {
+	// Hibernated is the standing wish: true sleeps, false wakes. Schedules, a request to a
+	// sleeping cluster (wakeOnRequest) and the idle timeout write it too.
+	// +optional
+	Hibernated bool `json:"hibernated,omitempty" protobuf:"varint,1,opt,name=hibernated"`
+	// Schedules sleep and wake the cluster at set times, like Gardener's.
+	// +optional
+	// +listType=atomic
+	Schedules []HibernationSchedule `json:"schedules,omitempty" protobuf:"bytes,2,rep,name=schedules"`
+	// WakeOnRequest keeps the endpoint answering while asleep: the first connection wakes the
+	// control plane and is passed through once it serves.
+	// +optional
+	WakeOnRequest bool `json:"wakeOnRequest,omitempty" protobuf:"varint,3,opt,name=wakeOnRequest"`
+	// IdleTimeout hibernates the cluster again after this long without an open client
+	// connection or a request; needs wakeOnRequest (only its listener sees the requests).
+	// +optional
+	IdleTimeout *metav1.Duration `json:"idleTimeout,omitempty" protobuf:"bytes,4,opt,name=idleTimeout"`
+}
+
+// HibernationSchedule is one pair of cron times (five fields) in a time zone.
+type HibernationSchedule struct {
+	// Start is when the cluster goes to sleep (cron); empty = never by this schedule.
+	// +optional
+	Start string `json:"start,omitempty" protobuf:"bytes,1,opt,name=start"`
+	// End is when it wakes (cron); empty = never by this schedule.
+	// +optional
+	End string `json:"end,omitempty" protobuf:"bytes,2,opt,name=end"`
+	// Location is an IANA time zone such as Europe/Berlin; empty = UTC.
+	// +optional
+	Location string `json:"location,omitempty" protobuf:"bytes,3,opt,name=location"`
 }
 
 // ControlPlaneType says where the tenant control plane runs.
@@ -562,6 +599,8 @@ const (
 	TenantClusterUpdating     TenantClusterPhase = "Updating"
 	TenantClusterDeleting     TenantClusterPhase = "Deleting"
 	TenantClusterFailed       TenantClusterPhase = "Failed"
+	// TenantClusterHibernated: workers at zero, control plane stopped, data kept.
+	TenantClusterHibernated TenantClusterPhase = "Hibernated"
 )
 
 // TenantClusterStatus is the observed state of a tenant cluster.

@@ -157,6 +157,16 @@ func (in HelmReleaseStatus) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in HibernationSchedule) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.HibernationSchedule"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in HibernationSpec) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.HibernationSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in IPAllocation) OpenAPIModelName() string {
 	return "dev.butlerlabs.butler.v1alpha1.IPAllocation"
 }

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"net/netip"
 	"slices"
+	"time"
 
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
+	"github.com/butlerdotdev/butler-apiserver/pkg/hibernation"
 )
 
 var (
@@ -22,6 +24,7 @@ var (
 	tenantClusterPhases = sets.New(
 		butler.TenantClusterPending, butler.TenantClusterProvisioning, butler.TenantClusterInstalling,
 		butler.TenantClusterReady, butler.TenantClusterUpdating, butler.TenantClusterDeleting, butler.TenantClusterFailed,
+		butler.TenantClusterHibernated,
 	)
 
 	cniProviders          = sets.New("cilium")
@@ -142,6 +145,44 @@ func validateTenantClusterSpec(spec *butler.TenantClusterSpec, fldPath *field.Pa
 
 	allErrs = append(allErrs, validateNetworking(&spec.Networking, fldPath.Child("networking"))...)
 	allErrs = append(allErrs, validateAddons(&spec.Addons, fldPath.Child("addons"))...)
+	allErrs = append(allErrs, validateHibernation(spec.Hibernation, fldPath.Child("hibernation"))...)
+	return allErrs
+}
+
+// minIdleTimeout keeps a cluster from being put to sleep between one kubectl call and the next.
+const minIdleTimeout = 10 * time.Second
+
+func validateHibernation(h *butler.HibernationSpec, fldPath *field.Path) field.ErrorList {
+	if h == nil {
+		return nil
+	}
+	var allErrs field.ErrorList
+	for i, s := range h.Schedules {
+		p := fldPath.Child("schedules").Index(i)
+		if s.Start == "" && s.End == "" {
+			allErrs = append(allErrs, field.Required(p, "a schedule needs start, end or both"))
+		}
+		for _, c := range []struct{ expr, name string }{{s.Start, "start"}, {s.End, "end"}} {
+			if c.expr == "" {
+				continue
+			}
+			if _, err := hibernation.ParseCron(c.expr); err != nil {
+				allErrs = append(allErrs, field.Invalid(p.Child(c.name), c.expr, "not a cron expression: "+err.Error()))
+			}
+		}
+		if _, err := hibernation.ParseLocation(s.Location); err != nil {
+			allErrs = append(allErrs, field.Invalid(p.Child("location"), s.Location, "not a time zone: "+err.Error()))
+		}
+	}
+	if h.IdleTimeout != nil {
+		p := fldPath.Child("idleTimeout")
+		switch {
+		case !h.WakeOnRequest:
+			allErrs = append(allErrs, field.Invalid(p, h.IdleTimeout.Duration.String(), "needs wakeOnRequest: only the wake-on-request listener sees whether the cluster is used"))
+		case h.IdleTimeout.Duration < minIdleTimeout:
+			allErrs = append(allErrs, field.Invalid(p, h.IdleTimeout.Duration.String(), "must be at least "+minIdleTimeout.String()))
+		}
+	}
 	return allErrs
 }
 

@@ -3,6 +3,7 @@ package validation
 import (
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -106,6 +107,27 @@ func TestValidateTenantCluster(t *testing.T) {
 			o.Spec.ControlPlane.Type, o.Spec.ControlPlane.Replicas = "managed", ptr.To[int32](7)
 			o.Spec.ControlPlane.MachineTemplate = &butler.MachineTemplate{}
 		}, []fieldErr{notSupp("spec.controlPlane.type")}},
+		{"hibernation with schedules", func(o *butler.TenantCluster) {
+			o.Spec.Hibernation = &butler.HibernationSpec{Hibernated: true, WakeOnRequest: true,
+				IdleTimeout: &metav1.Duration{Duration: 5 * time.Minute},
+				Schedules: []butler.HibernationSchedule{
+					{Start: "0 20 * * mon-fri", End: "0 7 * * mon-fri", Location: "Europe/Berlin"},
+					{Start: "@daily"},
+				}}
+		}, nil},
+		{"hibernation bad schedules", func(o *butler.TenantCluster) {
+			o.Spec.Hibernation = &butler.HibernationSpec{Schedules: []butler.HibernationSchedule{
+				{Start: "0 25 * * *", End: "CRON_TZ=UTC 0 7 * * *", Location: "Mars/Olympus"},
+				{},
+			}}
+		}, []fieldErr{invalid("spec.hibernation.schedules[0].start"), invalid("spec.hibernation.schedules[0].end"),
+			invalid("spec.hibernation.schedules[0].location"), required("spec.hibernation.schedules[1]")}},
+		{"idle timeout without wake on request", func(o *butler.TenantCluster) {
+			o.Spec.Hibernation = &butler.HibernationSpec{IdleTimeout: &metav1.Duration{Duration: time.Hour}}
+		}, []fieldErr{invalid("spec.hibernation.idleTimeout")}},
+		{"idle timeout too short", func(o *butler.TenantCluster) {
+			o.Spec.Hibernation = &butler.HibernationSpec{WakeOnRequest: true, IdleTimeout: &metav1.Duration{Duration: time.Second}}
+		}, []fieldErr{invalid("spec.hibernation.idleTimeout")}},
 		{"hosted 3 replicas", func(o *butler.TenantCluster) { o.Spec.ControlPlane.Replicas = ptr.To[int32](3) }, nil},
 		{"hosted 0 replicas (stopped)", func(o *butler.TenantCluster) { o.Spec.ControlPlane.Replicas = ptr.To[int32](0) }, nil},
 		{"hosted -1 replicas", func(o *butler.TenantCluster) { o.Spec.ControlPlane.Replicas = ptr.To[int32](-1) }, []fieldErr{invalid("spec.controlPlane.replicas")}},

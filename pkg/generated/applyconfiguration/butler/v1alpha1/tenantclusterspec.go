@@ -32,6 +32,8 @@ type TenantClusterSpecApplyConfiguration struct {
 	Workers           *WorkersSpecApplyConfiguration               `json:"workers,omitempty"`
 	Networking        *NetworkingSpecApplyConfiguration            `json:"networking,omitempty"`
 	Addons            *AddonsSpecApplyConfiguration                `json:"addons,omitempty"`
+	// Hibernation stops the cluster while it is not used and wakes it again.
+	Hibernation *HibernationSpecApplyConfiguration `json:"hibernation,omitempty"`
 }
 
 // TenantClusterSpecApplyConfiguration constructs a declarative configuration of the TenantClusterSpec type for use with
@@ -93,5 +95,13 @@ func (b *TenantClusterSpecApplyConfiguration) WithNetworking(value *NetworkingSp
 // If called multiple times, the Addons field is set to the value of the last call.
 func (b *TenantClusterSpecApplyConfiguration) WithAddons(value *AddonsSpecApplyConfiguration) *TenantClusterSpecApplyConfiguration {
 	b.Addons = value
+	return b
+}
+
+// WithHibernation sets the Hibernation field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Hibernation field is set to the value of the last call.
+func (b *TenantClusterSpecApplyConfiguration) WithHibernation(value *HibernationSpecApplyConfiguration) *TenantClusterSpecApplyConfiguration {
+	b.Hibernation = value
 	return b
 }
