@@ -110,15 +110,16 @@ func TestKubeconfigSubresource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustKubectl(t, "create", "secret", "generic", "prod-admin-kubeconfig", "-n", ns,
+	tenantNS := fixtureTenantNamespace(t, ns, "prod")
+	mustKubectl(t, "create", "secret", "generic", "prod-admin-kubeconfig", "-n", tenantNS,
 		"--from-file=admin.conf="+plane.kubeconfig)
 	mustKubectl(t, "patch", "tc", "prod", "-n", ns, "--subresource=status", "--type=merge",
-		"-p", `{"status":{"phase":"Ready","kubeconfigSecretRef":{"name":"prod-admin-kubeconfig"}}}`)
+		"-p", `{"status":{"phase":"Ready","tenantNamespace":"`+tenantNS+`","kubeconfigSecretRef":{"name":"prod-admin-kubeconfig"}}}`)
 	// No CA: no credential, rather than the stored admin's.
 	if out, err := kubectl(t, "create", "--raw", kubeconfigPath(ns, "prod"), "-f", req); err == nil || !strings.Contains(out, "holds no CA certificate and key") {
 		t.Errorf("without a readable tenant CA: err=%v\n%s", err, out)
 	}
-	mustKubectl(t, "create", "secret", "generic", "prod-ca", "-n", ns,
+	mustKubectl(t, "create", "secret", "generic", "prod-ca", "-n", tenantNS,
 		"--from-file=ca.crt="+filepath.Join(plane.dir, "pki", "ca.crt"), "--from-file=ca.key="+filepath.Join(plane.dir, "pki", "ca.key"))
 
 	out = mustKubectl(t, "create", "--raw", kubeconfigPath(ns, "prod"), "-f", req)

@@ -112,6 +112,7 @@ func TestGeneratedClientset(t *testing.T) {
 
 	// With the control plane's admin kubeconfig and CA Secrets in place (the management cluster
 	// stands in for the tenant), the typed client gets a kubeconfig minted for the asker.
+	tenantNS := fixtureTenantNamespace(t, ns, "json")
 	adminConf, err := os.ReadFile(plane.kubeconfig)
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +129,7 @@ func TestGeneratedClientset(t *testing.T) {
 		{ObjectMeta: metav1.ObjectMeta{Name: "json-admin-kubeconfig"}, Data: map[string][]byte{"admin.conf": adminConf}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "json-ca"}, Data: map[string][]byte{"ca.crt": caCert, "ca.key": caKey}},
 	} {
-		if _, err := plane.kube.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		if _, err := plane.kube.CoreV1().Secrets(tenantNS).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -138,6 +139,7 @@ func TestGeneratedClientset(t *testing.T) {
 		t.Fatal(err)
 	}
 	tc.Status.KubeconfigSecretRef = &v1alpha1.LocalObjectReference{Name: "json-admin-kubeconfig"}
+	tc.Status.TenantNamespace = tenantNS
 	if _, err := client.UpdateStatus(ctx, tc, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -313,7 +313,7 @@ kind: ProviderConfig
 metadata: {name: later, namespace: %[1]s}
 spec:
   provider: aws
-  credentialsRef: {name: aws-credentials}
+  credentialsRef: {name: %[1]s-aws-credentials, namespace: butler-system}
   aws: {region: eu-west-1}
   network: {mode: ipam, poolRefs: [{name: lab}]}
 `, ns))
@@ -391,13 +391,14 @@ func checkNodeAddresses(t *testing.T, d dynamic.Interface, p, ns string, tc *v1a
 	}
 }
 
-// providerCredentials makes the credentials Secret <p>-credentials of ns in the shape provider
-// p's Cluster API provider reads (made-up values: nothing calls a cloud), and the identity
-// object its infrastructure cluster names (AWS, Azure); it returns the ProviderConfig's
-// credentialsRef line.
+// providerCredentials makes a credentials Secret <ns>-<p>-credentials in butler-system (where
+// butler-apiserver may read credentials) in the shape provider p's Cluster API provider reads
+// (made-up values: nothing calls a cloud), and the identity object its infrastructure cluster
+// names (AWS, Azure); it returns the ProviderConfig's credentialsRef line.
 func providerCredentials(t *testing.T, ns, p string) string {
 	t.Helper()
-	name := p + "-credentials"
+	const secretNS = "butler-system"
+	name := ns + "-" + p + "-credentials"
 	data, key, err := credentialstest.Data(p)
 	if err != nil {
 		t.Fatal(err)
@@ -409,20 +410,23 @@ kind: AWSClusterStaticIdentity
 metadata: {name: %s}
 spec: {secretRef: %s}
 `, name, name))
+		t.Cleanup(func() { _, _ = kubectl(t, "delete", "awsclusterstaticidentity", name, "--wait=false") })
 	case "azure":
 		mustApply(t, fmt.Sprintf(`apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
 kind: AzureClusterIdentity
 metadata: {name: %[1]s, namespace: %[2]s}
 spec: {type: ServicePrincipal, clientID: 00000000-0000-0000-0000-000000000005, tenantID: 00000000-0000-0000-0000-000000000006, clientSecret: {name: %[1]s, namespace: %[2]s}}
-`, name, ns))
+`, name, secretNS))
+		t.Cleanup(func() { _, _ = kubectl(t, "delete", "azureclusteridentity", name, "-n", secretNS, "--wait=false") })
 	}
-	args := []string{"create", "secret", "generic", name, "-n", ns}
+	args := []string{"create", "secret", "generic", name, "-n", secretNS}
 	for k, v := range data {
 		args = append(args, "--from-literal="+k+"="+v)
 	}
 	mustKubectl(t, args...)
+	t.Cleanup(func() { _, _ = kubectl(t, "delete", "secret", name, "-n", secretNS, "--wait=false") })
 	if key == "" {
-		return fmt.Sprintf("credentialsRef: {name: %s}", name)
+		return fmt.Sprintf("credentialsRef: {name: %s, namespace: %s}", name, secretNS)
 	}
-	return fmt.Sprintf("credentialsRef: {name: %s, key: %s}", name, key)
+	return fmt.Sprintf("credentialsRef: {name: %s, namespace: %s, key: %s}", name, secretNS, key)
 }

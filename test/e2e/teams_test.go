@@ -265,9 +265,10 @@ func TestTeamRBACMatrix(t *testing.T) {
 	// member to delete.
 	var setup []func() error
 	for _, tm := range teams {
-		mustKubectl(t, "create", "secret", "generic", "fixture-admin-kubeconfig", "-n", tm, "--from-file=admin.conf="+plane.kubeconfig)
+		fixtureNS := fixtureTenantNamespace(t, tm, "fixture")
+		mustKubectl(t, "create", "secret", "generic", "fixture-admin-kubeconfig", "-n", fixtureNS, "--from-file=admin.conf="+plane.kubeconfig)
 		// The control plane's CA, which the kubeconfig subresource mints with.
-		mustKubectl(t, "create", "secret", "generic", "fixture-ca", "-n", tm,
+		mustKubectl(t, "create", "secret", "generic", "fixture-ca", "-n", fixtureNS,
 			"--from-file=ca.crt="+filepath.Join(plane.dir, "pki", "ca.crt"), "--from-file=ca.key="+filepath.Join(plane.dir, "pki", "ca.key"))
 		names := []string{"fixture"}
 		for _, u := range users {
@@ -306,7 +307,7 @@ func TestTeamRBACMatrix(t *testing.T) {
 	}
 	for _, tm := range teams {
 		mustKubectl(t, "patch", "tc", "fixture", "-n", tm, "--subresource=status", "--type=merge",
-			"-p", `{"status":{"phase":"Ready","kubeconfigSecretRef":{"name":"fixture-admin-kubeconfig"}}}`)
+			"-p", `{"status":{"phase":"Ready","tenantNamespace":"`+tm+`-fixture-tenant","kubeconfigSecretRef":{"name":"fixture-admin-kubeconfig"}}}`)
 	}
 
 	// kubectl auth can-i --list for every member in every team namespace.

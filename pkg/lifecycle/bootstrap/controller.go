@@ -80,7 +80,10 @@ type Controller struct {
 	configs  cache.GenericLister
 	machines cache.GenericLister
 	clusters cache.GenericLister
-	secrets  corelisters.SecretLister
+	// secrets lists the Secrets of a tenant namespace (worker.TenantSecrets).
+	secrets interface {
+		Secrets(namespace string) corelisters.SecretNamespaceLister
+	}
 
 	queue  *worker.Queue
 	synced []cache.InformerSynced
@@ -100,7 +103,7 @@ type cachedTenant struct {
 }
 
 // New builds the controller on the shared informers: BootstrapConfigs, Machines and Clusters
-// through the dynamic factory, Secrets labelled with a CAPI cluster name through the kube one.
+// through the dynamic factory, and the Secrets of the tenant namespaces.
 func New(d *worker.Deps) (*Controller, error) {
 	if d.Dynamic == nil || d.DynamicInformers == nil || d.Kube == nil {
 		return nil, errors.New("the bootstrap worker needs a management cluster (kube and dynamic clients)")
@@ -115,11 +118,11 @@ func New(d *worker.Deps) (*Controller, error) {
 	configs := d.DynamicInformers.ForResource(configGVR)
 	machines := d.DynamicInformers.ForResource(machineGVR)
 	clusters := d.DynamicInformers.ForResource(clusterGVR)
-	secrets := d.KubeInformersFor(clusterNameLabel).Core().V1().Secrets()
+	secrets := d.TenantSecrets()
 	c := &Controller{
 		kube: d.Kube, dyn: d.Dynamic,
 		configs: configs.Lister(), machines: machines.Lister(), clusters: clusters.Lister(),
-		secrets:      secrets.Lister(),
+		secrets:      secrets,
 		tenantClient: newTenantClient,
 		tenants:      map[string]cachedTenant{},
 		now:          time.Now,
@@ -132,7 +135,6 @@ func New(d *worker.Deps) (*Controller, error) {
 		{configs.Informer(), worker.ByKey},
 		{machines.Informer(), configOfMachine},
 		{clusters.Informer(), c.configsOfCluster},
-		{secrets.Informer(), c.configsOfSecret},
 	} {
 		_ = h.inf.SetTransform(worker.DropManagedFields)
 		if _, err := h.inf.AddEventHandler(c.queue.Handler(h.keys)); err != nil {
@@ -140,6 +142,7 @@ func New(d *worker.Deps) (*Controller, error) {
 		}
 		c.synced = append(c.synced, h.inf.HasSynced)
 	}
+	secrets.AddEventHandler(c.queue.Handler(c.configsOfSecret))
 	return c, nil
 }
 
@@ -538,7 +541,7 @@ func (c *Controller) tenant(ctx context.Context, ns, cluster string) (kubernetes
 	name := cluster + "-kubeconfig"
 	s, err := c.secrets.Secrets(ns).Get(name)
 	if apierrors.IsNotFound(err) {
-		// Not in the labelled cache: ask the API server once, then wait for the watch.
+		// Not in the cache (yet): ask the API server once, then wait for the watch.
 		s, err = c.kube.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 	}
 	if apierrors.IsNotFound(err) {

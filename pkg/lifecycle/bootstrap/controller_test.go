@@ -31,6 +31,7 @@ import (
 
 	bootstrapdata "github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
 )
 
@@ -144,7 +145,9 @@ func newEnv(t *testing.T, dynObjs []runtime.Object, kubeObjs ...runtime.Object) 
 		configGVR: "BootstrapConfigList", machineGVR: "MachineList", clusterGVR: "ClusterList", localMachineGVR: "LocalMachineList",
 	}
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, dynObjs...)
-	kube := kubefake.NewClientset(kubeObjs...)
+	// The tenant namespace, labelled as the TenantCluster worker makes it: its Secrets are watched.
+	tenantNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{component.TenantClusterLabel: "prod"}}}
+	kube := kubefake.NewClientset(append(kubeObjs, tenantNS)...)
 	kube.Resources = []*metav1.APIResourceList{
 		{GroupVersion: configGVR.GroupVersion().String()}, {GroupVersion: machineGVR.GroupVersion().String()}}
 	d := &worker.Deps{Kube: kube, Dynamic: dyn, DynamicInformers: dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)}
@@ -159,7 +162,8 @@ func newEnv(t *testing.T, dynObjs []runtime.Object, kubeObjs ...runtime.Object) 
 	c.tenantClient = func([]byte) (kubernetes.Interface, error) { return e.tenant, nil }
 	c.now = func() time.Time { return e.now }
 	d.DynamicInformers.Start(ctx.Done())
-	d.KubeInformersFor(clusterNameLabel).Start(ctx.Done())
+	d.KubeInformersFor(component.TenantClusterLabel).Start(ctx.Done())
+	d.TenantSecrets().Start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		t.Fatal("caches did not sync")
 	}

@@ -130,6 +130,10 @@ func (c *Controller) check(ctx context.Context, pc *v1alpha1.ProviderConfig) (pr
 		case apierrors.IsNotFound(err):
 			problems = append(problems, fmt.Sprintf("credentials Secret %s/%s does not exist", ns, ref.Name))
 			recheck = true
+		case apierrors.IsForbidden(err):
+			problems = append(problems, fmt.Sprintf("butler-apiserver may not read Secrets in namespace %s: keep credentials "+
+				"in its own namespace (where artifacts/deploy/rbac.yaml lets it read them)", ns))
+			recheck = true
 		case err != nil:
 			return nil, false, err
 		case ref.Key != "" && len(secret.Data[ref.Key]) == 0:

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
@@ -121,15 +120,13 @@ func (c *Controller) clustersOfTeam(obj any) []string {
 }
 
 // tenantClientOf is a client of the tenant as its admin, from the admin kubeconfig Secret; the
-// one made before while the Secret's resourceVersion (from the Secrets' metadata watch) is the
-// same.
+// one made before while the Secret's resourceVersion (from the tenant namespace's Secrets
+// watch) is the same.
 func (c *Controller) tenantClientOf(ctx context.Context, uid, ns, secretName string) (kubernetes.Interface, error) {
 	version := ""
 	if c.secrets != nil {
-		if obj, err := c.secrets.ByNamespace(ns).Get(secretName); err == nil {
-			if m, err := meta.Accessor(obj); err == nil {
-				version = m.GetResourceVersion()
-			}
+		if s, err := c.secrets.Secrets(ns).Get(secretName); err == nil {
+			version = s.ResourceVersion
 		}
 	}
 	c.access.mu.Lock()

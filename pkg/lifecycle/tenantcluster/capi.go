@@ -227,12 +227,12 @@ func (c *Controller) standaloneReady(ctx context.Context, s *state, cluster, kcp
 	return steps.Ready("ControlPlaneInitialized", "KubeadmControlPlane %s/%s serves %s", s.namespace, s.tc.Name, version), nil
 }
 
-// secretExists reads the watched Secrets' metadata (their watch brings the cluster back when
-// one comes), or the management cluster when there is no watch.
+// secretExists reads the tenant namespace's watched Secrets (their watch brings the cluster
+// back when one comes), or the management cluster when there is no watch.
 func (c *Controller) secretExists(ctx context.Context, ns, name string) (bool, error) {
 	var err error
 	if c.secrets != nil {
-		_, err = c.secrets.ByNamespace(ns).Get(name)
+		_, err = c.secrets.Secrets(ns).Get(name)
 	} else {
 		_, err = c.kube.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 	}

@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -42,8 +42,12 @@ type Controller struct {
 	allocations listers.IPAllocationLister
 	addons      listers.TenantAddonLister
 	namespaces  corelisters.NamespaceLister
-	// secrets lists the management cluster's Secrets by metadata; nil reads them live.
-	secrets cache.GenericLister
+	// secrets lists the Secrets of the tenant namespaces; nil reads them live.
+	secrets *worker.TenantSecrets
+	// self is butler-apiserver's own user name in the management cluster, which each tenant
+	// namespace's RoleBinding lets read and write Secrets there ("" binds nothing).
+	self  string
+	bound sync.Map // tenant namespaces whose Secrets RoleBinding this process applied
 
 	access accessApplied
 	// newTenantClient makes a tenant's client from its admin kubeconfig (tests replace it).
@@ -74,6 +78,7 @@ func New(d *worker.Deps) (*Controller, error) {
 		events:          d.Recorder("butler-tenantcluster"),
 		now:             time.Now,
 	}
+	c.self = selfName(context.Background(), d.Kube)
 	c.plan = c.steps()
 	c.queue = worker.NewQueue("tenantcluster", c.Reconcile)
 
@@ -146,14 +151,9 @@ func (c *Controller) watchExternal(d *worker.Deps) {
 		return keyOf(ns)
 	})
 	// The admin kubeconfig Secret Steward (or Kamaji) writes: its existence is part of a
-	// ready control plane. Metadata only: a management cluster holds many Secrets.
-	if d.MetadataInformers != nil {
-		secrets := d.MetadataInformers.ForResource(corev1.SchemeGroupVersion.WithResource("secrets"))
-		inf := secrets.Informer()
-		_ = inf.SetTransform(worker.DropManagedFields)
-		_, _ = inf.AddEventHandler(handler)
-		c.secrets = secrets.Lister()
-		c.synced = append(c.synced, inf.HasSynced)
+	// ready control plane. Watched per tenant namespace: butler may not watch other Secrets.
+	if c.secrets = d.TenantSecrets(); c.secrets != nil {
+		c.secrets.AddEventHandler(handler)
 	}
 	for _, gvk := range watchedKinds() {
 		m, err := c.objects.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)

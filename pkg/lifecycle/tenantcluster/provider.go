@@ -3,6 +3,12 @@ package tenantcluster
 import (
 	"context"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -88,7 +94,45 @@ func (c *Controller) ensureNamespace(ctx context.Context, s *state) (steps.Resul
 			}
 		}
 	}
+	if err := c.ensureSecretsBinding(ctx, s.namespace); err != nil {
+		return steps.Result{}, err
+	}
 	return steps.Ready("NamespaceReady", "namespace %s", s.namespace), nil
+}
+
+// SecretsRole is the ClusterRole (artifacts/deploy/rbac.yaml) that lets butler-apiserver read
+// and write Secrets; it holds it only where a RoleBinding of that name binds it: its own
+// namespace and each tenant namespace it made, bound here.
+const SecretsRole = "butler-apiserver-secrets"
+
+// ensureSecretsBinding binds SecretsRole to butler-apiserver itself in a tenant namespace it
+// made (RBAC lets it: it may bind that role by name).
+func (c *Controller) ensureSecretsBinding(ctx context.Context, namespace string) error {
+	if c.self == "" {
+		return nil
+	}
+	if _, done := c.bound.Load(namespace); done {
+		return nil // once per namespace and process: the binding goes only with the namespace
+	}
+	rb := rbacv1ac.RoleBinding(SecretsRole, namespace).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("ClusterRole").WithName(SecretsRole)).
+		WithSubjects(rbacv1ac.Subject().WithAPIGroup(rbacv1.GroupName).WithKind(rbacv1.UserKind).WithName(c.self))
+	if _, err := c.kube.RbacV1().RoleBindings(namespace).Apply(ctx, rb, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
+		return err
+	}
+	c.bound.Store(namespace, true)
+	return nil
+}
+
+// selfName is the user name the management cluster knows kube by (a SelfSubjectReview), or ""
+// when it cannot say (then no binding is written, and Secrets are read as RBAC allows).
+func selfName(ctx context.Context, kube kubernetes.Interface) string {
+	review, err := kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Cannot learn butler-apiserver's own user name; tenant namespaces get no Secrets RoleBinding")
+		return ""
+	}
+	return review.Status.UserInfo.Username
 }
 
 // cleanupNamespace deletes the tenant namespace (and with it the Secrets a provider left) and

@@ -35,7 +35,8 @@ type Deps struct {
 	// exists, whose contents would be costly to cache (other providers' Secrets, CRDs).
 	MetadataInformers metadatainformer.SharedInformerFactory
 
-	filtered map[string]informers.SharedInformerFactory
+	filtered      map[string]informers.SharedInformerFactory
+	tenantSecrets *TenantSecrets
 	// broadcaster sends the Events of every Recorder; started with the informers.
 	broadcaster events.EventBroadcaster
 }
@@ -96,6 +97,9 @@ func (d *Deps) Start(stop <-chan struct{}) {
 	if d.broadcaster != nil {
 		d.broadcaster.StartRecordingToSink(stop)
 	}
+	if d.tenantSecrets != nil {
+		d.tenantSecrets.Start(stop)
+	}
 }
 
 // Shutdown waits for the informers' goroutines to end.
@@ -115,5 +119,8 @@ func (d *Deps) Shutdown() {
 	}
 	if d.broadcaster != nil {
 		d.broadcaster.Shutdown()
+	}
+	if d.tenantSecrets != nil {
+		d.tenantSecrets.Shutdown()
 	}
 }

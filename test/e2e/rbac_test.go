@@ -1,0 +1,132 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component"
+)
+
+// butlerSA is butler-apiserver's identity in the management cluster (local-up's client
+// certificate carries the same name as the ServiceAccount of artifacts/deploy).
+const butlerSA = "system:serviceaccount:butler-system:butler-apiserver"
+
+// fixtureTenantNamespace makes the tenant namespace of a paused TenantCluster as the
+// TenantCluster worker would: labelled with the cluster, with butler-apiserver's Secrets
+// RoleBinding. Tests that write a cluster's status themselves keep its Secrets there.
+func fixtureTenantNamespace(t *testing.T, clusterNS, cluster string) string {
+	t.Helper()
+	name := clusterNS + "-" + cluster + "-tenant"
+	mustApply(t, fmt.Sprintf(`apiVersion: v1
+kind: Namespace
+metadata:
+  name: %[1]s
+  labels: {%[2]s: %[3]s, %[4]s: %[5]s}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: butler-apiserver-secrets, namespace: %[1]s}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: butler-apiserver-secrets}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: %[6]q}
+`, name, component.TenantClusterLabel, cluster, component.TenantClusterNamespaceLabel, clusterNS, butlerSA))
+	t.Cleanup(func() { _, _ = kubectl(t, "delete", "namespace", name, "--wait=false") })
+	return name
+}
+
+// canI asks kube-apiserver whether butler-apiserver's account may do something.
+func canI(t *testing.T, args ...string) string {
+	t.Helper()
+	out, _ := kubectl(t, append([]string{"auth", "can-i", "--as", butlerSA}, args...)...)
+	return strings.TrimSpace(out)
+}
+
+// TestButlerAPIServerRBAC: butler-apiserver's account reads Secrets only in butler-system and
+// in the tenant namespaces it made, and the admission policies of artifacts/deploy/rbac.yaml
+// keep it there even if its account is taken.
+func TestButlerAPIServerRBAC(t *testing.T) {
+	ctx := context.Background()
+	plain := namespace(t, "e2e-rbac-not-butlers")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"get", "secrets", "-n", "kube-system"}, "no"},
+		{[]string{"get", "secrets", "-n", plain}, "no"},
+		{[]string{"list", "secrets", "--all-namespaces"}, "no"},
+		{[]string{"get", "secrets", "-n", "butler-system"}, "yes"},
+		{[]string{"escalate", "clusterroles"}, "no"},
+		{[]string{"bind", "clusterroles/cluster-admin"}, "no"},
+		{[]string{"bind", "clusterroles/butler-admin"}, "yes"},
+		{[]string{"create", "leases", "-n", "kube-system"}, "no"},
+	} {
+		if got := canI(t, c.args...); got != c.want {
+			t.Errorf("kubectl auth can-i %s --as %s: %q, want %q", strings.Join(c.args, " "), butlerSA, got, c.want)
+		}
+	}
+
+	// A tenant namespace the TenantCluster worker made: it binds the Secrets role there.
+	ns := namespace(t, "e2e-rbac-tenant")
+	creds := providerCredentials(t, ns, "aws")
+	mustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
+kind: ProviderConfig
+metadata: {name: aws, namespace: %[1]s}
+spec:
+  provider: aws
+  %[2]s
+  aws: {region: eu-west-1}
+---
+apiVersion: butler.butlerlabs.dev/v1alpha1
+kind: TenantCluster
+metadata: {name: rbac, namespace: %[1]s}
+spec:
+  kubernetesVersion: v1.36.3
+  providerConfigRef: {name: aws}
+  workers: {replicas: 1, machineTemplate: {os: {type: talos}}}
+`, ns, creds))
+	tc := waitCluster(t, ns, "rbac", 60*time.Second, "its tenant namespace", func(tc *v1alpha1.TenantCluster) bool {
+		return tc.Status.TenantNamespace != "" && meta.FindStatusCondition(tc.Status.Conditions, "InfrastructureReady") != nil
+	})
+	if got := canI(t, "get", "secrets", "-n", tc.Status.TenantNamespace); got != "yes" {
+		t.Errorf("butler-apiserver in its tenant namespace %s: can-i get secrets %q, want yes", tc.Status.TenantNamespace, got)
+	}
+	if got := canI(t, "get", "secrets", "-n", ns); got != "no" {
+		t.Errorf("butler-apiserver in the cluster's own namespace %s: can-i get secrets %q, want no", ns, got)
+	}
+	if err := plane.butler.ButlerV1alpha1().TenantClusters(ns).Delete(ctx, "rbac", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// What a taken account would try next, refused by the policies.
+	as := func(args ...string) (string, error) { return kubectl(t, append(args, "--as", butlerSA)...) }
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"create", "rolebinding", "steal", "-n", "kube-system", "--clusterrole=butler-apiserver-secrets", "--user=" + butlerSA},
+			"butler-apiserver-secrets may be bound only in butler-system and in tenant namespaces butler made"},
+		{[]string{"label", "namespace", plain, component.TenantClusterLabel + "=x"},
+			"butler-apiserver may not mark an existing namespace as one it made"},
+		{[]string{"delete", "namespace", plain, "--wait=false"}, "butler-apiserver deletes only the namespaces it made"},
+		{[]string{"create", "clusterrole", "steal", "--verb=get", "--resource=teams.butler.butlerlabs.dev"},
+			"butler-apiserver writes only the Teams' reader roles"},
+		{[]string{"create", "clusterrole", "butler-team-reader:steal", "--verb=get", "--resource=teams.butler.butlerlabs.dev"},
+			"a Team's reader role grants reading one Team only"},
+	} {
+		out, err := as(c.args...)
+		if err == nil || !strings.Contains(out, c.want) {
+			t.Errorf("kubectl %s --as %s: %v, want refused with %q\n%s", strings.Join(c.args, " "), butlerSA, err, c.want, out)
+		}
+	}
+	if _, err := plane.kube.RbacV1().RoleBindings("kube-system").Get(ctx, "steal", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the refused RoleBinding exists: %v", err)
+	}
+}
