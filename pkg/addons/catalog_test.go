@@ -28,7 +28,7 @@ func TestCatalog(t *testing.T) {
 	install.Install(scheme)
 	want := map[string]bool{"cilium": false, "metallb": false, "cert-manager": false, "longhorn": false,
 		"traefik": false, "metrics-server": false, "fluxcd": false}
-	charts, err := NewCharts(t.TempDir(), 0)
+	charts, err := NewCharts(t.TempDir(), 0, FetchPolicy{})
 	if err != nil {
 		t.Fatal(err)
 	}

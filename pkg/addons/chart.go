@@ -1,12 +1,12 @@
 package addons
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,7 +16,6 @@ import (
 	"github.com/Masterminds/semver/v3"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/getter"
 	"helm.sh/helm/v3/pkg/registry"
 	"helm.sh/helm/v3/pkg/repo"
 )
@@ -66,6 +65,8 @@ func kindOf(repository string) (sourceKind, error) {
 type Charts struct {
 	dir      string
 	timeout  time.Duration
+	policy   FetchPolicy
+	client   *http.Client
 	registry *registry.Client
 
 	mu sync.Mutex
@@ -85,21 +86,23 @@ type resolvedVersion struct {
 const resolveTTL = 5 * time.Minute
 
 // NewCharts returns a chart source that caches archives under dir (created if missing).
-// timeout bounds each download.
-func NewCharts(dir string, timeout time.Duration) (*Charts, error) {
+// timeout bounds each download; policy is what the downloads may reach and how large they
+// may be, for repositories and OCI registries alike.
+func NewCharts(dir string, timeout time.Duration, policy FetchPolicy) (*Charts, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("chart cache: %w", err)
 	}
 	if timeout <= 0 {
 		timeout = 2 * time.Minute
 	}
+	client := policy.Client(timeout)
 	// The registry client's credentials file lives in the cache dir: never the user's own.
 	reg, err := registry.NewClient(registry.ClientOptCredentialsFile(filepath.Join(dir, "registry-config.json")),
-		registry.ClientOptEnableCache(true))
+		registry.ClientOptEnableCache(true), registry.ClientOptHTTPClient(client))
 	if err != nil {
 		return nil, fmt.Errorf("helm registry client: %w", err)
 	}
-	return &Charts{dir: dir, timeout: timeout, registry: reg,
+	return &Charts{dir: dir, timeout: timeout, policy: policy, client: client, registry: reg,
 		versions: map[string]resolvedVersion{}, fetching: map[string]*sync.Mutex{}}, nil
 }
 
@@ -135,7 +138,9 @@ func (c *Charts) Resolve(ctx context.Context, ref ChartRef) (string, error) {
 	case sourceOCI:
 		var tags []string
 		tags, err = c.registry.Tags(ociRef(ref))
-		if err == nil {
+		if err != nil {
+			err = fetchFailure(ctx, ref.Repository, err)
+		} else {
 			version, err = registry.GetTagMatchingVersionOrConstraint(tags, ref.Version)
 		}
 	case sourceLocal:
@@ -177,7 +182,7 @@ func (c *Charts) Load(ctx context.Context, ref ChartRef) (*chart.Chart, error) {
 		case sourceHTTP:
 			data, err = c.fetchHTTP(ctx, ref)
 		case sourceOCI:
-			data, err = c.fetchOCI(ref)
+			data, err = c.fetchOCI(ctx, ref)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("chart %s: %w", ref, err)
@@ -257,37 +262,15 @@ func (c *Charts) findInIndex(ctx context.Context, ref ChartRef) (*repo.ChartVers
 	return entry, nil
 }
 
-// get fetches url with Helm's HTTP getter, bounded by the download timeout and ctx.
+// get fetches url under the fetch policy, bounded by the download timeout and ctx.
 func (c *Charts) get(ctx context.Context, url string) ([]byte, error) {
-	g, err := getter.NewHTTPGetter(getter.WithURL(url), getter.WithTimeout(c.timeout),
-		getter.WithUserAgent("butler-apiserver"))
-	if err != nil {
-		return nil, err
-	}
-	type answer struct {
-		buf *bytes.Buffer
-		err error
-	}
-	done := make(chan answer, 1)
-	go func() {
-		buf, err := g.Get(url)
-		done <- answer{buf, err}
-	}()
-	select {
-	case a := <-done:
-		if a.err != nil {
-			return nil, a.err
-		}
-		return a.buf.Bytes(), nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	return c.policy.get(ctx, c.client, url)
 }
 
-func (c *Charts) fetchOCI(ref ChartRef) ([]byte, error) {
+func (c *Charts) fetchOCI(ctx context.Context, ref ChartRef) ([]byte, error) {
 	res, err := c.registry.Pull(ociRef(ref)+":"+strings.ReplaceAll(ref.Version, "+", "_"), registry.PullOptWithChart(true))
 	if err != nil {
-		return nil, err
+		return nil, fetchFailure(ctx, ref.Repository, err)
 	}
 	return res.Chart.Data, nil
 }

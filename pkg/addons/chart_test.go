@@ -64,7 +64,7 @@ func hitCount(hits *sync.Map, path string) int32 {
 
 func TestChartsFromHTTPRepository(t *testing.T) {
 	url, hits := chartRepo(t, map[string][]string{"demo": {"0.1.0", "0.2.0", "1.0.0"}})
-	charts, err := NewCharts(t.TempDir(), 0)
+	charts, err := NewCharts(t.TempDir(), 0, allowing(url))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestChartsCheckTheIndexDigest(t *testing.T) {
 	}
 	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
 	defer srv.Close()
-	charts, err := NewCharts(t.TempDir(), 0)
+	charts, err := NewCharts(t.TempDir(), 0, FetchPolicy{Allowed: AllowHostPorts([]string{srv.URL, url})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestChartsCheckTheIndexDigest(t *testing.T) {
 }
 
 func TestChartsFromLocalPath(t *testing.T) {
-	charts, err := NewCharts(t.TempDir(), 0)
+	charts, err := NewCharts(t.TempDir(), 0, FetchPolicy{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,6 +55,10 @@ type Request struct {
 	// Owner, when set, is recorded as the release label OwnerLabel; a release recorded for
 	// another owner is refused.
 	Owner string
+	// Restricted installs with the least privilege of a Team's own chart: the chart is rendered
+	// and refused, before anything reaches the cluster, when it grants more than edit
+	// (CheckPrivilege).
+	Restricted bool
 }
 
 // Action is what Ensure did or is about to do.
@@ -217,6 +221,11 @@ func (e *Engine) Ensure(ctx context.Context, req Request, starting func(Action))
 	values, err := deepCopy(req.Values)
 	if err != nil {
 		return nil, &OperationError{Release: current, Err: err}
+	}
+	if req.Restricted {
+		if err := CheckPrivilege(ch, values, req.Release); err != nil {
+			return nil, &OperationError{Release: current, Err: err}
+		}
 	}
 	labels := map[string]string{}
 	if req.Owner != "" {

@@ -27,7 +27,7 @@ import (
 func unitEngine(t *testing.T) (*Engine, Target, *kubefake.FailingKubeClient, *storage.Storage) {
 	t.Helper()
 	url, _ := chartRepo(t, map[string][]string{"demo": {"0.1.0", "0.2.0"}})
-	charts, err := NewCharts(t.TempDir(), 0)
+	charts, err := NewCharts(t.TempDir(), 0, allowing(url))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,5 +197,51 @@ func TestReleaseLockSerializesOneRelease(t *testing.T) {
 	defer e.mu.Unlock()
 	if len(e.locks) != 0 {
 		t.Errorf("%d locks left", len(e.locks))
+	}
+}
+
+// TestEnsureRestrictedRefusesMoreThanEdit: a restricted addon whose chart binds cluster-admin
+// is refused before Helm runs: no release, nothing sent to the cluster.
+func TestEnsureRestrictedRefusesMoreThanEdit(t *testing.T) {
+	e, target, kube, releases := unitEngine(t)
+	req := unitRequest(target, "0.1.0", Values{"rbac": map[string]any{"clusterAdmin": true}})
+	req.Restricted = true
+	kube.CreateError = errors.New("sent to the cluster")
+	_, err := e.Ensure(context.Background(), req, nil)
+	if err == nil || !strings.Contains(err.Error(),
+		"chart demo 0.1.0 grants more than edit, which a chart from a repository (not a platform AddonDefinition) may not: ClusterRoleBinding demo-cluster-admin binds ClusterRole cluster-admin") {
+		t.Fatalf("Ensure = %v", err)
+	}
+	if h, _ := releases.History("demo"); len(h) != 0 {
+		t.Errorf("a release was recorded: %d revisions", len(h))
+	}
+	// The same chart within edit installs.
+	kube.CreateError = nil
+	req.Values = nil
+	if _, err := e.Ensure(context.Background(), req, nil); err != nil {
+		t.Errorf("restricted, within edit: %v", err)
+	}
+}
+
+func TestCheckPrivilege(t *testing.T) {
+	for _, tc := range []struct {
+		manifest string
+		want     string
+	}{
+		{"kind: ClusterRole\nmetadata: {name: r}\nrules: [{apiGroups: [''], resources: [pods], verbs: [get, list]}]", ""},
+		{"kind: ClusterRole\nmetadata: {name: r}\nrules: [{apiGroups: ['*'], resources: ['*'], verbs: ['*']}]", `ClusterRole r grants "*"; ClusterRole r grants every resource ("*")`},
+		{"kind: Role\nmetadata: {name: r}\nrules: [{apiGroups: [rbac.authorization.k8s.io], resources: [roles], verbs: [create, escalate]}]", `Role r grants "escalate"; Role r writes rbac.authorization.k8s.io`},
+		{"kind: RoleBinding\nmetadata: {name: b}\nroleRef: {kind: ClusterRole, name: admin}", "RoleBinding b binds ClusterRole admin"},
+		{"kind: ClusterRoleBinding\nmetadata: {name: b}\nroleRef: {kind: ClusterRole, name: system:controller:foo}", "ClusterRoleBinding b binds ClusterRole system:controller:foo"},
+		{"kind: ClusterRoleBinding\nmetadata: {name: b}\nroleRef: {kind: ClusterRole, name: view}", ""},
+		{"kind: ClusterRole\nmetadata: {name: r}\nrules: [{apiGroups: [''], resources: [nodes/proxy], verbs: [get]}]", "ClusterRole r grants nodes/proxy"},
+	} {
+		problems, err := manifestProblems(tc.manifest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(problems, "; "); got != tc.want {
+			t.Errorf("%s:\n got %q\nwant %q", tc.manifest, got, tc.want)
+		}
 	}
 }

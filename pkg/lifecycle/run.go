@@ -43,6 +43,8 @@ type Config struct {
 	Identity string
 	// LeaseDuration, RenewDeadline and RetryPeriod pace the election (15s, 10s, 2s when zero).
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// Fetch is the outbound fetch policy's settings.
+	Fetch worker.FetchSettings
 }
 
 // Run takes part in the election until ctx is done; while this replica leads, it runs the
@@ -123,7 +125,9 @@ func RunStandalone(ctx context.Context, butlerClient clientset.Interface) error 
 
 // runWorkers starts fresh informers and every worker, and blocks until ctx is done.
 func runWorkers(ctx context.Context, cfg Config) error {
-	return runAll(ctx, worker.NewDeps(cfg.Butler, cfg.Kube, cfg.Dynamic, cfg.Metadata), controllers)
+	d := worker.NewDeps(cfg.Butler, cfg.Kube, cfg.Dynamic, cfg.Metadata)
+	d.Fetch = cfg.Fetch
+	return runAll(ctx, d, controllers)
 }
 
 func runAll(ctx context.Context, d *worker.Deps, table []controller) error {

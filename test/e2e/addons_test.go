@@ -60,9 +60,10 @@ func addonChartRepo(t *testing.T, charts map[string][]string) string {
 }
 
 // addonEngine is an engine with its own chart cache, and the management cluster as a target.
-func addonEngine(t *testing.T, cluster string) (*addons.Engine, addons.Target) {
+// The repository on loopback is allowed by its host:port, as the platform would allow it.
+func addonEngine(t *testing.T, cluster, repository string) (*addons.Engine, addons.Target) {
 	t.Helper()
-	charts, err := addons.NewCharts(t.TempDir(), 0)
+	charts, err := addons.NewCharts(t.TempDir(), 0, addons.FetchPolicy{Allowed: addons.AllowHostPorts([]string{repository})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +117,7 @@ func renderedValues(t *testing.T, namespace, release string) (map[string]any, ma
 
 func TestAddonsHelmLifecycle(t *testing.T) {
 	url := addonChartRepo(t, map[string][]string{"demo": {"0.1.0", "0.2.0"}, "broken": {"0.1.0"}})
-	engine, target := addonEngine(t, "e2e/lifecycle")
+	engine, target := addonEngine(t, "e2e/lifecycle", url)
 	ns := addonNamespace(t, "addons-e2e")
 	ctx := context.Background()
 	key := addons.ReleaseKey{Name: "demo", Namespace: ns}
@@ -247,7 +248,7 @@ func TestAddonsHelmLifecycle(t *testing.T) {
 
 func TestAddonsHelmFailingChart(t *testing.T) {
 	url := addonChartRepo(t, map[string][]string{"broken": {"0.1.0"}})
-	engine, target := addonEngine(t, "e2e/failing")
+	engine, target := addonEngine(t, "e2e/failing", url)
 	ns := addonNamespace(t, "addons-e2e-failing")
 	ctx := context.Background()
 	req := addons.Request{Target: target, Release: addons.ReleaseKey{Name: "broken", Namespace: ns}, CreateNamespace: true,
@@ -281,7 +282,7 @@ func TestAddonsHelmFailingChart(t *testing.T) {
 
 func TestAddonsHelmParallelThenDependent(t *testing.T) {
 	url := addonChartRepo(t, map[string][]string{"demo": {"0.1.0"}})
-	engine, target := addonEngine(t, "e2e/parallel")
+	engine, target := addonEngine(t, "e2e/parallel", url)
 	ns := addonNamespace(t, "addons-e2e-parallel")
 	ctx := context.Background()
 	request := func(name string) addons.Request {
@@ -338,7 +339,7 @@ func TestAddonsHelmParallelThenDependent(t *testing.T) {
 
 func TestAddonsHelmDeploymentWithoutWait(t *testing.T) {
 	url := addonChartRepo(t, map[string][]string{"demo": {"0.1.0"}})
-	engine, target := addonEngine(t, "e2e/deployment")
+	engine, target := addonEngine(t, "e2e/deployment", url)
 	ns := addonNamespace(t, "addons-e2e-deployment")
 	ctx := context.Background()
 	// The management plane has no nodes: the Deployment is made, its readiness not awaited.
@@ -365,7 +366,7 @@ func TestAddonsHelmDeploymentWithoutWait(t *testing.T) {
 func TestAddonsHelmMemory(t *testing.T) {
 	const clusters, perCluster = 5, 4
 	url := addonChartRepo(t, map[string][]string{"demo": {"0.1.0"}})
-	engine, target := addonEngine(t, "")
+	engine, target := addonEngine(t, "", url)
 	ctx := context.Background()
 	heap := func() uint64 {
 		runtime.GC()

@@ -172,6 +172,17 @@ func TestLocalTenantCluster(t *testing.T) {
 	// the tenant, where its Deployment runs on the simulated nodes; Helm, asked with the minted
 	// kubeconfig, agrees with the addon's status.
 	repo := addonChartRepo(t, map[string][]string{"demo": {"0.1.0"}, "broken": {"0.1.0"}})
+	// The platform lists the repository (an AddonDefinition), which allows its host:port on
+	// loopback to butler-apiserver's fetch policy.
+	mustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
+kind: AddonDefinition
+metadata: {name: %s-demo}
+spec:
+  displayName: Demo
+  category: other
+  chart: {repository: %q, name: demo, defaultVersion: 0.1.0}
+`, name, repo))
+	t.Cleanup(func() { _, _ = kubectl(t, "delete", "addondefinition", name+"-demo", "--wait=false") })
 	mustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
 kind: TenantAddon
 metadata: {name: demo-app, namespace: %s}
@@ -237,6 +248,48 @@ spec:
 		return tc.Status.Phase != v1alpha1.TenantClusterReady && !meta.IsStatusConditionTrue(tc.Status.Conditions, "AddonsReady")
 	})
 	mustKubectl(t, "delete", "tenantaddon", "broken", "-n", ns)
+	waitReady(t, ns, name, 2, time.Minute)
+
+	// A Team's chart (named by repository) that binds cluster-admin fails before anything is
+	// installed; a repository on loopback that the platform does not list is refused.
+	unlisted := addonChartRepo(t, map[string][]string{"demo": {"0.1.0"}})
+	mustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
+kind: TenantAddon
+metadata: {name: escalate, namespace: %[1]s}
+spec:
+  clusterRef: {name: %[2]s}
+  helm: {repository: %[3]q, chart: demo, namespace: escalate, createNamespace: true}
+  version: 0.1.0
+  values: {rbac: {clusterAdmin: true}}
+---
+apiVersion: butler.butlerlabs.dev/v1alpha1
+kind: TenantAddon
+metadata: {name: unlisted, namespace: %[1]s}
+spec:
+  clusterRef: {name: %[2]s}
+  helm: {repository: %[4]q, chart: demo, namespace: unlisted, createNamespace: true}
+  version: 0.1.0
+`, ns, name, repo, unlisted))
+	for addon, want := range map[string]string{
+		"escalate": "grants more than edit, which a chart from a repository (not a platform AddonDefinition) may not: ClusterRoleBinding escalate-cluster-admin binds ClusterRole cluster-admin",
+		"unlisted": "fetching " + unlisted + "/index.yaml: refused: ",
+	} {
+		var got *v1alpha1.TenantAddon
+		err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			got, err = plane.butler.ButlerV1alpha1().TenantAddons(ns).Get(ctx, addon, metav1.GetOptions{})
+			return err == nil && got.Status.Phase == v1alpha1.TenantAddonFailed, nil
+		})
+		if err != nil || !strings.Contains(got.Status.Message, want) {
+			t.Errorf("TenantAddon %s: %v; status %+v, want Failed saying %q", addon, err, got.Status, want)
+		}
+	}
+	if _, err := tenant.RbacV1().ClusterRoleBindings().Get(ctx, "escalate-cluster-admin", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the refused chart's ClusterRoleBinding in the tenant: %v", err)
+	}
+	if _, err := tenant.CoreV1().Namespaces().Get(ctx, "escalate", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the refused chart's namespace in the tenant: %v", err)
+	}
+	mustKubectl(t, "delete", "tenantaddon", "escalate", "unlisted", "-n", ns)
 	waitReady(t, ns, name, 2, time.Minute)
 
 	// kubectl scale gives a third node.

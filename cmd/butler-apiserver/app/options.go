@@ -16,9 +16,11 @@ import (
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
 
+	"github.com/butlerdotdev/butler-apiserver/pkg/addons"
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/apiserver"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
 	"github.com/butlerdotdev/butler-apiserver/pkg/quota"
 )
 
@@ -76,9 +78,10 @@ func NewOptions() *Options {
 		IPAMRepair:                          apiserver.DefaultIPAMRepair,
 		KubeconfigMaxExpiration:             24 * time.Hour,
 		Out:                                 os.Stdout,
-		Workers:                             WorkerOptions{Enabled: true, LeaseNamespace: "butler-system", LeaseName: "butler-apiserver-workers", QPS: 50, Burst: 100},
-		Memory:                              defaultMemoryOptions(),
-		ledger:                              &quota.Ledger{},
+		Workers: WorkerOptions{Enabled: true, LeaseNamespace: "butler-system", LeaseName: "butler-apiserver-workers", QPS: 50, Burst: 100,
+			Fetch: worker.FetchSettings{MaxBytes: addons.DefaultMaxFetchBytes}},
+		Memory: defaultMemoryOptions(),
+		ledger: &quota.Ledger{},
 	}
 	o.addButlerAdmission()
 	// Protobuf in etcd, as kube-apiserver stores its own types: smaller values, and decoding a

@@ -17,6 +17,7 @@ import (
 	butleradmission "github.com/butlerdotdev/butler-apiserver/pkg/admission"
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
 	"github.com/butlerdotdev/butler-apiserver/pkg/quota"
 )
 
@@ -31,6 +32,8 @@ type WorkerOptions struct {
 	// (5/s, burst 10) made one pass over a TenantCluster's external objects take seconds.
 	QPS   float32
 	Burst int
+	// Fetch is the outbound fetch policy of what the workers fetch for tenants (charts).
+	Fetch worker.FetchSettings
 }
 
 func (w *WorkerOptions) addFlags(fs *pflag.FlagSet) {
@@ -40,6 +43,10 @@ func (w *WorkerOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&w.LeaseName, "workers-lease-name", w.LeaseName, "Name of the workers' leader election Lease.")
 	fs.Float32Var(&w.QPS, "workers-kube-api-qps", w.QPS, "Requests per second the workers may send to the management cluster.")
 	fs.IntVar(&w.Burst, "workers-kube-api-burst", w.Burst, "Burst of requests the workers may send to the management cluster.")
+	fs.Int64Var(&w.Fetch.MaxBytes, "fetch-max-bytes", w.Fetch.MaxBytes,
+		"Largest download (chart repository index, chart archive, OCI blob) the workers fetch for a tenant.")
+	fs.StringSliceVar(&w.Fetch.AllowedInternal, "fetch-allowed-internal", w.Fetch.AllowedInternal,
+		"host:port that tenant fetches may reach though loopback, link-local or private (AddonDefinitions' repositories are allowed as well).")
 }
 
 // addButlerAdmission registers butler's own admission plugins in the recommended chain, after
@@ -120,6 +127,7 @@ func (o *Options) addWorkers(server *genericapiserver.GenericAPIServer, config *
 		go lifecycle.Run(ctx, lifecycle.Config{
 			Butler: butler, Kube: kube, Dynamic: dyn, Metadata: md,
 			LeaseNamespace: o.Workers.LeaseNamespace, LeaseName: o.Workers.LeaseName,
+			Fetch: o.Workers.Fetch,
 		})
 		return nil
 	})

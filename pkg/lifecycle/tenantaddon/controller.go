@@ -3,6 +3,7 @@ package tenantaddon
 import (
 	"context"
 	"fmt"
+	"k8s.io/apimachinery/pkg/labels"
 	"os"
 	"path/filepath"
 	"sync"
@@ -72,11 +73,11 @@ func New(d *worker.Deps) (*Controller, error) {
 	if err != nil {
 		dir = os.TempDir()
 	}
-	charts, err := addons.NewCharts(filepath.Join(dir, "butler-apiserver", "charts"), 0)
+	b := d.ButlerInformers.Butler().V1alpha1()
+	charts, err := addons.NewCharts(filepath.Join(dir, "butler-apiserver", "charts"), 0, fetchPolicy(d.Fetch, b.AddonDefinitions().Lister()))
 	if err != nil {
 		return nil, err
 	}
-	b := d.ButlerInformers.Butler().V1alpha1()
 	c, err := NewController(d.Butler, d.Kube, addons.NewEngine(charts), b.TenantAddons(), b.TenantClusters(),
 		b.AddonDefinitions(), b.ButlerConfigs(), b.IPAllocations())
 	if err != nil {
@@ -213,4 +214,28 @@ func (c *Controller) succeeded(key string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.failures, key)
+}
+
+// fetchPolicy is the outbound policy of chart fetches: the platform's settings, and the
+// repositories of its AddonDefinitions allowed by host:port though they are internal (a
+// platform admin listed them).
+func fetchPolicy(settings worker.FetchSettings, definitions listers.AddonDefinitionLister) addons.FetchPolicy {
+	static := addons.AllowHostPorts(settings.AllowedInternal)
+	return addons.FetchPolicy{
+		MaxBytes: settings.MaxBytes,
+		Allowed: func(hostport string) bool {
+			if static(hostport) {
+				return true
+			}
+			defs, err := definitions.List(labels.Everything())
+			if err != nil {
+				return false
+			}
+			repos := make([]string, 0, len(defs))
+			for _, d := range defs {
+				repos = append(repos, d.Spec.Chart.Repository)
+			}
+			return addons.AllowHostPorts(repos)(hostport)
+		},
+	}
 }

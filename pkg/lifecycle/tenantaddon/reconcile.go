@@ -89,6 +89,8 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 		Release: want.release, CreateNamespace: want.createNamespace,
 		Chart: want.chart, Values: want.values, Timeout: want.timeout, Wait: true,
 		Owner: string(addon.UID),
+		// A chart named by repository, not by a platform AddonDefinition: least privilege.
+		Restricted: addon.Spec.Helm != nil,
 	}
 	starting := func(a addons.Action) {
 		phase, reason, verb := v1alpha1.TenantAddonInstalling, "Installing", "installing"

@@ -35,6 +35,9 @@ type Deps struct {
 	// exists, whose contents would be costly to cache (other providers' Secrets, CRDs).
 	MetadataInformers metadatainformer.SharedInformerFactory
 
+	// Fetch is the outbound fetch policy's settings for what workers fetch for a tenant.
+	Fetch FetchSettings
+
 	filtered      map[string]informers.SharedInformerFactory
 	tenantSecrets *TenantSecrets
 	// broadcaster sends the Events of every Recorder; started with the informers.
@@ -55,6 +58,15 @@ func (d *Deps) KubeInformersFor(selector string) informers.SharedInformerFactory
 		informers.WithTransform(DropManagedFields))
 	d.filtered[selector] = f
 	return f
+}
+
+// FetchSettings are the platform's settings of the outbound fetch policy (addons.FetchPolicy).
+type FetchSettings struct {
+	// MaxBytes bounds each download (0: the policy's default).
+	MaxBytes int64
+	// AllowedInternal lists host:port that may be fetched from though they are internal
+	// (loopback, link-local, private); AddonDefinitions' repositories are allowed too.
+	AllowedInternal []string
 }
 
 // Resync is the informers' resync period: a safety net, never how progress is made.

@@ -1,0 +1,115 @@
+package addons
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// allowing is a FetchPolicy that allows the test server at url (on loopback).
+func allowing(url string) FetchPolicy {
+	return FetchPolicy{Allowed: AllowHostPorts([]string{url})}
+}
+
+func TestFetchRefusesInternalAddresses(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }))
+	defer srv.Close()
+	ctx := context.Background()
+	port := srv.URL[strings.LastIndex(srv.URL, ":")+1:]
+	for _, tc := range []struct{ url, want string }{
+		{srv.URL + "/index.yaml", "is a loopback address; the platform may allow it by host:port"},
+		// A name that resolves to loopback is refused on the address it resolved to.
+		{"http://localhost:" + port + "/index.yaml", "is a loopback address"},
+		{"http://[::1]:" + port + "/", "is a loopback address"},
+		{"http://169.254.169.254/latest/meta-data/", "is a link-local address"},
+		{"http://10.1.2.3:8080/", "is a private address"},
+		{"http://0.0.0.0:" + port + "/", "is an unspecified address"},
+	} {
+		p := FetchPolicy{}
+		_, err := p.get(ctx, p.Client(5*time.Second), tc.url)
+		if err == nil || !strings.Contains(err.Error(), "refused: ") || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want refused saying %q", tc.url, err, tc.want)
+		}
+	}
+	// Allowed by host:port, exactly that one.
+	p := allowing(srv.URL)
+	if data, err := p.get(ctx, p.Client(5*time.Second), srv.URL+"/index.yaml"); err != nil || string(data) != "ok" {
+		t.Errorf("the allowed host:port: %q %v", data, err)
+	}
+}
+
+func TestFetchChecksEveryRedirect(t *testing.T) {
+	internalSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("secret")) }))
+	defer internalSrv.Close()
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, internalSrv.URL+"/latest", http.StatusFound)
+	}))
+	defer front.Close()
+	p := allowing(front.URL) // the repository, not where it redirects
+	_, err := p.get(context.Background(), p.Client(5*time.Second), front.URL+"/index.yaml")
+	if err == nil || !strings.Contains(err.Error(), "is a loopback address") {
+		t.Errorf("a redirect to an internal address: %v, want refused", err)
+	}
+}
+
+// TestFetchStopsAtTheLimit: a server streaming 2 GiB (written as it goes, never held) is cut
+// at the limit with a clear error, and the client holds about the limit, not the body.
+func TestFetchStopsAtTheLimit(t *testing.T) {
+	const size = 2 << 30
+	chunk := make([]byte, 1<<20)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/declared" {
+			w.Header().Set("Content-Length", "2147483648")
+		}
+		for sent := 0; sent < size; sent += len(chunk) {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	p := allowing(srv.URL)
+	p.MaxBytes = 8 << 20
+	for _, path := range []string{"/streamed", "/declared"} {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		start := time.Now()
+		_, err := p.get(context.Background(), p.Client(time.Minute), srv.URL+path+"/demo-1.0.0.tgz")
+		runtime.ReadMemStats(&after)
+		if err == nil || !strings.Contains(err.Error(), "the download is larger than the limit of 8Mi") {
+			t.Fatalf("%s: %v, want the size limit", path, err)
+		}
+		grown := int64(after.TotalAlloc - before.TotalAlloc)
+		t.Logf("%s: stopped after %s, %d MiB allocated in all", path, time.Since(start).Round(time.Millisecond), grown>>20)
+		if grown > 64<<20 {
+			t.Errorf("%s: %d MiB allocated for a download limited to 8 MiB", path, grown>>20)
+		}
+	}
+}
+
+func TestFetchErrorsSayNoTransportDetail(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + l.Addr().String()
+	l.Close()
+	p := allowing(closed)
+	_, err = p.get(context.Background(), p.Client(5*time.Second), closed+"/index.yaml")
+	if err == nil || err.Error() != "fetching "+closed+"/index.yaml: the server could not be reached" {
+		t.Errorf("a closed port: %v", err)
+	}
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	p = allowing(srv.URL)
+	_, err = p.get(context.Background(), p.Client(5*time.Second), srv.URL+"/index.yaml")
+	if err == nil || !strings.HasSuffix(err.Error(), "the server answered 404 Not Found") {
+		t.Errorf("404: %v", err)
+	}
+}
