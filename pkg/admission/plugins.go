@@ -5,6 +5,8 @@
 //   - butler.butlerlabs.dev/ProviderConfigUse: a TenantCluster uses a ProviderConfig of its own
 //     namespace or one shared with it (spec.scope), within the ProviderConfig's limits (through
 //     the quota Ledger, held on the ProviderConfig).
+//   - butler.butlerlabs.dev/AddonSources: a TenantAddon's chart comes from the platform's catalog
+//     (an AddonDefinition, or the repository and chart one lists) unless a platform admin asks.
 //   - butler.butlerlabs.dev/TeamLimits: a Team's resourceLimits (ButlerConfig's
 //     defaultTeamLimits where the Team sets none) on TenantCluster create and update,
 //     tenantclusters/scale and TenantAddon create and update; aggregate limits go through the
@@ -27,6 +29,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/admission/initializer"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	autoscaling "k8s.io/client-go/scale/scheme"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
@@ -37,18 +41,20 @@ import (
 const (
 	MultiTenancyName      = "butler.butlerlabs.dev/MultiTenancy"
 	ProviderConfigUseName = "butler.butlerlabs.dev/ProviderConfigUse"
+	AddonSourcesName      = "butler.butlerlabs.dev/AddonSources"
 	TeamLimitsName        = "butler.butlerlabs.dev/TeamLimits"
 	TeamInUseName         = "butler.butlerlabs.dev/TeamInUse"
 	ProviderSupportName   = "butler.butlerlabs.dev/ProviderSupport"
 )
 
 // Names are the plugins in the order they run.
-var Names = []string{MultiTenancyName, ProviderConfigUseName, ProviderSupportName, TeamLimitsName, TeamInUseName}
+var Names = []string{MultiTenancyName, ProviderConfigUseName, AddonSourcesName, ProviderSupportName, TeamLimitsName, TeamInUseName}
 
 // Register registers the plugins.
 func Register(plugins *admission.Plugins) {
 	plugins.Register(MultiTenancyName, func(io.Reader) (admission.Interface, error) { return NewMultiTenancy(), nil })
 	plugins.Register(ProviderConfigUseName, func(io.Reader) (admission.Interface, error) { return NewProviderConfigUse(), nil })
+	plugins.Register(AddonSourcesName, func(io.Reader) (admission.Interface, error) { return NewAddonSources(), nil })
 	plugins.Register(TeamLimitsName, func(io.Reader) (admission.Interface, error) { return NewTeamLimits(), nil })
 	plugins.Register(TeamInUseName, func(io.Reader) (admission.Interface, error) { return NewTeamInUse(), nil })
 	plugins.Register(ProviderSupportName, func(io.Reader) (admission.Interface, error) { return NewProviderSupport(), nil })
@@ -60,13 +66,20 @@ type WantsLedger interface {
 	admission.InitializationValidator
 }
 
-// Initializer hands the Ledger to the plugins.
-type Initializer struct{ Ledger *quota.Ledger }
+// Initializer hands the Ledger to the plugins, and an authorizer where there is no generic
+// chain to hand one.
+type Initializer struct {
+	Ledger     *quota.Ledger
+	Authorizer authorizer.Authorizer
+}
 
 // Initialize implements admission.PluginInitializer.
 func (i Initializer) Initialize(p admission.Interface) {
 	if w, ok := p.(WantsLedger); ok {
 		w.SetLedger(i.Ledger)
+	}
+	if w, ok := p.(initializer.WantsAuthorizer); ok && i.Authorizer != nil {
+		w.SetAuthorizer(i.Authorizer)
 	}
 }
 
@@ -139,10 +152,10 @@ var (
 
 // New returns the plugins, initialized, in order: for a server without a management cluster,
 // where the generic admission chain (which needs one) does not run.
-func New(ledger *quota.Ledger) (admission.Interface, error) {
+func New(ledger *quota.Ledger, authz authorizer.Authorizer) (admission.Interface, error) {
 	plugins := admission.NewPlugins()
 	Register(plugins)
-	return plugins.NewFromPlugins(Names, noConfig{}, Initializer{Ledger: ledger}, nil)
+	return plugins.NewFromPlugins(Names, noConfig{}, Initializer{Ledger: ledger, Authorizer: authz}, nil)
 }
 
 type noConfig struct{}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	autoscaling "k8s.io/client-go/scale/scheme"
 	"k8s.io/utils/ptr"
 
@@ -25,7 +26,12 @@ type fakeStore struct {
 	config    *butler.ButlerConfig
 	clusters  []butler.TenantCluster
 	providers map[string]*butler.ProviderConfig
+	addons    []butler.AddonDefinition
 	writes    int
+}
+
+func (s *fakeStore) AddonDefinitions(context.Context) ([]butler.AddonDefinition, error) {
+	return s.addons, nil
 }
 
 func (s *fakeStore) Team(_ context.Context, name string) (*butler.Team, error) {
@@ -117,7 +123,7 @@ func validate(t *testing.T, s quota.Store, a admission.Attributes) error {
 	t.Helper()
 	chain, ok := chains[s]
 	if !ok {
-		c, err := New(&quota.Ledger{Store: s})
+		c, err := New(&quota.Ledger{Store: s}, adminAuthorizer)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -330,4 +336,42 @@ func TestProviderConfigUse(t *testing.T) {
 	if err := create(viaTeam); err != nil {
 		t.Errorf("the Team's ProviderConfig: %v", err)
 	}
+}
+
+// adminAuthorizer allows "platform" everything and nobody else anything.
+var adminAuthorizer = authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+	if a.GetUser().GetName() == "platform" {
+		return authorizer.DecisionAllow, "", nil
+	}
+	return authorizer.DecisionNoOpinion, "", nil
+})
+
+func TestAddonSources(t *testing.T) {
+	s := newStore()
+	s.addons = []butler.AddonDefinition{{ObjectMeta: metav1.ObjectMeta{Name: "cilium"},
+		Spec: butler.AddonDefinitionSpec{Chart: butler.ChartReference{Repository: "https://helm.cilium.io/", Name: "cilium"}}}}
+	s.teams["team-a"].Spec.ResourceLimits = &butler.ResourceLimits{DeniedAddons: []string{"cilium"}}
+	helm := func(ns, repository, chart string) *butler.TenantAddon {
+		return &butler.TenantAddon{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "x"},
+			Spec: butler.TenantAddonSpec{Helm: &butler.HelmChartSpec{Repository: repository, Chart: chart}}}
+	}
+	as := func(ta *butler.TenantAddon, name string) error {
+		return validate(t, s, admission.NewAttributesRecord(ta, nil, schema.GroupVersionKind{}, ta.Namespace, ta.Name, taResource, "",
+			admission.Create, nil, false, &user.DefaultInfo{Name: name}))
+	}
+	// A chart named like the catalog's, from elsewhere: not listed, whatever its name.
+	expect(t, as(helm("elsewhere", "https://evil.example.com", "cilium"), "operator"), apierrors.IsForbidden,
+		`spec.helm: chart "cilium" from repository "https://evil.example.com" is not in the platform's catalog`)
+	if err := as(helm("elsewhere", "https://evil.example.com", "cilium"), "platform"); err != nil {
+		t.Errorf("a platform admin installs any chart: %v", err)
+	}
+	// The listed repository and chart: allowed, and deniedAddons names it by its catalog name.
+	if err := as(helm("elsewhere", "https://helm.cilium.io", "cilium"), "operator"); err != nil {
+		t.Errorf("the listed repository and chart: %v", err)
+	}
+	expect(t, as(helm("team-a", "https://helm.cilium.io", "cilium"), "operator"), apierrors.IsForbidden, "addon cilium is in deniedAddons [cilium]")
+	// allowedAddons: an unlisted chart matches no entry, even one of the same name.
+	s.teams["team-a"].Spec.ResourceLimits = &butler.ResourceLimits{AllowedAddons: []string{"cilium"}}
+	expect(t, as(helm("team-a", "https://evil.example.com", "cilium"), "platform"), apierrors.IsForbidden,
+		"addon cilium from https://evil.example.com is not in allowedAddons [cilium]")
 }

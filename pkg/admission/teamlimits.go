@@ -52,8 +52,16 @@ func (p *TeamLimits) Validate(ctx context.Context, a admission.Attributes, _ adm
 	limits := quota.EffectiveLimits(team, config)
 
 	if ta, ok := a.GetObject().(*butler.TenantAddon); ok {
-		old, _ := a.GetOldObject().(*butler.TenantAddon)
-		if err := quota.CheckAddon(team.Name, limits, ta, old); err != nil {
+		definitions, err := p.store().AddonDefinitions(ctx)
+		if err != nil {
+			return apierrors.NewInternalError(err)
+		}
+		name, _ := quota.AddonIdentity(ta, definitions)
+		oldName := ""
+		if old, ok := a.GetOldObject().(*butler.TenantAddon); ok && a.GetOperation() == admission.Update {
+			oldName, _ = quota.AddonIdentity(old, definitions)
+		}
+		if err := quota.CheckAddon(team.Name, limits, name, oldName); err != nil {
 			return admission.NewForbidden(a, err)
 		}
 		return nil

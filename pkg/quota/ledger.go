@@ -38,6 +38,8 @@ type Store interface {
 	// else as of a resourceVersion not older than notOlderThan nor than this server's last
 	// write of a TenantCluster.
 	Clusters(ctx context.Context, namespace, notOlderThan string) ([]butler.TenantCluster, error)
+	// AddonDefinitions lists the platform's addon catalog.
+	AddonDefinitions(ctx context.Context) ([]butler.AddonDefinition, error)
 	// ProviderConfig returns a ProviderConfig, or nil when it does not exist.
 	ProviderConfig(ctx context.Context, namespace, name string) (*butler.ProviderConfig, error)
 	// UpdateTeam reads the Team, applies update and writes the result only if the Team did not

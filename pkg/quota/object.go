@@ -43,10 +43,10 @@ func CheckCluster(team string, limits *butler.ResourceLimits, tc, old *butler.Te
 	return joined(team, msgs)
 }
 
-// CheckAddon checks a TenantAddon's addon against allowedAddons and deniedAddons.
-func CheckAddon(team string, limits *butler.ResourceLimits, ta, old *butler.TenantAddon) error {
-	name := AddonName(ta)
-	if old != nil && AddonName(old) == name {
+// CheckAddon checks the addon a TenantAddon installs (AddonIdentity) against allowedAddons and
+// deniedAddons; oldName is what it installed before an update ("" for a create).
+func CheckAddon(team string, limits *butler.ResourceLimits, name, oldName string) error {
+	if oldName != "" && oldName == name {
 		return nil
 	}
 	if msg := addonRefused(limits, name); msg != "" {
@@ -129,15 +129,28 @@ func ClusterAddons(tc *butler.TenantCluster) []string {
 	return out
 }
 
-// AddonName is the addon a TenantAddon installs: its catalog name, or its Helm chart's name.
-func AddonName(ta *butler.TenantAddon) string {
+// AddonIdentity is the addon a TenantAddon installs, as the platform's catalog names it: its
+// spec.addon, or the AddonDefinition whose chart is the same repository and chart as its
+// spec.helm (listed). A chart no AddonDefinition lists is named "<chart> from <repository>"
+// (not listed): a chart's name alone says nothing of where it comes from.
+func AddonIdentity(ta *butler.TenantAddon, definitions []butler.AddonDefinition) (name string, listed bool) {
 	if ta.Spec.Addon != "" {
-		return ta.Spec.Addon
+		return ta.Spec.Addon, true
 	}
-	if ta.Spec.Helm != nil {
-		return ta.Spec.Helm.Chart
+	h := ta.Spec.Helm
+	if h == nil {
+		return "", false
 	}
-	return ""
+	for _, d := range definitions {
+		if d.Spec.Chart.Name == h.Chart && sameRepository(d.Spec.Chart.Repository, h.Repository) {
+			return d.Name, true
+		}
+	}
+	return h.Chart + " from " + h.Repository, false
+}
+
+func sameRepository(a, b string) bool {
+	return strings.TrimSuffix(a, "/") == strings.TrimSuffix(b, "/")
 }
 
 func orDefault(s, d string) string {

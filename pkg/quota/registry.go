@@ -37,7 +37,7 @@ import (
 // no quorum read per request. The Ledger's compare-and-swap checks aggregate limits against
 // the Team it swaps, whatever admission read.
 type RegistryStore struct {
-	teams, clusters, configs, providers *genericregistry.Store
+	teams, clusters, configs, providers, definitions *genericregistry.Store
 	absent                              *utilcache.LRUExpireCache
 	// written is the resourceVersion of the last write through this server, per store.
 	written map[*genericregistry.Store]*atomic.Uint64
@@ -66,7 +66,8 @@ func NewRegistryStore(resources map[string]rest.Storage) (*RegistryStore, error)
 	for _, f := range []struct {
 		into **genericregistry.Store
 		name string
-	}{{&s.teams, "teams"}, {&s.clusters, "tenantclusters"}, {&s.configs, "butlerconfigs"}, {&s.providers, "providerconfigs"}} {
+	}{{&s.teams, "teams"}, {&s.clusters, "tenantclusters"}, {&s.configs, "butlerconfigs"}, {&s.providers, "providerconfigs"},
+		{&s.definitions, "addondefinitions"}} {
 		if *f.into, err = storeOf(resources, f.name); err != nil {
 			return nil, err
 		}
@@ -183,6 +184,16 @@ func (s *RegistryStore) Clusters(ctx context.Context, namespace, notOlderThan st
 		return nil, err
 	}
 	return obj.(*butler.TenantClusterList).Items, nil
+}
+
+// AddonDefinitions lists the catalog from the watch cache (resourceVersion 0): a catalog entry
+// added a moment ago may be missed once, and the request retried.
+func (s *RegistryStore) AddonDefinitions(ctx context.Context) ([]butler.AddonDefinition, error) {
+	obj, err := s.definitions.List(genericapirequest.WithNamespace(ctx, ""), &metainternalversion.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*butler.AddonDefinitionList).Items, nil
 }
 
 func (s *RegistryStore) ProviderConfig(ctx context.Context, namespace, name string) (*butler.ProviderConfig, error) {

@@ -118,3 +118,41 @@ func TestTenancyProviderConfigUse(t *testing.T) {
 		t.Errorf("a create after a delete: %v", err)
 	}
 }
+
+// TestTenancyAddonSources: a Team's operator installs only charts the platform lists (by
+// repository and chart, not by name); a platform admin installs any.
+func TestTenancyAddonSources(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	team(t, teamManifest("tenancy-addons", "", member("tenancy-addons-operator", "operator")))
+	mustApply(t, `apiVersion: butler.butlerlabs.dev/v1alpha1
+kind: AddonDefinition
+metadata: {name: tenancy-demo}
+spec:
+  displayName: Demo
+  category: other
+  chart: {repository: "https://charts.example.com/tenancy", name: demo, defaultVersion: 0.1.0}
+`)
+	t.Cleanup(func() { _, _ = kubectl(t, "delete", "addondefinition", "tenancy-demo", "--wait=false") })
+	addon := func(name, repository string) *v1alpha1.TenantAddon {
+		return &v1alpha1.TenantAddon{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tenancy-addons"},
+			Spec: v1alpha1.TenantAddonSpec{ClusterRef: v1alpha1.LocalObjectReference{Name: "none"}, Version: "0.1.0",
+				Helm: &v1alpha1.HelmChartSpec{Repository: repository, Chart: "demo"}}}
+	}
+	operator := clientset.NewForConfigOrDie(userConfig(t, "tenancy-addons-operator")).ButlerV1alpha1().TenantAddons("tenancy-addons")
+	_, err := operator.Create(ctx, addon("elsewhere", "https://evil.example.com/charts"), metav1.CreateOptions{})
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(),
+		`spec.helm: chart "demo" from repository "https://evil.example.com/charts" is not in the platform's catalog`) {
+		t.Errorf("an operator's chart from an unlisted repository: %v, want 403 naming the rule", err)
+	}
+	if _, err := operator.Create(ctx, addon("listed", "https://charts.example.com/tenancy"), metav1.CreateOptions{}); err != nil {
+		t.Errorf("an operator's chart from the listed repository: %v", err)
+	}
+	admin := plane.butler.ButlerV1alpha1().TenantAddons("tenancy-addons")
+	if _, err := admin.Create(ctx, addon("by-platform", "https://evil.example.com/charts"), metav1.CreateOptions{}); err != nil {
+		t.Errorf("a platform admin's chart from anywhere: %v", err)
+	}
+	for _, name := range []string{"listed", "by-platform"} {
+		_ = admin.Delete(ctx, name, metav1.DeleteOptions{})
+	}
+}

@@ -63,7 +63,7 @@ func (o *Options) addButlerAdmission() {
 // applyStandaloneAdmission runs butler's own plugins alone when there is no management
 // cluster: they read only butler objects, so multi-tenancy and Team limits hold the same.
 func (o *Options) applyStandaloneAdmission(config *genericapiserver.RecommendedConfig) error {
-	chain, err := butleradmission.New(o.ledger)
+	chain, err := butleradmission.New(o.ledger, config.Authorization.Authorizer)
 	if err != nil {
 		return fmt.Errorf("butler admission plugins: %w", err)
 	}
