@@ -38,7 +38,7 @@ import (
 // the Team it swaps, whatever admission read.
 type RegistryStore struct {
 	teams, clusters, configs, providers, definitions *genericregistry.Store
-	absent                              *utilcache.LRUExpireCache
+	absent                                           *utilcache.LRUExpireCache
 	// written is the resourceVersion of the last write through this server, per store.
 	written map[*genericregistry.Store]*atomic.Uint64
 }
