@@ -46,7 +46,9 @@ subjects:
 func canI(t *testing.T, args ...string) string {
 	t.Helper()
 	out, _ := kubectl(t, append([]string{"auth", "can-i", "--as", butlerSA}, args...)...)
-	return strings.TrimSpace(out)
+	// The answer is the last line (kubectl may warn first, e.g. of a cluster-scoped resource).
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
 }
 
 // TestButlerAPIServerRBAC: butler-apiserver's account reads Secrets only in butler-system and
