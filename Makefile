@@ -90,18 +90,8 @@ test-integration:
 ## test-e2e: the standalone binary with kubectl, then the whole management plane (hack/local-up.sh)
 test-e2e: build
 	test/e2e/standalone.sh $(BIN)/butler-apiserver
-	$(GO) test -count=1 -timeout 45m -skip '^(TestFault|$(KNOWN_FAILING))' ./test/e2e/...
+	$(GO) test -count=1 -timeout 45m -skip '^TestFault' ./test/e2e/...
 	$(GO) test -count=1 -timeout 20m -run '^TestPlaneStartFailsCleanly$$' ./test/starts/
-
-## test-known-failing: e2e tests written for issue 23 that do not pass yet, kept out of make test
-## (and CI) until they do, and run here: TestTeamKubeconfigs (a team viewer's and operator's
-## minted kubeconfigs are refused in the tenant: their view/edit bindings do not take effect) and
-## TestLocalTenantDataStoreIsolation (its first check expects the etcd user named for the
-## TenantCluster's namespace; the provider names it for the TenantControlPlane's; the checks after
-## it have never run). Expected to fail today.
-KNOWN_FAILING := TestTeamKubeconfigs$$|TestLocalTenantDataStoreIsolation$$
-test-known-failing: build
-	$(GO) test -count=1 -timeout 30m -run '^($(KNOWN_FAILING))' -v ./test/e2e/...
 
 ## test-starts: STARTS_N plane starts and stops in a row, then STARTS_TENANTS tenant control
 ## planes at once, under STARTS_CONNECTIONS held loopback connections (README "Reliability");

@@ -28,6 +28,7 @@ import (
 // directory and kube-apiserver's command line.
 type datastoreTenant struct {
 	name, uid, dir string
+	tcpNamespace   string // its TenantControlPlane's namespace (the TenantCluster's tenant namespace)
 	pids           map[string]int
 	args           map[string]string // kube-apiserver's flags
 }
@@ -59,6 +60,7 @@ func TestLocalTenantDataStoreIsolation(t *testing.T) {
 			t.Fatal(err)
 		}
 		tn.uid = string(tcp.GetUID())
+		tn.tcpNamespace = tcp.GetNamespace()
 		tn.dir = filepath.Join(plane.dir, "tenants", tn.uid)
 		tn.pids = lcpPids(t, tn.dir)
 		tn.args = lcpArgs(t, tn.pids["kube-apiserver"])
@@ -93,7 +95,9 @@ func TestLocalTenantDataStoreIsolation(t *testing.T) {
 		t.Fatal(err)
 	}
 	leaf, _ := x509.ParseCertificate(cert.Certificate[0])
-	if want := ns + "_" + a.name; leaf.Subject.CommonName != want {
+	// Kamaji's default user for a TenantControlPlane (spec.dataStoreUsername unset) is
+	// <its namespace>_<its name>; the TenantControlPlane lives in the tenant namespace.
+	if want := a.tcpNamespace + "_" + a.name; leaf.Subject.CommonName != want {
 		t.Errorf("A's etcd client certificate is for %q, want its own user %q", leaf.Subject.CommonName, want)
 	}
 	pool := x509.NewCertPool()

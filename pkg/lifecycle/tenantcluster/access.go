@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -84,10 +86,50 @@ func (c *Controller) ensureAccess(ctx context.Context, s *state) (steps.Result, 
 			return steps.Result{}, fmt.Errorf("RoleBinding %s/%s in the tenant: %w", b.Namespace, b.Name, err)
 		}
 	}
+	// A binding to a role that grants nothing yet gives nothing: the step is done once each role
+	// has its rules, and looks again shortly (no watch reaches into the tenant).
+	if role, err := emptyRole(ctx, tenant, crbs, rbs); err != nil || role != "" {
+		if err != nil {
+			return steps.Result{}, err
+		}
+		s.recheckAfter = accessRecheck
+		return steps.Waiting("WaitingForRoles", "ClusterRole %s in the tenant grants nothing yet (the tenant's kube-controller-manager aggregates view and edit once it runs)", role), nil
+	}
 	c.access.mu.Lock()
 	c.access.digest[uid] = digest
 	c.access.mu.Unlock()
 	return steps.Ready("AccessApplied", "the Team's roles are bound in the tenant"), nil
+}
+
+// accessRecheck is how soon the access step looks again at roles that grant nothing yet.
+const accessRecheck = 2 * time.Second
+
+// emptyRole names the first ClusterRole the bindings refer to that is missing or has no rules,
+// "" when each has some. The tenant's view and edit are aggregated ClusterRoles: kube-apiserver
+// creates them empty and its kube-controller-manager fills them in, seconds after kube-apiserver
+// answers (the control plane is Ready before that).
+func emptyRole(ctx context.Context, tenant kubernetes.Interface, crbs []*rbacv1.ClusterRoleBinding, rbs []*rbacv1.RoleBinding) (string, error) {
+	var names []string
+	for _, b := range crbs {
+		names = append(names, b.RoleRef.Name)
+	}
+	for _, b := range rbs {
+		names = append(names, b.RoleRef.Name)
+	}
+	sort.Strings(names)
+	for _, name := range slices.Compact(names) {
+		role, err := tenant.RbacV1().ClusterRoles().Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return name, nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("ClusterRole %s in the tenant: %w", name, err)
+		}
+		if len(role.Rules) == 0 {
+			return name, nil
+		}
+	}
+	return "", nil
 }
 
 // teamOf is the Team a cluster belongs to: its teamRef, else the Team whose namespace it is in.

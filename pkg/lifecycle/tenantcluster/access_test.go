@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	kubefake "k8s.io/client-go/kubernetes/fake"
@@ -22,9 +23,17 @@ func TestEnsureAccessFollowsTheTeam(t *testing.T) {
 	team := &v1alpha1.Team{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}, Spec: v1alpha1.TeamSpec{Access: v1alpha1.TeamAccess{
 		Users: []v1alpha1.TeamMember{{Name: "alice", Role: v1alpha1.TeamRoleAdmin}, {Name: "otto", Role: v1alpha1.TeamRoleOperator}}}}}
 	teams := indexer(team)
+	rules := []rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"pods"}}}
+	// view and edit as kube-apiserver creates them: aggregated, empty until the tenant's
+	// kube-controller-manager fills them in.
+	aggregated := func(name string) *rbacv1.ClusterRole {
+		return &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, AggregationRule: &rbacv1.AggregationRule{}}
+	}
 	tenant := kubefake.NewClientset(
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}},
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-system"}})
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-system"}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "cluster-admin"}, Rules: rules},
+		aggregated("view"), aggregated("edit"))
 	mgmt := kubefake.NewClientset(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "prod-admin-kubeconfig", Namespace: "tenant-ns"},
 		Data: map[string][]byte{"admin.conf": []byte("kubeconfig")}})
 	c := &Controller{kube: mgmt, teams: listers.NewTeamLister(teams),
@@ -47,6 +56,17 @@ func TestEnsureAccessFollowsTheTeam(t *testing.T) {
 			out = append(out, s.Name)
 		}
 		return out
+	}
+	// The bindings are there, but view and edit grant nothing yet: not done, and looked at again.
+	if r, err := c.ensureAccess(ctx, s); err != nil || r.Done || r.Reason != "WaitingForRoles" || s.recheckAfter == 0 {
+		t.Fatalf("before view and edit are aggregated: %+v, %v (recheck after %s)", r, err, s.recheckAfter)
+	}
+	for _, name := range []string{"view", "edit"} {
+		role := aggregated(name)
+		role.Rules = rules
+		if _, err := tenant.RbacV1().ClusterRoles().Update(ctx, role, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if r, err := c.ensureAccess(ctx, s); err != nil || !r.Done {
 		t.Fatalf("first: %+v, %v", r, err)

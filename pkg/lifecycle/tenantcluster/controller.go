@@ -242,6 +242,9 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 		return err
 	}
 	c.recordReconcile(tc, outcome, ensureErr, status)
+	if ensureErr == nil && s.recheckAfter > 0 {
+		return worker.RequeueAfter(s.recheckAfter)
+	}
 	return ensureErr
 }
 

@@ -1,6 +1,8 @@
 package tenantcluster
 
 import (
+	"time"
+
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
@@ -22,6 +24,9 @@ type state struct {
 	addons           []v1alpha1.ObservedAddon
 	allocationRefs   []v1alpha1.LocalObjectReference
 	networkChecked   bool
+	// recheckAfter, when set, brings the cluster back after it: a step waits for what no watch
+	// announces.
+	recheckAfter time.Duration
 }
 
 func (c *Controller) newState(tc *v1alpha1.TenantCluster) *state {
