@@ -30,6 +30,7 @@ import (
 	team "github.com/butlerdotdev/butler-apiserver/pkg/registry/butler/team/storage"
 	tenantaddon "github.com/butlerdotdev/butler-apiserver/pkg/registry/butler/tenantaddon/storage"
 	tenantcluster "github.com/butlerdotdev/butler-apiserver/pkg/registry/butler/tenantcluster/storage"
+	tenantclustersnapshot "github.com/butlerdotdev/butler-apiserver/pkg/registry/butler/tenantclustersnapshot/storage"
 )
 
 var (
@@ -118,6 +119,7 @@ func newResources(optsGetter generic.RESTOptionsGetter, mgmt ManagementCluster, 
 		add(tenantcluster.NewStorage(Scheme, optsGetter, teams.Team.Store, mgmt.Secrets, mgmt.KubeconfigMaxExpiration))
 	}
 	add(tenantaddon.NewStorage(Scheme, optsGetter))
+	add(tenantclustersnapshot.NewStorage(Scheme, optsGetter))
 	add(addondefinition.NewStorage(Scheme, optsGetter))
 	allocations, err := ipallocation.NewStorage(Scheme, optsGetter, ipamStore)
 	add(allocations, err)

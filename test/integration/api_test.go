@@ -277,7 +277,7 @@ func TestDiscoveryNamesEveryKind(t *testing.T) {
 	}{
 		"butlerconfigs": {"bc", false}, "teams": {"tm", false}, "tenantclusters": {"tc", true},
 		"tenantaddons": {"ta", true}, "addondefinitions": {"ad", false}, "networkpools": {"np", true},
-		"ipallocations": {"ipa", true}, "providerconfigs": {"pc", true},
+		"ipallocations": {"ipa", true}, "providerconfigs": {"pc", true}, "tenantclustersnapshots": {"tcs", true},
 	}
 	for name, w := range want {
 		r, ok := byName[name]

@@ -166,7 +166,7 @@ func NewCommand(ctx context.Context) *cobra.Command {
 		Use:   "butler-apiserver",
 		Short: "Serve the butler.butlerlabs.dev API (tenant clusters as Kubernetes resources)",
 		Long: `butler-apiserver serves TenantCluster, Team, ButlerConfig, TenantAddon, AddonDefinition,
-NetworkPool, IPAllocation and ProviderConfig as an aggregated Kubernetes API.
+NetworkPool, IPAllocation, ProviderConfig and TenantClusterSnapshot as an aggregated Kubernetes API.
 
 With --standalone it needs nothing else: it starts an embedded etcd under --data-dir,
 serves TLS with its own CA and writes an admin kubeconfig there.`,

@@ -58,6 +58,7 @@ type ButlerConfigSpec struct {
 	DefaultAddonVersions AddonVersions        `json:"defaultAddonVersions,omitempty"`
 	ControlPlaneExposure ControlPlaneExposure `json:"controlPlaneExposure,omitempty"`
 	ControlPlaneProvider ControlPlaneProvider `json:"controlPlaneProvider,omitempty"`
+	SnapshotStore        *SnapshotStore       `json:"snapshotStore,omitempty"`
 }
 
 // MultiTenancyConfig configures tenancy enforcement.
@@ -247,6 +248,7 @@ type TenantClusterSpec struct {
 	Addons            AddonsSpec                 `json:"addons,omitempty"`
 	// Hibernation stops the cluster while it is not used and wakes it again.
 	Hibernation *HibernationSpec `json:"hibernation,omitempty"`
+	RestoreFrom *RestoreSource   `json:"restoreFrom,omitempty"`
 }
 
 // HibernationSpec is when a tenant cluster sleeps: workers scaled to zero, the control plane
@@ -461,6 +463,7 @@ type TenantClusterStatus struct {
 	ObservedState        *ObservedClusterState  `json:"observedState,omitempty"`
 	LastOperation        *LastOperation         `json:"lastOperation,omitempty"`
 	DataStoreName        string                 `json:"dataStoreName,omitempty"`
+	Restore              *RestoreStatus         `json:"restore,omitempty"`
 }
 
 // LastOperation is the one-line progress of the operation in flight or last finished.
@@ -982,3 +985,94 @@ type ProviderConfigList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []ProviderConfig `json:"items"`
 }
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// TenantClusterSnapshot is a TenantCluster's datastore key range at one etcd revision.
+type TenantClusterSnapshot struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   TenantClusterSnapshotSpec   `json:"spec,omitempty"`
+	Status TenantClusterSnapshotStatus `json:"status,omitempty"`
+}
+
+// TenantClusterSnapshotSpec says which cluster to snapshot.
+type TenantClusterSnapshotSpec struct {
+	ClusterRef LocalObjectReference `json:"clusterRef"`
+}
+
+// SnapshotPhase is where a snapshot is in its life.
+type SnapshotPhase string
+
+const (
+	SnapshotPending SnapshotPhase = "Pending"
+	SnapshotRunning SnapshotPhase = "Running"
+	SnapshotReady   SnapshotPhase = "Ready"
+	SnapshotFailed  SnapshotPhase = "Failed"
+)
+
+// TenantClusterSnapshotStatus is what was taken and where it is.
+type TenantClusterSnapshotStatus struct {
+	Phase             SnapshotPhase `json:"phase,omitempty"`
+	Revision          int64         `json:"revision,omitempty"`
+	ObjectCount       int64         `json:"objectCount,omitempty"`
+	Bytes             int64         `json:"bytes,omitempty"`
+	Checksum          string        `json:"checksum,omitempty"`
+	Location          string        `json:"location,omitempty"`
+	KubernetesVersion string        `json:"kubernetesVersion,omitempty"`
+	DataStoreName     string        `json:"dataStoreName,omitempty"`
+	StartTime         *metav1.Time  `json:"startTime,omitempty"`
+	CompletionTime    *metav1.Time  `json:"completionTime,omitempty"`
+	Message           string        `json:"message,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// TenantClusterSnapshotList is a list of TenantClusterSnapshots.
+type TenantClusterSnapshotList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []TenantClusterSnapshot `json:"items"`
+}
+
+// RestoreSource names the snapshot a TenantCluster's data comes from.
+type RestoreSource struct {
+	Name    string `json:"name"`
+	Confirm string `json:"confirm,omitempty"`
+}
+
+// RestoreStatus records a restore, so that it runs once.
+type RestoreStatus struct {
+	SnapshotName   string       `json:"snapshotName"`
+	SnapshotUID    string       `json:"snapshotUID,omitempty"`
+	Revision       int64        `json:"revision,omitempty"`
+	InPlace        bool         `json:"inPlace,omitempty"`
+	Phase          string       `json:"phase,omitempty"`
+	ObjectCount    int64        `json:"objectCount,omitempty"`
+	Dropped        int64        `json:"dropped,omitempty"`
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+	Message        string       `json:"message,omitempty"`
+}
+
+// SnapshotStore is where TenantClusterSnapshots keep their data.
+type SnapshotStore struct {
+	Directory *DirectorySnapshotStore `json:"directory,omitempty"`
+}
+
+// DirectorySnapshotStore is a directory snapshot store.
+type DirectorySnapshotStore struct {
+	Path string `json:"path"`
+}
+
+// Labels and finalizers of snapshots.
+const (
+	// ClusterLabel on a TenantClusterSnapshot names its TenantCluster (in the same namespace).
+	ClusterLabel = "butler.butlerlabs.dev/tenant-cluster"
+	// SnapshotDataFinalizer holds a deleted TenantClusterSnapshot until its data is deleted.
+	SnapshotDataFinalizer = "butler.butlerlabs.dev/snapshot-data"
+	// RestorePhase values of RestoreStatus.Phase.
+	RestoreRunning   = "Running"
+	RestoreSucceeded = "Succeeded"
+	RestoreFailed    = "Failed"
+)

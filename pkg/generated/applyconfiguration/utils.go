@@ -70,6 +70,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &butlerv1alpha1.ControlPlaneResourcesApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ControlPlaneSpec"):
 		return &butlerv1alpha1.ControlPlaneSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("DirectorySnapshotStore"):
+		return &butlerv1alpha1.DirectorySnapshotStoreApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("GCPConfig"):
 		return &butlerv1alpha1.GCPConfigApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("GitOpsAddon"):
@@ -152,8 +154,14 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &butlerv1alpha1.ResourceLimitsApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ResourceUsage"):
 		return &butlerv1alpha1.ResourceUsageApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("RestoreSource"):
+		return &butlerv1alpha1.RestoreSourceApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("RestoreStatus"):
+		return &butlerv1alpha1.RestoreStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SecretKeyReference"):
 		return &butlerv1alpha1.SecretKeyReferenceApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SnapshotStore"):
+		return &butlerv1alpha1.SnapshotStoreApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("StorageAddon"):
 		return &butlerv1alpha1.StorageAddonApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Team"):
@@ -174,6 +182,12 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &butlerv1alpha1.TenantAddonStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("TenantCluster"):
 		return &butlerv1alpha1.TenantClusterApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("TenantClusterSnapshot"):
+		return &butlerv1alpha1.TenantClusterSnapshotApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("TenantClusterSnapshotSpec"):
+		return &butlerv1alpha1.TenantClusterSnapshotSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("TenantClusterSnapshotStatus"):
+		return &butlerv1alpha1.TenantClusterSnapshotStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("TenantClusterSpec"):
 		return &butlerv1alpha1.TenantClusterSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("TenantClusterStatus"):

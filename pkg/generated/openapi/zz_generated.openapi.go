@@ -34,170 +34,178 @@ import (
 
 func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
 	return map[string]common.OpenAPIDefinition{
-		v1alpha1.AWSConfig{}.OpenAPIModelName():                  schema_pkg_apis_butler_v1alpha1_AWSConfig(ref),
-		v1alpha1.AddonDefaults{}.OpenAPIModelName():              schema_pkg_apis_butler_v1alpha1_AddonDefaults(ref),
-		v1alpha1.AddonDefinition{}.OpenAPIModelName():            schema_pkg_apis_butler_v1alpha1_AddonDefinition(ref),
-		v1alpha1.AddonDefinitionList{}.OpenAPIModelName():        schema_pkg_apis_butler_v1alpha1_AddonDefinitionList(ref),
-		v1alpha1.AddonDefinitionSpec{}.OpenAPIModelName():        schema_pkg_apis_butler_v1alpha1_AddonDefinitionSpec(ref),
-		v1alpha1.AddonVersions{}.OpenAPIModelName():              schema_pkg_apis_butler_v1alpha1_AddonVersions(ref),
-		v1alpha1.AddonsSpec{}.OpenAPIModelName():                 schema_pkg_apis_butler_v1alpha1_AddonsSpec(ref),
-		v1alpha1.AddressRange{}.OpenAPIModelName():               schema_pkg_apis_butler_v1alpha1_AddressRange(ref),
-		v1alpha1.AzureConfig{}.OpenAPIModelName():                schema_pkg_apis_butler_v1alpha1_AzureConfig(ref),
-		v1alpha1.ButlerConfig{}.OpenAPIModelName():               schema_pkg_apis_butler_v1alpha1_ButlerConfig(ref),
-		v1alpha1.ButlerConfigList{}.OpenAPIModelName():           schema_pkg_apis_butler_v1alpha1_ButlerConfigList(ref),
-		v1alpha1.ButlerConfigSpec{}.OpenAPIModelName():           schema_pkg_apis_butler_v1alpha1_ButlerConfigSpec(ref),
-		v1alpha1.ButlerConfigStatus{}.OpenAPIModelName():         schema_pkg_apis_butler_v1alpha1_ButlerConfigStatus(ref),
-		v1alpha1.CNIAddon{}.OpenAPIModelName():                   schema_pkg_apis_butler_v1alpha1_CNIAddon(ref),
-		v1alpha1.CertManagerAddon{}.OpenAPIModelName():           schema_pkg_apis_butler_v1alpha1_CertManagerAddon(ref),
-		v1alpha1.ChartReference{}.OpenAPIModelName():             schema_pkg_apis_butler_v1alpha1_ChartReference(ref),
-		v1alpha1.ClusterDefaults{}.OpenAPIModelName():            schema_pkg_apis_butler_v1alpha1_ClusterDefaults(ref),
-		v1alpha1.ComponentResources{}.OpenAPIModelName():         schema_pkg_apis_butler_v1alpha1_ComponentResources(ref),
-		v1alpha1.ControlPlaneExposure{}.OpenAPIModelName():       schema_pkg_apis_butler_v1alpha1_ControlPlaneExposure(ref),
-		v1alpha1.ControlPlaneResources{}.OpenAPIModelName():      schema_pkg_apis_butler_v1alpha1_ControlPlaneResources(ref),
-		v1alpha1.ControlPlaneSpec{}.OpenAPIModelName():           schema_pkg_apis_butler_v1alpha1_ControlPlaneSpec(ref),
-		v1alpha1.GCPConfig{}.OpenAPIModelName():                  schema_pkg_apis_butler_v1alpha1_GCPConfig(ref),
-		v1alpha1.GitOpsAddon{}.OpenAPIModelName():                schema_pkg_apis_butler_v1alpha1_GitOpsAddon(ref),
-		v1alpha1.GitRepository{}.OpenAPIModelName():              schema_pkg_apis_butler_v1alpha1_GitRepository(ref),
-		v1alpha1.HarvesterConfig{}.OpenAPIModelName():            schema_pkg_apis_butler_v1alpha1_HarvesterConfig(ref),
-		v1alpha1.HelmChartSpec{}.OpenAPIModelName():              schema_pkg_apis_butler_v1alpha1_HelmChartSpec(ref),
-		v1alpha1.HelmReleaseStatus{}.OpenAPIModelName():          schema_pkg_apis_butler_v1alpha1_HelmReleaseStatus(ref),
-		v1alpha1.HibernationSchedule{}.OpenAPIModelName():        schema_pkg_apis_butler_v1alpha1_HibernationSchedule(ref),
-		v1alpha1.HibernationSpec{}.OpenAPIModelName():            schema_pkg_apis_butler_v1alpha1_HibernationSpec(ref),
-		v1alpha1.IPAllocation{}.OpenAPIModelName():               schema_pkg_apis_butler_v1alpha1_IPAllocation(ref),
-		v1alpha1.IPAllocationList{}.OpenAPIModelName():           schema_pkg_apis_butler_v1alpha1_IPAllocationList(ref),
-		v1alpha1.IPAllocationSpec{}.OpenAPIModelName():           schema_pkg_apis_butler_v1alpha1_IPAllocationSpec(ref),
-		v1alpha1.IPAllocationStatus{}.OpenAPIModelName():         schema_pkg_apis_butler_v1alpha1_IPAllocationStatus(ref),
-		v1alpha1.IngressAddon{}.OpenAPIModelName():               schema_pkg_apis_butler_v1alpha1_IngressAddon(ref),
-		v1alpha1.KubeconfigRequest{}.OpenAPIModelName():          schema_pkg_apis_butler_v1alpha1_KubeconfigRequest(ref),
-		v1alpha1.KubeconfigRequestSpec{}.OpenAPIModelName():      schema_pkg_apis_butler_v1alpha1_KubeconfigRequestSpec(ref),
-		v1alpha1.KubeconfigRequestStatus{}.OpenAPIModelName():    schema_pkg_apis_butler_v1alpha1_KubeconfigRequestStatus(ref),
-		v1alpha1.LastOperation{}.OpenAPIModelName():              schema_pkg_apis_butler_v1alpha1_LastOperation(ref),
-		v1alpha1.LoadBalancerAddon{}.OpenAPIModelName():          schema_pkg_apis_butler_v1alpha1_LoadBalancerAddon(ref),
-		v1alpha1.LoadBalancerAllocation{}.OpenAPIModelName():     schema_pkg_apis_butler_v1alpha1_LoadBalancerAllocation(ref),
-		v1alpha1.LocalObjectReference{}.OpenAPIModelName():       schema_pkg_apis_butler_v1alpha1_LocalObjectReference(ref),
-		v1alpha1.MachineTemplate{}.OpenAPIModelName():            schema_pkg_apis_butler_v1alpha1_MachineTemplate(ref),
-		v1alpha1.MultiTenancyConfig{}.OpenAPIModelName():         schema_pkg_apis_butler_v1alpha1_MultiTenancyConfig(ref),
-		v1alpha1.NamespacedObjectReference{}.OpenAPIModelName():  schema_pkg_apis_butler_v1alpha1_NamespacedObjectReference(ref),
-		v1alpha1.NetworkPool{}.OpenAPIModelName():                schema_pkg_apis_butler_v1alpha1_NetworkPool(ref),
-		v1alpha1.NetworkPoolList{}.OpenAPIModelName():            schema_pkg_apis_butler_v1alpha1_NetworkPoolList(ref),
-		v1alpha1.NetworkPoolSpec{}.OpenAPIModelName():            schema_pkg_apis_butler_v1alpha1_NetworkPoolSpec(ref),
-		v1alpha1.NetworkPoolStatus{}.OpenAPIModelName():          schema_pkg_apis_butler_v1alpha1_NetworkPoolStatus(ref),
-		v1alpha1.NetworkingSpec{}.OpenAPIModelName():             schema_pkg_apis_butler_v1alpha1_NetworkingSpec(ref),
-		v1alpha1.NutanixConfig{}.OpenAPIModelName():              schema_pkg_apis_butler_v1alpha1_NutanixConfig(ref),
-		v1alpha1.OSSpec{}.OpenAPIModelName():                     schema_pkg_apis_butler_v1alpha1_OSSpec(ref),
-		v1alpha1.ObservedAddon{}.OpenAPIModelName():              schema_pkg_apis_butler_v1alpha1_ObservedAddon(ref),
-		v1alpha1.ObservedClusterState{}.OpenAPIModelName():       schema_pkg_apis_butler_v1alpha1_ObservedClusterState(ref),
-		v1alpha1.PinnedRange{}.OpenAPIModelName():                schema_pkg_apis_butler_v1alpha1_PinnedRange(ref),
-		v1alpha1.PoolDefaults{}.OpenAPIModelName():               schema_pkg_apis_butler_v1alpha1_PoolDefaults(ref),
-		v1alpha1.PoolReference{}.OpenAPIModelName():              schema_pkg_apis_butler_v1alpha1_PoolReference(ref),
-		v1alpha1.ProviderCapacity{}.OpenAPIModelName():           schema_pkg_apis_butler_v1alpha1_ProviderCapacity(ref),
-		v1alpha1.ProviderConfig{}.OpenAPIModelName():             schema_pkg_apis_butler_v1alpha1_ProviderConfig(ref),
-		v1alpha1.ProviderConfigList{}.OpenAPIModelName():         schema_pkg_apis_butler_v1alpha1_ProviderConfigList(ref),
-		v1alpha1.ProviderConfigSpec{}.OpenAPIModelName():         schema_pkg_apis_butler_v1alpha1_ProviderConfigSpec(ref),
-		v1alpha1.ProviderConfigStatus{}.OpenAPIModelName():       schema_pkg_apis_butler_v1alpha1_ProviderConfigStatus(ref),
-		v1alpha1.ProviderLimits{}.OpenAPIModelName():             schema_pkg_apis_butler_v1alpha1_ProviderLimits(ref),
-		v1alpha1.ProviderNetwork{}.OpenAPIModelName():            schema_pkg_apis_butler_v1alpha1_ProviderNetwork(ref),
-		v1alpha1.ProviderScope{}.OpenAPIModelName():              schema_pkg_apis_butler_v1alpha1_ProviderScope(ref),
-		v1alpha1.ProxmoxConfig{}.OpenAPIModelName():              schema_pkg_apis_butler_v1alpha1_ProxmoxConfig(ref),
-		v1alpha1.ReservedRange{}.OpenAPIModelName():              schema_pkg_apis_butler_v1alpha1_ReservedRange(ref),
-		v1alpha1.ResourceLimits{}.OpenAPIModelName():             schema_pkg_apis_butler_v1alpha1_ResourceLimits(ref),
-		v1alpha1.ResourceUsage{}.OpenAPIModelName():              schema_pkg_apis_butler_v1alpha1_ResourceUsage(ref),
-		v1alpha1.SecretKeyReference{}.OpenAPIModelName():         schema_pkg_apis_butler_v1alpha1_SecretKeyReference(ref),
-		v1alpha1.StorageAddon{}.OpenAPIModelName():               schema_pkg_apis_butler_v1alpha1_StorageAddon(ref),
-		v1alpha1.Team{}.OpenAPIModelName():                       schema_pkg_apis_butler_v1alpha1_Team(ref),
-		v1alpha1.TeamAccess{}.OpenAPIModelName():                 schema_pkg_apis_butler_v1alpha1_TeamAccess(ref),
-		v1alpha1.TeamList{}.OpenAPIModelName():                   schema_pkg_apis_butler_v1alpha1_TeamList(ref),
-		v1alpha1.TeamMember{}.OpenAPIModelName():                 schema_pkg_apis_butler_v1alpha1_TeamMember(ref),
-		v1alpha1.TeamSpec{}.OpenAPIModelName():                   schema_pkg_apis_butler_v1alpha1_TeamSpec(ref),
-		v1alpha1.TeamStatus{}.OpenAPIModelName():                 schema_pkg_apis_butler_v1alpha1_TeamStatus(ref),
-		v1alpha1.TenantAddon{}.OpenAPIModelName():                schema_pkg_apis_butler_v1alpha1_TenantAddon(ref),
-		v1alpha1.TenantAddonList{}.OpenAPIModelName():            schema_pkg_apis_butler_v1alpha1_TenantAddonList(ref),
-		v1alpha1.TenantAddonSpec{}.OpenAPIModelName():            schema_pkg_apis_butler_v1alpha1_TenantAddonSpec(ref),
-		v1alpha1.TenantAddonStatus{}.OpenAPIModelName():          schema_pkg_apis_butler_v1alpha1_TenantAddonStatus(ref),
-		v1alpha1.TenantCluster{}.OpenAPIModelName():              schema_pkg_apis_butler_v1alpha1_TenantCluster(ref),
-		v1alpha1.TenantClusterList{}.OpenAPIModelName():          schema_pkg_apis_butler_v1alpha1_TenantClusterList(ref),
-		v1alpha1.TenantClusterSpec{}.OpenAPIModelName():          schema_pkg_apis_butler_v1alpha1_TenantClusterSpec(ref),
-		v1alpha1.TenantClusterStatus{}.OpenAPIModelName():        schema_pkg_apis_butler_v1alpha1_TenantClusterStatus(ref),
-		v1alpha1.TenantIPQuota{}.OpenAPIModelName():              schema_pkg_apis_butler_v1alpha1_TenantIPQuota(ref),
-		v1alpha1.VMIDRange{}.OpenAPIModelName():                  schema_pkg_apis_butler_v1alpha1_VMIDRange(ref),
-		v1alpha1.WorkerCounts{}.OpenAPIModelName():               schema_pkg_apis_butler_v1alpha1_WorkerCounts(ref),
-		v1alpha1.WorkersSpec{}.OpenAPIModelName():                schema_pkg_apis_butler_v1alpha1_WorkersSpec(ref),
-		v1.ContainerResourceMetricSource{}.OpenAPIModelName():    schema_k8sio_api_autoscaling_v1_ContainerResourceMetricSource(ref),
-		v1.ContainerResourceMetricStatus{}.OpenAPIModelName():    schema_k8sio_api_autoscaling_v1_ContainerResourceMetricStatus(ref),
-		v1.CrossVersionObjectReference{}.OpenAPIModelName():      schema_k8sio_api_autoscaling_v1_CrossVersionObjectReference(ref),
-		v1.ExternalMetricSource{}.OpenAPIModelName():             schema_k8sio_api_autoscaling_v1_ExternalMetricSource(ref),
-		v1.ExternalMetricStatus{}.OpenAPIModelName():             schema_k8sio_api_autoscaling_v1_ExternalMetricStatus(ref),
-		v1.HorizontalPodAutoscaler{}.OpenAPIModelName():          schema_k8sio_api_autoscaling_v1_HorizontalPodAutoscaler(ref),
-		v1.HorizontalPodAutoscalerCondition{}.OpenAPIModelName(): schema_k8sio_api_autoscaling_v1_HorizontalPodAutoscalerCondition(ref),
-		v1.HorizontalPodAutoscalerList{}.OpenAPIModelName():      schema_k8sio_api_autoscaling_v1_HorizontalPodAutoscalerList(ref),
-		v1.HorizontalPodAutoscalerSpec{}.OpenAPIModelName():      schema_k8sio_api_autoscaling_v1_HorizontalPodAutoscalerSpec(ref),
-		v1.HorizontalPodAutoscalerStatus{}.OpenAPIModelName():    schema_k8sio_api_autoscaling_v1_HorizontalPodAutoscalerStatus(ref),
-		v1.MetricSpec{}.OpenAPIModelName():                       schema_k8sio_api_autoscaling_v1_MetricSpec(ref),
-		v1.MetricStatus{}.OpenAPIModelName():                     schema_k8sio_api_autoscaling_v1_MetricStatus(ref),
-		v1.ObjectMetricSource{}.OpenAPIModelName():               schema_k8sio_api_autoscaling_v1_ObjectMetricSource(ref),
-		v1.ObjectMetricStatus{}.OpenAPIModelName():               schema_k8sio_api_autoscaling_v1_ObjectMetricStatus(ref),
-		v1.PodsMetricSource{}.OpenAPIModelName():                 schema_k8sio_api_autoscaling_v1_PodsMetricSource(ref),
-		v1.PodsMetricStatus{}.OpenAPIModelName():                 schema_k8sio_api_autoscaling_v1_PodsMetricStatus(ref),
-		v1.ResourceMetricSource{}.OpenAPIModelName():             schema_k8sio_api_autoscaling_v1_ResourceMetricSource(ref),
-		v1.ResourceMetricStatus{}.OpenAPIModelName():             schema_k8sio_api_autoscaling_v1_ResourceMetricStatus(ref),
-		v1.Scale{}.OpenAPIModelName():                            schema_k8sio_api_autoscaling_v1_Scale(ref),
-		v1.ScaleSpec{}.OpenAPIModelName():                        schema_k8sio_api_autoscaling_v1_ScaleSpec(ref),
-		v1.ScaleStatus{}.OpenAPIModelName():                      schema_k8sio_api_autoscaling_v1_ScaleStatus(ref),
-		resource.Quantity{}.OpenAPIModelName():                   schema_apimachinery_pkg_api_resource_Quantity(ref),
-		metav1.APIGroup{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_APIGroup(ref),
-		metav1.APIGroupList{}.OpenAPIModelName():                 schema_pkg_apis_meta_v1_APIGroupList(ref),
-		metav1.APIResource{}.OpenAPIModelName():                  schema_pkg_apis_meta_v1_APIResource(ref),
-		metav1.APIResourceList{}.OpenAPIModelName():              schema_pkg_apis_meta_v1_APIResourceList(ref),
-		metav1.APIVersions{}.OpenAPIModelName():                  schema_pkg_apis_meta_v1_APIVersions(ref),
-		metav1.ApplyOptions{}.OpenAPIModelName():                 schema_pkg_apis_meta_v1_ApplyOptions(ref),
-		metav1.Condition{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_Condition(ref),
-		metav1.CreateOptions{}.OpenAPIModelName():                schema_pkg_apis_meta_v1_CreateOptions(ref),
-		metav1.DeleteOptions{}.OpenAPIModelName():                schema_pkg_apis_meta_v1_DeleteOptions(ref),
-		metav1.Duration{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_Duration(ref),
-		metav1.FieldSelectorRequirement{}.OpenAPIModelName():     schema_pkg_apis_meta_v1_FieldSelectorRequirement(ref),
-		metav1.FieldsV1{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_FieldsV1(ref),
-		metav1.GetOptions{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_GetOptions(ref),
-		metav1.GroupKind{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_GroupKind(ref),
-		metav1.GroupResource{}.OpenAPIModelName():                schema_pkg_apis_meta_v1_GroupResource(ref),
-		metav1.GroupVersion{}.OpenAPIModelName():                 schema_pkg_apis_meta_v1_GroupVersion(ref),
-		metav1.GroupVersionForDiscovery{}.OpenAPIModelName():     schema_pkg_apis_meta_v1_GroupVersionForDiscovery(ref),
-		metav1.GroupVersionKind{}.OpenAPIModelName():             schema_pkg_apis_meta_v1_GroupVersionKind(ref),
-		metav1.GroupVersionResource{}.OpenAPIModelName():         schema_pkg_apis_meta_v1_GroupVersionResource(ref),
-		metav1.InternalEvent{}.OpenAPIModelName():                schema_pkg_apis_meta_v1_InternalEvent(ref),
-		metav1.LabelSelector{}.OpenAPIModelName():                schema_pkg_apis_meta_v1_LabelSelector(ref),
-		metav1.LabelSelectorRequirement{}.OpenAPIModelName():     schema_pkg_apis_meta_v1_LabelSelectorRequirement(ref),
-		metav1.List{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_List(ref),
-		metav1.ListMeta{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_ListMeta(ref),
-		metav1.ListOptions{}.OpenAPIModelName():                  schema_pkg_apis_meta_v1_ListOptions(ref),
-		metav1.ManagedFieldsEntry{}.OpenAPIModelName():           schema_pkg_apis_meta_v1_ManagedFieldsEntry(ref),
-		metav1.MicroTime{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_MicroTime(ref),
-		metav1.ObjectMeta{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_ObjectMeta(ref),
-		metav1.OwnerReference{}.OpenAPIModelName():               schema_pkg_apis_meta_v1_OwnerReference(ref),
-		metav1.PartialObjectMetadata{}.OpenAPIModelName():        schema_pkg_apis_meta_v1_PartialObjectMetadata(ref),
-		metav1.PartialObjectMetadataList{}.OpenAPIModelName():    schema_pkg_apis_meta_v1_PartialObjectMetadataList(ref),
-		metav1.Patch{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_Patch(ref),
-		metav1.PatchOptions{}.OpenAPIModelName():                 schema_pkg_apis_meta_v1_PatchOptions(ref),
-		metav1.Preconditions{}.OpenAPIModelName():                schema_pkg_apis_meta_v1_Preconditions(ref),
-		metav1.RootPaths{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_RootPaths(ref),
-		metav1.ServerAddressByClientCIDR{}.OpenAPIModelName():    schema_pkg_apis_meta_v1_ServerAddressByClientCIDR(ref),
-		metav1.ShardInfo{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_ShardInfo(ref),
-		metav1.Status{}.OpenAPIModelName():                       schema_pkg_apis_meta_v1_Status(ref),
-		metav1.StatusCause{}.OpenAPIModelName():                  schema_pkg_apis_meta_v1_StatusCause(ref),
-		metav1.StatusDetails{}.OpenAPIModelName():                schema_pkg_apis_meta_v1_StatusDetails(ref),
-		metav1.Table{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_Table(ref),
-		metav1.TableColumnDefinition{}.OpenAPIModelName():        schema_pkg_apis_meta_v1_TableColumnDefinition(ref),
-		metav1.TableOptions{}.OpenAPIModelName():                 schema_pkg_apis_meta_v1_TableOptions(ref),
-		metav1.TableRow{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_TableRow(ref),
-		metav1.TableRowCondition{}.OpenAPIModelName():            schema_pkg_apis_meta_v1_TableRowCondition(ref),
-		metav1.Time{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_Time(ref),
-		metav1.Timestamp{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_Timestamp(ref),
-		metav1.TypeMeta{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_TypeMeta(ref),
-		metav1.UpdateOptions{}.OpenAPIModelName():                schema_pkg_apis_meta_v1_UpdateOptions(ref),
-		metav1.WatchEvent{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_WatchEvent(ref),
-		runtime.RawExtension{}.OpenAPIModelName():                schema_k8sio_apimachinery_pkg_runtime_RawExtension(ref),
-		runtime.TypeMeta{}.OpenAPIModelName():                    schema_k8sio_apimachinery_pkg_runtime_TypeMeta(ref),
-		runtime.Unknown{}.OpenAPIModelName():                     schema_k8sio_apimachinery_pkg_runtime_Unknown(ref),
-		version.Info{}.OpenAPIModelName():                        schema_k8sio_apimachinery_pkg_version_Info(ref),
+		v1alpha1.AWSConfig{}.OpenAPIModelName():                   schema_pkg_apis_butler_v1alpha1_AWSConfig(ref),
+		v1alpha1.AddonDefaults{}.OpenAPIModelName():               schema_pkg_apis_butler_v1alpha1_AddonDefaults(ref),
+		v1alpha1.AddonDefinition{}.OpenAPIModelName():             schema_pkg_apis_butler_v1alpha1_AddonDefinition(ref),
+		v1alpha1.AddonDefinitionList{}.OpenAPIModelName():         schema_pkg_apis_butler_v1alpha1_AddonDefinitionList(ref),
+		v1alpha1.AddonDefinitionSpec{}.OpenAPIModelName():         schema_pkg_apis_butler_v1alpha1_AddonDefinitionSpec(ref),
+		v1alpha1.AddonVersions{}.OpenAPIModelName():               schema_pkg_apis_butler_v1alpha1_AddonVersions(ref),
+		v1alpha1.AddonsSpec{}.OpenAPIModelName():                  schema_pkg_apis_butler_v1alpha1_AddonsSpec(ref),
+		v1alpha1.AddressRange{}.OpenAPIModelName():                schema_pkg_apis_butler_v1alpha1_AddressRange(ref),
+		v1alpha1.AzureConfig{}.OpenAPIModelName():                 schema_pkg_apis_butler_v1alpha1_AzureConfig(ref),
+		v1alpha1.ButlerConfig{}.OpenAPIModelName():                schema_pkg_apis_butler_v1alpha1_ButlerConfig(ref),
+		v1alpha1.ButlerConfigList{}.OpenAPIModelName():            schema_pkg_apis_butler_v1alpha1_ButlerConfigList(ref),
+		v1alpha1.ButlerConfigSpec{}.OpenAPIModelName():            schema_pkg_apis_butler_v1alpha1_ButlerConfigSpec(ref),
+		v1alpha1.ButlerConfigStatus{}.OpenAPIModelName():          schema_pkg_apis_butler_v1alpha1_ButlerConfigStatus(ref),
+		v1alpha1.CNIAddon{}.OpenAPIModelName():                    schema_pkg_apis_butler_v1alpha1_CNIAddon(ref),
+		v1alpha1.CertManagerAddon{}.OpenAPIModelName():            schema_pkg_apis_butler_v1alpha1_CertManagerAddon(ref),
+		v1alpha1.ChartReference{}.OpenAPIModelName():              schema_pkg_apis_butler_v1alpha1_ChartReference(ref),
+		v1alpha1.ClusterDefaults{}.OpenAPIModelName():             schema_pkg_apis_butler_v1alpha1_ClusterDefaults(ref),
+		v1alpha1.ComponentResources{}.OpenAPIModelName():          schema_pkg_apis_butler_v1alpha1_ComponentResources(ref),
+		v1alpha1.ControlPlaneExposure{}.OpenAPIModelName():        schema_pkg_apis_butler_v1alpha1_ControlPlaneExposure(ref),
+		v1alpha1.ControlPlaneResources{}.OpenAPIModelName():       schema_pkg_apis_butler_v1alpha1_ControlPlaneResources(ref),
+		v1alpha1.ControlPlaneSpec{}.OpenAPIModelName():            schema_pkg_apis_butler_v1alpha1_ControlPlaneSpec(ref),
+		v1alpha1.DirectorySnapshotStore{}.OpenAPIModelName():      schema_pkg_apis_butler_v1alpha1_DirectorySnapshotStore(ref),
+		v1alpha1.GCPConfig{}.OpenAPIModelName():                   schema_pkg_apis_butler_v1alpha1_GCPConfig(ref),
+		v1alpha1.GitOpsAddon{}.OpenAPIModelName():                 schema_pkg_apis_butler_v1alpha1_GitOpsAddon(ref),
+		v1alpha1.GitRepository{}.OpenAPIModelName():               schema_pkg_apis_butler_v1alpha1_GitRepository(ref),
+		v1alpha1.HarvesterConfig{}.OpenAPIModelName():             schema_pkg_apis_butler_v1alpha1_HarvesterConfig(ref),
+		v1alpha1.HelmChartSpec{}.OpenAPIModelName():               schema_pkg_apis_butler_v1alpha1_HelmChartSpec(ref),
+		v1alpha1.HelmReleaseStatus{}.OpenAPIModelName():           schema_pkg_apis_butler_v1alpha1_HelmReleaseStatus(ref),
+		v1alpha1.HibernationSchedule{}.OpenAPIModelName():         schema_pkg_apis_butler_v1alpha1_HibernationSchedule(ref),
+		v1alpha1.HibernationSpec{}.OpenAPIModelName():             schema_pkg_apis_butler_v1alpha1_HibernationSpec(ref),
+		v1alpha1.IPAllocation{}.OpenAPIModelName():                schema_pkg_apis_butler_v1alpha1_IPAllocation(ref),
+		v1alpha1.IPAllocationList{}.OpenAPIModelName():            schema_pkg_apis_butler_v1alpha1_IPAllocationList(ref),
+		v1alpha1.IPAllocationSpec{}.OpenAPIModelName():            schema_pkg_apis_butler_v1alpha1_IPAllocationSpec(ref),
+		v1alpha1.IPAllocationStatus{}.OpenAPIModelName():          schema_pkg_apis_butler_v1alpha1_IPAllocationStatus(ref),
+		v1alpha1.IngressAddon{}.OpenAPIModelName():                schema_pkg_apis_butler_v1alpha1_IngressAddon(ref),
+		v1alpha1.KubeconfigRequest{}.OpenAPIModelName():           schema_pkg_apis_butler_v1alpha1_KubeconfigRequest(ref),
+		v1alpha1.KubeconfigRequestSpec{}.OpenAPIModelName():       schema_pkg_apis_butler_v1alpha1_KubeconfigRequestSpec(ref),
+		v1alpha1.KubeconfigRequestStatus{}.OpenAPIModelName():     schema_pkg_apis_butler_v1alpha1_KubeconfigRequestStatus(ref),
+		v1alpha1.LastOperation{}.OpenAPIModelName():               schema_pkg_apis_butler_v1alpha1_LastOperation(ref),
+		v1alpha1.LoadBalancerAddon{}.OpenAPIModelName():           schema_pkg_apis_butler_v1alpha1_LoadBalancerAddon(ref),
+		v1alpha1.LoadBalancerAllocation{}.OpenAPIModelName():      schema_pkg_apis_butler_v1alpha1_LoadBalancerAllocation(ref),
+		v1alpha1.LocalObjectReference{}.OpenAPIModelName():        schema_pkg_apis_butler_v1alpha1_LocalObjectReference(ref),
+		v1alpha1.MachineTemplate{}.OpenAPIModelName():             schema_pkg_apis_butler_v1alpha1_MachineTemplate(ref),
+		v1alpha1.MultiTenancyConfig{}.OpenAPIModelName():          schema_pkg_apis_butler_v1alpha1_MultiTenancyConfig(ref),
+		v1alpha1.NamespacedObjectReference{}.OpenAPIModelName():   schema_pkg_apis_butler_v1alpha1_NamespacedObjectReference(ref),
+		v1alpha1.NetworkPool{}.OpenAPIModelName():                 schema_pkg_apis_butler_v1alpha1_NetworkPool(ref),
+		v1alpha1.NetworkPoolList{}.OpenAPIModelName():             schema_pkg_apis_butler_v1alpha1_NetworkPoolList(ref),
+		v1alpha1.NetworkPoolSpec{}.OpenAPIModelName():             schema_pkg_apis_butler_v1alpha1_NetworkPoolSpec(ref),
+		v1alpha1.NetworkPoolStatus{}.OpenAPIModelName():           schema_pkg_apis_butler_v1alpha1_NetworkPoolStatus(ref),
+		v1alpha1.NetworkingSpec{}.OpenAPIModelName():              schema_pkg_apis_butler_v1alpha1_NetworkingSpec(ref),
+		v1alpha1.NutanixConfig{}.OpenAPIModelName():               schema_pkg_apis_butler_v1alpha1_NutanixConfig(ref),
+		v1alpha1.OSSpec{}.OpenAPIModelName():                      schema_pkg_apis_butler_v1alpha1_OSSpec(ref),
+		v1alpha1.ObservedAddon{}.OpenAPIModelName():               schema_pkg_apis_butler_v1alpha1_ObservedAddon(ref),
+		v1alpha1.ObservedClusterState{}.OpenAPIModelName():        schema_pkg_apis_butler_v1alpha1_ObservedClusterState(ref),
+		v1alpha1.PinnedRange{}.OpenAPIModelName():                 schema_pkg_apis_butler_v1alpha1_PinnedRange(ref),
+		v1alpha1.PoolDefaults{}.OpenAPIModelName():                schema_pkg_apis_butler_v1alpha1_PoolDefaults(ref),
+		v1alpha1.PoolReference{}.OpenAPIModelName():               schema_pkg_apis_butler_v1alpha1_PoolReference(ref),
+		v1alpha1.ProviderCapacity{}.OpenAPIModelName():            schema_pkg_apis_butler_v1alpha1_ProviderCapacity(ref),
+		v1alpha1.ProviderConfig{}.OpenAPIModelName():              schema_pkg_apis_butler_v1alpha1_ProviderConfig(ref),
+		v1alpha1.ProviderConfigList{}.OpenAPIModelName():          schema_pkg_apis_butler_v1alpha1_ProviderConfigList(ref),
+		v1alpha1.ProviderConfigSpec{}.OpenAPIModelName():          schema_pkg_apis_butler_v1alpha1_ProviderConfigSpec(ref),
+		v1alpha1.ProviderConfigStatus{}.OpenAPIModelName():        schema_pkg_apis_butler_v1alpha1_ProviderConfigStatus(ref),
+		v1alpha1.ProviderLimits{}.OpenAPIModelName():              schema_pkg_apis_butler_v1alpha1_ProviderLimits(ref),
+		v1alpha1.ProviderNetwork{}.OpenAPIModelName():             schema_pkg_apis_butler_v1alpha1_ProviderNetwork(ref),
+		v1alpha1.ProviderScope{}.OpenAPIModelName():               schema_pkg_apis_butler_v1alpha1_ProviderScope(ref),
+		v1alpha1.ProxmoxConfig{}.OpenAPIModelName():               schema_pkg_apis_butler_v1alpha1_ProxmoxConfig(ref),
+		v1alpha1.ReservedRange{}.OpenAPIModelName():               schema_pkg_apis_butler_v1alpha1_ReservedRange(ref),
+		v1alpha1.ResourceLimits{}.OpenAPIModelName():              schema_pkg_apis_butler_v1alpha1_ResourceLimits(ref),
+		v1alpha1.ResourceUsage{}.OpenAPIModelName():               schema_pkg_apis_butler_v1alpha1_ResourceUsage(ref),
+		v1alpha1.RestoreSource{}.OpenAPIModelName():               schema_pkg_apis_butler_v1alpha1_RestoreSource(ref),
+		v1alpha1.RestoreStatus{}.OpenAPIModelName():               schema_pkg_apis_butler_v1alpha1_RestoreStatus(ref),
+		v1alpha1.SecretKeyReference{}.OpenAPIModelName():          schema_pkg_apis_butler_v1alpha1_SecretKeyReference(ref),
+		v1alpha1.SnapshotStore{}.OpenAPIModelName():               schema_pkg_apis_butler_v1alpha1_SnapshotStore(ref),
+		v1alpha1.StorageAddon{}.OpenAPIModelName():                schema_pkg_apis_butler_v1alpha1_StorageAddon(ref),
+		v1alpha1.Team{}.OpenAPIModelName():                        schema_pkg_apis_butler_v1alpha1_Team(ref),
+		v1alpha1.TeamAccess{}.OpenAPIModelName():                  schema_pkg_apis_butler_v1alpha1_TeamAccess(ref),
+		v1alpha1.TeamList{}.OpenAPIModelName():                    schema_pkg_apis_butler_v1alpha1_TeamList(ref),
+		v1alpha1.TeamMember{}.OpenAPIModelName():                  schema_pkg_apis_butler_v1alpha1_TeamMember(ref),
+		v1alpha1.TeamSpec{}.OpenAPIModelName():                    schema_pkg_apis_butler_v1alpha1_TeamSpec(ref),
+		v1alpha1.TeamStatus{}.OpenAPIModelName():                  schema_pkg_apis_butler_v1alpha1_TeamStatus(ref),
+		v1alpha1.TenantAddon{}.OpenAPIModelName():                 schema_pkg_apis_butler_v1alpha1_TenantAddon(ref),
+		v1alpha1.TenantAddonList{}.OpenAPIModelName():             schema_pkg_apis_butler_v1alpha1_TenantAddonList(ref),
+		v1alpha1.TenantAddonSpec{}.OpenAPIModelName():             schema_pkg_apis_butler_v1alpha1_TenantAddonSpec(ref),
+		v1alpha1.TenantAddonStatus{}.OpenAPIModelName():           schema_pkg_apis_butler_v1alpha1_TenantAddonStatus(ref),
+		v1alpha1.TenantCluster{}.OpenAPIModelName():               schema_pkg_apis_butler_v1alpha1_TenantCluster(ref),
+		v1alpha1.TenantClusterList{}.OpenAPIModelName():           schema_pkg_apis_butler_v1alpha1_TenantClusterList(ref),
+		v1alpha1.TenantClusterSnapshot{}.OpenAPIModelName():       schema_pkg_apis_butler_v1alpha1_TenantClusterSnapshot(ref),
+		v1alpha1.TenantClusterSnapshotList{}.OpenAPIModelName():   schema_pkg_apis_butler_v1alpha1_TenantClusterSnapshotList(ref),
+		v1alpha1.TenantClusterSnapshotSpec{}.OpenAPIModelName():   schema_pkg_apis_butler_v1alpha1_TenantClusterSnapshotSpec(ref),
+		v1alpha1.TenantClusterSnapshotStatus{}.OpenAPIModelName(): schema_pkg_apis_butler_v1alpha1_TenantClusterSnapshotStatus(ref),
+		v1alpha1.TenantClusterSpec{}.OpenAPIModelName():           schema_pkg_apis_butler_v1alpha1_TenantClusterSpec(ref),
+		v1alpha1.TenantClusterStatus{}.OpenAPIModelName():         schema_pkg_apis_butler_v1alpha1_TenantClusterStatus(ref),
+		v1alpha1.TenantIPQuota{}.OpenAPIModelName():               schema_pkg_apis_butler_v1alpha1_TenantIPQuota(ref),
+		v1alpha1.VMIDRange{}.OpenAPIModelName():                   schema_pkg_apis_butler_v1alpha1_VMIDRange(ref),
+		v1alpha1.WorkerCounts{}.OpenAPIModelName():                schema_pkg_apis_butler_v1alpha1_WorkerCounts(ref),
+		v1alpha1.WorkersSpec{}.OpenAPIModelName():                 schema_pkg_apis_butler_v1alpha1_WorkersSpec(ref),
+		v1.ContainerResourceMetricSource{}.OpenAPIModelName():     schema_k8sio_api_autoscaling_v1_ContainerResourceMetricSource(ref),
+		v1.ContainerResourceMetricStatus{}.OpenAPIModelName():     schema_k8sio_api_autoscaling_v1_ContainerResourceMetricStatus(ref),
+		v1.CrossVersionObjectReference{}.OpenAPIModelName():       schema_k8sio_api_autoscaling_v1_CrossVersionObjectReference(ref),
+		v1.ExternalMetricSource{}.OpenAPIModelName():              schema_k8sio_api_autoscaling_v1_ExternalMetricSource(ref),
+		v1.ExternalMetricStatus{}.OpenAPIModelName():              schema_k8sio_api_autoscaling_v1_ExternalMetricStatus(ref),
+		v1.HorizontalPodAutoscaler{}.OpenAPIModelName():           schema_k8sio_api_autoscaling_v1_HorizontalPodAutoscaler(ref),
+		v1.HorizontalPodAutoscalerCondition{}.OpenAPIModelName():  schema_k8sio_api_autoscaling_v1_HorizontalPodAutoscalerCondition(ref),
+		v1.HorizontalPodAutoscalerList{}.OpenAPIModelName():       schema_k8sio_api_autoscaling_v1_HorizontalPodAutoscalerList(ref),
+		v1.HorizontalPodAutoscalerSpec{}.OpenAPIModelName():       schema_k8sio_api_autoscaling_v1_HorizontalPodAutoscalerSpec(ref),
+		v1.HorizontalPodAutoscalerStatus{}.OpenAPIModelName():     schema_k8sio_api_autoscaling_v1_HorizontalPodAutoscalerStatus(ref),
+		v1.MetricSpec{}.OpenAPIModelName():                        schema_k8sio_api_autoscaling_v1_MetricSpec(ref),
+		v1.MetricStatus{}.OpenAPIModelName():                      schema_k8sio_api_autoscaling_v1_MetricStatus(ref),
+		v1.ObjectMetricSource{}.OpenAPIModelName():                schema_k8sio_api_autoscaling_v1_ObjectMetricSource(ref),
+		v1.ObjectMetricStatus{}.OpenAPIModelName():                schema_k8sio_api_autoscaling_v1_ObjectMetricStatus(ref),
+		v1.PodsMetricSource{}.OpenAPIModelName():                  schema_k8sio_api_autoscaling_v1_PodsMetricSource(ref),
+		v1.PodsMetricStatus{}.OpenAPIModelName():                  schema_k8sio_api_autoscaling_v1_PodsMetricStatus(ref),
+		v1.ResourceMetricSource{}.OpenAPIModelName():              schema_k8sio_api_autoscaling_v1_ResourceMetricSource(ref),
+		v1.ResourceMetricStatus{}.OpenAPIModelName():              schema_k8sio_api_autoscaling_v1_ResourceMetricStatus(ref),
+		v1.Scale{}.OpenAPIModelName():                             schema_k8sio_api_autoscaling_v1_Scale(ref),
+		v1.ScaleSpec{}.OpenAPIModelName():                         schema_k8sio_api_autoscaling_v1_ScaleSpec(ref),
+		v1.ScaleStatus{}.OpenAPIModelName():                       schema_k8sio_api_autoscaling_v1_ScaleStatus(ref),
+		resource.Quantity{}.OpenAPIModelName():                    schema_apimachinery_pkg_api_resource_Quantity(ref),
+		metav1.APIGroup{}.OpenAPIModelName():                      schema_pkg_apis_meta_v1_APIGroup(ref),
+		metav1.APIGroupList{}.OpenAPIModelName():                  schema_pkg_apis_meta_v1_APIGroupList(ref),
+		metav1.APIResource{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_APIResource(ref),
+		metav1.APIResourceList{}.OpenAPIModelName():               schema_pkg_apis_meta_v1_APIResourceList(ref),
+		metav1.APIVersions{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_APIVersions(ref),
+		metav1.ApplyOptions{}.OpenAPIModelName():                  schema_pkg_apis_meta_v1_ApplyOptions(ref),
+		metav1.Condition{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_Condition(ref),
+		metav1.CreateOptions{}.OpenAPIModelName():                 schema_pkg_apis_meta_v1_CreateOptions(ref),
+		metav1.DeleteOptions{}.OpenAPIModelName():                 schema_pkg_apis_meta_v1_DeleteOptions(ref),
+		metav1.Duration{}.OpenAPIModelName():                      schema_pkg_apis_meta_v1_Duration(ref),
+		metav1.FieldSelectorRequirement{}.OpenAPIModelName():      schema_pkg_apis_meta_v1_FieldSelectorRequirement(ref),
+		metav1.FieldsV1{}.OpenAPIModelName():                      schema_pkg_apis_meta_v1_FieldsV1(ref),
+		metav1.GetOptions{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_GetOptions(ref),
+		metav1.GroupKind{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_GroupKind(ref),
+		metav1.GroupResource{}.OpenAPIModelName():                 schema_pkg_apis_meta_v1_GroupResource(ref),
+		metav1.GroupVersion{}.OpenAPIModelName():                  schema_pkg_apis_meta_v1_GroupVersion(ref),
+		metav1.GroupVersionForDiscovery{}.OpenAPIModelName():      schema_pkg_apis_meta_v1_GroupVersionForDiscovery(ref),
+		metav1.GroupVersionKind{}.OpenAPIModelName():              schema_pkg_apis_meta_v1_GroupVersionKind(ref),
+		metav1.GroupVersionResource{}.OpenAPIModelName():          schema_pkg_apis_meta_v1_GroupVersionResource(ref),
+		metav1.InternalEvent{}.OpenAPIModelName():                 schema_pkg_apis_meta_v1_InternalEvent(ref),
+		metav1.LabelSelector{}.OpenAPIModelName():                 schema_pkg_apis_meta_v1_LabelSelector(ref),
+		metav1.LabelSelectorRequirement{}.OpenAPIModelName():      schema_pkg_apis_meta_v1_LabelSelectorRequirement(ref),
+		metav1.List{}.OpenAPIModelName():                          schema_pkg_apis_meta_v1_List(ref),
+		metav1.ListMeta{}.OpenAPIModelName():                      schema_pkg_apis_meta_v1_ListMeta(ref),
+		metav1.ListOptions{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_ListOptions(ref),
+		metav1.ManagedFieldsEntry{}.OpenAPIModelName():            schema_pkg_apis_meta_v1_ManagedFieldsEntry(ref),
+		metav1.MicroTime{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_MicroTime(ref),
+		metav1.ObjectMeta{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_ObjectMeta(ref),
+		metav1.OwnerReference{}.OpenAPIModelName():                schema_pkg_apis_meta_v1_OwnerReference(ref),
+		metav1.PartialObjectMetadata{}.OpenAPIModelName():         schema_pkg_apis_meta_v1_PartialObjectMetadata(ref),
+		metav1.PartialObjectMetadataList{}.OpenAPIModelName():     schema_pkg_apis_meta_v1_PartialObjectMetadataList(ref),
+		metav1.Patch{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_Patch(ref),
+		metav1.PatchOptions{}.OpenAPIModelName():                  schema_pkg_apis_meta_v1_PatchOptions(ref),
+		metav1.Preconditions{}.OpenAPIModelName():                 schema_pkg_apis_meta_v1_Preconditions(ref),
+		metav1.RootPaths{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_RootPaths(ref),
+		metav1.ServerAddressByClientCIDR{}.OpenAPIModelName():     schema_pkg_apis_meta_v1_ServerAddressByClientCIDR(ref),
+		metav1.ShardInfo{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_ShardInfo(ref),
+		metav1.Status{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_Status(ref),
+		metav1.StatusCause{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_StatusCause(ref),
+		metav1.StatusDetails{}.OpenAPIModelName():                 schema_pkg_apis_meta_v1_StatusDetails(ref),
+		metav1.Table{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_Table(ref),
+		metav1.TableColumnDefinition{}.OpenAPIModelName():         schema_pkg_apis_meta_v1_TableColumnDefinition(ref),
+		metav1.TableOptions{}.OpenAPIModelName():                  schema_pkg_apis_meta_v1_TableOptions(ref),
+		metav1.TableRow{}.OpenAPIModelName():                      schema_pkg_apis_meta_v1_TableRow(ref),
+		metav1.TableRowCondition{}.OpenAPIModelName():             schema_pkg_apis_meta_v1_TableRowCondition(ref),
+		metav1.Time{}.OpenAPIModelName():                          schema_pkg_apis_meta_v1_Time(ref),
+		metav1.Timestamp{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_Timestamp(ref),
+		metav1.TypeMeta{}.OpenAPIModelName():                      schema_pkg_apis_meta_v1_TypeMeta(ref),
+		metav1.UpdateOptions{}.OpenAPIModelName():                 schema_pkg_apis_meta_v1_UpdateOptions(ref),
+		metav1.WatchEvent{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_WatchEvent(ref),
+		runtime.RawExtension{}.OpenAPIModelName():                 schema_k8sio_apimachinery_pkg_runtime_RawExtension(ref),
+		runtime.TypeMeta{}.OpenAPIModelName():                     schema_k8sio_apimachinery_pkg_runtime_TypeMeta(ref),
+		runtime.Unknown{}.OpenAPIModelName():                      schema_k8sio_apimachinery_pkg_runtime_Unknown(ref),
+		version.Info{}.OpenAPIModelName():                         schema_k8sio_apimachinery_pkg_version_Info(ref),
 	}
 }
 
@@ -788,11 +796,17 @@ func schema_pkg_apis_butler_v1alpha1_ButlerConfigSpec(ref common.ReferenceCallba
 							Format:      "",
 						},
 					},
+					"snapshotStore": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SnapshotStore is where TenantClusterSnapshots keep their data.",
+							Ref:         ref(v1alpha1.SnapshotStore{}.OpenAPIModelName()),
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.AddonVersions{}.OpenAPIModelName(), v1alpha1.ControlPlaneExposure{}.OpenAPIModelName(), v1alpha1.MultiTenancyConfig{}.OpenAPIModelName(), v1alpha1.NamespacedObjectReference{}.OpenAPIModelName(), v1alpha1.ResourceLimits{}.OpenAPIModelName()},
+			v1alpha1.AddonVersions{}.OpenAPIModelName(), v1alpha1.ControlPlaneExposure{}.OpenAPIModelName(), v1alpha1.MultiTenancyConfig{}.OpenAPIModelName(), v1alpha1.NamespacedObjectReference{}.OpenAPIModelName(), v1alpha1.ResourceLimits{}.OpenAPIModelName(), v1alpha1.SnapshotStore{}.OpenAPIModelName()},
 	}
 }
 
@@ -1211,6 +1225,28 @@ func schema_pkg_apis_butler_v1alpha1_ControlPlaneSpec(ref common.ReferenceCallba
 		},
 		Dependencies: []string{
 			v1alpha1.ControlPlaneResources{}.OpenAPIModelName(), v1alpha1.LocalObjectReference{}.OpenAPIModelName(), v1alpha1.MachineTemplate{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_butler_v1alpha1_DirectorySnapshotStore(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DirectorySnapshotStore is a directory snapshot store.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"path": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Path is an absolute directory path.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"path"},
+			},
+		},
 	}
 }
 
@@ -3346,6 +3382,110 @@ func schema_pkg_apis_butler_v1alpha1_ResourceUsage(ref common.ReferenceCallback)
 	}
 }
 
+func schema_pkg_apis_butler_v1alpha1_RestoreSource(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RestoreSource names the snapshot a TenantCluster's data comes from.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name is a TenantClusterSnapshot in the cluster's namespace.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"confirm": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Confirm must be the cluster's own name to restore an existing cluster in place: every object the cluster holds now is replaced by the snapshot's. A new cluster needs none.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"name"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_butler_v1alpha1_RestoreStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RestoreStatus records a restore, so that it runs once.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"snapshotName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SnapshotName and SnapshotUID identify the snapshot restored.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"snapshotUID": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"revision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Revision is the snapshot's revision.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"inPlace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InPlace is true for a rollback of an existing cluster, false for a new cluster made from it.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"phase": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Phase is Running, Succeeded or Failed.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"objectCount": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ObjectCount is the number of keys written; Dropped those left out because they carry the source cluster's identity (a new cluster only).",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"dropped": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"integer"},
+							Format: "int64",
+						},
+					},
+					"completionTime": {
+						SchemaProps: spec.SchemaProps{
+							Ref: ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+				},
+				Required: []string{"snapshotName"},
+			},
+		},
+		Dependencies: []string{
+			metav1.Time{}.OpenAPIModelName()},
+	}
+}
+
 func schema_pkg_apis_butler_v1alpha1_SecretKeyReference(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -3376,6 +3516,27 @@ func schema_pkg_apis_butler_v1alpha1_SecretKeyReference(ref common.ReferenceCall
 				Required: []string{"name"},
 			},
 		},
+	}
+}
+
+func schema_pkg_apis_butler_v1alpha1_SnapshotStore(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SnapshotStore is where TenantClusterSnapshots keep their data.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"directory": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Directory keeps each snapshot as a file under path, on the machine of the control plane provider that takes it. Without a snapshotStore, the provider's own directory is used.",
+							Ref:         ref(v1alpha1.DirectorySnapshotStore{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.DirectorySnapshotStore{}.OpenAPIModelName()},
 	}
 }
 
@@ -4044,6 +4205,211 @@ func schema_pkg_apis_butler_v1alpha1_TenantClusterList(ref common.ReferenceCallb
 	}
 }
 
+func schema_pkg_apis_butler_v1alpha1_TenantClusterSnapshot(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "TenantClusterSnapshot is a TenantCluster's whole datastore key range at one etcd revision, kept in the snapshot store that ButlerConfig names. It points to its cluster by the label butler.butlerlabs.dev/cluster, not an owner reference: it outlives the cluster. Deleting it deletes its data.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1alpha1.TenantClusterSnapshotSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1alpha1.TenantClusterSnapshotStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.TenantClusterSnapshotSpec{}.OpenAPIModelName(), v1alpha1.TenantClusterSnapshotStatus{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_butler_v1alpha1_TenantClusterSnapshotList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "TenantClusterSnapshotList is a list of TenantClusterSnapshots.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.TenantClusterSnapshot{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.TenantClusterSnapshot{}.OpenAPIModelName(), metav1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_butler_v1alpha1_TenantClusterSnapshotSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "TenantClusterSnapshotSpec says which cluster to snapshot. It is immutable.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"clusterRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ClusterRef names a TenantCluster in the same namespace.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.LocalObjectReference{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"clusterRef"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.LocalObjectReference{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_butler_v1alpha1_TenantClusterSnapshotStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "TenantClusterSnapshotStatus is what was taken and where it is.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"phase": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"revision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Revision is the datastore's etcd revision the snapshot was read at: every write of the cluster up to it is in the snapshot, none after.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"objectCount": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ObjectCount is the number of keys in the snapshot.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"bytes": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Bytes is the size of the stored (compressed) snapshot.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"checksum": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Checksum is \"sha256:<hex>\" of the stored bytes; a restore refuses data that does not match.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"location": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Location is where the snapshot store keeps the data (a path or an object URL).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"kubernetesVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "KubernetesVersion is the cluster's version when the snapshot was taken: a cluster of an older version cannot restore it.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"dataStoreName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "DataStoreName is the datastore the snapshot was read from.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"startTime": {
+						SchemaProps: spec.SchemaProps{
+							Ref: ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"completionTime": {
+						SchemaProps: spec.SchemaProps{
+							Ref: ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Message says why a snapshot waits or failed.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			metav1.Time{}.OpenAPIModelName()},
+	}
+}
+
 func schema_pkg_apis_butler_v1alpha1_TenantClusterSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -4100,12 +4466,18 @@ func schema_pkg_apis_butler_v1alpha1_TenantClusterSpec(ref common.ReferenceCallb
 							Ref:         ref(v1alpha1.HibernationSpec{}.OpenAPIModelName()),
 						},
 					},
+					"restoreFrom": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RestoreFrom makes a new cluster from a TenantClusterSnapshot (its data, with a new identity: CA, service-account keys, endpoint, workers), or, set on an existing cluster with confirm, rolls the cluster back to it in place.",
+							Ref:         ref(v1alpha1.RestoreSource{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"kubernetesVersion", "workers"},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.AddonsSpec{}.OpenAPIModelName(), v1alpha1.ControlPlaneSpec{}.OpenAPIModelName(), v1alpha1.HibernationSpec{}.OpenAPIModelName(), v1alpha1.LocalObjectReference{}.OpenAPIModelName(), v1alpha1.NamespacedObjectReference{}.OpenAPIModelName(), v1alpha1.NetworkingSpec{}.OpenAPIModelName(), v1alpha1.WorkersSpec{}.OpenAPIModelName()},
+			v1alpha1.AddonsSpec{}.OpenAPIModelName(), v1alpha1.ControlPlaneSpec{}.OpenAPIModelName(), v1alpha1.HibernationSpec{}.OpenAPIModelName(), v1alpha1.LocalObjectReference{}.OpenAPIModelName(), v1alpha1.NamespacedObjectReference{}.OpenAPIModelName(), v1alpha1.NetworkingSpec{}.OpenAPIModelName(), v1alpha1.RestoreSource{}.OpenAPIModelName(), v1alpha1.WorkersSpec{}.OpenAPIModelName()},
 	}
 }
 
@@ -4200,11 +4572,17 @@ func schema_pkg_apis_butler_v1alpha1_TenantClusterStatus(ref common.ReferenceCal
 							Format:      "",
 						},
 					},
+					"restore": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Restore records the last restore from spec.restoreFrom.",
+							Ref:         ref(v1alpha1.RestoreStatus{}.OpenAPIModelName()),
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.LastOperation{}.OpenAPIModelName(), v1alpha1.LocalObjectReference{}.OpenAPIModelName(), v1alpha1.ObservedClusterState{}.OpenAPIModelName(), metav1.Condition{}.OpenAPIModelName()},
+			v1alpha1.LastOperation{}.OpenAPIModelName(), v1alpha1.LocalObjectReference{}.OpenAPIModelName(), v1alpha1.ObservedClusterState{}.OpenAPIModelName(), v1alpha1.RestoreStatus{}.OpenAPIModelName(), metav1.Condition{}.OpenAPIModelName()},
 	}
 }
 

@@ -13,13 +13,14 @@ func init() {
 // selectableFields are the field selectors each kind accepts beyond metadata.name and
 // metadata.namespace. The registry strategies compute the same fields for each object.
 var selectableFields = map[string][]string{
-	"TenantCluster": {"status.phase"},
-	"TenantAddon":   {"status.phase", "spec.clusterRef.name"},
-	"IPAllocation":  {"status.phase", "spec.poolRef.name"},
+	"TenantCluster":         {"status.phase"},
+	"TenantAddon":           {"status.phase", "spec.clusterRef.name"},
+	"IPAllocation":          {"status.phase", "spec.poolRef.name"},
+	"TenantClusterSnapshot": {"status.phase", "spec.clusterRef.name"},
 }
 
 var allKinds = []string{"ButlerConfig", "Team", "TenantCluster", "TenantAddon", "AddonDefinition",
-	"NetworkPool", "IPAllocation", "ProviderConfig"}
+	"NetworkPool", "IPAllocation", "ProviderConfig", "TenantClusterSnapshot"}
 
 func addFieldLabelConversionFuncs(scheme *runtime.Scheme) error {
 	for _, kind := range allKinds {

@@ -31,6 +31,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&TenantCluster{}, &TenantClusterList{},
 		&KubeconfigRequest{},
 		&TenantAddon{}, &TenantAddonList{},
+		&TenantClusterSnapshot{}, &TenantClusterSnapshotList{},
 		&AddonDefinition{}, &AddonDefinitionList{},
 		&NetworkPool{}, &NetworkPoolList{},
 		&IPAllocation{}, &IPAllocationList{},

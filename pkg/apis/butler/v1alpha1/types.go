@@ -71,6 +71,9 @@ type ButlerConfigSpec struct {
 	// KamajiControlPlane).
 	// +optional
 	ControlPlaneProvider ControlPlaneProvider `json:"controlPlaneProvider,omitempty" protobuf:"bytes,7,opt,name=controlPlaneProvider,casttype=ControlPlaneProvider"`
+	// SnapshotStore is where TenantClusterSnapshots keep their data.
+	// +optional
+	SnapshotStore *SnapshotStore `json:"snapshotStore,omitempty" protobuf:"bytes,8,opt,name=snapshotStore"`
 }
 
 // MultiTenancyConfig configures tenancy enforcement.
@@ -340,6 +343,11 @@ type TenantClusterSpec struct {
 	// Hibernation stops the cluster while it is not used and wakes it again.
 	// +optional
 	Hibernation *HibernationSpec `json:"hibernation,omitempty" protobuf:"bytes,8,opt,name=hibernation"`
+	// RestoreFrom makes a new cluster from a TenantClusterSnapshot (its data, with a new
+	// identity: CA, service-account keys, endpoint, workers), or, set on an existing cluster
+	// with confirm, rolls the cluster back to it in place.
+	// +optional
+	RestoreFrom *RestoreSource `json:"restoreFrom,omitempty" protobuf:"bytes,9,opt,name=restoreFrom"`
 }
 
 // HibernationSpec is when a tenant cluster sleeps: workers scaled to zero, the control plane
@@ -632,6 +640,9 @@ type TenantClusterStatus struct {
 	// control plane provider placed it on, as its TenantControlPlane reports.
 	// +optional
 	DataStoreName string `json:"dataStoreName,omitempty" protobuf:"bytes,10,opt,name=dataStoreName"`
+	// Restore records the last restore from spec.restoreFrom.
+	// +optional
+	Restore *RestoreStatus `json:"restore,omitempty" protobuf:"bytes,12,opt,name=restore"`
 }
 
 // LastOperation is the one-line progress of the operation in flight or last finished (Gardener's
@@ -1322,4 +1333,131 @@ type ProviderConfigList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
 	Items           []ProviderConfig `json:"items" protobuf:"bytes,2,rep,name=items"`
+}
+
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// TenantClusterSnapshot is a TenantCluster's whole datastore key range at one etcd revision,
+// kept in the snapshot store that ButlerConfig names. It points to its cluster by the label
+// butler.butlerlabs.dev/cluster, not an owner reference: it outlives the cluster. Deleting it
+// deletes its data.
+type TenantClusterSnapshot struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
+
+	Spec   TenantClusterSnapshotSpec   `json:"spec,omitempty" protobuf:"bytes,2,opt,name=spec"`
+	Status TenantClusterSnapshotStatus `json:"status,omitempty" protobuf:"bytes,3,opt,name=status"`
+}
+
+// TenantClusterSnapshotSpec says which cluster to snapshot. It is immutable.
+type TenantClusterSnapshotSpec struct {
+	// ClusterRef names a TenantCluster in the same namespace.
+	ClusterRef LocalObjectReference `json:"clusterRef" protobuf:"bytes,1,opt,name=clusterRef"`
+}
+
+// SnapshotPhase is where a snapshot is in its life.
+type SnapshotPhase string
+
+const (
+	SnapshotPending SnapshotPhase = "Pending"
+	SnapshotRunning SnapshotPhase = "Running"
+	SnapshotReady   SnapshotPhase = "Ready"
+	SnapshotFailed  SnapshotPhase = "Failed"
+)
+
+// TenantClusterSnapshotStatus is what was taken and where it is.
+type TenantClusterSnapshotStatus struct {
+	// +optional
+	Phase SnapshotPhase `json:"phase,omitempty" protobuf:"bytes,1,opt,name=phase,casttype=SnapshotPhase"`
+	// Revision is the datastore's etcd revision the snapshot was read at: every write of the
+	// cluster up to it is in the snapshot, none after.
+	// +optional
+	Revision int64 `json:"revision,omitempty" protobuf:"varint,2,opt,name=revision"`
+	// ObjectCount is the number of keys in the snapshot.
+	// +optional
+	ObjectCount int64 `json:"objectCount,omitempty" protobuf:"varint,3,opt,name=objectCount"`
+	// Bytes is the size of the stored (compressed) snapshot.
+	// +optional
+	Bytes int64 `json:"bytes,omitempty" protobuf:"varint,4,opt,name=bytes"`
+	// Checksum is "sha256:<hex>" of the stored bytes; a restore refuses data that does not match.
+	// +optional
+	Checksum string `json:"checksum,omitempty" protobuf:"bytes,5,opt,name=checksum"`
+	// Location is where the snapshot store keeps the data (a path or an object URL).
+	// +optional
+	Location string `json:"location,omitempty" protobuf:"bytes,6,opt,name=location"`
+	// KubernetesVersion is the cluster's version when the snapshot was taken: a cluster of an
+	// older version cannot restore it.
+	// +optional
+	KubernetesVersion string `json:"kubernetesVersion,omitempty" protobuf:"bytes,7,opt,name=kubernetesVersion"`
+	// DataStoreName is the datastore the snapshot was read from.
+	// +optional
+	DataStoreName string `json:"dataStoreName,omitempty" protobuf:"bytes,8,opt,name=dataStoreName"`
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty" protobuf:"bytes,9,opt,name=startTime"`
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty" protobuf:"bytes,10,opt,name=completionTime"`
+	// Message says why a snapshot waits or failed.
+	// +optional
+	Message string `json:"message,omitempty" protobuf:"bytes,11,opt,name=message"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// TenantClusterSnapshotList is a list of TenantClusterSnapshots.
+type TenantClusterSnapshotList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
+	Items           []TenantClusterSnapshot `json:"items" protobuf:"bytes,2,rep,name=items"`
+}
+
+// RestoreSource names the snapshot a TenantCluster's data comes from.
+type RestoreSource struct {
+	// Name is a TenantClusterSnapshot in the cluster's namespace.
+	Name string `json:"name" protobuf:"bytes,1,opt,name=name"`
+	// Confirm must be the cluster's own name to restore an existing cluster in place: every
+	// object the cluster holds now is replaced by the snapshot's. A new cluster needs none.
+	// +optional
+	Confirm string `json:"confirm,omitempty" protobuf:"bytes,2,opt,name=confirm"`
+}
+
+// RestoreStatus records a restore, so that it runs once.
+type RestoreStatus struct {
+	// SnapshotName and SnapshotUID identify the snapshot restored.
+	SnapshotName string `json:"snapshotName" protobuf:"bytes,1,opt,name=snapshotName"`
+	// +optional
+	SnapshotUID string `json:"snapshotUID,omitempty" protobuf:"bytes,2,opt,name=snapshotUID"`
+	// Revision is the snapshot's revision.
+	// +optional
+	Revision int64 `json:"revision,omitempty" protobuf:"varint,3,opt,name=revision"`
+	// InPlace is true for a rollback of an existing cluster, false for a new cluster made from it.
+	// +optional
+	InPlace bool `json:"inPlace,omitempty" protobuf:"varint,4,opt,name=inPlace"`
+	// Phase is Running, Succeeded or Failed.
+	// +optional
+	Phase string `json:"phase,omitempty" protobuf:"bytes,5,opt,name=phase"`
+	// ObjectCount is the number of keys written; Dropped those left out because they carry the
+	// source cluster's identity (a new cluster only).
+	// +optional
+	ObjectCount int64 `json:"objectCount,omitempty" protobuf:"varint,6,opt,name=objectCount"`
+	// +optional
+	Dropped int64 `json:"dropped,omitempty" protobuf:"varint,7,opt,name=dropped"`
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty" protobuf:"bytes,8,opt,name=completionTime"`
+	// +optional
+	Message string `json:"message,omitempty" protobuf:"bytes,9,opt,name=message"`
+}
+
+// SnapshotStore is where TenantClusterSnapshots keep their data.
+type SnapshotStore struct {
+	// Directory keeps each snapshot as a file under path, on the machine of the control plane
+	// provider that takes it. Without a snapshotStore, the provider's own directory is used.
+	// +optional
+	Directory *DirectorySnapshotStore `json:"directory,omitempty" protobuf:"bytes,1,opt,name=directory"`
+}
+
+// DirectorySnapshotStore is a directory snapshot store.
+type DirectorySnapshotStore struct {
+	// Path is an absolute directory path.
+	Path string `json:"path" protobuf:"bytes,1,opt,name=path"`
 }

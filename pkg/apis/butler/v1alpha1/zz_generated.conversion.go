@@ -246,6 +246,16 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddGeneratedConversionFunc((*DirectorySnapshotStore)(nil), (*butler.DirectorySnapshotStore)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_DirectorySnapshotStore_To_butler_DirectorySnapshotStore(a.(*DirectorySnapshotStore), b.(*butler.DirectorySnapshotStore), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*butler.DirectorySnapshotStore)(nil), (*DirectorySnapshotStore)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_butler_DirectorySnapshotStore_To_v1alpha1_DirectorySnapshotStore(a.(*butler.DirectorySnapshotStore), b.(*DirectorySnapshotStore), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*GCPConfig)(nil), (*butler.GCPConfig)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1alpha1_GCPConfig_To_butler_GCPConfig(a.(*GCPConfig), b.(*butler.GCPConfig), scope)
 	}); err != nil {
@@ -716,6 +726,26 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddGeneratedConversionFunc((*RestoreSource)(nil), (*butler.RestoreSource)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_RestoreSource_To_butler_RestoreSource(a.(*RestoreSource), b.(*butler.RestoreSource), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*butler.RestoreSource)(nil), (*RestoreSource)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_butler_RestoreSource_To_v1alpha1_RestoreSource(a.(*butler.RestoreSource), b.(*RestoreSource), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*RestoreStatus)(nil), (*butler.RestoreStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_RestoreStatus_To_butler_RestoreStatus(a.(*RestoreStatus), b.(*butler.RestoreStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*butler.RestoreStatus)(nil), (*RestoreStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_butler_RestoreStatus_To_v1alpha1_RestoreStatus(a.(*butler.RestoreStatus), b.(*RestoreStatus), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*SecretKeyReference)(nil), (*butler.SecretKeyReference)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1alpha1_SecretKeyReference_To_butler_SecretKeyReference(a.(*SecretKeyReference), b.(*butler.SecretKeyReference), scope)
 	}); err != nil {
@@ -723,6 +753,16 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddGeneratedConversionFunc((*butler.SecretKeyReference)(nil), (*SecretKeyReference)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_butler_SecretKeyReference_To_v1alpha1_SecretKeyReference(a.(*butler.SecretKeyReference), b.(*SecretKeyReference), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*SnapshotStore)(nil), (*butler.SnapshotStore)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_SnapshotStore_To_butler_SnapshotStore(a.(*SnapshotStore), b.(*butler.SnapshotStore), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*butler.SnapshotStore)(nil), (*SnapshotStore)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_butler_SnapshotStore_To_v1alpha1_SnapshotStore(a.(*butler.SnapshotStore), b.(*SnapshotStore), scope)
 	}); err != nil {
 		return err
 	}
@@ -853,6 +893,46 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddGeneratedConversionFunc((*butler.TenantClusterList)(nil), (*TenantClusterList)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_butler_TenantClusterList_To_v1alpha1_TenantClusterList(a.(*butler.TenantClusterList), b.(*TenantClusterList), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*TenantClusterSnapshot)(nil), (*butler.TenantClusterSnapshot)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_TenantClusterSnapshot_To_butler_TenantClusterSnapshot(a.(*TenantClusterSnapshot), b.(*butler.TenantClusterSnapshot), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*butler.TenantClusterSnapshot)(nil), (*TenantClusterSnapshot)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_butler_TenantClusterSnapshot_To_v1alpha1_TenantClusterSnapshot(a.(*butler.TenantClusterSnapshot), b.(*TenantClusterSnapshot), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*TenantClusterSnapshotList)(nil), (*butler.TenantClusterSnapshotList)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_TenantClusterSnapshotList_To_butler_TenantClusterSnapshotList(a.(*TenantClusterSnapshotList), b.(*butler.TenantClusterSnapshotList), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*butler.TenantClusterSnapshotList)(nil), (*TenantClusterSnapshotList)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_butler_TenantClusterSnapshotList_To_v1alpha1_TenantClusterSnapshotList(a.(*butler.TenantClusterSnapshotList), b.(*TenantClusterSnapshotList), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*TenantClusterSnapshotSpec)(nil), (*butler.TenantClusterSnapshotSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_TenantClusterSnapshotSpec_To_butler_TenantClusterSnapshotSpec(a.(*TenantClusterSnapshotSpec), b.(*butler.TenantClusterSnapshotSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*butler.TenantClusterSnapshotSpec)(nil), (*TenantClusterSnapshotSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_butler_TenantClusterSnapshotSpec_To_v1alpha1_TenantClusterSnapshotSpec(a.(*butler.TenantClusterSnapshotSpec), b.(*TenantClusterSnapshotSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*TenantClusterSnapshotStatus)(nil), (*butler.TenantClusterSnapshotStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_TenantClusterSnapshotStatus_To_butler_TenantClusterSnapshotStatus(a.(*TenantClusterSnapshotStatus), b.(*butler.TenantClusterSnapshotStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*butler.TenantClusterSnapshotStatus)(nil), (*TenantClusterSnapshotStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_butler_TenantClusterSnapshotStatus_To_v1alpha1_TenantClusterSnapshotStatus(a.(*butler.TenantClusterSnapshotStatus), b.(*TenantClusterSnapshotStatus), scope)
 	}); err != nil {
 		return err
 	}
@@ -1359,6 +1439,26 @@ func autoConvert_butler_ControlPlaneSpec_To_v1alpha1_ControlPlaneSpec(in *butler
 // Convert_butler_ControlPlaneSpec_To_v1alpha1_ControlPlaneSpec is an autogenerated conversion function.
 func Convert_butler_ControlPlaneSpec_To_v1alpha1_ControlPlaneSpec(in *butler.ControlPlaneSpec, out *ControlPlaneSpec, s conversion.Scope) error {
 	return autoConvert_butler_ControlPlaneSpec_To_v1alpha1_ControlPlaneSpec(in, out, s)
+}
+
+func autoConvert_v1alpha1_DirectorySnapshotStore_To_butler_DirectorySnapshotStore(in *DirectorySnapshotStore, out *butler.DirectorySnapshotStore, s conversion.Scope) error {
+	*out = *(*butler.DirectorySnapshotStore)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_DirectorySnapshotStore_To_butler_DirectorySnapshotStore is an autogenerated conversion function.
+func Convert_v1alpha1_DirectorySnapshotStore_To_butler_DirectorySnapshotStore(in *DirectorySnapshotStore, out *butler.DirectorySnapshotStore, s conversion.Scope) error {
+	return autoConvert_v1alpha1_DirectorySnapshotStore_To_butler_DirectorySnapshotStore(in, out, s)
+}
+
+func autoConvert_butler_DirectorySnapshotStore_To_v1alpha1_DirectorySnapshotStore(in *butler.DirectorySnapshotStore, out *DirectorySnapshotStore, s conversion.Scope) error {
+	*out = *(*DirectorySnapshotStore)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_butler_DirectorySnapshotStore_To_v1alpha1_DirectorySnapshotStore is an autogenerated conversion function.
+func Convert_butler_DirectorySnapshotStore_To_v1alpha1_DirectorySnapshotStore(in *butler.DirectorySnapshotStore, out *DirectorySnapshotStore, s conversion.Scope) error {
+	return autoConvert_butler_DirectorySnapshotStore_To_v1alpha1_DirectorySnapshotStore(in, out, s)
 }
 
 func autoConvert_v1alpha1_GCPConfig_To_butler_GCPConfig(in *GCPConfig, out *butler.GCPConfig, s conversion.Scope) error {
@@ -2361,6 +2461,46 @@ func Convert_butler_ResourceUsage_To_v1alpha1_ResourceUsage(in *butler.ResourceU
 	return autoConvert_butler_ResourceUsage_To_v1alpha1_ResourceUsage(in, out, s)
 }
 
+func autoConvert_v1alpha1_RestoreSource_To_butler_RestoreSource(in *RestoreSource, out *butler.RestoreSource, s conversion.Scope) error {
+	*out = *(*butler.RestoreSource)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_RestoreSource_To_butler_RestoreSource is an autogenerated conversion function.
+func Convert_v1alpha1_RestoreSource_To_butler_RestoreSource(in *RestoreSource, out *butler.RestoreSource, s conversion.Scope) error {
+	return autoConvert_v1alpha1_RestoreSource_To_butler_RestoreSource(in, out, s)
+}
+
+func autoConvert_butler_RestoreSource_To_v1alpha1_RestoreSource(in *butler.RestoreSource, out *RestoreSource, s conversion.Scope) error {
+	*out = *(*RestoreSource)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_butler_RestoreSource_To_v1alpha1_RestoreSource is an autogenerated conversion function.
+func Convert_butler_RestoreSource_To_v1alpha1_RestoreSource(in *butler.RestoreSource, out *RestoreSource, s conversion.Scope) error {
+	return autoConvert_butler_RestoreSource_To_v1alpha1_RestoreSource(in, out, s)
+}
+
+func autoConvert_v1alpha1_RestoreStatus_To_butler_RestoreStatus(in *RestoreStatus, out *butler.RestoreStatus, s conversion.Scope) error {
+	*out = *(*butler.RestoreStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_RestoreStatus_To_butler_RestoreStatus is an autogenerated conversion function.
+func Convert_v1alpha1_RestoreStatus_To_butler_RestoreStatus(in *RestoreStatus, out *butler.RestoreStatus, s conversion.Scope) error {
+	return autoConvert_v1alpha1_RestoreStatus_To_butler_RestoreStatus(in, out, s)
+}
+
+func autoConvert_butler_RestoreStatus_To_v1alpha1_RestoreStatus(in *butler.RestoreStatus, out *RestoreStatus, s conversion.Scope) error {
+	*out = *(*RestoreStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_butler_RestoreStatus_To_v1alpha1_RestoreStatus is an autogenerated conversion function.
+func Convert_butler_RestoreStatus_To_v1alpha1_RestoreStatus(in *butler.RestoreStatus, out *RestoreStatus, s conversion.Scope) error {
+	return autoConvert_butler_RestoreStatus_To_v1alpha1_RestoreStatus(in, out, s)
+}
+
 func autoConvert_v1alpha1_SecretKeyReference_To_butler_SecretKeyReference(in *SecretKeyReference, out *butler.SecretKeyReference, s conversion.Scope) error {
 	*out = *(*butler.SecretKeyReference)(unsafe.Pointer(in))
 	return nil
@@ -2379,6 +2519,26 @@ func autoConvert_butler_SecretKeyReference_To_v1alpha1_SecretKeyReference(in *bu
 // Convert_butler_SecretKeyReference_To_v1alpha1_SecretKeyReference is an autogenerated conversion function.
 func Convert_butler_SecretKeyReference_To_v1alpha1_SecretKeyReference(in *butler.SecretKeyReference, out *SecretKeyReference, s conversion.Scope) error {
 	return autoConvert_butler_SecretKeyReference_To_v1alpha1_SecretKeyReference(in, out, s)
+}
+
+func autoConvert_v1alpha1_SnapshotStore_To_butler_SnapshotStore(in *SnapshotStore, out *butler.SnapshotStore, s conversion.Scope) error {
+	*out = *(*butler.SnapshotStore)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_SnapshotStore_To_butler_SnapshotStore is an autogenerated conversion function.
+func Convert_v1alpha1_SnapshotStore_To_butler_SnapshotStore(in *SnapshotStore, out *butler.SnapshotStore, s conversion.Scope) error {
+	return autoConvert_v1alpha1_SnapshotStore_To_butler_SnapshotStore(in, out, s)
+}
+
+func autoConvert_butler_SnapshotStore_To_v1alpha1_SnapshotStore(in *butler.SnapshotStore, out *SnapshotStore, s conversion.Scope) error {
+	*out = *(*SnapshotStore)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_butler_SnapshotStore_To_v1alpha1_SnapshotStore is an autogenerated conversion function.
+func Convert_butler_SnapshotStore_To_v1alpha1_SnapshotStore(in *butler.SnapshotStore, out *SnapshotStore, s conversion.Scope) error {
+	return autoConvert_butler_SnapshotStore_To_v1alpha1_SnapshotStore(in, out, s)
 }
 
 func autoConvert_v1alpha1_StorageAddon_To_butler_StorageAddon(in *StorageAddon, out *butler.StorageAddon, s conversion.Scope) error {
@@ -2681,6 +2841,100 @@ func autoConvert_butler_TenantClusterList_To_v1alpha1_TenantClusterList(in *butl
 // Convert_butler_TenantClusterList_To_v1alpha1_TenantClusterList is an autogenerated conversion function.
 func Convert_butler_TenantClusterList_To_v1alpha1_TenantClusterList(in *butler.TenantClusterList, out *TenantClusterList, s conversion.Scope) error {
 	return autoConvert_butler_TenantClusterList_To_v1alpha1_TenantClusterList(in, out, s)
+}
+
+func autoConvert_v1alpha1_TenantClusterSnapshot_To_butler_TenantClusterSnapshot(in *TenantClusterSnapshot, out *butler.TenantClusterSnapshot, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_v1alpha1_TenantClusterSnapshotSpec_To_butler_TenantClusterSnapshotSpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	if err := Convert_v1alpha1_TenantClusterSnapshotStatus_To_butler_TenantClusterSnapshotStatus(&in.Status, &out.Status, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_v1alpha1_TenantClusterSnapshot_To_butler_TenantClusterSnapshot is an autogenerated conversion function.
+func Convert_v1alpha1_TenantClusterSnapshot_To_butler_TenantClusterSnapshot(in *TenantClusterSnapshot, out *butler.TenantClusterSnapshot, s conversion.Scope) error {
+	return autoConvert_v1alpha1_TenantClusterSnapshot_To_butler_TenantClusterSnapshot(in, out, s)
+}
+
+func autoConvert_butler_TenantClusterSnapshot_To_v1alpha1_TenantClusterSnapshot(in *butler.TenantClusterSnapshot, out *TenantClusterSnapshot, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_butler_TenantClusterSnapshotSpec_To_v1alpha1_TenantClusterSnapshotSpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	if err := Convert_butler_TenantClusterSnapshotStatus_To_v1alpha1_TenantClusterSnapshotStatus(&in.Status, &out.Status, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_butler_TenantClusterSnapshot_To_v1alpha1_TenantClusterSnapshot is an autogenerated conversion function.
+func Convert_butler_TenantClusterSnapshot_To_v1alpha1_TenantClusterSnapshot(in *butler.TenantClusterSnapshot, out *TenantClusterSnapshot, s conversion.Scope) error {
+	return autoConvert_butler_TenantClusterSnapshot_To_v1alpha1_TenantClusterSnapshot(in, out, s)
+}
+
+func autoConvert_v1alpha1_TenantClusterSnapshotList_To_butler_TenantClusterSnapshotList(in *TenantClusterSnapshotList, out *butler.TenantClusterSnapshotList, s conversion.Scope) error {
+	out.ListMeta = in.ListMeta
+	out.Items = *(*[]butler.TenantClusterSnapshot)(unsafe.Pointer(&in.Items))
+	return nil
+}
+
+// Convert_v1alpha1_TenantClusterSnapshotList_To_butler_TenantClusterSnapshotList is an autogenerated conversion function.
+func Convert_v1alpha1_TenantClusterSnapshotList_To_butler_TenantClusterSnapshotList(in *TenantClusterSnapshotList, out *butler.TenantClusterSnapshotList, s conversion.Scope) error {
+	return autoConvert_v1alpha1_TenantClusterSnapshotList_To_butler_TenantClusterSnapshotList(in, out, s)
+}
+
+func autoConvert_butler_TenantClusterSnapshotList_To_v1alpha1_TenantClusterSnapshotList(in *butler.TenantClusterSnapshotList, out *TenantClusterSnapshotList, s conversion.Scope) error {
+	out.ListMeta = in.ListMeta
+	out.Items = *(*[]TenantClusterSnapshot)(unsafe.Pointer(&in.Items))
+	return nil
+}
+
+// Convert_butler_TenantClusterSnapshotList_To_v1alpha1_TenantClusterSnapshotList is an autogenerated conversion function.
+func Convert_butler_TenantClusterSnapshotList_To_v1alpha1_TenantClusterSnapshotList(in *butler.TenantClusterSnapshotList, out *TenantClusterSnapshotList, s conversion.Scope) error {
+	return autoConvert_butler_TenantClusterSnapshotList_To_v1alpha1_TenantClusterSnapshotList(in, out, s)
+}
+
+func autoConvert_v1alpha1_TenantClusterSnapshotSpec_To_butler_TenantClusterSnapshotSpec(in *TenantClusterSnapshotSpec, out *butler.TenantClusterSnapshotSpec, s conversion.Scope) error {
+	*out = *(*butler.TenantClusterSnapshotSpec)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_TenantClusterSnapshotSpec_To_butler_TenantClusterSnapshotSpec is an autogenerated conversion function.
+func Convert_v1alpha1_TenantClusterSnapshotSpec_To_butler_TenantClusterSnapshotSpec(in *TenantClusterSnapshotSpec, out *butler.TenantClusterSnapshotSpec, s conversion.Scope) error {
+	return autoConvert_v1alpha1_TenantClusterSnapshotSpec_To_butler_TenantClusterSnapshotSpec(in, out, s)
+}
+
+func autoConvert_butler_TenantClusterSnapshotSpec_To_v1alpha1_TenantClusterSnapshotSpec(in *butler.TenantClusterSnapshotSpec, out *TenantClusterSnapshotSpec, s conversion.Scope) error {
+	*out = *(*TenantClusterSnapshotSpec)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_butler_TenantClusterSnapshotSpec_To_v1alpha1_TenantClusterSnapshotSpec is an autogenerated conversion function.
+func Convert_butler_TenantClusterSnapshotSpec_To_v1alpha1_TenantClusterSnapshotSpec(in *butler.TenantClusterSnapshotSpec, out *TenantClusterSnapshotSpec, s conversion.Scope) error {
+	return autoConvert_butler_TenantClusterSnapshotSpec_To_v1alpha1_TenantClusterSnapshotSpec(in, out, s)
+}
+
+func autoConvert_v1alpha1_TenantClusterSnapshotStatus_To_butler_TenantClusterSnapshotStatus(in *TenantClusterSnapshotStatus, out *butler.TenantClusterSnapshotStatus, s conversion.Scope) error {
+	*out = *(*butler.TenantClusterSnapshotStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_TenantClusterSnapshotStatus_To_butler_TenantClusterSnapshotStatus is an autogenerated conversion function.
+func Convert_v1alpha1_TenantClusterSnapshotStatus_To_butler_TenantClusterSnapshotStatus(in *TenantClusterSnapshotStatus, out *butler.TenantClusterSnapshotStatus, s conversion.Scope) error {
+	return autoConvert_v1alpha1_TenantClusterSnapshotStatus_To_butler_TenantClusterSnapshotStatus(in, out, s)
+}
+
+func autoConvert_butler_TenantClusterSnapshotStatus_To_v1alpha1_TenantClusterSnapshotStatus(in *butler.TenantClusterSnapshotStatus, out *TenantClusterSnapshotStatus, s conversion.Scope) error {
+	*out = *(*TenantClusterSnapshotStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_butler_TenantClusterSnapshotStatus_To_v1alpha1_TenantClusterSnapshotStatus is an autogenerated conversion function.
+func Convert_butler_TenantClusterSnapshotStatus_To_v1alpha1_TenantClusterSnapshotStatus(in *butler.TenantClusterSnapshotStatus, out *TenantClusterSnapshotStatus, s conversion.Scope) error {
+	return autoConvert_butler_TenantClusterSnapshotStatus_To_v1alpha1_TenantClusterSnapshotStatus(in, out, s)
 }
 
 func autoConvert_v1alpha1_TenantClusterSpec_To_butler_TenantClusterSpec(in *TenantClusterSpec, out *butler.TenantClusterSpec, s conversion.Scope) error {

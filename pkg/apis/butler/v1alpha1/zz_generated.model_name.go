@@ -127,6 +127,11 @@ func (in ControlPlaneSpec) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in DirectorySnapshotStore) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.DirectorySnapshotStore"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in GCPConfig) OpenAPIModelName() string {
 	return "dev.butlerlabs.butler.v1alpha1.GCPConfig"
 }
@@ -362,8 +367,23 @@ func (in ResourceUsage) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in RestoreSource) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.RestoreSource"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in RestoreStatus) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.RestoreStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in SecretKeyReference) OpenAPIModelName() string {
 	return "dev.butlerlabs.butler.v1alpha1.SecretKeyReference"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SnapshotStore) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.SnapshotStore"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
@@ -429,6 +449,26 @@ func (in TenantCluster) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in TenantClusterList) OpenAPIModelName() string {
 	return "dev.butlerlabs.butler.v1alpha1.TenantClusterList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in TenantClusterSnapshot) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.TenantClusterSnapshot"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in TenantClusterSnapshotList) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.TenantClusterSnapshotList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in TenantClusterSnapshotSpec) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.TenantClusterSnapshotSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in TenantClusterSnapshotStatus) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.TenantClusterSnapshotStatus"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

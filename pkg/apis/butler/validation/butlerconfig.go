@@ -58,6 +58,7 @@ func validateButlerConfigSpec(spec *butler.ButlerConfigSpec, fldPath *field.Path
 	}
 	allErrs = append(allErrs, validateControlPlaneExposure(&spec.ControlPlaneExposure, fldPath.Child("controlPlaneExposure"))...)
 	allErrs = append(allErrs, validateOptionalEnum(spec.ControlPlaneProvider, controlPlaneProviders, fldPath.Child("controlPlaneProvider"))...)
+	allErrs = append(allErrs, validateSnapshotStore(spec.SnapshotStore, fldPath.Child("snapshotStore"))...)
 	return allErrs
 }
 

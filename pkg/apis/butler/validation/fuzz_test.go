@@ -71,6 +71,7 @@ var fuzzKinds = []fuzzKind{
 	kindOf("NetworkPool", validation.ValidateNetworkPool, validation.ValidateNetworkPoolUpdate, validation.ValidateNetworkPoolStatusUpdate),
 	kindOf("IPAllocation", validation.ValidateIPAllocation, validation.ValidateIPAllocationUpdate, validation.ValidateIPAllocationStatusUpdate),
 	kindOf("ProviderConfig", validation.ValidateProviderConfig, validation.ValidateProviderConfigUpdate, validation.ValidateProviderConfigStatusUpdate),
+	kindOf("TenantClusterSnapshot", validation.ValidateTenantClusterSnapshot, validation.ValidateTenantClusterSnapshotUpdate, validation.ValidateTenantClusterSnapshotStatusUpdate),
 }
 
 func FuzzDecodeJSON(f *testing.F)     { fuzzDecode(f, runtime.ContentTypeJSON) }

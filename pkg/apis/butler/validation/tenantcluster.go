@@ -58,6 +58,7 @@ func ValidateTenantClusterUpdate(obj, old *butler.TenantCluster) field.ErrorList
 	allErrs = append(allErrs, apimachineryvalidation.ValidateImmutableField(spec.Networking.ServiceCIDR, oldSpec.Networking.ServiceCIDR, netPath.Child("serviceCIDR"))...)
 	allErrs = append(allErrs, apimachineryvalidation.ValidateImmutableField(spec.Workers.MachineTemplate.OS.Type, oldSpec.Workers.MachineTemplate.OS.Type, specPath.Child("workers", "machineTemplate", "os", "type"))...)
 	allErrs = append(allErrs, validateVersionChange(spec.KubernetesVersion, oldSpec.KubernetesVersion, specPath.Child("kubernetesVersion"))...)
+	allErrs = append(allErrs, validateRestoreChange(obj, old, specPath.Child("restoreFrom"))...)
 	return allErrs
 }
 
@@ -102,6 +103,7 @@ func ValidateTenantClusterStatusUpdate(obj, old *butler.TenantCluster) field.Err
 		allErrs = append(allErrs, validateMinimum(state.Workers.Desired, 0, workersPath.Child("desired"))...)
 		allErrs = append(allErrs, validateMinimum(state.Workers.Ready, 0, workersPath.Child("ready"))...)
 	}
+	allErrs = append(allErrs, validateRestoreStatus(status.Restore, statusPath.Child("restore"))...)
 	return allErrs
 }
 
@@ -146,6 +148,7 @@ func validateTenantClusterSpec(spec *butler.TenantClusterSpec, fldPath *field.Pa
 	allErrs = append(allErrs, validateNetworking(&spec.Networking, fldPath.Child("networking"))...)
 	allErrs = append(allErrs, validateAddons(&spec.Addons, fldPath.Child("addons"))...)
 	allErrs = append(allErrs, validateHibernation(spec.Hibernation, fldPath.Child("hibernation"))...)
+	allErrs = append(allErrs, validateRestoreFrom(spec.RestoreFrom, fldPath.Child("restoreFrom"))...)
 	return allErrs
 }
 

@@ -69,6 +69,8 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Butler().V1alpha1().TenantAddons().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("tenantclusters"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Butler().V1alpha1().TenantClusters().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("tenantclustersnapshots"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Butler().V1alpha1().TenantClusterSnapshots().Informer()}, nil
 
 	}
 

@@ -48,6 +48,8 @@ type Strategy[T Object, Spec, Status any] struct {
 	SelectableFields func(obj T) fields.Set
 	// HasStatus is false for kinds without a status (AddonDefinition).
 	HasStatus bool
+	// PrepareNew, if set, completes a new object before validation (labels, finalizers).
+	PrepareNew func(obj T)
 }
 
 func (s Strategy[T, Spec, Status]) NamespaceScoped() bool { return s.Namespaced }
@@ -59,6 +61,9 @@ func (s Strategy[T, Spec, Status]) PrepareForCreate(_ context.Context, obj runti
 	var empty Status
 	*status = empty
 	o.SetGeneration(1)
+	if s.PrepareNew != nil {
+		s.PrepareNew(o)
+	}
 }
 
 // PrepareForUpdate keeps the stored status and bumps the generation when the spec changed.

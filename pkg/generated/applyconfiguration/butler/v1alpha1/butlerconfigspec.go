@@ -39,6 +39,8 @@ type ButlerConfigSpecApplyConfiguration struct {
 	// (default: a StewardControlPlane, turned into a Steward TenantControlPlane) or kamaji (a
 	// KamajiControlPlane).
 	ControlPlaneProvider *butlerv1alpha1.ControlPlaneProvider `json:"controlPlaneProvider,omitempty"`
+	// SnapshotStore is where TenantClusterSnapshots keep their data.
+	SnapshotStore *SnapshotStoreApplyConfiguration `json:"snapshotStore,omitempty"`
 }
 
 // ButlerConfigSpecApplyConfiguration constructs a declarative configuration of the ButlerConfigSpec type for use with
@@ -100,5 +102,13 @@ func (b *ButlerConfigSpecApplyConfiguration) WithControlPlaneExposure(value *Con
 // If called multiple times, the ControlPlaneProvider field is set to the value of the last call.
 func (b *ButlerConfigSpecApplyConfiguration) WithControlPlaneProvider(value butlerv1alpha1.ControlPlaneProvider) *ButlerConfigSpecApplyConfiguration {
 	b.ControlPlaneProvider = &value
+	return b
+}
+
+// WithSnapshotStore sets the SnapshotStore field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the SnapshotStore field is set to the value of the last call.
+func (b *ButlerConfigSpecApplyConfiguration) WithSnapshotStore(value *SnapshotStoreApplyConfiguration) *ButlerConfigSpecApplyConfiguration {
+	b.SnapshotStore = value
 	return b
 }

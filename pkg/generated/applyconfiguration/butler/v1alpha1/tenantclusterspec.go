@@ -34,6 +34,10 @@ type TenantClusterSpecApplyConfiguration struct {
 	Addons            *AddonsSpecApplyConfiguration                `json:"addons,omitempty"`
 	// Hibernation stops the cluster while it is not used and wakes it again.
 	Hibernation *HibernationSpecApplyConfiguration `json:"hibernation,omitempty"`
+	// RestoreFrom makes a new cluster from a TenantClusterSnapshot (its data, with a new
+	// identity: CA, service-account keys, endpoint, workers), or, set on an existing cluster
+	// with confirm, rolls the cluster back to it in place.
+	RestoreFrom *RestoreSourceApplyConfiguration `json:"restoreFrom,omitempty"`
 }
 
 // TenantClusterSpecApplyConfiguration constructs a declarative configuration of the TenantClusterSpec type for use with
@@ -103,5 +107,13 @@ func (b *TenantClusterSpecApplyConfiguration) WithAddons(value *AddonsSpecApplyC
 // If called multiple times, the Hibernation field is set to the value of the last call.
 func (b *TenantClusterSpecApplyConfiguration) WithHibernation(value *HibernationSpecApplyConfiguration) *TenantClusterSpecApplyConfiguration {
 	b.Hibernation = value
+	return b
+}
+
+// WithRestoreFrom sets the RestoreFrom field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the RestoreFrom field is set to the value of the last call.
+func (b *TenantClusterSpecApplyConfiguration) WithRestoreFrom(value *RestoreSourceApplyConfiguration) *TenantClusterSpecApplyConfiguration {
+	b.RestoreFrom = value
 	return b
 }

@@ -42,6 +42,8 @@ type TenantClusterStatusApplyConfiguration struct {
 	// tenant's data under its own key prefix: spec.controlPlane.dataStoreRef, or the one the
 	// control plane provider placed it on, as its TenantControlPlane reports.
 	DataStoreName *string `json:"dataStoreName,omitempty"`
+	// Restore records the last restore from spec.restoreFrom.
+	Restore *RestoreStatusApplyConfiguration `json:"restore,omitempty"`
 }
 
 // TenantClusterStatusApplyConfiguration constructs a declarative configuration of the TenantClusterStatus type for use with
@@ -137,5 +139,13 @@ func (b *TenantClusterStatusApplyConfiguration) WithLastOperation(value *LastOpe
 // If called multiple times, the DataStoreName field is set to the value of the last call.
 func (b *TenantClusterStatusApplyConfiguration) WithDataStoreName(value string) *TenantClusterStatusApplyConfiguration {
 	b.DataStoreName = &value
+	return b
+}
+
+// WithRestore sets the Restore field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Restore field is set to the value of the last call.
+func (b *TenantClusterStatusApplyConfiguration) WithRestore(value *RestoreStatusApplyConfiguration) *TenantClusterStatusApplyConfiguration {
+	b.Restore = value
 	return b
 }

@@ -69,3 +69,11 @@ type TenantClusterListerExpansion interface{}
 // TenantClusterNamespaceListerExpansion allows custom methods to be added to
 // TenantClusterNamespaceLister.
 type TenantClusterNamespaceListerExpansion interface{}
+
+// TenantClusterSnapshotListerExpansion allows custom methods to be added to
+// TenantClusterSnapshotLister.
+type TenantClusterSnapshotListerExpansion interface{}
+
+// TenantClusterSnapshotNamespaceListerExpansion allows custom methods to be added to
+// TenantClusterSnapshotNamespaceLister.
+type TenantClusterSnapshotNamespaceListerExpansion interface{}

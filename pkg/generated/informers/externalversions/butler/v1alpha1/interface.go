@@ -40,6 +40,8 @@ type Interface interface {
 	TenantAddons() TypedTenantAddonInformer
 	// TenantClusters returns a TenantClusterInformer.
 	TenantClusters() TypedTenantClusterInformer
+	// TenantClusterSnapshots returns a TenantClusterSnapshotInformer.
+	TenantClusterSnapshots() TypedTenantClusterSnapshotInformer
 }
 
 type version struct {
@@ -91,4 +93,9 @@ func (v *version) TenantAddons() TypedTenantAddonInformer {
 // TenantClusters returns a TypedTenantClusterInformer.
 func (v *version) TenantClusters() TypedTenantClusterInformer {
 	return &tenantClusterInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// TenantClusterSnapshots returns a TypedTenantClusterSnapshotInformer.
+func (v *version) TenantClusterSnapshots() TypedTenantClusterSnapshotInformer {
+	return &tenantClusterSnapshotInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }

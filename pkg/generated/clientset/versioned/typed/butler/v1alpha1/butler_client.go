@@ -36,6 +36,7 @@ type ButlerV1alpha1Interface interface {
 	TeamsGetter
 	TenantAddonsGetter
 	TenantClustersGetter
+	TenantClusterSnapshotsGetter
 }
 
 // ButlerV1alpha1Client is used to interact with features provided by the butler.butlerlabs.dev group.
@@ -73,6 +74,10 @@ func (c *ButlerV1alpha1Client) TenantAddons(namespace string) TenantAddonInterfa
 
 func (c *ButlerV1alpha1Client) TenantClusters(namespace string) TenantClusterInterface {
 	return newTenantClusters(c, namespace)
+}
+
+func (c *ButlerV1alpha1Client) TenantClusterSnapshots(namespace string) TenantClusterSnapshotInterface {
+	return newTenantClusterSnapshots(c, namespace)
 }
 
 // NewForConfig creates a new ButlerV1alpha1Client for the given config.

@@ -33,3 +33,5 @@ type TeamExpansion interface{}
 type TenantAddonExpansion interface{}
 
 type TenantClusterExpansion interface{}
+
+type TenantClusterSnapshotExpansion interface{}

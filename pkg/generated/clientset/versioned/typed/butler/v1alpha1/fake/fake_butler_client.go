@@ -60,6 +60,10 @@ func (c *FakeButlerV1alpha1) TenantClusters(namespace string) v1alpha1.TenantClu
 	return newFakeTenantClusters(c, namespace)
 }
 
+func (c *FakeButlerV1alpha1) TenantClusterSnapshots(namespace string) v1alpha1.TenantClusterSnapshotInterface {
+	return newFakeTenantClusterSnapshots(c, namespace)
+}
+
 // RESTClient returns a RESTClient that is used to communicate
 // with API server by this client implementation.
 func (c *FakeButlerV1alpha1) RESTClient() rest.Interface {

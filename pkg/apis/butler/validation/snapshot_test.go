@@ -1,0 +1,104 @@
+package validation
+
+import (
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
+)
+
+func validSnapshot() *butler.TenantClusterSnapshot {
+	return &butler.TenantClusterSnapshot{
+		ObjectMeta: metav1.ObjectMeta{Name: "prod-0900", Namespace: "team-a", ResourceVersion: "1",
+			Labels: map[string]string{butler.ClusterLabel: "prod"}},
+		Spec: butler.TenantClusterSnapshotSpec{ClusterRef: butler.LocalObjectReference{Name: "prod"}},
+	}
+}
+
+func readySnapshot() *butler.TenantClusterSnapshot {
+	s := validSnapshot()
+	s.Status = butler.TenantClusterSnapshotStatus{Phase: butler.SnapshotReady, Revision: 42, ObjectCount: 10, Bytes: 100,
+		Checksum: "sha256:" + strings.Repeat("ab", 32), Location: "/snapshots/team-a/prod-0900", KubernetesVersion: "v1.36.3"}
+	return s
+}
+
+func TestValidateTenantClusterSnapshot(t *testing.T) {
+	runCreateCases(t, validSnapshot, ValidateTenantClusterSnapshot, []createCase[butler.TenantClusterSnapshot]{
+		{"cluster scoped", func(o *butler.TenantClusterSnapshot) { o.Namespace = "" }, []fieldErr{required("metadata.namespace")}},
+		{"no clusterRef", func(o *butler.TenantClusterSnapshot) { o.Spec.ClusterRef.Name = ""; o.Labels = nil }, []fieldErr{required("spec.clusterRef.name")}},
+		{"label names another cluster", func(o *butler.TenantClusterSnapshot) { o.Labels[butler.ClusterLabel] = "staging" },
+			[]fieldErr{invalid("metadata.labels[" + butler.ClusterLabel + "]")}},
+	})
+}
+
+func TestValidateTenantClusterSnapshotUpdate(t *testing.T) {
+	runUpdateCases(t, validSnapshot, ValidateTenantClusterSnapshotUpdate, []updateCase[butler.TenantClusterSnapshot]{
+		{"another label", func(o *butler.TenantClusterSnapshot) { o.Labels["keep"] = "yes" }, nil},
+		{"another cluster", func(o *butler.TenantClusterSnapshot) {
+			o.Spec.ClusterRef.Name = "staging"
+			o.Labels[butler.ClusterLabel] = "staging"
+		}, []fieldErr{invalid("spec")}},
+		{"label removed", func(o *butler.TenantClusterSnapshot) { delete(o.Labels, butler.ClusterLabel) },
+			[]fieldErr{invalid("metadata.labels[" + butler.ClusterLabel + "]")}},
+	})
+}
+
+func TestValidateTenantClusterSnapshotStatusUpdate(t *testing.T) {
+	runUpdateCases(t, validSnapshot, ValidateTenantClusterSnapshotStatusUpdate, []updateCase[butler.TenantClusterSnapshot]{
+		{"ready", func(o *butler.TenantClusterSnapshot) { o.Status = readySnapshot().Status }, nil},
+		{"unknown phase", func(o *butler.TenantClusterSnapshot) { o.Status.Phase = "Done" }, []fieldErr{notSupp("status.phase")}},
+		{"bad checksum", func(o *butler.TenantClusterSnapshot) { o.Status.Checksum = "md5:abc" }, []fieldErr{invalid("status.checksum")}},
+		{"ready without data", func(o *butler.TenantClusterSnapshot) { o.Status.Phase = butler.SnapshotReady },
+			[]fieldErr{required("status.checksum"), required("status.location")}},
+		{"negative counts", func(o *butler.TenantClusterSnapshot) {
+			o.Status.Revision, o.Status.ObjectCount, o.Status.Bytes = -1, -1, -1
+		},
+			[]fieldErr{invalid("status.revision"), invalid("status.objectCount"), invalid("status.bytes")}},
+	})
+	// A Ready snapshot's data is fixed.
+	old, changed := readySnapshot(), readySnapshot()
+	changed.Status.Checksum = "sha256:" + strings.Repeat("cd", 32)
+	changed.Status.Revision = 43
+	expectErrors(t, ValidateTenantClusterSnapshotStatusUpdate(changed, old), invalid("status.checksum"), invalid("status.revision"))
+}
+
+func TestValidateRestoreFrom(t *testing.T) {
+	withRestore := func(name, confirm string) func() *butler.TenantCluster {
+		return func() *butler.TenantCluster {
+			tc := validTenantCluster()
+			tc.Spec.RestoreFrom = &butler.RestoreSource{Name: name, Confirm: confirm}
+			return tc
+		}
+	}
+	// A new cluster from a snapshot needs no confirmation.
+	expectErrors(t, ValidateTenantCluster(withRestore("prod-0900", "")()))
+	expectErrors(t, ValidateTenantCluster(withRestore("Bad_Name", "")()), invalid("spec.restoreFrom.name"))
+
+	old := validTenantCluster()
+	for _, tc := range []struct {
+		name    string
+		obj     *butler.TenantCluster
+		old     *butler.TenantCluster
+		wantErr []fieldErr
+	}{
+		{"in place without confirm", withRestore("prod-0900", "")(), old, []fieldErr{invalid("spec.restoreFrom.confirm")}},
+		{"in place, wrong confirm", withRestore("prod-0900", "staging")(), old, []fieldErr{invalid("spec.restoreFrom.confirm")}},
+		{"in place, confirmed", withRestore("prod-0900", old.Name)(), old, nil},
+		{"unchanged after create", withRestore("prod-0900", "")(), withRestore("prod-0900", "")(), nil},
+		{"another snapshot needs confirm", withRestore("prod-1000", "")(), withRestore("prod-0900", "")(), []fieldErr{invalid("spec.restoreFrom.confirm")}},
+		{"cleared", validTenantCluster(), withRestore("prod-0900", "")(), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) { expectErrors(t, ValidateTenantClusterUpdate(tc.obj, tc.old), tc.wantErr...) })
+	}
+}
+
+func TestValidateSnapshotStore(t *testing.T) {
+	bc := func(s *butler.SnapshotStore) *butler.ButlerConfig {
+		return &butler.ButlerConfig{ObjectMeta: metav1.ObjectMeta{Name: "butler"}, Spec: butler.ButlerConfigSpec{SnapshotStore: s}}
+	}
+	expectErrors(t, ValidateButlerConfig(bc(&butler.SnapshotStore{Directory: &butler.DirectorySnapshotStore{Path: "/var/lib/butler/snapshots"}})))
+	expectErrors(t, ValidateButlerConfig(bc(&butler.SnapshotStore{})), required("spec.snapshotStore.directory"))
+	expectErrors(t, ValidateButlerConfig(bc(&butler.SnapshotStore{Directory: &butler.DirectorySnapshotStore{Path: "snapshots/../x"}})), invalid("spec.snapshotStore.directory.path"))
+}
