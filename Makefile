@@ -82,6 +82,7 @@ render-deploy:
 
 test-unit:
 	$(GO) test ./pkg/... ./cmd/...
+	$(GO) test -race -run '^TestPlaceTenantsAtOnce$$' ./pkg/localprovider/controlplane/
 	cd hack/dist && $(GO) test ./...
 
 test-integration:

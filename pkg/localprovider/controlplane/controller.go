@@ -70,6 +70,9 @@ type Controller struct {
 
 	mu     sync.Mutex
 	planes map[string]*plane // by TenantControlPlane UID
+	// placed is each tenant's datastore by UID, as placed or set up here: what placement counts,
+	// rather than reading other tenants' records under their own locks.
+	placed map[string]string
 	// setupErr is the last join-setup failure per UID, for the status message.
 	runCtx context.Context
 }
@@ -105,6 +108,7 @@ func New(d *worker.Deps, opts Options) (*Controller, error) {
 		recorder: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: FieldManager}),
 		ports:    ports,
 		planes:   map[string]*plane{},
+		placed:   map[string]string{},
 		stores:   stores{clients: map[string]*storeClient{}},
 	}
 	c.versions = newVersions(opts.PinnedVersion, opts.BinDir, opts.VersionsDir, c.versionBuilt)

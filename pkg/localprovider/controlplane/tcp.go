@@ -288,6 +288,7 @@ func (c *Controller) removeTenant(ctx context.Context, rec tenantRecord, paths t
 	}
 	c.mu.Lock()
 	delete(c.planes, rec.UID)
+	delete(c.placed, rec.UID)
 	c.mu.Unlock()
 	if rec.Port != 0 {
 		c.ports.release(rec.Port, rec.UID)

@@ -105,7 +105,7 @@ func (c *Controller) readSecretKey(ctx context.Context, namespace, name, key str
 // (the StewardControlPlane's dataStoreName, from the TenantCluster's dataStoreRef), else where it
 // was placed before (its record, or its status), else the etcd DataStore with the fewest tenants
 // below its limit (annotation localprovider.butlerlabs.dev/max-tenants, or the provider's
-// default).
+// default). A placement is reserved at once, so tenants placed together count each other.
 func (c *Controller) placeTenant(tcp *unstructured.Unstructured, spec tenantSpec, pl *plane) (string, error) {
 	if spec.DataStore != "" {
 		return spec.DataStore, nil
@@ -119,12 +119,13 @@ func (c *Controller) placeTenant(tcp *unstructured.Unstructured, spec tenantSpec
 	if name, _ := nestedString(tcp.Object, "status", "storage", "dataStoreName"); name != "" {
 		return name, nil
 	}
+	uid := string(tcp.GetUID())
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	count := map[string]int{}
-	for _, p := range c.planes {
-		if p != pl && p.rec.DataStore != "" {
-			count[p.rec.DataStore]++
+	for other, name := range c.tenantsPlaced() {
+		if other != uid {
+			count[name]++
 		}
 	}
 	var candidates []datastore.Candidate
@@ -139,7 +140,34 @@ func (c *Controller) placeTenant(tcp *unstructured.Unstructured, spec tenantSpec
 		}
 		candidates = append(candidates, datastore.Candidate{Name: s.Name, Tenants: count[s.Name], Limit: limit})
 	}
-	return datastore.Place(candidates)
+	name, err := datastore.Place(candidates)
+	if err != nil {
+		return "", err
+	}
+	c.placed[uid] = name
+	return name, nil
+}
+
+// tenantsPlaced is each tenant's datastore by TenantControlPlane UID: what the
+// TenantControlPlanes' statuses say (so that tenants not reconciled since a restart count), and
+// over it what this provider placed or set up (c.placed). c.mu is held.
+func (c *Controller) tenantsPlaced() map[string]string {
+	out := map[string]string{}
+	if c.tcps != nil {
+		for _, obj := range c.tcps.GetStore().List() {
+			u, ok := obj.(*unstructured.Unstructured)
+			if !ok || u.GetDeletionTimestamp() != nil {
+				continue
+			}
+			if name, _ := nestedString(u.Object, "status", "storage", "dataStoreName"); name != "" {
+				out[string(u.GetUID())] = name
+			}
+		}
+	}
+	for uid, name := range c.placed {
+		out[uid] = name
+	}
+	return out
 }
 
 // ensureTenantStore places the tenant on a datastore, gives it its etcd user and role there and
@@ -177,15 +205,24 @@ func (c *Controller) ensureTenantStore(ctx context.Context, tcp *unstructured.Un
 		}
 		klog.FromContext(ctx).Info("Tenant placed on a datastore", "datastore", name, "user", tenant.User, "prefix", tenant.Prefix)
 	}
-	pl.mu.Lock()
-	pl.rec.DataStore, pl.rec.DataStoreUser, pl.rec.DataStorePrefix = rec.DataStore, rec.DataStoreUser, rec.DataStorePrefix
-	pl.storeSetUp = name
-	pl.mu.Unlock()
+	c.setUpOn(pl, rec)
 	return etcdConn{
 		URLs: sc.creds.URLs(), Prefix: "/" + spec.DataStoreSchema,
 		CAFile:   filepath.Join(dir, dataStoreCAFile),
 		CertFile: pki.CertPath(dir, dataStoreClientStem), KeyFile: pki.KeyPath(dir, dataStoreClientStem),
 	}, nil
+}
+
+// setUpOn records in the plane, and for placement, that the tenant's user and role are in
+// rec.DataStore.
+func (c *Controller) setUpOn(pl *plane, rec tenantRecord) {
+	pl.mu.Lock()
+	pl.rec.DataStore, pl.rec.DataStoreUser, pl.rec.DataStorePrefix = rec.DataStore, rec.DataStoreUser, rec.DataStorePrefix
+	pl.storeSetUp = rec.DataStore
+	pl.mu.Unlock()
+	c.mu.Lock()
+	c.placed[rec.UID] = rec.DataStore
+	c.mu.Unlock()
 }
 
 // removeTenantStore deletes the tenant's keys, etcd user and role from its datastore. A

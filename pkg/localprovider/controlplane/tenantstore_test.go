@@ -1,0 +1,93 @@
+package controlplane
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/datastore"
+)
+
+func storeOf(objs ...*unstructured.Unstructured) cache.SharedIndexInformer {
+	inf := cache.NewSharedIndexInformer(&cache.ListWatch{}, &unstructured.Unstructured{}, 0, cache.Indexers{})
+	for _, o := range objs {
+		_ = inf.GetStore().Add(o)
+	}
+	return inf
+}
+
+func tcpObject(uid, dataStore string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": uid, "namespace": "ns"}}}
+	u.SetUID(types.UID(uid))
+	if dataStore != "" {
+		_ = unstructured.SetNestedField(u.Object, dataStore, "status", "storage", "dataStoreName")
+	}
+	return u
+}
+
+// Tenants placed at once, while others record where they were set up (as ensureTenantStore
+// does) and their records change (as movePort's do), count each other and the tenants only the TenantControlPlanes' statuses name (not yet
+// reconciled since a restart): two DataStores of 5 with one tenant already on a fill up to 5 and
+// 5, and the eleventh is refused. Run with -race: placement reads no plane's record but its own.
+func TestPlaceTenantsAtOnce(t *testing.T) {
+	c := &Controller{
+		opts:       Options{DataStoreMaxTenants: 5},
+		planes:     map[string]*plane{},
+		placed:     map[string]string{},
+		dataStores: storeOf(datastore.Object("a", []string{"127.0.0.1:1"}, "ns", "s"), datastore.Object("b", []string{"127.0.0.1:2"}, "ns", "s")),
+		tcps:       storeOf(tcpObject("before-restart", "a")),
+	}
+	const n = 10
+	tcps := make([]*unstructured.Unstructured, n)
+	planes := make([]*plane, n)
+	for i := range n {
+		uid := fmt.Sprintf("uid-%d", i)
+		tcps[i] = tcpObject(uid, "")
+		planes[i] = &plane{rec: tenantRecord{UID: uid}}
+		c.planes[uid] = planes[i]
+	}
+	got := make([]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	// Meanwhile each plane's record is rewritten under its own lock, as movePort does.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for range 20 {
+			for _, pl := range planes {
+				pl.mu.Lock()
+				rec := pl.rec
+				rec.Port++
+				pl.rec = rec
+				pl.mu.Unlock()
+			}
+		}
+	}()
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i], errs[i] = c.placeTenant(tcps[i], tenantSpec{}, planes[i])
+			if errs[i] == nil {
+				c.setUpOn(planes[i], tenantRecord{UID: fmt.Sprintf("uid-%d", i), DataStore: got[i]})
+			}
+		}()
+	}
+	wg.Wait()
+	count := map[string]int{"a": 1} // the tenant from before the restart
+	refused := 0
+	for i := range n {
+		if errs[i] != nil {
+			refused++
+			continue
+		}
+		count[got[i]]++
+	}
+	if count["a"] != 5 || count["b"] != 5 || refused != 1 {
+		t.Errorf("placed %v and refused %d, want 5 on each and 1 refused", count, refused)
+	}
+}
