@@ -81,7 +81,7 @@ render-deploy:
 	hack/render-deploy.sh
 
 test-unit:
-	$(GO) test ./pkg/... ./cmd/...
+	$(GO) test ./pkg/... ./cmd/... ./test/architecture/
 	$(GO) test -race -run '^TestPlaceTenantsAtOnce$$' ./pkg/localprovider/controlplane/
 	cd hack/dist && $(GO) test ./...
 

@@ -18,7 +18,7 @@ import (
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
-	"github.com/butlerdotdev/butler-apiserver/pkg/quota"
+	"github.com/butlerdotdev/butler-apiserver/pkg/registry/butler/quotastore"
 )
 
 // WorkerOptions configure the background workers (delegated mode only).
@@ -73,7 +73,7 @@ func (o *Options) applyStandaloneAdmission(config *genericapiserver.RecommendedC
 
 // bindLedger points the quota Ledger (and so the admission plugins) at the installed storage.
 func (o *Options) bindLedger(resources map[string]rest.Storage) error {
-	store, err := quota.NewRegistryStore(resources)
+	store, err := quotastore.New(resources)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,6 @@
-package quota
+// Package quotastore is the quota Ledger's Store over butler-apiserver's own registries. It
+// lives in the registry layer, above pkg/quota, so that quota imports no registry.
+package quotastore
 
 import (
 	"context"
@@ -18,10 +20,11 @@ import (
 	"k8s.io/apiserver/pkg/storage"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
+	"github.com/butlerdotdev/butler-apiserver/pkg/quota"
 	"github.com/butlerdotdev/butler-apiserver/pkg/registry/butler/resource"
 )
 
-// RegistryStore is the Store over butler-apiserver's own registries: reads go through the
+// Store is the quota.Store over butler-apiserver's own registries: reads go through the
 // stores (a list with no resourceVersion is consistent; one with a resourceVersion and
 // NotOlderThan is served by the watch cache once it has that version), and the Team
 // compare-and-swap goes straight to the Team's storage, past strategies and admission, as only
@@ -36,12 +39,14 @@ import (
 // cache, and that it is absent is remembered for absentTTL, so a namespace without a Team pays
 // no quorum read per request. The Ledger's compare-and-swap checks aggregate limits against
 // the Team it swaps, whatever admission read.
-type RegistryStore struct {
+type Store struct {
 	teams, clusters, configs, providers, definitions *genericregistry.Store
 	absent                                           *utilcache.LRUExpireCache
 	// written is the resourceVersion of the last write through this server, per store.
 	written map[*genericregistry.Store]*atomic.Uint64
 }
+
+var _ quota.Store = (*Store)(nil)
 
 // absentTTL is how long a Team or ButlerConfig found in neither the watch cache nor etcd is
 // taken as absent without asking etcd again; the watch cache answers as soon as it sees one.
@@ -59,9 +64,9 @@ func storeOf(resources map[string]rest.Storage, name string) (*genericregistry.S
 	return nil, fmt.Errorf("resource %q is a %T, not a registry store", name, s)
 }
 
-// NewRegistryStore returns the Store over the served resources (by path, as installed).
-func NewRegistryStore(resources map[string]rest.Storage) (*RegistryStore, error) {
-	s := RegistryStore{absent: utilcache.NewLRUExpireCache(4096), written: map[*genericregistry.Store]*atomic.Uint64{}}
+// New returns the Store over the served resources (by path, as installed).
+func New(resources map[string]rest.Storage) (*Store, error) {
+	s := Store{absent: utilcache.NewLRUExpireCache(4096), written: map[*genericregistry.Store]*atomic.Uint64{}}
 	var err error
 	for _, f := range []struct {
 		into **genericregistry.Store
@@ -123,7 +128,7 @@ func get(ctx context.Context, s *genericregistry.Store, namespace, name string) 
 // getCached reads a cluster-scoped object from the watch cache, then from etcd if the cache
 // does not have it (unless etcd did not have it either within absentTTL) or cannot answer (it
 // has not caught up with this server's last write within the cacher's wait).
-func (s *RegistryStore) getCached(ctx context.Context, store *genericregistry.Store, name string) (runtime.Object, error) {
+func (s *Store) getCached(ctx context.Context, store *genericregistry.Store, name string) (runtime.Object, error) {
 	ctx = genericapirequest.WithNamespace(ctx, "")
 	rv := s.written[store].Load() // 0: any state the cache has
 	obj, err := store.Get(ctx, name, &metav1.GetOptions{ResourceVersion: strconv.FormatUint(rv, 10)})
@@ -141,7 +146,7 @@ func (s *RegistryStore) getCached(ctx context.Context, store *genericregistry.St
 	return obj, err
 }
 
-func (s *RegistryStore) Team(ctx context.Context, name string) (*butler.Team, error) {
+func (s *Store) Team(ctx context.Context, name string) (*butler.Team, error) {
 	obj, err := s.getCached(ctx, s.teams, name)
 	if err != nil {
 		return nil, err
@@ -149,8 +154,8 @@ func (s *RegistryStore) Team(ctx context.Context, name string) (*butler.Team, er
 	return obj.(*butler.Team), nil
 }
 
-func (s *RegistryStore) Config(ctx context.Context) (*butler.ButlerConfig, error) {
-	obj, err := s.getCached(ctx, s.configs, ButlerConfigName)
+func (s *Store) Config(ctx context.Context) (*butler.ButlerConfig, error) {
+	obj, err := s.getCached(ctx, s.configs, quota.ButlerConfigName)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -160,7 +165,7 @@ func (s *RegistryStore) Config(ctx context.Context) (*butler.ButlerConfig, error
 	return obj.(*butler.ButlerConfig), nil
 }
 
-func (s *RegistryStore) Cluster(ctx context.Context, namespace, name string) (*butler.TenantCluster, error) {
+func (s *Store) Cluster(ctx context.Context, namespace, name string) (*butler.TenantCluster, error) {
 	obj, err := get(ctx, s.clusters, namespace, name)
 	if err != nil {
 		return nil, err
@@ -168,7 +173,7 @@ func (s *RegistryStore) Cluster(ctx context.Context, namespace, name string) (*b
 	return obj.(*butler.TenantCluster), nil
 }
 
-func (s *RegistryStore) Clusters(ctx context.Context, namespace, notOlderThan string) ([]butler.TenantCluster, error) {
+func (s *Store) Clusters(ctx context.Context, namespace, notOlderThan string) ([]butler.TenantCluster, error) {
 	ctx = genericapirequest.WithNamespace(ctx, namespace)
 	opts := &metainternalversion.ListOptions{} // consistent
 	if notOlderThan != "" {
@@ -188,7 +193,7 @@ func (s *RegistryStore) Clusters(ctx context.Context, namespace, notOlderThan st
 
 // AddonDefinitions lists the catalog from the watch cache (resourceVersion 0): a catalog entry
 // added a moment ago may be missed once, and the request retried.
-func (s *RegistryStore) AddonDefinitions(ctx context.Context) ([]butler.AddonDefinition, error) {
+func (s *Store) AddonDefinitions(ctx context.Context) ([]butler.AddonDefinition, error) {
 	obj, err := s.definitions.List(genericapirequest.WithNamespace(ctx, ""), &metainternalversion.ListOptions{ResourceVersion: "0"})
 	if err != nil {
 		return nil, err
@@ -196,7 +201,7 @@ func (s *RegistryStore) AddonDefinitions(ctx context.Context) ([]butler.AddonDef
 	return obj.(*butler.AddonDefinitionList).Items, nil
 }
 
-func (s *RegistryStore) ProviderConfig(ctx context.Context, namespace, name string) (*butler.ProviderConfig, error) {
+func (s *Store) ProviderConfig(ctx context.Context, namespace, name string) (*butler.ProviderConfig, error) {
 	obj, err := get(ctx, s.providers, namespace, name)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
@@ -207,11 +212,11 @@ func (s *RegistryStore) ProviderConfig(ctx context.Context, namespace, name stri
 	return obj.(*butler.ProviderConfig), nil
 }
 
-func (s *RegistryStore) UpdateTeam(ctx context.Context, name string, update func(*butler.Team) error) error {
+func (s *Store) UpdateTeam(ctx context.Context, name string, update func(*butler.Team) error) error {
 	return guaranteedUpdate(ctx, s.teams, "", name, &butler.Team{}, func(obj runtime.Object) error { return update(obj.(*butler.Team)) })
 }
 
-func (s *RegistryStore) UpdateProvider(ctx context.Context, namespace, name string, update func(*butler.ProviderConfig) error) error {
+func (s *Store) UpdateProvider(ctx context.Context, namespace, name string, update func(*butler.ProviderConfig) error) error {
 	return guaranteedUpdate(ctx, s.providers, namespace, name, &butler.ProviderConfig{},
 		func(obj runtime.Object) error { return update(obj.(*butler.ProviderConfig)) })
 }
