@@ -13,9 +13,6 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 )
 
-// ButlerConfigName is the name of the ButlerConfig singleton.
-const ButlerConfigName = "butler"
-
 // EffectiveLimits returns a Team's limits: each field the Team sets, else the same field of
 // ButlerConfig's defaultTeamLimits. Either may be nil. The result is never nil.
 func EffectiveLimits(team *butler.Team, config *butler.ButlerConfig) *butler.ResourceLimits {

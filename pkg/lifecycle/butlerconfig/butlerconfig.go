@@ -12,11 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
 	butlerinformers "github.com/butlerdotdev/butler-apiserver/pkg/generated/informers/externalversions/butler/v1alpha1"
 	listers "github.com/butlerdotdev/butler-apiserver/pkg/generated/listers/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
-	"github.com/butlerdotdev/butler-apiserver/pkg/quota"
 )
 
 // Controller keeps the ButlerConfig singleton's status: how many Teams and
@@ -47,9 +47,9 @@ func NewController(butlerClient clientset.Interface, configs butlerinformers.But
 		synced: []cache.InformerSynced{configs.Informer().HasSynced, teams.Informer().HasSynced, clusters.Informer().HasSynced},
 	}
 	c.queue = worker.NewQueue("butlerconfig", func(ctx context.Context, _ string) error { return c.Reconcile(ctx) })
-	now := func(any) { c.queue.Add(quota.ButlerConfigName) }
+	now := func(any) { c.queue.Add(butler.ButlerConfigName) }
 	// Counts change only when objects come and go; a burst of them is one status write.
-	counted := func(any) { c.queue.AddAfter(quota.ButlerConfigName, usageDelay) }
+	counted := func(any) { c.queue.AddAfter(butler.ButlerConfigName, usageDelay) }
 	for _, h := range []struct {
 		inf     cache.SharedIndexInformer
 		handler cache.ResourceEventHandler
@@ -73,7 +73,7 @@ func (c *Controller) Run(ctx context.Context) { c.queue.Run(ctx, 1, c.synced...)
 // singleton conflict more often. A missing ButlerConfig is no error: its creation brings it
 // back here.
 func (c *Controller) Reconcile(ctx context.Context) error {
-	config, err := c.configs.Get(quota.ButlerConfigName)
+	config, err := c.configs.Get(butler.ButlerConfigName)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

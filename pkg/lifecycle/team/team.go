@@ -286,7 +286,7 @@ func (c *Controller) usage(team *v1alpha1.Team, status *v1alpha1.TeamStatus) err
 		return err
 	}
 	var internalConfig *butler.ButlerConfig
-	if cfg, err := c.configs.Get(quota.ButlerConfigName); err == nil {
+	if cfg, err := c.configs.Get(butler.ButlerConfigName); err == nil {
 		internalConfig = &butler.ButlerConfig{}
 		if err := v1alpha1.Convert_v1alpha1_ButlerConfig_To_butler_ButlerConfig(cfg, internalConfig, nil); err != nil {
 			return err

@@ -8,8 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/addons"
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
-	"github.com/butlerdotdev/butler-apiserver/pkg/quota"
 )
 
 // desired is the release one TenantAddon asks for, without the cluster it goes to.
@@ -130,7 +130,7 @@ func slot(tc *v1alpha1.TenantCluster, name string) (string, *runtime.RawExtensio
 
 // platformVersion is the ButlerConfig's default version for a catalog addon, if it has one.
 func (c *Controller) platformVersion(definition string) string {
-	cfg, err := c.configs.Get(quota.ButlerConfigName)
+	cfg, err := c.configs.Get(butler.ButlerConfigName)
 	if err != nil {
 		return ""
 	}

@@ -21,12 +21,12 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
 	listers "github.com/butlerdotdev/butler-apiserver/pkg/generated/listers/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
-	"github.com/butlerdotdev/butler-apiserver/pkg/quota"
 )
 
 // Controller provisions TenantClusters.
@@ -318,7 +318,7 @@ func (c *Controller) providerRef(tc *v1alpha1.TenantCluster) (ref v1alpha1.Names
 		}
 	}
 	if r == nil {
-		if cfg, err := c.configs.Get(quota.ButlerConfigName); err == nil {
+		if cfg, err := c.configs.Get(butler.ButlerConfigName); err == nil {
 			r = cfg.Spec.DefaultProviderConfigRef
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
 	"github.com/butlerdotdev/butler-apiserver/pkg/quota"
 )
@@ -21,7 +22,7 @@ import (
 // ensureProvider finds the cluster's ProviderConfig and the ButlerConfig. A missing or unready
 // ProviderConfig needs a person; its creation or readiness brings the cluster back (watch).
 func (c *Controller) ensureProvider(_ context.Context, s *state) (steps.Result, error) {
-	if cfg, err := c.configs.Get(quota.ButlerConfigName); err == nil {
+	if cfg, err := c.configs.Get(butler.ButlerConfigName); err == nil {
 		s.in.Config = cfg
 	} else if !apierrors.IsNotFound(err) {
 		return steps.Result{}, err

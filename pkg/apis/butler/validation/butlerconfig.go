@@ -9,9 +9,6 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
 )
 
-// ButlerConfigName is the only name a ButlerConfig may have: it is a platform singleton.
-const ButlerConfigName = "butler"
-
 var (
 	multiTenancyModes     = sets.New(butler.MultiTenancyEnforced, butler.MultiTenancyOptional, butler.MultiTenancyDisabled)
 	exposureModes         = sets.New(butler.ExposureLoadBalancer, butler.ExposureIngress, butler.ExposureGateway)
@@ -23,7 +20,7 @@ func ValidateButlerConfig(obj *butler.ButlerConfig) field.ErrorList {
 	metaPath := field.NewPath("metadata")
 	allErrs := apimachineryvalidation.ValidateObjectMeta(&obj.ObjectMeta, false, apimachineryvalidation.NameIsDNSSubdomain, metaPath)
 	// An empty name is already reported as Required by ValidateObjectMeta.
-	if obj.Name != "" && obj.Name != ButlerConfigName {
+	if obj.Name != "" && obj.Name != butler.ButlerConfigName {
 		allErrs = append(allErrs, field.Invalid(metaPath.Child("name"), obj.Name, `must be "butler": ButlerConfig is a singleton`))
 	}
 	allErrs = append(allErrs, validateButlerConfigSpec(&obj.Spec, field.NewPath("spec"))...)

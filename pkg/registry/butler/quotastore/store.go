@@ -155,7 +155,7 @@ func (s *Store) Team(ctx context.Context, name string) (*butler.Team, error) {
 }
 
 func (s *Store) Config(ctx context.Context) (*butler.ButlerConfig, error) {
-	obj, err := s.getCached(ctx, s.configs, quota.ButlerConfigName)
+	obj, err := s.getCached(ctx, s.configs, butler.ButlerConfigName)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
