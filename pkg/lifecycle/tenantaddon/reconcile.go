@@ -15,6 +15,8 @@ import (
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/addons"
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/hibernation"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
 )
 
@@ -53,6 +55,10 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 		return err
 	case tc.DeletionTimestamp != nil:
 		return c.wait(ctx, addon, "ClusterDeleting", fmt.Sprintf("TenantCluster %s is being deleted", tc.Name))
+	case hibernation.Asleep(tc):
+		// Left as it is: a connection to the sleeping endpoint would wake the cluster. The
+		// cluster's wake brings the addon back (watch).
+		return nil
 	case tc.Status.KubeconfigSecretRef == nil || tc.Status.TenantNamespace == "":
 		return c.wait(ctx, addon, "WaitingForControlPlane", fmt.Sprintf("waiting for the control plane of TenantCluster %s", tc.Name))
 	}
@@ -188,6 +194,16 @@ func (c *Controller) remove(ctx context.Context, key string, addon *v1alpha1.Ten
 		return c.writeStatus(ctx, addon, v1alpha1.TenantAddonDeleting, "WaitingForDependents",
 			"waiting for "+strings.Join(waiting, ", ")+", which depend on it, to be uninstalled first", metav1.ConditionFalse, addon.Status.HelmRelease)
 	}
+	if hibernation.Asleep(tc) {
+		if clusterDeleting {
+			// The release lives only inside the tenant, whose data goes with it: uninstalling
+			// would wake the cluster to delete what is deleted anyway.
+			logger.Info("TenantCluster is hibernated and being deleted: releasing the addon without waking it to uninstall", "cluster", tc.Name)
+			return c.dropFinalizer(ctx, addon)
+		}
+		return c.writeStatus(ctx, addon, v1alpha1.TenantAddonDeleting, "ClusterHibernated",
+			"the cluster is hibernated; the release is uninstalled when it wakes", metav1.ConditionFalse, addon.Status.HelmRelease)
+	}
 	if tc.Status.KubeconfigSecretRef == nil || tc.Status.TenantNamespace == "" {
 		// No control plane was ever reached, so nothing was installed through this controller.
 		logger.Info("TenantCluster has no control plane: nothing to uninstall; releasing the addon", "cluster", tc.Name)
@@ -247,12 +263,12 @@ func (c *Controller) kubeconfig(ctx context.Context, tc *v1alpha1.TenantCluster)
 	if err != nil {
 		return nil, err
 	}
-	for _, k := range []string{"admin.conf", "value"} {
+	for _, k := range component.ManagementKubeconfigKeys {
 		if v := s.Data[k]; len(v) > 0 {
 			return v, nil
 		}
 	}
-	return nil, apierrors.NewNotFound(v1alpha1.Resource("secrets"), s.Name+" (key admin.conf or value)")
+	return nil, apierrors.NewNotFound(v1alpha1.Resource("secrets"), s.Name+" (key "+strings.Join(component.ManagementKubeconfigKeys, ", ")+")")
 }
 
 // unreachable says whether err means the cluster's API server could not be reached.

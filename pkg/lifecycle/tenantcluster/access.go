@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/access"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
 )
@@ -181,7 +182,7 @@ func (c *Controller) tenantClientOf(ctx context.Context, uid, ns, secretName str
 	if err != nil {
 		return nil, fmt.Errorf("the admin kubeconfig Secret %s/%s: %w", ns, secretName, err)
 	}
-	for _, key := range []string{"admin.conf", "value", "kubeconfig"} {
+	for _, key := range component.ManagementKubeconfigKeys {
 		if data := secret.Data[key]; len(data) > 0 {
 			client, err := c.newTenantClient(data)
 			if err != nil {

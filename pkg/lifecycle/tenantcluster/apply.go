@@ -9,7 +9,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 )
 
 // objects reads and writes the external kinds (Cluster API, Steward, providers) by GVK, through
@@ -88,6 +91,22 @@ func (o *objects) remove(ctx context.Context, gvk schema.GroupVersionKind, ns, n
 		return apierrors.IsNotFound(err), nil
 	}
 	return false, err
+}
+
+// unpause removes the CAPI Cluster's spec.paused, if the Cluster exists.
+func (o *objects) unpause(ctx context.Context, ns, name string) error {
+	r, err := o.resource(external.ClusterGVK, ns)
+	if _, missing := err.(*NotInstalledError); missing {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	_, err = r.Patch(ctx, name, types.MergePatchType, []byte(`{"spec":{"paused":null}}`), metav1.PatchOptions{FieldManager: FieldManager})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
 }
 
 func ptrTo[T any](v T) *T { return &v }

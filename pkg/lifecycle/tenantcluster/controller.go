@@ -25,6 +25,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
 	listers "github.com/butlerdotdev/butler-apiserver/pkg/generated/listers/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/hibernation"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
 )
@@ -54,10 +55,12 @@ type Controller struct {
 	newTenantClient func(kubeconfig []byte) (kubernetes.Interface, error)
 	events          events.EventRecorder
 
-	plan   steps.Plan[*state]
-	queue  *worker.Queue
-	synced []cache.InformerSynced
-	now    func() time.Time
+	plan steps.Plan[*state]
+	// sleepPlan takes the cluster down when spec.hibernation.hibernated is true.
+	sleepPlan steps.Plan[*state]
+	queue     *worker.Queue
+	synced    []cache.InformerSynced
+	now       func() time.Time
 }
 
 // New builds the controller from the shared informers. It watches the external kinds it writes
@@ -80,6 +83,7 @@ func New(d *worker.Deps) (*Controller, error) {
 	}
 	c.self = selfName(context.Background(), d.Kube)
 	c.plan = c.steps()
+	c.sleepPlan = c.sleepSteps()
 	c.queue = worker.NewQueue("tenantcluster", c.Reconcile)
 
 	byLabels := c.queue.Handler(keyOf)
@@ -235,13 +239,21 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 		}
 		return err
 	}
+	if wrote, err := c.applySchedules(ctx, tc); wrote || err != nil {
+		return err
+	}
+	if hibernation.Wanted(tc) {
+		return c.reconcileAsleep(ctx, tc)
+	}
 	s := c.newState(tc)
 	outcome, ensureErr := c.plan.Ensure(ctx, s, tc.Generation)
 	status := c.status(tc, s, outcome, ensureErr)
+	wakeCondition(tc, status)
 	if err := c.writeStatus(ctx, tc, status); err != nil {
 		return err
 	}
 	c.recordReconcile(tc, outcome, ensureErr, status)
+	c.recordWake(tc, status)
 	if ensureErr == nil && s.recheckAfter > 0 {
 		return worker.RequeueAfter(s.recheckAfter)
 	}
@@ -252,6 +264,13 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 func (c *Controller) delete(ctx context.Context, tc *v1alpha1.TenantCluster) error {
 	if !slices.Contains(tc.Finalizers, Finalizer) {
 		return nil
+	}
+	if hibernation.Asleep(tc) {
+		// Cluster API acts on no object of a paused Cluster, its deletion included. The
+		// control plane stays stopped: the deletion needs nothing from inside the tenant.
+		if err := c.objects.unpause(ctx, TenantNamespace(tc), tc.Name); err != nil {
+			return err
+		}
 	}
 	s := c.newState(tc)
 	left, err := c.plan.Cleanup(ctx, s)

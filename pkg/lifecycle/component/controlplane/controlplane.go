@@ -19,6 +19,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external/kamaji"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external/steward"
+	"github.com/butlerdotdev/butler-apiserver/pkg/hibernation"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/infra"
 )
@@ -88,7 +89,7 @@ func stewardControlPlane(in component.Input) (*unstructured.Unstructured, error)
 		spec.Network.Gateway = &steward.GatewayComponent{Hostname: exp.hostname,
 			ParentRefs: []steward.ParentReference{{Name: exp.gateway.Name, Namespace: exp.gateway.Namespace}}}
 	}
-	return component.FromSpec(in, external.StewardControlPlaneGVK, component.Name(in), &spec)
+	return withHibernation(in)(component.FromSpec(in, external.StewardControlPlaneGVK, component.Name(in), &spec))
 }
 
 func kamajiControlPlane(in component.Input) (*unstructured.Unstructured, error) {
@@ -113,7 +114,25 @@ func kamajiControlPlane(in component.Input) (*unstructured.Unstructured, error) 
 		}
 		spec.Network.Gateway = &kamaji.GatewayComponent{Hostname: exp.hostname, Name: exp.gateway.Name, Namespace: exp.gateway.Namespace}
 	}
-	return component.FromSpec(in, external.KamajiControlPlaneGVK, component.Name(in), &spec)
+	return withHibernation(in)(component.FromSpec(in, external.KamajiControlPlaneGVK, component.Name(in), &spec))
+}
+
+// withHibernation annotates a hosted control plane object with what spec.hibernation asks of
+// the endpoint while it is at 0 replicas (the contracts have no field for it; see
+// hibernation.WakeOnRequestAnnotation).
+func withHibernation(in component.Input) func(*unstructured.Unstructured, error) (*unstructured.Unstructured, error) {
+	return func(u *unstructured.Unstructured, err error) (*unstructured.Unstructured, error) {
+		h := in.Cluster.Spec.Hibernation
+		if err != nil || h == nil || !h.WakeOnRequest {
+			return u, err
+		}
+		a := map[string]string{hibernation.WakeOnRequestAnnotation: "true"}
+		if h.IdleTimeout != nil {
+			a[hibernation.IdleTimeoutAnnotation] = h.IdleTimeout.Duration.String()
+		}
+		u.SetAnnotations(a)
+		return u, nil
+	}
 }
 
 // kubeadmControlPlane runs the control plane on 1, 3 or 5 machines of the provider's template

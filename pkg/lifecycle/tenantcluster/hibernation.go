@@ -1,0 +1,312 @@
+package tenantcluster
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/klog/v2"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+	"github.com/butlerdotdev/butler-apiserver/pkg/hibernation"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/controlplane"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/workers"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
+)
+
+const (
+	stepWorkersAsleep      = "workers to zero"
+	stepControlPlaneAsleep = "control plane stopped"
+	stepClusterPaused      = "cluster paused"
+
+	// ConditionHibernated is True while the cluster sleeps: workers at zero, control plane
+	// stopped, the CAPI Cluster paused, data kept.
+	ConditionHibernated = "Hibernated"
+
+	// tcpSleeping is Steward's and Kamaji's TenantControlPlane status at 0 replicas.
+	tcpSleeping = "Sleeping"
+
+	// scheduleLookBack bounds how far back a missed schedule time is still applied (the worker
+	// was down); a weekly schedule fits.
+	scheduleLookBack = 8 * 24 * time.Hour
+)
+
+// sleepSteps take a cluster down in order: the workers first (their machines drain through the
+// tenant's API), then the control plane through its replicas (the Steward/Kamaji switch), then
+// the CAPI Cluster is paused, so that Cluster API leaves the tenant's endpoint alone. Waking is
+// the ordinary plan: it unpauses, starts the control plane, then scales the workers back.
+func (c *Controller) sleepSteps() []stepT {
+	return []stepT{
+		{Name: stepProvider, Ensure: c.ensureProvider},
+		{Name: stepWorkersAsleep, After: []string{stepProvider}, Ensure: c.ensureWorkersAsleep},
+		{Name: stepControlPlaneAsleep, After: []string{stepWorkersAsleep}, Ensure: c.ensureControlPlaneAsleep},
+		{Name: stepClusterPaused, After: []string{stepControlPlaneAsleep}, Ensure: c.ensureClusterPaused},
+	}
+}
+
+// ensureWorkersAsleep scales the MachineDeployment to zero. The desired count stays in
+// spec.workers.replicas (a scale while asleep changes only that) and comes back on wake.
+func (c *Controller) ensureWorkersAsleep(ctx context.Context, s *state) (steps.Result, error) {
+	md, err := workers.MachineDeployment(s.in)
+	if err != nil {
+		return steps.Failure("InvalidSpec", "%v", err), nil
+	}
+	if err := unstructured.SetNestedField(md.Object, int64(0), "spec", "replicas"); err != nil {
+		return steps.Result{}, err
+	}
+	bootstrap, err := workers.BootstrapTemplate(s.in)
+	if err != nil {
+		return steps.Failure("InvalidSpec", "%v", err), nil
+	}
+	applied, failed, err := c.applyAll(ctx, bootstrap, md)
+	if failed != nil || err != nil {
+		return deref(failed), err
+	}
+	got := applied[1]
+	replicas, _, _ := unstructured.NestedInt64(got.Object, "status", "replicas")
+	if observed, _, _ := unstructured.NestedInt64(got.Object, "status", "observedGeneration"); observed < got.GetGeneration() || replicas > 0 {
+		return steps.Waiting("WorkersStopping", "%d workers left (MachineDeployment %s/%s at 0)", replicas, got.GetNamespace(), got.GetName()), nil
+	}
+	return steps.Ready("WorkersAtZero", "no workers"), nil
+}
+
+// ensureControlPlaneAsleep sets the control plane object's replicas to 0 and waits for its
+// TenantControlPlane to say Sleeping.
+func (c *Controller) ensureControlPlaneAsleep(ctx context.Context, s *state) (steps.Result, error) {
+	if s.tc.Spec.ControlPlane.Type == v1alpha1.ControlPlaneStandalone {
+		return steps.Failure("NotSupported", "a standalone control plane runs on machines of its own and cannot hibernate"), nil
+	}
+	cluster, err := controlplane.Cluster(s.in)
+	if err != nil {
+		return steps.Failure("InvalidSpec", "%v", err), nil
+	}
+	cp, err := controlplane.ControlPlane(s.in)
+	if err != nil {
+		return steps.Failure("InvalidSpec", "%v", err), nil
+	}
+	if err := unstructured.SetNestedField(cp.Object, int64(0), "spec", "replicas"); err != nil {
+		return steps.Result{}, err
+	}
+	applied, failed, err := c.applyAll(ctx, cluster)
+	if failed != nil || err != nil {
+		return deref(failed), err
+	}
+	controlplane.SetClusterOwner(cp, applied[0])
+	if _, failed, err := c.applyAll(ctx, cp); failed != nil || err != nil {
+		return deref(failed), err
+	}
+	tcpKind := external.TenantControlPlaneGVK
+	if cp.GroupVersionKind().Kind == external.KamajiControlPlaneGVK.Kind {
+		tcpKind = external.KamajiTenantControlPlaneGVK
+	}
+	tcp, err := c.objects.get(ctx, tcpKind, s.namespace, s.tc.Name)
+	if err != nil || tcp == nil {
+		return steps.Ready("NoControlPlane", "no TenantControlPlane runs"), err
+	}
+	state, _, _ := unstructured.NestedString(tcp.Object, "status", "kubernetesResources", "version", "status")
+	if state != tcpSleeping {
+		return steps.Waiting("ControlPlaneStopping", "TenantControlPlane %s/%s is %s, waiting for %s", s.namespace, s.tc.Name, orDefault(state, "unknown"), tcpSleeping), nil
+	}
+	return steps.Ready("ControlPlaneSleeping", "TenantControlPlane %s/%s is %s", s.namespace, s.tc.Name, tcpSleeping), nil
+}
+
+// ensureClusterPaused sets the CAPI Cluster's spec.paused: Cluster API's controllers then leave
+// the cluster (and its endpoint) alone until the wake unpauses it.
+func (c *Controller) ensureClusterPaused(ctx context.Context, s *state) (steps.Result, error) {
+	cluster, err := controlplane.Cluster(s.in)
+	if err != nil {
+		return steps.Failure("InvalidSpec", "%v", err), nil
+	}
+	if err := unstructured.SetNestedField(cluster.Object, true, "spec", "paused"); err != nil {
+		return steps.Result{}, err
+	}
+	if _, failed, err := c.applyAll(ctx, cluster); failed != nil || err != nil {
+		return deref(failed), err
+	}
+	return steps.Ready("ClusterPaused", "Cluster %s/%s is paused", s.namespace, s.tc.Name), nil
+}
+
+// reconcileAsleep runs the sleep steps and writes what they found.
+func (c *Controller) reconcileAsleep(ctx context.Context, tc *v1alpha1.TenantCluster) error {
+	s := c.newState(tc)
+	outcome, ensureErr := c.sleepPlan.Ensure(ctx, s, tc.Generation)
+	status := c.sleepStatus(tc, outcome, ensureErr)
+	if err := c.writeStatus(ctx, tc, status); err != nil {
+		return err
+	}
+	c.recordSleep(tc, status, ensureErr)
+	return ensureErr
+}
+
+// sleepStatus: phase Hibernated and condition Hibernated True once every sleep step is done;
+// until then the phase the cluster had and Hibernated False "Hibernating" with what it waits for.
+// Ready, ControlPlaneReady and WorkersReady are False while the cluster sleeps: they are not.
+func (c *Controller) sleepStatus(tc *v1alpha1.TenantCluster, out steps.Outcome, ensureErr error) *v1alpha1.TenantClusterStatus {
+	st := tc.Status.DeepCopy()
+	st.ObservedGeneration = tc.Generation
+	hib := metav1.Condition{Type: ConditionHibernated, Status: metav1.ConditionFalse, Reason: "Hibernating", ObservedGeneration: tc.Generation}
+	state, desc := "Processing", ""
+	switch {
+	case ensureErr != nil:
+		hib.Message, state, desc = ensureErr.Error(), "Error", "hibernating: "+ensureErr.Error()
+	case out.First != "":
+		r := out.Results[out.First]
+		hib.Message = fmt.Sprintf("%s: %s", out.First, r.Message)
+		desc = "hibernating: " + hib.Message
+		if out.Failed {
+			hib.Reason, state = orDefault(r.Reason, "Failed"), "Failed"
+		}
+	default:
+		hib.Status, hib.Reason = metav1.ConditionTrue, "Hibernated"
+		hib.Message = "workers at zero, control plane stopped, Cluster paused; data kept"
+		state, desc = "Succeeded", "hibernated"
+		st.Phase = v1alpha1.TenantClusterHibernated
+		if st.ObservedState != nil {
+			st.ObservedState.Workers = v1alpha1.WorkerCounts{Desired: tc.Spec.Workers.Replicas, Ready: 0}
+		}
+		asleep := func(t string) metav1.Condition {
+			return metav1.Condition{Type: t, Status: metav1.ConditionFalse, Reason: "Hibernated",
+				Message: "the cluster is hibernated", ObservedGeneration: tc.Generation}
+		}
+		steps.SetConditions(&st.Conditions, asleep(ConditionControlPlaneReady), asleep(ConditionWorkersReady), asleep(ConditionReady))
+	}
+	if out.Failed && st.Phase != v1alpha1.TenantClusterHibernated {
+		st.Phase = v1alpha1.TenantClusterFailed
+	}
+	steps.SetConditions(&st.Conditions, hib)
+	c.setLastOperation(st, "Hibernate", state, out.Progress(len(c.sleepPlan)), desc)
+	return st
+}
+
+// wakeCondition is Hibernated False once a cluster that slept runs the ordinary plan: "Waking"
+// until it is Ready, then "Awake".
+func wakeCondition(tc *v1alpha1.TenantCluster, status *v1alpha1.TenantClusterStatus) {
+	prev := meta.FindStatusCondition(tc.Status.Conditions, ConditionHibernated)
+	if prev == nil {
+		return
+	}
+	cond := metav1.Condition{Type: ConditionHibernated, Status: metav1.ConditionFalse, Reason: "Awake",
+		Message: "the cluster is awake", ObservedGeneration: tc.Generation}
+	if status.Phase != v1alpha1.TenantClusterReady {
+		cond.Reason, cond.Message = "Waking", "control plane first, then workers"
+		// Still asleep for the management side (hibernation.Asleep) until the control plane
+		// serves: the phase stays Hibernated while the ordinary plan waits on it.
+		if tc.Status.Phase == v1alpha1.TenantClusterHibernated && !meta.IsStatusConditionTrue(status.Conditions, ConditionControlPlaneReady) {
+			status.Phase = v1alpha1.TenantClusterHibernated
+		}
+	}
+	steps.SetConditions(&status.Conditions, cond)
+}
+
+// recordSleep makes Events of the sleep's progress: Hibernating as it starts, Hibernated once done.
+func (c *Controller) recordSleep(tc *v1alpha1.TenantCluster, status *v1alpha1.TenantClusterStatus, ensureErr error) {
+	if ensureErr != nil {
+		c.events.Eventf(tc, nil, corev1.EventTypeWarning, "ReconcileError", "Hibernate", "%s", worker.EventNote(ensureErr.Error()+" (retried with backoff)"))
+		return
+	}
+	prev := meta.FindStatusCondition(tc.Status.Conditions, ConditionHibernated)
+	now := meta.FindStatusCondition(status.Conditions, ConditionHibernated)
+	if now == nil || (prev != nil && prev.Reason == now.Reason && prev.Status == now.Status) {
+		return
+	}
+	switch {
+	case now.Status == metav1.ConditionTrue:
+		c.events.Eventf(tc, nil, corev1.EventTypeNormal, "Hibernated", "Hibernate", "%s", now.Message)
+	case now.Reason == "Hibernating":
+		c.events.Eventf(tc, nil, corev1.EventTypeNormal, "Hibernating", "Hibernate", "%s", worker.EventNote(now.Message))
+	default:
+		c.events.Eventf(tc, nil, corev1.EventTypeWarning, now.Reason, "Hibernate", "%s", worker.EventNote(now.Message))
+	}
+}
+
+// recordWake makes an Event when a cluster that slept starts waking, and when it is awake.
+func (c *Controller) recordWake(tc *v1alpha1.TenantCluster, status *v1alpha1.TenantClusterStatus) {
+	prev := meta.FindStatusCondition(tc.Status.Conditions, ConditionHibernated)
+	now := meta.FindStatusCondition(status.Conditions, ConditionHibernated)
+	if prev == nil || now == nil || prev.Reason == now.Reason {
+		return
+	}
+	why := ""
+	if by := tc.Annotations[hibernation.LastChangeAnnotation]; by != "" {
+		why = " (" + by + ")"
+	}
+	c.events.Eventf(tc, nil, corev1.EventTypeNormal, now.Reason, "Wake", "%s%s", now.Message, worker.EventNote(why))
+}
+
+// applySchedules writes the latest schedule time due since the last one applied into
+// spec.hibernation.hibernated (with the time, in one update), and asks to be called again at the
+// next one. It reports whether it wrote: the update brings the cluster back.
+func (c *Controller) applySchedules(ctx context.Context, tc *v1alpha1.TenantCluster) (bool, error) {
+	h := tc.Spec.Hibernation
+	if h == nil || len(h.Schedules) == 0 {
+		return false, nil
+	}
+	schedules := make([]hibernation.Schedule, 0, len(h.Schedules))
+	for _, s := range h.Schedules {
+		parsed, err := parseSchedule(s)
+		if err != nil { // validation refuses these; an older stored object may still hold one
+			klog.FromContext(ctx).Info("Ignoring a schedule that does not parse", "err", err)
+			continue
+		}
+		schedules = append(schedules, parsed)
+	}
+	now := c.now()
+	since := tc.CreationTimestamp.Time
+	if t, err := time.Parse(time.RFC3339, tc.Annotations[hibernation.ScheduleAppliedAnnotation]); err == nil && t.After(since) {
+		since = t
+	}
+	if since.Before(now.Add(-scheduleLookBack)) {
+		since = now.Add(-scheduleLookBack)
+	}
+	if next := hibernation.Next(schedules, now); !next.IsZero() {
+		c.queue.AddAfter(tc.Namespace+"/"+tc.Name, next.Sub(now)+time.Second)
+	}
+	due, ok := hibernation.Due(schedules, since, now)
+	if !ok {
+		return false, nil
+	}
+	updated := tc.DeepCopy()
+	if updated.Annotations == nil {
+		updated.Annotations = map[string]string{}
+	}
+	updated.Annotations[hibernation.ScheduleAppliedAnnotation] = due.At.UTC().Format(time.RFC3339)
+	if updated.Spec.Hibernation.Hibernated != due.Hibernate {
+		word := "wake"
+		if due.Hibernate {
+			word = "sleep"
+		}
+		updated.Annotations[hibernation.LastChangeAnnotation] = fmt.Sprintf("schedule: %s at %s", word, due.At.Format(time.RFC3339))
+	}
+	updated.Spec.Hibernation.Hibernated = due.Hibernate
+	_, err := c.butler.ButlerV1alpha1().TenantClusters(tc.Namespace).Update(ctx, updated, metav1.UpdateOptions{})
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	return err == nil, err
+}
+
+func parseSchedule(s v1alpha1.HibernationSchedule) (hibernation.Schedule, error) {
+	var out hibernation.Schedule
+	var err error
+	if out.Location, err = hibernation.ParseLocation(s.Location); err != nil {
+		return out, err
+	}
+	if s.Start != "" {
+		if out.Start, err = hibernation.ParseCron(s.Start); err != nil {
+			return out, err
+		}
+	}
+	if s.End != "" {
+		if out.End, err = hibernation.ParseCron(s.End); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,98 @@
+package tenantcluster
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	butlerfake "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned/fake"
+	"github.com/butlerdotdev/butler-apiserver/pkg/hibernation"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
+)
+
+func TestSleepStatus(t *testing.T) {
+	c := &Controller{now: time.Now}
+	c.sleepPlan = c.sleepSteps()
+	tc := cluster()
+	tc.Status.Phase = v1alpha1.TenantClusterReady
+	tc.Status.Conditions = []metav1.Condition{{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: "Ready"}}
+
+	going := c.sleepStatus(tc, steps.Outcome{First: stepWorkersAsleep, Results: map[string]steps.Result{
+		stepWorkersAsleep: steps.Waiting("WorkersStopping", "2 workers left")}}, nil)
+	if going.Phase != v1alpha1.TenantClusterReady {
+		t.Errorf("phase while going to sleep: %s", going.Phase)
+	}
+	if h := meta.FindStatusCondition(going.Conditions, ConditionHibernated); h == nil || h.Status != metav1.ConditionFalse || h.Reason != "Hibernating" {
+		t.Errorf("Hibernated while going to sleep: %+v", h)
+	}
+
+	done := c.sleepStatus(tc, steps.Outcome{Done: len(c.sleepPlan)}, nil)
+	if done.Phase != v1alpha1.TenantClusterHibernated || !meta.IsStatusConditionTrue(done.Conditions, ConditionHibernated) {
+		t.Errorf("asleep: phase %s, conditions %+v", done.Phase, done.Conditions)
+	}
+	for _, cond := range []string{ConditionReady, ConditionControlPlaneReady, ConditionWorkersReady} {
+		if c := meta.FindStatusCondition(done.Conditions, cond); c == nil || c.Status != metav1.ConditionFalse || c.Reason != "Hibernated" {
+			t.Errorf("%s while hibernated: %+v", cond, c)
+		}
+	}
+
+	// Waking: Hibernated until the control plane serves, then the ordinary phases; Awake once Ready.
+	tc.Status = *done
+	waking := &v1alpha1.TenantClusterStatus{Phase: v1alpha1.TenantClusterUpdating, Conditions: done.DeepCopy().Conditions}
+	wakeCondition(tc, waking)
+	if h := meta.FindStatusCondition(waking.Conditions, ConditionHibernated); waking.Phase != v1alpha1.TenantClusterHibernated || h.Reason != "Waking" {
+		t.Errorf("waking: phase %s, Hibernated %+v", waking.Phase, h)
+	}
+	steps.SetConditions(&waking.Conditions, metav1.Condition{Type: ConditionControlPlaneReady, Status: metav1.ConditionTrue, Reason: "Ready"})
+	waking.Phase = v1alpha1.TenantClusterUpdating
+	wakeCondition(tc, waking)
+	if waking.Phase != v1alpha1.TenantClusterUpdating {
+		t.Errorf("control plane up, workers coming: phase %s", waking.Phase)
+	}
+	awake := &v1alpha1.TenantClusterStatus{Phase: v1alpha1.TenantClusterReady}
+	wakeCondition(tc, awake)
+	if h := meta.FindStatusCondition(awake.Conditions, ConditionHibernated); h == nil || h.Reason != "Awake" {
+		t.Errorf("awake: %+v", h)
+	}
+}
+
+// TestApplySchedules: a sleep time is written into spec.hibernation.hibernated once; a user who
+// wakes the cluster afterwards is not put back to sleep by the same time.
+func TestApplySchedules(t *testing.T) {
+	tc := cluster()
+	tc.CreationTimestamp = metav1.NewTime(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	tc.Spec.Hibernation = &v1alpha1.HibernationSpec{Schedules: []v1alpha1.HibernationSchedule{
+		{Start: "0 20 * * *", End: "0 7 * * *", Location: "Europe/Berlin"}}}
+	client := butlerfake.NewClientset(tc)
+	now := time.Date(2026, 11, 25, 19, 0, 30, 0, time.UTC) // 20:00:30 in Berlin
+	c := &Controller{butler: client, now: func() time.Time { return now }, queue: worker.NewQueue("test", nil)}
+	ctx := context.Background()
+
+	wrote, err := c.applySchedules(ctx, tc)
+	if err != nil || !wrote {
+		t.Fatalf("applySchedules at the sleep time: wrote %v, %v", wrote, err)
+	}
+	got, _ := client.ButlerV1alpha1().TenantClusters(tc.Namespace).Get(ctx, tc.Name, metav1.GetOptions{})
+	if !got.Spec.Hibernation.Hibernated || got.Annotations[hibernation.ScheduleAppliedAnnotation] != "2026-11-25T19:00:00Z" {
+		t.Fatalf("after the sleep time: hibernated %v, annotations %v", got.Spec.Hibernation.Hibernated, got.Annotations)
+	}
+	got.Spec.Hibernation.Hibernated = false // the user wakes it by hand
+	now = now.Add(10 * time.Minute)
+	if wrote, err := c.applySchedules(ctx, got); wrote || err != nil {
+		t.Errorf("the same sleep time applied twice: wrote %v, %v", wrote, err)
+	}
+	now = time.Date(2026, 11, 26, 6, 0, 5, 0, time.UTC) // 07:00:05 in Berlin
+	got.Spec.Hibernation.Hibernated = true
+	if wrote, err := c.applySchedules(ctx, got); !wrote || err != nil {
+		t.Fatalf("the wake time: wrote %v, %v", wrote, err)
+	}
+	got, _ = client.ButlerV1alpha1().TenantClusters(tc.Namespace).Get(ctx, tc.Name, metav1.GetOptions{})
+	if got.Spec.Hibernation.Hibernated {
+		t.Errorf("not woken at the wake time: %v", got.Annotations)
+	}
+}
