@@ -203,6 +203,9 @@ func (c *Controller) loadState(ctx context.Context) error {
 		if !c.ports.claim(rec.Port, rec.UID) {
 			klog.FromContext(ctx).Info("Two tenants recorded the same port; the second gets another", "port", rec.Port, "uid", rec.UID)
 		}
+		if rec.InternalPort != 0 && !c.ports.claim(rec.InternalPort, rec.UID) {
+			klog.FromContext(ctx).Info("Two tenants recorded the same port; the second gets another", "port", rec.InternalPort, "uid", rec.UID)
+		}
 	}
 	return nil
 }
@@ -246,7 +249,7 @@ func (c *Controller) stopAll(logger klog.Logger) {
 	var wg sync.WaitGroup
 	for _, pl := range planes {
 		wg.Add(1)
-		go func() { defer wg.Done(); pl.stop() }()
+		go func() { defer wg.Done(); pl.closeProxy(); pl.stop() }()
 	}
 	wg.Wait()
 	logger.Info("Stopped the tenant control planes")

@@ -26,6 +26,8 @@ type tenantRecord struct {
 	Name      string `json:"name"`
 	UID       string `json:"uid"`
 	Port      int    `json:"port"`
+	// InternalPort is kube-apiserver's port when a wake-on-request listener holds Port.
+	InternalPort int `json:"internalPort,omitempty"`
 	// DataStore is the DataStore the tenant's data is in, under DataStorePrefix, readable by the
 	// etcd user DataStoreUser only.
 	DataStore       string `json:"dataStore,omitempty"`
@@ -57,6 +59,10 @@ type plane struct {
 	// <tcp>-admin-kubeconfig.
 	ca          *pki.KeyPair
 	adminDigest string
+	// proxy holds the endpoint's port for a wake-on-request tenant; wakeUntil is when a wake
+	// it recorded stops counting as replicas 1 (the replicas come back through Cluster API).
+	proxy     *wakeProxy
+	wakeUntil time.Time
 	// storeSetUp is the datastore the tenant's etcd user and role were made in since the plane
 	// was made.
 	storeSetUp string
@@ -107,6 +113,64 @@ func (pl *plane) port() int {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	return pl.rec.Port
+}
+
+// apiPort is kube-apiserver's port: the endpoint's, or the internal one behind a listener.
+func (pl *plane) apiPort() int {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	return pl.apiPortLocked()
+}
+
+func (pl *plane) apiPortLocked() int {
+	if pl.rec.InternalPort != 0 {
+		return pl.rec.InternalPort
+	}
+	return pl.rec.Port
+}
+
+// behindProxy says whether a wake-on-request listener holds the endpoint's port.
+func (pl *plane) behindProxy() bool {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	return pl.rec.InternalPort != 0
+}
+
+// requestWake makes replicas 0 count as 1 for a while: the listener recorded a wake.
+func (pl *plane) requestWake() {
+	pl.mu.Lock()
+	pl.wakeUntil = time.Now().Add(2 * time.Minute)
+	pl.mu.Unlock()
+	pl.notify()
+}
+
+func (pl *plane) wakeRequested() bool {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	return time.Now().Before(pl.wakeUntil)
+}
+
+func (pl *plane) clearWake() {
+	pl.mu.Lock()
+	pl.wakeUntil = time.Time{}
+	pl.mu.Unlock()
+}
+
+// serving says kube-apiserver answers /readyz (the probe's last answer).
+func (pl *plane) serving() bool {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	return pl.ready
+}
+
+func (pl *plane) closeProxy() {
+	pl.mu.Lock()
+	p := pl.proxy
+	pl.proxy = nil
+	pl.mu.Unlock()
+	if p != nil {
+		p.close()
+	}
 }
 
 // apiServerPortTaken says whether kube-apiserver's last run ended because another process holds
@@ -169,7 +233,7 @@ func (pl *plane) probeLoop(ctx context.Context) {
 		pool := pl.caPool
 		api := pl.procs[componentAPIServer]
 		wasReady := pl.ready
-		url := fmt.Sprintf("https://%s/readyz", endpointString("127.0.0.1", pl.rec.Port))
+		url := fmt.Sprintf("https://%s/readyz", endpointString("127.0.0.1", pl.apiPortLocked()))
 		pl.mu.Unlock()
 		client.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, DisableKeepAlives: true}
 		ready, running, starts := false, false, 0

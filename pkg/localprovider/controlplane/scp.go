@@ -369,12 +369,18 @@ func (c *Controller) copyClusterSecrets(ctx context.Context, scp, tcp *unstructu
 	if len(admin.Data["admin.conf"]) == 0 {
 		return fmt.Errorf("Secret %s has no admin.conf", adminName)
 	}
+	// Cluster API and kwok are management-side clients: kube-apiserver's own address, which
+	// neither wakes a sleeping tenant nor keeps it awake.
+	value := admin.Data["admin.svc"]
+	if len(value) == 0 {
+		value = admin.Data["admin.conf"]
+	}
 	apply := metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
 	labels := map[string]string{ClusterNameLabel: cluster}
 	kubeconfig := corev1ac.Secret(clusterKubeconfigName(cluster), scp.GetNamespace()).
 		WithType("cluster.x-k8s.io/secret").WithLabels(labels).
 		WithOwnerReferences(ownerReferenceAC(scp)).
-		WithData(map[string][]byte{"value": admin.Data["admin.conf"]})
+		WithData(map[string][]byte{"value": value})
 	if _, err := secrets.Apply(ctx, kubeconfig, apply); err != nil {
 		return fmt.Errorf("Secret %s: %w", clusterKubeconfigName(cluster), err)
 	}

@@ -78,11 +78,19 @@ func (c *Controller) reconcileTCP(ctx context.Context, key string) error {
 	// kubeconfig) once kube-apiserver first serves; before that, a port another process took is
 	// exchanged for another, after that never.
 	published := publishedEndpoint(tcp)
+	if err := c.ensureWakeProxy(ctx, tcp, pl); err != nil {
+		return c.setTCPStatus(ctx, tcp, unavailableState(tcp, published, pendingStatus(tcp, spec.Version), "PortTaken", err.Error()))
+	}
 	// The control plane switch (Steward's and Kamaji's replicas): 0 stops the processes and keeps
 	// the data, the port and the published endpoint, so that a start serves where it did; one
 	// host cannot run more than one.
+	if spec.Replicas > 0 {
+		pl.clearWake()
+	}
 	switch {
-	case spec.Replicas == 0:
+	case spec.Replicas == 0 && !pl.wakeRequested():
+		// A wake the listener recorded in the TenantCluster starts the processes before the
+		// replicas come back through Cluster API: the client waits meanwhile.
 		pl.stop()
 		return c.setTCPStatus(ctx, tcp, tcpState{endpoint: published, versionStatus: statusSleeping, runningVersion: tcpVersion(tcp),
 			adminSecret: tcpAdminSecret(tcp), replicas: 0, reason: "Stopped",
@@ -98,7 +106,7 @@ func (c *Controller) reconcileTCP(ctx context.Context, key string) error {
 	}
 
 	if pl.apiServerPortTaken() {
-		if published == "" {
+		if published == "" || pl.behindProxy() {
 			if err := c.movePort(ctx, pl); err != nil {
 				return c.setTCPStatus(ctx, tcp, tcpState{versionStatus: statusNotReady, reason: "NoPort", message: err.Error()})
 			}
@@ -108,6 +116,9 @@ func (c *Controller) reconcileTCP(ctx context.Context, key string) error {
 		}
 	}
 	endpoint := endpointString("127.0.0.1", pl.port())
+	// kube-apiserver's own address: the endpoint, or behind a wake-on-request listener an
+	// internal port that only management-side clients use.
+	apiEndpoint := endpointString("127.0.0.1", pl.apiPort())
 
 	bins, state, msg := c.versions.get(spec.Version)
 	switch state {
@@ -129,7 +140,7 @@ func (c *Controller) reconcileTCP(ctx context.Context, key string) error {
 	if err != nil {
 		return fmt.Errorf("certificates: %w", err)
 	}
-	kubeconfigs, err := c.writeKubeconfigs(tcp.GetName(), endpoint, paths, certs)
+	kubeconfigs, err := c.writeKubeconfigs(tcp.GetName(), endpoint, apiEndpoint, paths, certs)
 	if err != nil {
 		return err
 	}
@@ -140,7 +151,7 @@ func (c *Controller) reconcileTCP(ctx context.Context, key string) error {
 		}
 		return err
 	}
-	args := planeArgs{Spec: spec, Paths: paths, Port: pl.port(), Etcd: etcd}
+	args := planeArgs{Spec: spec, Paths: paths, Port: pl.apiPort(), Etcd: etcd}
 	pl.ensure(ctx, spec.Version, ca.CertPEM, []procSpec{
 		c.procSpec(componentAPIServer, bins, apiServerArgs(args), paths),
 		c.procSpec(componentControllerManager, bins, controllerManagerArgs(args), paths),
@@ -158,7 +169,7 @@ func (c *Controller) reconcileTCP(ctx context.Context, key string) error {
 			"waiting for kube-apiserver "+spec.Version+" to answer /readyz and every process to run"))
 	}
 	if !pl.setUp(starts) {
-		if err := c.setUpTenant(ctx, spec, endpoint, ca.CertPEM, kubeconfigs.superAdmin); err != nil {
+		if err := c.setUpTenant(ctx, spec, endpoint, ca.CertPEM, kubeconfigs.superAdminSvc); err != nil {
 			return fmt.Errorf("join setup in the tenant: %w", err)
 		}
 		pl.markSetUp(starts)
@@ -229,9 +240,13 @@ func (c *Controller) movePort(ctx context.Context, pl *plane) error {
 	}
 	pl.stop()
 	pl.mu.Lock()
-	old := pl.rec.Port
 	rec := pl.rec
-	rec.Port = port
+	old := rec.Port
+	if rec.InternalPort != 0 {
+		old, rec.InternalPort = rec.InternalPort, port
+	} else {
+		rec.Port = port
+	}
 	pl.rec = rec
 	pl.mu.Unlock()
 	if err := writeRecord(pl.paths, rec); err != nil {
@@ -251,6 +266,9 @@ func (c *Controller) plane(ctx context.Context, tcp *unstructured.Unstructured, 
 		return pl, nil
 	}
 	rec, err := readRecord(paths.dir)
+	if err == nil && rec.InternalPort != 0 && !c.ports.claim(rec.InternalPort, uid) {
+		rec.InternalPort = 0 // another is given with the listener
+	}
 	if err != nil || rec.UID != uid || !c.ports.claim(rec.Port, uid) {
 		port, err := c.ports.allocate(uid)
 		if err != nil {
@@ -273,6 +291,7 @@ func (c *Controller) plane(ctx context.Context, tcp *unstructured.Unstructured, 
 func (c *Controller) removeTenant(ctx context.Context, rec tenantRecord, paths tenantPaths, pl *plane) error {
 	logger := klog.FromContext(ctx)
 	if pl != nil {
+		pl.closeProxy()
 		pl.stop()
 	} else {
 		stopRecorded(paths)
@@ -292,6 +311,9 @@ func (c *Controller) removeTenant(ctx context.Context, rec tenantRecord, paths t
 	c.mu.Unlock()
 	if rec.Port != 0 {
 		c.ports.release(rec.Port, rec.UID)
+	}
+	if rec.InternalPort != 0 {
+		c.ports.release(rec.InternalPort, rec.UID)
 	}
 	logger.Info("Removed the tenant control plane", "tenant", rec.Namespace+"/"+rec.Name)
 	return nil
@@ -372,24 +394,28 @@ func (c *Controller) ensureCA(ctx context.Context, tcp *unstructured.Unstructure
 
 // tenantKubeconfigs are the kubeconfigs of a tenant, as files in its state directory.
 type tenantKubeconfigs struct {
-	admin, superAdmin []byte
+	// admin and superAdmin name the endpoint; the .svc ones kube-apiserver's own address, for
+	// management-side clients (the same unless a wake-on-request listener holds the endpoint).
+	admin, superAdmin, adminSvc, superAdminSvc []byte
 }
 
 // writeKubeconfigs writes the components' and admins' kubeconfigs where they differ.
-func (c *Controller) writeKubeconfigs(cluster, endpoint string, paths tenantPaths, certs *pki.Tenant) (tenantKubeconfigs, error) {
-	server := "https://" + endpoint
+func (c *Controller) writeKubeconfigs(cluster, endpoint, apiEndpoint string, paths tenantPaths, certs *pki.Tenant) (tenantKubeconfigs, error) {
+	public, internal := "https://"+endpoint, "https://"+apiEndpoint
 	var out tenantKubeconfigs
 	for _, k := range []struct {
-		name, user string
-		kp         *pki.KeyPair
-		keep       *[]byte
+		name, server, user string
+		kp                 *pki.KeyPair
+		keep               *[]byte
 	}{
-		{"admin", pki.AdminUser, certs.Admin, &out.admin},
-		{"super-admin", pki.SuperAdminUser, certs.SuperAdmin, &out.superAdmin},
-		{"controller-manager", pki.ControllerManager, certs.ControllerManager, nil},
-		{"scheduler", pki.Scheduler, certs.Scheduler, nil},
+		{"admin", public, pki.AdminUser, certs.Admin, &out.admin},
+		{"super-admin", public, pki.SuperAdminUser, certs.SuperAdmin, &out.superAdmin},
+		{"admin-svc", internal, pki.AdminUser, certs.Admin, &out.adminSvc},
+		{"super-admin-svc", internal, pki.SuperAdminUser, certs.SuperAdmin, &out.superAdminSvc},
+		{"controller-manager", internal, pki.ControllerManager, certs.ControllerManager, nil},
+		{"scheduler", internal, pki.Scheduler, certs.Scheduler, nil},
 	} {
-		data, err := pki.Kubeconfig(cluster, server, certs.CA.CertPEM, k.user, k.kp)
+		data, err := pki.Kubeconfig(cluster, k.server, certs.CA.CertPEM, k.user, k.kp)
 		if err != nil {
 			return out, err
 		}
@@ -431,12 +457,14 @@ func (c *Controller) setUpTenant(ctx context.Context, spec tenantSpec, endpoint 
 }
 
 // applyAdminKubeconfig writes Secret <tcp>-admin-kubeconfig when its content changed. The .svc
-// keys are, in Steward, for clients inside the management cluster; here every client is on
-// this machine, so they hold the same loopback endpoint.
+// keys are, in Steward, for clients inside the management cluster; here they name
+// kube-apiserver's own port, which is the endpoint's unless a wake-on-request listener holds it.
 func (c *Controller) applyAdminKubeconfig(ctx context.Context, tcp *unstructured.Unstructured, pl *plane, k tenantKubeconfigs) error {
 	sum := sha256.New()
 	sum.Write(k.admin)
 	sum.Write(k.superAdmin)
+	sum.Write(k.adminSvc)
+	sum.Write(k.superAdminSvc)
 	digest := fmt.Sprintf("%x", sum.Sum(nil))
 	pl.mu.Lock()
 	done := pl.adminDigest == digest
@@ -450,7 +478,7 @@ func (c *Controller) applyAdminKubeconfig(ctx context.Context, tcp *unstructured
 		WithType(corev1.SecretTypeOpaque).
 		WithData(map[string][]byte{
 			"admin.conf": k.admin, "super-admin.conf": k.superAdmin,
-			"admin.svc": k.admin, "super-admin.svc": k.superAdmin,
+			"admin.svc": k.adminSvc, "super-admin.svc": k.superAdminSvc,
 		})
 	if _, err := c.deps.Kube.CoreV1().Secrets(tcp.GetNamespace()).Apply(ctx, ac, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
 		return fmt.Errorf("Secret %s: %w", adminKubeconfigName(tcp.GetName()), err)

@@ -312,6 +312,12 @@ func (c *Controller) reconcileMachine(ctx context.Context, key string) error {
 	if lm.DeletionTimestamp != nil {
 		return c.deleteMachine(ctx, lm)
 	}
+	if m := c.ownerMachine(lm); m != nil && m.DeletionTimestamp != nil && !lm.Status.provisioned() {
+		// A machine Cluster API is deleting never joins (nor, from a stale copy, comes back):
+		// its token is gone, and the connection would count as a use of the tenant (it wakes
+		// a hibernating one).
+		return nil
+	}
 	if !hasFinalizer(lm) {
 		// Before anything joins: whatever this machine registers is removed with it.
 		if err := c.applyMachine(ctx, lm, lm.Spec.ProviderID, true); err != nil {

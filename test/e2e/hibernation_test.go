@@ -1,0 +1,187 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
+	"github.com/butlerdotdev/butler-apiserver/pkg/hibernation"
+)
+
+var machinesGVR = gvr("cluster.x-k8s.io", "v1beta2", "machines")
+
+func hibernated(tc *v1alpha1.TenantCluster) bool {
+	return tc.Status.Phase == v1alpha1.TenantClusterHibernated && meta.IsStatusConditionTrue(tc.Status.Conditions, "Hibernated") &&
+		tc.Status.ObservedGeneration == tc.Generation
+}
+
+// TestLocalHibernationWakeOnRequest is the issue's "Done when" on the local provider: a cluster
+// with a Deployment hibernates (its processes and Machines gone, the CAPI Cluster paused,
+// kubectl get tc says Hibernated, the endpoint kept); nothing wakes it while nobody asks;
+// kubectl get pods with the user's kubeconfig wakes it and succeeds on the first try; the
+// Deployment's pods run again on the new nodes; it sleeps again after its idle time, but not
+// while a watch is open; and deleting it while it sleeps does not wake it.
+func TestLocalHibernationWakeOnRequest(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "e2e-hibernate")
+	const name = "sleepy"
+	mustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
+kind: ProviderConfig
+metadata: {name: local, namespace: %s}
+spec: {provider: local}
+---
+`, ns)+localClusterManifest(ns, name, pinnedVersion, bootstrap.OSTalos, 2)+`  hibernation: {wakeOnRequest: true}
+`)
+	tc := waitReady(t, ns, name, 2, 5*time.Minute)
+	endpoint := tc.Status.ControlPlaneEndpoint
+	kubeconfig, _ := mintKubeconfig(t, ns, name)
+	if out, err := kubectlAs(t, kubeconfig, "", "create", "deployment", "hello", "--image=registry.k8s.io/pause:3.10", "--replicas=2"); err != nil {
+		t.Fatalf("creating a Deployment in the tenant: %v\n%s", err, out)
+	}
+	if out, err := kubectlAs(t, kubeconfig, "", "rollout", "status", "deployment/hello", "--timeout=90s"); err != nil {
+		t.Fatalf("the Deployment did not roll out: %v\n%s", err, out)
+	}
+	oldNodes := map[string]bool{}
+	for _, node := range podNodes(t, kubeconfig) {
+		oldNodes[node] = true
+	}
+	dyn := dynamicClient(t)
+	tcp, err := dyn.Resource(tenantCPGVR).Namespace(tc.Status.TenantNamespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid := string(tcp.GetUID())
+	pids := lcpPids(t, filepath.Join(plane.dir, "tenants", uid))
+	if len(pids) != 3 {
+		t.Fatalf("tenant processes: %v", pids)
+	}
+
+	// Hibernate: workers to zero, the control plane's processes stopped, the Cluster paused.
+	start := time.Now()
+	mustKubectl(t, "patch", "tc", name, "-n", ns, "--type=merge", "-p", `{"spec":{"hibernation":{"hibernated":true}}}`)
+	tc = waitCluster(t, ns, name, 3*time.Minute, "Hibernated", hibernated)
+	t.Logf("hibernate -> Hibernated in %s", time.Since(start).Round(100*time.Millisecond))
+	for c, pid := range pids {
+		if lcpAlive(pid) {
+			t.Errorf("%s (pid %d) still runs while hibernated", c, pid)
+		}
+	}
+	if procs := tenantProcesses(t, uid); len(procs) != 0 {
+		t.Errorf("tenant processes while hibernated: %v", procs)
+	}
+	machines, err := dyn.Resource(machinesGVR).Namespace(tc.Status.TenantNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil || len(machines.Items) != 0 {
+		t.Errorf("Machines while hibernated: %d (%v)", len(machines.Items), err)
+	}
+	cluster, err := dyn.Resource(clustersGVR).Namespace(tc.Status.TenantNamespace).Get(ctx, name, metav1.GetOptions{})
+	if paused, _, _ := unstructured.NestedBool(cluster.Object, "spec", "paused"); err != nil || !paused {
+		t.Errorf("the CAPI Cluster is not paused while hibernated (%v)", err)
+	}
+	if out := mustKubectl(t, "get", "tc", name, "-n", ns); !strings.Contains(out, "Hibernated") {
+		t.Errorf("kubectl get tc:\n%s", out)
+	}
+	if tc.Status.ControlPlaneEndpoint != endpoint || meta.IsStatusConditionTrue(tc.Status.Conditions, "Ready") {
+		t.Errorf("hibernated: endpoint %s (was %s), %s", tc.Status.ControlPlaneEndpoint, endpoint, statusOf(tc))
+	}
+
+	// Nothing on the management side wakes it.
+	time.Sleep(15 * time.Second)
+	tc, err = plane.butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil || !hibernated(tc) || !tc.Spec.Hibernation.Hibernated {
+		t.Fatalf("woke without a request: %s, annotation %q", statusOf(tc), tc.Annotations[hibernation.LastChangeAnnotation])
+	}
+	if procs := tenantProcesses(t, uid); len(procs) != 0 {
+		t.Errorf("tenant processes 15 s into hibernation: %v", procs)
+	}
+
+	// A user's kubectl wakes it and is answered on the first try.
+	start = time.Now()
+	out, err := kubectlAs(t, kubeconfig, "", "get", "pods", "--no-headers")
+	wake := time.Since(start)
+	if err != nil || strings.Count(out, "hello-") != 2 {
+		t.Fatalf("kubectl get pods on a hibernated cluster: %v after %s\n%s", err, wake.Round(100*time.Millisecond), out)
+	}
+	t.Logf("kubectl get pods on the hibernated cluster answered in %s", wake.Round(100*time.Millisecond))
+	tc, _ = plane.butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, name, metav1.GetOptions{})
+	if tc.Spec.Hibernation.Hibernated || !strings.HasPrefix(tc.Annotations[hibernation.LastChangeAnnotation], "woken by a request") {
+		t.Errorf("the wake is not recorded in the TenantCluster: hibernated=%v, %q", tc.Spec.Hibernation.Hibernated, tc.Annotations[hibernation.LastChangeAnnotation])
+	}
+	tc = waitReady(t, ns, name, 2, 4*time.Minute)
+	if tc.Status.ControlPlaneEndpoint != endpoint {
+		t.Errorf("endpoint after the wake %s, was %s", tc.Status.ControlPlaneEndpoint, endpoint)
+	}
+	if c := meta.FindStatusCondition(tc.Status.Conditions, "Hibernated"); c == nil || c.Reason != "Awake" {
+		t.Errorf("Hibernated condition after the wake: %+v", c)
+	}
+	if out, err := kubectlAs(t, kubeconfig, "", "rollout", "status", "deployment/hello", "--timeout=120s"); err != nil {
+		t.Fatalf("the Deployment did not come back: %v\n%s", err, out)
+	}
+	for pod, node := range podNodes(t, kubeconfig) {
+		if node == "" || oldNodes[node] {
+			t.Errorf("pod %s on node %q after the wake (old nodes %v)", pod, node, oldNodes)
+		}
+	}
+
+	// Idle: not while a watch is open, then after the idle time.
+	const idle = 20 * time.Second
+	mustKubectl(t, "patch", "tc", name, "-n", ns, "--type=merge", "-p", fmt.Sprintf(`{"spec":{"hibernation":{"idleTimeout":%q}}}`, idle))
+	watch := exec.Command("kubectl", "--kubeconfig", kubeconfig, "get", "pods", "-w")
+	if err := watch.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2*idle + 5*time.Second)
+	tc, _ = plane.butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, name, metav1.GetOptions{})
+	if tc.Spec.Hibernation.Hibernated {
+		t.Errorf("went to sleep with a watch open: %q", tc.Annotations[hibernation.LastChangeAnnotation])
+	}
+	_ = watch.Process.Kill()
+	_ = watch.Wait()
+	start = time.Now()
+	tc = waitCluster(t, ns, name, 3*time.Minute, "Hibernated after the idle time", hibernated)
+	t.Logf("watch closed -> Hibernated by idleness in %s (idle timeout %s)", time.Since(start).Round(100*time.Millisecond), idle)
+	if !strings.HasPrefix(tc.Annotations[hibernation.LastChangeAnnotation], "idle for") {
+		t.Errorf("the idle sleep is not recorded: %q", tc.Annotations[hibernation.LastChangeAnnotation])
+	}
+
+	// A delete while hibernated deletes without waking.
+	mustKubectl(t, "delete", "tc", name, "-n", ns, "--wait=false")
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if procs := tenantProcesses(t, uid); len(procs) != 0 {
+			return false, fmt.Errorf("the control plane started during the delete: %v", procs)
+		}
+		_, err := plane.butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		tc, _ := plane.butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, name, metav1.GetOptions{})
+		t.Fatalf("delete while hibernated: %v; %s", err, statusOf(tc))
+	}
+}
+
+// podNodes maps the tenant's pods to their nodes ("" when unscheduled), through the user's
+// kubeconfig.
+func podNodes(t *testing.T, kubeconfig string) map[string]string {
+	t.Helper()
+	out, err := kubectlAs(t, kubeconfig, "", "get", "pods", "-o", `jsonpath={range .items[*]}{.metadata.name}={.spec.nodeName}{"\n"}{end}`)
+	if err != nil {
+		t.Fatalf("kubectl get pods: %v\n%s", err, out)
+	}
+	pods := map[string]string{}
+	for _, line := range strings.Fields(out) {
+		pod, node, _ := strings.Cut(line, "=")
+		pods[pod] = node
+	}
+	return pods
+}
