@@ -136,38 +136,58 @@ func (c *Controller) cleanupInfrastructure(ctx context.Context, s *state) (bool,
 // ensureControlPlane applies the CAPI Cluster and its control plane object; ready once the
 // control plane serves at the version asked for and its admin kubeconfig exists.
 func (c *Controller) ensureControlPlane(ctx context.Context, s *state) (steps.Result, error) {
-	cluster, err := controlplane.Cluster(s.in)
-	if err != nil {
-		return steps.Failure("InvalidSpec", "%v", err), nil
-	}
-	cp, err := controlplane.ControlPlane(s.in)
-	if err != nil {
-		return steps.Failure("InvalidSpec", "%v", err), nil
-	}
-	applied, failed, err := c.applyAll(ctx, cluster)
+	cluster, cp, failed, err := c.applyControlPlane(ctx, s, nil)
 	if failed != nil || err != nil {
 		return deref(failed), err
 	}
-	controlplane.SetClusterOwner(cp, applied[0])
-	appliedCP, failed, err := c.applyAll(ctx, cp)
-	if failed != nil || err != nil {
-		return deref(failed), err
-	}
-	applied = append(applied, appliedCP...)
 	if s.tc.Spec.ControlPlane.Type == v1alpha1.ControlPlaneStandalone {
-		return c.standaloneReady(ctx, s, applied[0], applied[1])
+		return c.standaloneReady(ctx, s, cluster, cp)
 	}
-	return c.hostedReady(ctx, s, applied[1])
+	return c.hostedReady(ctx, s, cp)
+}
+
+// applyControlPlane applies the CAPI Cluster and then its control plane object, owned by it;
+// replicas, when set, overrides the control plane's (hibernation's zero).
+func (c *Controller) applyControlPlane(ctx context.Context, s *state, replicas *int64) (cluster, cp *unstructured.Unstructured, failed *steps.Result, err error) {
+	wantCluster, err := controlplane.Cluster(s.in)
+	if err != nil {
+		r := steps.Failure("InvalidSpec", "%v", err)
+		return nil, nil, &r, nil
+	}
+	wantCP, err := controlplane.ControlPlane(s.in)
+	if err != nil {
+		r := steps.Failure("InvalidSpec", "%v", err)
+		return nil, nil, &r, nil
+	}
+	if replicas != nil {
+		if err := unstructured.SetNestedField(wantCP.Object, *replicas, "spec", "replicas"); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	applied, failed, err := c.applyAll(ctx, wantCluster)
+	if failed != nil || err != nil {
+		return nil, nil, failed, err
+	}
+	controlplane.SetClusterOwner(wantCP, applied[0])
+	appliedCP, failed, err := c.applyAll(ctx, wantCP)
+	if failed != nil || err != nil {
+		return nil, nil, failed, err
+	}
+	return applied[0], appliedCP[0], nil, nil
+}
+
+// tenantControlPlaneKind is the TenantControlPlane kind a hosted control plane object makes.
+func tenantControlPlaneKind(cp *unstructured.Unstructured) schema.GroupVersionKind {
+	if cp.GroupVersionKind().Kind == external.KamajiControlPlaneGVK.Kind {
+		return external.KamajiTenantControlPlaneGVK
+	}
+	return external.TenantControlPlaneGVK
 }
 
 // hostedReady reads the TenantControlPlane that Steward (or Kamaji) made for the control plane
 // object: ready when status.kubernetesResources.version.status is "Ready" at the asked version.
 func (c *Controller) hostedReady(ctx context.Context, s *state, cp *unstructured.Unstructured) (steps.Result, error) {
-	tcpKind := external.TenantControlPlaneGVK
-	if cp.GroupVersionKind().Kind == external.KamajiControlPlaneGVK.Kind {
-		tcpKind = external.KamajiTenantControlPlaneGVK
-	}
-	tcp, err := c.objects.get(ctx, tcpKind, s.namespace, s.tc.Name)
+	tcp, err := c.objects.get(ctx, tenantControlPlaneKind(cp), s.namespace, s.tc.Name)
 	if err != nil {
 		return steps.Result{}, err
 	}
@@ -260,19 +280,10 @@ func (c *Controller) cleanupControlPlane(ctx context.Context, s *state) (bool, e
 // ensureWorkers applies the bootstrap template and the MachineDeployment. It runs only once the
 // control plane is ready at the asked version, so an upgrade moves the workers after it.
 func (c *Controller) ensureWorkers(ctx context.Context, s *state) (steps.Result, error) {
-	bootstrap, err := workers.BootstrapTemplate(s.in)
-	if err != nil {
-		return steps.Failure("InvalidSpec", "%v", err), nil
-	}
-	md, err := workers.MachineDeployment(s.in)
-	if err != nil {
-		return steps.Failure("InvalidSpec", "%v", err), nil
-	}
-	applied, failed, err := c.applyAll(ctx, bootstrap, md)
+	got, failed, err := c.applyWorkers(ctx, s, nil)
 	if failed != nil || err != nil {
 		return deref(failed), err
 	}
-	got := applied[1]
 	want := s.tc.Spec.Workers.Replicas
 	replicas, _, _ := unstructured.NestedInt64(got.Object, "status", "replicas")
 	ready, _, _ := unstructured.NestedInt64(got.Object, "status", "readyReplicas")
@@ -322,6 +333,31 @@ func atVersion(md *unstructured.Unstructured, version string, want int32) (bool,
 		parts = append(parts, "none")
 	}
 	return rolled && total == int64(want), strings.Join(parts, ", ")
+}
+
+// applyWorkers applies the bootstrap template and the MachineDeployment, and returns the
+// latter; replicas, when set, overrides spec.workers.replicas (hibernation's zero).
+func (c *Controller) applyWorkers(ctx context.Context, s *state, replicas *int64) (*unstructured.Unstructured, *steps.Result, error) {
+	bootstrap, err := workers.BootstrapTemplate(s.in)
+	if err != nil {
+		r := steps.Failure("InvalidSpec", "%v", err)
+		return nil, &r, nil
+	}
+	md, err := workers.MachineDeployment(s.in)
+	if err != nil {
+		r := steps.Failure("InvalidSpec", "%v", err)
+		return nil, &r, nil
+	}
+	if replicas != nil {
+		if err := unstructured.SetNestedField(md.Object, *replicas, "spec", "replicas"); err != nil {
+			return nil, nil, err
+		}
+	}
+	applied, failed, err := c.applyAll(ctx, bootstrap, md)
+	if failed != nil || err != nil {
+		return nil, failed, err
+	}
+	return applied[1], nil, nil
 }
 
 func (c *Controller) cleanupWorkers(ctx context.Context, s *state) (bool, error) {

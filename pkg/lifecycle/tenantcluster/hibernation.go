@@ -13,10 +13,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
-	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/hibernation"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/controlplane"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/workers"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
 )
@@ -54,22 +52,10 @@ func (c *Controller) sleepSteps() []stepT {
 // ensureWorkersAsleep scales the MachineDeployment to zero. The desired count stays in
 // spec.workers.replicas (a scale while asleep changes only that) and comes back on wake.
 func (c *Controller) ensureWorkersAsleep(ctx context.Context, s *state) (steps.Result, error) {
-	md, err := workers.MachineDeployment(s.in)
-	if err != nil {
-		return steps.Failure("InvalidSpec", "%v", err), nil
-	}
-	if err := unstructured.SetNestedField(md.Object, int64(0), "spec", "replicas"); err != nil {
-		return steps.Result{}, err
-	}
-	bootstrap, err := workers.BootstrapTemplate(s.in)
-	if err != nil {
-		return steps.Failure("InvalidSpec", "%v", err), nil
-	}
-	applied, failed, err := c.applyAll(ctx, bootstrap, md)
+	got, failed, err := c.applyWorkers(ctx, s, ptrTo[int64](0))
 	if failed != nil || err != nil {
 		return deref(failed), err
 	}
-	got := applied[1]
 	replicas, _, _ := unstructured.NestedInt64(got.Object, "status", "replicas")
 	if observed, _, _ := unstructured.NestedInt64(got.Object, "status", "observedGeneration"); observed < got.GetGeneration() || replicas > 0 {
 		return steps.Waiting("WorkersStopping", "%d workers left (MachineDeployment %s/%s at 0)", replicas, got.GetNamespace(), got.GetName()), nil
@@ -83,30 +69,11 @@ func (c *Controller) ensureControlPlaneAsleep(ctx context.Context, s *state) (st
 	if s.tc.Spec.ControlPlane.Type == v1alpha1.ControlPlaneStandalone {
 		return steps.Failure("NotSupported", "a standalone control plane runs on machines of its own and cannot hibernate"), nil
 	}
-	cluster, err := controlplane.Cluster(s.in)
-	if err != nil {
-		return steps.Failure("InvalidSpec", "%v", err), nil
-	}
-	cp, err := controlplane.ControlPlane(s.in)
-	if err != nil {
-		return steps.Failure("InvalidSpec", "%v", err), nil
-	}
-	if err := unstructured.SetNestedField(cp.Object, int64(0), "spec", "replicas"); err != nil {
-		return steps.Result{}, err
-	}
-	applied, failed, err := c.applyAll(ctx, cluster)
+	_, cp, failed, err := c.applyControlPlane(ctx, s, ptrTo[int64](0))
 	if failed != nil || err != nil {
 		return deref(failed), err
 	}
-	controlplane.SetClusterOwner(cp, applied[0])
-	if _, failed, err := c.applyAll(ctx, cp); failed != nil || err != nil {
-		return deref(failed), err
-	}
-	tcpKind := external.TenantControlPlaneGVK
-	if cp.GroupVersionKind().Kind == external.KamajiControlPlaneGVK.Kind {
-		tcpKind = external.KamajiTenantControlPlaneGVK
-	}
-	tcp, err := c.objects.get(ctx, tcpKind, s.namespace, s.tc.Name)
+	tcp, err := c.objects.get(ctx, tenantControlPlaneKind(cp), s.namespace, s.tc.Name)
 	if err != nil || tcp == nil {
 		return steps.Ready("NoControlPlane", "no TenantControlPlane runs"), err
 	}
