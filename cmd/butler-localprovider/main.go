@@ -74,6 +74,7 @@ Flags:
 	flags.StringVar(&cp.VersionsDir, "kube-versions-dir", "_output/kube-versions", "where other Kubernetes versions are built on first use, one directory each")
 	flags.StringVar(&cp.StateDir, "state-dir", "_output/local/tenants", "one directory per tenant control plane: certificates, kubeconfigs, logs, pid files")
 	flags.StringVar(&portRange, "port-range", localports.Tenants.String(), "loopback ports for tenant kube-apiservers (min-max); ports inside the kernel's ephemeral range are not used")
+	flags.StringVar(&cp.Address, "address", "127.0.0.1", "where tenant kube-apiservers listen and what their endpoints name (make test-cluster gives the one-node cluster's bridge address, which its Pods reach)")
 	flags.IntVar(&cp.Workers, "workers", 4, "tenant control planes reconciled at once")
 	klogFlags := goflag.NewFlagSet("klog", goflag.ExitOnError)
 	klog.InitFlags(klogFlags)

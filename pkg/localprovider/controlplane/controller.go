@@ -48,6 +48,10 @@ type Options struct {
 	// Ports bound the loopback ports given to tenant kube-apiservers (less the kernel's
 	// ephemeral range).
 	Ports localports.Range
+	// Address is where tenant kube-apiservers listen and what their endpoints name (127.0.0.1
+	// when empty). The one-node cluster gives its bridge's address: butler-apiserver's Pods
+	// reach the tenants there, where the host's loopback is not theirs.
+	Address string
 	// Workers is how many tenants are reconciled at once.
 	Workers int
 }

@@ -31,11 +31,13 @@ func (p tenantPaths) record() string                  { return filepath.Join(p.d
 type planeArgs struct {
 	Spec  tenantSpec
 	Paths tenantPaths
-	Port  int
-	Etcd  etcdConn
+	// Address is where kube-apiserver listens and what it advertises.
+	Address string
+	Port    int
+	Etcd    etcdConn
 }
 
-// apiServerArgs is kube-apiserver's command line: kubeadm's flags, on loopback, with the tenant's
+// apiServerArgs is kube-apiserver's command line: kubeadm's flags, on loopback (or Address), with the tenant's
 // data under its prefix of its datastore, reached over TLS with the tenant's own client
 // certificate (its etcd user may read and write that prefix only). It never compacts: etcd's
 // Compact is not scoped to a user, so the datastore's owner does it. The Endpoints reconciler is off: Endpoints cannot hold a
@@ -55,8 +57,8 @@ func apiServerArgs(a planeArgs) []string {
 		"--etcd-certfile=" + a.Etcd.CertFile,
 		"--etcd-keyfile=" + a.Etcd.KeyFile,
 		"--etcd-compaction-interval=0",
-		"--bind-address=127.0.0.1",
-		"--advertise-address=127.0.0.1",
+		"--bind-address=" + a.Address,
+		"--advertise-address=" + a.Address,
 		fmt.Sprintf("--secure-port=%d", a.Port),
 		"--endpoint-reconciler-type=none",
 		"--tls-cert-file=" + p.cert("apiserver"),

@@ -24,7 +24,7 @@ func testArgs() planeArgs {
 			AdmissionPlugins: []string{"NamespaceLifecycle", "NodeRestriction", "ResourceQuota"},
 			APIServerArgs:    []string{"--v=4", "audit-log-maxage=3"},
 		},
-		Paths: tenantPaths{dir: "/state/0b6c-uid"}, Port: 30007,
+		Paths: tenantPaths{dir: "/state/0b6c-uid"}, Address: "127.0.0.1", Port: 30007,
 		Etcd: etcdConn{URLs: []string{"https://127.0.0.1:30001", "https://127.0.0.1:30002"}, Prefix: "/0b6c-uid",
 			CAFile: "/state/0b6c-uid/pki/datastore-ca.crt", CertFile: "/state/0b6c-uid/pki/datastore-client.crt",
 			KeyFile: "/state/0b6c-uid/pki/datastore-client.key"},

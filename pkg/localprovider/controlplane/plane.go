@@ -37,8 +37,10 @@ type tenantRecord struct {
 
 // plane is the running control plane of one tenant: its processes and what is known of them.
 type plane struct {
-	rec    tenantRecord
-	paths  tenantPaths
+	rec   tenantRecord
+	paths tenantPaths
+	// listen is the address kube-apiserver listens on (Options.Address).
+	listen string
 	notify func() // queues the tenant's key
 
 	mu    sync.Mutex
@@ -99,6 +101,14 @@ func (pl *plane) ensure(ctx context.Context, version string, caPEM []byte, specs
 		pl.probe = cancel
 		go pl.probeLoop(probeCtx)
 	}
+}
+
+// address is where kube-apiserver listens: Options.Address, else loopback.
+func (pl *plane) address() string {
+	if pl.listen == "" {
+		return "127.0.0.1"
+	}
+	return pl.listen
 }
 
 // running says whether the plane supervises processes (false once stopped).
@@ -233,7 +243,7 @@ func (pl *plane) probeLoop(ctx context.Context) {
 		pool := pl.caPool
 		api := pl.procs[componentAPIServer]
 		wasReady := pl.ready
-		url := fmt.Sprintf("https://%s/readyz", endpointString("127.0.0.1", pl.apiPortLocked()))
+		url := fmt.Sprintf("https://%s/readyz", endpointString(pl.address(), pl.apiPortLocked()))
 		pl.mu.Unlock()
 		client.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, DisableKeepAlives: true}
 		ready, running, starts := false, false, 0

@@ -115,10 +115,10 @@ func (c *Controller) reconcileTCP(ctx context.Context, key string) error {
 				fmt.Sprintf("another process holds port %d of the published endpoint %s; kube-apiserver keeps trying it (a published endpoint never changes)", pl.port(), published)))
 		}
 	}
-	endpoint := endpointString("127.0.0.1", pl.port())
+	endpoint := endpointString(pl.address(), pl.port())
 	// kube-apiserver's own address: the endpoint, or behind a wake-on-request listener an
 	// internal port that only management-side clients use.
-	apiEndpoint := endpointString("127.0.0.1", pl.apiPort())
+	apiEndpoint := endpointString(pl.address(), pl.apiPort())
 
 	bins, state, msg := c.versions.get(spec.Version)
 	switch state {
@@ -135,7 +135,7 @@ func (c *Controller) reconcileTCP(ctx context.Context, key string) error {
 	serviceIP, _ := firstServiceIP(spec.ServiceCIDR)
 	certs, _, err := pki.EnsureTenant(paths.pki(), ca, pki.TenantOptions{
 		Name: tcp.GetNamespace() + "/" + tcp.GetName(), ServiceIP: serviceIP,
-		ClusterDomain: spec.ClusterDomain, CertSANs: spec.CertSANs,
+		ClusterDomain: spec.ClusterDomain, CertSANs: append(slices.Clone(spec.CertSANs), pl.address()),
 	})
 	if err != nil {
 		return fmt.Errorf("certificates: %w", err)
@@ -151,7 +151,7 @@ func (c *Controller) reconcileTCP(ctx context.Context, key string) error {
 		}
 		return err
 	}
-	args := planeArgs{Spec: spec, Paths: paths, Port: pl.apiPort(), Etcd: etcd}
+	args := planeArgs{Spec: spec, Paths: paths, Address: pl.address(), Port: pl.apiPort(), Etcd: etcd}
 	pl.ensure(ctx, spec.Version, ca.CertPEM, []procSpec{
 		c.procSpec(componentAPIServer, bins, apiServerArgs(args), paths),
 		c.procSpec(componentControllerManager, bins, controllerManagerArgs(args), paths),
@@ -281,7 +281,7 @@ func (c *Controller) plane(ctx context.Context, tcp *unstructured.Unstructured, 
 		}
 	}
 	key := tcp.GetNamespace() + "/" + tcp.GetName()
-	pl := &plane{rec: rec, paths: paths, notify: func() { c.tcpQueue.Add(key) }}
+	pl := &plane{rec: rec, paths: paths, listen: c.opts.Address, notify: func() { c.tcpQueue.Add(key) }}
 	c.planes[uid] = pl
 	klog.FromContext(ctx).V(2).Info("Tenant control plane", "port", rec.Port, "dir", paths.dir)
 	return pl, nil
