@@ -96,7 +96,7 @@ func Run(ctx context.Context, o *Options) error {
 	if err := o.bindLedger(resources); err != nil {
 		return err
 	}
-	if err := o.addWorkers(server, config); err != nil {
+	if err := o.addWorkers(ctx, server, config); err != nil {
 		return err
 	}
 

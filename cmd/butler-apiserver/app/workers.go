@@ -1,6 +1,8 @@
 package app
 
 import (
+	"context"
+
 	"fmt"
 
 	"github.com/spf13/pflag"
@@ -83,8 +85,12 @@ func (o *Options) bindLedger(resources map[string]rest.Storage) error {
 
 // addWorkers starts the background workers once the server serves: they read butler objects
 // through the loopback client and write to the management cluster as butler-apiserver's identity.
-// Without a management cluster only the workers that need none run.
-func (o *Options) addWorkers(server *genericapiserver.GenericAPIServer, config *genericapiserver.RecommendedConfig) error {
+// Without a management cluster only the workers that need none run. They stop when stop is done
+// (the server is told to stop), not when the server stops serving after
+// --shutdown-delay-duration: the delay is for clients and the Service to let go of this replica,
+// and the workers' Lease is released at once, so a standby replica's workers take over without
+// waiting for it.
+func (o *Options) addWorkers(stop context.Context, server *genericapiserver.GenericAPIServer, config *genericapiserver.RecommendedConfig) error {
 	if !o.Workers.Enabled {
 		klog.InfoS("Background workers are off")
 		return nil
@@ -106,9 +112,11 @@ func (o *Options) addWorkers(server *genericapiserver.GenericAPIServer, config *
 			return err
 		}
 	}
-	return server.AddPostStartHook("butler-workers", func(ctx genericapiserver.PostStartHookContext) error {
+	return server.AddPostStartHook("butler-workers", func(hook genericapiserver.PostStartHookContext) error {
+		ctx, cancel := context.WithCancel(hook)
+		context.AfterFunc(stop, cancel)
 		// Protobuf: the workers' informers decode every TenantCluster written.
-		loopback := restclient.CopyConfig(ctx.LoopbackClientConfig)
+		loopback := restclient.CopyConfig(hook.LoopbackClientConfig)
 		loopback.ContentType = runtime.ContentTypeProtobuf
 		loopback.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 		butler, err := clientset.NewForConfig(loopback)
