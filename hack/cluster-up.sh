@@ -72,29 +72,8 @@ mkdir -p "${PAUSE_DIR}"
 log "binaries ready in $((SECONDS - start_build)) s"
 
 # --- certificates ----------------------------------------------------------------------------
-# new_ca NAME CN
-new_ca() {
-  [[ -f "${PKI}/$1.crt" ]] && return
-  openssl req -x509 -new -nodes -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -days 3650 \
-    -subj "/CN=$2" -keyout "${PKI}/$1.key" -out "${PKI}/$1.crt" 2>/dev/null
-}
-# new_cert NAME CA SUBJECT serverAuth|clientAuth [SANS]
-new_cert() {
-  local name=$1 ca=$2 subject=$3 usage=$4 sans=${5:-}
-  [[ -f "${PKI}/${name}.crt" ]] && return
-  local ext="${PKI}/${name}.ext"
-  {
-    echo "basicConstraints=critical,CA:FALSE"
-    echo "keyUsage=critical,digitalSignature,keyEncipherment"
-    echo "extendedKeyUsage=${usage}"
-    if [[ -n "${sans}" ]]; then echo "subjectAltName=${sans}"; fi
-  } >"${ext}"
-  openssl req -new -nodes -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -subj "${subject}" \
-    -keyout "${PKI}/${name}.key" -out "${PKI}/${name}.csr" 2>/dev/null
-  openssl x509 -req -in "${PKI}/${name}.csr" -CA "${PKI}/${ca}.crt" -CAkey "${PKI}/${ca}.key" \
-    -CAcreateserial -days 3650 -extfile "${ext}" -out "${PKI}/${name}.crt" 2>/dev/null
-  rm -f "${PKI}/${name}.csr" "${ext}"
-}
+# shellcheck source=lib/pki.sh
+source "${ROOT}/hack/lib/pki.sh"
 mkdir -p "${PKI}" "${LOGS}"
 new_ca ca "butler-cluster-ca"
 new_ca front-proxy-ca "butler-cluster-front-proxy-ca"
@@ -108,17 +87,15 @@ new_cert kube-proxy ca "/CN=system:kube-proxy" clientAuth
 new_cert kubelet-client ca "/CN=system:node:${NODE}/O=system:nodes" clientAuth
 new_cert kubelet-serving ca "/CN=${NODE}" serverAuth "DNS:${NODE},IP:${NODE_IP},IP:127.0.0.1"
 new_cert front-proxy-client front-proxy-ca "/CN=front-proxy-client" clientAuth
-if [[ ! -f "${PKI}/sa.key" ]]; then
-  openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:prime256v1 -out "${PKI}/sa.key" 2>/dev/null
-  openssl pkey -in "${PKI}/sa.key" -pubout -out "${PKI}/sa.pub" 2>/dev/null
-fi
+new_sa_key
 
 # --- ports -----------------------------------------------------------------------------------
 used_ports=" "
 free_port() {
   local port
   for _ in $(seq 200); do
-    port=$((20000 + RANDOM % 12000))
+    # Below make test-cluster's host processes (25000-29000) and the tenants' range (30000-32000).
+    port=$((20000 + RANDOM % 5000))
     [[ "${used_ports}" == *" ${port} "* ]] && continue
     if ! (exec 3<>"/dev/tcp/127.0.0.1/${port}") 2>/dev/null; then used_ports+="${port} "; echo "${port}"; return; fi
   done
@@ -134,21 +111,11 @@ KUBELET_HEALTHZ_PORT=$(free_port); used_ports+="${KUBELET_HEALTHZ_PORT} "
 PROXY_HEALTHZ_PORT=$(free_port); used_ports+="${PROXY_HEALTHZ_PORT} "
 PROXY_METRICS_PORT=$(free_port); used_ports+="${PROXY_METRICS_PORT} "
 
-# write_kubeconfig FILE CERT USER
-write_kubeconfig() {
-  local file=$1 cert=$2 user=$3
-  rm -f "${file}"
-  "${KUBECTL}" config set-cluster local --kubeconfig "${file}" --embed-certs \
-    --certificate-authority "${PKI}/ca.crt" --server "https://${NODE_IP}:${KUBE_APISERVER_PORT}" >/dev/null
-  "${KUBECTL}" config set-credentials "${user}" --kubeconfig "${file}" --embed-certs \
-    --client-certificate "${PKI}/${cert}.crt" --client-key "${PKI}/${cert}.key" >/dev/null
-  "${KUBECTL}" config set-context local --kubeconfig "${file}" --cluster local --user "${user}" >/dev/null
-  "${KUBECTL}" config use-context local --kubeconfig "${file}" >/dev/null
-}
 rm -f "${ADMIN_KUBECONFIG}"
-write_kubeconfig "${BOOT_KUBECONFIG}" admin admin
-for c in kube-controller-manager kube-scheduler kube-proxy; do write_kubeconfig "${CLUSTER_DIR}/${c}.kubeconfig" "${c}" "${c}"; done
-write_kubeconfig "${CLUSTER_DIR}/kubelet.kubeconfig" kubelet-client "system:node:${NODE}"
+server="https://${NODE_IP}:${KUBE_APISERVER_PORT}"
+write_kubeconfig "${BOOT_KUBECONFIG}" admin admin "${server}"
+for c in kube-controller-manager kube-scheduler kube-proxy; do write_kubeconfig "${CLUSTER_DIR}/${c}.kubeconfig" "${c}" "${c}" "${server}"; done
+write_kubeconfig "${CLUSTER_DIR}/kubelet.kubeconfig" kubelet-client "system:node:${NODE}" "${server}"
 kc() { "${KUBECTL}" --kubeconfig "${BOOT_KUBECONFIG}" "$@"; }
 
 # --- processes and cleanup -------------------------------------------------------------------

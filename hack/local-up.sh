@@ -124,29 +124,8 @@ command -v "${KUBECTL}" >/dev/null || die "kubectl is needed"
 command -v openssl >/dev/null || die "openssl is needed"
 
 # --- certificates (made once, kept in LOCAL_DIR/pki) ----------------------------------------
-# new_ca NAME CN
-new_ca() {
-  [[ -f "${PKI}/$1.crt" ]] && return
-  openssl req -x509 -new -nodes -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -days 3650 \
-    -subj "/CN=$2" -keyout "${PKI}/$1.key" -out "${PKI}/$1.crt" 2>/dev/null
-}
-# new_cert NAME CA SUBJECT serverAuth|clientAuth [SANS]
-new_cert() {
-  local name=$1 ca=$2 subject=$3 usage=$4 sans=${5:-}
-  [[ -f "${PKI}/${name}.crt" ]] && return
-  local ext="${PKI}/${name}.ext"
-  {
-    echo "basicConstraints=critical,CA:FALSE"
-    echo "keyUsage=critical,digitalSignature,keyEncipherment"
-    echo "extendedKeyUsage=${usage}"
-    if [[ -n "${sans}" ]]; then echo "subjectAltName=${sans}"; fi
-  } > "${ext}"
-  openssl req -new -nodes -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -subj "${subject}" \
-    -keyout "${PKI}/${name}.key" -out "${PKI}/${name}.csr" 2>/dev/null
-  openssl x509 -req -in "${PKI}/${name}.csr" -CA "${PKI}/${ca}.crt" -CAkey "${PKI}/${ca}.key" \
-    -CAcreateserial -days 3650 -extfile "${ext}" -out "${PKI}/${name}.crt" 2>/dev/null
-  rm -f "${PKI}/${name}.csr" "${ext}"
-}
+# shellcheck source=lib/pki.sh
+source "${ROOT}/hack/lib/pki.sh"
 mkdir -p "${PKI}" "${LOGS}" "${RUN}"
 new_ca ca "butler-local-ca"
 new_ca front-proxy-ca "butler-local-front-proxy-ca"
@@ -169,22 +148,8 @@ new_cert butler-localprovider-client ca "/CN=butler-local:localprovider" clientA
 new_cert capi-manager-client ca "/CN=butler-local:capi-manager" clientAuth
 new_cert capi-webhook ca "/CN=capi-webhook-service.capi-system.svc" serverAuth \
   "DNS:capi-webhook-service.capi-system.svc,DNS:localhost,IP:127.0.0.1"
-if [[ ! -f "${PKI}/sa.key" ]]; then
-  openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:prime256v1 -out "${PKI}/sa.key" 2>/dev/null
-  openssl pkey -in "${PKI}/sa.key" -pubout -out "${PKI}/sa.pub" 2>/dev/null
-fi
+new_sa_key
 
-# write_kubeconfig FILE CERT-NAME USER
-write_kubeconfig() {
-  local file=$1 cert=$2 user=$3
-  rm -f "${file}"
-  "${KUBECTL}" config set-cluster local --kubeconfig "${file}" --embed-certs \
-    --certificate-authority "${PKI}/ca.crt" --server "https://127.0.0.1:${KUBE_APISERVER_PORT}" >/dev/null
-  "${KUBECTL}" config set-credentials "${user}" --kubeconfig "${file}" --embed-certs \
-    --client-certificate "${PKI}/${cert}.crt" --client-key "${PKI}/${cert}.key" >/dev/null
-  "${KUBECTL}" config set-context local --kubeconfig "${file}" --cluster local --user "${user}" >/dev/null
-  "${KUBECTL}" config use-context local --kubeconfig "${file}" >/dev/null
-}
 rm -f "${ADMIN_KUBECONFIG}"
 kc() { "${KUBECTL}" --kubeconfig "${BOOT_KUBECONFIG}" "$@"; }
 
@@ -427,11 +392,12 @@ up etcd
 wait_for "etcd" 30 curl -sf "http://127.0.0.1:${ETCD_PORT}/health"
 up kube-apiserver
 # Kubeconfigs name kube-apiserver's port, final now.
-write_kubeconfig "${BOOT_KUBECONFIG}" admin admin
-write_kubeconfig "${LOCAL_DIR}/kube-controller-manager.kubeconfig" kube-controller-manager kube-controller-manager
-write_kubeconfig "${LOCAL_DIR}/butler-apiserver.kubeconfig" butler-apiserver-client butler-apiserver
-write_kubeconfig "${LOCAL_DIR}/butler-localprovider.kubeconfig" butler-localprovider-client butler-localprovider
-write_kubeconfig "${LOCAL_DIR}/capi-manager.kubeconfig" capi-manager-client capi-manager
+server="https://127.0.0.1:${KUBE_APISERVER_PORT}"
+write_kubeconfig "${BOOT_KUBECONFIG}" admin admin "${server}"
+write_kubeconfig "${LOCAL_DIR}/kube-controller-manager.kubeconfig" kube-controller-manager kube-controller-manager "${server}"
+write_kubeconfig "${LOCAL_DIR}/butler-apiserver.kubeconfig" butler-apiserver-client butler-apiserver "${server}"
+write_kubeconfig "${LOCAL_DIR}/butler-localprovider.kubeconfig" butler-localprovider-client butler-localprovider "${server}"
+write_kubeconfig "${LOCAL_DIR}/capi-manager.kubeconfig" capi-manager-client capi-manager "${server}"
 wait_for "kube-apiserver" 120 kc get --raw /readyz
 
 launch kube-controller-manager
