@@ -453,17 +453,58 @@ const (
 
 // TenantClusterStatus is the observed state of a tenant cluster.
 type TenantClusterStatus struct {
-	Phase                TenantClusterPhase     `json:"phase,omitempty"`
-	Conditions           []metav1.Condition     `json:"conditions,omitempty"`
-	ObservedGeneration   int64                  `json:"observedGeneration,omitempty"`
-	TenantNamespace      string                 `json:"tenantNamespace,omitempty"`
-	ControlPlaneEndpoint string                 `json:"controlPlaneEndpoint,omitempty"`
-	KubeconfigSecretRef  *LocalObjectReference  `json:"kubeconfigSecretRef,omitempty"`
-	IPAllocationRefs     []LocalObjectReference `json:"ipAllocationRefs,omitempty"`
-	ObservedState        *ObservedClusterState  `json:"observedState,omitempty"`
-	LastOperation        *LastOperation         `json:"lastOperation,omitempty"`
-	DataStoreName        string                 `json:"dataStoreName,omitempty"`
-	Restore              *RestoreStatus         `json:"restore,omitempty"`
+	Phase                TenantClusterPhase       `json:"phase,omitempty"`
+	Conditions           []metav1.Condition       `json:"conditions,omitempty"`
+	ObservedGeneration   int64                    `json:"observedGeneration,omitempty"`
+	TenantNamespace      string                   `json:"tenantNamespace,omitempty"`
+	ControlPlaneEndpoint string                   `json:"controlPlaneEndpoint,omitempty"`
+	KubeconfigSecretRef  *LocalObjectReference    `json:"kubeconfigSecretRef,omitempty"`
+	IPAllocationRefs     []LocalObjectReference   `json:"ipAllocationRefs,omitempty"`
+	ObservedState        *ObservedClusterState    `json:"observedState,omitempty"`
+	LastOperation        *LastOperation           `json:"lastOperation,omitempty"`
+	DataStoreName        string                   `json:"dataStoreName,omitempty"`
+	Restore              *RestoreStatus           `json:"restore,omitempty"`
+	Credentials          *TenantCredentialsStatus `json:"credentials,omitempty"`
+}
+
+// TenantCredentialsStatus is what a TenantCluster's status says of its credentials.
+type TenantCredentialsStatus struct {
+	Expiry   []CredentialExpiry   `json:"expiry,omitempty"`
+	Rotation *CredentialsRotation `json:"rotation,omitempty"`
+}
+
+// CredentialExpiry is when one credential of the tenant expires.
+type CredentialExpiry struct {
+	Name     string      `json:"name"`
+	NotAfter metav1.Time `json:"notAfter"`
+}
+
+// OperationAnnotation on a TenantCluster asks for a one-off operation (Gardener's
+// gardener.cloud/operation); the worker removes it once it has taken it.
+const (
+	OperationAnnotation = "butler.butlerlabs.dev/operation"
+	// OperationRotateCredentialsStart starts a rotation of the tenant CA and the service-account
+	// key: new ones are made and trusted beside the old, and everything is moved over to them.
+	OperationRotateCredentialsStart = "rotate-credentials-start"
+	// OperationRotateCredentialsComplete completes it: the old CA and key are no longer trusted.
+	OperationRotateCredentialsComplete = "rotate-credentials-complete"
+)
+
+// CredentialsRotationPhase is where a two-phase rotation stands.
+type CredentialsRotationPhase string
+
+const (
+	RotationPreparing  CredentialsRotationPhase = "Preparing"
+	RotationPrepared   CredentialsRotationPhase = "Prepared"
+	RotationCompleting CredentialsRotationPhase = "Completing"
+	RotationCompleted  CredentialsRotationPhase = "Completed"
+)
+
+// CredentialsRotation is a rotation of the tenant CA and the service-account key.
+type CredentialsRotation struct {
+	Phase              CredentialsRotationPhase `json:"phase"`
+	LastInitiationTime *metav1.Time             `json:"lastInitiationTime,omitempty"`
+	LastCompletionTime *metav1.Time             `json:"lastCompletionTime,omitempty"`
 }
 
 // LastOperation is the one-line progress of the operation in flight or last finished.

@@ -70,6 +70,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &butlerv1alpha1.ControlPlaneResourcesApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ControlPlaneSpec"):
 		return &butlerv1alpha1.ControlPlaneSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("CredentialExpiry"):
+		return &butlerv1alpha1.CredentialExpiryApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("CredentialsRotation"):
+		return &butlerv1alpha1.CredentialsRotationApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DirectorySnapshotStore"):
 		return &butlerv1alpha1.DirectorySnapshotStoreApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("GCPConfig"):
@@ -192,6 +196,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &butlerv1alpha1.TenantClusterSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("TenantClusterStatus"):
 		return &butlerv1alpha1.TenantClusterStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("TenantCredentialsStatus"):
+		return &butlerv1alpha1.TenantCredentialsStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("TenantIPQuota"):
 		return &butlerv1alpha1.TenantIPQuotaApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("VMIDRange"):

@@ -55,6 +55,8 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.ControlPlaneExposure{}.OpenAPIModelName():        schema_pkg_apis_butler_v1alpha1_ControlPlaneExposure(ref),
 		v1alpha1.ControlPlaneResources{}.OpenAPIModelName():       schema_pkg_apis_butler_v1alpha1_ControlPlaneResources(ref),
 		v1alpha1.ControlPlaneSpec{}.OpenAPIModelName():            schema_pkg_apis_butler_v1alpha1_ControlPlaneSpec(ref),
+		v1alpha1.CredentialExpiry{}.OpenAPIModelName():            schema_pkg_apis_butler_v1alpha1_CredentialExpiry(ref),
+		v1alpha1.CredentialsRotation{}.OpenAPIModelName():         schema_pkg_apis_butler_v1alpha1_CredentialsRotation(ref),
 		v1alpha1.DirectorySnapshotStore{}.OpenAPIModelName():      schema_pkg_apis_butler_v1alpha1_DirectorySnapshotStore(ref),
 		v1alpha1.GCPConfig{}.OpenAPIModelName():                   schema_pkg_apis_butler_v1alpha1_GCPConfig(ref),
 		v1alpha1.GitOpsAddon{}.OpenAPIModelName():                 schema_pkg_apis_butler_v1alpha1_GitOpsAddon(ref),
@@ -126,6 +128,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.TenantClusterSnapshotStatus{}.OpenAPIModelName(): schema_pkg_apis_butler_v1alpha1_TenantClusterSnapshotStatus(ref),
 		v1alpha1.TenantClusterSpec{}.OpenAPIModelName():           schema_pkg_apis_butler_v1alpha1_TenantClusterSpec(ref),
 		v1alpha1.TenantClusterStatus{}.OpenAPIModelName():         schema_pkg_apis_butler_v1alpha1_TenantClusterStatus(ref),
+		v1alpha1.TenantCredentialsStatus{}.OpenAPIModelName():     schema_pkg_apis_butler_v1alpha1_TenantCredentialsStatus(ref),
 		v1alpha1.TenantIPQuota{}.OpenAPIModelName():               schema_pkg_apis_butler_v1alpha1_TenantIPQuota(ref),
 		v1alpha1.VMIDRange{}.OpenAPIModelName():                   schema_pkg_apis_butler_v1alpha1_VMIDRange(ref),
 		v1alpha1.WorkerCounts{}.OpenAPIModelName():                schema_pkg_apis_butler_v1alpha1_WorkerCounts(ref),
@@ -1225,6 +1228,72 @@ func schema_pkg_apis_butler_v1alpha1_ControlPlaneSpec(ref common.ReferenceCallba
 		},
 		Dependencies: []string{
 			v1alpha1.ControlPlaneResources{}.OpenAPIModelName(), v1alpha1.LocalObjectReference{}.OpenAPIModelName(), v1alpha1.MachineTemplate{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_butler_v1alpha1_CredentialExpiry(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "CredentialExpiry is when one credential of the tenant expires.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name names the credential.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"notAfter": {
+						SchemaProps: spec.SchemaProps{
+							Description: "NotAfter is when it expires.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"name", "notAfter"},
+			},
+		},
+		Dependencies: []string{
+			metav1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_butler_v1alpha1_CredentialsRotation(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "CredentialsRotation is a rotation of the tenant CA and the service-account key, started and completed by the annotation butler.butlerlabs.dev/operation: rotate-credentials-start, then rotate-credentials-complete.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"phase": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Phase is Preparing, Prepared, Completing or Completed.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"lastInitiationTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LastInitiationTime is when the last rotation started.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"lastCompletionTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LastCompletionTime is when the last rotation completed.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"phase"},
+			},
+		},
+		Dependencies: []string{
+			metav1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -4578,11 +4647,59 @@ func schema_pkg_apis_butler_v1alpha1_TenantClusterStatus(ref common.ReferenceCal
 							Ref:         ref(v1alpha1.RestoreStatus{}.OpenAPIModelName()),
 						},
 					},
+					"credentials": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Credentials are the tenant's credentials: when each expires, and the rotation of the tenant CA and the service-account key.",
+							Ref:         ref(v1alpha1.TenantCredentialsStatus{}.OpenAPIModelName()),
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.LastOperation{}.OpenAPIModelName(), v1alpha1.LocalObjectReference{}.OpenAPIModelName(), v1alpha1.ObservedClusterState{}.OpenAPIModelName(), v1alpha1.RestoreStatus{}.OpenAPIModelName(), metav1.Condition{}.OpenAPIModelName()},
+			v1alpha1.LastOperation{}.OpenAPIModelName(), v1alpha1.LocalObjectReference{}.OpenAPIModelName(), v1alpha1.ObservedClusterState{}.OpenAPIModelName(), v1alpha1.RestoreStatus{}.OpenAPIModelName(), v1alpha1.TenantCredentialsStatus{}.OpenAPIModelName(), metav1.Condition{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_butler_v1alpha1_TenantCredentialsStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "TenantCredentialsStatus is what a TenantCluster's status says of its credentials (never a secret: names and times only).",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"expiry": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Expiry lists the tenant's certificates by name (ca, apiserver, admin-kubeconfig, ...) and when each expires.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.CredentialExpiry{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"rotation": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Rotation is the last or current rotation of the tenant CA and the service-account key.",
+							Ref:         ref(v1alpha1.CredentialsRotation{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.CredentialExpiry{}.OpenAPIModelName(), v1alpha1.CredentialsRotation{}.OpenAPIModelName()},
 	}
 }
 

@@ -643,6 +643,62 @@ type TenantClusterStatus struct {
 	// Restore records the last restore from spec.restoreFrom.
 	// +optional
 	Restore *RestoreStatus `json:"restore,omitempty" protobuf:"bytes,12,opt,name=restore"`
+	// Credentials are the tenant's credentials: when each expires, and the rotation of the tenant
+	// CA and the service-account key.
+	// +optional
+	Credentials *TenantCredentialsStatus `json:"credentials,omitempty" protobuf:"bytes,13,opt,name=credentials"`
+}
+
+// TenantCredentialsStatus is what a TenantCluster's status says of its credentials (never a
+// secret: names and times only).
+type TenantCredentialsStatus struct {
+	// Expiry lists the tenant's certificates by name (ca, apiserver, admin-kubeconfig, ...) and
+	// when each expires.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Expiry []CredentialExpiry `json:"expiry,omitempty" protobuf:"bytes,1,rep,name=expiry"`
+	// Rotation is the last or current rotation of the tenant CA and the service-account key.
+	// +optional
+	Rotation *CredentialsRotation `json:"rotation,omitempty" protobuf:"bytes,2,opt,name=rotation"`
+}
+
+// CredentialExpiry is when one credential of the tenant expires.
+type CredentialExpiry struct {
+	// Name names the credential.
+	Name string `json:"name" protobuf:"bytes,1,opt,name=name"`
+	// NotAfter is when it expires.
+	NotAfter metav1.Time `json:"notAfter" protobuf:"bytes,2,opt,name=notAfter"`
+}
+
+// CredentialsRotationPhase is where a two-phase rotation stands (Gardener's phases).
+type CredentialsRotationPhase string
+
+const (
+	// RotationPreparing: the new CA and key are made and trusted beside the old ones; nodes and
+	// addons are moved over.
+	RotationPreparing CredentialsRotationPhase = "Preparing"
+	// RotationPrepared: old and new are trusted, everything runs on the new; waiting for the
+	// complete operation.
+	RotationPrepared CredentialsRotationPhase = "Prepared"
+	// RotationCompleting: the old CA and key are being dropped.
+	RotationCompleting CredentialsRotationPhase = "Completing"
+	// RotationCompleted: only the new CA and key are trusted.
+	RotationCompleted CredentialsRotationPhase = "Completed"
+)
+
+// CredentialsRotation is a rotation of the tenant CA and the service-account key, started and
+// completed by the annotation butler.butlerlabs.dev/operation: rotate-credentials-start, then
+// rotate-credentials-complete.
+type CredentialsRotation struct {
+	// Phase is Preparing, Prepared, Completing or Completed.
+	Phase CredentialsRotationPhase `json:"phase" protobuf:"bytes,1,opt,name=phase,casttype=CredentialsRotationPhase"`
+	// LastInitiationTime is when the last rotation started.
+	// +optional
+	LastInitiationTime *metav1.Time `json:"lastInitiationTime,omitempty" protobuf:"bytes,2,opt,name=lastInitiationTime"`
+	// LastCompletionTime is when the last rotation completed.
+	// +optional
+	LastCompletionTime *metav1.Time `json:"lastCompletionTime,omitempty" protobuf:"bytes,3,opt,name=lastCompletionTime"`
 }
 
 // LastOperation is the one-line progress of the operation in flight or last finished (Gardener's

@@ -127,6 +127,16 @@ func (in ControlPlaneSpec) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in CredentialExpiry) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.CredentialExpiry"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in CredentialsRotation) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.CredentialsRotation"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in DirectorySnapshotStore) OpenAPIModelName() string {
 	return "dev.butlerlabs.butler.v1alpha1.DirectorySnapshotStore"
 }
@@ -479,6 +489,11 @@ func (in TenantClusterSpec) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in TenantClusterStatus) OpenAPIModelName() string {
 	return "dev.butlerlabs.butler.v1alpha1.TenantClusterStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in TenantCredentialsStatus) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.TenantCredentialsStatus"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

@@ -41,7 +41,42 @@ var (
 func ValidateTenantCluster(obj *butler.TenantCluster) field.ErrorList {
 	allErrs := apimachineryvalidation.ValidateObjectMeta(&obj.ObjectMeta, true, apimachineryvalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
 	allErrs = append(allErrs, validateTenantClusterSpec(&obj.Spec, field.NewPath("spec"))...)
+	allErrs = append(allErrs, validateOperation(obj.Annotations, nil)...)
 	return allErrs
+}
+
+// validateOperation checks the operation annotation: a known operation, and a rotation
+// completed only once it is prepared (status says so; nil on create, when there is none).
+func validateOperation(annotations map[string]string, status *butler.TenantClusterStatus) field.ErrorList {
+	op, ok := annotations[butler.OperationAnnotation]
+	if !ok {
+		return nil
+	}
+	fldPath := field.NewPath("metadata", "annotations").Key(butler.OperationAnnotation)
+	switch op {
+	case butler.OperationRotateCredentialsStart:
+		if r := rotationOf(status); r != nil && r.Phase != butler.RotationCompleted {
+			return field.ErrorList{field.Invalid(fldPath, op, fmt.Sprintf("a rotation is %s: complete it first", r.Phase))}
+		}
+	case butler.OperationRotateCredentialsComplete:
+		if r := rotationOf(status); r == nil || r.Phase != butler.RotationPrepared {
+			phase := "not started"
+			if r != nil {
+				phase = string(r.Phase)
+			}
+			return field.ErrorList{field.Invalid(fldPath, op, fmt.Sprintf("the rotation is %s; it can be completed once Prepared", phase))}
+		}
+	default:
+		return field.ErrorList{field.NotSupported(fldPath, op, []string{butler.OperationRotateCredentialsStart, butler.OperationRotateCredentialsComplete})}
+	}
+	return nil
+}
+
+func rotationOf(status *butler.TenantClusterStatus) *butler.CredentialsRotation {
+	if status == nil || status.Credentials == nil {
+		return nil
+	}
+	return status.Credentials.Rotation
 }
 
 // ValidateTenantClusterUpdate validates a TenantCluster on update: the spec rules, the fields
@@ -59,6 +94,9 @@ func ValidateTenantClusterUpdate(obj, old *butler.TenantCluster) field.ErrorList
 	allErrs = append(allErrs, apimachineryvalidation.ValidateImmutableField(spec.Workers.MachineTemplate.OS.Type, oldSpec.Workers.MachineTemplate.OS.Type, specPath.Child("workers", "machineTemplate", "os", "type"))...)
 	allErrs = append(allErrs, validateVersionChange(spec.KubernetesVersion, oldSpec.KubernetesVersion, specPath.Child("kubernetesVersion"))...)
 	allErrs = append(allErrs, validateRestoreChange(obj, old, specPath.Child("restoreFrom"))...)
+	if obj.Annotations[butler.OperationAnnotation] != old.Annotations[butler.OperationAnnotation] {
+		allErrs = append(allErrs, validateOperation(obj.Annotations, &old.Status)...)
+	}
 	return allErrs
 }
 
@@ -104,6 +142,32 @@ func ValidateTenantClusterStatusUpdate(obj, old *butler.TenantCluster) field.Err
 		allErrs = append(allErrs, validateMinimum(state.Workers.Ready, 0, workersPath.Child("ready"))...)
 	}
 	allErrs = append(allErrs, validateRestoreStatus(status.Restore, statusPath.Child("restore"))...)
+	allErrs = append(allErrs, validateCredentialsStatus(status.Credentials, statusPath.Child("credentials"))...)
+	return allErrs
+}
+
+func validateCredentialsStatus(c *butler.TenantCredentialsStatus, fldPath *field.Path) field.ErrorList {
+	if c == nil {
+		return nil
+	}
+	var allErrs field.ErrorList
+	names := sets.New[string]()
+	for i, e := range c.Expiry {
+		p := fldPath.Child("expiry").Index(i).Child("name")
+		switch {
+		case e.Name == "":
+			allErrs = append(allErrs, field.Required(p, ""))
+		case names.Has(e.Name):
+			allErrs = append(allErrs, field.Duplicate(p, e.Name))
+		}
+		names.Insert(e.Name)
+	}
+	if r := c.Rotation; r != nil {
+		phases := []butler.CredentialsRotationPhase{butler.RotationPreparing, butler.RotationPrepared, butler.RotationCompleting, butler.RotationCompleted}
+		if !slices.Contains(phases, r.Phase) {
+			allErrs = append(allErrs, field.NotSupported(fldPath.Child("rotation", "phase"), r.Phase, phases))
+		}
+	}
 	return allErrs
 }
 

@@ -299,7 +299,52 @@ func TestValidateTenantClusterStatusUpdate(t *testing.T) {
 		{"bad refs", func(o *butler.TenantCluster) {
 			o.Status.IPAllocationRefs = []butler.LocalObjectReference{{Name: "ok"}, {}}
 		}, []fieldErr{required("status.ipAllocationRefs[1].name")}},
+		{"credentials", func(o *butler.TenantCluster) {
+			o.Status.Credentials = &butler.TenantCredentialsStatus{
+				Expiry:   []butler.CredentialExpiry{{Name: "ca"}, {Name: "apiserver"}},
+				Rotation: &butler.CredentialsRotation{Phase: butler.RotationPrepared},
+			}
+		}, nil},
+		{"bad credentials", func(o *butler.TenantCluster) {
+			o.Status.Credentials = &butler.TenantCredentialsStatus{
+				Expiry:   []butler.CredentialExpiry{{Name: "ca"}, {Name: "ca"}, {}},
+				Rotation: &butler.CredentialsRotation{Phase: "Halfway"},
+			}
+		}, []fieldErr{dup("status.credentials.expiry[1].name"), required("status.credentials.expiry[2].name"), notSupp("status.credentials.rotation.phase")}},
 	})
+}
+
+// The operation annotation: a known operation; a rotation starts when none is under way and
+// completes once Prepared.
+func TestValidateTenantClusterOperation(t *testing.T) {
+	const key = "metadata.annotations[butler.butlerlabs.dev/operation]"
+	withOp := func(op string, phase butler.CredentialsRotationPhase) (*butler.TenantCluster, *butler.TenantCluster) {
+		old := validTenantCluster()
+		if phase != "" {
+			old.Status.Credentials = &butler.TenantCredentialsStatus{Rotation: &butler.CredentialsRotation{Phase: phase}}
+		}
+		obj := old.DeepCopy()
+		obj.Annotations = map[string]string{butler.OperationAnnotation: op}
+		return obj, old
+	}
+	for _, c := range []struct {
+		op    string
+		phase butler.CredentialsRotationPhase
+		want  []fieldErr
+	}{
+		{butler.OperationRotateCredentialsStart, "", nil},
+		{butler.OperationRotateCredentialsStart, butler.RotationCompleted, nil},
+		{butler.OperationRotateCredentialsStart, butler.RotationPrepared, []fieldErr{invalid(key)}},
+		{butler.OperationRotateCredentialsComplete, butler.RotationPrepared, nil},
+		{butler.OperationRotateCredentialsComplete, butler.RotationPreparing, []fieldErr{invalid(key)}},
+		{butler.OperationRotateCredentialsComplete, "", []fieldErr{invalid(key)}},
+		{"rotate-everything", "", []fieldErr{notSupp(key)}},
+	} {
+		obj, old := withOp(c.op, c.phase)
+		t.Run(c.op+"/"+string(c.phase), func(t *testing.T) { expectErrors(t, ValidateTenantClusterUpdate(obj, old), c.want...) })
+	}
+	obj, _ := withOp(butler.OperationRotateCredentialsComplete, "")
+	expectErrors(t, ValidateTenantCluster(obj), invalid(key))
 }
 
 func TestTenantClusterWarnings(t *testing.T) {

@@ -44,6 +44,9 @@ type TenantClusterStatusApplyConfiguration struct {
 	DataStoreName *string `json:"dataStoreName,omitempty"`
 	// Restore records the last restore from spec.restoreFrom.
 	Restore *RestoreStatusApplyConfiguration `json:"restore,omitempty"`
+	// Credentials are the tenant's credentials: when each expires, and the rotation of the tenant
+	// CA and the service-account key.
+	Credentials *TenantCredentialsStatusApplyConfiguration `json:"credentials,omitempty"`
 }
 
 // TenantClusterStatusApplyConfiguration constructs a declarative configuration of the TenantClusterStatus type for use with
@@ -147,5 +150,13 @@ func (b *TenantClusterStatusApplyConfiguration) WithDataStoreName(value string) 
 // If called multiple times, the Restore field is set to the value of the last call.
 func (b *TenantClusterStatusApplyConfiguration) WithRestore(value *RestoreStatusApplyConfiguration) *TenantClusterStatusApplyConfiguration {
 	b.Restore = value
+	return b
+}
+
+// WithCredentials sets the Credentials field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Credentials field is set to the value of the last call.
+func (b *TenantClusterStatusApplyConfiguration) WithCredentials(value *TenantCredentialsStatusApplyConfiguration) *TenantClusterStatusApplyConfiguration {
+	b.Credentials = value
 	return b
 }
