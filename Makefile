@@ -7,7 +7,7 @@ PORT     ?= 8443
 
 LOCAL_DIR ?= _output/local
 
-.PHONY: cluster test-cluster images verify-images verify-chart render-deploy fuzz test-faults test-starts bench-bin bench-lifecycle bench-local bench-ipam all build build-butler build-kube build-capi run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e bench clean
+.PHONY: cluster test-cluster images verify-images verify-chart render-deploy fuzz test-faults test-starts bench-bin bench-lifecycle bench-local bench-hibernation bench-ipam all build build-butler build-kube build-capi run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e bench clean
 
 all: build
 
@@ -91,7 +91,7 @@ test-integration:
 ## test-e2e: the standalone binary with kubectl, then the whole management plane (hack/local-up.sh)
 test-e2e: build
 	test/e2e/standalone.sh $(BIN)/butler-apiserver
-	$(GO) test -count=1 -timeout 45m -skip '^TestFault' ./test/e2e/...
+	$(GO) test -count=1 -timeout 45m -skip '^(TestFault|TestSlow)' ./test/e2e/...
 	$(GO) test -count=1 -timeout 20m -run '^TestPlaneStartFailsCleanly$$' ./test/starts/
 
 ## test-starts: STARTS_N plane starts and stops in a row, then STARTS_TENANTS tenant control
@@ -108,6 +108,11 @@ test-starts: build
 	STARTS_N=$(STARTS_N) STARTS_TENANTS=$(STARTS_TENANTS) STARTS_CONNECTIONS=$(STARTS_CONNECTIONS) \
 	  STARTS_BASELINE=$(STARTS_BASELINE) STARTS_BASELINE_N=$(STARTS_BASELINE_N) \
 	  $(GO) test -count=1 -timeout 120m -run 'UnderLoad' -v ./test/starts/
+
+## bench-hibernation: the slow hibernation checks (README "Hibernation"): a schedule's times, five
+## minutes asleep with no wake, wake latency against a cold create. About 12 minutes; not in make test.
+bench-hibernation: build
+	$(GO) test -count=1 -timeout 30m -run '^TestSlowHibernation' -v ./test/e2e/...
 
 ## test-faults: the fault battery (README "Reliability"): replicas SIGKILLed under allocation load,
 ## etcd killed under creates, the workers' leader killed with 20 local clusters provisioning, on a
