@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,11 +10,13 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 
@@ -39,6 +42,18 @@ var providerBlocks = map[string]string{
 	"gcp":   `gcp: {projectID: butler-test, region: europe-west1, zone: europe-west1-b, network: default}`,
 }
 
+// providerOS is the workers' OS per provider in TestTenantClusterObjectsPerProvider, and the
+// bootstrap format (Cluster API's data.format) its machines must be handed: both formats, and
+// Ignition on the providers that deliver it.
+var providerOS = map[string]struct{ os, format string }{
+	"harvester": {"kairos", "cloud-config"},
+	"nutanix":   {"talos", "cloud-config"},
+	"proxmox":   {"flatcar", "ignition"},
+	"aws":       {"flatcar", "ignition"},
+	"azure":     {"flatcar", "ignition"},
+	"gcp":       {"kairos", "cloud-config"},
+}
+
 func gvr(group, version, resource string) schema.GroupVersionResource {
 	return schema.GroupVersionResource{Group: group, Version: version, Resource: resource}
 }
@@ -49,6 +64,7 @@ var (
 	stewardCPGVR          = gvr("controlplane.cluster.x-k8s.io", "v1alpha1", "stewardcontrolplanes")
 	tenantCPGVR           = gvr("steward.butlerlabs.dev", "v1alpha1", "tenantcontrolplanes")
 	bootstrapTemplatesGVR = gvr("bootstrap.butlerlabs.dev", "v1alpha1", "bootstrapconfigtemplates")
+	bootstrapConfigsGVR   = gvr("bootstrap.butlerlabs.dev", "v1alpha1", "bootstrapconfigs")
 )
 
 // infraKinds are each provider's infrastructure cluster and worker template resources.
@@ -160,7 +176,7 @@ spec: {cidr: 10.78.0.0/24}
 `, ns))
 	for p := range providerBlocks {
 		creds := providerCredentials(t, ns, p)
-		mustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
+		out := mustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
 kind: ProviderConfig
 metadata: {name: %[1]s, namespace: %[2]s}
 spec:
@@ -168,6 +184,11 @@ spec:
   %[3]s
   %[4]s
 `, p, ns, creds, providerBlocks[p]))
+		// ipam mode where machines cannot take addresses: the asker is told what it gives.
+		warned := strings.Contains(out, "Warning: spec.network.mode: ipam gives "+p+" clusters load-balancer addresses from the pools, not node addresses")
+		if wantWarning := p == "harvester" || p == "nutanix"; warned != wantWarning {
+			t.Errorf("%s: kubectl apply of the ProviderConfig warned %v, want %v:\n%s", p, warned, wantWarning, out)
+		}
 		mustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
 kind: TenantCluster
 metadata: {name: tc-%[1]s, namespace: %[2]s}
@@ -176,10 +197,10 @@ spec:
   providerConfigRef: {name: %[1]s}
   workers:
     replicas: 2
-    machineTemplate: {os: {type: talos}}
+    machineTemplate: {os: {type: %[3]s}}
   addons:
     cni: {provider: cilium}
-`, p, ns))
+`, p, ns, providerOS[p].os))
 	}
 	type made struct{ tenantNS string }
 	clusters := map[string]made{}
@@ -231,6 +252,11 @@ spec:
 		if _, err := plane.butler.ButlerV1alpha1().TenantAddons(ns).Get(ctx, name+"-cilium", metav1.GetOptions{}); err != nil {
 			t.Errorf("%s: the cni TenantAddon: %v", p, err)
 		}
+
+		// The control plane and infrastructure providers report what theirs would: each Machine
+		// gets its bootstrap data in the format its provider reads.
+		playProviders(t, p, tenantNS, name, "v1.36.3")
+		checkBootstrapFormat(t, p, tenantNS, 2)
 	}
 
 	// kubectl scale moves the MachineDeployment.
@@ -354,6 +380,75 @@ spec:
 	pool, err := plane.butler.ButlerV1alpha1().NetworkPools(ns).Get(ctx, "lab", metav1.GetOptions{})
 	if err != nil || pool.Status.AllocatedIPs != 0 {
 		t.Errorf("pool still holds %d addresses (%v)", pool.Status.AllocatedIPs, err)
+	}
+}
+
+// playProviders writes the status that Steward's Cluster API control plane provider and provider
+// p's infrastructure provider would write once theirs are up (Cluster API's v1beta1 contract, as
+// both implement it), so that Cluster API makes the Machines and the bootstrap provider their data.
+func playProviders(t *testing.T, p, tenantNS, name, version string) {
+	t.Helper()
+	d := dynamicClient(t)
+	patches := []struct {
+		r      schema.GroupVersionResource
+		status map[string]any
+	}{
+		{stewardCPGVR, map[string]any{"externalManagedControlPlane": true, "initialized": true, "ready": true, "version": version,
+			"replicas": 1, "readyReplicas": 1, "updatedReplicas": 1, "unavailableReplicas": 0,
+			"selector": "cluster.x-k8s.io/cluster-name=" + name}},
+		{infraKinds[p][0], map[string]any{"ready": true}},
+	}
+	for _, pt := range patches {
+		patch, _ := json.Marshal(map[string]any{"status": pt.status})
+		if _, err := d.Resource(pt.r).Namespace(tenantNS).Patch(context.Background(), name, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+			t.Fatalf("%s: writing %s %s/%s status: %v", p, pt.r.Resource, tenantNS, name, err)
+		}
+	}
+	// The control plane provider writes its endpoint into the infrastructure cluster (as the local
+	// provider's does), and Cluster API copies it into the Cluster.
+	endpoint, _ := json.Marshal(map[string]any{"spec": map[string]any{"controlPlaneEndpoint": map[string]any{"host": "127.0.0.1", "port": 6443}}})
+	if _, err := d.Resource(infraKinds[p][0]).Namespace(tenantNS).Patch(context.Background(), name, types.MergePatchType, endpoint, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("%s: writing the %s's controlPlaneEndpoint: %v", p, infraKinds[p][0].Resource, err)
+	}
+	// Cluster API's <cluster>-kubeconfig, which the control plane provider writes; the stand-in
+	// tenant is the management cluster, as in playSteward.
+	mustKubectl(t, "create", "secret", "generic", name+"-kubeconfig", "-n", tenantNS, "--from-file=value="+plane.kubeconfig)
+}
+
+// checkBootstrapFormat waits for want bootstrap data Secrets in tenantNS and checks each carries
+// Cluster API's data.format for the OS of provider p's workers, beside a non-empty value.
+func checkBootstrapFormat(t *testing.T, p, tenantNS string, want int) {
+	t.Helper()
+	ctx := context.Background()
+	var got []corev1.Secret
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		list, err := dynamicClient(t).Resource(bootstrapConfigsGVR).Namespace(tenantNS).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		got = got[:0]
+		for _, bc := range list.Items {
+			secret, _, _ := unstructured.NestedString(bc.Object, "status", "dataSecretName")
+			if secret == "" {
+				continue
+			}
+			s, err := plane.kube.CoreV1().Secrets(tenantNS).Get(ctx, secret, metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			got = append(got, *s)
+		}
+		return len(got) >= want, nil
+	})
+	if err != nil {
+		out, _ := kubectl(t, "get", "clusters.cluster.x-k8s.io,machines.cluster.x-k8s.io,bootstrapconfigs.bootstrap.butlerlabs.dev", "-n", tenantNS, "-o", "yaml")
+		t.Fatalf("%s: %d of %d machines got bootstrap data: %v\n%s", p, len(got), want, err, out)
+	}
+	for _, s := range got {
+		if f := string(s.Data["format"]); f != providerOS[p].format || len(s.Data["value"]) == 0 {
+			t.Errorf("%s: bootstrap Secret %s: format %q and %d bytes of value, want format %q for %s",
+				p, s.Name, f, len(s.Data["value"]), providerOS[p].format, providerOS[p].os)
+		}
 	}
 }
 
