@@ -55,6 +55,18 @@ func TestLocalTenantDataStoreIsolation(t *testing.T) {
 		if tc.Status.DataStoreName != "local" {
 			t.Errorf("%s: status.dataStoreName %q, want the provider's datastore local", tn.name, tc.Status.DataStoreName)
 		}
+		// The status says when the tenant's certificates expire.
+		expiry := map[string]time.Time{}
+		if tc.Status.Credentials != nil {
+			for _, e := range tc.Status.Credentials.Expiry {
+				expiry[e.Name] = e.NotAfter.Time
+			}
+		}
+		for _, name := range []string{"ca", "admin-kubeconfig"} {
+			if !expiry[name].After(time.Now()) {
+				t.Errorf("%s: status.credentials.expiry[%s] = %v, want a time to come", tn.name, name, expiry[name])
+			}
+		}
 		tcp, err := d.Resource(tenantCPGVR).Namespace(tc.Status.TenantNamespace).Get(ctx, tn.name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)

@@ -24,6 +24,7 @@ type state struct {
 	addons           []v1alpha1.ObservedAddon
 	allocationRefs   []v1alpha1.LocalObjectReference
 	networkChecked   bool
+	credentials      []v1alpha1.CredentialExpiry
 	// recheckAfter, when set, brings the cluster back after it: a step waits for what no watch
 	// announces.
 	recheckAfter time.Duration
@@ -43,6 +44,7 @@ const (
 	stepWorkers        = "workers"
 	stepAddons         = "addons"
 	stepAccess         = "team access"
+	stepCredentials    = "credentials"
 
 	ConditionNetworkReady        = "NetworkReady"
 	ConditionInfrastructureReady = "InfrastructureReady"
@@ -69,6 +71,8 @@ func (c *Controller) steps() []stepT {
 			Ensure: c.ensureAddons, Cleanup: c.cleanupAddons},
 		// No condition of its own: the Team's roles in the tenant (Ready waits for it).
 		{Name: stepAccess, After: []string{stepControlPlane}, Ensure: c.ensureAccess},
+		// No condition either: when the tenant's certificates expire, for the status.
+		{Name: stepCredentials, After: []string{stepControlPlane}, Ensure: c.ensureCredentials},
 	}
 }
 

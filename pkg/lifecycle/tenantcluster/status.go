@@ -25,6 +25,12 @@ func (c *Controller) status(tc *v1alpha1.TenantCluster, s *state, out steps.Outc
 	if s.dataStore != "" {
 		st.DataStoreName = s.dataStore
 	}
+	if s.credentials != nil {
+		if st.Credentials == nil {
+			st.Credentials = &v1alpha1.TenantCredentialsStatus{}
+		}
+		st.Credentials.Expiry = s.credentials
+	}
 	if s.networkChecked {
 		st.IPAllocationRefs = s.allocationRefs
 	}
