@@ -5,7 +5,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -87,41 +86,6 @@ func TestMirrorsMatchTheCRDs(t *testing.T) {
 	} {
 		if errs := set.Validate(tc.obj); len(errs) > 0 {
 			t.Errorf("%s: %v", tc.name, errs.ToAggregate())
-		}
-	}
-}
-
-func TestTenantControlPlaneFrom(t *testing.T) {
-	for _, tc := range []struct {
-		status map[string]any
-		ready  bool
-	}{
-		{map[string]any{}, false},
-		{map[string]any{"kubernetesResources": map[string]any{"version": map[string]any{"status": "Provisioning"}}}, false},
-		{map[string]any{"kubernetesResources": map[string]any{"version": map[string]any{"status": "Upgrading", "version": "v1.36.3"}}}, false},
-		{map[string]any{
-			"controlPlaneEndpoint": "127.0.0.1:40123",
-			"kubeconfig":           map[string]any{"admin": map[string]any{"secretName": "prod-admin-kubeconfig", "lastUpdate": "2026-11-23T19:00:00Z"}},
-			"kubernetesResources":  map[string]any{"version": map[string]any{"status": "Ready", "version": "v1.36.3"}},
-			"storage":              map[string]any{"driver": "etcd"},
-		}, true},
-	} {
-		for _, gvk := range []schema.GroupVersionKind{external.TenantControlPlaneGVK, external.KamajiTenantControlPlaneGVK} {
-			u := &unstructured.Unstructured{Object: map[string]any{"status": tc.status, "spec": map[string]any{"kubernetes": map[string]any{"version": "v1.36.3"}}}}
-			u.SetGroupVersionKind(gvk)
-			u.SetName("prod")
-			u.SetCreationTimestamp(metav1.Now())
-			got, err := steward.TenantControlPlaneFrom(u)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got.Ready() != tc.ready || got.Name != "prod" || got.Spec.Kubernetes.Version != "v1.36.3" {
-				t.Errorf("%s %v: ready %v, name %s", gvk.Group, tc.status, got.Ready(), got.Name)
-			}
-			if tc.ready && (got.Status.ControlPlaneEndpoint != "127.0.0.1:40123" || got.Status.Kubeconfig.Admin.SecretName != "prod-admin-kubeconfig" ||
-				got.Status.KubernetesResources.Version.Version != "v1.36.3") {
-				t.Errorf("%s: status %+v", gvk.Group, got.Status)
-			}
 		}
 	}
 }

@@ -34,7 +34,7 @@ func newAllocator(p *Pool) *Allocator {
 
 // NewAllocator returns an allocator for p holding the given allocations, as read back from
 // stored IPAllocations or blocks. It fails with *StrandedError if an allocation is not
-// allocatable in p (see CheckShrink) and with *OverlapError if two allocations share an
+// allocatable in p (see Stranded) and with *OverlapError if two allocations share an
 // address: either means the stored state breaks an invariant, which a caller must surface
 // rather than paper over. It costs O(n log n) for n allocations.
 func NewAllocator(p *Pool, allocated []Range) (*Allocator, error) {

@@ -32,5 +32,5 @@
 //
 // Errors are typed (ExhaustedError, ConflictError, OutOfRangeError, NotAllocatedError,
 // StrandedError, OverlapError, SpecError, CorruptError) so that callers can map them to
-// API statuses. CheckShrink tells whether a new spec would strand live allocations.
+// API statuses. Stranded tells whether a new spec would strand live allocations.
 package ipam

@@ -63,8 +63,8 @@ func (e *NotAllocatedError) Error() string {
 	return fmt.Sprintf("%s is not an allocation of this pool", e.Range)
 }
 
-// StrandedError says allocations would lie outside a pool's allocatable addresses: from
-// CheckShrink when a new spec would strand them, from NewAllocator when stored state does.
+// StrandedError says allocations lie outside a pool's allocatable addresses: NewAllocator's
+// answer when stored state has them there.
 type StrandedError struct {
 	Pool   netip.Prefix
 	Ranges []Range

@@ -14,12 +14,3 @@ func Stranded(p *Pool, allocated []Range) []Range {
 	}
 	return out
 }
-
-// CheckShrink returns a *StrandedError naming the allocations a new pool spec would strand,
-// or nil when it strands none.
-func CheckShrink(p *Pool, allocated []Range) error {
-	if s := Stranded(p, allocated); len(s) > 0 {
-		return &StrandedError{Pool: p.prefix, Ranges: s}
-	}
-	return nil
-}

@@ -8,8 +8,6 @@ package steward
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // VersionStatusReady is the status.kubernetesResources.version.status of a ready control plane.
@@ -60,20 +58,6 @@ type KubernetesResources struct {
 type KubernetesVersion struct {
 	Version string `json:"version,omitempty"`
 	Status  string `json:"status,omitempty"`
-}
-
-// Ready says the control plane serves: Steward and Kamaji have no Ready condition, only this.
-func (t *TenantControlPlane) Ready() bool {
-	return t.Status.KubernetesResources.Version.Status == VersionStatusReady
-}
-
-// TenantControlPlaneFrom reads the mirror from an object of either group.
-func TenantControlPlaneFrom(u *unstructured.Unstructured) (*TenantControlPlane, error) {
-	t := &TenantControlPlane{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, t); err != nil {
-		return nil, err
-	}
-	return t, nil
 }
 
 // StewardControlPlaneSpec is the part of a StewardControlPlane's spec butler sets.

@@ -23,31 +23,6 @@ func ByKey(obj any) []string {
 	return []string{m.GetNamespace() + "/" + m.GetName()}
 }
 
-// ByLabels is a key function for Handler that maps an object to the owner its labels name: the
-// owner's namespace from nsLabel (or the object's own namespace when nsLabel is empty) and its
-// name from nameLabel. Objects without nameLabel map to nothing.
-func ByLabels(nsLabel, nameLabel string) func(obj any) []string {
-	return func(obj any) []string {
-		m, err := meta.Accessor(obj)
-		if err != nil {
-			return nil
-		}
-		l := m.GetLabels()
-		name := l[nameLabel]
-		if name == "" {
-			return nil
-		}
-		ns := m.GetNamespace()
-		if nsLabel != "" {
-			ns = l[nsLabel]
-		}
-		if ns == "" {
-			return []string{name}
-		}
-		return []string{ns + "/" + name}
-	}
-}
-
 // DropManagedFields is an informer transform that keeps managedFields out of the caches: no
 // worker reads them, and they are a large share of each object.
 func DropManagedFields(obj any) (any, error) {

@@ -52,9 +52,6 @@ func (q *Queue) Add(key string) { q.queue.Add(key) }
 // AddAfter queues key after d.
 func (q *Queue) AddAfter(key string, d time.Duration) { q.queue.AddAfter(key, d) }
 
-// Len is how many keys wait.
-func (q *Queue) Len() int { return q.queue.Len() }
-
 // Enqueue queues obj's key (namespace/name); tombstones of deleted objects are understood.
 func (q *Queue) Enqueue(obj any) {
 	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
