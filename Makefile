@@ -7,7 +7,7 @@ PORT     ?= 8443
 
 LOCAL_DIR ?= _output/local
 
-.PHONY: cluster test-cluster images verify-images verify-chart render-deploy fuzz test-faults test-starts bench-bin bench-lifecycle bench-local bench-hibernation bench-ipam all build build-butler build-kube build-capi run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e bench clean
+.PHONY: kube-versions cluster test-cluster images verify-images verify-chart render-deploy fuzz test-faults test-starts bench-bin bench-lifecycle bench-local bench-hibernation bench-ipam all build build-butler build-kube build-capi run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e bench clean
 
 all: build
 
@@ -88,8 +88,16 @@ test-unit:
 test-integration:
 	$(GO) test -count=1 -timeout 20m ./test/integration/...
 
+## kube-versions: the Kubernetes versions local tenants in the e2e tests run besides the pinned
+## one (the Rocky upgrade's), built once per run before any test's time limit starts; a tenant of
+## any other version is built on first use, as `make run` does.
+E2E_KUBE_VERSIONS ?= v1.30.1 v1.30.2
+kube-versions:
+	$(GO) build -o $(BIN)/butler-localprovider ./cmd/butler-localprovider
+	$(BIN)/butler-localprovider build-kube --kube-versions-dir _output/kube-versions $(E2E_KUBE_VERSIONS)
+
 ## test-e2e: the standalone binary with kubectl, then the whole management plane (hack/local-up.sh)
-test-e2e: build
+test-e2e: build kube-versions
 	test/e2e/standalone.sh $(BIN)/butler-apiserver
 	$(GO) test -count=1 -timeout 45m -skip '^(TestFault|TestSlow)' ./test/e2e/...
 	$(GO) test -count=1 -timeout 20m -run '^TestPlaneStartFailsCleanly$$' ./test/starts/

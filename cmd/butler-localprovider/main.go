@@ -48,6 +48,10 @@ func main() {
 		etcdmain.Main(append([]string{"etcd"}, os.Args[2:]...))
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == controlplane.BuildCommand {
+		buildKube(os.Args[2:])
+		return
+	}
 	var (
 		kubeconfig string
 		cp         = controlplane.Options{}

@@ -306,3 +306,25 @@ func lastLines(name string, n int) string {
 	}
 	return strings.Join(lines, "; ")
 }
+
+// BuildCommand is the first argument that makes butler-localprovider build Kubernetes versions
+// into a versions directory and exit: the same build as on first use, run ahead of time (make
+// builds the versions the e2e tests use once per run, outside any test's time limit).
+const BuildCommand = "build-kube"
+
+// BuildVersions builds each of the versions not yet in dir, one after another.
+func BuildVersions(ctx context.Context, dir string, versions []string) error {
+	v := newVersions("", "", dir, nil)
+	for _, version := range versions {
+		if (binaries{dir: filepath.Join(dir, version, "bin")}).complete() {
+			continue
+		}
+		if msg := unbuildable(version); msg != "" {
+			return errors.New(msg)
+		}
+		if err := v.build(ctx, version); err != nil {
+			return fmt.Errorf("building %s (log in %s): %w", version, filepath.Join(dir, version, "build.log"), err)
+		}
+	}
+	return nil
+}

@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,5 +100,30 @@ func TestVersionsGet(t *testing.T) {
 	}
 	if b, state, _ := v.get("v1.31.0"); state != versionReady || b.dir != built {
 		t.Errorf("built v1.31.0: %v %v", b, state)
+	}
+}
+
+// TestBuildVersions: versions already built are left alone (nothing is run), and a version this
+// provider cannot build is refused before anything is built.
+func TestBuildVersions(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "v1.30.1", "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{componentAPIServer, componentControllerManager, componentScheduler} {
+		if err := os.WriteFile(filepath.Join(bin, c), []byte("#!/bin/true\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := BuildVersions(context.Background(), dir, []string{"v1.30.1"}); err != nil {
+		t.Errorf("a built version: %v", err)
+	}
+	err := BuildVersions(context.Background(), dir, []string{"v1.30.1", "v1.20.0"})
+	if err == nil || !strings.Contains(err.Error(), "older than v1.29") {
+		t.Errorf("v1.20.0: %v, want a refusal naming the oldest version built here", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "v1.20.0")); !os.IsNotExist(err) {
+		t.Errorf("something was made for v1.20.0 (%v)", err)
 	}
 }
