@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # P6 with datastores: create -> control plane Ready of local TenantClusters (no workers), before
 # and after the tenants moved from the management etcd to the local provider's own datastore
-# (TLS, an etcd user per tenant). Runs `bench -local N` in a worktree of BASE (the commit before
-# the change) and then in this tree, one after the other on the same machine, and prints both
+# (TLS, an etcd user per tenant). Runs `bench -local N` in a worktree of BASE (2794759^: the
+# commit before tenants moved, with the datastore package already in but unused) and then in this tree, one after the other on the same machine, and prints both
 # medians and their ratio. Heavy: two planes, one after the other; run it on an idle machine.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BASE="${BASE:-3d15f1b}"
+BASE="${BASE:-2794759^}"
 N="${N:-8}"
 OUT="${OUT:-${ROOT}/_output/bench/datastore}"
 mkdir -p "${OUT}"
