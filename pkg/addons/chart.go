@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -177,18 +178,14 @@ func (c *Charts) Load(ctx context.Context, ref ChartRef) (*chart.Chart, error) {
 	lock.Lock()
 	defer lock.Unlock()
 	if _, err := os.Stat(path); err != nil {
-		var data []byte
 		switch kind {
 		case sourceHTTP:
-			data, err = c.fetchHTTP(ctx, ref)
+			err = c.fetchHTTP(ctx, ref, path)
 		case sourceOCI:
-			data, err = c.fetchOCI(ctx, ref)
+			err = c.fetchOCI(ctx, ref, path)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("chart %s: %w", ref, err)
-		}
-		if err := writeAtomic(path, data); err != nil {
-			return nil, fmt.Errorf("chart cache: %w", err)
 		}
 	}
 	ch, err := loader.LoadFile(path)
@@ -203,55 +200,69 @@ func (c *Charts) Load(ctx context.Context, ref ChartRef) (*chart.Chart, error) {
 	return ch, nil
 }
 
-// fetchHTTP downloads the archive the repository's index names for ref, checked against the
-// index's digest.
-func (c *Charts) fetchHTTP(ctx context.Context, ref ChartRef) ([]byte, error) {
+// fetchHTTP downloads the archive the repository's index names for ref into path, checked
+// against the index's digest.
+func (c *Charts) fetchHTTP(ctx context.Context, ref ChartRef, path string) error {
 	entry, err := c.findInIndex(ctx, ref)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if len(entry.URLs) == 0 {
-		return nil, fmt.Errorf("the index has no URL for version %s", entry.Version)
+		return fmt.Errorf("the index has no URL for version %s", entry.Version)
 	}
 	u, err := repo.ResolveReferenceURL(ref.Repository, entry.URLs[0])
 	if err != nil {
-		return nil, err
+		return err
 	}
-	data, err := c.get(ctx, u)
+	tmp, sum, err := c.download(ctx, u)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if entry.Digest != "" {
-		sum := sha256.Sum256(data)
-		if got := hex.EncodeToString(sum[:]); !strings.EqualFold(got, entry.Digest) {
-			return nil, fmt.Errorf("%s: digest %s, the index says %s", u, got, entry.Digest)
-		}
+	if entry.Digest != "" && !strings.EqualFold(sum, entry.Digest) {
+		os.Remove(tmp)
+		return fmt.Errorf("%s: digest %s, the index says %s", u, sum, entry.Digest)
 	}
-	return data, nil
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("chart cache: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("chart cache: %w", err)
+	}
+	return nil
+}
+
+// download streams url under the fetch policy into a new file of the cache directory (gone
+// again on error) and returns its path and the body's sha256: bodies go to disk as they
+// come, so memory does not grow with the download.
+func (c *Charts) download(ctx context.Context, url string) (path, sum string, err error) {
+	f, err := os.CreateTemp(c.dir, ".fetch-*")
+	if err != nil {
+		return "", "", fmt.Errorf("chart cache: %w", err)
+	}
+	h := sha256.New()
+	err = c.policy.fetchTo(ctx, c.client, url, io.MultiWriter(f, h))
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("chart cache: %w", cerr)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", "", err
+	}
+	return f.Name(), hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // findInIndex reads the repository's index.yaml and picks the version ref asks for. The index
 // is parsed for this one look and not kept: a large public index is tens of megabytes parsed.
 func (c *Charts) findInIndex(ctx context.Context, ref ChartRef) (*repo.ChartVersion, error) {
 	indexURL := strings.TrimSuffix(ref.Repository, "/") + "/index.yaml"
-	data, err := c.get(ctx, indexURL)
+	path, _, err := c.download(ctx, indexURL)
 	if err != nil {
 		return nil, err
 	}
-	// repo parses an index only from a file.
-	f, err := os.CreateTemp(c.dir, "index-*.yaml")
-	if err != nil {
-		return nil, err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return nil, err
-	}
-	if err := f.Close(); err != nil {
-		return nil, err
-	}
-	index, err := repo.LoadIndexFile(f.Name())
+	defer os.Remove(path)
+	index, err := repo.LoadIndexFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", indexURL, err)
 	}
@@ -262,17 +273,17 @@ func (c *Charts) findInIndex(ctx context.Context, ref ChartRef) (*repo.ChartVers
 	return entry, nil
 }
 
-// get fetches url under the fetch policy, bounded by the download timeout and ctx.
-func (c *Charts) get(ctx context.Context, url string) ([]byte, error) {
-	return c.policy.get(ctx, c.client, url)
-}
-
-func (c *Charts) fetchOCI(ctx context.Context, ref ChartRef) ([]byte, error) {
+// fetchOCI pulls ref's chart from its registry into path. Helm's registry client holds the
+// archive in memory; the fetch policy's client bounds each blob at the limit.
+func (c *Charts) fetchOCI(ctx context.Context, ref ChartRef, path string) error {
 	res, err := c.registry.Pull(ociRef(ref)+":"+strings.ReplaceAll(ref.Version, "+", "_"), registry.PullOptWithChart(true))
 	if err != nil {
-		return nil, fetchFailure(ctx, ref.Repository, err)
+		return fetchFailure(ctx, ref.Repository, err)
 	}
-	return res.Chart.Data, nil
+	if err := writeAtomic(path, res.Chart.Data); err != nil {
+		return fmt.Errorf("chart cache: %w", err)
+	}
+	return nil
 }
 
 // loadLocal loads a bundled chart: <repository>/<name> (a chart directory) or

@@ -158,26 +158,44 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 
 func (b *limitedBody) Close() error { return b.rc.Close() }
 
-// get fetches url under the policy: the body, or a FetchError.
-func (p FetchPolicy) get(ctx context.Context, client *http.Client, rawURL string) ([]byte, error) {
+// fetchTo streams url's body under the policy into w, never holding it whole: a download cut
+// at the limit has cost a buffer in memory, not the limit. A FetchError when the fetch fails.
+func (p FetchPolicy) fetchTo(ctx context.Context, client *http.Client, rawURL string, w io.Writer) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
-		return nil, &FetchError{URL: rawURL, Reason: "not a valid URL"}
+		return &FetchError{URL: rawURL, Reason: "not a valid URL"}
 	}
 	req.Header.Set("User-Agent", "butler-apiserver")
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, fetchFailure(ctx, rawURL, err)
+		return fetchFailure(ctx, rawURL, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, &FetchError{URL: rawURL, Reason: "the server answered " + resp.Status}
+		return &FetchError{URL: rawURL, Reason: "the server answered " + resp.Status}
 	}
-	data, err := io.ReadAll(resp.Body)
+	dst := &writeErr{w: w}
+	if _, err := io.Copy(dst, resp.Body); err != nil {
+		if dst.err != nil {
+			return dst.err // ours (the disk), not the server's
+		}
+		return fetchFailure(ctx, rawURL, err)
+	}
+	return nil
+}
+
+// writeErr remembers its writer's error, to tell it from the body's.
+type writeErr struct {
+	w   io.Writer
+	err error
+}
+
+func (e *writeErr) Write(p []byte) (int, error) {
+	n, err := e.w.Write(p)
 	if err != nil {
-		return nil, fetchFailure(ctx, rawURL, err)
+		e.err = err
 	}
-	return data, nil
+	return n, err
 }
 
 // fetchFailure turns a transport error into a FetchError: the policy's refusals and the size
