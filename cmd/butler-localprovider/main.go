@@ -29,6 +29,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/controlplane"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/datastore"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/machines"
+	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/snapshots"
 )
 
 // runner is a controller built and ready to run until its context ends.
@@ -56,6 +57,7 @@ func main() {
 		kubeconfig string
 		cp         = controlplane.Options{}
 		portRange  string
+		snaps      = snapshots.Options{}
 	)
 	flags := pflag.NewFlagSet("butler-localprovider", pflag.ExitOnError)
 	flags.Usage = func() {
@@ -80,6 +82,8 @@ Flags:
 	flags.StringVar(&portRange, "port-range", localports.Tenants.String(), "loopback ports for tenant kube-apiservers (min-max); ports inside the kernel's ephemeral range are not used")
 	flags.StringVar(&cp.Address, "address", "127.0.0.1", "where tenant kube-apiservers listen and what their endpoints name (make test-cluster gives the one-node cluster's bridge address, which its Pods reach)")
 	flags.IntVar(&cp.Workers, "workers", 4, "tenant control planes reconciled at once")
+	flags.StringVar(&snaps.Dir, "snapshot-dir", "", "the TenantClusterSnapshot store's directory unless ButlerConfig spec.snapshotStore names one (default: snapshots/ next to --state-dir)")
+	flags.Int64Var(&snaps.PageSize, "snapshot-page-size", 500, "keys one range read of a snapshot returns (the memory a snapshot holds at once)")
 	klogFlags := goflag.NewFlagSet("klog", goflag.ExitOnError)
 	klog.InitFlags(klogFlags)
 	flags.AddGoFlagSet(klogFlags)
@@ -88,14 +92,35 @@ Flags:
 	if cp.DataStoresDir == "" {
 		cp.DataStoresDir = filepath.Join(filepath.Dir(cp.StateDir), "datastores")
 	}
+	if snaps.Dir == "" {
+		snaps.Dir = filepath.Join(filepath.Dir(cp.StateDir), "snapshots")
+	}
 	var err error
+	if snaps.Dir, err = filepath.Abs(snaps.Dir); err != nil {
+		fmt.Fprintf(os.Stderr, "--snapshot-dir: %v\n", err)
+		os.Exit(2)
+	}
 	if cp.Ports, err = localports.ParseRange(portRange); err != nil {
 		fmt.Fprintf(os.Stderr, "--port-range: %v\n", err)
 		os.Exit(2)
 	}
 
+	var planes *controlplane.Controller
 	controllers := []controller{
-		{"controlplane", func(d *worker.Deps) (runner, error) { return controlplane.New(d, cp) }},
+		{"controlplane", func(d *worker.Deps) (runner, error) {
+			var err error
+			planes, err = controlplane.New(d, cp)
+			return planes, err
+		}},
+		// Snapshots are taken where the datastores' credentials are; restores run before a
+		// tenant's control plane starts.
+		{"snapshots", func(d *worker.Deps) (runner, error) {
+			s, err := snapshots.New(d, planes, snaps)
+			if err == nil {
+				planes.SetRestorer(s)
+			}
+			return s, err
+		}},
 		{"machines", func(d *worker.Deps) (runner, error) {
 			// machines/ and kwok/ next to the tenants' state directory.
 			return machines.New(d, machines.Options{StateDir: filepath.Dir(cp.StateDir)})

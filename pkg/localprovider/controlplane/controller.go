@@ -68,6 +68,8 @@ type Controller struct {
 
 	ports    *ports
 	versions *versions
+	// restorer, if set, fills a tenant's prefix from a snapshot before its processes start.
+	restorer Restorer
 	// local is the datastore this provider runs; stores its connections to every datastore.
 	local  *localDataStore
 	stores stores
@@ -156,8 +158,11 @@ func (c *Controller) Run(ctx context.Context) {
 	}
 	// The tenants' datastore first: no tenant starts without it.
 	for {
-		var err error
-		if c.local, err = c.startDataStore(ctx); err == nil {
+		local, err := c.startDataStore(ctx)
+		if err == nil {
+			localMu.Lock()
+			c.local = local
+			localMu.Unlock()
 			break
 		}
 		logger.Error(err, "Starting the datastore failed; trying again")

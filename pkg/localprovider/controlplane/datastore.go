@@ -46,6 +46,8 @@ type localDataStore struct {
 	proc  *process
 	creds *datastore.Credentials
 	root  *clientv3.Client
+	// compactor compacts it; snapshots hold it off while they stream.
+	compactor *datastore.Compactor
 }
 
 func (d *localDataStore) pki() string      { return filepath.Join(d.dir, "pki") }
@@ -94,7 +96,8 @@ func (c *Controller) startDataStore(ctx context.Context) (*localDataStore, error
 		return nil, err
 	}
 	klog.FromContext(ctx).Info("Datastore serving", "name", name, "endpoint", d.endpoint(), "dir", d.dir)
-	go (&datastore.Compactor{Client: d.root, Interval: c.opts.CompactionInterval}).Run(klog.NewContext(ctx, klog.FromContext(ctx).WithValues("datastore", name)))
+	d.compactor = &datastore.Compactor{Client: d.root, Interval: c.opts.CompactionInterval}
+	go d.compactor.Run(klog.NewContext(ctx, klog.FromContext(ctx).WithValues("datastore", name)))
 	return d, nil
 }
 

@@ -151,6 +151,22 @@ func (c *Controller) reconcileTCP(ctx context.Context, key string) error {
 		}
 		return err
 	}
+	if r := c.restorer; r != nil {
+		pl.mu.Lock()
+		dataStore, prefix := pl.rec.DataStore, pl.rec.DataStorePrefix
+		pl.mu.Unlock()
+		store, err := c.tenantStore(ctx, dataStore, prefix)
+		if err != nil {
+			return err
+		}
+		pending, message, err := r.Restore(ctx, tcp, store, pl.stop)
+		if err != nil || pending {
+			if serr := c.setTCPStatus(ctx, tcp, unavailableState(tcp, published, statusNotReady, "Restoring", message)); serr != nil {
+				return serr
+			}
+			return err
+		}
+	}
 	args := planeArgs{Spec: spec, Paths: paths, Address: pl.address(), Port: pl.apiPort(), Etcd: etcd}
 	pl.ensure(ctx, spec.Version, ca.CertPEM, []procSpec{
 		c.procSpec(componentAPIServer, bins, apiServerArgs(args), paths),

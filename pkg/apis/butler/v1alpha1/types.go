@@ -1517,3 +1517,20 @@ type DirectorySnapshotStore struct {
 	// Path is an absolute directory path.
 	Path string `json:"path" protobuf:"bytes,1,opt,name=path"`
 }
+
+// Labels, finalizers and restore phases of snapshots.
+const (
+	// SnapshotClusterLabel on a TenantClusterSnapshot names its TenantCluster (same namespace).
+	SnapshotClusterLabel = "butler.butlerlabs.dev/tenant-cluster"
+	// SnapshotDataFinalizer holds a deleted TenantClusterSnapshot until its data is deleted.
+	SnapshotDataFinalizer = "butler.butlerlabs.dev/snapshot-data"
+
+	// RestoreFromAnnotation on a cluster's control plane object (StewardControlPlane, and from
+	// it the TenantControlPlane) names the snapshot its spec.restoreFrom names: a provider that
+	// restores tenants (the local one) looks at the cluster only when it is there.
+	RestoreFromAnnotation = "butler.butlerlabs.dev/restore-from"
+
+	RestoreRunning   = "Running"
+	RestoreSucceeded = "Succeeded"
+	RestoreFailed    = "Failed"
+)

@@ -89,7 +89,7 @@ func stewardControlPlane(in component.Input) (*unstructured.Unstructured, error)
 		spec.Network.Gateway = &steward.GatewayComponent{Hostname: exp.hostname,
 			ParentRefs: []steward.ParentReference{{Name: exp.gateway.Name, Namespace: exp.gateway.Namespace}}}
 	}
-	return withHibernation(in)(component.FromSpec(in, external.StewardControlPlaneGVK, component.Name(in), &spec))
+	return withRestore(in)(withHibernation(in)(component.FromSpec(in, external.StewardControlPlaneGVK, component.Name(in), &spec)))
 }
 
 func kamajiControlPlane(in component.Input) (*unstructured.Unstructured, error) {
@@ -130,6 +130,23 @@ func withHibernation(in component.Input) func(*unstructured.Unstructured, error)
 		if h.IdleTimeout != nil {
 			a[hibernation.IdleTimeoutAnnotation] = h.IdleTimeout.Duration.String()
 		}
+		u.SetAnnotations(a)
+		return u, nil
+	}
+}
+
+// withRestore names the snapshot of spec.restoreFrom in an annotation, for a provider that
+// restores tenants from snapshots (the local one; Steward's contract has no field for it).
+func withRestore(in component.Input) func(*unstructured.Unstructured, error) (*unstructured.Unstructured, error) {
+	return func(u *unstructured.Unstructured, err error) (*unstructured.Unstructured, error) {
+		if err != nil || in.Cluster.Spec.RestoreFrom == nil {
+			return u, err
+		}
+		a := u.GetAnnotations()
+		if a == nil {
+			a = map[string]string{}
+		}
+		a[v1alpha1.RestoreFromAnnotation] = in.Cluster.Spec.RestoreFrom.Name
 		u.SetAnnotations(a)
 		return u, nil
 	}

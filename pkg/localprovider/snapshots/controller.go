@@ -1,0 +1,244 @@
+// Package snapshots is the local provider's side of TenantClusterSnapshots: it owns the
+// datastore's credentials, so it takes each snapshot (the tenant's prefix at one revision,
+// compaction held off while it streams) into the snapshot store ButlerConfig names, deletes a
+// snapshot's data with it, and restores a snapshot into a tenant's prefix while its control plane
+// is stopped (a new cluster from spec.restoreFrom, with the source's identity dropped, or an
+// existing one in place). A remote control plane provider has no contract for any of this.
+package snapshots
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	listers "github.com/butlerdotdev/butler-apiserver/pkg/generated/listers/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
+	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/controlplane"
+	"github.com/butlerdotdev/butler-apiserver/pkg/snapshot"
+)
+
+const (
+	finalizer    = v1alpha1.SnapshotDataFinalizer
+	butlerConfig = "butler"
+)
+
+// Options configure the snapshots.
+type Options struct {
+	// Dir is the snapshot store's directory when ButlerConfig names none.
+	Dir string
+	// PageSize is how many keys one range read returns.
+	PageSize int64
+}
+
+// Controller takes and deletes snapshots and restores them.
+type Controller struct {
+	opts     Options
+	deps     *worker.Deps
+	planes   *controlplane.Controller
+	snaps    listers.TenantClusterSnapshotLister
+	clusters listers.TenantClusterLister
+	configs  listers.ButlerConfigLister
+	queue    *worker.Queue
+	synced   []cache.InformerSynced
+}
+
+// New builds the controller; cp is the control plane controller whose datastores it reads.
+func New(d *worker.Deps, cp *controlplane.Controller, opts Options) (*Controller, error) {
+	if opts.Dir == "" || !filepath.IsAbs(opts.Dir) {
+		return nil, fmt.Errorf("the snapshot directory %q is not an absolute path", opts.Dir)
+	}
+	b := d.ButlerInformers.Butler().V1alpha1()
+	c := &Controller{opts: opts, deps: d, planes: cp,
+		snaps: b.TenantClusterSnapshots().Lister(), clusters: b.TenantClusters().Lister(), configs: b.ButlerConfigs().Lister()}
+	c.queue = worker.NewQueue("tenantclustersnapshots", c.reconcile)
+	if _, err := b.TenantClusterSnapshots().Informer().AddEventHandler(c.queue.Handler(func(obj any) []string {
+		s, ok := obj.(*v1alpha1.TenantClusterSnapshot)
+		if !ok {
+			return nil
+		}
+		return []string{s.Namespace + "/" + s.Name}
+	})); err != nil {
+		return nil, err
+	}
+	c.synced = []cache.InformerSynced{b.TenantClusterSnapshots().Informer().HasSynced, b.TenantClusters().Informer().HasSynced, b.ButlerConfigs().Informer().HasSynced}
+	return c, nil
+}
+
+// Run takes snapshots until ctx ends, one at a time (each streams a whole tenant).
+func (c *Controller) Run(ctx context.Context) {
+	c.queue.Run(ctx, 1, c.synced...)
+}
+
+// Store is the snapshot store ButlerConfig names, or the provider's directory.
+func (c *Controller) Store() snapshot.Store {
+	if bc, err := c.configs.Get(butlerConfig); err == nil && bc.Spec.SnapshotStore != nil && bc.Spec.SnapshotStore.Directory != nil {
+		return snapshot.Dir{Root: bc.Spec.SnapshotStore.Directory.Path}
+	}
+	return snapshot.Dir{Root: c.opts.Dir}
+}
+
+// DataName is a snapshot's name in the store.
+func DataName(s *v1alpha1.TenantClusterSnapshot) string {
+	return snapshot.Name(s.Namespace, s.Name, string(s.UID))
+}
+
+func (c *Controller) reconcile(ctx context.Context, key string) error {
+	ns, name, _ := strings.Cut(key, "/")
+	s, err := c.snaps.TenantClusterSnapshots(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	logger := klog.FromContext(ctx).WithValues("snapshot", key)
+	ctx = klog.NewContext(ctx, logger)
+	if s.DeletionTimestamp != nil {
+		return c.deleteData(ctx, s)
+	}
+	if s.Status.Phase == v1alpha1.SnapshotReady || s.Status.Phase == v1alpha1.SnapshotFailed {
+		return nil
+	}
+	tc, err := c.clusters.TenantClusters(ns).Get(s.Spec.ClusterRef.Name)
+	if apierrors.IsNotFound(err) {
+		return c.setStatus(ctx, s, func(st *v1alpha1.TenantClusterSnapshotStatus) {
+			st.Phase, st.Message = v1alpha1.SnapshotFailed, fmt.Sprintf("TenantCluster %s does not exist", s.Spec.ClusterRef.Name)
+		})
+	}
+	if err != nil {
+		return err
+	}
+	tcp, ok := c.planes.TenantControlPlane(tc.Status.TenantNamespace, tc.Name)
+	var store controlplane.TenantStore
+	if ok {
+		store, err = c.planes.TenantStoreOf(ctx, tcp)
+	}
+	if !ok || err != nil {
+		msg := "waiting for the cluster's control plane to have a datastore"
+		if err != nil {
+			msg += ": " + err.Error()
+		}
+		if serr := c.setStatus(ctx, s, func(st *v1alpha1.TenantClusterSnapshotStatus) { st.Phase, st.Message = v1alpha1.SnapshotPending, msg }); serr != nil {
+			return serr
+		}
+		return worker.RequeueAfter(5 * time.Second)
+	}
+	version := ""
+	if tc.Status.ObservedState != nil {
+		version = tc.Status.ObservedState.KubernetesVersion
+	}
+	if version == "" {
+		version = tc.Spec.KubernetesVersion
+	}
+	start := metav1.Now()
+	if err := c.setStatus(ctx, s, func(st *v1alpha1.TenantClusterSnapshotStatus) {
+		st.Phase, st.StartTime, st.DataStoreName, st.Message = v1alpha1.SnapshotRunning, &start, store.DataStore, ""
+	}); err != nil {
+		return err
+	}
+	stats, location, err := c.take(ctx, s, store, version)
+	if err != nil {
+		logger.Error(err, "Snapshot failed")
+		return c.setStatus(ctx, s, func(st *v1alpha1.TenantClusterSnapshotStatus) {
+			st.Phase, st.Message = v1alpha1.SnapshotFailed, err.Error()
+		})
+	}
+	done := metav1.Now()
+	logger.Info("Snapshot Ready", "revision", stats.Revision, "objects", stats.Objects, "bytes", stats.Bytes,
+		"took", done.Sub(start.Time).Round(time.Millisecond))
+	return c.setStatus(ctx, s, func(st *v1alpha1.TenantClusterSnapshotStatus) {
+		st.Phase, st.Revision, st.ObjectCount, st.Bytes, st.Checksum = v1alpha1.SnapshotReady, stats.Revision, stats.Objects, stats.Bytes, stats.Checksum
+		st.Location, st.KubernetesVersion, st.CompletionTime, st.Message = location, version, &done, ""
+	})
+}
+
+// take streams the tenant's prefix into the store with compaction held off.
+func (c *Controller) take(ctx context.Context, s *v1alpha1.TenantClusterSnapshot, store controlplane.TenantStore, version string) (snapshot.Stats, string, error) {
+	st := c.Store()
+	pending, err := st.Create(ctx, DataName(s))
+	if err != nil {
+		return snapshot.Stats{}, "", err
+	}
+	release := store.HoldCompaction()
+	stats, err := snapshot.Take(ctx, store.Client, store.Prefix, snapshot.Header{KubernetesVersion: version}, c.opts.PageSize, pending)
+	release()
+	if err != nil {
+		pending.Abort()
+		return stats, "", err
+	}
+	if err := pending.Commit(); err != nil {
+		return stats, "", err
+	}
+	return stats, st.Location(DataName(s)), nil
+}
+
+// deleteData deletes a deleted snapshot's data, then lets the object go.
+func (c *Controller) deleteData(ctx context.Context, s *v1alpha1.TenantClusterSnapshot) error {
+	if !slices.Contains(s.Finalizers, finalizer) {
+		return nil
+	}
+	if err := storeOf(c.Store(), s).Delete(ctx, DataName(s)); err != nil {
+		return fmt.Errorf("deleting the snapshot's data: %w", err)
+	}
+	patch := fmt.Sprintf(`{"metadata":{"finalizers":[%s],"resourceVersion":%q}}`, quotedExcept(s.Finalizers, finalizer), s.ResourceVersion)
+	_, err := c.deps.Butler.ButlerV1alpha1().TenantClusterSnapshots(s.Namespace).Patch(ctx, s.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err == nil {
+		klog.FromContext(ctx).Info("Snapshot data deleted", "location", s.Status.Location)
+	}
+	return err
+}
+
+// storeOf is the store that holds s: a directory snapshot's location names its directory (the
+// ButlerConfig may have named another since).
+func storeOf(current snapshot.Store, s *v1alpha1.TenantClusterSnapshot) snapshot.Store {
+	if loc, suffix := s.Status.Location, "/"+DataName(s)+".snap"; strings.HasSuffix(loc, suffix) && filepath.IsAbs(loc) {
+		return snapshot.Dir{Root: strings.TrimSuffix(loc, suffix)}
+	}
+	return current
+}
+
+func quotedExcept(list []string, drop string) string {
+	var out []string
+	for _, f := range list {
+		if f != drop {
+			out = append(out, fmt.Sprintf("%q", f))
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+// setStatus writes the status change mutate makes, if it changes anything.
+func (c *Controller) setStatus(ctx context.Context, s *v1alpha1.TenantClusterSnapshot, mutate func(*v1alpha1.TenantClusterSnapshotStatus)) error {
+	updated := s.DeepCopy()
+	mutate(&updated.Status)
+	if equalStatus(updated.Status, s.Status) {
+		return nil
+	}
+	got, err := c.deps.Butler.ButlerV1alpha1().TenantClusterSnapshots(s.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	*s = *got
+	return nil
+}
+
+func equalStatus(a, b v1alpha1.TenantClusterSnapshotStatus) bool {
+	return a.Phase == b.Phase && a.Message == b.Message && a.Revision == b.Revision && a.Checksum == b.Checksum &&
+		a.DataStoreName == b.DataStoreName && a.StartTime.Equal(b.StartTime)
+}

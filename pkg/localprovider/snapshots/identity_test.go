@@ -1,0 +1,51 @@
+package snapshots
+
+import (
+	"bytes"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/snapshot"
+)
+
+// What carries the source's identity is dropped from a clone, whatever else stays; Secrets are
+// read as kube-apiserver stores them (protobuf).
+func TestKeepForNewIdentity(t *testing.T) {
+	secret := func(typ corev1.SecretType) []byte {
+		var buf bytes.Buffer
+		s := &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "app"}, Type: typ}
+		if err := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme).Encode(runtime.Object(s), &buf); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	for _, c := range []struct {
+		key   string
+		value []byte
+		keep  bool
+	}{
+		{"minions/node-1", nil, false},
+		{"leases/kube-node-lease/node-1", nil, false},
+		{"leases/kube-system/kube-controller-manager", nil, false},
+		{"certificatesigningrequests/csr-1", nil, false},
+		{"services/endpoints/default/kubernetes", nil, false},
+		{"endpointslices/default/kubernetes", nil, false},
+		{"configmaps/app/kube-root-ca.crt", nil, false},
+		{"secrets/kube-system/bootstrap-token-abcdef", secret(corev1.SecretTypeBootstrapToken), false},
+		{"secrets/app/builder-token", secret(corev1.SecretTypeServiceAccountToken), false},
+		{"secrets/app/db", secret(corev1.SecretTypeOpaque), true},
+		{"configmaps/app/settings", nil, true},
+		{"services/specs/default/kubernetes", nil, true},
+		{"deployments/app/hello", nil, true},
+		{"example.com/widgets/app/w-1", []byte(`{"kind":"Widget"}`), true},
+	} {
+		if got := keepForNewIdentity(snapshot.Record{Key: c.key, Value: c.value}); got != c.keep {
+			t.Errorf("%s: keep %v, want %v", c.key, got, c.keep)
+		}
+	}
+}
