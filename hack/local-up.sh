@@ -370,14 +370,14 @@ run_butler_apiserver() {
     --authorization-kubeconfig "${LOCAL_DIR}/butler-apiserver.kubeconfig" \
     --bind-address 127.0.0.1 --secure-port "${!var}" \
     --tls-cert-file "${PKI}/butler-apiserver-serving.crt" --tls-private-key-file "${PKI}/butler-apiserver-serving.key" \
-    --data-dir "${LOCAL_DIR}/$1" \
+    --data-dir "${LOCAL_DIR}/$1" --snapshot-dir "${LOCAL_DIR}/snapshots" \
     ${BUTLER_APISERVER_ARGS:-}
 }
 run_butler_localprovider() {
   start "$1" "${BIN}/butler-localprovider" \
     --kubeconfig "${LOCAL_DIR}/butler-localprovider.kubeconfig" \
     --bin-dir "${BIN}" --state-dir "${LOCAL_DIR}/tenants" \
-    --kube-versions-dir "${KUBE_VERSIONS_DIR}" \
+    --kube-versions-dir "${KUBE_VERSIONS_DIR}" --snapshot-dir "${LOCAL_DIR}/snapshots" \
     --port-range "${TENANT_PORT_RANGE}"
 }
 # The replicas beyond the first: butler-apiserver-1, ... on ports of their own.

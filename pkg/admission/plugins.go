@@ -45,10 +45,11 @@ const (
 	TeamLimitsName        = "butler.butlerlabs.dev/TeamLimits"
 	TeamInUseName         = "butler.butlerlabs.dev/TeamInUse"
 	ProviderSupportName   = "butler.butlerlabs.dev/ProviderSupport"
+	SnapshotRestoreName   = "butler.butlerlabs.dev/SnapshotRestore"
 )
 
 // Names are the plugins in the order they run.
-var Names = []string{MultiTenancyName, ProviderConfigUseName, AddonSourcesName, ProviderSupportName, TeamLimitsName, TeamInUseName}
+var Names = []string{MultiTenancyName, ProviderConfigUseName, AddonSourcesName, ProviderSupportName, SnapshotRestoreName, TeamLimitsName, TeamInUseName}
 
 // Register registers the plugins.
 func Register(plugins *admission.Plugins) {
@@ -58,6 +59,7 @@ func Register(plugins *admission.Plugins) {
 	plugins.Register(TeamLimitsName, func(io.Reader) (admission.Interface, error) { return NewTeamLimits(), nil })
 	plugins.Register(TeamInUseName, func(io.Reader) (admission.Interface, error) { return NewTeamInUse(), nil })
 	plugins.Register(ProviderSupportName, func(io.Reader) (admission.Interface, error) { return NewProviderSupport(), nil })
+	plugins.Register(SnapshotRestoreName, func(io.Reader) (admission.Interface, error) { return NewSnapshotRestore(), nil })
 }
 
 // WantsLedger is a plugin that reads butler objects through the quota Ledger's Store.
@@ -71,6 +73,8 @@ type WantsLedger interface {
 type Initializer struct {
 	Ledger     *quota.Ledger
 	Authorizer authorizer.Authorizer
+	// SnapshotDir is the directory snapshot store this server may read ("": none).
+	SnapshotDir string
 }
 
 // Initialize implements admission.PluginInitializer.
@@ -80,6 +84,9 @@ func (i Initializer) Initialize(p admission.Interface) {
 	}
 	if w, ok := p.(initializer.WantsAuthorizer); ok && i.Authorizer != nil {
 		w.SetAuthorizer(i.Authorizer)
+	}
+	if w, ok := p.(WantsSnapshotDir); ok {
+		w.SetSnapshotDir(i.SnapshotDir)
 	}
 }
 
@@ -152,10 +159,10 @@ var (
 
 // New returns the plugins, initialized, in order: for a server without a management cluster,
 // where the generic admission chain (which needs one) does not run.
-func New(ledger *quota.Ledger, authz authorizer.Authorizer) (admission.Interface, error) {
+func New(ledger *quota.Ledger, authz authorizer.Authorizer, snapshotDir string) (admission.Interface, error) {
 	plugins := admission.NewPlugins()
 	Register(plugins)
-	return plugins.NewFromPlugins(Names, noConfig{}, Initializer{Ledger: ledger, Authorizer: authz}, nil)
+	return plugins.NewFromPlugins(Names, noConfig{}, Initializer{Ledger: ledger, Authorizer: authz, SnapshotDir: snapshotDir}, nil)
 }
 
 type noConfig struct{}

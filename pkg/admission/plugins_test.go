@@ -27,7 +27,15 @@ type fakeStore struct {
 	clusters  []butler.TenantCluster
 	providers map[string]*butler.ProviderConfig
 	addons    []butler.AddonDefinition
+	snapshots map[string]*butler.TenantClusterSnapshot
 	writes    int
+}
+
+func (s *fakeStore) Snapshot(_ context.Context, ns, name string) (*butler.TenantClusterSnapshot, error) {
+	if snap, ok := s.snapshots[ns+"/"+name]; ok {
+		return snap.DeepCopy(), nil
+	}
+	return nil, nil
 }
 
 func (s *fakeStore) AddonDefinitions(context.Context) ([]butler.AddonDefinition, error) {
@@ -123,7 +131,7 @@ func validate(t *testing.T, s quota.Store, a admission.Attributes) error {
 	t.Helper()
 	chain, ok := chains[s]
 	if !ok {
-		c, err := New(&quota.Ledger{Store: s}, adminAuthorizer)
+		c, err := New(&quota.Ledger{Store: s}, adminAuthorizer, "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -162,6 +162,9 @@ func (s *memStore) ProviderConfig(context.Context, string, string) (*butler.Prov
 func (s *memStore) AddonDefinitions(context.Context) ([]butler.AddonDefinition, error) {
 	return nil, nil
 }
+func (s *memStore) Snapshot(context.Context, string, string) (*butler.TenantClusterSnapshot, error) {
+	return nil, nil
+}
 func (s *memStore) UpdateTeam(_ context.Context, _ string, update func(*butler.Team) error) error {
 	return s.casAny(func() (any, func(any)) {
 		return s.team.DeepCopy(), func(v any) { s.team = v.(*butler.Team) }

@@ -54,6 +54,10 @@ type Options struct {
 	// KubeconfigMaxExpiration caps the kubeconfigs tenantclusters/kubeconfig mints.
 	KubeconfigMaxExpiration time.Duration
 
+	// SnapshotDir is the directory snapshot store admission reads to check a snapshot's
+	// checksum before a restore (when ButlerConfig names none).
+	SnapshotDir string
+
 	// Workers configure the background workers.
 	Workers WorkerOptions
 
@@ -132,6 +136,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"How long a reservation must stay unreferenced before the repair loop frees it.")
 	fs.DurationVar(&o.KubeconfigMaxExpiration, "kubeconfig-max-expiration", o.KubeconfigMaxExpiration,
 		"The longest validity of a kubeconfig minted by tenantclusters/kubeconfig; longer requests are capped, with a warning.")
+	fs.StringVar(&o.SnapshotDir, "snapshot-dir", o.SnapshotDir,
+		"The directory snapshot store (when ButlerConfig spec.snapshotStore names none) read to refuse, at admission, a restore from a snapshot whose data does not match its checksum; empty: the provider checks it when it restores.")
 }
 
 // Validate checks the options.

@@ -58,14 +58,14 @@ func (o *Options) addButlerAdmission() {
 	butleradmission.Register(a.Plugins)
 	a.RecommendedPluginOrder = append(a.RecommendedPluginOrder, butleradmission.Names...)
 	o.Recommended.ExtraAdmissionInitializers = func(*genericapiserver.RecommendedConfig) ([]admission.PluginInitializer, error) {
-		return []admission.PluginInitializer{butleradmission.Initializer{Ledger: o.ledger}}, nil
+		return []admission.PluginInitializer{butleradmission.Initializer{Ledger: o.ledger, SnapshotDir: o.SnapshotDir}}, nil
 	}
 }
 
 // applyStandaloneAdmission runs butler's own plugins alone when there is no management
 // cluster: they read only butler objects, so multi-tenancy and Team limits hold the same.
 func (o *Options) applyStandaloneAdmission(config *genericapiserver.RecommendedConfig) error {
-	chain, err := butleradmission.New(o.ledger, config.Authorization.Authorizer)
+	chain, err := butleradmission.New(o.ledger, config.Authorization.Authorizer, o.SnapshotDir)
 	if err != nil {
 		return fmt.Errorf("butler admission plugins: %w", err)
 	}

@@ -40,8 +40,8 @@ import (
 // no quorum read per request. The Ledger's compare-and-swap checks aggregate limits against
 // the Team it swaps, whatever admission read.
 type Store struct {
-	teams, clusters, configs, providers, definitions *genericregistry.Store
-	absent                                           *utilcache.LRUExpireCache
+	teams, clusters, configs, providers, definitions, snapshots *genericregistry.Store
+	absent                                                      *utilcache.LRUExpireCache
 	// written is the resourceVersion of the last write through this server, per store.
 	written map[*genericregistry.Store]*atomic.Uint64
 }
@@ -72,7 +72,7 @@ func New(resources map[string]rest.Storage) (*Store, error) {
 		into **genericregistry.Store
 		name string
 	}{{&s.teams, "teams"}, {&s.clusters, "tenantclusters"}, {&s.configs, "butlerconfigs"}, {&s.providers, "providerconfigs"},
-		{&s.definitions, "addondefinitions"}} {
+		{&s.definitions, "addondefinitions"}, {&s.snapshots, "tenantclustersnapshots"}} {
 		if *f.into, err = storeOf(resources, f.name); err != nil {
 			return nil, err
 		}
@@ -210,6 +210,17 @@ func (s *Store) ProviderConfig(ctx context.Context, namespace, name string) (*bu
 		return nil, err
 	}
 	return obj.(*butler.ProviderConfig), nil
+}
+
+func (s *Store) Snapshot(ctx context.Context, namespace, name string) (*butler.TenantClusterSnapshot, error) {
+	obj, err := get(ctx, s.snapshots, namespace, name)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*butler.TenantClusterSnapshot), nil
 }
 
 func (s *Store) UpdateTeam(ctx context.Context, name string, update func(*butler.Team) error) error {

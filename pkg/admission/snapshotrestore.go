@@ -1,0 +1,136 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/admission/initializer"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
+	"github.com/butlerdotdev/butler-apiserver/pkg/snapshot"
+)
+
+// SnapshotRestore decides, when a TenantCluster's spec.restoreFrom is set or changed, whether
+// it may restore: the asker may get that TenantClusterSnapshot (a SubjectAccessReview through
+// the server's authorizer: the worker that restores never knows who asked; 403 otherwise, the
+// same words whether the snapshot exists or not), and the snapshot is Ready, not of a newer
+// Kubernetes version than the cluster, and its stored data matches its checksum (read from the
+// snapshot store when this server can reach it) — a 422 at spec.restoreFrom.name otherwise.
+type SnapshotRestore struct {
+	base
+	authorizer authorizer.Authorizer
+	// dir is the directory snapshot store this server reads when ButlerConfig names none ("":
+	// the checksum is checked by the provider when it restores).
+	dir string
+}
+
+var (
+	_ admission.ValidationInterface = &SnapshotRestore{}
+	_ initializer.WantsAuthorizer   = &SnapshotRestore{}
+	_ WantsSnapshotDir              = &SnapshotRestore{}
+)
+
+// WantsSnapshotDir is a plugin that reads the directory snapshot store.
+type WantsSnapshotDir interface{ SetSnapshotDir(string) }
+
+// NewSnapshotRestore returns the plugin.
+func NewSnapshotRestore() *SnapshotRestore {
+	return &SnapshotRestore{base: base{Handler: admission.NewHandler(admission.Create, admission.Update)}}
+}
+
+// SetAuthorizer implements initializer.WantsAuthorizer.
+func (p *SnapshotRestore) SetAuthorizer(a authorizer.Authorizer) { p.authorizer = a }
+
+// SetSnapshotDir implements WantsSnapshotDir.
+func (p *SnapshotRestore) SetSnapshotDir(dir string) { p.dir = dir }
+
+// Validate implements admission.ValidationInterface.
+func (p *SnapshotRestore) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	if a.GetResource().GroupResource() != tenantClusters || a.GetSubresource() != "" {
+		return nil
+	}
+	tc, ok := a.GetObject().(*butler.TenantCluster)
+	if !ok || tc.Spec.RestoreFrom == nil {
+		return nil
+	}
+	if old, ok := a.GetOldObject().(*butler.TenantCluster); ok && old != nil && old.Spec.RestoreFrom != nil && old.Spec.RestoreFrom.Name == tc.Spec.RestoreFrom.Name {
+		return nil // decided when it was set
+	}
+	name := tc.Spec.RestoreFrom.Name
+	if !p.mayGet(ctx, a, name) {
+		return admission.NewForbidden(a, fmt.Errorf("spec.restoreFrom.name: restoring from TenantClusterSnapshot %q needs get on it in namespace %s, which you do not have", name, a.GetNamespace()))
+	}
+	snap, err := p.store().Snapshot(ctx, a.GetNamespace(), name)
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	path := field.NewPath("spec", "restoreFrom", "name")
+	invalid := func(msg string) error {
+		return apierrors.NewInvalid(tenantClusterKind, tc.Name, field.ErrorList{field.Invalid(path, name, msg)})
+	}
+	switch {
+	case snap == nil:
+		return apierrors.NewInvalid(tenantClusterKind, tc.Name, field.ErrorList{field.NotFound(path, name)})
+	case snap.Status.Phase != butler.SnapshotReady:
+		return invalid(fmt.Sprintf("the snapshot is %q, not Ready: only a Ready snapshot can be restored", snap.Status.Phase))
+	}
+	if from, errF := version.ParseSemantic(snap.Status.KubernetesVersion); errF == nil {
+		if to, errT := version.ParseSemantic(tc.Spec.KubernetesVersion); errT == nil && from.GreaterThan(to) {
+			return invalid(fmt.Sprintf("the snapshot is of Kubernetes %s, newer than the cluster's %s: its objects may not read in an older version",
+				snap.Status.KubernetesVersion, tc.Spec.KubernetesVersion))
+		}
+	}
+	return p.verify(ctx, snap, invalid)
+}
+
+// verify reads the snapshot's data from the directory store and checks its checksum.
+func (p *SnapshotRestore) verify(ctx context.Context, snap *butler.TenantClusterSnapshot, invalid func(string) error) error {
+	dir := p.dir
+	if cfg, err := p.store().Config(ctx); err == nil && cfg != nil && cfg.Spec.SnapshotStore != nil && cfg.Spec.SnapshotStore.Directory != nil {
+		dir = cfg.Spec.SnapshotStore.Directory.Path
+	}
+	if dir == "" {
+		return nil
+	}
+	data, err := snapshot.Dir{Root: dir}.Open(ctx, snapshot.Name(snap.Namespace, snap.Name, string(snap.UID)))
+	if errors.Is(err, fs.ErrNotExist) {
+		return invalid("the snapshot's data is not in the snapshot store")
+	}
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	defer data.Close()
+	var mismatch *snapshot.ChecksumMismatchError
+	if _, err := snapshot.Verify(data, snap.Status.Checksum); errors.As(err, &mismatch) {
+		return invalid(err.Error())
+	} else if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	return nil
+}
+
+// mayGet says whether the asker may get the snapshot. Without an authorizer (no management
+// cluster, where every request is the admin's) everyone may.
+func (p *SnapshotRestore) mayGet(ctx context.Context, a admission.Attributes, name string) bool {
+	if p.authorizer == nil {
+		return true
+	}
+	if a.GetUserInfo() == nil {
+		return false
+	}
+	decision, _, err := p.authorizer.Authorize(ctx, authorizer.AttributesRecord{
+		User: a.GetUserInfo(), Verb: "get", Namespace: a.GetNamespace(), APIGroup: butler.GroupName, APIVersion: "*",
+		Resource: "tenantclustersnapshots", Name: name, ResourceRequest: true,
+	})
+	return err == nil && decision == authorizer.DecisionAllow
+}
+
+var tenantClusterKind = schema.GroupKind{Group: butler.GroupName, Kind: "TenantCluster"}
