@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"time"
 
@@ -31,15 +30,6 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/machines"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/snapshots"
 )
-
-// runner is a controller built and ready to run until its context ends.
-type runner interface{ Run(ctx context.Context) }
-
-// controller is one entry of the table of controllers this binary runs.
-type controller struct {
-	name string
-	new  func(d *worker.Deps) (runner, error)
-}
 
 func main() {
 	// The tenants' datastore is this binary run as etcd (the etcd server this module links, v3.7:
@@ -106,22 +96,22 @@ Flags:
 	}
 
 	var planes *controlplane.Controller
-	controllers := []controller{
-		{"controlplane", func(d *worker.Deps) (runner, error) {
+	controllers := []worker.Controller{
+		{Name: "controlplane", New: func(d *worker.Deps) (worker.Runner, error) {
 			var err error
 			planes, err = controlplane.New(d, cp)
 			return planes, err
 		}},
 		// Snapshots are taken where the datastores' credentials are; restores run before a
 		// tenant's control plane starts.
-		{"snapshots", func(d *worker.Deps) (runner, error) {
+		{Name: "snapshots", New: func(d *worker.Deps) (worker.Runner, error) {
 			s, err := snapshots.New(d, planes, snaps)
 			if err == nil {
 				planes.SetRestorer(s)
 			}
 			return s, err
 		}},
-		{"machines", func(d *worker.Deps) (runner, error) {
+		{Name: "machines", New: func(d *worker.Deps) (worker.Runner, error) {
 			// machines/ and kwok/ next to the tenants' state directory.
 			return machines.New(d, machines.Options{StateDir: filepath.Dir(cp.StateDir)})
 		}},
@@ -139,8 +129,7 @@ Flags:
 
 // run builds every controller over shared clients and informers, runs them until ctx is done,
 // and returns once each has stopped (the control planes stop their processes first).
-func run(ctx context.Context, kubeconfig string, controllers []controller) error {
-	logger := klog.FromContext(ctx)
+func run(ctx context.Context, kubeconfig string, controllers []worker.Controller) error {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return err
@@ -159,27 +148,5 @@ func run(ctx context.Context, kubeconfig string, controllers []controller) error
 	if err != nil {
 		return err
 	}
-	deps := worker.NewDeps(butler, kube, dyn, nil)
-	runners := make([]runner, 0, len(controllers))
-	for _, c := range controllers {
-		r, err := c.new(deps)
-		if err != nil {
-			return fmt.Errorf("controller %s: %w", c.name, err)
-		}
-		runners = append(runners, r)
-	}
-	deps.Start(ctx.Done())
-	defer deps.Shutdown()
-	logger.Info("Running", "controllers", len(runners))
-	var wg sync.WaitGroup
-	for i, r := range runners {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r.Run(klog.NewContext(ctx, logger.WithValues("controller", controllers[i].name)))
-		}()
-	}
-	wg.Wait()
-	logger.Info("Stopped")
-	return nil
+	return worker.RunControllers(ctx, worker.NewDeps(butler, kube, dyn, nil), controllers)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -93,58 +92,25 @@ func Run(ctx context.Context, cfg Config) {
 	}
 }
 
-// controller is one background worker: built from the shared informers, then run until the
-// context ends.
-type controller struct {
-	name string
-	new  func(*worker.Deps) (runner, error)
-}
-
-type runner interface{ Run(ctx context.Context) }
-
-// as adapts a package's New to the table.
-func as[C runner](newFn func(*worker.Deps) (C, error)) func(*worker.Deps) (runner, error) {
-	return func(d *worker.Deps) (runner, error) { return newFn(d) }
-}
-
 // controllers are the workers the leader runs, in the order they are built.
-var controllers = []controller{
-	{"team", as(team.New)},
-	{"butlerconfig", as(butlerconfig.New)},
-	{"providerconfig", as(providerconfig.New)},
-	{"tenantcluster", as(tenantcluster.New)},
-	{"tenantaddon", as(tenantaddon.New)},
-	{"bootstrap", as(bootstrap.New)},
+var controllers = []worker.Controller{
+	{Name: "team", New: worker.As(team.New)},
+	{Name: "butlerconfig", New: worker.As(butlerconfig.New)},
+	{Name: "providerconfig", New: worker.As(providerconfig.New)},
+	{Name: "tenantcluster", New: worker.As(tenantcluster.New)},
+	{Name: "tenantaddon", New: worker.As(tenantaddon.New)},
+	{Name: "bootstrap", New: worker.As(bootstrap.New)},
 }
 
 // RunStandalone runs the workers that need no management cluster (the ButlerConfig's status)
 // until ctx is done: for a server on its own etcd, the only replica there is.
 func RunStandalone(ctx context.Context, butlerClient clientset.Interface) error {
-	return runAll(ctx, worker.NewDeps(butlerClient, nil, nil, nil), controllers[1:2])
+	return worker.RunControllers(ctx, worker.NewDeps(butlerClient, nil, nil, nil), controllers[1:2])
 }
 
 // runWorkers starts fresh informers and every worker, and blocks until ctx is done.
 func runWorkers(ctx context.Context, cfg Config) error {
 	d := worker.NewDeps(cfg.Butler, cfg.Kube, cfg.Dynamic, cfg.Metadata)
 	d.Fetch = cfg.Fetch
-	return runAll(ctx, d, controllers)
-}
-
-func runAll(ctx context.Context, d *worker.Deps, table []controller) error {
-	runners := make([]runner, 0, len(table))
-	for _, c := range table {
-		r, err := c.new(d)
-		if err != nil {
-			return fmt.Errorf("building the %s worker: %w", c.name, err)
-		}
-		runners = append(runners, r)
-	}
-	d.Start(ctx.Done())
-	defer d.Shutdown()
-	var wg sync.WaitGroup
-	for _, r := range runners {
-		wg.Go(func() { r.Run(ctx) })
-	}
-	wg.Wait()
-	return nil
+	return worker.RunControllers(ctx, d, controllers)
 }
