@@ -33,11 +33,16 @@ images:
 ## plugins; kubelet and kube-proxy built like kube-apiserver), images from make images imported;
 ## Ctrl-C stops it and cleans up (hack/cluster-up.sh)
 cluster:
+	hack/install-cluster-deps.sh
 	hack/cluster-up.sh
 
-## test-cluster: the chart installed into that cluster: APIService Available, kubectl get tc -A, the
-## workers' Lease in a Pod, helm uninstall leaves nothing (hack/test-cluster.sh). Not in make test.
+## test-cluster: the chart installed into that cluster (hack/test-cluster.sh): APIService Available,
+## the examples applied, a local TenantCluster Ready with its nodes listed, the workers' Lease
+## holder's Pod deleted while another provisions, helm upgrade under a client loop (0 failed
+## requests), helm uninstall leaves nothing. Installs the Debian packages it needs when missing.
+## In .ci/run, not in make test.
 test-cluster:
+	hack/install-cluster-deps.sh
 	hack/test-cluster.sh
 
 ## verify-images: two image builds of this commit give the same digests (CI runs it)
