@@ -5,11 +5,11 @@
 #   containerd, runc                  the container runtime (Debian's containerd 1.6)
 #   containernetworking-plugins       bridge, host-local, loopback, portmap (/usr/lib/cni)
 #   iptables, conntrack               kube-proxy's Service rules
-#   iproute2, util-linux              ip (the bridge), setsid, flock, umount
+#   iproute2, util-linux, procps      ip (the bridge), setsid, flock, umount, pkill
 #   openssl, curl                     the cluster's certificates, health checks
 set -euo pipefail
 
-packages=(containerd runc containernetworking-plugins iptables conntrack iproute2 util-linux openssl curl)
+packages=(containerd runc containernetworking-plugins iptables conntrack iproute2 util-linux procps openssl curl)
 missing=()
 for p in "${packages[@]}"; do
   [[ "$(dpkg-query -W -f '${db:Status-Status}' "${p}" 2>/dev/null)" == installed ]] || missing+=("${p}")
