@@ -3,16 +3,17 @@ package tenantaddon
 import (
 	"context"
 	"fmt"
-	"k8s.io/apimachinery/pkg/labels"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/addons"
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
@@ -62,8 +63,9 @@ type Controller struct {
 	// events records the addon's phase and reason changes (a no-op recorder until set).
 	events events.EventRecorder
 
-	mu       sync.Mutex
-	failures map[string]int
+	// retries paces a failed addon's next attempt: 15 s after the first failure, doubling to
+	// 5 min; a success forgets the key.
+	retries workqueue.TypedRateLimiter[string]
 }
 
 // New builds the controller from the shared informers, with a Helm engine caching charts under
@@ -99,9 +101,9 @@ func NewController(butlerClient clientset.Interface, kube kubernetes.Interface, 
 		allocations: allocations.Lister(),
 		synced: []cache.InformerSynced{tenantAddons.Informer().HasSynced, clusters.Informer().HasSynced,
 			definitions.Informer().HasSynced, configs.Informer().HasSynced, allocations.Informer().HasSynced},
-		workers:  Workers,
-		failures: map[string]int{},
-		events:   &events.FakeRecorder{},
+		workers: Workers,
+		retries: workqueue.NewTypedItemExponentialFailureRateLimiter[string](15*time.Second, 5*time.Minute),
+		events:  &events.FakeRecorder{},
 	}
 	c.queue = worker.NewQueue("tenantaddon", c.Reconcile)
 	if err := tenantAddons.Informer().AddIndexers(cache.Indexers{
@@ -201,20 +203,9 @@ func clusterID(tc *v1alpha1.TenantCluster) string {
 }
 
 // backoff returns how long to wait after the key's latest failure, counting it.
-func (c *Controller) backoff(key string) time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := c.failures[key]
-	c.failures[key] = n + 1
-	d := 15 * time.Second << min(n, 5)
-	return min(d, 5*time.Minute)
-}
+func (c *Controller) backoff(key string) time.Duration { return c.retries.When(key) }
 
-func (c *Controller) succeeded(key string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.failures, key)
-}
+func (c *Controller) succeeded(key string) { c.retries.Forget(key) }
 
 // fetchPolicy is the outbound policy of chart fetches: the platform's settings, and the
 // repositories of its AddonDefinitions allowed by host:port though they are internal (a
