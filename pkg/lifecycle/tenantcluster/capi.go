@@ -136,7 +136,7 @@ func (c *Controller) cleanupInfrastructure(ctx context.Context, s *state) (bool,
 // ensureControlPlane applies the CAPI Cluster and its control plane object; ready once the
 // control plane serves at the version asked for and its admin kubeconfig exists.
 func (c *Controller) ensureControlPlane(ctx context.Context, s *state) (steps.Result, error) {
-	cluster, cp, failed, err := c.applyControlPlane(ctx, s, nil)
+	cluster, cp, failed, err := c.applyControlPlane(ctx, s, nil, false)
 	if failed != nil || err != nil {
 		return deref(failed), err
 	}
@@ -148,11 +148,17 @@ func (c *Controller) ensureControlPlane(ctx context.Context, s *state) (steps.Re
 
 // applyControlPlane applies the CAPI Cluster and then its control plane object, owned by it;
 // replicas, when set, overrides the control plane's (hibernation's zero).
-func (c *Controller) applyControlPlane(ctx context.Context, s *state, replicas *int64) (cluster, cp *unstructured.Unstructured, failed *steps.Result, err error) {
+func (c *Controller) applyControlPlane(ctx context.Context, s *state, replicas *int64, paused bool) (cluster, cp *unstructured.Unstructured, failed *steps.Result, err error) {
 	wantCluster, err := controlplane.Cluster(s.in)
 	if err != nil {
 		r := steps.Failure("InvalidSpec", "%v", err)
 		return nil, nil, &r, nil
+	}
+	if paused {
+		// The Cluster is applied whole by one field manager: leaving spec.paused out would unpause it.
+		if err := unstructured.SetNestedField(wantCluster.Object, true, "spec", "paused"); err != nil {
+			return nil, nil, nil, err
+		}
 	}
 	wantCP, err := controlplane.ControlPlane(s.in)
 	if err != nil {

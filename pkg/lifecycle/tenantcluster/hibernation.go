@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/hibernation"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/controlplane"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
@@ -69,7 +70,17 @@ func (c *Controller) ensureControlPlaneAsleep(ctx context.Context, s *state) (st
 	if s.tc.Spec.ControlPlane.Type == v1alpha1.ControlPlaneStandalone {
 		return steps.Failure("NotSupported", "a standalone control plane runs on machines of its own and cannot hibernate"), nil
 	}
-	_, cp, failed, err := c.applyControlPlane(ctx, s, ptrTo[int64](0))
+	// Once the sleep steps have paused the Cluster, every later run keeps it paused: applying it
+	// without spec.paused here and pausing it again in the next step would unpause it in between.
+	live, err := c.objects.get(ctx, external.ClusterGVK, s.namespace, s.tc.Name)
+	if err != nil {
+		return steps.Result{}, err
+	}
+	paused := false
+	if live != nil {
+		paused, _, _ = unstructured.NestedBool(live.Object, "spec", "paused")
+	}
+	_, cp, failed, err := c.applyControlPlane(ctx, s, ptrTo[int64](0), paused)
 	if failed != nil || err != nil {
 		return deref(failed), err
 	}
