@@ -57,12 +57,14 @@ func (c *Controller) writeStatus(ctx context.Context, addon *v1alpha1.TenantAddo
 	if apiequality.Semantic.DeepEqual(status, &addon.Status) {
 		return nil
 	}
-	c.recordStatus(addon, status, reason)
+	before := addon.DeepCopy()
 	addon.Status = *status
 	updated, err := c.butler.ButlerV1alpha1().TenantAddons(addon.Namespace).UpdateStatus(ctx, addon, metav1.UpdateOptions{})
 	if err != nil {
 		return err
 	}
+	// Only a stored move is told: a write that lost to a newer version would tell it twice.
+	c.recordStatus(before, status, reason)
 	*addon = *updated
 	return nil
 }

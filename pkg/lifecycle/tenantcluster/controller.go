@@ -249,7 +249,7 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 	outcome, ensureErr := c.plan.Ensure(ctx, s, tc.Generation)
 	status := c.status(tc, s, outcome, ensureErr)
 	wakeCondition(tc, status)
-	if err := c.writeStatus(ctx, tc, status); err != nil {
+	if stored, err := c.writeStatus(ctx, tc, status); !stored || err != nil {
 		return err
 	}
 	c.recordReconcile(tc, outcome, ensureErr, status)
@@ -283,7 +283,7 @@ func (c *Controller) delete(ctx context.Context, tc *v1alpha1.TenantCluster) err
 			desc, state = err.Error(), "Error"
 		}
 		c.setLastOperation(status, "Delete", state, deleteProgress(c.plan, left), desc)
-		if werr := c.writeStatus(ctx, tc, status); werr != nil && err == nil {
+		if _, werr := c.writeStatus(ctx, tc, status); werr != nil && err == nil {
 			err = werr
 		}
 		c.recordDelete(tc, desc, err)
@@ -309,18 +309,21 @@ func deleteProgress(plan steps.Plan[*state], left string) int32 {
 	return 100
 }
 
-// writeStatus writes status if it differs from what is stored.
-func (c *Controller) writeStatus(ctx context.Context, tc *v1alpha1.TenantCluster, status *v1alpha1.TenantClusterStatus) error {
+// writeStatus writes status if it differs from what is stored. stored says whether status is
+// what the cluster now holds: false when the write lost to a newer version, whose reconcile
+// will then tell the same transitions, so Events are made only of stored ones (otherwise one
+// transition became an Event series of two, seen during a Lease failover).
+func (c *Controller) writeStatus(ctx context.Context, tc *v1alpha1.TenantCluster, status *v1alpha1.TenantClusterStatus) (stored bool, err error) {
 	if apiequality.Semantic.DeepEqual(&tc.Status, status) {
-		return nil
+		return true, nil
 	}
 	updated := tc.DeepCopy()
 	updated.Status = *status
-	_, err := c.butler.ButlerV1alpha1().TenantClusters(tc.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+	_, err = c.butler.ButlerV1alpha1().TenantClusters(tc.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-		return nil // a newer cluster is on its way through the informer
+		return false, nil // a newer cluster is on its way through the informer
 	}
-	return err
+	return err == nil, err
 }
 
 // providerRef is the ProviderConfig a cluster uses: its own (own is true), its Team's, or the

@@ -116,7 +116,7 @@ func (c *Controller) reconcileAsleep(ctx context.Context, tc *v1alpha1.TenantClu
 	s := c.newState(tc)
 	outcome, ensureErr := c.sleepPlan.Ensure(ctx, s, tc.Generation)
 	status := c.sleepStatus(tc, outcome, ensureErr)
-	if err := c.writeStatus(ctx, tc, status); err != nil {
+	if stored, err := c.writeStatus(ctx, tc, status); !stored || err != nil {
 		return err
 	}
 	c.recordSleep(tc, status, ensureErr)
