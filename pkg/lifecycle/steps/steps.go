@@ -23,7 +23,14 @@ type Result struct {
 	// Failed: the step cannot make progress by itself; a person has to act (Message says how).
 	// The reconcile is retried with backoff, and the phase is Failed.
 	Failed bool
+	// WaitingFor names the steps this one comes after that were not Done, so it did not run
+	// (set by Plan.Ensure; empty when the step ran).
+	WaitingFor []string
 }
+
+// Ran says whether the step's Ensure ran, rather than waiting for the steps it comes after:
+// what it found (in the plan's state) is of this run.
+func (r Result) Ran() bool { return len(r.WaitingFor) == 0 }
 
 // State is where a step stands, as a value: what status, progress and Events are built on,
 // rather than on its reason's text.
@@ -97,7 +104,23 @@ type Outcome struct {
 	Failed bool
 }
 
-// Ensure runs the plan forward. It stops at the first error.
+// Ran says whether the named step's Ensure ran in this forward run: false for a step that
+// waited for the steps it comes after, or that an earlier error kept from running.
+func (o Outcome) Ran(step string) bool {
+	r, ok := o.Results[step]
+	return ok && r.Ran()
+}
+
+// StepError is the error a step's Ensure returned, which stopped the forward run.
+type StepError struct {
+	Step string
+	Err  error
+}
+
+func (e *StepError) Error() string { return e.Step + ": " + e.Err.Error() }
+func (e *StepError) Unwrap() error { return e.Err }
+
+// Ensure runs the plan forward. It stops at the first error, a *StepError.
 func (p Plan[S]) Ensure(ctx context.Context, s S, generation int64) (Outcome, error) {
 	out := Outcome{Results: map[string]Result{}}
 	for _, step := range p {
@@ -110,11 +133,13 @@ func (p Plan[S]) Ensure(ctx context.Context, s S, generation int64) (Outcome, er
 		var r Result
 		if len(waitingFor) > 0 {
 			r = Waiting("Waiting", "waiting for the %s", strings.Join(waitingFor, " and the "))
+			r.WaitingFor = waitingFor
 		} else {
 			var err error
 			if r, err = step.Ensure(ctx, s); err != nil {
-				return out, fmt.Errorf("%s: %w", step.Name, err)
+				return out, &StepError{Step: step.Name, Err: err}
 			}
+			r.WaitingFor = nil
 		}
 		out.Results[step.Name] = r
 		if r.Done {

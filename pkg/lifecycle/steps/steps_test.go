@@ -56,14 +56,39 @@ func TestEnsureRunsIndependentStepsAndWaitsForDependencies(t *testing.T) {
 	if out.Progress(len(p)) != 50 {
 		t.Errorf("progress %d", out.Progress(len(p)))
 	}
+	// Whether a step ran is a value, whatever its reason says.
+	for name, ran := range map[string]bool{"ns": true, "cp": true, "infra": true, "workers": false, "absent": false} {
+		if out.Ran(name) != ran {
+			t.Errorf("Ran(%s) = %v, want %v", name, out.Ran(name), ran)
+		}
+	}
+	if got := out.Results["workers"].WaitingFor; !slices.Equal(got, []string{"cp"}) {
+		t.Errorf("workers waits for %v, want [cp]", got)
+	}
+}
+
+// A step that ran and returned the reason "Waiting" still ran.
+func TestRanIsNotTheReason(t *testing.T) {
+	p := Plan[*state]{{Name: "a", Ensure: func(context.Context, *state) (Result, error) {
+		return Waiting("Waiting", "a step's own reason"), nil
+	}}}
+	out, err := p.Ensure(context.Background(), &state{}, 1)
+	if err != nil || !out.Ran("a") || out.Results["a"].State() != StateWaiting {
+		t.Fatalf("out %+v err %v", out, err)
+	}
 }
 
 func TestEnsureStopsAtAnError(t *testing.T) {
 	boom := errors.New("boom")
 	p := Plan[*state]{{Name: "a", Ensure: func(context.Context, *state) (Result, error) { return Result{}, boom }}, step("b", "B")}
 	s := &state{}
-	if _, err := p.Ensure(context.Background(), s, 1); !errors.Is(err, boom) {
+	out, err := p.Ensure(context.Background(), s, 1)
+	var stepErr *StepError
+	if !errors.Is(err, boom) || !errors.As(err, &stepErr) || stepErr.Step != "a" || err.Error() != "a: boom" {
 		t.Fatalf("err %v", err)
+	}
+	if out.Ran("a") || out.Ran("b") {
+		t.Errorf("a step counted as run after the error: %+v", out.Results)
 	}
 	if len(s.ran) != 0 {
 		t.Errorf("b ran after a failed: %v", s.ran)

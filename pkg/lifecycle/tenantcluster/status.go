@@ -42,10 +42,10 @@ func (c *Controller) status(tc *v1alpha1.TenantCluster, s *state, out steps.Outc
 		observed.KubernetesVersion = s.version
 	}
 	observed.Workers = v1alpha1.WorkerCounts{Desired: tc.Spec.Workers.Replicas, Ready: observed.Workers.Ready}
-	if _, ran := out.Results[stepWorkers]; ran && out.Results[stepWorkers].Reason != "Waiting" {
+	if out.Ran(stepWorkers) {
 		observed.Workers.Ready = s.readyWorkers
 	}
-	if _, ran := out.Results[stepAddons]; ran && out.Results[stepAddons].Reason != "Waiting" {
+	if out.Ran(stepAddons) {
 		observed.Addons = s.addons
 	}
 	st.ObservedState = observed
