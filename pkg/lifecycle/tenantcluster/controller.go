@@ -21,7 +21,6 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 
-	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
 	listers "github.com/butlerdotdev/butler-apiserver/pkg/generated/listers/butler/v1alpha1"
@@ -324,32 +323,4 @@ func (c *Controller) writeStatus(ctx context.Context, tc *v1alpha1.TenantCluster
 		return false, nil // a newer cluster is on its way through the informer
 	}
 	return err == nil, err
-}
-
-// providerRef is the ProviderConfig a cluster uses: its own (own is true), its Team's, or the
-// ButlerConfig's default; a reference without a namespace means the cluster's. The Team is the
-// one of the cluster's namespace: a teamRef naming another Team selects nothing of it.
-func (c *Controller) providerRef(tc *v1alpha1.TenantCluster) (ref v1alpha1.NamespacedObjectReference, own bool) {
-	var r *v1alpha1.NamespacedObjectReference
-	switch {
-	case tc.Spec.ProviderConfigRef != nil:
-		r, own = tc.Spec.ProviderConfigRef, true
-	case tc.Spec.TeamRef != nil && tc.Spec.TeamRef.Name == tc.Namespace:
-		if team, err := c.teams.Get(tc.Spec.TeamRef.Name); err == nil && team.Spec.ProviderConfigRef != nil {
-			r = team.Spec.ProviderConfigRef
-		}
-	}
-	if r == nil {
-		if cfg, err := c.configs.Get(butler.ButlerConfigName); err == nil {
-			r = cfg.Spec.DefaultProviderConfigRef
-		}
-	}
-	if r == nil {
-		return v1alpha1.NamespacedObjectReference{}, false
-	}
-	ref = *r
-	if ref.Namespace == "" {
-		ref.Namespace = tc.Namespace
-	}
-	return ref, own
 }
