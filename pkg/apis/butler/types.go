@@ -668,6 +668,11 @@ type AddonDefinitionSpec struct {
 	Platform bool `json:"platform,omitempty"`
 	// DependsOn names other AddonDefinitions.
 	DependsOn []string `json:"dependsOn,omitempty"`
+	// TrustTeamValues lets the chart install with values a Team sets (a TenantAddon's
+	// spec.values, a TenantCluster's spec.addons.<slot>.values) as the chart is. Without it such
+	// a TenantAddon is rendered first and refused when it grants more than edit, as a chart named
+	// by repository is.
+	TrustTeamValues bool `json:"trustTeamValues,omitempty"`
 }
 
 // ChartReference locates a Helm chart.

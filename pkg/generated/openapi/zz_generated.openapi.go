@@ -471,6 +471,13 @@ func schema_pkg_apis_butler_v1alpha1_AddonDefinitionSpec(ref common.ReferenceCal
 							},
 						},
 					},
+					"trustTeamValues": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TrustTeamValues lets the chart install with values a Team sets (a TenantAddon's spec.values, a TenantCluster's spec.addons.<slot>.values) as the chart is. Without it such a TenantAddon is rendered first and refused when it grants more than edit, as a chart named by repository is.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
 				},
 				Required: []string{"category", "chart"},
 			},

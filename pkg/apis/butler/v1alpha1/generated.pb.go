@@ -461,6 +461,14 @@ func (m *AddonDefinitionSpec) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	_ = i
 	var l int
 	_ = l
+	i--
+	if m.TrustTeamValues {
+		dAtA[i] = 1
+	} else {
+		dAtA[i] = 0
+	}
+	i--
+	dAtA[i] = 0x40
 	if len(m.DependsOn) > 0 {
 		for iNdEx := len(m.DependsOn) - 1; iNdEx >= 0; iNdEx-- {
 			i -= len(m.DependsOn[iNdEx])
@@ -5725,6 +5733,7 @@ func (m *AddonDefinitionSpec) Size() (n int) {
 			n += 1 + l + sovGenerated(uint64(l))
 		}
 	}
+	n += 2
 	return n
 }
 
@@ -7674,6 +7683,7 @@ func (this *AddonDefinitionSpec) String() string {
 		`Defaults:` + strings.Replace(this.Defaults.String(), "AddonDefaults", "AddonDefaults", 1) + `,`,
 		`Platform:` + fmt.Sprintf("%v", this.Platform) + `,`,
 		`DependsOn:` + fmt.Sprintf("%v", this.DependsOn) + `,`,
+		`TrustTeamValues:` + fmt.Sprintf("%v", this.TrustTeamValues) + `,`,
 		`}`,
 	}, "")
 	return s
@@ -9909,6 +9919,26 @@ func (m *AddonDefinitionSpec) Unmarshal(dAtA []byte) error {
 			}
 			m.DependsOn = append(m.DependsOn, string(dAtA[iNdEx:postIndex]))
 			iNdEx = postIndex
+		case 8:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field TrustTeamValues", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.TrustTeamValues = bool(v != 0)
 		default:
 			iNdEx = preIndex
 			skippy, err := skipGenerated(dAtA[iNdEx:])

@@ -923,6 +923,12 @@ type AddonDefinitionSpec struct {
 	// +optional
 	// +listType=set
 	DependsOn []string `json:"dependsOn,omitempty" protobuf:"bytes,7,rep,name=dependsOn"`
+	// TrustTeamValues lets the chart install with values a Team sets (a TenantAddon's
+	// spec.values, a TenantCluster's spec.addons.<slot>.values) as the chart is. Without it such
+	// a TenantAddon is rendered first and refused when it grants more than edit, as a chart named
+	// by repository is.
+	// +optional
+	TrustTeamValues bool `json:"trustTeamValues,omitempty" protobuf:"varint,8,opt,name=trustTeamValues"`
 }
 
 // ChartReference locates a Helm chart.

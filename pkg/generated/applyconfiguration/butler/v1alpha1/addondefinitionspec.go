@@ -36,6 +36,11 @@ type AddonDefinitionSpecApplyConfiguration struct {
 	Platform *bool `json:"platform,omitempty"`
 	// DependsOn names other AddonDefinitions.
 	DependsOn []string `json:"dependsOn,omitempty"`
+	// TrustTeamValues lets the chart install with values a Team sets (a TenantAddon's
+	// spec.values, a TenantCluster's spec.addons.<slot>.values) as the chart is. Without it such
+	// a TenantAddon is rendered first and refused when it grants more than edit, as a chart named
+	// by repository is.
+	TrustTeamValues *bool `json:"trustTeamValues,omitempty"`
 }
 
 // AddonDefinitionSpecApplyConfiguration constructs a declarative configuration of the AddonDefinitionSpec type for use with
@@ -99,5 +104,13 @@ func (b *AddonDefinitionSpecApplyConfiguration) WithDependsOn(values ...string) 
 	for i := range values {
 		b.DependsOn = append(b.DependsOn, values[i])
 	}
+	return b
+}
+
+// WithTrustTeamValues sets the TrustTeamValues field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the TrustTeamValues field is set to the value of the last call.
+func (b *AddonDefinitionSpecApplyConfiguration) WithTrustTeamValues(value bool) *AddonDefinitionSpecApplyConfiguration {
+	b.TrustTeamValues = &value
 	return b
 }
