@@ -2,13 +2,13 @@ package team
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,6 +29,7 @@ import (
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
 	butlerinformers "github.com/butlerdotdev/butler-apiserver/pkg/generated/informers/externalversions/butler/v1alpha1"
 	listers "github.com/butlerdotdev/butler-apiserver/pkg/generated/listers/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
 	"github.com/butlerdotdev/butler-apiserver/pkg/quota"
 )
@@ -82,6 +83,7 @@ type Controller struct {
 	clusterRoleBindings rbaclisters.ClusterRoleBindingLister
 	synced              []cache.InformerSynced
 	queue               *worker.Queue
+	plan                steps.Plan[*state]
 }
 
 // RBACInformers are the management cluster's informers the Team worker needs, each
@@ -117,6 +119,7 @@ func NewController(butlerClient clientset.Interface, kube kubernetes.Interface,
 			mgmt.Namespaces.Informer().HasSynced, mgmt.RoleBindings.Informer().HasSynced,
 			mgmt.ClusterRoles.Informer().HasSynced, mgmt.ClusterRoleBindings.Informer().HasSynced},
 	}
+	c.plan = c.steps()
 	c.queue = worker.NewQueue("teams", c.reconcileKey)
 	byName := func(obj any) {
 		if m, err := meta.Accessor(worker.Unwrap(obj)); err == nil {
@@ -219,51 +222,31 @@ func (c *Controller) Reconcile(ctx context.Context, name string) (time.Duration,
 		return 0, c.updateFinalizers(ctx, team, append(slices.Clone(team.Finalizers), TeamFinalizer))
 	}
 
+	s := &state{team: team}
+	out, err := c.plan.Ensure(ctx, s, team.Generation)
 	status := team.Status.DeepCopy()
 	status.Namespace = team.Name
 	status.ObservedGeneration = team.Generation
 	status.MemberCount = int32(len(team.Spec.Access.Users) + len(team.Spec.Access.Groups))
-
-	var requeue time.Duration
-	nsReady, nsMsg, err := c.ensureNamespace(ctx, team)
+	steps.SetConditions(&status.Conditions, out.Conditions...)
 	if err != nil {
-		setCondition(status, team, conditionNamespaceReady, false, "Error", err.Error())
-		return 0, c.finish(ctx, team, status, err)
-	}
-	if !nsReady {
-		setCondition(status, team, conditionNamespaceReady, false, "Terminating", nsMsg)
-		requeue = 2 * time.Second
-	} else {
-		setCondition(status, team, conditionNamespaceReady, true, "Created", "namespace "+team.Name)
-	}
-
-	rbacOK := false
-	if nsReady {
-		if err := c.ensureRoleBindings(ctx, team); err != nil {
-			setCondition(status, team, conditionRBACReady, false, "Error", err.Error())
-			return 0, c.finish(ctx, team, status, err)
+		var stepErr *steps.StepError
+		if errors.As(err, &stepErr) {
+			setCondition(status, team, conditionOf(stepErr.Step), false, "Error", stepErr.Err.Error())
 		}
-		rbacOK = true
-		setCondition(status, team, conditionRBACReady, true, "Bound", fmt.Sprintf("%d member(s) bound", status.MemberCount))
-	} else {
-		setCondition(status, team, conditionRBACReady, false, "NamespaceNotReady", "waiting for the namespace")
-	}
-	if err := c.ensureTeamReader(ctx, team); err != nil {
-		setCondition(status, team, conditionRBACReady, false, "Error", err.Error())
 		return 0, c.finish(ctx, team, status, err)
 	}
-
 	if err := c.usage(team, status); err != nil {
 		return 0, err
 	}
-	if nsReady && rbacOK {
+	if out.First == "" {
 		status.Phase = v1alpha1.TeamPhaseReady
 		setCondition(status, team, conditionReady, true, "Ready", "namespace and RBAC are in place")
 	} else {
 		status.Phase = v1alpha1.TeamPhasePending
 		setCondition(status, team, conditionReady, false, "Pending", "namespace or RBAC not ready")
 	}
-	return requeue, c.finish(ctx, team, status, nil)
+	return s.recheckAfter, c.finish(ctx, team, status, nil)
 }
 
 // usage fills clusterCount, resourceUsage, quotaStatus and quotaMessage from the cache.
@@ -330,37 +313,6 @@ func setCondition(status *v1alpha1.TeamStatus, team *v1alpha1.Team, t string, ok
 	meta.SetStatusCondition(&status.Conditions, metav1.Condition{
 		Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: team.Generation,
 	})
-}
-
-// ensureNamespace creates the Team's namespace, or adopts an existing one by labelling it.
-// It reports false while the namespace is terminating.
-func (c *Controller) ensureNamespace(ctx context.Context, team *v1alpha1.Team) (bool, string, error) {
-	ns, err := c.namespaces.Get(team.Name)
-	if apierrors.IsNotFound(err) {
-		// The lister sees labelled namespaces only: the namespace may exist unlabelled.
-		ns, err = c.kube.CoreV1().Namespaces().Get(ctx, team.Name, metav1.GetOptions{})
-	}
-	switch {
-	case apierrors.IsNotFound(err):
-		_, err := c.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-			Name:        team.Name,
-			Labels:      map[string]string{TeamLabel: team.Name, ManagedByLabel: ManagedBy},
-			Annotations: map[string]string{CreatedNamespaceAnnotation: "true"},
-		}}, metav1.CreateOptions{})
-		if err == nil {
-			klog.FromContext(ctx).Info("Created the team namespace", "namespace", team.Name)
-		}
-		return err == nil, "", err
-	case err != nil:
-		return false, "", err
-	case ns.DeletionTimestamp != nil:
-		return false, fmt.Sprintf("namespace %s is terminating", ns.Name), nil
-	case ns.Labels[TeamLabel] != team.Name:
-		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, TeamLabel, team.Name)
-		_, err := c.kube.CoreV1().Namespaces().Patch(ctx, ns.Name, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{})
-		return err == nil, "", err
-	}
-	return true, "", nil
 }
 
 // desiredBindings returns the RoleBindings the Team's members should have, by name.
@@ -467,14 +419,13 @@ func (c *Controller) replaceBinding(ctx context.Context, got, want *rbacv1.RoleB
 	return err
 }
 
-// finalize cleans up after a deleted Team: its RoleBindings at once, then its namespace (if the
-// worker created it), then the finalizer. While the namespace still holds TenantClusters
-// (created in the moment the deletion check could not see) nothing is removed.
+// finalize cleans up after a deleted Team: its RoleBindings and reader role at once, then its
+// namespace (if the worker created it), then the finalizer. While the namespace still holds
+// TenantClusters (created in the moment the deletion check could not see) nothing is removed.
 func (c *Controller) finalize(ctx context.Context, team *v1alpha1.Team) (time.Duration, error) {
 	if !slices.Contains(team.Finalizers, TeamFinalizer) {
 		return 0, nil
 	}
-	logger := klog.FromContext(ctx)
 	status := team.Status.DeepCopy()
 	status.Phase = v1alpha1.TeamPhaseTerminating
 
@@ -497,30 +448,10 @@ func (c *Controller) finalize(ctx context.Context, team *v1alpha1.Team) (time.Du
 		return 0, err
 	}
 
-	// Members lose access now, even if the namespace takes a while to go.
-	bindings, err := c.kube.RbacV1().RoleBindings(team.Name).List(ctx,
-		metav1.ListOptions{LabelSelector: labels.Set{ManagedByLabel: ManagedBy, TeamLabel: team.Name}.String()})
-	if err != nil {
+	// Backwards through the plan: members lose access first, even if the namespace takes a while
+	// to go.
+	if left, err := c.plan.Cleanup(ctx, &state{team: team}); err != nil || left != "" {
 		return 0, err
-	}
-	for _, rb := range bindings.Items {
-		if err := c.kube.RbacV1().RoleBindings(team.Name).Delete(ctx, rb.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return 0, err
-		}
-	}
-	if err := c.deleteTeamReader(ctx, team.Name); err != nil {
-		return 0, err
-	}
-	ns, err := c.kube.CoreV1().Namespaces().Get(ctx, team.Name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-	case err != nil:
-		return 0, err
-	case ns.Annotations[CreatedNamespaceAnnotation] == "true" && ns.DeletionTimestamp == nil:
-		if err := c.kube.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return 0, err
-		}
-		logger.Info("Deleted the team namespace", "namespace", ns.Name)
 	}
 	finalizers := slices.DeleteFunc(slices.Clone(team.Finalizers), func(f string) bool { return f == TeamFinalizer })
 	return 0, c.updateFinalizers(ctx, team, finalizers)
