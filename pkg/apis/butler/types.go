@@ -249,6 +249,32 @@ type TenantClusterSpec struct {
 	// Hibernation stops the cluster while it is not used and wakes it again.
 	Hibernation *HibernationSpec `json:"hibernation,omitempty"`
 	RestoreFrom *RestoreSource   `json:"restoreFrom,omitempty"`
+	// Snapshots takes TenantClusterSnapshots of the cluster on schedules and keeps the newest.
+	Snapshots *SnapshotPolicy `json:"snapshots,omitempty"`
+}
+
+// SnapshotPolicy is when a cluster's snapshots are taken, how many are kept, and what happens
+// to them when the cluster is deleted.
+type SnapshotPolicy struct {
+	Schedules []SnapshotSchedule `json:"schedules,omitempty"`
+	// OnClusterDelete: Retain (default) keeps the scheduled snapshots, Delete deletes them.
+	OnClusterDelete SnapshotDeletionPolicy `json:"onClusterDelete,omitempty"`
+}
+
+// SnapshotDeletionPolicy says whether scheduled snapshots outlive their cluster.
+type SnapshotDeletionPolicy string
+
+const (
+	SnapshotsRetain SnapshotDeletionPolicy = "Retain"
+	SnapshotsDelete SnapshotDeletionPolicy = "Delete"
+)
+
+// SnapshotSchedule takes a snapshot at each of its cron times and keeps the newest Keep.
+type SnapshotSchedule struct {
+	Name     string `json:"name"`
+	Schedule string `json:"schedule"`
+	Location string `json:"location,omitempty"`
+	Keep     int32  `json:"keep"`
 }
 
 // HibernationSpec is when a tenant cluster sleeps: workers scaled to zero, the control plane
@@ -1104,6 +1130,16 @@ type RestoreStatus struct {
 // SnapshotStore is where TenantClusterSnapshots keep their data.
 type SnapshotStore struct {
 	Directory *DirectorySnapshotStore `json:"directory,omitempty"`
+	S3        *S3SnapshotStore        `json:"s3,omitempty"`
+}
+
+// S3SnapshotStore is a bucket of S3-compatible object storage; its credentials are in a Secret.
+type S3SnapshotStore struct {
+	Endpoint             string                    `json:"endpoint"`
+	Bucket               string                    `json:"bucket"`
+	Prefix               string                    `json:"prefix,omitempty"`
+	Region               string                    `json:"region,omitempty"`
+	CredentialsSecretRef NamespacedObjectReference `json:"credentialsSecretRef"`
 }
 
 // DirectorySnapshotStore is a directory snapshot store.
@@ -1117,6 +1153,8 @@ const (
 	ClusterLabel = "butler.butlerlabs.dev/tenant-cluster"
 	// SnapshotDataFinalizer holds a deleted TenantClusterSnapshot until its data is deleted.
 	SnapshotDataFinalizer = "butler.butlerlabs.dev/snapshot-data"
+	// SnapshotScheduleLabel names the schedule that took a snapshot.
+	SnapshotScheduleLabel = "butler.butlerlabs.dev/snapshot-schedule"
 	// RestorePhase values of RestoreStatus.Phase.
 	RestoreRunning   = "Running"
 	RestoreSucceeded = "Succeeded"

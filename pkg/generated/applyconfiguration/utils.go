@@ -162,8 +162,14 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &butlerv1alpha1.RestoreSourceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("RestoreStatus"):
 		return &butlerv1alpha1.RestoreStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("S3SnapshotStore"):
+		return &butlerv1alpha1.S3SnapshotStoreApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SecretKeyReference"):
 		return &butlerv1alpha1.SecretKeyReferenceApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SnapshotPolicy"):
+		return &butlerv1alpha1.SnapshotPolicyApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SnapshotSchedule"):
+		return &butlerv1alpha1.SnapshotScheduleApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SnapshotStore"):
 		return &butlerv1alpha1.SnapshotStoreApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("StorageAddon"):

@@ -107,7 +107,10 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.ResourceUsage{}.OpenAPIModelName():               schema_pkg_apis_butler_v1alpha1_ResourceUsage(ref),
 		v1alpha1.RestoreSource{}.OpenAPIModelName():               schema_pkg_apis_butler_v1alpha1_RestoreSource(ref),
 		v1alpha1.RestoreStatus{}.OpenAPIModelName():               schema_pkg_apis_butler_v1alpha1_RestoreStatus(ref),
+		v1alpha1.S3SnapshotStore{}.OpenAPIModelName():             schema_pkg_apis_butler_v1alpha1_S3SnapshotStore(ref),
 		v1alpha1.SecretKeyReference{}.OpenAPIModelName():          schema_pkg_apis_butler_v1alpha1_SecretKeyReference(ref),
+		v1alpha1.SnapshotPolicy{}.OpenAPIModelName():              schema_pkg_apis_butler_v1alpha1_SnapshotPolicy(ref),
+		v1alpha1.SnapshotSchedule{}.OpenAPIModelName():            schema_pkg_apis_butler_v1alpha1_SnapshotSchedule(ref),
 		v1alpha1.SnapshotStore{}.OpenAPIModelName():               schema_pkg_apis_butler_v1alpha1_SnapshotStore(ref),
 		v1alpha1.StorageAddon{}.OpenAPIModelName():                schema_pkg_apis_butler_v1alpha1_StorageAddon(ref),
 		v1alpha1.Team{}.OpenAPIModelName():                        schema_pkg_apis_butler_v1alpha1_Team(ref),
@@ -3562,6 +3565,59 @@ func schema_pkg_apis_butler_v1alpha1_RestoreStatus(ref common.ReferenceCallback)
 	}
 }
 
+func schema_pkg_apis_butler_v1alpha1_S3SnapshotStore(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "S3SnapshotStore is a bucket of S3-compatible object storage.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"endpoint": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Endpoint is the server's URL, https://host[:port] (http:// sends the data and the signed requests unencrypted: for a server on the same machine only).",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"bucket": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Bucket is an existing bucket.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"prefix": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Prefix goes before every object's name, such as \"butler/\".",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"region": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Region is the bucket's region; empty asks the server.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"credentialsSecretRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CredentialsSecretRef is a Secret in the management cluster with the keys accessKeyID and secretAccessKey. The keys are read when a snapshot is taken, restored or deleted, and never copied into any status.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.NamespacedObjectReference{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"endpoint", "bucket", "credentialsSecretRef"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.NamespacedObjectReference{}.OpenAPIModelName()},
+	}
+}
+
 func schema_pkg_apis_butler_v1alpha1_SecretKeyReference(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -3595,6 +3651,94 @@ func schema_pkg_apis_butler_v1alpha1_SecretKeyReference(ref common.ReferenceCall
 	}
 }
 
+func schema_pkg_apis_butler_v1alpha1_SnapshotPolicy(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SnapshotPolicy is when a cluster's snapshots are taken, how many are kept, and what happens to them when the cluster is deleted.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"schedules": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Schedules each take a snapshot at their cron times.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.SnapshotSchedule{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"onClusterDelete": {
+						SchemaProps: spec.SchemaProps{
+							Description: "OnClusterDelete is what deleting the cluster does to the snapshots its schedules took: Retain (the default) keeps them, Delete deletes them and their data. Snapshots created by hand are always kept.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.SnapshotSchedule{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_butler_v1alpha1_SnapshotSchedule(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SnapshotSchedule takes a snapshot at each of its cron times and keeps the newest ones.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name names the schedule (a DNS label). Its snapshots are named <cluster>-<name>-<YYYYMMDDhhmm>, the firing time in UTC, so one firing makes at most one.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"schedule": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Schedule is a cron expression: five fields or an @descriptor such as @daily.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"location": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Location is an IANA time zone such as Europe/Berlin; empty = UTC.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"keep": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Keep is how many of the schedule's snapshots to keep (at least 1): a snapshot is deleted, with its data, once Keep Ready snapshots of the schedule are newer than it.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+				Required: []string{"name", "schedule", "keep"},
+			},
+		},
+	}
+}
+
 func schema_pkg_apis_butler_v1alpha1_SnapshotStore(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -3608,11 +3752,17 @@ func schema_pkg_apis_butler_v1alpha1_SnapshotStore(ref common.ReferenceCallback)
 							Ref:         ref(v1alpha1.DirectorySnapshotStore{}.OpenAPIModelName()),
 						},
 					},
+					"s3": {
+						SchemaProps: spec.SchemaProps{
+							Description: "S3 keeps each snapshot as an object in a bucket of S3-compatible object storage.",
+							Ref:         ref(v1alpha1.S3SnapshotStore{}.OpenAPIModelName()),
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.DirectorySnapshotStore{}.OpenAPIModelName()},
+			v1alpha1.DirectorySnapshotStore{}.OpenAPIModelName(), v1alpha1.S3SnapshotStore{}.OpenAPIModelName()},
 	}
 }
 
@@ -4548,12 +4698,18 @@ func schema_pkg_apis_butler_v1alpha1_TenantClusterSpec(ref common.ReferenceCallb
 							Ref:         ref(v1alpha1.RestoreSource{}.OpenAPIModelName()),
 						},
 					},
+					"snapshots": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Snapshots takes TenantClusterSnapshots of the cluster on schedules and keeps the newest.",
+							Ref:         ref(v1alpha1.SnapshotPolicy{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"kubernetesVersion", "workers"},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.AddonsSpec{}.OpenAPIModelName(), v1alpha1.ControlPlaneSpec{}.OpenAPIModelName(), v1alpha1.HibernationSpec{}.OpenAPIModelName(), v1alpha1.LocalObjectReference{}.OpenAPIModelName(), v1alpha1.NamespacedObjectReference{}.OpenAPIModelName(), v1alpha1.NetworkingSpec{}.OpenAPIModelName(), v1alpha1.RestoreSource{}.OpenAPIModelName(), v1alpha1.WorkersSpec{}.OpenAPIModelName()},
+			v1alpha1.AddonsSpec{}.OpenAPIModelName(), v1alpha1.ControlPlaneSpec{}.OpenAPIModelName(), v1alpha1.HibernationSpec{}.OpenAPIModelName(), v1alpha1.LocalObjectReference{}.OpenAPIModelName(), v1alpha1.NamespacedObjectReference{}.OpenAPIModelName(), v1alpha1.NetworkingSpec{}.OpenAPIModelName(), v1alpha1.RestoreSource{}.OpenAPIModelName(), v1alpha1.SnapshotPolicy{}.OpenAPIModelName(), v1alpha1.WorkersSpec{}.OpenAPIModelName()},
 	}
 }
 

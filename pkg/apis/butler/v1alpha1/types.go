@@ -348,6 +348,47 @@ type TenantClusterSpec struct {
 	// with confirm, rolls the cluster back to it in place.
 	// +optional
 	RestoreFrom *RestoreSource `json:"restoreFrom,omitempty" protobuf:"bytes,9,opt,name=restoreFrom"`
+	// Snapshots takes TenantClusterSnapshots of the cluster on schedules and keeps the newest.
+	// +optional
+	Snapshots *SnapshotPolicy `json:"snapshots,omitempty" protobuf:"bytes,10,opt,name=snapshots"`
+}
+
+// SnapshotPolicy is when a cluster's snapshots are taken, how many are kept, and what happens
+// to them when the cluster is deleted.
+type SnapshotPolicy struct {
+	// Schedules each take a snapshot at their cron times.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Schedules []SnapshotSchedule `json:"schedules,omitempty" protobuf:"bytes,1,rep,name=schedules"`
+	// OnClusterDelete is what deleting the cluster does to the snapshots its schedules took:
+	// Retain (the default) keeps them, Delete deletes them and their data. Snapshots created by
+	// hand are always kept.
+	// +optional
+	OnClusterDelete SnapshotDeletionPolicy `json:"onClusterDelete,omitempty" protobuf:"bytes,2,opt,name=onClusterDelete,casttype=SnapshotDeletionPolicy"`
+}
+
+// SnapshotDeletionPolicy says whether scheduled snapshots outlive their cluster.
+type SnapshotDeletionPolicy string
+
+const (
+	SnapshotsRetain SnapshotDeletionPolicy = "Retain"
+	SnapshotsDelete SnapshotDeletionPolicy = "Delete"
+)
+
+// SnapshotSchedule takes a snapshot at each of its cron times and keeps the newest ones.
+type SnapshotSchedule struct {
+	// Name names the schedule (a DNS label). Its snapshots are named
+	// <cluster>-<name>-<YYYYMMDDhhmm>, the firing time in UTC, so one firing makes at most one.
+	Name string `json:"name" protobuf:"bytes,1,opt,name=name"`
+	// Schedule is a cron expression: five fields or an @descriptor such as @daily.
+	Schedule string `json:"schedule" protobuf:"bytes,2,opt,name=schedule"`
+	// Location is an IANA time zone such as Europe/Berlin; empty = UTC.
+	// +optional
+	Location string `json:"location,omitempty" protobuf:"bytes,3,opt,name=location"`
+	// Keep is how many of the schedule's snapshots to keep (at least 1): a snapshot is deleted,
+	// with its data, once Keep Ready snapshots of the schedule are newer than it.
+	Keep int32 `json:"keep" protobuf:"varint,4,opt,name=keep"`
 }
 
 // HibernationSpec is when a tenant cluster sleeps: workers scaled to zero, the control plane
@@ -1516,6 +1557,28 @@ type SnapshotStore struct {
 	// provider that takes it. Without a snapshotStore, the provider's own directory is used.
 	// +optional
 	Directory *DirectorySnapshotStore `json:"directory,omitempty" protobuf:"bytes,1,opt,name=directory"`
+	// S3 keeps each snapshot as an object in a bucket of S3-compatible object storage.
+	// +optional
+	S3 *S3SnapshotStore `json:"s3,omitempty" protobuf:"bytes,2,opt,name=s3"`
+}
+
+// S3SnapshotStore is a bucket of S3-compatible object storage.
+type S3SnapshotStore struct {
+	// Endpoint is the server's URL, https://host[:port] (http:// sends the data and the signed
+	// requests unencrypted: for a server on the same machine only).
+	Endpoint string `json:"endpoint" protobuf:"bytes,1,opt,name=endpoint"`
+	// Bucket is an existing bucket.
+	Bucket string `json:"bucket" protobuf:"bytes,2,opt,name=bucket"`
+	// Prefix goes before every object's name, such as "butler/".
+	// +optional
+	Prefix string `json:"prefix,omitempty" protobuf:"bytes,3,opt,name=prefix"`
+	// Region is the bucket's region; empty asks the server.
+	// +optional
+	Region string `json:"region,omitempty" protobuf:"bytes,4,opt,name=region"`
+	// CredentialsSecretRef is a Secret in the management cluster with the keys accessKeyID and
+	// secretAccessKey. The keys are read when a snapshot is taken, restored or deleted, and
+	// never copied into any status.
+	CredentialsSecretRef NamespacedObjectReference `json:"credentialsSecretRef" protobuf:"bytes,5,opt,name=credentialsSecretRef"`
 }
 
 // DirectorySnapshotStore is a directory snapshot store.
@@ -1530,6 +1593,12 @@ const (
 	SnapshotClusterLabel = "butler.butlerlabs.dev/tenant-cluster"
 	// SnapshotDataFinalizer holds a deleted TenantClusterSnapshot until its data is deleted.
 	SnapshotDataFinalizer = "butler.butlerlabs.dev/snapshot-data"
+	// SnapshotScheduleLabel on a TenantClusterSnapshot names the schedule of its cluster's
+	// spec.snapshots that took it; retention and onClusterDelete act on these only.
+	SnapshotScheduleLabel = "butler.butlerlabs.dev/snapshot-schedule"
+	// SnapshotSchedulesAnnotation on a TenantCluster records, per schedule, the last firing
+	// handled (JSON: name to RFC 3339 time), so that a restarted worker takes none twice.
+	SnapshotSchedulesAnnotation = "butler.butlerlabs.dev/snapshot-schedules"
 
 	// RestoreFromAnnotation on a cluster's control plane object (StewardControlPlane, and from
 	// it the TenantControlPlane) names the snapshot its spec.restoreFrom names: a provider that

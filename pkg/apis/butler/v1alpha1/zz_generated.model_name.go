@@ -387,8 +387,23 @@ func (in RestoreStatus) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in S3SnapshotStore) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.S3SnapshotStore"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in SecretKeyReference) OpenAPIModelName() string {
 	return "dev.butlerlabs.butler.v1alpha1.SecretKeyReference"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SnapshotPolicy) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.SnapshotPolicy"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SnapshotSchedule) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.SnapshotSchedule"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

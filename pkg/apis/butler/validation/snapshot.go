@@ -2,14 +2,19 @@ package validation
 
 import (
 	"fmt"
+	"net/url"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strings"
 
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/util/sets"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
+	"github.com/butlerdotdev/butler-apiserver/pkg/hibernation"
 )
 
 var (
@@ -120,8 +125,13 @@ func validateSnapshotStore(s *butler.SnapshotStore, fldPath *field.Path) field.E
 	if s == nil {
 		return nil
 	}
-	if s.Directory == nil {
-		return field.ErrorList{field.Required(fldPath.Child("directory"), "the snapshot store's kind: directory")}
+	switch {
+	case s.Directory == nil && s.S3 == nil:
+		return field.ErrorList{field.Required(fldPath, "the snapshot store's kind: directory or s3")}
+	case s.Directory != nil && s.S3 != nil:
+		return field.ErrorList{field.Forbidden(fldPath.Child("s3"), "a snapshot store is a directory or s3, not both")}
+	case s.S3 != nil:
+		return validateS3Store(s.S3, fldPath.Child("s3"))
 	}
 	p := fldPath.Child("directory", "path")
 	switch {
@@ -131,4 +141,76 @@ func validateSnapshotStore(s *butler.SnapshotStore, fldPath *field.Path) field.E
 		return field.ErrorList{field.Invalid(p, s.Directory.Path, "must be an absolute, clean path")}
 	}
 	return nil
+}
+
+var (
+	s3Schemes    = sets.New("http", "https")
+	bucketFormat = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
+)
+
+func validateS3Store(s *butler.S3SnapshotStore, fldPath *field.Path) field.ErrorList {
+	allErrs := validateURL(s.Endpoint, s3Schemes, fldPath.Child("endpoint"))
+	if u, err := url.Parse(s.Endpoint); len(allErrs) == 0 && err == nil {
+		switch {
+		case u.User != nil:
+			// Credentials belong in the Secret: an endpoint is shown in status and logs.
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("endpoint"), "<redacted>", "must not hold credentials: name a Secret in credentialsSecretRef"))
+		case strings.Trim(u.Path, "/") != "" || u.RawQuery != "" || u.Fragment != "":
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("endpoint"), s.Endpoint, "must be scheme://host[:port] only: the bucket goes in bucket, a path in prefix"))
+		}
+	}
+	if s.Bucket == "" {
+		allErrs = append(allErrs, field.Required(fldPath.Child("bucket"), ""))
+	} else if !bucketFormat.MatchString(s.Bucket) || strings.Contains(s.Bucket, "..") {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("bucket"), s.Bucket, "must be an S3 bucket name: 3-63 lowercase letters, digits, dots and hyphens, starting and ending with a letter or digit"))
+	}
+	if p := s.Prefix; p != "" && (strings.HasPrefix(p, "/") || slices.Contains(strings.Split(p, "/"), "..") || len(p) > 512) {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("prefix"), p, "must be a relative object key prefix of at most 512 characters, without .. segments"))
+	}
+	ref := fldPath.Child("credentialsSecretRef")
+	allErrs = append(allErrs, validateDNSSubdomain(s.CredentialsSecretRef.Name, ref.Child("name"))...)
+	allErrs = append(allErrs, validateDNSLabel(s.CredentialsSecretRef.Namespace, ref.Child("namespace"))...)
+	return allErrs
+}
+
+var (
+	snapshotDeletionPolicies = sets.New(butler.SnapshotsRetain, butler.SnapshotsDelete)
+	// scheduledNameSuffix is what a scheduled snapshot's name adds to the cluster's and the
+	// schedule's: "-" and the firing time as YYYYMMDDhhmm.
+	scheduledNameSuffix = len("-202601021504")
+)
+
+const maxSnapshotKeep = 1000
+
+// validateSnapshotPolicy checks spec.snapshots of the cluster named cluster: every schedule's
+// snapshots must be nameable (<cluster>-<schedule>-<time>, a DNS subdomain).
+func validateSnapshotPolicy(cluster string, p *butler.SnapshotPolicy, fldPath *field.Path) field.ErrorList {
+	if p == nil {
+		return nil
+	}
+	allErrs := validateOptionalEnum(p.OnClusterDelete, snapshotDeletionPolicies, fldPath.Child("onClusterDelete"))
+	seen := sets.New[string]()
+	for i, s := range p.Schedules {
+		path := fldPath.Child("schedules").Index(i)
+		if errs := validateDNSLabel(s.Name, path.Child("name")); len(errs) > 0 {
+			allErrs = append(allErrs, errs...)
+		} else if seen.Has(s.Name) {
+			allErrs = append(allErrs, field.Duplicate(path.Child("name"), s.Name))
+		} else if n := len(cluster) + 1 + len(s.Name) + scheduledNameSuffix; n > utilvalidation.DNS1123SubdomainMaxLength {
+			allErrs = append(allErrs, field.TooLong(path.Child("name"), s.Name, utilvalidation.DNS1123SubdomainMaxLength-len(cluster)-1-scheduledNameSuffix))
+		}
+		seen.Insert(s.Name)
+		if s.Schedule == "" {
+			allErrs = append(allErrs, field.Required(path.Child("schedule"), "a cron expression such as \"0 2 * * *\" or @daily"))
+		} else if _, err := hibernation.ParseCron(s.Schedule); err != nil {
+			allErrs = append(allErrs, field.Invalid(path.Child("schedule"), s.Schedule, "not a cron expression: "+err.Error()))
+		}
+		if _, err := hibernation.ParseLocation(s.Location); err != nil {
+			allErrs = append(allErrs, field.Invalid(path.Child("location"), s.Location, "not a time zone: "+err.Error()))
+		}
+		if s.Keep < 1 || s.Keep > maxSnapshotKeep {
+			allErrs = append(allErrs, field.Invalid(path.Child("keep"), s.Keep, fmt.Sprintf("must be between 1 and %d", maxSnapshotKeep)))
+		}
+	}
+	return allErrs
 }

@@ -99,6 +99,77 @@ func TestValidateSnapshotStore(t *testing.T) {
 		return &butler.ButlerConfig{ObjectMeta: metav1.ObjectMeta{Name: "butler"}, Spec: butler.ButlerConfigSpec{SnapshotStore: s}}
 	}
 	expectErrors(t, ValidateButlerConfig(bc(&butler.SnapshotStore{Directory: &butler.DirectorySnapshotStore{Path: "/var/lib/butler/snapshots"}})))
-	expectErrors(t, ValidateButlerConfig(bc(&butler.SnapshotStore{})), required("spec.snapshotStore.directory"))
+	expectErrors(t, ValidateButlerConfig(bc(&butler.SnapshotStore{})), required("spec.snapshotStore"))
 	expectErrors(t, ValidateButlerConfig(bc(&butler.SnapshotStore{Directory: &butler.DirectorySnapshotStore{Path: "snapshots/../x"}})), invalid("spec.snapshotStore.directory.path"))
+}
+
+func TestValidateS3SnapshotStore(t *testing.T) {
+	bc := func(mutate func(*butler.S3SnapshotStore)) *butler.ButlerConfig {
+		s3 := &butler.S3SnapshotStore{Endpoint: "https://s3.example.com", Bucket: "snapshots", Prefix: "butler/",
+			CredentialsSecretRef: butler.NamespacedObjectReference{Name: "s3-credentials", Namespace: "butler-system"}}
+		mutate(s3)
+		return &butler.ButlerConfig{ObjectMeta: metav1.ObjectMeta{Name: "butler"}, Spec: butler.ButlerConfigSpec{SnapshotStore: &butler.SnapshotStore{S3: s3}}}
+	}
+	p := "spec.snapshotStore.s3."
+	for _, c := range []struct {
+		name   string
+		mutate func(*butler.S3SnapshotStore)
+		want   []fieldErr
+	}{
+		{"valid", func(*butler.S3SnapshotStore) {}, nil},
+		{"loopback http", func(s *butler.S3SnapshotStore) { s.Endpoint = "http://127.0.0.1:8333" }, nil},
+		{"no endpoint", func(s *butler.S3SnapshotStore) { s.Endpoint = "" }, []fieldErr{required(p + "endpoint")}},
+		{"ftp", func(s *butler.S3SnapshotStore) { s.Endpoint = "ftp://s3.example.com" }, []fieldErr{invalid(p + "endpoint")}},
+		{"keys in the URL", func(s *butler.S3SnapshotStore) { s.Endpoint = "https://AKIA:secret@s3.example.com" }, []fieldErr{invalid(p + "endpoint")}},
+		{"a path", func(s *butler.S3SnapshotStore) { s.Endpoint = "https://s3.example.com/snapshots" }, []fieldErr{invalid(p + "endpoint")}},
+		{"bucket", func(s *butler.S3SnapshotStore) { s.Bucket = "Snap_Shots" }, []fieldErr{invalid(p + "bucket")}},
+		{"no bucket", func(s *butler.S3SnapshotStore) { s.Bucket = "" }, []fieldErr{required(p + "bucket")}},
+		{"prefix climbs", func(s *butler.S3SnapshotStore) { s.Prefix = "a/../../b" }, []fieldErr{invalid(p + "prefix")}},
+		{"no secret", func(s *butler.S3SnapshotStore) { s.CredentialsSecretRef = butler.NamespacedObjectReference{} },
+			[]fieldErr{required(p + "credentialsSecretRef.name"), required(p + "credentialsSecretRef.namespace")}},
+	} {
+		t.Run(c.name, func(t *testing.T) { expectErrors(t, ValidateButlerConfig(bc(c.mutate)), c.want...) })
+	}
+	both := bc(func(*butler.S3SnapshotStore) {})
+	both.Spec.SnapshotStore.Directory = &butler.DirectorySnapshotStore{Path: "/snapshots"}
+	expectErrors(t, ValidateButlerConfig(both), forbidden("spec.snapshotStore.s3"))
+}
+
+func TestValidateSnapshotPolicy(t *testing.T) {
+	withPolicy := func(name string, p *butler.SnapshotPolicy) *butler.TenantCluster {
+		tc := validTenantCluster()
+		tc.Name = name
+		tc.Spec.Snapshots = p
+		return tc
+	}
+	nightly := butler.SnapshotSchedule{Name: "nightly", Schedule: "0 2 * * *", Location: "Europe/Berlin", Keep: 7}
+	s0 := "spec.snapshots.schedules[0]."
+	for _, c := range []struct {
+		name    string
+		cluster string
+		policy  butler.SnapshotPolicy
+		want    []fieldErr
+	}{
+		{"valid", "prod", butler.SnapshotPolicy{Schedules: []butler.SnapshotSchedule{nightly,
+			{Name: "hourly", Schedule: "@hourly", Keep: 24}}, OnClusterDelete: butler.SnapshotsDelete}, nil},
+		{"every field wrong", "prod", butler.SnapshotPolicy{Schedules: []butler.SnapshotSchedule{
+			{Name: "Nightly", Schedule: "0 25 * * *", Location: "Mars/Olympus", Keep: 0}}, OnClusterDelete: "Keep"},
+			[]fieldErr{invalid(s0 + "name"), invalid(s0 + "schedule"), invalid(s0 + "location"), invalid(s0 + "keep"), notSupp("spec.snapshots.onClusterDelete")}},
+		{"missing", "prod", butler.SnapshotPolicy{Schedules: []butler.SnapshotSchedule{{Keep: 1}}},
+			[]fieldErr{required(s0 + "name"), required(s0 + "schedule")}},
+		{"time zone in the expression", "prod", butler.SnapshotPolicy{Schedules: []butler.SnapshotSchedule{
+			{Name: "n", Schedule: "CRON_TZ=UTC 0 2 * * *", Keep: 1}}}, []fieldErr{invalid(s0 + "schedule")}},
+		{"keep too many", "prod", butler.SnapshotPolicy{Schedules: []butler.SnapshotSchedule{{Name: "n", Schedule: "@daily", Keep: 1001}}},
+			[]fieldErr{invalid(s0 + "keep")}},
+		{"duplicate", "prod", butler.SnapshotPolicy{Schedules: []butler.SnapshotSchedule{nightly, nightly}},
+			[]fieldErr{dup("spec.snapshots.schedules[1].name")}},
+		{"snapshot names too long", strings.Repeat("a", 200), butler.SnapshotPolicy{Schedules: []butler.SnapshotSchedule{
+			{Name: strings.Repeat("b", 50), Schedule: "@daily", Keep: 1}}}, []fieldErr{tooLong(s0 + "name")}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			expectErrors(t, ValidateTenantCluster(withPolicy(c.cluster, &c.policy)), c.want...)
+			old := withPolicy(c.cluster, nil)
+			expectErrors(t, ValidateTenantClusterUpdate(withPolicy(c.cluster, &c.policy), old), c.want...)
+		})
+	}
 }

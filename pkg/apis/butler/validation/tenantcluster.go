@@ -41,6 +41,7 @@ var (
 func ValidateTenantCluster(obj *butler.TenantCluster) field.ErrorList {
 	allErrs := apimachineryvalidation.ValidateObjectMeta(&obj.ObjectMeta, true, apimachineryvalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
 	allErrs = append(allErrs, validateTenantClusterSpec(&obj.Spec, field.NewPath("spec"))...)
+	allErrs = append(allErrs, validateSnapshotPolicy(obj.Name, obj.Spec.Snapshots, field.NewPath("spec", "snapshots"))...)
 	allErrs = append(allErrs, validateOperation(obj.Annotations, nil)...)
 	return allErrs
 }
@@ -85,6 +86,7 @@ func ValidateTenantClusterUpdate(obj, old *butler.TenantCluster) field.ErrorList
 	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(&obj.ObjectMeta, &old.ObjectMeta, field.NewPath("metadata"))
 	specPath := field.NewPath("spec")
 	allErrs = append(allErrs, validateTenantClusterSpec(&obj.Spec, specPath)...)
+	allErrs = append(allErrs, validateSnapshotPolicy(obj.Name, obj.Spec.Snapshots, specPath.Child("snapshots"))...)
 
 	spec, oldSpec := &obj.Spec, &old.Spec
 	allErrs = append(allErrs, apimachineryvalidation.ValidateImmutableField(spec.ControlPlane.Type, oldSpec.ControlPlane.Type, specPath.Child("controlPlane", "type"))...)

@@ -26,6 +26,8 @@ type SnapshotStoreApplyConfiguration struct {
 	// Directory keeps each snapshot as a file under path, on the machine of the control plane
 	// provider that takes it. Without a snapshotStore, the provider's own directory is used.
 	Directory *DirectorySnapshotStoreApplyConfiguration `json:"directory,omitempty"`
+	// S3 keeps each snapshot as an object in a bucket of S3-compatible object storage.
+	S3 *S3SnapshotStoreApplyConfiguration `json:"s3,omitempty"`
 }
 
 // SnapshotStoreApplyConfiguration constructs a declarative configuration of the SnapshotStore type for use with
@@ -39,5 +41,13 @@ func SnapshotStore() *SnapshotStoreApplyConfiguration {
 // If called multiple times, the Directory field is set to the value of the last call.
 func (b *SnapshotStoreApplyConfiguration) WithDirectory(value *DirectorySnapshotStoreApplyConfiguration) *SnapshotStoreApplyConfiguration {
 	b.Directory = value
+	return b
+}
+
+// WithS3 sets the S3 field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the S3 field is set to the value of the last call.
+func (b *SnapshotStoreApplyConfiguration) WithS3(value *S3SnapshotStoreApplyConfiguration) *SnapshotStoreApplyConfiguration {
+	b.S3 = value
 	return b
 }

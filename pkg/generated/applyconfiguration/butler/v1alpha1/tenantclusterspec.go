@@ -38,6 +38,8 @@ type TenantClusterSpecApplyConfiguration struct {
 	// identity: CA, service-account keys, endpoint, workers), or, set on an existing cluster
 	// with confirm, rolls the cluster back to it in place.
 	RestoreFrom *RestoreSourceApplyConfiguration `json:"restoreFrom,omitempty"`
+	// Snapshots takes TenantClusterSnapshots of the cluster on schedules and keeps the newest.
+	Snapshots *SnapshotPolicyApplyConfiguration `json:"snapshots,omitempty"`
 }
 
 // TenantClusterSpecApplyConfiguration constructs a declarative configuration of the TenantClusterSpec type for use with
@@ -115,5 +117,13 @@ func (b *TenantClusterSpecApplyConfiguration) WithHibernation(value *Hibernation
 // If called multiple times, the RestoreFrom field is set to the value of the last call.
 func (b *TenantClusterSpecApplyConfiguration) WithRestoreFrom(value *RestoreSourceApplyConfiguration) *TenantClusterSpecApplyConfiguration {
 	b.RestoreFrom = value
+	return b
+}
+
+// WithSnapshots sets the Snapshots field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Snapshots field is set to the value of the last call.
+func (b *TenantClusterSpecApplyConfiguration) WithSnapshots(value *SnapshotPolicyApplyConfiguration) *TenantClusterSpecApplyConfiguration {
+	b.Snapshots = value
 	return b
 }
