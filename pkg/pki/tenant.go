@@ -47,6 +47,24 @@ type Tenant struct {
 	APIServer, APIServerKubeletClient, FrontProxyClient *KeyPair
 	Admin, SuperAdmin, ControllerManager, Scheduler     *KeyPair
 	ServiceAccount                                      *ServiceAccountKey
+	// PreviousCA is the CA a rotation replaces, kept until it completes (nil otherwise); Trust
+	// is what clients and kube-apiserver trust meanwhile: CA and PreviousCA (CABundle), else CA.
+	PreviousCA *KeyPair
+	Trust      []byte
+}
+
+// Rotating says whether a rotation of the CA is under way: its first phase is done, and both
+// CAs are trusted.
+func (t *Tenant) Rotating() bool { return t.PreviousCA != nil }
+
+// servingCA signs kube-apiserver's serving certificate: the previous CA while a rotation is
+// under way, so that a client that trusts only the previous CA still verifies the server
+// (Gardener does the same); the CA once it completes.
+func (t *Tenant) servingCA() *KeyPair {
+	if t.PreviousCA != nil {
+		return t.PreviousCA
+	}
+	return t.CA
 }
 
 // File names in a tenant's PKI directory (kubeadm's, without its pki/ subdirectories).
@@ -69,7 +87,7 @@ func (o TenantOptions) leaves() []leaf {
 	ca := func(t *Tenant) *KeyPair { return t.CA }
 	fp := func(t *Tenant) *KeyPair { return t.FrontProxyCA }
 	return []leaf{
-		{"apiserver", ca, func(t *Tenant) **KeyPair { return &t.APIServer }, o.servingRequest()},
+		{"apiserver", (*Tenant).servingCA, func(t *Tenant) **KeyPair { return &t.APIServer }, o.servingRequest()},
 		{"apiserver-kubelet-client", ca, func(t *Tenant) **KeyPair { return &t.APIServerKubeletClient },
 			Request{CommonName: KubeletClient, Organizations: []string{AdminsGroup}, Usage: ClientAuth}},
 		{"front-proxy-client", fp, func(t *Tenant) **KeyPair { return &t.FrontProxyClient },
@@ -119,12 +137,28 @@ func (o TenantOptions) servingRequest() Request {
 // by its CA (ca differs from the one in dir), expires within a day, or (the serving
 // certificate) lacks a name it must have. The front-proxy CA and the service-account key are
 // kept once made: a new service-account key would invalidate every token the tenant issued.
-// changed says whether any file was written.
+// While a rotation is under way (StartRotation kept a previous CA in dir), the serving
+// certificate stays signed by the previous CA and CABundle holds both. changed says whether any
+// file was written.
 func EnsureTenant(dir string, ca *KeyPair, opts TenantOptions) (t *Tenant, changed bool, err error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, false, err
 	}
-	t = &Tenant{CA: ca}
+	t = &Tenant{CA: ca, Trust: ca.CertPEM}
+	if t.PreviousCA, err = previousCA(dir); err != nil {
+		return nil, false, err
+	}
+	if t.PreviousCA != nil {
+		if t.Trust, err = Bundle(ca.CertPEM, t.PreviousCA.CertPEM); err != nil {
+			return nil, false, err
+		}
+		if old, err := os.ReadFile(filepath.Join(dir, CABundle)); err != nil || !bytes.Equal(old, t.Trust) {
+			if err := writeFile(filepath.Join(dir, CABundle), t.Trust, 0o644); err != nil {
+				return nil, false, err
+			}
+			changed = true
+		}
+	}
 	if old, err := readPair(dir, CACert, CAKey); err != nil || !bytes.Equal(old.CertPEM, ca.CertPEM) {
 		if err := writePair(dir, CACert, CAKey, ca); err != nil {
 			return nil, false, err
@@ -144,10 +178,7 @@ func EnsureTenant(dir string, ca *KeyPair, opts TenantOptions) (t *Tenant, chang
 		if t.ServiceAccount, err = NewServiceAccountKey(); err != nil {
 			return nil, false, err
 		}
-		if err := writeFile(filepath.Join(dir, ServiceAccountPrivate), t.ServiceAccount.PrivatePEM, 0o600); err != nil {
-			return nil, false, err
-		}
-		if err := writeFile(filepath.Join(dir, ServiceAccountPublic), t.ServiceAccount.PublicPEM, 0o644); err != nil {
+		if err := writeServiceAccountKey(dir, t.ServiceAccount); err != nil {
 			return nil, false, err
 		}
 		changed = true
@@ -231,6 +262,13 @@ func writePair(dir, certName, keyName string, kp *KeyPair) error {
 		return err
 	}
 	return writeFile(filepath.Join(dir, certName), kp.CertPEM, 0o644)
+}
+
+func writeServiceAccountKey(dir string, sa *ServiceAccountKey) error {
+	if err := writeFile(filepath.Join(dir, ServiceAccountPrivate), sa.PrivatePEM, 0o600); err != nil {
+		return err
+	}
+	return writeFile(filepath.Join(dir, ServiceAccountPublic), sa.PublicPEM, 0o644)
 }
 
 func readServiceAccountKey(dir string) (*ServiceAccountKey, error) {

@@ -201,6 +201,7 @@ func (c *Controller) hostedReady(ctx context.Context, s *state, cp *unstructured
 		return steps.Waiting("WaitingForTenantControlPlane", "waiting for the %s provider to create TenantControlPlane %s/%s",
 			cp.GetKind(), s.namespace, s.tc.Name), nil
 	}
+	s.rotated = tcp.GetAnnotations()[external.CredentialsRotatedAnnotation]
 	version, _, _ := unstructured.NestedString(tcp.Object, "status", "kubernetesResources", "version", "version")
 	state, _, _ := unstructured.NestedString(tcp.Object, "status", "kubernetesResources", "version", "status")
 	endpoint, _, _ := unstructured.NestedString(tcp.Object, "status", "controlPlaneEndpoint")

@@ -241,6 +241,9 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 	if wrote, err := c.applySchedules(ctx, tc); wrote || err != nil {
 		return err
 	}
+	if wrote, err := c.takeOperation(ctx, tc); wrote || err != nil {
+		return err
+	}
 	if hibernation.Wanted(tc) {
 		return c.reconcileAsleep(ctx, tc)
 	}

@@ -23,12 +23,14 @@ const (
 // ensureCredentials reads when the tenant's certificates expire, for the status: the cluster CA
 // (Secret <cluster>-ca, Cluster API's name) and the admin kubeconfig's client certificate, from
 // the tenant namespace's Secrets watch (its certificates are cached; private keys are not). A
-// Secret a provider does not make is left out; it never holds the cluster back.
+// Secret a provider does not make is left out; it never holds the cluster back. A rotation under
+// way holds it until the provider has moved the tenant over (followRotation).
 func (c *Controller) ensureCredentials(ctx context.Context, s *state) (steps.Result, error) {
 	if s.kubeconfigSecret == "" {
 		return steps.Waiting("WaitingForKubeconfig", "waiting for the control plane's admin kubeconfig"), nil
 	}
 	var expiry []v1alpha1.CredentialExpiry
+	var caPEM []byte
 	for _, cred := range []struct {
 		name, secret string
 		keys         []string
@@ -44,12 +46,15 @@ func (c *Controller) ensureCredentials(ctx context.Context, s *state) (steps.Res
 		if err != nil {
 			return steps.Result{}, err
 		}
+		if cred.name == credentialCA {
+			caPEM = firstOf(secret.Data, cred.keys...)
+		}
 		if t, err := cred.notAfter(firstOf(secret.Data, cred.keys...)); err == nil {
 			expiry = append(expiry, v1alpha1.CredentialExpiry{Name: cred.name, NotAfter: metav1.NewTime(t)})
 		}
 	}
 	s.credentials = expiry
-	return steps.Ready("CredentialsRead", "the tenant's certificates are read"), nil
+	return c.followRotation(ctx, s, caPEM)
 }
 
 // secretOf is a Secret of a tenant namespace, from the watch, else from the API server.

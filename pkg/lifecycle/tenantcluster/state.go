@@ -24,6 +24,10 @@ type state struct {
 	allocationRefs   []v1alpha1.LocalObjectReference
 	networkChecked   bool
 	credentials      []v1alpha1.CredentialExpiry
+	// rotated is the provider's answer to a rotation (external.CredentialsRotatedAnnotation);
+	// rotation the rotation moved on by it, nil when it stays as stored.
+	rotated  string
+	rotation *v1alpha1.CredentialsRotation
 	// recheckAfter, when set, brings the cluster back after it: a step waits for what no watch
 	// announces.
 	recheckAfter time.Duration

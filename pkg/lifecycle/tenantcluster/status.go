@@ -31,6 +31,12 @@ func (c *Controller) status(tc *v1alpha1.TenantCluster, s *state, out steps.Outc
 		}
 		st.Credentials.Expiry = s.credentials
 	}
+	if s.rotation != nil {
+		if st.Credentials == nil {
+			st.Credentials = &v1alpha1.TenantCredentialsStatus{}
+		}
+		st.Credentials.Rotation = s.rotation
+	}
 	if s.networkChecked {
 		st.IPAllocationRefs = s.allocationRefs
 	}

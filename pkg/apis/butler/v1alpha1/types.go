@@ -712,6 +712,17 @@ type CredentialExpiry struct {
 	NotAfter metav1.Time `json:"notAfter" protobuf:"bytes,2,opt,name=notAfter"`
 }
 
+// OperationAnnotation on a TenantCluster asks for a one-off operation (Gardener's
+// gardener.cloud/operation); the worker removes it once it has taken it.
+const (
+	OperationAnnotation = "butler.butlerlabs.dev/operation"
+	// OperationRotateCredentialsStart starts a rotation of the tenant CA and the service-account
+	// key: new ones are made and trusted beside the old, and everything is moved over to them.
+	OperationRotateCredentialsStart = "rotate-credentials-start"
+	// OperationRotateCredentialsComplete completes it: the old CA and key are no longer trusted.
+	OperationRotateCredentialsComplete = "rotate-credentials-complete"
+)
+
 // CredentialsRotationPhase is where a two-phase rotation stands (Gardener's phases).
 type CredentialsRotationPhase string
 

@@ -89,7 +89,7 @@ func stewardControlPlane(in component.Input) (*unstructured.Unstructured, error)
 		spec.Network.Gateway = &steward.GatewayComponent{Hostname: exp.hostname,
 			ParentRefs: []steward.ParentReference{{Name: exp.gateway.Name, Namespace: exp.gateway.Namespace}}}
 	}
-	return withRestore(in)(withHibernation(in)(component.FromSpec(in, external.StewardControlPlaneGVK, component.Name(in), &spec)))
+	return withRotation(in)(withRestore(in)(withHibernation(in)(component.FromSpec(in, external.StewardControlPlaneGVK, component.Name(in), &spec))))
 }
 
 func kamajiControlPlane(in component.Input) (*unstructured.Unstructured, error) {
@@ -114,7 +114,7 @@ func kamajiControlPlane(in component.Input) (*unstructured.Unstructured, error) 
 		}
 		spec.Network.Gateway = &kamaji.GatewayComponent{Hostname: exp.hostname, Name: exp.gateway.Name, Namespace: exp.gateway.Namespace}
 	}
-	return withHibernation(in)(component.FromSpec(in, external.KamajiControlPlaneGVK, component.Name(in), &spec))
+	return withRotation(in)(withHibernation(in)(component.FromSpec(in, external.KamajiControlPlaneGVK, component.Name(in), &spec)))
 }
 
 // withHibernation annotates a hosted control plane object with what spec.hibernation asks of
@@ -147,6 +147,30 @@ func withRestore(in component.Input) func(*unstructured.Unstructured, error) (*u
 			a = map[string]string{}
 		}
 		a[v1alpha1.RestoreFromAnnotation] = in.Cluster.Spec.RestoreFrom.Name
+		u.SetAnnotations(a)
+		return u, nil
+	}
+}
+
+// withRotation asks the provider for the phase of a rotation of the tenant CA and the
+// service-account key that status.credentials.rotation is in (external.CredentialsRotationAnnotation):
+// Preparing until it completes, then Completing. It stays once the rotation is Completed, so
+// that the provider, which has answered, does nothing more.
+func withRotation(in component.Input) func(*unstructured.Unstructured, error) (*unstructured.Unstructured, error) {
+	return func(u *unstructured.Unstructured, err error) (*unstructured.Unstructured, error) {
+		c := in.Cluster.Status.Credentials
+		if err != nil || c == nil || c.Rotation == nil || c.Rotation.LastInitiationTime == nil {
+			return u, err
+		}
+		phase := v1alpha1.RotationPreparing
+		if p := c.Rotation.Phase; p == v1alpha1.RotationCompleting || p == v1alpha1.RotationCompleted {
+			phase = v1alpha1.RotationCompleting
+		}
+		a := u.GetAnnotations()
+		if a == nil {
+			a = map[string]string{}
+		}
+		a[external.CredentialsRotationAnnotation] = external.RotationValue(string(phase), c.Rotation.LastInitiationTime.Time)
 		u.SetAnnotations(a)
 		return u, nil
 	}

@@ -5,9 +5,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
@@ -230,6 +232,36 @@ func TestKubeadmControlPlane(t *testing.T) {
 		} {
 			if got := get(kcp, append([]string{"spec"}, strings.Split(path, ".")...)...); got != want {
 				t.Errorf("replicas %d: spec.%s = %s, want %s", replicas, path, got, want)
+			}
+		}
+	}
+}
+
+// A rotation in the cluster's status asks the hosted control plane's provider for its phase
+// (external.CredentialsRotationAnnotation): Preparing until it completes, then Completing, with
+// the rotation's start as its id; no rotation, no annotation.
+func TestRotationAnnotation(t *testing.T) {
+	started := metav1.NewTime(time.Date(2026, 11, 25, 21, 0, 0, 0, time.UTC))
+	for _, provider := range []v1alpha1.ControlPlaneProvider{v1alpha1.ControlPlaneProviderSteward, v1alpha1.ControlPlaneProviderKamaji} {
+		for phase, want := range map[v1alpha1.CredentialsRotationPhase]string{
+			"":                          "",
+			v1alpha1.RotationPreparing:  "Preparing/2026-11-25T21:00:00Z",
+			v1alpha1.RotationPrepared:   "Preparing/2026-11-25T21:00:00Z",
+			v1alpha1.RotationCompleting: "Completing/2026-11-25T21:00:00Z",
+			v1alpha1.RotationCompleted:  "Completing/2026-11-25T21:00:00Z",
+		} {
+			in := componenttest.Input(v1alpha1.ProviderLocal)
+			in.Config.Spec.ControlPlaneProvider = provider
+			if phase != "" {
+				in.Cluster.Status.Credentials = &v1alpha1.TenantCredentialsStatus{
+					Rotation: &v1alpha1.CredentialsRotation{Phase: phase, LastInitiationTime: &started}}
+			}
+			cp, err := controlplane.ControlPlane(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := cp.GetAnnotations()[external.CredentialsRotationAnnotation]; got != want {
+				t.Errorf("%s, rotation %q: annotation %q, want %q", provider, phase, got, want)
 			}
 		}
 	}
