@@ -20,21 +20,11 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component"
 )
 
-// nodeAddressesUnsupported says why a provider's machines cannot be given addresses from the
-// nodes IPAllocation; only Proxmox's can (CAPMOX's ipv4Config/ipv6Config pool, one address per
-// machine through Cluster API's in-cluster IPAM).
-var nodeAddressesUnsupported = map[v1alpha1.ProviderType]string{
-	v1alpha1.ProviderHarvester: "Cluster API's KubeVirt provider makes every machine of a template from one VM spec and gives its cloud-init drive only the user data, so no machine can be handed an address of its own; the VMs take theirs from the Harvester network (DHCP)",
-	v1alpha1.ProviderNutanix:   "a NutanixMachine has no static address field; the VMs take theirs from the Nutanix subnet (its IPAM or DHCP)",
-	v1alpha1.ProviderAWS:       "the cloud gives node addresses from its subnets",
-	v1alpha1.ProviderAzure:     "the cloud gives node addresses from its subnets",
-	v1alpha1.ProviderGCP:       "the cloud gives node addresses from its subnets",
-	v1alpha1.ProviderLocal:     "local machines are simulated on this host's loopback",
-}
-
 // NodeAddressesUnsupported is why a provider's machines cannot take the nodes IPAllocation, or
-// "" when its machine specs carry it.
-func NodeAddressesUnsupported(p v1alpha1.ProviderType) string { return nodeAddressesUnsupported[p] }
+// "" when its machine specs carry it (the API's one table of reasons).
+func NodeAddressesUnsupported(p v1alpha1.ProviderType) string {
+	return butler.NodeAddressesUnsupported(butler.ProviderType(p))
+}
 
 // provider maps a ProviderConfig to one infrastructure provider's objects.
 type provider struct {

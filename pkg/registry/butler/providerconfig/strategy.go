@@ -32,18 +32,12 @@ func NewStrategy(typer runtime.ObjectTyper) Strategy {
 	}
 }
 
-// noStaticNodeAddresses are the on-premises providers whose Cluster API machines cannot be given
-// an address of their own, and where their nodes' addresses come from instead.
-var noStaticNodeAddresses = map[butler.ProviderType]string{
-	butler.ProviderHarvester: "Cluster API's KubeVirt provider makes every machine of a template from one VM spec; nodes take their addresses from the Harvester network (DHCP)",
-	butler.ProviderNutanix:   "a NutanixMachine has no static address field; nodes take their addresses from the Nutanix subnet (its IPAM or DHCP)",
-}
-
-// warnings tells who asks for ipam mode on such a provider that the pools will give load-balancer
-// addresses only, since a user of an on-premises provider may expect node addresses too.
+// warnings tells who asks for ipam mode on a provider whose machines cannot take addresses of
+// their own that the pools will give load-balancer addresses only: a user of an on-premises
+// provider in particular may expect node addresses too.
 func warnings(pc *butler.ProviderConfig) []string {
-	why, ok := noStaticNodeAddresses[pc.Spec.Provider]
-	if !ok || pc.Spec.Network.Mode != butler.NetworkModeIPAM {
+	why := butler.NodeAddressesUnsupported(pc.Spec.Provider)
+	if why == "" || pc.Spec.Network.Mode != butler.NetworkModeIPAM {
 		return nil
 	}
 	return []string{fmt.Sprintf("spec.network.mode: ipam gives %s clusters load-balancer addresses from the pools, not node addresses: %s", pc.Spec.Provider, why)}

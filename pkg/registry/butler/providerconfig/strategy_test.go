@@ -19,7 +19,8 @@ func TestWarningsOnIPAMWithoutStaticNodeAddresses(t *testing.T) {
 		{butler.ProviderNutanix, butler.NetworkModeIPAM, "a NutanixMachine has no static address field"},
 		{butler.ProviderHarvester, butler.NetworkModeCloud, ""},
 		{butler.ProviderProxmox, butler.NetworkModeIPAM, ""},
-		{butler.ProviderAWS, butler.NetworkModeIPAM, ""},
+		{butler.ProviderAWS, butler.NetworkModeIPAM, "ipam gives aws clusters load-balancer addresses from the pools, not node addresses: the cloud gives"},
+		{butler.ProviderAWS, butler.NetworkModeCloud, ""},
 	} {
 		pc := &butler.ProviderConfig{Spec: butler.ProviderConfigSpec{Provider: tc.provider, Network: butler.ProviderNetwork{Mode: tc.mode}}}
 		for verb, got := range map[string][]string{
