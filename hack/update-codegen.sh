@@ -83,6 +83,11 @@ kube::codegen::gen_helpers \
     --boilerplate "${ROOT}/hack/boilerplate.go.txt" \
     "${ROOT}/pkg/apis"
 
+# The lifecycle's mirrors of kinds served by CRDs (DeepCopy only: they are not in the API).
+kube::codegen::gen_helpers \
+    --boilerplate "${ROOT}/hack/boilerplate.go.txt" \
+    "${ROOT}/pkg/lifecycle"
+
 kube::codegen::gen_openapi \
     --output-dir "${ROOT}/pkg/generated/openapi" \
     --output-pkg "${THIS_PKG}/pkg/generated/openapi" \

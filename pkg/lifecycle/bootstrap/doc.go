@@ -29,4 +29,7 @@
 // reason and a message on the config, never a panic or an empty Secret. Work is event driven:
 // BootstrapConfigs, Machines, Clusters and the cluster-labelled Secrets are watched; the only
 // timers are the token refresh and the retry of a CA Secret, which carries no label to watch.
+//
+// The mirror types (types.go) have generated DeepCopy (zz_generated.deepcopy.go, from
+// hack/update-codegen.sh).
 package bootstrap

@@ -7,6 +7,9 @@ import (
 
 // BootstrapConfig mirrors bootstrap.butlerlabs.dev/v1alpha1 BootstrapConfig (the CRD in
 // artifacts/crds); the worker reads and writes it through the dynamic client.
+//
+// +k8s:deepcopy-gen=true
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 type BootstrapConfig struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -15,6 +18,8 @@ type BootstrapConfig struct {
 }
 
 // BootstrapConfigSpec is what the TenantCluster controller sets through the template.
+//
+// +k8s:deepcopy-gen=true
 type BootstrapConfigSpec struct {
 	OS            OSSpec            `json:"os"`
 	NodeLabels    map[string]string `json:"nodeLabels,omitempty"`
@@ -28,12 +33,16 @@ type BootstrapConfigSpec struct {
 }
 
 // OSSpec names the OS whose format the data is rendered in.
+//
+// +k8s:deepcopy-gen=true
 type OSSpec struct {
 	Type    string `json:"type"`
 	Version string `json:"version,omitempty"`
 }
 
 // BootstrapConfigStatus carries CAPI's bootstrap contract fields.
+//
+// +k8s:deepcopy-gen=true
 type BootstrapConfigStatus struct {
 	Initialization     *Initialization    `json:"initialization,omitempty"`
 	DataSecretName     *string            `json:"dataSecretName,omitempty"`
@@ -43,6 +52,8 @@ type BootstrapConfigStatus struct {
 }
 
 // Initialization is status.initialization of the CAPI v1beta2 bootstrap contract.
+//
+// +k8s:deepcopy-gen=true
 type Initialization struct {
 	DataSecretCreated *bool `json:"dataSecretCreated,omitempty"`
 }
