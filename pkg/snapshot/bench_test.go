@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/butlerdotdev/butler-apiserver/pkg/etcdtest"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -40,7 +41,7 @@ func TestSnapshotFigures(t *testing.T) {
 	value := []byte(strings.Repeat("v", 600)) // about a small Kubernetes object
 	for _, n := range sizes {
 		ctx := context.Background()
-		c := startEtcd(t)
+		c := etcdtest.Client(t)
 		put := func(prefix string, count int) {
 			for i := 0; i < count; i += 100 {
 				var ops []clientv3.Op

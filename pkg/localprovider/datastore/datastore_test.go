@@ -3,19 +3,18 @@ package datastore
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/server/v3/embed"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/butlerdotdev/butler-apiserver/pkg/etcdtest"
 	"github.com/butlerdotdev/butler-apiserver/pkg/pki"
 )
 
@@ -39,37 +38,8 @@ func startEtcd(t *testing.T) *Credentials {
 	if err := pki.WriteFile(filepath.Join(dir, "ca.crt"), ca.CertPEM, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	port := func() int {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		return l.Addr().(*net.TCPAddr).Port
-	}
-	cfg := embed.NewConfig()
-	cfg.Name = "test"
-	cfg.Dir = filepath.Join(dir, "data")
-	client := url.URL{Scheme: "https", Host: fmt.Sprintf("127.0.0.1:%d", port())}
-	peer := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", port())}
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
-	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
-	cfg.ClientTLSInfo.CertFile = pki.CertPath(dir, "server")
-	cfg.ClientTLSInfo.KeyFile = pki.KeyPath(dir, "server")
-	cfg.ClientTLSInfo.TrustedCAFile = filepath.Join(dir, "ca.crt")
-	cfg.ClientTLSInfo.ClientCertAuth = true
-	cfg.LogLevel = "error"
-	e, err := embed.StartEtcd(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Close)
-	select {
-	case <-e.Server.ReadyNotify():
-	case <-time.After(30 * time.Second):
-		t.Fatal("etcd did not start")
-	}
+	client := etcdtest.Start(t, &transport.TLSInfo{CertFile: pki.CertPath(dir, "server"), KeyFile: pki.KeyPath(dir, "server"),
+		TrustedCAFile: filepath.Join(dir, "ca.crt")})
 	return &Credentials{Spec: Spec{Name: "test", Driver: DriverEtcd, Endpoints: []string{client.Host}}, CA: ca, Root: root}
 }
 
