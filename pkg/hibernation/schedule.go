@@ -59,7 +59,7 @@ func Due(schedules []Schedule, since, now time.Time) (Decision, bool) {
 		if s == nil {
 			return
 		}
-		last, ok := lastFire(s, since.In(loc), now.In(loc))
+		last, ok := LastFire(s, since.In(loc), now.In(loc))
 		if !ok {
 			return
 		}
@@ -90,9 +90,9 @@ func Next(schedules []Schedule, now time.Time) time.Time {
 	return next
 }
 
-// lastFire is the last activation of s in (since, now]. A cron schedule only goes forward, so it
-// walks from since; the worker calls it with since at most one resync period back.
-func lastFire(s cron.Schedule, since, now time.Time) (time.Time, bool) {
+// LastFire is the last activation of s in (since, now]. A cron schedule only goes forward, so it
+// walks from since: callers bound how far back since is.
+func LastFire(s cron.Schedule, since, now time.Time) (time.Time, bool) {
 	var last time.Time
 	for t := s.Next(since); !t.IsZero() && !t.After(now); t = s.Next(t) {
 		last = t

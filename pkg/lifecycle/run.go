@@ -19,6 +19,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/bootstrap"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/butlerconfig"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/providerconfig"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/snapshotschedule"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/team"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/tenantaddon"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/tenantcluster"
@@ -100,6 +101,7 @@ var controllers = []worker.Controller{
 	{Name: "tenantcluster", New: worker.As(tenantcluster.New)},
 	{Name: "tenantaddon", New: worker.As(tenantaddon.New)},
 	{Name: "bootstrap", New: worker.As(bootstrap.New)},
+	{Name: "snapshotschedule", New: worker.As(snapshotschedule.New)},
 }
 
 // RunStandalone runs the workers that need no management cluster (the ButlerConfig's status)

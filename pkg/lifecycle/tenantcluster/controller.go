@@ -274,6 +274,9 @@ func (c *Controller) delete(ctx context.Context, tc *v1alpha1.TenantCluster) err
 			return err
 		}
 	}
+	if err := c.deleteScheduledSnapshots(ctx, tc); err != nil {
+		return err
+	}
 	s := c.newState(tc)
 	left, err := c.plan.Cleanup(ctx, s)
 	if err != nil || left != "" {
