@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/addonslots"
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 )
 
 // CheckCluster checks the limits that concern one TenantCluster alone: maxWorkersPerCluster,
@@ -104,27 +106,16 @@ func VersionAllowed(version string, allowed []string) bool {
 }
 
 // ClusterAddons names the addons a TenantCluster's spec installs, as the AddonDefinition
-// catalog names them (cilium, metallb, cert-manager, longhorn, traefik, fluxcd, ...).
+// catalog names them (cilium, metallb, cert-manager, longhorn, traefik, fluxcd, ...): the
+// enabled slots of pkg/apis/butler/addonslots.
 func ClusterAddons(tc *butler.TenantCluster) []string {
-	a := tc.Spec.Addons
+	var a v1alpha1.AddonsSpec
+	if err := v1alpha1.Convert_butler_AddonsSpec_To_v1alpha1_AddonsSpec(&tc.Spec.Addons, &a, nil); err != nil {
+		return nil // the generated conversion of these types returns no error
+	}
 	var out []string
-	if a.CNI != nil {
-		out = append(out, orDefault(a.CNI.Provider, "cilium"))
-	}
-	if a.LoadBalancer != nil {
-		out = append(out, orDefault(a.LoadBalancer.Provider, "metallb"))
-	}
-	if a.CertManager != nil && (a.CertManager.Enabled == nil || *a.CertManager.Enabled) {
-		out = append(out, "cert-manager")
-	}
-	if a.Storage != nil {
-		out = append(out, orDefault(a.Storage.Provider, "longhorn"))
-	}
-	if a.Ingress != nil && (a.Ingress.Enabled == nil || *a.Ingress.Enabled) {
-		out = append(out, orDefault(a.Ingress.Provider, "traefik"))
-	}
-	if a.Gitops != nil {
-		out = append(out, orDefault(a.Gitops.Provider, "fluxcd"))
+	for _, s := range addonslots.Enabled(a) {
+		out = append(out, s.Addon)
 	}
 	return out
 }
@@ -151,11 +142,4 @@ func AddonIdentity(ta *butler.TenantAddon, definitions []butler.AddonDefinition)
 
 func sameRepository(a, b string) bool {
 	return strings.TrimSuffix(a, "/") == strings.TrimSuffix(b, "/")
-}
-
-func orDefault(s, d string) string {
-	if s == "" {
-		return d
-	}
-	return s
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/addons"
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/addonslots"
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
 	butlerinformers "github.com/butlerdotdev/butler-apiserver/pkg/generated/informers/externalversions/butler/v1alpha1"
@@ -27,7 +28,7 @@ const (
 	// Finalizer holds a deleted TenantAddon until its release is uninstalled.
 	Finalizer = "butler.butlerlabs.dev/tenantaddon"
 	// SlotLabel names the spec.addons entry of the cluster a TenantAddon was made for.
-	SlotLabel = "butler.butlerlabs.dev/addon-slot"
+	SlotLabel = addonslots.Label
 
 	// Workers is how many addons install at once.
 	Workers = 5

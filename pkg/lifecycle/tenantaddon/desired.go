@@ -9,6 +9,7 @@ import (
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/addons"
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/addonslots"
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 )
 
@@ -61,7 +62,8 @@ func (c *Controller) desiredRelease(addon *v1alpha1.TenantAddon, tc *v1alpha1.Te
 			return nil, err
 		}
 		d.definition = def
-		slotVersion, slotValues := slot(tc, addon.Labels[SlotLabel])
+		slot, _ := addonslots.Get(tc.Spec.Addons, addon.Labels[SlotLabel])
+		slotVersion, slotValues := slot.Version, slot.Values
 		version := firstSet(addon.Spec.Version, slotVersion, c.platformVersion(def.Name), def.Spec.Chart.DefaultVersion)
 		d.chart = addons.ChartRef{Repository: def.Spec.Chart.Repository, Name: def.Spec.Chart.Name, Version: version}
 		d.release = addons.ReleaseKey{Name: addon.Name, Namespace: "default"}
@@ -95,50 +97,13 @@ func (c *Controller) desiredRelease(addon *v1alpha1.TenantAddon, tc *v1alpha1.Te
 	return d, nil
 }
 
-// slot returns the version and values of the cluster's spec.addons entry named by the slot
-// label's value.
-func slot(tc *v1alpha1.TenantCluster, name string) (string, *runtime.RawExtension) {
-	a := tc.Spec.Addons
-	switch name {
-	case "cni":
-		if a.CNI != nil {
-			return a.CNI.Version, a.CNI.Values
-		}
-	case "loadBalancer":
-		if a.LoadBalancer != nil {
-			return a.LoadBalancer.Version, a.LoadBalancer.Values
-		}
-	case "certManager":
-		if a.CertManager != nil {
-			return a.CertManager.Version, a.CertManager.Values
-		}
-	case "storage":
-		if a.Storage != nil {
-			return a.Storage.Version, a.Storage.Values
-		}
-	case "ingress":
-		if a.Ingress != nil {
-			return a.Ingress.Version, a.Ingress.Values
-		}
-	case "gitops":
-		if a.Gitops != nil {
-			return a.Gitops.Version, nil
-		}
-	}
-	return "", nil
-}
-
 // platformVersion is the ButlerConfig's default version for a catalog addon, if it has one.
 func (c *Controller) platformVersion(definition string) string {
 	cfg, err := c.configs.Get(butler.ButlerConfigName)
 	if err != nil {
 		return ""
 	}
-	v := cfg.Spec.DefaultAddonVersions
-	return map[string]string{
-		"cilium": v.Cilium, "metallb": v.Metallb, "cert-manager": v.CertManager,
-		"longhorn": v.Longhorn, "traefik": v.Traefik, "fluxcd": v.Fluxcd, "flux2": v.Fluxcd,
-	}[definition]
+	return addonslots.DefaultVersion(cfg.Spec.DefaultAddonVersions, definition)
 }
 
 func orDefault(s, def string) string {
