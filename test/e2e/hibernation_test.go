@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -67,6 +68,11 @@ spec: {provider: local}
 	if len(pids) != 3 {
 		t.Fatalf("tenant processes: %v", pids)
 	}
+	// kwok keeps the cluster's Nodes; it holds its kubeconfig here while it runs.
+	kwokDir := filepath.Join(plane.dir, "kwok", tc.Status.TenantNamespace, name)
+	if !exists(kwokDir) {
+		t.Fatalf("no kwok runs for the awake cluster (%s is missing)", kwokDir)
+	}
 
 	// Hibernate: workers to zero, the control plane's processes stopped, the Cluster paused.
 	start := time.Now()
@@ -80,6 +86,9 @@ spec: {provider: local}
 	}
 	if procs := tenantProcesses(t, uid); len(procs) != 0 {
 		t.Errorf("tenant processes while hibernated: %v", procs)
+	}
+	if exists(kwokDir) {
+		t.Errorf("kwok still runs for the hibernated cluster (%s)", kwokDir)
 	}
 	machines, err := dyn.Resource(machinesGVR).Namespace(tc.Status.TenantNamespace).List(ctx, metav1.ListOptions{})
 	if err != nil || len(machines.Items) != 0 {
@@ -105,6 +114,9 @@ spec: {provider: local}
 	if procs := tenantProcesses(t, uid); len(procs) != 0 {
 		t.Errorf("tenant processes 15 s into hibernation: %v", procs)
 	}
+	if exists(kwokDir) {
+		t.Errorf("kwok runs 15 s into hibernation (%s)", kwokDir)
+	}
 
 	// A user's kubectl wakes it and is answered on the first try.
 	start = time.Now()
@@ -124,6 +136,9 @@ spec: {provider: local}
 	}
 	if c := meta.FindStatusCondition(tc.Status.Conditions, "Hibernated"); c == nil || c.Reason != "Awake" {
 		t.Errorf("Hibernated condition after the wake: %+v", c)
+	}
+	if !exists(kwokDir) {
+		t.Errorf("kwok did not start again after the wake (%s is missing)", kwokDir)
 	}
 	if out, err := kubectlAs(t, kubeconfig, "", "rollout", "status", "deployment/hello", "--timeout=120s"); err != nil {
 		t.Fatalf("the Deployment did not come back: %v\n%s", err, out)
@@ -184,4 +199,9 @@ func podNodes(t *testing.T, kubeconfig string) map[string]string {
 		pods[pod] = node
 	}
 	return pods
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

@@ -50,9 +50,12 @@ type Controller struct {
 	joiner   *Joiner
 	kwoks    *Kwoks
 	clusters cache.GenericLister
-	machines cache.GenericLister
-	capi     cache.SharedIndexInformer
-	secrets  corelisters.SecretLister
+	// capiClusters are Cluster API's Clusters: a paused one (a hibernated tenant cluster) has
+	// no kwok.
+	capiClusters cache.GenericLister
+	machines     cache.GenericLister
+	capi         cache.SharedIndexInformer
+	secrets      corelisters.SecretLister
 
 	machineQueue *worker.Queue
 	clusterQueue *worker.Queue
@@ -97,8 +100,10 @@ func New(d *worker.Deps, opts Options) (*Controller, error) {
 	lm := d.DynamicInformers.ForResource(LocalMachinesResource)
 	lc := d.DynamicInformers.ForResource(LocalClustersResource)
 	m := d.DynamicInformers.ForResource(MachinesResource)
+	cl := d.DynamicInformers.ForResource(ClustersResource)
 	secrets := d.KubeInformersFor(clusterNameLabel).Core().V1().Secrets()
 	c.machines, c.clusters, c.capi, c.secrets = lm.Lister(), lc.Lister(), m.Informer(), secrets.Lister()
+	c.capiClusters = cl.Lister()
 
 	if err := c.capi.AddIndexers(cache.Indexers{byDataSecret: indexByDataSecret}); err != nil {
 		return nil, err
@@ -112,6 +117,9 @@ func New(d *worker.Deps, opts Options) (*Controller, error) {
 	if _, err := c.capi.AddEventHandler(c.machineQueue.Handler(localMachineOf)); err != nil {
 		return nil, err
 	}
+	if _, err := cl.Informer().AddEventHandler(c.clusterQueue.Handler(localClusterOf)); err != nil {
+		return nil, err
+	}
 	if _, err := secrets.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.secretChanged,
 		UpdateFunc: func(_, obj any) { c.secretChanged(obj) },
@@ -120,7 +128,7 @@ func New(d *worker.Deps, opts Options) (*Controller, error) {
 		return nil, err
 	}
 	c.synced = []cache.InformerSynced{lm.Informer().HasSynced, lc.Informer().HasSynced,
-		c.capi.HasSynced, secrets.Informer().HasSynced}
+		c.capi.HasSynced, cl.Informer().HasSynced, secrets.Informer().HasSynced}
 	return c, nil
 }
 
@@ -180,6 +188,15 @@ func (c *Controller) secretChanged(obj any) {
 	}
 }
 
+// localClusterOf maps a Cluster to its LocalCluster's key.
+func localClusterOf(obj any) []string {
+	m, err := meta.Accessor(worker.Unwrap(obj))
+	if err != nil {
+		return nil
+	}
+	return []string{m.GetNamespace() + "/" + localClusterNameFor(m.GetName())}
+}
+
 // localClusterNameFor is the LocalCluster of a Cluster: the same name (the TenantCluster
 // controller names both after the tenant cluster).
 func localClusterNameFor(cluster string) string { return cluster }
@@ -218,6 +235,12 @@ func (c *Controller) reconcileCluster(ctx context.Context, key string) error {
 		return nil
 	}
 	cluster := clusterOf(lc.OwnerReferences, lc.Labels, lc.Name)
+	if c.paused(lc, cluster) {
+		// A paused cluster (a hibernated one) is left alone, as Cluster API's contract asks of
+		// an infrastructure provider: its kwok would only dial a stopped kube-apiserver.
+		c.kwoks.Stop(key)
+		return nil
+	}
 	secret, err := c.secrets.Secrets(ns).Get(cluster + "-kubeconfig")
 	if apierrors.IsNotFound(err) {
 		secret = nil // the Secret's event brings us back
@@ -234,6 +257,28 @@ func (c *Controller) reconcileCluster(ctx context.Context, key string) error {
 	// One kwok per tenant cluster, from the moment its admin kubeconfig exists, so the first
 	// Node is kept the moment it registers.
 	return c.kwoks.Ensure(key, secret.Data["value"])
+}
+
+// paused says whether Cluster API pauses lc: its Cluster's spec.paused, or the annotation
+// cluster.x-k8s.io/paused on lc.
+func (c *Controller) paused(lc *LocalCluster, cluster string) bool {
+	obj, err := c.capiClusters.ByNamespace(lc.Namespace).Get(cluster)
+	if err != nil {
+		obj = nil
+	}
+	return isPaused(obj, lc.Annotations)
+}
+
+func isPaused(cluster runtime.Object, annotations map[string]string) bool {
+	if _, ok := annotations[clusterv1.PausedAnnotation]; ok {
+		return true
+	}
+	u, ok := cluster.(*unstructured.Unstructured)
+	if !ok {
+		return false
+	}
+	paused, _, _ := unstructured.NestedBool(u.Object, "spec", "paused")
+	return paused
 }
 
 // clusterReadiness is whether a LocalCluster is provisioned, and its Ready condition: once the

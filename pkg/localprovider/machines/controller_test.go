@@ -151,3 +151,35 @@ func TestClusterReadiness(t *testing.T) {
 		})
 	}
 }
+
+func TestIsPaused(t *testing.T) {
+	cluster := func(paused any) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{}}}
+		if paused != nil {
+			u.Object["spec"].(map[string]any)["paused"] = paused
+		}
+		return u
+	}
+	for _, tt := range []struct {
+		name        string
+		cluster     *unstructured.Unstructured
+		annotations map[string]string
+		want        bool
+	}{
+		{"no Cluster", nil, nil, false},
+		{"running", cluster(nil), nil, false},
+		{"unpaused", cluster(false), nil, false},
+		{"Cluster paused (hibernated)", cluster(true), nil, true},
+		{"LocalCluster annotated paused", cluster(nil), map[string]string{clusterv1.PausedAnnotation: ""}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var obj runtime.Object
+			if tt.cluster != nil {
+				obj = tt.cluster
+			}
+			if got := isPaused(obj, tt.annotations); got != tt.want {
+				t.Errorf("isPaused = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -16,6 +16,7 @@ var (
 	LocalClustersResource = external.LocalClusterGVR
 	LocalMachinesResource = external.LocalMachineGVR
 	MachinesResource      = external.MachineGVR
+	ClustersResource      = external.ClusterGVR
 )
 
 const (
