@@ -51,6 +51,11 @@ type plane struct {
 	// setupFor is the value of that when the kubeadm setup was last done.
 	ready       bool
 	readyStarts int
+	// readyCh is closed while ready is true (setReadyLocked keeps them together): a connection
+	// waiting for a wake passes through the moment the probe sees kube-apiserver serve.
+	readyCh chan struct{}
+	// apiServerStarted is when ensure last started kube-apiserver (the wake's breakdown).
+	apiServerStarted time.Time
 	// probed says the probe has answered once since the plane was made: until then its
 	// readiness is unknown (processes adopted after a restart may well be serving).
 	probed   bool
@@ -93,7 +98,8 @@ func (pl *plane) ensure(ctx context.Context, version string, caPEM []byte, specs
 		pl.procs[spec.Component] = startProcess(ctx, spec, pl.notify)
 		if spec.Component == componentAPIServer {
 			pl.version = version
-			pl.ready = false
+			pl.setReadyLocked(false)
+			pl.apiServerStarted = time.Now()
 		}
 	}
 	if pl.probe == nil {
@@ -166,11 +172,35 @@ func (pl *plane) clearWake() {
 	pl.mu.Unlock()
 }
 
-// serving says kube-apiserver answers /readyz (the probe's last answer).
-func (pl *plane) serving() bool {
+// serving says whether kube-apiserver answers /readyz (the probe's last answer), and returns a
+// channel closed once it does.
+func (pl *plane) serving() (bool, <-chan struct{}) {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
-	return pl.ready
+	if pl.readyCh == nil {
+		pl.readyCh = make(chan struct{})
+		if pl.ready {
+			close(pl.readyCh)
+		}
+	}
+	return pl.ready, pl.readyCh
+}
+
+// setReadyLocked sets ready and keeps readyCh closed exactly while it is true. pl.mu is held.
+func (pl *plane) setReadyLocked(ready bool) {
+	if pl.readyCh == nil {
+		pl.readyCh = make(chan struct{})
+		if pl.ready {
+			close(pl.readyCh)
+		}
+	}
+	switch {
+	case ready && !pl.ready:
+		close(pl.readyCh)
+	case !ready && pl.ready:
+		pl.readyCh = make(chan struct{})
+	}
+	pl.ready = ready
 }
 
 func (pl *plane) closeProxy() {
@@ -234,8 +264,8 @@ func (pl *plane) setUp(starts int) bool {
 	return pl.setupFor == starts && starts > 0
 }
 
-// probeLoop asks kube-apiserver's /readyz every 100ms until it answers, then every 2s, and
-// queues the tenant when the answer changes.
+// probeLoop asks kube-apiserver's /readyz every 20ms until it answers (a waking tenant's client
+// waits for that answer), then every 2s, and queues the tenant when the answer changes.
 func (pl *plane) probeLoop(ctx context.Context) {
 	client := &http.Client{Timeout: 2 * time.Second}
 	for {
@@ -264,11 +294,16 @@ func (pl *plane) probeLoop(ctx context.Context) {
 		pl.mu.Unlock()
 		if ready != wasReady || first {
 			pl.mu.Lock()
-			pl.ready, pl.readyStarts = ready, starts
+			pl.setReadyLocked(ready)
+			pl.readyStarts = starts
+			started := pl.apiServerStarted
 			pl.mu.Unlock()
+			if ready && !started.IsZero() {
+				klog.InfoS("kube-apiserver answers /readyz", "dir", pl.paths.dir, "sinceStart", time.Since(started).Round(time.Millisecond))
+			}
 			pl.notify()
 		}
-		interval := 100 * time.Millisecond
+		interval := 20 * time.Millisecond
 		if ready {
 			interval = 2 * time.Second
 		}
@@ -289,7 +324,7 @@ func (pl *plane) stop() {
 		pl.probe()
 		pl.probe = nil
 	}
-	pl.ready = false
+	pl.setReadyLocked(false)
 	pl.mu.Unlock()
 	var wg sync.WaitGroup
 	for name, p := range procs {

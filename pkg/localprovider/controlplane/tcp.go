@@ -168,6 +168,9 @@ func (c *Controller) reconcileTCP(ctx context.Context, key string) error {
 		}
 	}
 	args := planeArgs{Spec: spec, Paths: paths, Address: pl.address(), Port: pl.apiPort(), Etcd: etcd}
+	if spec.Replicas == 0 && !pl.running() {
+		logger.Info("Starting the control plane: a request woke it")
+	}
 	pl.ensure(ctx, spec.Version, ca.CertPEM, []procSpec{
 		c.procSpec(componentAPIServer, bins, apiServerArgs(args), paths),
 		c.procSpec(componentControllerManager, bins, controllerManagerArgs(args), paths),

@@ -80,22 +80,26 @@ func tenantClusterOf(tcp *unstructured.Unstructured) types.NamespacedName {
 	return types.NamespacedName{Namespace: l[component.TenantClusterNamespaceLabel], Name: l[component.TenantClusterLabel]}
 }
 
-// recordWake writes the wish to wake into the TenantCluster (spec.hibernation.hibernated false,
-// and who asked), then starts the processes without waiting for it to come back through
-// Cluster API. A cluster being deleted is not woken.
+// recordWake starts the processes without waiting for the wake to come back through Cluster
+// API, and writes the wish to wake into the TenantCluster (spec.hibernation.hibernated false, and
+// who asked) while they start. A cluster being deleted is not woken; when the wish cannot be
+// written, the processes stop again.
 func (c *Controller) recordWake(ctx context.Context, tc types.NamespacedName, pl *plane, remote string) error {
+	start := time.Now()
 	asleep, err := c.hibernationWish(ctx, tc)
 	if err != nil {
 		return err
 	}
+	pl.requestWake()
 	if asleep {
 		note := fmt.Sprintf("woken by a request from %s at %s", remote, time.Now().UTC().Format(time.RFC3339))
 		if err := c.setHibernated(ctx, tc, false, note); err != nil {
+			pl.clearWake()
+			pl.notify()
 			return err
 		}
-		klog.InfoS("Wake on request", "tenantCluster", tc.String(), "remote", remote)
+		klog.InfoS("Wake on request", "tenantCluster", tc.String(), "remote", remote, "recorded", time.Since(start).Round(time.Millisecond))
 	}
-	pl.requestWake()
 	return nil
 }
 

@@ -22,8 +22,9 @@ import (
 type wakeProxy struct {
 	ln      net.Listener
 	backend string
-	// ready says kube-apiserver serves on backend.
-	ready func() bool
+	// ready says whether kube-apiserver serves on backend, and returns a channel closed once it
+	// does.
+	ready func() (bool, <-chan struct{})
 	// wake records the wish to wake (remote is the connection that asked); idle the wish to
 	// sleep after being unused for d. Both write the TenantCluster and may fail.
 	wake func(ctx context.Context, remote string) error
@@ -46,7 +47,7 @@ const (
 	wakeAskAgain = 10 * time.Second
 )
 
-func startWakeProxy(addr, backend string, ready func() bool,
+func startWakeProxy(addr, backend string, ready func() (bool, <-chan struct{}),
 	wake func(context.Context, string) error, idle func(context.Context, time.Duration) error) (*wakeProxy, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -112,12 +113,15 @@ func (p *wakeProxy) serve(client net.Conn, idleAsked bool) {
 	defer p.touch(-1)
 	defer client.Close()
 	remote := client.RemoteAddr().String()
-	if !p.ready() || idleAsked {
+	if serving, _ := p.ready(); !serving || idleAsked {
 		// Asleep, or going to sleep by idleness: this connection is a request to wake, and a
 		// wake while going to sleep wins.
+		start := time.Now()
 		if !p.waitAwake(remote) {
 			return
 		}
+		klog.InfoS("Wake-on-request: kube-apiserver serves; passing the connection through", "remote", remote,
+			"backend", p.backend, "waited", time.Since(start).Round(time.Millisecond))
 	}
 	backend, err := net.DialTimeout("tcp", p.backend, 5*time.Second)
 	if err != nil {
@@ -128,7 +132,9 @@ func (p *wakeProxy) serve(client net.Conn, idleAsked bool) {
 	p.splice(client, backend)
 }
 
-// waitAwake asks for a wake and waits until kube-apiserver serves; false when it gave up.
+// waitAwake asks for a wake and waits until kube-apiserver serves; false when it gave up. The
+// wake starts the processes before it writes the wish, so the two overlap; the connection passes
+// through once both are done.
 func (p *wakeProxy) waitAwake(remote string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), wakeWait)
 	defer cancel()
@@ -154,17 +160,18 @@ func (p *wakeProxy) waitAwake(remote string) bool {
 			return false
 		}
 	}
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for !p.ready() {
+	for {
+		serving, ch := p.ready()
+		if serving {
+			return true
+		}
 		select {
 		case <-ctx.Done():
 			klog.InfoS("Wake-on-request: the control plane did not serve in time; closing the connection", "remote", remote, "waited", wakeWait)
 			return false
-		case <-tick.C:
+		case <-ch:
 		}
 	}
-	return true
 }
 
 // splice copies both ways until either side closes; every read is activity.
@@ -214,7 +221,7 @@ func (p *wakeProxy) watchIdle() {
 		d, unused := p.idleTimeout, time.Since(p.last)
 		due := d > 0 && p.open == 0 && !p.idleAsked && unused >= d
 		p.mu.Unlock()
-		if !due || !p.ready() {
+		if serving, _ := p.ready(); !due || !serving {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

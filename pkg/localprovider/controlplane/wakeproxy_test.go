@@ -43,12 +43,12 @@ func echoBackend(t *testing.T) string {
 // waits without an answer until the backend serves, then passes bytes both ways untouched.
 func TestWakeProxyWakesAndPassesThrough(t *testing.T) {
 	backend := echoBackend(t)
-	var ready atomic.Bool
+	pl := &plane{}
 	var wakes atomic.Int32
-	p, err := startWakeProxy("127.0.0.1:0", backend, ready.Load,
+	p, err := startWakeProxy("127.0.0.1:0", backend, pl.serving,
 		func(context.Context, string) error {
 			wakes.Add(1)
-			time.AfterFunc(300*time.Millisecond, func() { ready.Store(true) })
+			time.AfterFunc(300*time.Millisecond, func() { pl.mu.Lock(); pl.setReadyLocked(true); pl.mu.Unlock() })
 			return nil
 		},
 		func(context.Context, time.Duration) error { return nil })
@@ -85,7 +85,7 @@ func TestWakeProxyWakesAndPassesThrough(t *testing.T) {
 func TestWakeProxyIdle(t *testing.T) {
 	backend := echoBackend(t)
 	var idles, wakes atomic.Int32
-	p, err := startWakeProxy("127.0.0.1:0", backend, func() bool { return true },
+	p, err := startWakeProxy("127.0.0.1:0", backend, alwaysServing,
 		func(context.Context, string) error { wakes.Add(1); return nil },
 		func(context.Context, time.Duration) error { idles.Add(1); return nil })
 	if err != nil {
@@ -126,5 +126,42 @@ func TestWakeProxyIdle(t *testing.T) {
 	c.Close()
 	if n := wakes.Load(); n != 1 {
 		t.Errorf("a connection after the idle wish recorded %d wakes, want 1", n)
+	}
+}
+
+func alwaysServing() (bool, <-chan struct{}) {
+	ch := make(chan struct{})
+	close(ch)
+	return true, ch
+}
+
+// TestPlaneReadyChannel: the channel serving returns is closed exactly while kube-apiserver is
+// seen ready, and a new one is handed out once it is not.
+func TestPlaneReadyChannel(t *testing.T) {
+	pl := &plane{}
+	closed := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	ready, ch := pl.serving()
+	if ready || closed(ch) {
+		t.Fatalf("a new plane: ready %v, channel closed %v", ready, closed(ch))
+	}
+	pl.mu.Lock()
+	pl.setReadyLocked(true)
+	pl.setReadyLocked(true) // twice: no double close
+	pl.mu.Unlock()
+	if !closed(ch) {
+		t.Fatal("the channel a waiter holds is not closed once ready")
+	}
+	pl.mu.Lock()
+	pl.setReadyLocked(false)
+	pl.mu.Unlock()
+	if ready, ch2 := pl.serving(); ready || closed(ch2) {
+		t.Fatalf("after not ready: ready %v, channel closed %v", ready, closed(ch2))
 	}
 }
