@@ -244,7 +244,7 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 	if wrote, err := c.takeOperation(ctx, tc); wrote || err != nil {
 		return err
 	}
-	if hibernation.Wanted(tc) {
+	if hibernation.Wanted(tc) && servedOnce(tc) {
 		return c.reconcileAsleep(ctx, tc)
 	}
 	s := c.newState(tc)
@@ -260,6 +260,13 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 		return worker.RequeueAfter(s.recheckAfter)
 	}
 	return ensureErr
+}
+
+// servedOnce says whether the cluster's control plane has served (its endpoint is published). A
+// cluster created hibernated is provisioned first, then put to sleep: its data (the kubeadm
+// setup, RBAC's bootstrap) and its endpoint must exist to be kept, and to be woken.
+func servedOnce(tc *v1alpha1.TenantCluster) bool {
+	return tc.Status.ControlPlaneEndpoint != ""
 }
 
 // delete runs the plan backwards and lets the cluster go once everything it made is gone.

@@ -96,3 +96,17 @@ func TestApplySchedules(t *testing.T) {
 		t.Errorf("not woken at the wake time: %v", got.Annotations)
 	}
 }
+
+// TestCreatedHibernatedIsProvisionedFirst: a cluster created with hibernated true runs the
+// ordinary plan until its control plane has served (its endpoint published), then sleeps.
+func TestCreatedHibernatedIsProvisionedFirst(t *testing.T) {
+	tc := cluster()
+	tc.Spec.Hibernation = &v1alpha1.HibernationSpec{Hibernated: true}
+	if servedOnce(tc) {
+		t.Error("a new cluster counts as served")
+	}
+	tc.Status.ControlPlaneEndpoint = "127.0.0.1:30123"
+	if !servedOnce(tc) {
+		t.Error("a cluster with a published endpoint does not count as served")
+	}
+}
