@@ -7,7 +7,7 @@ PORT     ?= 8443
 
 LOCAL_DIR ?= _output/local
 
-.PHONY: kube-versions cluster test-cluster images verify-images verify-chart render-deploy fuzz test-faults test-starts bench-bin bench-lifecycle bench-local bench-hibernation bench-snapshot bench-ipam all build build-butler build-kube build-capi run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e bench clean
+.PHONY: kube-versions cluster test-cluster images verify-images verify-chart render-deploy fuzz test-faults test-starts bench-bin bench-lifecycle bench-local bench-hibernation bench-density bench-snapshot bench-ipam all build build-butler build-kube build-capi run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e bench clean
 
 all: build
 
@@ -126,6 +126,17 @@ test-starts: build
 ## minutes asleep with no wake, wake latency against a cold create. About 12 minutes; not in make test.
 bench-hibernation: build
 	$(GO) test -count=1 -timeout 30m -run '^TestSlowHibernation' -v ./test/e2e/...
+
+## bench-density: BENCH_DENSITY_N local TenantClusters created hibernated with wake on request (each
+## provisioned once, then asleep; at most BENCH_DENSITY_AWAKE not yet asleep at once), then the
+## management plane's RSS and idle CPU per hibernated cluster against before the first, every endpoint
+## held, and BENCH_DENSITY_WAKES woken by kubectl. Writes _output/bench/density-n<N>.md. Long (about
+## 2-3 s per cluster here); not part of `make test`.
+BENCH_DENSITY_N     ?= 1000
+BENCH_DENSITY_AWAKE ?= 40
+BENCH_DENSITY_WAKES ?= 5
+bench-density: build bench-bin kube-versions
+	$(BIN)/bench -density $(BENCH_DENSITY_N) -density-awake $(BENCH_DENSITY_AWAKE) -density-wakes $(BENCH_DENSITY_WAKES) $(BENCH_ARGS)
 
 ## bench-snapshot: a tenant's snapshot (10,000 and 100,000 keys among nine other tenants on one
 ## etcd) against the whole datastore's snapshot (what etcdctl snapshot save streams) and a plain

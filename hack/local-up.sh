@@ -20,6 +20,7 @@
 #                                 The ports chosen are in LOCAL_DIR/plane.env while the plane runs.
 #   BIN                           where the binaries are (default _output/bin; built when missing)
 #   BUTLER_APISERVER_ARGS         extra flags for butler-apiserver
+#   BUTLER_LOCALPROVIDER_ARGS     extra flags for butler-localprovider
 #   BUTLER_APISERVER_REPLICAS     how many butler-apiserver replicas (default 1). The APIService
 #                                 reaches the first; the others (butler-apiserver-1, ...) serve on
 #                                 ports of their own and stand by for the workers' Lease, as the
@@ -374,11 +375,13 @@ run_butler_apiserver() {
     ${BUTLER_APISERVER_ARGS:-}
 }
 run_butler_localprovider() {
+  # shellcheck disable=SC2086 # BUTLER_LOCALPROVIDER_ARGS is a list of flags
   start "$1" "${BIN}/butler-localprovider" \
     --kubeconfig "${LOCAL_DIR}/butler-localprovider.kubeconfig" \
     --bin-dir "${BIN}" --state-dir "${LOCAL_DIR}/tenants" \
     --kube-versions-dir "${KUBE_VERSIONS_DIR}" --snapshot-dir "${LOCAL_DIR}/snapshots" \
-    --port-range "${TENANT_PORT_RANGE}"
+    --port-range "${TENANT_PORT_RANGE}" \
+    ${BUTLER_LOCALPROVIDER_ARGS:-}
 }
 # The replicas beyond the first: butler-apiserver-1, ... on ports of their own.
 butler_replicas=(butler-apiserver)

@@ -19,7 +19,9 @@
 // With -lifecycle it measures the TenantCluster worker instead (lifecycle.go); with -local and
 // -capacity, the local provider on the same plane (local.go): create -> Ready of local clusters
 // one after the other with a timeline of where the time goes, and how many clusters the machine
-// holds Ready at once with the RSS and idle CPU of their processes.
+// holds Ready at once with the RSS and idle CPU of their processes. With -density (density.go),
+// how many hibernated clusters the machine holds: the management plane's RSS and idle CPU per
+// hibernated cluster, the time to create them all, and a sample woken by a request.
 package main
 
 import (
@@ -56,6 +58,7 @@ type options struct {
 	keep, teams                                                           bool
 	lifecycle                                                             int
 	local                                                                 localOptions
+	density                                                               densityOptions
 }
 
 func main() {
@@ -92,6 +95,14 @@ func main() {
 	flag.DurationVar(&o.local.stepTimeout, "step-timeout", 5*time.Minute, "how long a -local cluster or a -capacity step may take to be Ready")
 	flag.DurationVar(&o.local.idle, "idle", 20*time.Second, "the window the idle CPU of -capacity is measured over")
 	flag.Int64Var(&o.local.minFreeMiB, "min-free-mib", 2048, "-capacity stops once MemAvailable is below this")
+	flag.IntVar(&o.density.n, "density", 0,
+		"if > 0, measure density instead: this many local TenantClusters created hibernated with wake on request, at most -density-awake "+
+			"not yet asleep at once, then the management plane's RSS and idle CPU per hibernated cluster, and a sample woken by kubectl")
+	flag.IntVar(&o.density.awake, "density-awake", 40, "-density clusters created and not yet Hibernated at most at once")
+	flag.IntVar(&o.density.wakeSample, "density-wakes", 5, "-density clusters woken by kubectl at the end")
+	flag.StringVar(&o.density.version, "density-version", "v1.30.2", "Kubernetes version of the -density clusters (built under _output/kube-versions)")
+	flag.DurationVar(&o.density.idle, "density-idle", time.Minute, "the window -density's idle CPU is measured over")
+	flag.DurationVar(&o.density.timeout, "density-timeout", 90*time.Minute, "-density stops creating after this long and measures what it has")
 	flag.Parse()
 
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -135,7 +146,11 @@ func run(ctx context.Context, o options) error {
 		defer os.RemoveAll(dir)
 	}
 	started := time.Now()
-	p, err := startPlane(root, dir, o.butlerArgs)
+	var env []string
+	if o.density.n > 0 {
+		env = densityEnv
+	}
+	p, err := startPlane(root, dir, o.butlerArgs, env...)
 	if err != nil {
 		return err
 	}
@@ -143,6 +158,9 @@ func run(ctx context.Context, o options) error {
 	logf("management plane up in %s", time.Since(started).Round(100*time.Millisecond))
 	if o.lifecycle > 0 {
 		return runLifecycle(ctx, p, o.lifecycle, o.out)
+	}
+	if o.density.n > 0 {
+		return runDensity(ctx, p, o.density, o.out)
 	}
 	if o.local.n > 0 || o.local.capacityMax > 0 {
 		return runLocal(ctx, p, o.local, o.out)

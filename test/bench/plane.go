@@ -35,9 +35,9 @@ type plane struct {
 	kube, direct *rest.Config
 }
 
-// startPlane runs hack/local-up.sh with LOCAL_DIR=dir and waits for admin.kubeconfig.
-func startPlane(root, dir, butlerArgs string) (*plane, error) {
-	up, err := localplane.Start(root, dir, 10*time.Minute, "BUTLER_APISERVER_ARGS="+butlerArgs)
+// startPlane runs hack/local-up.sh with LOCAL_DIR=dir (and env) and waits for admin.kubeconfig.
+func startPlane(root, dir, butlerArgs string, env ...string) (*plane, error) {
+	up, err := localplane.Start(root, dir, 10*time.Minute, append([]string{"BUTLER_APISERVER_ARGS=" + butlerArgs}, env...)...)
 	if err != nil {
 		return nil, fmt.Errorf("%w:\n%s", err, up.Output())
 	}

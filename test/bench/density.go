@@ -1,0 +1,292 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
+)
+
+// densityOptions configure -density: many hibernated clusters on one machine.
+type densityOptions struct {
+	n, awake, wakeSample int
+	version              string
+	idle, timeout        time.Duration
+}
+
+const densityNamespace = "bench-density"
+
+// densityEnv is what the plane of -density needs of hack/local-up.sh: two ports per tenant (the
+// wake-on-request listener's and kube-apiserver's), and every tenant on the one datastore.
+var densityEnv = []string{"TENANT_PORT_RANGE=12000-32000", "BUTLER_LOCALPROVIDER_ARGS=--datastore-max-tenants=0"}
+
+// runDensity creates o.n TenantClusters with hibernation {hibernated: true, wakeOnRequest: true}
+// and no workers, at most o.awake of them not yet Hibernated at any time (a cluster created
+// hibernated is provisioned once, then put to sleep); then it measures the management plane's
+// RSS and idle CPU against the same figures before the first create, checks that every
+// cluster's endpoint is held by a listener (without connecting: a connection would wake it),
+// and wakes o.wakeSample of them with kubectl.
+func runDensity(ctx context.Context, p *plane, o densityOptions, out string) error {
+	butler, kube, _ := p.unthrottledClients()
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: densityNamespace}}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	pc := &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "local", Namespace: densityNamespace},
+		Spec: v1alpha1.ProviderConfigSpec{Provider: v1alpha1.ProviderLocal}}
+	if _, err := butler.ButlerV1alpha1().ProviderConfigs(densityNamespace).Create(ctx, pc, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	procs, err := p.processes()
+	if err != nil {
+		return err
+	}
+	loadBefore := loadavg()
+	logf("density: baseline over %s with no cluster", o.idle)
+	before := measurePlane(procs, o.idle)
+
+	// Create, at most o.awake not yet asleep.
+	start := time.Now()
+	created, asleep, maxAwake, maxProcs := 0, 0, 0, 0
+	var lastCreate time.Duration
+	lastLog := time.Now()
+	var toSleep sample
+	createdAt := map[string]time.Time{}
+	for asleep < o.n {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if time.Since(start) > o.timeout {
+			logf("density: stopped after %s with %d created, %d hibernated", o.timeout, created, asleep)
+			break
+		}
+		list, err := butler.ButlerV1alpha1().TenantClusters(densityNamespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			time.Sleep(time.Second)
+			continue
+		}
+		asleep = 0
+		for i := range list.Items {
+			tc := &list.Items[i]
+			if hibernatedNow(tc) {
+				asleep++
+				if t, ok := createdAt[tc.Name]; ok {
+					toSleep.add(time.Since(t))
+					delete(createdAt, tc.Name)
+				}
+			}
+		}
+		awake := created - asleep
+		maxAwake = max(maxAwake, awake)
+		if tenants, err := p.tenantProcesses(); err == nil {
+			maxProcs = max(maxProcs, len(tenants))
+		}
+		for ; awake < o.awake && created < o.n; awake++ {
+			name := fmt.Sprintf("d-%04d", created+1)
+			if _, err := butler.ButlerV1alpha1().TenantClusters(densityNamespace).Create(ctx, densityCluster(name, o.version), metav1.CreateOptions{}); err != nil {
+				return fmt.Errorf("creating %s: %w", name, err)
+			}
+			createdAt[name] = time.Now()
+			created++
+			lastCreate = time.Since(start)
+		}
+		if time.Since(lastLog) > 15*time.Second || asleep == o.n {
+			lastLog = time.Now()
+			logf("density: %d created, %d hibernated after %s (at most %d clusters with processes so far)", created, asleep, secs(time.Since(start)), maxProcs)
+		}
+		time.Sleep(time.Second)
+	}
+	allAsleep := time.Since(start)
+
+	// Settle, then the same measures with every cluster asleep.
+	if err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(context.Context) (bool, error) {
+		tenants, err := p.tenantProcesses()
+		return err == nil && len(tenants) == 0, nil
+	}); err != nil {
+		logf("density: tenant processes still run with every cluster hibernated")
+	}
+	time.Sleep(30 * time.Second)
+	logf("density: %d hibernated; measuring over %s", asleep, o.idle)
+	after := measurePlane(procs, o.idle)
+	tenants, _ := p.tenantProcesses()
+
+	// Reachable: an endpoint in the status, held by a listener.
+	list, err := butler.ButlerV1alpha1().TenantClusters(densityNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	listening, err := listeningPorts()
+	if err != nil {
+		return err
+	}
+	held := 0
+	var endpoints []string
+	for _, tc := range list.Items {
+		_, port, _ := strings.Cut(tc.Status.ControlPlaneEndpoint, ":")
+		if n, err := strconv.Atoi(port); err == nil && listening[n] {
+			held++
+		}
+		endpoints = append(endpoints, tc.Name)
+	}
+
+	// Woken by a request: a sample spread over the clusters, one at a time.
+	var wakes sample
+	wakeErrors := 0
+	for i := 0; i < o.wakeSample && len(list.Items) > 0; i++ {
+		tc := list.Items[i*len(list.Items)/o.wakeSample]
+		d, err := wakeByRequest(ctx, butler, tc.Name)
+		if err != nil {
+			wakeErrors++
+			logf("density: waking %s: %v", tc.Name, err)
+			continue
+		}
+		wakes.add(d)
+		logf("density: %s answered kubectl in %s", tc.Name, secs(d))
+	}
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "## Density: %d hibernated TenantClusters on one machine\n\n", asleep)
+	fmt.Fprintf(&b, "%d cores, %s memory; load average before %s, after %s. Each a TenantCluster of Kubernetes %s with no workers, "+
+		"created with `hibernation: {hibernated: true, wakeOnRequest: true}`: provisioned once (its control plane runs until it has served), "+
+		"then put to sleep; at most %d created and not yet Hibernated at any time.\n\n",
+		runtime.NumCPU(), mib(memTotal()), loadBefore, loadavg(), o.version, o.awake)
+	b.WriteString("| figure | value |\n|---|---|\n")
+	fmt.Fprintf(&b, "| TenantClusters created / Hibernated | %d / %d |\n", created, asleep)
+	fmt.Fprintf(&b, "| most clusters not yet Hibernated at once (with processes, seen) | %d (%d) |\n", maxAwake, maxProcs)
+	fmt.Fprintf(&b, "| first create -> last create | %s |\n", secs(lastCreate))
+	fmt.Fprintf(&b, "| first create -> all Hibernated | %s |\n", secs(allAsleep))
+	fmt.Fprintf(&b, "| one cluster: create -> Hibernated (median, p95) | %s, %s |\n", secs(toSleep.median()), secs(toSleep.p95()))
+	fmt.Fprintf(&b, "| tenant processes with all asleep | %d |\n", len(tenants))
+	fmt.Fprintf(&b, "| endpoints held by a listener (no connection made) | %d of %d |\n", held, len(endpoints))
+	fmt.Fprintf(&b, "| woken by kubectl (median, max of %d; failed) | %s, %s; %d |\n", len(wakes.durations), secs(wakes.median()), secs(wakes.percentile(100)), wakeErrors)
+	b.WriteString("\n### The management plane before the first cluster and with all hibernated\n\n")
+	fmt.Fprintf(&b, "RSS, and CPU over %s with nothing asked of it, as a share of one core; per cluster = (after - before) / %d.\n\n", o.idle, max(asleep, 1))
+	b.WriteString("| process | RSS before | RSS after | per cluster | CPU before | CPU after | per cluster |\n|---|---|---|---|---|---|---|\n")
+	var rssB, rssA int64
+	var cpuB, cpuA time.Duration
+	per := func(d int64) string { return fmt.Sprintf("%.2f MiB", float64(d)/float64(max(asleep, 1))/(1<<20)) }
+	share := func(d time.Duration) string { return fmt.Sprintf("%.2f%%", 100*d.Seconds()/o.idle.Seconds()) }
+	perCPU := func(d time.Duration) string {
+		return fmt.Sprintf("%.4f%%", 100*d.Seconds()/o.idle.Seconds()/float64(max(asleep, 1)))
+	}
+	for _, name := range planeProcesses {
+		bf, af := before[name], after[name]
+		rssB, rssA, cpuB, cpuA = rssB+bf.rss, rssA+af.rss, cpuB+bf.cpu, cpuA+af.cpu
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", name, mib(bf.rss), mib(af.rss), per(af.rss-bf.rss),
+			share(bf.cpu), share(af.cpu), perCPU(af.cpu-bf.cpu))
+	}
+	fmt.Fprintf(&b, "| **all** | %s | %s | **%s** | %s | %s | **%s** |\n", mib(rssB), mib(rssA), per(rssA-rssB),
+		share(cpuB), share(cpuA), perCPU(cpuA-cpuB))
+	table := b.String()
+	fmt.Print(table)
+	file := filepath.Join(out, fmt.Sprintf("density-n%d.md", o.n))
+	if err := os.WriteFile(file, []byte(table), 0o644); err != nil {
+		return err
+	}
+	logf("wrote %s", file)
+	return nil
+}
+
+// densityCluster is a TenantCluster with no workers, created hibernated with wake on request.
+func densityCluster(name, version string) *v1alpha1.TenantCluster {
+	return &v1alpha1.TenantCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: densityNamespace},
+		Spec: v1alpha1.TenantClusterSpec{KubernetesVersion: version,
+			ProviderConfigRef: &v1alpha1.NamespacedObjectReference{Name: "local"},
+			Workers:           v1alpha1.WorkersSpec{Replicas: 0, MachineTemplate: v1alpha1.MachineTemplate{OS: v1alpha1.OSSpec{Type: v1alpha1.OSTalos}}},
+			Hibernation:       &v1alpha1.HibernationSpec{Hibernated: true, WakeOnRequest: true}}}
+}
+
+func hibernatedNow(tc *v1alpha1.TenantCluster) bool {
+	return tc.Status.Phase == v1alpha1.TenantClusterHibernated && meta.IsStatusConditionTrue(tc.Status.Conditions, "Hibernated") &&
+		tc.Status.ObservedGeneration == tc.Generation
+}
+
+// usage is a process's RSS and the CPU it used over a window.
+type usage struct {
+	rss int64
+	cpu time.Duration
+}
+
+// measurePlane reads each plane process's CPU time over idle, then its RSS.
+func measurePlane(procs map[string]int, idle time.Duration) map[string]usage {
+	cpu := map[string]time.Duration{}
+	for name, pid := range procs {
+		cpu[name], _ = cpuTime(pid)
+	}
+	time.Sleep(idle)
+	out := map[string]usage{}
+	for name, pid := range procs {
+		t, _ := cpuTime(pid)
+		m, _ := residentMemory(pid)
+		out[name] = usage{rss: m.rss, cpu: t - cpu[name]}
+	}
+	return out
+}
+
+// listeningPorts are the local TCP ports something listens on (/proc/net/tcp and tcp6, state 0A).
+func listeningPorts() (map[int]bool, error) {
+	out := map[int]bool{}
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		file, err := os.Open(f)
+		if err != nil {
+			continue
+		}
+		s := bufio.NewScanner(file)
+		for s.Scan() {
+			fields := strings.Fields(s.Text())
+			if len(fields) < 4 || fields[3] != "0A" {
+				continue
+			}
+			_, hex, ok := strings.Cut(fields[1], ":")
+			if !ok {
+				continue
+			}
+			if port, err := strconv.ParseInt(hex, 16, 32); err == nil {
+				out[int(port)] = true
+			}
+		}
+		file.Close()
+	}
+	return out, nil
+}
+
+// wakeByRequest mints a kubeconfig for a hibernated cluster and times kubectl get ns default
+// with it (the wake included); then it puts the cluster back to sleep.
+func wakeByRequest(ctx context.Context, butler clientset.Interface, name string) (time.Duration, error) {
+	req, err := butler.ButlerV1alpha1().TenantClusters(densityNamespace).CreateKubeconfig(ctx, name, &v1alpha1.KubeconfigRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		return 0, err
+	}
+	f, err := os.CreateTemp("", "density-*.kubeconfig")
+	if err != nil {
+		return 0, err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(req.Status.Kubeconfig); err != nil {
+		return 0, err
+	}
+	f.Close()
+	start := time.Now()
+	out, err := exec.CommandContext(ctx, "kubectl", "--kubeconfig", f.Name(), "get", "ns", "default").CombinedOutput()
+	d := time.Since(start)
+	if err != nil {
+		return d, fmt.Errorf("kubectl: %v: %s", err, out)
+	}
+	patch := []byte(`{"spec":{"hibernation":{"hibernated":true}}}`)
+	_, err = butler.ButlerV1alpha1().TenantClusters(densityNamespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	return d, err
+}
