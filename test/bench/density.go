@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -43,12 +42,7 @@ var densityEnv = []string{"TENANT_PORT_RANGE=12000-32000", "BUTLER_LOCALPROVIDER
 // and wakes o.wakeSample of them with kubectl.
 func runDensity(ctx context.Context, p *plane, o densityOptions, out string) error {
 	butler, kube, _ := p.unthrottledClients()
-	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: densityNamespace}}, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	pc := &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "local", Namespace: densityNamespace},
-		Spec: v1alpha1.ProviderConfigSpec{Provider: v1alpha1.ProviderLocal}}
-	if _, err := butler.ButlerV1alpha1().ProviderConfigs(densityNamespace).Create(ctx, pc, metav1.CreateOptions{}); err != nil {
+	if err := localProviderConfig(ctx, butler, kube, densityNamespace); err != nil {
 		return err
 	}
 	procs, err := p.processes()

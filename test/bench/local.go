@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
@@ -54,19 +55,8 @@ var timelineKinds = []schema.GroupVersionKind{
 // processes after each step.
 func runLocal(ctx context.Context, p *plane, o localOptions, out string) error {
 	butler, kube, dyn := p.unthrottledClients()
-	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: localNamespace}}, metav1.CreateOptions{}); err != nil {
+	if err := localProviderConfig(ctx, butler, kube, localNamespace); err != nil {
 		return err
-	}
-	pc := &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "local", Namespace: localNamespace},
-		Spec: v1alpha1.ProviderConfigSpec{Provider: v1alpha1.ProviderLocal}}
-	if _, err := butler.ButlerV1alpha1().ProviderConfigs(localNamespace).Create(ctx, pc, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		got, err := butler.ButlerV1alpha1().ProviderConfigs(localNamespace).Get(ctx, "local", metav1.GetOptions{})
-		return err == nil && got.Status.Ready, nil
-	}); err != nil {
-		return fmt.Errorf("the local ProviderConfig never became ready: %w", err)
 	}
 	rec, err := newRecorder(ctx, dyn)
 	if err != nil {
@@ -98,6 +88,26 @@ func runLocal(ctx context.Context, p *plane, o localOptions, out string) error {
 		return err
 	}
 	logf("wrote %s", file)
+	return nil
+}
+
+// localProviderConfig makes namespace ns and a ProviderConfig "local" of the local provider in
+// it, and waits until it is ready.
+func localProviderConfig(ctx context.Context, butler clientset.Interface, kube kubernetes.Interface, ns string) error {
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	pc := &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "local", Namespace: ns},
+		Spec: v1alpha1.ProviderConfigSpec{Provider: v1alpha1.ProviderLocal}}
+	if _, err := butler.ButlerV1alpha1().ProviderConfigs(ns).Create(ctx, pc, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		got, err := butler.ButlerV1alpha1().ProviderConfigs(ns).Get(ctx, "local", metav1.GetOptions{})
+		return err == nil && got.Status.Ready, nil
+	}); err != nil {
+		return fmt.Errorf("the local ProviderConfig never became ready: %w", err)
+	}
 	return nil
 }
 
