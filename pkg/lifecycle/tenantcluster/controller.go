@@ -262,11 +262,12 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 	return ensureErr
 }
 
-// servedOnce says whether the cluster's control plane has served (its endpoint is published). A
-// cluster created hibernated is provisioned first, then put to sleep: its data (the kubeadm
-// setup, RBAC's bootstrap) and its endpoint must exist to be kept, and to be woken.
+// servedOnce says whether the cluster's control plane has been Ready (the status names its
+// admin kubeconfig Secret, which minting a kubeconfig needs). A cluster created hibernated is
+// provisioned first, then put to sleep: its data (the kubeadm setup, RBAC's bootstrap), its
+// endpoint and its kubeconfigs must exist to be kept, and to be woken by a request.
 func servedOnce(tc *v1alpha1.TenantCluster) bool {
-	return tc.Status.ControlPlaneEndpoint != ""
+	return tc.Status.KubeconfigSecretRef != nil
 }
 
 // delete runs the plan backwards and lets the cluster go once everything it made is gone.

@@ -98,7 +98,7 @@ func TestApplySchedules(t *testing.T) {
 }
 
 // TestCreatedHibernatedIsProvisionedFirst: a cluster created with hibernated true runs the
-// ordinary plan until its control plane has served (its endpoint published), then sleeps.
+// ordinary plan until its control plane has been Ready (its admin kubeconfig named), then sleeps.
 func TestCreatedHibernatedIsProvisionedFirst(t *testing.T) {
 	tc := cluster()
 	tc.Spec.Hibernation = &v1alpha1.HibernationSpec{Hibernated: true}
@@ -106,7 +106,11 @@ func TestCreatedHibernatedIsProvisionedFirst(t *testing.T) {
 		t.Error("a new cluster counts as served")
 	}
 	tc.Status.ControlPlaneEndpoint = "127.0.0.1:30123"
+	if servedOnce(tc) {
+		t.Error("an endpoint alone (a remote provider's Service before kube-apiserver runs) counts as served")
+	}
+	tc.Status.KubeconfigSecretRef = &v1alpha1.LocalObjectReference{Name: "prod-admin-kubeconfig"}
 	if !servedOnce(tc) {
-		t.Error("a cluster with a published endpoint does not count as served")
+		t.Error("a cluster whose control plane was Ready does not count as served")
 	}
 }
