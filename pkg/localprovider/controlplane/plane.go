@@ -1,12 +1,14 @@
 package controlplane
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -62,6 +64,7 @@ type plane struct {
 	setupFor int
 	probe    context.CancelFunc
 	caPool   *x509.CertPool
+	caPEM    []byte // what caPool was made of: the probe keeps its connection while it is the same
 	// ca is the tenant CA read from its Secret; adminDigest the content last written to
 	// <tcp>-admin-kubeconfig.
 	ca          *pki.KeyPair
@@ -83,9 +86,11 @@ func (pl *plane) ensure(ctx context.Context, version string, caPEM []byte, specs
 	if pl.procs == nil {
 		pl.procs = map[string]*process{}
 	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(caPEM)
-	pl.caPool = pool
+	if !bytes.Equal(pl.caPEM, caPEM) {
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(caPEM)
+		pl.caPool, pl.caPEM = pool, caPEM
+	}
 	for _, spec := range specs {
 		if p, ok := pl.procs[spec.Component]; ok {
 			if p.hash == spec.hash() {
@@ -268,6 +273,13 @@ func (pl *plane) setUp(starts int) bool {
 // waits for that answer), then every 2s, and queues the tenant when the answer changes.
 func (pl *plane) probeLoop(ctx context.Context) {
 	client := &http.Client{Timeout: 2 * time.Second}
+	var transport *http.Transport
+	var transportPool *x509.CertPool
+	defer func() {
+		if transport != nil {
+			transport.CloseIdleConnections()
+		}
+	}()
 	for {
 		pl.mu.Lock()
 		pool := pl.caPool
@@ -275,13 +287,23 @@ func (pl *plane) probeLoop(ctx context.Context) {
 		wasReady := pl.ready
 		url := fmt.Sprintf("https://%s/readyz", endpointString(pl.address(), pl.apiPortLocked()))
 		pl.mu.Unlock()
-		client.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, DisableKeepAlives: true}
+		if transport == nil || pool != transportPool {
+			// One kept-alive connection while the CA is the same: a starting kube-apiserver is
+			// asked every 20 ms, and a TLS handshake each time would take CPU it needs.
+			if transport != nil {
+				transport.CloseIdleConnections()
+			}
+			transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, MaxIdleConnsPerHost: 1, IdleConnTimeout: 10 * time.Second}
+			transportPool = pool
+			client.Transport = transport
+		}
 		ready, running, starts := false, false, 0
 		if api != nil {
 			_, running, starts = api.state()
 			if running {
 				if resp, err := client.Get(url); err == nil {
 					ready = resp.StatusCode == http.StatusOK
+					_, _ = io.Copy(io.Discard, resp.Body) // read to the end, so the connection is reused
 					resp.Body.Close()
 				}
 			}
