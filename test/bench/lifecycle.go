@@ -83,6 +83,10 @@ func runLifecycle(ctx context.Context, p *plane, n int, out string) error {
 	}
 	cpu0, _ := cpuTime(butlerPID)
 	mem0, _ := residentMemory(butlerPID)
+	req0, err := p.scrapeClientRequests(ctx)
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -118,6 +122,11 @@ func runLifecycle(ctx context.Context, p *plane, n int, out string) error {
 	allWritten := time.Since(start)
 	cpu1, _ := cpuTime(butlerPID)
 	mem1, _ := residentMemory(butlerPID)
+	req1, err := p.scrapeClientRequests(ctx)
+	if err != nil {
+		return err
+	}
+	sent := req1.sub(req0)
 
 	dstart := time.Now()
 	if err := butler.ButlerV1alpha1().TenantClusters(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
@@ -138,11 +147,15 @@ func runLifecycle(ctx context.Context, p *plane, n int, out string) error {
 | created -> every cluster's objects written (namespace, Cluster, StewardControlPlane, AWSCluster, templates, MachineDeployment, TenantAddon) | %s (%.1f ms per cluster) |
 | butler-apiserver CPU while writing them | %s (%.1f ms per cluster) |
 | butler-apiserver RSS before / after | %s / %s |
+| butler-apiserver's requests while writing them, per cluster: writes (POST, PUT, PATCH, DELETE) / reads | %.1f (%s) / %.1f |
+| time butler-apiserver's requests waited in the client-side rate limiter (summed) | %.1f s |
 | delete all -> all gone (addons, workers, control plane, infrastructure, namespaces) | %s |
 | butler-apiserver CPU while deleting | %s |
 `, n, created.Round(time.Millisecond), allWritten.Round(time.Millisecond), float64(allWritten.Milliseconds())/float64(n),
 		(cpu1 - cpu0).Round(time.Millisecond), float64((cpu1-cpu0).Milliseconds())/float64(n),
-		mib(mem0.rss), mib(mem1.rss), deleted.Round(time.Millisecond), (cpu2 - cpu1).Round(time.Millisecond))
+		mib(mem0.rss), mib(mem1.rss),
+		sent.total(sent.writes)/float64(n), sent.byHost(n), sent.total(sent.reads)/float64(n), sent.throttled,
+		deleted.Round(time.Millisecond), (cpu2 - cpu1).Round(time.Millisecond))
 	fmt.Print(table)
 	return os.WriteFile(filepath.Join(out, fmt.Sprintf("lifecycle-n%d.md", n)), []byte(table), 0o644)
 }

@@ -15,6 +15,9 @@ import (
 	"k8s.io/client-go/metadata"
 	restclient "k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
+	// rest_client_* metrics on /metrics: the workers' requests by method and host, and the time
+	// they waited in the client-side rate limiter.
+	_ "k8s.io/component-base/metrics/prometheus/restclient"
 
 	butleradmission "github.com/butlerdotdev/butler-apiserver/pkg/admission"
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"

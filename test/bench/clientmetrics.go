@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// clientRequests is what butler-apiserver's clients sent (its rest_client_* metrics): the
+// workers' requests to kube-apiserver and to butler-apiserver's own loopback.
+type clientRequests struct {
+	// writes counts POST, PUT, PATCH and DELETE by host; reads the rest.
+	writes, reads map[string]float64
+	// throttled is the time requests waited in the client-side rate limiter, in seconds.
+	throttled float64
+}
+
+func (c clientRequests) total(m map[string]float64) float64 {
+	var t float64
+	for _, v := range m {
+		t += v
+	}
+	return t
+}
+
+// sub is c minus an earlier reading.
+func (c clientRequests) sub(before clientRequests) clientRequests {
+	out := clientRequests{writes: map[string]float64{}, reads: map[string]float64{}, throttled: c.throttled - before.throttled}
+	for h, v := range c.writes {
+		out.writes[h] = v - before.writes[h]
+	}
+	for h, v := range c.reads {
+		out.reads[h] = v - before.reads[h]
+	}
+	return out
+}
+
+// byHost says the writes per host, divided by n.
+func (c clientRequests) byHost(n int) string {
+	var parts []string
+	for h, v := range c.writes {
+		parts = append(parts, fmt.Sprintf("%s %.1f", h, v/float64(n)))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// scrapeClientRequests reads butler-apiserver's /metrics.
+func (p *plane) scrapeClientRequests(ctx context.Context) (clientRequests, error) {
+	out := clientRequests{writes: map[string]float64{}, reads: map[string]float64{}}
+	hc, err := httpClient(p.direct)
+	if err != nil {
+		return out, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.direct.Host+"/metrics", nil)
+	if err != nil {
+		return out, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return out, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return out, fmt.Errorf("GET /metrics: %s", resp.Status)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		name, labels, value, ok := metricLine(line)
+		if !ok {
+			continue
+		}
+		switch name {
+		case "rest_client_requests_total":
+			switch labels["method"] {
+			case "POST", "PUT", "PATCH", "DELETE":
+				out.writes[labels["host"]] += value
+			default:
+				out.reads[labels["host"]] += value
+			}
+		case "rest_client_rate_limiter_duration_seconds_sum":
+			out.throttled += value
+		}
+	}
+	return out, sc.Err()
+}
+
+// metricLine parses `name{k="v",...} value` of the Prometheus text format.
+func metricLine(line string) (name string, labels map[string]string, value float64, ok bool) {
+	if strings.HasPrefix(line, "#") {
+		return "", nil, 0, false
+	}
+	open, end := strings.IndexByte(line, '{'), strings.LastIndexByte(line, '}')
+	if open < 0 || end < open {
+		return "", nil, 0, false
+	}
+	name, labels = line[:open], map[string]string{}
+	for _, kv := range strings.Split(line[open+1:end], ",") {
+		k, v, found := strings.Cut(kv, "=")
+		if found {
+			labels[k] = strings.Trim(v, `"`)
+		}
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(line[end+1:]), 64)
+	return name, labels, v, err == nil
+}
