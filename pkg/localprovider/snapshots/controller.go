@@ -79,12 +79,40 @@ func (c *Controller) Run(ctx context.Context) {
 	c.queue.Run(ctx, 1, c.synced...)
 }
 
-// Store is the snapshot store ButlerConfig names, or the provider's directory.
-func (c *Controller) Store() snapshot.Store {
-	if bc, err := c.configs.Get(butlerConfig); err == nil && bc.Spec.SnapshotStore != nil && bc.Spec.SnapshotStore.Directory != nil {
-		return snapshot.Dir{Root: bc.Spec.SnapshotStore.Directory.Path}
+// Store is the snapshot store ButlerConfig names, or the provider's directory. An S3 store's
+// keys are read from its Secret on each use and kept nowhere else.
+func (c *Controller) Store(ctx context.Context) (snapshot.Store, error) {
+	bc, err := c.configs.Get(butlerConfig)
+	if err != nil || bc.Spec.SnapshotStore == nil {
+		return snapshot.Dir{Root: c.opts.Dir}, nil
 	}
-	return snapshot.Dir{Root: c.opts.Dir}
+	switch s := bc.Spec.SnapshotStore; {
+	case s.S3 != nil:
+		return c.s3Store(ctx, s.S3)
+	case s.Directory != nil:
+		return snapshot.Dir{Root: s.Directory.Path}, nil
+	}
+	return snapshot.Dir{Root: c.opts.Dir}, nil
+}
+
+// Keys of an S3 store's credentials Secret.
+const (
+	accessKeyIDKey     = "accessKeyID"
+	secretAccessKeyKey = "secretAccessKey"
+)
+
+func (c *Controller) s3Store(ctx context.Context, s *v1alpha1.S3SnapshotStore) (snapshot.Store, error) {
+	ref := s.CredentialsSecretRef
+	secret, err := c.deps.Kube.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("reading the S3 snapshot store's credentials Secret %s/%s: %w", ref.Namespace, ref.Name, err)
+	}
+	id, key := string(secret.Data[accessKeyIDKey]), string(secret.Data[secretAccessKeyKey])
+	if id == "" || key == "" {
+		return nil, fmt.Errorf("the S3 snapshot store's credentials Secret %s/%s needs the keys %s and %s", ref.Namespace, ref.Name, accessKeyIDKey, secretAccessKeyKey)
+	}
+	return snapshot.NewS3(snapshot.S3Config{Endpoint: s.Endpoint, Bucket: s.Bucket, Prefix: s.Prefix, Region: s.Region,
+		AccessKeyID: id, SecretAccessKey: key})
 }
 
 // DataName is a snapshot's name in the store.
@@ -140,13 +168,22 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 	if version == "" {
 		version = tc.Spec.KubernetesVersion
 	}
+	target, err := c.Store(ctx)
+	if err != nil {
+		if serr := c.setStatus(ctx, s, func(st *v1alpha1.TenantClusterSnapshotStatus) {
+			st.Phase, st.Message = v1alpha1.SnapshotPending, "waiting for the snapshot store: "+err.Error()
+		}); serr != nil {
+			return serr
+		}
+		return worker.RequeueAfter(10 * time.Second)
+	}
 	start := metav1.Now()
 	if err := c.setStatus(ctx, s, func(st *v1alpha1.TenantClusterSnapshotStatus) {
 		st.Phase, st.StartTime, st.DataStoreName, st.Message = v1alpha1.SnapshotRunning, &start, store.DataStore, ""
 	}); err != nil {
 		return err
 	}
-	stats, location, err := c.take(ctx, s, store, version)
+	stats, location, err := c.take(ctx, s, target, store, version)
 	if err != nil {
 		logger.Error(err, "Snapshot failed")
 		return c.setStatus(ctx, s, func(st *v1alpha1.TenantClusterSnapshotStatus) {
@@ -163,8 +200,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 }
 
 // take streams the tenant's prefix into the store with compaction held off.
-func (c *Controller) take(ctx context.Context, s *v1alpha1.TenantClusterSnapshot, store controlplane.TenantStore, version string) (snapshot.Stats, string, error) {
-	st := c.Store()
+func (c *Controller) take(ctx context.Context, s *v1alpha1.TenantClusterSnapshot, st snapshot.Store, store controlplane.TenantStore, version string) (snapshot.Stats, string, error) {
 	pending, err := st.Create(ctx, DataName(s))
 	if err != nil {
 		return snapshot.Stats{}, "", err
@@ -187,8 +223,14 @@ func (c *Controller) deleteData(ctx context.Context, s *v1alpha1.TenantClusterSn
 	if !slices.Contains(s.Finalizers, finalizer) {
 		return nil
 	}
-	if err := storeOf(c.Store(), s).Delete(ctx, DataName(s)); err != nil {
-		return fmt.Errorf("deleting the snapshot's data: %w", err)
+	// Without a location the snapshot never became Ready: there is data only if the provider
+	// stopped between committing it and writing Ready, so a store that cannot be reached (its
+	// Secret gone) does not hold the object forever.
+	if err := c.deleteStored(ctx, s); err != nil {
+		if s.Status.Location != "" {
+			return err
+		}
+		klog.FromContext(ctx).Info("Could not delete what a snapshot that never became Ready may have left", "err", err)
 	}
 	patch := fmt.Sprintf(`{"metadata":{"finalizers":[%s],"resourceVersion":%q}}`, quotedExcept(s.Finalizers, finalizer), s.ResourceVersion)
 	_, err := c.deps.Butler.ButlerV1alpha1().TenantClusterSnapshots(s.Namespace).Patch(ctx, s.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
@@ -201,13 +243,24 @@ func (c *Controller) deleteData(ctx context.Context, s *v1alpha1.TenantClusterSn
 	return err
 }
 
-// storeOf is the store that holds s: a directory snapshot's location names its directory (the
-// ButlerConfig may have named another since).
-func storeOf(current snapshot.Store, s *v1alpha1.TenantClusterSnapshot) snapshot.Store {
-	if loc, suffix := s.Status.Location, "/"+DataName(s)+".snap"; strings.HasSuffix(loc, suffix) && filepath.IsAbs(loc) {
-		return snapshot.Dir{Root: strings.TrimSuffix(loc, suffix)}
+func (c *Controller) deleteStored(ctx context.Context, s *v1alpha1.TenantClusterSnapshot) error {
+	st, err := c.storeOf(ctx, s)
+	if err == nil {
+		err = st.Delete(ctx, DataName(s))
 	}
-	return current
+	if err != nil {
+		return fmt.Errorf("deleting the snapshot's data: %w", err)
+	}
+	return nil
+}
+
+// storeOf is the store that holds s: a directory snapshot's location names its directory (the
+// ButlerConfig may have named another since); others are in the store ButlerConfig names.
+func (c *Controller) storeOf(ctx context.Context, s *v1alpha1.TenantClusterSnapshot) (snapshot.Store, error) {
+	if loc, suffix := s.Status.Location, "/"+DataName(s)+".snap"; strings.HasSuffix(loc, suffix) && filepath.IsAbs(loc) {
+		return snapshot.Dir{Root: strings.TrimSuffix(loc, suffix)}, nil
+	}
+	return c.Store(ctx)
 }
 
 func quotedExcept(list []string, drop string) string {

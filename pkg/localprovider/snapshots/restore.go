@@ -87,7 +87,10 @@ func (c *Controller) Restore(ctx context.Context, tcp *unstructured.Unstructured
 	stop() // in place: the control plane switch's stop; a new cluster has nothing running
 	logger := klog.FromContext(ctx).WithValues("snapshot", tc.Namespace+"/"+from, "inPlace", inPlace)
 	start := time.Now()
-	st := storeOf(c.Store(), snap)
+	st, err := c.storeOf(ctx, snap)
+	if err != nil {
+		return true, "restoring from " + from, err
+	}
 	if err := verify(ctx, st, snap); err != nil {
 		var mismatch *snapshot.ChecksumMismatchError
 		if errors.As(err, &mismatch) {
