@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -91,13 +92,20 @@ func (p *SnapshotRestore) Validate(ctx context.Context, a admission.Attributes, 
 	return p.verify(ctx, snap, invalid)
 }
 
-// verify reads the snapshot's data from the directory store and checks its checksum.
+// verify reads the snapshot's data from the directory store and checks its checksum. Data in
+// object storage is checked by the provider before it restores (this server holds no keys to
+// the bucket); the restore then fails with the checksums in status.restore.
 func (p *SnapshotRestore) verify(ctx context.Context, snap *butler.TenantClusterSnapshot, invalid func(string) error) error {
 	dir := p.dir
-	if cfg, err := p.store().Config(ctx); err == nil && cfg != nil && cfg.Spec.SnapshotStore != nil && cfg.Spec.SnapshotStore.Directory != nil {
-		dir = cfg.Spec.SnapshotStore.Directory.Path
+	if cfg, err := p.store().Config(ctx); err == nil && cfg != nil && cfg.Spec.SnapshotStore != nil {
+		switch {
+		case cfg.Spec.SnapshotStore.Directory != nil:
+			dir = cfg.Spec.SnapshotStore.Directory.Path
+		case cfg.Spec.SnapshotStore.S3 != nil:
+			dir = ""
+		}
 	}
-	if dir == "" {
+	if dir == "" || strings.HasPrefix(snap.Status.Location, "s3://") {
 		return nil
 	}
 	data, err := snapshot.Dir{Root: dir}.Open(ctx, snapshot.Name(snap.Namespace, snap.Name, string(snap.UID)))
