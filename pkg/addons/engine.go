@@ -55,10 +55,10 @@ type Request struct {
 	// Owner, when set, is recorded as the release label OwnerLabel; a release recorded for
 	// another owner is refused.
 	Owner string
-	// Restricted installs with the least privilege of a Team's own chart: the chart is rendered
-	// and refused, before anything reaches the cluster, when it grants more than edit
-	// (CheckPrivilege).
-	Restricted bool
+	// Restriction, when set, installs with the least privilege of a Team's own chart: the chart
+	// is rendered and refused, before anything reaches the cluster, when it grants more than
+	// edit (CheckPrivilege). It says who may not, for the refusal: "a chart from a repository".
+	Restriction string
 }
 
 // Action is what Ensure did or is about to do.
@@ -222,8 +222,8 @@ func (e *Engine) Ensure(ctx context.Context, req Request, starting func(Action))
 	if err != nil {
 		return nil, &OperationError{Release: current, Err: err}
 	}
-	if req.Restricted {
-		if err := CheckPrivilege(ch, values, req.Release); err != nil {
+	if req.Restriction != "" {
+		if err := CheckPrivilege(ch, values, req.Release, req.Restriction); err != nil {
 			return nil, &OperationError{Release: current, Err: err}
 		}
 	}

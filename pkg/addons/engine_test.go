@@ -205,7 +205,7 @@ func TestReleaseLockSerializesOneRelease(t *testing.T) {
 func TestEnsureRestrictedRefusesMoreThanEdit(t *testing.T) {
 	e, target, kube, releases := unitEngine(t)
 	req := unitRequest(target, "0.1.0", Values{"rbac": map[string]any{"clusterAdmin": true}})
-	req.Restricted = true
+	req.Restriction = "a chart from a repository (not a platform AddonDefinition)"
 	kube.CreateError = errors.New("sent to the cluster")
 	_, err := e.Ensure(context.Background(), req, nil)
 	if err == nil || !strings.Contains(err.Error(),
@@ -243,5 +243,32 @@ func TestCheckPrivilege(t *testing.T) {
 		if got := strings.Join(problems, "; "); got != tc.want {
 			t.Errorf("%s:\n got %q\nwant %q", tc.manifest, got, tc.want)
 		}
+	}
+}
+
+// TestEnsureRestrictedChecksObjectsMadeFromValues: a chart that turns a value into objects
+// (extraObjects) is checked on what the values render: a ClusterRoleBinding to cluster-admin
+// given as a value is refused, a ConfigMap given the same way installs.
+func TestEnsureRestrictedChecksObjectsMadeFromValues(t *testing.T) {
+	e, target, kube, releases := unitEngine(t)
+	binding := map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+		"metadata": map[string]any{"name": "from-values"},
+		"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+		"subjects": []any{map[string]any{"kind": "User", "name": "operator"}}}
+	req := unitRequest(target, "0.1.0", Values{"extraObjects": []any{binding}})
+	req.Restriction = "a catalog chart with a Team's values"
+	kube.CreateError = errors.New("sent to the cluster")
+	_, err := e.Ensure(context.Background(), req, nil)
+	if err == nil || !strings.Contains(err.Error(),
+		"chart demo 0.1.0 grants more than edit, which a catalog chart with a Team's values may not: ClusterRoleBinding from-values binds ClusterRole cluster-admin") {
+		t.Fatalf("Ensure = %v", err)
+	}
+	if h, _ := releases.History("demo"); len(h) != 0 {
+		t.Errorf("a release was recorded: %d revisions", len(h))
+	}
+	kube.CreateError = nil
+	req.Values = Values{"extraObjects": []any{map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "from-values"}}}}
+	if _, err := e.Ensure(context.Background(), req, nil); err != nil {
+		t.Errorf("restricted, a ConfigMap from values: %v", err)
 	}
 }

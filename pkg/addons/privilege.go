@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// The least privilege of a restricted addon (Request.Restricted: a chart a Team installs from a
-// repository, not a platform AddonDefinition): it is rendered before anything is installed,
+// The least privilege of a restricted addon (Request.Restriction: a chart a Team installs from a
+// repository, or a catalog chart with a Team's values): it is rendered before anything is installed,
 // hooks included, and refused when it would grant more than the built-in `edit` role does —
 // a binding to cluster-admin, admin or a system: role, or a role with a wildcard, escalate,
 // bind or impersonate, or writes to RBAC, admission, certificates, CRDs or node proxies.
@@ -39,8 +39,9 @@ var guardedResources = []string{"nodes/proxy", "serviceaccounts/token"}
 var readVerbs = []string{"get", "list", "watch"}
 
 // CheckPrivilege renders ch with values (as an install would, with default capabilities and no
-// cluster lookups) and returns an error naming every object that grants more than edit.
-func CheckPrivilege(ch *chart.Chart, values map[string]any, release ReleaseKey) error {
+// cluster lookups) and returns an error naming every object that grants more than edit; who
+// says who may not (Request.Restriction).
+func CheckPrivilege(ch *chart.Chart, values map[string]any, release ReleaseKey, who string) error {
 	opts := chartutil.ReleaseOptions{Name: release.Name, Namespace: release.Namespace, IsInstall: true, Revision: 1}
 	renderValues, err := chartutil.ToRenderValues(ch, values, opts, chartutil.DefaultCapabilities)
 	if err != nil {
@@ -69,8 +70,8 @@ func CheckPrivilege(ch *chart.Chart, values map[string]any, release ReleaseKey) 
 	if len(problems) == 0 {
 		return nil
 	}
-	return fmt.Errorf("chart %s %s grants more than edit, which a chart from a repository (not a platform AddonDefinition) may not: %s",
-		ch.Metadata.Name, ch.Metadata.Version, strings.Join(problems, "; "))
+	return fmt.Errorf("chart %s %s grants more than edit, which %s may not: %s",
+		ch.Metadata.Name, ch.Metadata.Version, who, strings.Join(problems, "; "))
 }
 
 type rbacObject struct {

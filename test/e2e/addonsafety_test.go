@@ -37,17 +37,22 @@ func addonFixtureCluster(t *testing.T, ns string) {
 }
 
 // addonDefinition lists a repository and chart in the platform's catalog (which also allows
-// the repository's host:port on loopback to the fetch policy).
-func addonDefinition(t *testing.T, name, repository, chart string) {
+// the repository's host:port on loopback to the fetch policy); spec holds more lines of its
+// spec, each indented by two spaces.
+func addonDefinition(t *testing.T, name, repository, chart string, spec ...string) {
 	t.Helper()
-	mustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
+	manifest := fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
 kind: AddonDefinition
 metadata: {name: %s}
 spec:
   displayName: %[1]s
   category: other
   chart: {repository: %q, name: %s, defaultVersion: 0.1.0}
-`, name, repository, chart))
+`, name, repository, chart)
+	for _, line := range spec {
+		manifest += "  " + line + "\n"
+	}
+	mustApply(t, manifest)
 	t.Cleanup(func() { _, _ = kubectl(t, "delete", "addondefinition", name, "--wait=false") })
 }
 
@@ -133,6 +138,80 @@ func TestTenancyOperatorAddonCannotEscalate(t *testing.T) {
 		t.Fatalf("the operator's TenantAddon: %v\n%s", err, out)
 	}
 	waitAddon(t, ns, "tenancy-plain", v1alpha1.TenantAddonInstalled, "chart demo 0.1.0", time.Minute)
+}
+
+// TestTenancyOperatorCatalogAddonCannotEscalate: a Team's operator installs a catalog chart (an
+// AddonDefinition, spec.addon) that turns a value into objects (extraObjects). With values
+// that add a ClusterRoleBinding to cluster-admin it fails before anything is installed — no
+// binding, no namespace, no release — because the values are the Team's; the same TenantAddon
+// of a definition that sets trustTeamValues installs, binding and all: the platform vouched.
+func TestTenancyOperatorCatalogAddonCannotEscalate(t *testing.T) {
+	t.Parallel()
+	const ns, operator = "tenancy-catalog", "tenancy-catalog-operator"
+	team(t, teamManifest(ns, "", member(operator, "operator")))
+	addonFixtureCluster(t, ns)
+	repo := addonChartRepo(t, map[string][]string{"demo": {"0.1.0"}})
+	// Each definition installs into a namespace of its own name, which Helm creates.
+	for _, def := range []string{"tenancy-catalog-checked", "tenancy-catalog-trusted"} {
+		spec := []string{"defaults: {namespace: " + def + ", createNamespace: true}"}
+		if def == "tenancy-catalog-trusted" {
+			spec = append(spec, "trustTeamValues: true")
+		}
+		addonDefinition(t, def, repo, "demo", spec...)
+		t.Cleanup(func() {
+			_, _ = kubectl(t, "delete", "tenantaddon", def, "-n", ns, "--wait=false")
+			_, _ = kubectl(t, "delete", "namespace", def, "--wait=false")
+			_, _ = kubectl(t, "delete", "clusterrolebinding", def+"-cluster-admin", "--ignore-not-found")
+		})
+	}
+	asOperator := userKubeconfig(t, operator)
+	ctx := context.Background()
+	// catalogAddon is the operator's TenantAddon of definition def, whose values add a
+	// ClusterRoleBinding of the user subject to cluster-admin.
+	catalogAddon := func(def, subject string) string {
+		return fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
+kind: TenantAddon
+metadata: {name: %[1]s, namespace: %[2]s}
+spec:
+  clusterRef: {name: fixture}
+  addon: %[1]s
+  values:
+    extraObjects:
+    - apiVersion: rbac.authorization.k8s.io/v1
+      kind: ClusterRoleBinding
+      metadata: {name: %[1]s-cluster-admin}
+      roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}
+      subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: %[3]s}]
+`, def, ns, subject)
+	}
+
+	const checked, checkedSubject = "tenancy-catalog-checked", "tenancy-catalog-checked-subject"
+	if out, err := kubectlAs(t, asOperator, catalogAddon(checked, checkedSubject), "create", "-f", "-"); err != nil {
+		t.Fatalf("the operator's TenantAddon: %v\n%s", err, out)
+	}
+	waitAddon(t, ns, checked, v1alpha1.TenantAddonFailed,
+		"chart demo 0.1.0 grants more than edit, which a catalog chart with a Team's values (spec.values), unless AddonDefinition "+
+			checked+" sets trustTeamValues, may not: ClusterRoleBinding "+checked+"-cluster-admin binds ClusterRole cluster-admin", time.Minute)
+	if _, err := plane.kube.RbacV1().ClusterRoleBindings().Get(ctx, checked+"-cluster-admin", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the refused chart's ClusterRoleBinding: %v, want NotFound", err)
+	}
+	if _, err := plane.kube.CoreV1().Namespaces().Get(ctx, checked, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the refused chart's namespace (where its release would be): %v, want NotFound", err)
+	}
+	if out, err := kubectl(t, "auth", "can-i", "*", "*", "--as", checkedSubject); strings.TrimSpace(out) != "no" {
+		t.Errorf("the values' subject %q is cluster-admin: %v\n%s", checkedSubject, err, out)
+	}
+
+	// The definition that trusts a Team's values installs the same values as they are.
+	const trusted, trustedSubject = "tenancy-catalog-trusted", "tenancy-catalog-trusted-subject"
+	if out, err := kubectlAs(t, asOperator, catalogAddon(trusted, trustedSubject), "create", "-f", "-"); err != nil {
+		t.Fatalf("the operator's TenantAddon: %v\n%s", err, out)
+	}
+	waitAddon(t, ns, trusted, v1alpha1.TenantAddonInstalled, "chart demo 0.1.0, release "+trusted+"/"+trusted, time.Minute)
+	crb, err := plane.kube.RbacV1().ClusterRoleBindings().Get(ctx, trusted+"-cluster-admin", metav1.GetOptions{})
+	if err != nil || crb.RoleRef.Name != "cluster-admin" || len(crb.Subjects) != 1 || crb.Subjects[0].Name != trustedSubject {
+		t.Errorf("the trusted chart's ClusterRoleBinding from values: %+v, %v", crb, err)
+	}
 }
 
 // TestTenancyAddonFetchPolicy: what butler-apiserver fetches for a TenantAddon. Loopback (by

@@ -558,3 +558,51 @@ func TestClusterDeleteUninstallsInReverseDependencyOrder(t *testing.T) {
 		t.Errorf("uninstall order %v, want c, b, a", order)
 	}
 }
+
+// TestTeamValuesRestrictCatalogCharts: who set the values decides whether a catalog chart is
+// render-checked (Request.Restriction). The definition's defaults are the platform's; the
+// TenantAddon's spec.values and its cluster's slot values are a Team's, unless the definition
+// sets trustTeamValues. A chart named by repository is always checked.
+func TestTeamValuesRestrictCatalogCharts(t *testing.T) {
+	trusted := definition()
+	trusted.Spec.TrustTeamValues = true
+	const catalog = "a catalog chart with a Team's values"
+	for _, tc := range []struct {
+		name   string
+		def    *v1alpha1.AddonDefinition
+		change func(*v1alpha1.TenantAddon)
+		want   string // "" for unrestricted, else a substring of the restriction
+	}{
+		{"the definition's defaults alone", definition(), func(*v1alpha1.TenantAddon) {}, ""},
+		{"empty spec.values", definition(), func(a *v1alpha1.TenantAddon) { a.Spec.Values = raw(`{}`) }, ""},
+		{"spec.values", definition(), func(a *v1alpha1.TenantAddon) { a.Spec.Values = raw(`{"x": 1}`) },
+			catalog + " (spec.values), unless AddonDefinition demo sets trustTeamValues,"},
+		{"the cluster's slot values", definition(), func(a *v1alpha1.TenantAddon) { a.Labels = map[string]string{SlotLabel: "cni"} },
+			catalog + " (TenantCluster c1 spec.addons.cni.values), unless AddonDefinition demo sets trustTeamValues,"},
+		{"both", definition(), func(a *v1alpha1.TenantAddon) {
+			a.Labels = map[string]string{SlotLabel: "cni"}
+			a.Spec.Values = raw(`{"x": 1}`)
+		}, catalog + " (TenantCluster c1 spec.addons.cni.values, spec.values)"},
+		{"trusted with spec.values", trusted, func(a *v1alpha1.TenantAddon) { a.Spec.Values = raw(`{"x": 1}`) }, ""},
+		{"trusted with the slot's values", trusted, func(a *v1alpha1.TenantAddon) { a.Labels = map[string]string{SlotLabel: "cni"} }, ""},
+		{"spec.helm without values", trusted, func(a *v1alpha1.TenantAddon) {
+			a.Spec.Addon = ""
+			a.Spec.Helm = &v1alpha1.HelmChartSpec{Repository: "https://charts.example.com", Chart: "demo-chart"}
+		}, "a chart from a repository (not a platform AddonDefinition)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := addon("x")
+			tc.change(a)
+			f := newFixture(t, cluster("c1", true), tc.def, a)
+			_ = f.reconcile("x")
+			reqs := f.engine.requests()
+			if len(reqs) != 1 {
+				t.Fatalf("%d Ensure calls; status %+v", len(reqs), f.get("x").Status)
+			}
+			got := reqs[0].Restriction
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("Restriction = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package tenantaddon
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,6 +23,8 @@ type desired struct {
 	timeout         time.Duration
 	// definition is the catalog entry (nil for spec.helm).
 	definition *v1alpha1.AddonDefinition
+	// teamValues names the value layers a Team set that hold any value (see restriction).
+	teamValues []string
 }
 
 // specError is a problem in the objects themselves: waiting will not fix it, a change will.
@@ -36,12 +39,16 @@ func (e *specError) Error() string { return e.err.Error() }
 func (c *Controller) desiredRelease(addon *v1alpha1.TenantAddon, tc *v1alpha1.TenantCluster) (*desired, error) {
 	d := &desired{timeout: addons.DefaultTimeout, createNamespace: true}
 	var layers []addons.Values
-	add := func(what string, raw *runtime.RawExtension) error {
+	// add layers one source of values; byTeam says a Team member wrote it (restriction).
+	add := func(what string, raw *runtime.RawExtension, byTeam bool) error {
 		v, err := addons.ValuesFrom(raw)
 		if err != nil {
 			return &specError{reason: "InvalidValues", err: fmt.Errorf("%s: %w", what, err)}
 		}
 		layers = append(layers, v)
+		if byTeam && len(v) > 0 {
+			d.teamValues = append(d.teamValues, what)
+		}
 		return nil
 	}
 
@@ -76,17 +83,17 @@ func (c *Controller) desiredRelease(addon *v1alpha1.TenantAddon, tc *v1alpha1.Te
 			if df.Timeout != nil && df.Timeout.Duration > 0 {
 				d.timeout = df.Timeout.Duration
 			}
-			if err := add("AddonDefinition "+def.Name+" defaults.values", df.Values); err != nil {
+			if err := add("AddonDefinition "+def.Name+" defaults.values", df.Values, false); err != nil {
 				return nil, err
 			}
 		}
-		if err := add("TenantCluster "+tc.Name+" spec.addons."+addon.Labels[SlotLabel]+".values", slotValues); err != nil {
+		if err := add("TenantCluster "+tc.Name+" spec.addons."+addon.Labels[SlotLabel]+".values", slotValues, true); err != nil {
 			return nil, err
 		}
 	default:
 		return nil, &specError{reason: "InvalidSpec", err: fmt.Errorf("neither spec.addon nor spec.helm is set")}
 	}
-	if err := add("spec.values", addon.Spec.Values); err != nil {
+	if err := add("spec.values", addon.Spec.Values, true); err != nil {
 		return nil, err
 	}
 	values, err := addons.Merge(layers...)
@@ -95,6 +102,31 @@ func (c *Controller) desiredRelease(addon *v1alpha1.TenantAddon, tc *v1alpha1.Te
 	}
 	d.values = values
 	return d, nil
+}
+
+// restriction says why the release must install with the least privilege of a Team's own
+// chart (addons.Request.Restriction), or "" when it installs as its chart is.
+//
+// Who set the values decides it. A TenantAddon and its TenantCluster live in a Team's namespace,
+// where the Team's operators write them: values on either (spec.values, the cluster's
+// spec.addons.<slot>.values) count as a Team's, even when a platform admin happened to write
+// them, because the worker cannot tell afterwards and an operator could have. The
+// AddonDefinition's defaults.values are the platform's (only a platform admin writes
+// definitions), so a catalog chart with those alone is what the platform vetted. A chart with a
+// Team's values is rendered and checked, as a chart named by repository always is, unless its
+// AddonDefinition sets trustTeamValues: a value can turn into any object (an extraObjects-style
+// value), or steer what runs under the chart's own privileged roles (an image), so only the
+// platform can vouch for a chart with values it has not seen. The chart's version is the
+// platform's repository's to offer and does not count.
+func restriction(addon *v1alpha1.TenantAddon, d *desired) string {
+	switch {
+	case addon.Spec.Helm != nil:
+		return "a chart from a repository (not a platform AddonDefinition)"
+	case d.definition != nil && len(d.teamValues) > 0 && !d.definition.Spec.TrustTeamValues:
+		return fmt.Sprintf("a catalog chart with a Team's values (%s), unless AddonDefinition %s sets trustTeamValues,",
+			strings.Join(d.teamValues, ", "), d.definition.Name)
+	}
+	return ""
 }
 
 // platformVersion is the ButlerConfig's default version for a catalog addon, if it has one.

@@ -94,9 +94,8 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 		Target:  addons.Target{Cluster: clusterID(tc), Kubeconfig: kubeconfig},
 		Release: want.release, CreateNamespace: want.createNamespace,
 		Chart: want.chart, Values: want.values, Timeout: want.timeout, Wait: true,
-		Owner: string(addon.UID),
-		// A chart named by repository, not by a platform AddonDefinition: least privilege.
-		Restricted: addon.Spec.Helm != nil,
+		Owner:       string(addon.UID),
+		Restriction: restriction(addon, want),
 	}
 	starting := func(a addons.Action) {
 		phase, reason, verb := v1alpha1.TenantAddonInstalling, "Installing", "installing"
