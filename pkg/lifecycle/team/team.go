@@ -369,25 +369,14 @@ func (c *Controller) ensureRoleBindings(ctx context.Context, team *v1alpha1.Team
 	}
 	for name, want := range desired {
 		got, ok := have[name]
-		switch {
-		case !ok:
-			_, err := client.Create(ctx, want, metav1.CreateOptions{})
-			if apierrors.IsAlreadyExists(err) {
-				// Not labelled as ours (or not seen yet): take it over.
-				got, err = client.Get(ctx, name, metav1.GetOptions{})
-				if err == nil {
-					err = c.replaceBinding(ctx, got, want)
-				}
-			}
-			if err != nil {
-				return err
-			}
+		did, err := ensureRBAC(ctx, client, roleBindingKind, got, ok, want)
+		if err != nil {
+			return err
+		}
+		switch did {
+		case rbacCreated:
 			logger.Info("Bound team members", "roleBinding", name, "subjects", len(want.Subjects))
-		case !apiequality.Semantic.DeepEqual(got.Subjects, want.Subjects) || got.RoleRef != want.RoleRef ||
-			got.Labels[TeamLabel] != team.Name:
-			if err := c.replaceBinding(ctx, got, want); err != nil {
-				return err
-			}
+		case rbacUpdated, rbacReplaced:
 			logger.Info("Updated team members", "roleBinding", name, "subjects", len(want.Subjects))
 		}
 	}
@@ -401,22 +390,6 @@ func (c *Controller) ensureRoleBindings(ctx context.Context, team *v1alpha1.Team
 		logger.Info("Removed a team RoleBinding", "roleBinding", name)
 	}
 	return nil
-}
-
-// replaceBinding makes got into want; a changed roleRef (immutable) means delete and create.
-func (c *Controller) replaceBinding(ctx context.Context, got, want *rbacv1.RoleBinding) error {
-	client := c.kube.RbacV1().RoleBindings(want.Namespace)
-	if got.RoleRef != want.RoleRef {
-		if err := client.Delete(ctx, got.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return err
-		}
-		_, err := client.Create(ctx, want, metav1.CreateOptions{})
-		return err
-	}
-	updated := got.DeepCopy()
-	updated.Subjects, updated.Labels = want.Subjects, mergeLabels(updated.Labels, want.Labels)
-	_, err := client.Update(ctx, updated, metav1.UpdateOptions{})
-	return err
 }
 
 // finalize cleans up after a deleted Team: its RoleBindings and reader role at once, then its

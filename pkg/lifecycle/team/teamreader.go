@@ -5,7 +5,6 @@ import (
 	"sort"
 
 	rbacv1 "k8s.io/api/rbac/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
@@ -62,60 +61,34 @@ func desiredTeamReader(team *v1alpha1.Team) (*rbacv1.ClusterRole, *rbacv1.Cluste
 // deletes the binding when the Team has no members.
 func (c *Controller) ensureTeamReader(ctx context.Context, team *v1alpha1.Team) error {
 	role, binding := desiredTeamReader(team)
-	roles := c.kube.RbacV1().ClusterRoles()
 	got, err := c.clusterRoles.Get(role.Name)
-	if apierrors.IsNotFound(err) {
-		if _, err = roles.Create(ctx, role, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
-			got, err = roles.Get(ctx, role.Name, metav1.GetOptions{}) // not labelled as ours yet
-		}
-	}
-	if err != nil {
+	if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
-	if got != nil && (!apiequality.Semantic.DeepEqual(got.Rules, role.Rules) || !hasLabels(got.Labels, role.Labels)) {
-		updated := got.DeepCopy()
-		updated.Rules, updated.Labels = role.Rules, mergeLabels(updated.Labels, role.Labels)
-		if _, err := roles.Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
-			return err
-		}
+	if _, err := ensureRBAC(ctx, c.kube.RbacV1().ClusterRoles(), clusterRoleKind, got, err == nil, role); err != nil {
+		return err
 	}
 
 	bindings := c.kube.RbacV1().ClusterRoleBindings()
 	name := TeamReaderName(team.Name)
 	gotBinding, err := c.clusterRoleBindings.Get(name)
-	if apierrors.IsNotFound(err) {
-		if binding == nil {
-			return nil
-		}
-		if _, err = bindings.Create(ctx, binding, metav1.CreateOptions{}); !apierrors.IsAlreadyExists(err) {
-			return err
-		}
-		gotBinding, err = bindings.Get(ctx, name, metav1.GetOptions{}) // not labelled as ours yet
-	}
-	if err != nil {
+	if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
-	switch {
-	case binding == nil:
-		if err := bindings.Delete(ctx, name, metav1.DeleteOptions{}); !apierrors.IsNotFound(err) {
-			return err
+	found := err == nil
+	if binding == nil {
+		if found {
+			if err := bindings.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
 		}
-	case gotBinding.RoleRef != binding.RoleRef:
-		// roleRef cannot change: replace the binding.
-		if err := bindings.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return err
-		}
-		_, err := bindings.Create(ctx, binding, metav1.CreateOptions{})
-		return err
-	case !apiequality.Semantic.DeepEqual(gotBinding.Subjects, binding.Subjects) || !hasLabels(gotBinding.Labels, binding.Labels):
-		updated := gotBinding.DeepCopy()
-		updated.Subjects, updated.Labels = binding.Subjects, mergeLabels(updated.Labels, binding.Labels)
-		if _, err := bindings.Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
-			return err
-		}
+		return nil
+	}
+	did, err := ensureRBAC(ctx, bindings, clusterRoleBindingKind, gotBinding, found, binding)
+	if did == rbacUpdated || did == rbacReplaced {
 		klog.FromContext(ctx).Info("Updated who may read the team", "clusterRoleBinding", name, "subjects", len(binding.Subjects))
 	}
-	return nil
+	return err
 }
 
 // deleteTeamReader removes the Team's reader ClusterRoleBinding and ClusterRole.
@@ -128,23 +101,4 @@ func (c *Controller) deleteTeamReader(ctx context.Context, team string) error {
 		return err
 	}
 	return nil
-}
-
-func hasLabels(have, want map[string]string) bool {
-	for k, v := range want {
-		if have[k] != v {
-			return false
-		}
-	}
-	return true
-}
-
-func mergeLabels(into, from map[string]string) map[string]string {
-	if into == nil {
-		into = map[string]string{}
-	}
-	for k, v := range from {
-		into[k] = v
-	}
-	return into
 }
