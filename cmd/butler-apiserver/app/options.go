@@ -82,7 +82,7 @@ func NewOptions() *Options {
 		IPAMRepair:                          apiserver.DefaultIPAMRepair,
 		KubeconfigMaxExpiration:             24 * time.Hour,
 		Out:                                 os.Stdout,
-		Workers: WorkerOptions{Enabled: true, LeaseNamespace: "butler-system", LeaseName: "butler-apiserver-workers", QPS: 50, Burst: 100,
+		Workers: WorkerOptions{Enabled: true, LeaseNamespace: "butler-system", LeaseName: "butler-apiserver-workers", QPS: 300, Burst: 600,
 			Fetch: worker.FetchSettings{MaxBytes: addons.DefaultMaxFetchBytes}},
 		Memory: defaultMemoryOptions(),
 		ledger: &quota.Ledger{},

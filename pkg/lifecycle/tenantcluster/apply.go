@@ -2,7 +2,10 @@ package tenantcluster
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
+	"reflect"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -11,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 )
@@ -20,6 +24,24 @@ import (
 type objects struct {
 	dyn    dynamic.Interface
 	mapper meta.ResettableRESTMapper
+	// watched holds the informers of the kinds the controller watches (set before they start).
+	// Reads of those kinds are served from them, and an apply that would change nothing is
+	// not sent: a cluster is reconciled on every event of every object it owns, and each
+	// request counts against the workers' client rate limit.
+	watched map[schema.GroupVersionResource]cache.SharedIndexInformer
+	// applied remembers, per object, what this process last applied to it.
+	applied sync.Map // objectKey -> appliedObject
+}
+
+type objectKey struct {
+	gvr             schema.GroupVersionResource
+	namespace, name string
+}
+
+// appliedObject is an apply's configuration (its JSON digest) and the UID of the object it made.
+type appliedObject struct {
+	digest [sha256.Size]byte
+	uid    types.UID
 }
 
 // NotInstalledError says the management cluster serves no such kind: its CRD is missing.
@@ -30,38 +52,138 @@ func (e *NotInstalledError) Error() string {
 }
 
 func (o *objects) resource(gvk schema.GroupVersionKind, ns string) (dynamic.ResourceInterface, error) {
+	r, _, err := o.resourceOf(gvk, ns)
+	return r, err
+}
+
+// resourceOf is resource, and the key of its object name in the kind's informer.
+func (o *objects) resourceOf(gvk schema.GroupVersionKind, ns string) (dynamic.ResourceInterface, schema.GroupVersionResource, error) {
 	// A kind installed since discovery was cached is found once the CRD watch resets the mapper
 	// (watchCRDs); resetting here would rediscover every group on each read of a missing kind.
 	m, err := o.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if meta.IsNoMatchError(err) {
-		return nil, &NotInstalledError{GVK: gvk}
+		return nil, schema.GroupVersionResource{}, &NotInstalledError{GVK: gvk}
 	}
 	if err != nil {
-		return nil, err
+		return nil, schema.GroupVersionResource{}, err
 	}
 	if m.Scope.Name() == meta.RESTScopeNameRoot {
-		return o.dyn.Resource(m.Resource), nil
+		return o.dyn.Resource(m.Resource), m.Resource, nil
 	}
-	return o.dyn.Resource(m.Resource).Namespace(ns), nil
+	return o.dyn.Resource(m.Resource).Namespace(ns), m.Resource, nil
 }
 
-// apply server-side applies obj, owning every field it sets.
+// cached is the informer's copy of the object, or nil when its kind is not watched, the
+// informer has not synced, or it holds no such object. The copy may lag the API server: its
+// watch event, which brings the cluster back, follows.
+func (o *objects) cached(gvr schema.GroupVersionResource, ns, name string) *unstructured.Unstructured {
+	inf := o.watched[gvr]
+	if inf == nil || !inf.HasSynced() {
+		return nil
+	}
+	key := name
+	if ns != "" {
+		key = ns + "/" + name
+	}
+	obj, ok, err := inf.GetIndexer().GetByKey(key)
+	if err != nil || !ok {
+		return nil
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil
+	}
+	return u.DeepCopy()
+}
+
+// apply server-side applies obj, owning every field it sets. It sends nothing when this process
+// applied the same configuration to the same object before and the object still holds every
+// value of it: the apply would change nothing. Any other change (a field dropped from the
+// configuration, a value someone else changed, the object made again) is applied.
 func (o *objects) apply(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	r, err := o.resource(obj.GroupVersionKind(), obj.GetNamespace())
+	r, gvr, err := o.resourceOf(obj.GroupVersionKind(), obj.GetNamespace())
 	if err != nil {
 		return nil, err
 	}
-	return r.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	key := objectKey{gvr: gvr, namespace: obj.GetNamespace(), name: obj.GetName()}
+	want, digest, err := normalized(obj)
+	if err != nil {
+		return nil, err
+	}
+	if live := o.cached(gvr, key.namespace, key.name); live != nil {
+		if prev, ok := o.applied.Load(key); ok && prev.(appliedObject) == (appliedObject{digest: digest, uid: live.GetUID()}) &&
+			holds(live.Object, want) {
+			return live, nil
+		}
+	}
+	got, err := r.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	if err != nil {
+		o.applied.Delete(key)
+		return nil, err
+	}
+	o.applied.Store(key, appliedObject{digest: digest, uid: got.GetUID()})
+	return got, nil
 }
 
-// get returns the object, or nil when it does not exist (or its kind is not served).
+// normalized is obj as the API server's JSON decodes it (int64 and float64 numbers, []any and
+// map[string]any), to compare with an informer's object, and its digest.
+func normalized(obj *unstructured.Unstructured) (map[string]any, [sha256.Size]byte, error) {
+	data, err := obj.MarshalJSON()
+	if err != nil {
+		return nil, [sha256.Size]byte{}, err
+	}
+	var u unstructured.Unstructured
+	if err := u.UnmarshalJSON(data); err != nil {
+		return nil, [sha256.Size]byte{}, err
+	}
+	return u.Object, sha256.Sum256(data), nil
+}
+
+// holds says whether live has every value of want: maps may hold more keys (defaults, status,
+// other managers' fields), lists must be as long and hold each item in order, scalars equal.
+func holds(live, want any) bool {
+	switch w := want.(type) {
+	case map[string]any:
+		l, ok := live.(map[string]any)
+		if !ok {
+			return false
+		}
+		for k, v := range w {
+			lv, ok := l[k]
+			if !ok || !holds(lv, v) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		l, ok := live.([]any)
+		if !ok || len(l) != len(w) {
+			return false
+		}
+		for i := range w {
+			if !holds(l[i], w[i]) {
+				return false
+			}
+		}
+		return true
+	default:
+		return reflect.DeepEqual(live, want)
+	}
+}
+
+// get returns the object, or nil when it does not exist (or its kind is not served). A watched
+// kind's object is read from its informer; one the informer does not hold is asked of the API
+// server, so "gone" is never the informer's lag.
 func (o *objects) get(ctx context.Context, gvk schema.GroupVersionKind, ns, name string) (*unstructured.Unstructured, error) {
-	r, err := o.resource(gvk, ns)
+	r, gvr, err := o.resourceOf(gvk, ns)
 	if _, missing := err.(*NotInstalledError); missing {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
+	}
+	if live := o.cached(gvr, ns, name); live != nil {
+		return live, nil
 	}
 	got, err := r.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {

@@ -70,7 +70,7 @@ func New(d *worker.Deps) (*Controller, error) {
 	nsInformer := d.KubeInformersFor(ClusterLabel).Core().V1().Namespaces()
 	c := &Controller{
 		butler: d.Butler, kube: d.Kube,
-		objects: &objects{dyn: d.Dynamic,
+		objects: &objects{dyn: d.Dynamic, watched: map[schema.GroupVersionResource]cache.SharedIndexInformer{},
 			mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(d.Kube.Discovery()))},
 		clusters: b.TenantClusters().Lister(), providers: b.ProviderConfigs().Lister(), configs: b.ButlerConfigs().Lister(),
 		teams: b.Teams().Lister(), allocations: b.IPAllocations().Lister(), addons: b.TenantAddons().Lister(),
@@ -166,6 +166,7 @@ func (c *Controller) watchExternal(d *worker.Deps) {
 		}
 		inf := d.DynamicInformers.ForResource(m.Resource).Informer()
 		_ = inf.SetTransform(worker.DropManagedFields)
+		c.objects.watched[m.Resource] = inf
 		// Not waited for: a kind that stops being served must not stop the worker.
 		_, _ = inf.AddEventHandler(handler)
 	}

@@ -1,0 +1,101 @@
+package tenantcluster
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+)
+
+// An apply that would change nothing is not sent; one that would (a value changed by someone
+// else, a field dropped from the configuration, the object gone) is.
+func TestApplySendsOnlyWhatChanges(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	o, client := fakeObjects(t)
+	gvr, _ := external.GVR(external.MachineDeploymentGVK)
+	factory := dynamicinformer.NewDynamicSharedInformerFactory(client, 0)
+	inf := factory.ForResource(gvr).Informer()
+	o.watched = map[schema.GroupVersionResource]cache.SharedIndexInformer{gvr: inf}
+	factory.Start(ctx.Done())
+	cache.WaitForCacheSync(ctx.Done(), inf.HasSynced)
+
+	md := func(replicas int64, labels map[string]any) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": external.MachineDeploymentGVK.GroupVersion().String(), "kind": external.MachineDeploymentGVK.Kind,
+			"metadata": map[string]any{"name": "w", "namespace": "ns"},
+			"spec":     map[string]any{"replicas": replicas, "clusterName": "c"}}}
+		if labels != nil {
+			u.SetLabels(map[string]string{})
+			_ = unstructured.SetNestedMap(u.Object, labels, "metadata", "labels")
+		}
+		return u
+	}
+	applies := func() int {
+		n := 0
+		for _, a := range client.Actions() {
+			if a.GetVerb() == "patch" && a.GetResource() == gvr {
+				n++
+			}
+		}
+		return n
+	}
+	// cachedReplicas waits until the informer holds replicas (or no object, for -1).
+	cachedReplicas := func(want int64) {
+		t.Helper()
+		if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+			got := o.cached(gvr, "ns", "w")
+			if want < 0 {
+				return got == nil, nil
+			}
+			if got == nil {
+				return false, nil
+			}
+			r, _, _ := unstructured.NestedInt64(got.Object, "spec", "replicas")
+			return r == want, nil
+		}); err != nil {
+			t.Fatalf("the informer never held replicas %d", want)
+		}
+	}
+	apply := func(u *unstructured.Unstructured, wantApplies int, why string) {
+		t.Helper()
+		got, err := o.apply(ctx, u)
+		if err != nil || got == nil {
+			t.Fatalf("%s: apply = %v, %v", why, got, err)
+		}
+		if n := applies(); n != wantApplies {
+			t.Fatalf("%s: %d applies sent, want %d", why, n, wantApplies)
+		}
+	}
+
+	apply(md(2, map[string]any{"a": "1"}), 1, "a new object")
+	cachedReplicas(2)
+	apply(md(2, map[string]any{"a": "1"}), 1, "the same configuration on an object that holds it")
+	// Someone else scales it: the configuration is put back.
+	live, _ := client.Resource(gvr).Namespace("ns").Get(ctx, "w", metav1.GetOptions{})
+	_ = unstructured.SetNestedField(live.Object, int64(5), "spec", "replicas")
+	if _, err := client.Resource(gvr).Namespace("ns").Update(ctx, live, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cachedReplicas(5)
+	apply(md(2, map[string]any{"a": "1"}), 2, "a value someone else changed")
+	cachedReplicas(2)
+	// A label the configuration no longer sets: the object still holds the rest, but the apply
+	// must go out so that the label is no longer owned (and so removed).
+	apply(md(2, nil), 3, "a field dropped from the configuration")
+	cachedReplicas(2)
+	apply(md(2, nil), 3, "again, unchanged")
+	if err := client.Resource(gvr).Namespace("ns").Delete(ctx, "w", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cachedReplicas(-1)
+	apply(md(2, nil), 4, "the object is gone")
+}
