@@ -10,14 +10,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	butlerfake "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned/fake"
-	butlerinformers "github.com/butlerdotdev/butler-apiserver/pkg/generated/informers/externalversions"
 )
 
 // reconcileOnce builds the controller over kube, lets its caches sync, runs one Reconcile of
@@ -28,18 +26,7 @@ func reconcileOnce(t *testing.T, kube *kubefake.Clientset, team *v1alpha1.Team) 
 	defer cancel()
 	team.Finalizers = []string{TeamFinalizer}
 	bc := butlerfake.NewSimpleClientset(team)
-	bf := butlerinformers.NewSharedInformerFactory(bc, 0)
-	kf := informers.NewSharedInformerFactory(kube, 0)
-	b := bf.Butler().V1alpha1()
-	c, err := NewController(bc, kube, b.Teams(), b.TenantClusters(), b.ButlerConfigs(), RBACInformers{
-		Namespaces: kf.Core().V1().Namespaces(), RoleBindings: kf.Rbac().V1().RoleBindings(),
-		ClusterRoles: kf.Rbac().V1().ClusterRoles(), ClusterRoleBindings: kf.Rbac().V1().ClusterRoleBindings(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	bf.Start(ctx.Done())
-	kf.Start(ctx.Done())
+	c := newStarted(ctx, t, bc, kube)
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		t.Fatal("caches did not sync")
 	}

@@ -36,10 +36,18 @@ func start(t *testing.T, objs ...*v1alpha1.Team) *fixture {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	bf := butlerinformers.NewSharedInformerFactory(f.butler, 0)
-	kf := informers.NewSharedInformerFactory(f.kube, 0)
+	c := newStarted(ctx, t, f.butler, f.kube)
+	go c.Run(ctx)
+	return f
+}
+
+// newStarted builds the controller on informers of the fake clientsets and starts them.
+func newStarted(ctx context.Context, t *testing.T, bc *butlerfake.Clientset, kube *kubefake.Clientset) *Controller {
+	t.Helper()
+	bf := butlerinformers.NewSharedInformerFactory(bc, 0)
+	kf := informers.NewSharedInformerFactory(kube, 0)
 	b := bf.Butler().V1alpha1()
-	c, err := NewController(f.butler, f.kube, b.Teams(), b.TenantClusters(), b.ButlerConfigs(), RBACInformers{
+	c, err := NewController(bc, kube, b.Teams(), b.TenantClusters(), b.ButlerConfigs(), RBACInformers{
 		Namespaces: kf.Core().V1().Namespaces(), RoleBindings: kf.Rbac().V1().RoleBindings(),
 		ClusterRoles: kf.Rbac().V1().ClusterRoles(), ClusterRoleBindings: kf.Rbac().V1().ClusterRoleBindings(),
 	})
@@ -48,8 +56,7 @@ func start(t *testing.T, objs ...*v1alpha1.Team) *fixture {
 	}
 	bf.Start(ctx.Done())
 	kf.Start(ctx.Done())
-	go c.Run(ctx)
-	return f
+	return c
 }
 
 func (f *fixture) eventually(t *testing.T, what string, cond func(ctx context.Context) bool) {
