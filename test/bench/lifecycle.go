@@ -26,6 +26,9 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/providerconfig/credentialstest"
 )
 
+// credentialsNamespace holds the ProviderConfig's credentials Secret.
+const credentialsNamespace = "butler-system"
+
 var (
 	stewardControlPlanes = schema.GroupVersionResource{Group: "controlplane.cluster.x-k8s.io", Version: "v1alpha1", Resource: "stewardcontrolplanes"}
 	tenantControlPlanes  = schema.GroupVersionResource{Group: "steward.butlerlabs.dev", Version: "v1alpha1", Resource: "tenantcontrolplanes"}
@@ -44,22 +47,23 @@ func runLifecycle(ctx context.Context, p *plane, n int, out string) error {
 		return err
 	}
 	// Credentials of CAPA's shape and the identity the AWSCluster names: ProviderConfig
-	// readiness checks both.
+	// readiness checks both. The Secret is in butler-system: butler reads Secrets only there
+	// and in the tenant namespaces it made.
 	creds, _, _ := credentialstest.Data("aws")
-	if _, err := kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws"},
-		StringData: creds}, metav1.CreateOptions{}); err != nil {
+	if _, err := kube.CoreV1().Secrets(credentialsNamespace).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "bench-aws"},
+		StringData: creds}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
 	identity := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2", "kind": "AWSClusterStaticIdentity",
-		"metadata": map[string]any{"name": "aws"}, "spec": map[string]any{"secretRef": "aws"}}}
+		"metadata": map[string]any{"name": "bench-aws"}, "spec": map[string]any{"secretRef": "bench-aws"}}}
 	awsIdentities := schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Resource: "awsclusterstaticidentities"}
 	if _, err := dyn.Resource(awsIdentities).Create(ctx, identity, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
 	pc := &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "aws", Namespace: ns},
 		Spec: v1alpha1.ProviderConfigSpec{Provider: v1alpha1.ProviderAWS,
-			CredentialsRef: &v1alpha1.SecretKeyReference{Name: "aws"},
+			CredentialsRef: &v1alpha1.SecretKeyReference{Name: "bench-aws", Namespace: credentialsNamespace},
 			AWS:            &v1alpha1.AWSConfig{Region: "eu-west-1"}}}
 	if _, err := butler.ButlerV1alpha1().ProviderConfigs(ns).Create(ctx, pc, metav1.CreateOptions{}); err != nil {
 		return err
