@@ -24,10 +24,10 @@ import (
 type objects struct {
 	dyn    dynamic.Interface
 	mapper meta.ResettableRESTMapper
-	// watched holds the informers of the kinds the controller watches (set before they start).
-	// Reads of those kinds are served from them, and an apply that would change nothing is
-	// not sent: a cluster is reconciled on every event of every object it owns, and each
-	// request counts against the workers' client rate limit.
+	// watched holds the informers of the kinds the controller watches (set before they start):
+	// an apply that their copy shows would change nothing is not sent. A cluster is reconciled
+	// on every event of every object it owns, and each request counts against the workers'
+	// client rate limit.
 	watched map[schema.GroupVersionResource]cache.SharedIndexInformer
 	// applied remembers, per object, what this process last applied to it.
 	applied sync.Map // objectKey -> appliedObject
@@ -171,19 +171,17 @@ func holds(live, want any) bool {
 	}
 }
 
-// get returns the object, or nil when it does not exist (or its kind is not served). A watched
-// kind's object is read from its informer; one the informer does not hold is asked of the API
-// server, so "gone" is never the informer's lag.
+// get returns the object, or nil when it does not exist (or its kind is not served). It asks
+// the API server, not the informer: a step decides on what it reads (whether the Cluster is
+// paused already, whether an object is gone), and the informer may not have seen the worker's
+// own last write yet.
 func (o *objects) get(ctx context.Context, gvk schema.GroupVersionKind, ns, name string) (*unstructured.Unstructured, error) {
-	r, gvr, err := o.resourceOf(gvk, ns)
+	r, err := o.resource(gvk, ns)
 	if _, missing := err.(*NotInstalledError); missing {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
-	}
-	if live := o.cached(gvr, ns, name); live != nil {
-		return live, nil
 	}
 	got, err := r.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
