@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -114,9 +116,55 @@ func TestSnapshotFigures(t *testing.T) {
 			t.Fatal(err)
 		}
 		held := int64(peak.Load()) - int64(base.HeapInuse)
+		// Peak RSS of a separate process that only takes the snapshot (the embedded etcd stays
+		// here), against one that connects and reads one key.
+		idleRSS := childRSS(t, c, "idle")
+		takeRSS := childRSS(t, c, "take")
+		t.Logf("N=%d: peak RSS of a process taking the snapshot %.1f MiB; of one that connects and reads one key %.1f MiB; difference %.1f MiB",
+			n, float64(takeRSS)/(1<<20), float64(idleRSS)/(1<<20), float64(takeRSS-idleRSS)/(1<<20))
 		t.Logf("N=%d: tenant snapshot %s (%d keys, %d bytes compressed); whole datastore snapshot %s (%d bytes): ratio %.2f; range read of the prefix %s: ratio %.2f; heap in use above the baseline at most %.1f MiB (GC target 5%%; the embedded etcd serving the pages included)",
 			n, takeTook.Round(time.Millisecond), stats.Objects, out.n, wholeTook.Round(time.Millisecond), whole,
 			float64(takeTook)/float64(wholeTook), rangeTook.Round(time.Millisecond), float64(takeTook)/float64(rangeTook), float64(held)/(1<<20))
+	}
+}
+
+// childRSS runs this test binary again as TestSnapshotChild in mode (take: the tenant's snapshot
+// into a discarded stream; idle: connect and read one key) against c's etcd and returns the
+// child's peak RSS in bytes.
+func childRSS(t *testing.T, c *clientv3.Client, mode string) int64 {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSnapshotChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "SNAPSHOT_CHILD_ENDPOINT="+c.Endpoints()[0], "SNAPSHOT_CHILD_MODE="+mode)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("child %s: %v\n%s", mode, err, out)
+	}
+	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		t.Fatal("no rusage for the child")
+	}
+	return ru.Maxrss << 10 // KiB on Linux
+}
+
+// TestSnapshotChild is childRSS's child; it does nothing unless SNAPSHOT_CHILD_ENDPOINT is set.
+func TestSnapshotChild(t *testing.T) {
+	endpoint := os.Getenv("SNAPSHOT_CHILD_ENDPOINT")
+	if endpoint == "" {
+		t.Skip("the child of TestSnapshotFigures")
+	}
+	ctx := context.Background()
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if os.Getenv("SNAPSHOT_CHILD_MODE") == "take" {
+		if _, err := Take(ctx, c, "/tenant/", Header{}, DefaultPageSize, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if _, err := c.Get(ctx, "/tenant/", clientv3.WithPrefix(), clientv3.WithLimit(1)); err != nil {
+		t.Fatal(err)
 	}
 }
 
