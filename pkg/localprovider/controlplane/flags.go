@@ -35,6 +35,9 @@ type planeArgs struct {
 	Address string
 	Port    int
 	Etcd    etcdConn
+	// Rotating says a rotation of the CA and service-account key is prepared: both CAs and
+	// both keys are trusted (pki.CABundle, pki.PreviousServiceAccountPublic).
+	Rotating bool
 }
 
 // apiServerArgs is kube-apiserver's command line: kubeadm's flags, on loopback (or Address), with the tenant's
@@ -84,6 +87,10 @@ func apiServerArgs(a planeArgs) []string {
 		"--proxy-client-key-file=" + p.key("front-proxy-client"),
 		"--cert-dir=" + filepath.Join(p.dir, "apiserver"),
 	}
+	if a.Rotating {
+		args = replaceFlag(args, "--client-ca-file=", p.pkiFile(pki.CABundle))
+		args = append(args, "--service-account-key-file="+p.pkiFile(pki.PreviousServiceAccountPublic))
+	}
 	return mergeArgs(args, a.Spec.APIServerArgs)
 }
 
@@ -109,6 +116,11 @@ func controllerManagerArgs(a planeArgs) []string {
 		"--allocate-node-cidrs=true",
 		"--cluster-cidr=" + a.Spec.PodCIDR,
 	}
+	if a.Rotating {
+		// Pods trust both CAs (kube-root-ca.crt): the server keeps the previous CA's certificate
+		// until the rotation completes.
+		args = replaceFlag(args, "--root-ca-file=", p.pkiFile(pki.CABundle))
+	}
 	return mergeArgs(args, a.Spec.ControllerManagerArgs)
 }
 
@@ -121,6 +133,16 @@ func schedulerArgs(a planeArgs) []string {
 		"--leader-elect=false",
 	}
 	return mergeArgs(args, a.Spec.SchedulerArgs)
+}
+
+// replaceFlag sets the value of the flag prefix ("--name=") in args.
+func replaceFlag(args []string, prefix, value string) []string {
+	for i, a := range args {
+		if strings.HasPrefix(a, prefix) {
+			args[i] = prefix + value
+		}
+	}
+	return args
 }
 
 // mergeArgs applies extra "--flag=value" arguments over args: a flag given in both takes the

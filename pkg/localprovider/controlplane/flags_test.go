@@ -163,3 +163,40 @@ func TestServiceIPs(t *testing.T) {
 		t.Error("10th address of a /30")
 	}
 }
+
+// While a rotation is prepared kube-apiserver trusts client certificates of both CAs and tokens
+// of both service-account keys (signing with the new one), and kube-controller-manager
+// publishes both CAs to pods; it goes back to the one CA and key once it completes.
+func TestArgsWhileRotating(t *testing.T) {
+	a := testArgs()
+	a.Rotating = true
+	api := apiServerArgs(a)
+	if v, _ := flagValue(api, "client-ca-file"); v != "/state/0b6c-uid/pki/ca-bundle.crt" {
+		t.Errorf("--client-ca-file=%s while rotating, want the bundle", v)
+	}
+	var keys []string
+	for _, arg := range api {
+		if v, ok := strings.CutPrefix(arg, "--service-account-key-file="); ok {
+			keys = append(keys, v)
+		}
+	}
+	if !slices.Equal(keys, []string{"/state/0b6c-uid/pki/sa.pub", "/state/0b6c-uid/pki/sa-previous.pub"}) {
+		t.Errorf("--service-account-key-file while rotating: %v, want the new and the previous key", keys)
+	}
+	if v, _ := flagValue(api, "service-account-signing-key-file"); v != "/state/0b6c-uid/pki/sa.key" {
+		t.Errorf("--service-account-signing-key-file=%s, want the new key", v)
+	}
+	if v, _ := flagValue(controllerManagerArgs(a), "root-ca-file"); v != "/state/0b6c-uid/pki/ca-bundle.crt" {
+		t.Errorf("kube-controller-manager --root-ca-file=%s while rotating, want the bundle", v)
+	}
+	if v, _ := flagValue(controllerManagerArgs(a), "cluster-signing-cert-file"); v != "/state/0b6c-uid/pki/ca.crt" {
+		t.Errorf("kube-controller-manager signs with %s, want the new CA", v)
+	}
+	// The same command line with other credentials is another process.
+	s := procSpec{Component: componentScheduler, Binary: "kube-scheduler", Args: schedulerArgs(a)}
+	other := s
+	other.Credentials = "after-the-rotation"
+	if s.hash() == other.hash() {
+		t.Error("a process with other credentials keeps the same hash: it would not be restarted")
+	}
+}

@@ -35,6 +35,8 @@ type tenantRecord struct {
 	DataStore       string `json:"dataStore,omitempty"`
 	DataStoreUser   string `json:"dataStoreUser,omitempty"`
 	DataStorePrefix string `json:"dataStorePrefix,omitempty"`
+	// CredentialsRotated is the last rotation phase done: Prepared/<id> or Completed/<id>.
+	CredentialsRotated string `json:"credentialsRotated,omitempty"`
 }
 
 // plane is the running control plane of one tenant: its processes and what is known of them.

@@ -28,6 +28,9 @@ type procSpec struct {
 	// Owner is a string the process's command line must contain to be taken for this tenant's
 	// (its state directory): a recorded pid may since have been reused by another process.
 	Owner string
+	// Credentials is a digest of what the process reads once when it starts (certificates and
+	// keys, not named by its command line): a process started with others is replaced.
+	Credentials string
 }
 
 // hash identifies the command line: a process running another one (another version, other
@@ -38,6 +41,10 @@ func (s procSpec) hash() string {
 	for _, a := range s.Args {
 		h.Write([]byte{0})
 		h.Write([]byte(a))
+	}
+	if s.Credentials != "" {
+		h.Write([]byte{1})
+		h.Write([]byte(s.Credentials))
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }

@@ -128,6 +128,10 @@ func (c *Controller) reconcileTCP(ctx context.Context, key string) error {
 		return c.setTCPStatus(ctx, tcp, unavailableState(tcp, published, statusNotReady, "KubernetesVersionUnavailable", msg))
 	}
 
+	rotated, err := c.rotateCredentials(ctx, tcp, pl)
+	if err != nil {
+		return err
+	}
 	ca, err := c.ensureCA(ctx, tcp, pl)
 	if err != nil {
 		return err
@@ -167,15 +171,19 @@ func (c *Controller) reconcileTCP(ctx context.Context, key string) error {
 			return err
 		}
 	}
-	args := planeArgs{Spec: spec, Paths: paths, Address: pl.address(), Port: pl.apiPort(), Etcd: etcd}
+	args := planeArgs{Spec: spec, Paths: paths, Address: pl.address(), Port: pl.apiPort(), Etcd: etcd, Rotating: certs.Rotating()}
 	if spec.Replicas == 0 && !pl.running() {
 		logger.Info("Starting the control plane: a request woke it")
 	}
-	pl.ensure(ctx, spec.Version, ca.CertPEM, []procSpec{
+	specs := []procSpec{
 		c.procSpec(componentAPIServer, bins, apiServerArgs(args), paths),
 		c.procSpec(componentControllerManager, bins, controllerManagerArgs(args), paths),
 		c.procSpec(componentScheduler, bins, schedulerArgs(args), paths),
-	})
+	}
+	for i := range specs {
+		specs[i].Credentials = credentialsDigest(certs)
+	}
+	pl.ensure(ctx, spec.Version, certs.Trust, specs)
 
 	ready, starts, version := pl.status()
 	if !ready && !pl.probedOnce() {
@@ -188,12 +196,15 @@ func (c *Controller) reconcileTCP(ctx context.Context, key string) error {
 			"waiting for kube-apiserver "+spec.Version+" to answer /readyz and every process to run"))
 	}
 	if !pl.setUp(starts) {
-		if err := c.setUpTenant(ctx, spec, endpoint, ca.CertPEM, kubeconfigs.superAdminSvc); err != nil {
+		if err := c.setUpTenant(ctx, spec, endpoint, certs.Trust, kubeconfigs.superAdminSvc); err != nil {
 			return fmt.Errorf("join setup in the tenant: %w", err)
 		}
 		pl.markSetUp(starts)
 	}
 	if err := c.applyAdminKubeconfig(ctx, tcp, pl, kubeconfigs); err != nil {
+		return err
+	}
+	if err := c.recordRotated(ctx, tcp, pl, rotated); err != nil {
 		return err
 	}
 	if s, _ := nestedString(tcp.Object, "status", "kubernetesResources", "version", "status"); s != statusReady {
@@ -434,7 +445,7 @@ func (c *Controller) writeKubeconfigs(cluster, endpoint, apiEndpoint string, pat
 		{"controller-manager", internal, pki.ControllerManager, certs.ControllerManager, nil},
 		{"scheduler", internal, pki.Scheduler, certs.Scheduler, nil},
 	} {
-		data, err := pki.Kubeconfig(cluster, k.server, certs.CA.CertPEM, k.user, k.kp)
+		data, err := pki.Kubeconfig(cluster, k.server, certs.Trust, k.user, k.kp)
 		if err != nil {
 			return out, err
 		}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
@@ -175,6 +176,17 @@ func (c *Controller) secretChanged(obj any) {
 	}
 	if cluster := s.Labels[clusterNameLabel]; cluster != "" && s.Name == cluster+"-kubeconfig" {
 		c.clusterQueue.Add(s.Namespace + "/" + localClusterNameFor(cluster))
+		return
+	}
+	if cluster := s.Labels[clusterNameLabel]; cluster != "" && s.Name == cluster+"-ca" {
+		// A new cluster CA: every machine of the cluster renews its certificate.
+		selector := labels.SelectorFromSet(labels.Set{clusterNameLabel: cluster})
+		machines, _ := c.machines.ByNamespace(s.Namespace).List(selector)
+		for _, m := range machines {
+			if acc, err := meta.Accessor(m); err == nil {
+				c.machineQueue.Add(s.Namespace + "/" + acc.GetName())
+			}
+		}
 		return
 	}
 	machines, err := c.capi.GetIndexer().ByIndex(byDataSecret, s.Namespace+"/"+s.Name)
@@ -371,7 +383,7 @@ func (c *Controller) reconcileMachine(ctx context.Context, key string) error {
 	}
 	if lm.Status.provisioned() {
 		c.joined.Delete(key)
-		return nil
+		return c.renewCertificate(ctx, key, lm)
 	}
 	if uid, ok := c.joined.Load(key); ok && uid == lm.UID {
 		return nil // provisioned a moment ago; the informer has not seen it yet
@@ -421,6 +433,35 @@ func (c *Controller) reconcileMachine(ctx context.Context, key string) error {
 		return err
 	}
 	c.joined.Store(key, lm.UID)
+	return nil
+}
+
+// renewCertificate renews a joined machine's node client certificate when the cluster's CA
+// (Secret <cluster>-ca, the one Cluster API names) did not sign it, as the machine's kubelet
+// would once its provider hands it the new CA: during a rotation's first phase.
+func (c *Controller) renewCertificate(ctx context.Context, key string, lm *LocalMachine) error {
+	cluster := clusterOf(nil, lm.Labels, "")
+	if cluster == "" {
+		return nil
+	}
+	secret, err := c.secrets.Secrets(lm.Namespace).Get(cluster + "-ca")
+	if err != nil {
+		return nil // no CA to compare with; the Secret's event brings the machine back
+	}
+	ca := secret.Data[corev1.TLSCertKey]
+	if len(ca) == 0 {
+		ca = secret.Data["ca.crt"]
+	}
+	renewed, err := c.joiner.Renew(ctx, c.machineDir(lm), ca)
+	if err != nil {
+		after := c.retryAfter(key)
+		klog.FromContext(ctx).Info("Renewing the node client certificate failed; trying again later", "err", err, "after", after)
+		return worker.RequeueAfter(after)
+	}
+	c.failures.Delete(key)
+	if renewed {
+		klog.FromContext(ctx).Info("Node client certificate renewed from the cluster's new CA", "node", lm.Status.NodeName)
+	}
 	return nil
 }
 

@@ -33,6 +33,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
+	"github.com/butlerdotdev/butler-apiserver/pkg/pki"
 )
 
 // Joiner joins a machine to its tenant cluster from the machine's bootstrap data alone, as a
@@ -337,6 +338,74 @@ func (j *Joiner) RegisterNode(ctx context.Context, client kubernetes.Interface, 
 		return nil, stepError(ReasonNodeRegistrationFailed, "a Node named %s already exists with provider ID %q, not %q", node.Name, existing.Spec.ProviderID, node.Spec.ProviderID)
 	}
 	return existing, nil
+}
+
+// Renew renews the node client certificate kept in dir when clusterCA (the cluster CA now, PEM)
+// did not sign it: a rotation of the tenant CA has begun. As a kubelet rotating its
+// certificate, it requests a new one for a new key, authenticated by the current certificate
+// (the control plane trusts the previous CA until the rotation completes), and from then on
+// trusts clusterCA beside what it trusted. renewed says whether it wrote a new certificate.
+func (j *Joiner) Renew(ctx context.Context, dir string, clusterCA []byte) (renewed bool, err error) {
+	config, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, kubeconfigFile))
+	if err != nil {
+		return false, err
+	}
+	current, err := parseCertificate(config.CertData)
+	if err != nil {
+		return false, fmt.Errorf("the node client certificate: %w", err)
+	}
+	ca, err := parseCertificate(clusterCA)
+	if err != nil {
+		return false, fmt.Errorf("the cluster CA: %w", err)
+	}
+	if current.CheckSignatureFrom(ca) == nil {
+		return false, nil
+	}
+	nodeName := strings.TrimPrefix(current.Subject.CommonName, "system:node:")
+	nextKey := filepath.Join(dir, "kubelet-client-next.key")
+	key, err := loadOrCreateKey(nextKey)
+	if err != nil {
+		return false, err
+	}
+	config.Timeout = 30 * time.Second
+	certPEM, err := j.RequestNodeCertificate(ctx, config, nodeName, key)
+	if err != nil {
+		return false, err
+	}
+	issued, err := parseCertificate(certPEM)
+	if err != nil {
+		return false, err
+	}
+	if issued.CheckSignatureFrom(ca) != nil {
+		// Signed a moment before the control plane's signer moved to the new CA: a new key asks again.
+		_ = os.Remove(nextKey)
+		return false, stepError(ReasonCertificateNotIssued, "the renewed node client certificate is not the cluster CA's yet (the control plane's signer moves to it)")
+	}
+	trust, err := pki.Bundle(clusterCA, config.CAData)
+	if err != nil {
+		return false, err
+	}
+	keyPEM, err := keyutil.MarshalPrivateKeyToPEM(key)
+	if err != nil {
+		return false, err
+	}
+	renewedConfig := &rest.Config{Host: config.Host, Timeout: 30 * time.Second,
+		TLSClientConfig: rest.TLSClientConfig{CAData: trust, CertData: certPEM, KeyData: keyPEM}}
+	if err := keyutil.WriteKey(filepath.Join(dir, keyFile), keyPEM); err != nil {
+		return false, err
+	}
+	if err := writeState(dir, nodeName, renewedConfig); err != nil {
+		return false, err
+	}
+	return true, os.Remove(nextKey)
+}
+
+func parseCertificate(data []byte) (*x509.Certificate, error) {
+	block, _ := pem.Decode(data)
+	if block == nil || block.Type != "CERTIFICATE" {
+		return nil, errors.New("no certificate")
+	}
+	return x509.ParseCertificate(block.Bytes)
 }
 
 // loadOrCreateKey returns the machine's private key, generating (ECDSA P-256, as kubelet) and

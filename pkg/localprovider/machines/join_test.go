@@ -1,6 +1,7 @@
 package machines
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -381,5 +382,95 @@ func TestDiscoverWaitsForTheSignature(t *testing.T) {
 	got, err := j.Discover(context.Background(), pinnedInfo(t, ca))
 	if err != nil || string(got) != string(ca.pem) {
 		t.Fatalf("got %q, %v; want the CA once signed", got, err)
+	}
+}
+
+// signPending plays kube-controller-manager after a rotation's start: it approves and signs,
+// with ca, every node client CSR that has no certificate yet, until ctx ends; the channel is
+// closed once it stopped.
+func (f *fakeCluster) signPending(t *testing.T, ctx context.Context, ca *testCA) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			list, _ := f.client.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+			for i := range list.Items {
+				csr := list.Items[i].DeepCopy()
+				if len(csr.Status.Certificate) > 0 {
+					continue
+				}
+				csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+					Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "AutoApproved"})
+				csr.Status.Certificate = ca.sign(t, csr.Spec.Request)
+				_, _ = f.client.CertificatesV1().CertificateSigningRequests().UpdateStatus(ctx, csr, metav1.UpdateOptions{})
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	return done
+}
+
+// A joined machine renews its node client certificate once the cluster CA is another: a new
+// key, a request authenticated by its current certificate, the new CA trusted beside the one
+// it trusted; nothing when its certificate is the cluster CA's, and an error (tried again)
+// while the signer still signs with the previous CA.
+func TestRenew(t *testing.T) {
+	oldCA := newTestCA(t)
+	f := newFakeCluster(clusterInfo(t, oldCA.pem, testToken))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f.approveAndSign(t, ctx, oldCA, nil)
+	dir := filepath.Join(t.TempDir(), "machine")
+	if _, err := f.joiner().Join(ctx, pinnedInfo(t, oldCA), "local://tenant/worker-0", dir); err != nil {
+		t.Fatal(err)
+	}
+	before, err := clientcmd.LoadFromFile(filepath.Join(dir, kubeconfigFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldCert := before.AuthInfos["system:node:worker-0"].ClientCertificateData
+	if renewed, err := f.joiner().Renew(ctx, dir, oldCA.pem); renewed || err != nil {
+		t.Fatalf("a certificate of the cluster CA: renewed %v, %v", renewed, err)
+	}
+
+	newCA := newTestCA(t)
+	stale, stop := context.WithCancel(ctx)
+	staleDone := f.signPending(t, stale, oldCA)
+	if renewed, err := f.joiner().Renew(ctx, dir, newCA.pem); renewed || reasonOf(err) != ReasonCertificateNotIssued {
+		t.Errorf("signed by the previous CA: renewed %v, %v; want %s", renewed, err, ReasonCertificateNotIssued)
+	}
+	stop()
+	<-staleDone
+	// The fake's watch ignores the name it is asked for: only the new request may be there.
+	list, _ := f.client.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+	for _, csr := range list.Items {
+		if err := f.client.CertificatesV1().CertificateSigningRequests().Delete(ctx, csr.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.signPending(t, ctx, newCA)
+	f.configs = nil
+	if renewed, err := f.joiner().Renew(ctx, dir, newCA.pem); !renewed || err != nil {
+		t.Fatalf("a new cluster CA: renewed %v, %v", renewed, err)
+	}
+	if len(f.configs) == 0 || !bytes.Equal(f.configs[0].CertData, oldCert) {
+		t.Error("the renewal's request was not authenticated by the current certificate")
+	}
+	after, err := clientcmd.LoadFromFile(filepath.Join(dir, kubeconfigFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(after.AuthInfos["system:node:worker-0"].ClientCertificateData)
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil || cert.CheckSignatureFrom(newCA.cert) != nil || cert.Subject.CommonName != "system:node:worker-0" {
+		t.Errorf("the renewed certificate is not worker-0's from the new CA: %v", err)
+	}
+	pool := x509.NewCertPool()
+	trust := after.Clusters["tenant"].CertificateAuthorityData
+	if !pool.AppendCertsFromPEM(trust) || !bytes.Contains(trust, newCA.pem) || !bytes.Contains(trust, oldCA.pem) {
+		t.Error("the machine does not trust both CAs after the renewal")
+	}
+	if renewed, err := f.joiner().Renew(ctx, dir, newCA.pem); renewed || err != nil {
+		t.Errorf("renewed again: %v, %v", renewed, err)
 	}
 }
