@@ -114,6 +114,15 @@ func runDensity(ctx context.Context, p *plane, o densityOptions, out string) err
 		logf("density: tenant processes still run with every cluster hibernated")
 	}
 	time.Sleep(30 * time.Second)
+	// Those still in flight when -density-timeout ended have gone to sleep meanwhile.
+	if list, err := butler.ButlerV1alpha1().TenantClusters(densityNamespace).List(ctx, metav1.ListOptions{}); err == nil {
+		asleep = 0
+		for i := range list.Items {
+			if hibernatedNow(&list.Items[i]) {
+				asleep++
+			}
+		}
+	}
 	logf("density: %d hibernated; measuring over %s", asleep, o.idle)
 	after := measurePlane(procs, o.idle)
 	tenants, _ := p.tenantProcesses()
