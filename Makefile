@@ -123,7 +123,8 @@ test-starts: build
 	  $(GO) test -count=1 -timeout 120m -run 'UnderLoad' -v ./test/starts/
 
 ## bench-hibernation: the slow hibernation checks (README "Hibernation"): a schedule's times, five
-## minutes asleep with no wake, wake latency against a cold create. About 12 minutes; not in make test.
+## minutes asleep with no wake, wake latency against the tenant's cold kube-apiserver start and a
+## cold create, as ratios. About 11 minutes; not in make test.
 bench-hibernation: build
 	$(GO) test -count=1 -timeout 30m -run '^TestSlowHibernation' -v ./test/e2e/...
 
