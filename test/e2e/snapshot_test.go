@@ -79,6 +79,21 @@ func createAll(n int, f func(i int) error) error {
 	return first
 }
 
+// deleteTenantNamespace deletes a namespace in a tenant and waits until it is gone.
+func deleteTenantNamespace(t *testing.T, kube kubernetes.Interface, name string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := kube.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	}); err != nil {
+		t.Fatalf("namespace %s not deleted in the tenant", name)
+	}
+}
+
 func waitSnapshot(t *testing.T, ns, name string, timeout time.Duration) *v1alpha1.TenantClusterSnapshot {
 	t.Helper()
 	var s *v1alpha1.TenantClusterSnapshot
@@ -291,15 +306,7 @@ spec: {clusterRef: {name: src}}
 	mustKubectl(t, "delete", "tcs", "src-2", "-n", ns, "--timeout=60s")
 
 	// In place: the source loses namespace app, is rolled back to the snapshot and has it back.
-	if err := kube.CoreV1().Namespaces().Delete(ctx, "app", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := kube.CoreV1().Namespaces().Get(ctx, "app", metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
-	}); err != nil {
-		t.Fatal("namespace app not deleted in the source")
-	}
+	deleteTenantNamespace(t, kube, "app")
 	if out, err := kubectl(t, "patch", "tc", "src", "-n", ns, "--type", "merge", "-p", `{"spec":{"restoreFrom":{"name":"src-1"}}}`); err == nil || !strings.Contains(out, "spec.restoreFrom.confirm") {
 		t.Errorf("an in-place restore without confirm: %v\n%s", err, out)
 	}
