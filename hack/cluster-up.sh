@@ -119,19 +119,9 @@ write_kubeconfig "${CLUSTER_DIR}/kubelet.kubeconfig" kubelet-client "system:node
 kc() { "${KUBECTL}" --kubeconfig "${BOOT_KUBECONFIG}" "$@"; }
 
 # --- processes and cleanup -------------------------------------------------------------------
-declare -A pids=()
+# shellcheck source=lib/procs.sh
+source "${ROOT}/hack/lib/procs.sh"
 stopping=""
-stop() {
-  local name=$1 pid=${pids[$1]:-}
-  [[ -z "${pid}" ]] && return
-  if kill -0 "${pid}" 2>/dev/null; then
-    kill -TERM "${pid}" 2>/dev/null || true
-    for _ in $(seq 300); do kill -0 "${pid}" 2>/dev/null || break; sleep 0.1; done
-    kill -0 "${pid}" 2>/dev/null && { log "${name} did not stop in 30 s; killing it"; kill -KILL "${pid}" 2>/dev/null || true; }
-  fi
-  wait "${pid}" 2>/dev/null || true
-  unset "pids[$1]"
-}
 # Everything the node made outside its processes: containers (and their shims), the kubelet's
 # mounts and cgroups, kube-proxy's rules, the bridge and CNI's address leases.
 clean_node() {
@@ -205,23 +195,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-
-start() {
-  local name=$1; shift
-  setsid "$@" >"${LOGS}/${name}.log" 2>&1 &
-  pids[${name}]=$!
-}
-wait_for() {
-  local what=$1 seconds=$2; shift 2
-  local deadline=$((SECONDS + seconds))
-  until "$@" >/dev/null 2>&1; do
-    for name in "${!pids[@]}"; do
-      kill -0 "${pids[${name}]}" 2>/dev/null || die "${name} exited while waiting for ${what}; see ${LOGS}/${name}.log"
-    done
-    ((SECONDS < deadline)) || die "timed out after ${seconds}s waiting for ${what}; logs in ${LOGS}"
-    sleep 0.5
-  done
-}
 
 # A previous run that was killed (SIGKILL) left its node behind: clean before starting.
 clean_node

@@ -189,24 +189,9 @@ sweep() {
 # A plane that died without stopping (killed, or a machine that crashed) left these.
 sweep "left by an earlier run"
 
-declare -A pids=()
+# shellcheck source=lib/procs.sh
+source "${ROOT}/hack/lib/procs.sh"
 stopping=""
-stop() {
-  local name=$1 pid=${pids[$1]:-}
-  # An explicit status: a bare return in a trap handler returns the status the trap began with.
-  [[ -z "${pid}" ]] && return 0
-  [[ -s "${RUN}/${name}.pid" ]] && pid=$(<"${RUN}/${name}.pid")
-  if kill -0 "${pid}" 2>/dev/null; then
-    kill -TERM "${pid}" 2>/dev/null || true
-    for _ in $(seq 300); do kill -0 "${pid}" 2>/dev/null || break; sleep 0.1; done
-    if kill -0 "${pid}" 2>/dev/null; then
-      log "${name} did not stop in 30s; killing it"
-      kill -KILL "${pid}" 2>/dev/null || true
-    fi
-  fi
-  wait "${pid}" 2>/dev/null || true
-  unset "pids[$1]"
-}
 cleanup() {
   local rc=$?
   [[ -n "${stopping}" ]] && return 0
@@ -236,35 +221,6 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# start NAME COMMAND... runs a process in its own session, so a Ctrl-C reaches only this
-# script, which then stops the processes in order.
-start() {
-  local name=$1; shift
-  setsid "$@" >"${LOGS}/${name}.log" 2>&1 9>&- &
-  pids[${name}]=$!
-  echo "$!" >"${RUN}/${name}.pid"
-}
-# failure NAME: the line of NAME's log that says why it failed (the last error, else the last line).
-failure() {
-  local line
-  line=$(grep -a 'address already in use' "${LOGS}/$1.log" 2>/dev/null | tail -n 1)
-  [[ -n "${line}" ]] || line=$(grep -aiE 'error|fatal|panic|failed' "${LOGS}/$1.log" 2>/dev/null | tail -n 1)
-  [[ -n "${line}" ]] || line=$(tail -n 1 "${LOGS}/$1.log" 2>/dev/null)
-  echo "${line:0:400}"
-}
-# wait_for WHAT SECONDS COMMAND...
-wait_for() {
-  local what=$1 seconds=$2; shift 2
-  local deadline=$((SECONDS + seconds))
-  until "$@" >/dev/null 2>&1; do
-    for name in "${!pids[@]}"; do
-      kill -0 "${pids[${name}]}" 2>/dev/null ||
-        die "${name} exited while waiting for ${what}: $(failure "${name}") (log: ${LOGS}/${name}.log)"
-    done
-    ((SECONDS < deadline)) || die "timed out after ${seconds}s waiting for ${what}; logs in ${LOGS}"
-    sleep 0.2
-  done
-}
 # owns_port PID PORT: PID listens on PORT (one of its file descriptors is that listening socket),
 # so an answer on PORT comes from it and not from another process that holds the port.
 owns_port() {
