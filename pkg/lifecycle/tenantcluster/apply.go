@@ -125,6 +125,17 @@ func (o *objects) apply(ctx context.Context, obj *unstructured.Unstructured) (*u
 	return got, nil
 }
 
+// forget drops what this process remembers applying in namespace, once a cluster's objects
+// there are gone: without it the memory of applies grows with every cluster ever made.
+func (o *objects) forget(namespace string) {
+	o.applied.Range(func(k, _ any) bool {
+		if k.(objectKey).namespace == namespace {
+			o.applied.Delete(k)
+		}
+		return true
+	})
+}
+
 // normalized is obj as the API server's JSON decodes it (int64 and float64 numbers, []any and
 // map[string]any), to compare with an informer's object, and its digest.
 func normalized(obj *unstructured.Unstructured) (map[string]any, [sha256.Size]byte, error) {
