@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
 )
 
 // objects reads and writes the external kinds (Cluster API, Steward, providers) by GVK, through
@@ -241,3 +242,43 @@ func (o *objects) unpause(ctx context.Context, ns, name string) error {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// applyAll applies objs in order; a kind the management cluster does not serve needs a person.
+func (c *Controller) applyAll(ctx context.Context, objs ...*unstructured.Unstructured) ([]*unstructured.Unstructured, *steps.Result, error) {
+	out := make([]*unstructured.Unstructured, 0, len(objs))
+	for _, o := range objs {
+		if o == nil {
+			continue
+		}
+		got, err := c.objects.apply(ctx, o)
+		var missing *NotInstalledError
+		if asNotInstalled(err, &missing) {
+			r := steps.Failure("CRDNotInstalled", "%s", missing.Error())
+			return nil, &r, nil
+		}
+		if apierrors.IsInvalid(err) {
+			r := steps.Failure("Rejected", "the management cluster rejected %s %s/%s: %v", o.GetKind(), o.GetNamespace(), o.GetName(), err)
+			return nil, &r, nil
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("applying %s %s/%s: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err)
+		}
+		out = append(out, got)
+	}
+	return out, nil, nil
+}
+
+func asNotInstalled(err error, into **NotInstalledError) bool {
+	m, ok := err.(*NotInstalledError)
+	if ok {
+		*into = m
+	}
+	return ok
+}
+
+func deref(r *steps.Result) steps.Result {
+	if r == nil {
+		return steps.Result{}
+	}
+	return *r
+}

@@ -1,0 +1,167 @@
+package tenantcluster
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/controlplane"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
+)
+
+// ensureControlPlane applies the CAPI Cluster and its control plane object; ready once the
+// control plane serves at the version asked for and its admin kubeconfig exists.
+func (c *Controller) ensureControlPlane(ctx context.Context, s *state) (steps.Result, error) {
+	cluster, cp, failed, err := c.applyControlPlane(ctx, s, nil, false)
+	if failed != nil || err != nil {
+		return deref(failed), err
+	}
+	if s.tc.Spec.ControlPlane.Type == v1alpha1.ControlPlaneStandalone {
+		return c.standaloneReady(ctx, s, cluster, cp)
+	}
+	return c.hostedReady(ctx, s, cp)
+}
+
+// applyControlPlane applies the CAPI Cluster and then its control plane object, owned by it;
+// replicas, when set, overrides the control plane's (hibernation's zero).
+func (c *Controller) applyControlPlane(ctx context.Context, s *state, replicas *int64, paused bool) (cluster, cp *unstructured.Unstructured, failed *steps.Result, err error) {
+	wantCluster, err := controlplane.Cluster(s.in)
+	if err != nil {
+		r := steps.Failure("InvalidSpec", "%v", err)
+		return nil, nil, &r, nil
+	}
+	if paused {
+		// The Cluster is applied whole by one field manager: leaving spec.paused out would unpause it.
+		if err := unstructured.SetNestedField(wantCluster.Object, true, "spec", "paused"); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	wantCP, err := controlplane.ControlPlane(s.in)
+	if err != nil {
+		r := steps.Failure("InvalidSpec", "%v", err)
+		return nil, nil, &r, nil
+	}
+	if replicas != nil {
+		if err := unstructured.SetNestedField(wantCP.Object, *replicas, "spec", "replicas"); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	applied, failed, err := c.applyAll(ctx, wantCluster)
+	if failed != nil || err != nil {
+		return nil, nil, failed, err
+	}
+	controlplane.SetClusterOwner(wantCP, applied[0])
+	appliedCP, failed, err := c.applyAll(ctx, wantCP)
+	if failed != nil || err != nil {
+		return nil, nil, failed, err
+	}
+	return applied[0], appliedCP[0], nil, nil
+}
+
+// tenantControlPlaneKind is the TenantControlPlane kind a hosted control plane object makes.
+func tenantControlPlaneKind(cp *unstructured.Unstructured) schema.GroupVersionKind {
+	if cp.GroupVersionKind().Kind == external.KamajiControlPlaneGVK.Kind {
+		return external.KamajiTenantControlPlaneGVK
+	}
+	return external.TenantControlPlaneGVK
+}
+
+// hostedReady reads the TenantControlPlane that Steward (or Kamaji) made for the control plane
+// object: ready when status.kubernetesResources.version.status is "Ready" at the asked version.
+func (c *Controller) hostedReady(ctx context.Context, s *state, cp *unstructured.Unstructured) (steps.Result, error) {
+	tcp, err := c.objects.get(ctx, tenantControlPlaneKind(cp), s.namespace, s.tc.Name)
+	if err != nil {
+		return steps.Result{}, err
+	}
+	if tcp == nil {
+		return steps.Waiting("WaitingForTenantControlPlane", "waiting for the %s provider to create TenantControlPlane %s/%s",
+			cp.GetKind(), s.namespace, s.tc.Name), nil
+	}
+	s.rotated = tcp.GetAnnotations()[external.CredentialsRotatedAnnotation]
+	version, _, _ := unstructured.NestedString(tcp.Object, "status", "kubernetesResources", "version", "version")
+	state, _, _ := unstructured.NestedString(tcp.Object, "status", "kubernetesResources", "version", "status")
+	endpoint, _, _ := unstructured.NestedString(tcp.Object, "status", "controlPlaneEndpoint")
+	secret, _, _ := unstructured.NestedString(tcp.Object, "status", "kubeconfig", "admin", "secretName")
+	if secret == "" {
+		secret = s.tc.Name + "-admin-kubeconfig"
+	}
+	// The datastore the provider keeps the tenant on (Steward and Kamaji report it here).
+	s.dataStore, _, _ = unstructured.NestedString(tcp.Object, "status", "storage", "dataStoreName")
+	s.version, s.endpoint = version, endpoint
+	if state != "Ready" {
+		why := ""
+		if msg := tcp.GetAnnotations()[external.LocalProviderMessageAnnotation]; msg != "" {
+			why = ": " + msg // e.g. the version is being built, for minutes
+		}
+		return steps.Waiting("TenantControlPlaneNotReady", "TenantControlPlane %s/%s is %s%s", s.namespace, s.tc.Name, orDefault(state, "not ready yet"), why), nil
+	}
+	if version != s.tc.Spec.KubernetesVersion {
+		return steps.Waiting("Upgrading", "the control plane runs %s and is moving to %s", version, s.tc.Spec.KubernetesVersion), nil
+	}
+	if ok, err := c.secretExists(ctx, s.namespace, secret); err != nil || !ok {
+		return steps.Waiting("WaitingForKubeconfig", "waiting for the admin kubeconfig Secret %s/%s", s.namespace, secret), err
+	}
+	s.kubeconfigSecret = secret
+	return steps.Ready("TenantControlPlaneReady", "TenantControlPlane %s/%s serves %s at %s", s.namespace, s.tc.Name, version, endpoint), nil
+}
+
+// standaloneReady reads a KubeadmControlPlane's cluster: initialized, at the asked version, with
+// CAPI's <cluster>-kubeconfig Secret.
+func (c *Controller) standaloneReady(ctx context.Context, s *state, cluster, kcp *unstructured.Unstructured) (steps.Result, error) {
+	initialized, _, _ := unstructured.NestedBool(cluster.Object, "status", "initialization", "controlPlaneInitialized")
+	version, _, _ := unstructured.NestedString(kcp.Object, "status", "version")
+	host, _, _ := unstructured.NestedString(cluster.Object, "spec", "controlPlaneEndpoint", "host")
+	port, _, _ := unstructured.NestedInt64(cluster.Object, "spec", "controlPlaneEndpoint", "port")
+	s.version = version
+	if host != "" {
+		s.endpoint = fmt.Sprintf("%s:%d", host, port)
+	}
+	if !initialized {
+		return steps.Waiting("ControlPlaneInitializing", "KubeadmControlPlane %s/%s is not initialized yet", s.namespace, s.tc.Name), nil
+	}
+	if version != s.tc.Spec.KubernetesVersion {
+		return steps.Waiting("Upgrading", "the control plane runs %s and is moving to %s", orDefault(version, "an unknown version"), s.tc.Spec.KubernetesVersion), nil
+	}
+	secret := s.tc.Name + "-kubeconfig"
+	if ok, err := c.secretExists(ctx, s.namespace, secret); err != nil || !ok {
+		return steps.Waiting("WaitingForKubeconfig", "waiting for the kubeconfig Secret %s/%s", s.namespace, secret), err
+	}
+	s.kubeconfigSecret = secret
+	return steps.Ready("ControlPlaneInitialized", "KubeadmControlPlane %s/%s serves %s", s.namespace, s.tc.Name, version), nil
+}
+
+// secretExists reads the tenant namespace's watched Secrets (their watch brings the cluster
+// back when one comes), or the management cluster when there is no watch.
+func (c *Controller) secretExists(ctx context.Context, ns, name string) (bool, error) {
+	var err error
+	if c.secrets != nil {
+		_, err = c.secrets.Secrets(ns).Get(name)
+	} else {
+		_, err = c.kube.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	}
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// cleanupControlPlane deletes the Cluster and its control plane object, and waits for both:
+// with Cluster API running, the Cluster's deletion takes its control plane and infrastructure
+// with it, in its own order.
+func (c *Controller) cleanupControlPlane(ctx context.Context, s *state) (bool, error) {
+	gone := true
+	for _, gvk := range []schema.GroupVersionKind{external.ClusterGVK, external.StewardControlPlaneGVK, external.KamajiControlPlaneGVK, external.KubeadmControlPlaneGVK} {
+		ok, err := c.objects.remove(ctx, gvk, s.namespace, s.tc.Name)
+		if err != nil {
+			return false, err
+		}
+		gone = gone && ok
+	}
+	return gone, nil
+}
