@@ -28,6 +28,9 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
 )
 
+// restoreRecheck is how often a cluster being restored is looked at again besides its changes.
+const restoreRecheck = time.Minute
+
 // Controller takes scheduled snapshots and applies retention.
 type Controller struct {
 	butler   clientset.Interface
@@ -82,6 +85,13 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 	}
 	logger := klog.FromContext(ctx).WithValues("tenantCluster", key)
 	ctx = klog.NewContext(ctx, logger)
+	if tc.RestorePending() {
+		// Its data is being replaced: a snapshot now would hold part of it, and retention might
+		// delete the snapshot being restored. The firings wait (the latest is taken after);
+		// the restore's end changes the cluster and brings it back here.
+		logger.V(2).Info("Waiting for the cluster's restore before its scheduled snapshots", "restoreFrom", tc.Spec.RestoreFrom.Name)
+		return worker.RequeueAfter(restoreRecheck)
+	}
 	schedules := c.schedulesOf(ctx, tc)
 	now := c.now()
 	p := planFirings(schedules, readHandled(tc.Annotations[v1alpha1.SnapshotSchedulesAnnotation]), now)

@@ -146,6 +146,15 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
+	if tc.RestorePending() {
+		// Its data is being replaced, or is about to be: a snapshot now would hold part of it.
+		if err := c.setStatus(ctx, s, func(st *v1alpha1.TenantClusterSnapshotStatus) {
+			st.Phase, st.Message = v1alpha1.SnapshotPending, "waiting for the cluster's restore from "+tc.Spec.RestoreFrom.Name+" to finish"
+		}); err != nil {
+			return err
+		}
+		return worker.RequeueAfter(5 * time.Second)
+	}
 	tcp, ok := c.planes.TenantControlPlane(tc.Status.TenantNamespace, tc.Name)
 	var store controlplane.TenantStore
 	if ok {

@@ -1,0 +1,13 @@
+package v1alpha1
+
+// RestorePending says whether the cluster's data is being replaced, or is about to be, by the
+// restore its spec.restoreFrom asks for: until status.restore records that snapshot restored, a
+// snapshot of the cluster would hold part of the old data or part of the new. A failed restore
+// stays pending (the control plane stays stopped until the user acts).
+func (tc *TenantCluster) RestorePending() bool {
+	if tc.Spec.RestoreFrom == nil {
+		return false
+	}
+	r := tc.Status.Restore
+	return r == nil || r.SnapshotName != tc.Spec.RestoreFrom.Name || r.Phase != RestoreSucceeded
+}
