@@ -2,21 +2,17 @@ package addons
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 )
 
-// FieldManager is the server-side apply field manager of what the engine writes beside Helm.
-const FieldManager = "butler-apiserver"
-
-// Apply writes objects into the target cluster with server-side apply (field manager
-// FieldManager, taking over conflicting fields): for what an addon needs beyond its chart,
+// Apply writes objects into the target cluster with server-side apply (as
+// external.Workers, taking over conflicting fields): for what an addon needs beyond its chart,
 // such as MetalLB's address pool, whose kinds exist only once the chart installed their CRDs.
 func (e *Engine) Apply(ctx context.Context, target Target, objs []*unstructured.Unstructured) error {
 	e.mu.Lock()
@@ -41,17 +37,11 @@ func (e *Engine) Apply(ctx context.Context, target Target, objs []*unstructured.
 		if err != nil {
 			return fmt.Errorf("%s: %w", gvk.Kind, err)
 		}
-		data, err := json.Marshal(obj)
-		if err != nil {
-			return err
-		}
 		var ri dynamic.ResourceInterface = dyn.Resource(mapping.Resource)
 		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
 			ri = dyn.Resource(mapping.Resource).Namespace(obj.GetNamespace())
 		}
-		force := true
-		if _, err := ri.Patch(ctx, obj.GetName(), types.ApplyPatchType, data,
-			metav1.PatchOptions{FieldManager: FieldManager, Force: &force}); err != nil {
+		if _, err := external.Workers.Apply(ctx, ri, obj); err != nil {
 			return fmt.Errorf("applying %s %s/%s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
 		}
 	}

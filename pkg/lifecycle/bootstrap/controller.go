@@ -32,8 +32,6 @@ import (
 )
 
 const (
-	// FieldManager writes the data Secret (server-side apply).
-	FieldManager = "butler-apiserver"
 	// Finalizer gives the tenant's tokens one cleanup pass when a config is deleted.
 	Finalizer = "bootstrap.butlerlabs.dev/token-cleanup"
 	// ConfigUIDLabel on a tenant token Secret names the BootstrapConfig that minted it.
@@ -289,7 +287,7 @@ func (c *Controller) patchFinalizers(ctx context.Context, bc *BootstrapConfig, f
 	if err != nil {
 		return err
 	}
-	_, err = c.dyn.Resource(configGVR).Namespace(bc.Namespace).Patch(ctx, bc.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	_, err = c.dyn.Resource(configGVR).Namespace(bc.Namespace).Patch(ctx, bc.Name, types.MergePatchType, patch, external.Workers.PatchOptions())
 	return err
 }
 
@@ -319,7 +317,7 @@ func (c *Controller) writeStatus(ctx context.Context, bc *BootstrapConfig, st Bo
 		return err
 	}
 	_, err = c.dyn.Resource(configGVR).Namespace(bc.Namespace).Patch(ctx, bc.Name, types.MergePatchType, patch,
-		metav1.PatchOptions{FieldManager: FieldManager}, "status")
+		external.Workers.PatchOptions(), "status")
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

@@ -61,7 +61,7 @@ func (c *Controller) providerID(ctx context.Context, m *clusterv1.Machine) strin
 // applyDataSecret server-side applies the data Secret CAPI reads (Machine.spec.bootstrap.dataSecretName):
 // the data and its contract format, which the infrastructure provider delivers it by.
 func (c *Controller) applyDataSecret(ctx context.Context, bc *BootstrapConfig, cluster string, os bootstrapdata.OS, data []byte) error {
-	lbls := map[string]string{clusterNameLabel: cluster, managedByLabel: FieldManager}
+	lbls := map[string]string{clusterNameLabel: cluster, managedByLabel: string(external.Workers)}
 	for k, v := range bc.Labels {
 		if k == tenantClusterLabel || k == tenantClusterNamespaceLabel {
 			lbls[k] = v
@@ -77,6 +77,6 @@ func (c *Controller) applyDataSecret(ctx context.Context, bc *BootstrapConfig, c
 			WithName(bc.Name).WithUID(bc.UID).
 			WithController(true).WithBlockOwnerDeletion(true)).
 		WithData(map[string][]byte{bootstrapdata.DataValueKey: data, bootstrapdata.DataFormatKey: []byte(os.DataFormat())})
-	_, err := c.kube.CoreV1().Secrets(bc.Namespace).Apply(ctx, secret, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	_, err := c.kube.CoreV1().Secrets(bc.Namespace).Apply(ctx, secret, external.Workers.ApplyOptions())
 	return err
 }

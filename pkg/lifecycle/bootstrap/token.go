@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	bootstrapdata "github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
 )
 
@@ -86,7 +87,7 @@ func (c *Controller) tenantToken(ctx context.Context, s *state) (string, error) 
 			if err == nil && expires.After(now) {
 				patch, _ := json.Marshal(map[string]any{"data": map[string][]byte{
 					"expiration": []byte(now.Add(ttl).UTC().Format(time.RFC3339))}})
-				if _, err := secrets.Patch(ctx, secret.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+				if _, err := secrets.Patch(ctx, secret.Name, types.MergePatchType, patch, external.Workers.PatchOptions()); err != nil {
 					return "", fmt.Errorf("extending token %s: %w", bootstrapdata.TokenID(token), err)
 				}
 				return token, nil
@@ -102,11 +103,11 @@ func (c *Controller) tenantToken(ctx context.Context, s *state) (string, error) 
 	}
 	secret, err := bootstrapdata.TokenSecret(token, now.Add(ttl),
 		fmt.Sprintf("Bootstrap token of Machine %s/%s, minted by butler-apiserver", bc.Namespace, s.machine.Name),
-		map[string]string{ConfigUIDLabel: string(bc.UID), ConfigNameLabel: labelValue(bc.Name), managedByLabel: FieldManager})
+		map[string]string{ConfigUIDLabel: string(bc.UID), ConfigNameLabel: labelValue(bc.Name), managedByLabel: string(external.Workers)})
 	if err != nil {
 		return "", err
 	}
-	if _, err := secrets.Create(ctx, secret, metav1.CreateOptions{FieldManager: FieldManager}); err != nil {
+	if _, err := secrets.Create(ctx, secret, external.Workers.CreateOptions()); err != nil {
 		return "", err
 	}
 	klog.FromContext(ctx).V(2).Info("Minted a bootstrap token in the tenant cluster", "tokenID", bootstrapdata.TokenID(token), "ttl", ttl)

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/access"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
@@ -74,7 +75,7 @@ func (c *Controller) ensureAccess(ctx context.Context, s *state) (steps.Result, 
 	if done {
 		return steps.Ready("AccessApplied", "the Team's roles are bound in the tenant"), nil
 	}
-	opts := metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
+	opts := external.Workers.ApplyOptions()
 	for _, b := range crbs {
 		if _, err := tenant.RbacV1().ClusterRoleBindings().Apply(ctx, clusterRoleBindingAC(b), opts); err != nil {
 			return steps.Result{}, fmt.Errorf("ClusterRoleBinding %s in the tenant: %w", b.Name, err)
@@ -203,7 +204,7 @@ func newAdminClient(kubeconfig []byte) (kubernetes.Interface, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg.UserAgent = FieldManager
+	cfg.UserAgent = string(external.Workers)
 	return kubernetes.NewForConfig(cfg)
 }
 

@@ -117,7 +117,7 @@ func (o *objects) apply(ctx context.Context, obj *unstructured.Unstructured) (*u
 			return live, nil
 		}
 	}
-	got, err := r.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	got, err := external.Workers.Apply(ctx, r, obj)
 	if err != nil {
 		o.applied.Delete(key)
 		return nil, err
@@ -234,7 +234,7 @@ func (o *objects) unpause(ctx context.Context, ns, name string) error {
 	if err != nil {
 		return err
 	}
-	_, err = r.Patch(ctx, name, types.MergePatchType, []byte(`{"spec":{"paused":null}}`), metav1.PatchOptions{FieldManager: FieldManager})
+	_, err = r.Patch(ctx, name, types.MergePatchType, []byte(`{"spec":{"paused":null}}`), external.Workers.PatchOptions())
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

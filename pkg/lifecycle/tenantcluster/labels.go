@@ -20,8 +20,6 @@ const (
 	// cluster.x-k8s.io/paused does: nothing of it is written, its status included, until the
 	// annotation goes. A deletion still runs.
 	PausedAnnotation = "butler.butlerlabs.dev/paused"
-	// FieldManager owns the fields the worker applies.
-	FieldManager = "butler-apiserver"
 )
 
 // TenantNamespace is the namespace of a TenantCluster's objects: <name>-<first 8 of its UID>.

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
 )
 
@@ -69,7 +70,7 @@ func (c *Controller) ensureSecretsBinding(ctx context.Context, namespace string)
 	rb := rbacv1ac.RoleBinding(SecretsRole, namespace).
 		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("ClusterRole").WithName(SecretsRole)).
 		WithSubjects(rbacv1ac.Subject().WithAPIGroup(rbacv1.GroupName).WithKind(rbacv1.UserKind).WithName(c.self))
-	if _, err := c.kube.RbacV1().RoleBindings(namespace).Apply(ctx, rb, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
+	if _, err := c.kube.RbacV1().RoleBindings(namespace).Apply(ctx, rb, external.Workers.ApplyOptions()); err != nil {
 		return err
 	}
 	c.bound.Store(namespace, true)

@@ -46,7 +46,7 @@ func (c *Controller) takeOperation(ctx context.Context, tc *v1alpha1.TenantClust
 	// The operation is taken (or was already): remove it, so that it runs once.
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
 		"annotations": map[string]any{v1alpha1.OperationAnnotation: nil}}})
-	_, err = c.butler.ButlerV1alpha1().TenantClusters(tc.Namespace).Patch(ctx, tc.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	_, err = c.butler.ButlerV1alpha1().TenantClusters(tc.Namespace).Patch(ctx, tc.Name, types.MergePatchType, patch, external.Workers.PatchOptions())
 	if apierrors.IsNotFound(err) {
 		return true, nil
 	}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localports"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/datastore"
@@ -111,7 +112,7 @@ func New(d *worker.Deps, opts Options) (*Controller, error) {
 	c := &Controller{
 		opts: opts, deps: d,
 		mapper:   restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discoveryOf(d))),
-		recorder: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: FieldManager}),
+		recorder: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: string(external.LocalProvider)}),
 		ports:    ports,
 		planes:   map[string]*plane{},
 		placed:   map[string]string{},

@@ -11,10 +11,10 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/datastore"
 	"github.com/butlerdotdev/butler-apiserver/pkg/pki"
 )
@@ -168,11 +168,11 @@ func (c *Controller) publishDataStore(ctx context.Context, d *localDataStore) er
 	ns := c.opts.DataStoreSecretNamespace
 	secret := corev1ac.Secret(d.secretName(), ns).WithType(corev1.SecretTypeOpaque).
 		WithData(datastore.SecretData(d.creds.CA, d.creds.Root))
-	if _, err := c.deps.Kube.CoreV1().Secrets(ns).Apply(ctx, secret, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
+	if _, err := c.deps.Kube.CoreV1().Secrets(ns).Apply(ctx, secret, external.LocalProvider.ApplyOptions()); err != nil {
 		return fmt.Errorf("Secret %s/%s: %w", ns, d.secretName(), err)
 	}
 	obj := datastore.Object(d.name, []string{d.endpoint()}, ns, d.secretName())
-	if _, err := c.deps.Dynamic.Resource(datastore.GVR).Apply(ctx, d.name, obj, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
+	if _, err := external.LocalProvider.Apply(ctx, c.deps.Dynamic.Resource(datastore.GVR), obj); err != nil {
 		return fmt.Errorf("DataStore %s: %w", d.name, err)
 	}
 	return nil

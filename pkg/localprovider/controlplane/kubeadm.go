@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/pki"
 )
 
@@ -40,7 +41,7 @@ type joinSetup struct {
 
 // setUpJoin applies kubeadm's join objects to the tenant (server-side apply: it can run again).
 func setUpJoin(ctx context.Context, tenant kubernetes.Interface, s joinSetup) error {
-	apply := metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
+	apply := external.LocalProvider.ApplyOptions()
 	crbs := []*rbacv1ac.ClusterRoleBindingApplyConfiguration{
 		// A bootstrap token may create CSRs...
 		clusterRoleBinding("kubeadm:kubelet-bootstrap", "system:node-bootstrapper", group(bootstrappersGroup)),
@@ -111,7 +112,7 @@ func clusterRoleBinding(name, role string, subjects ...*rbacv1ac.SubjectApplyCon
 
 // readableConfigMap lets subjects get one ConfigMap: a Role and a RoleBinding both named name.
 func readableConfigMap(ctx context.Context, tenant kubernetes.Interface, ns, name, configMap string, subjects ...*rbacv1ac.SubjectApplyConfiguration) error {
-	apply := metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
+	apply := external.LocalProvider.ApplyOptions()
 	role := rbacv1ac.Role(name, ns).WithRules(rbacv1ac.PolicyRule().
 		WithAPIGroups("").WithResources("configmaps").WithResourceNames(configMap).WithVerbs("get"))
 	if _, err := tenant.RbacV1().Roles(ns).Apply(ctx, role, apply); err != nil {

@@ -76,7 +76,7 @@ func (c *Controller) replaceCA(ctx context.Context, tcp *unstructured.Unstructur
 		return err
 	}
 	secret.Data = map[string][]byte{"ca.crt": ca.CertPEM, "ca.key": ca.KeyPEM, "tls.crt": ca.CertPEM, "tls.key": ca.KeyPEM}
-	if _, err := secrets.Update(ctx, secret, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
+	if _, err := secrets.Update(ctx, secret, external.LocalProvider.UpdateOptions()); err != nil {
 		if apierrors.IsConflict(err) {
 			pl.mu.Lock()
 			pl.ca = nil // read again
@@ -114,8 +114,7 @@ func (c *Controller) recordRotated(ctx context.Context, tcp *unstructured.Unstru
 		"apiVersion": tenantControlPlaneAPIVersion, "kind": tenantControlPlaneKind,
 		"metadata": map[string]any{"name": tcp.GetName(), "namespace": tcp.GetNamespace(),
 			"annotations": map[string]any{external.CredentialsRotatedAnnotation: rec.CredentialsRotated}}}}
-	_, err := c.deps.Dynamic.Resource(tenantControlPlanes).Namespace(tcp.GetNamespace()).
-		Apply(ctx, tcp.GetName(), u, metav1.ApplyOptions{FieldManager: FieldManager + "-rotation", Force: true})
+	_, err := external.LocalProviderRotation.Apply(ctx, c.deps.Dynamic.Resource(tenantControlPlanes).Namespace(tcp.GetNamespace()), u)
 	if err != nil {
 		return fmt.Errorf("answering the rotation on the TenantControlPlane: %w", err)
 	}

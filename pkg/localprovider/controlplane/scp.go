@@ -72,8 +72,7 @@ func (c *Controller) reconcileSCP(ctx context.Context, key string) error {
 		status.failure("InvalidSpec", err.Error())
 		return c.setSCPStatus(ctx, scp, status)
 	}
-	tcp, err := c.deps.Dynamic.Resource(tenantControlPlanes).Namespace(scp.GetNamespace()).
-		Apply(ctx, scp.GetName(), desired, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	tcp, err := external.LocalProvider.Apply(ctx, c.deps.Dynamic.Resource(tenantControlPlanes).Namespace(scp.GetNamespace()), desired)
 	if err != nil {
 		status.set(conditionTCPCreated, false, "ApplyFailed", err.Error())
 		_ = c.setSCPStatus(ctx, scp, status)
@@ -348,7 +347,7 @@ func (c *Controller) patchInfrastructureRef(ctx context.Context, namespace strin
 		return nil
 	}
 	patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"controlPlaneEndpoint": map[string]any{"host": host, "port": port}}})
-	if _, err := client.Patch(ctx, ref["name"], types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+	if _, err := client.Patch(ctx, ref["name"], types.MergePatchType, patch, external.LocalProvider.PatchOptions()); err != nil {
 		return fmt.Errorf("patching %s %s: %w", gk.Kind, ref["name"], err)
 	}
 	return nil
@@ -375,7 +374,7 @@ func (c *Controller) copyClusterSecrets(ctx context.Context, scp, tcp *unstructu
 	if len(value) == 0 {
 		value = admin.Data["admin.conf"]
 	}
-	apply := metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
+	apply := external.LocalProvider.ApplyOptions()
 	labels := map[string]string{ClusterNameLabel: cluster}
 	kubeconfig := corev1ac.Secret(clusterKubeconfigName(cluster), scp.GetNamespace()).
 		WithType("cluster.x-k8s.io/secret").WithLabels(labels).
@@ -492,7 +491,7 @@ func (c *Controller) setSCPStatus(ctx context.Context, scp *unstructured.Unstruc
 		return err
 	}
 	_, err = c.deps.Dynamic.Resource(stewardControlPlanes).Namespace(scp.GetNamespace()).
-		Patch(ctx, scp.GetName(), types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager}, "status")
+		Patch(ctx, scp.GetName(), types.MergePatchType, patch, external.LocalProvider.PatchOptions(), "status")
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

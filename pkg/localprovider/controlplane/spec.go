@@ -25,8 +25,6 @@ const (
 	stewardControlPlaneKind       = "StewardControlPlane"
 	clusterGroup                  = "cluster.x-k8s.io"
 
-	// FieldManager is who this provider's server-side applies are from.
-	FieldManager = "butler-localprovider"
 	// Finalizer holds a TenantControlPlane until its processes are stopped and its etcd prefix
 	// is deleted.
 	Finalizer = "localprovider.butlerlabs.dev/processes"

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/pki"
 )
 
@@ -353,7 +354,7 @@ func (c *Controller) addFinalizer(ctx context.Context, tcp *unstructured.Unstruc
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
 		"finalizers": append(tcp.GetFinalizers(), Finalizer), "resourceVersion": tcp.GetResourceVersion()}})
 	return c.deps.Dynamic.Resource(tenantControlPlanes).Namespace(tcp.GetNamespace()).
-		Patch(ctx, tcp.GetName(), types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+		Patch(ctx, tcp.GetName(), types.MergePatchType, patch, external.LocalProvider.PatchOptions())
 }
 
 func (c *Controller) removeFinalizer(ctx context.Context, tcp *unstructured.Unstructured) error {
@@ -366,7 +367,7 @@ func (c *Controller) removeFinalizer(ctx context.Context, tcp *unstructured.Unst
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
 		"finalizers": keep, "resourceVersion": tcp.GetResourceVersion()}})
 	_, err := c.deps.Dynamic.Resource(tenantControlPlanes).Namespace(tcp.GetNamespace()).
-		Patch(ctx, tcp.GetName(), types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+		Patch(ctx, tcp.GetName(), types.MergePatchType, patch, external.LocalProvider.PatchOptions())
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -397,7 +398,7 @@ func (c *Controller) ensureCA(ctx context.Context, tcp *unstructured.Unstructure
 			Type: corev1.SecretTypeOpaque,
 			Data: map[string][]byte{"ca.crt": newCA.CertPEM, "ca.key": newCA.KeyPEM, "tls.crt": newCA.CertPEM, "tls.key": newCA.KeyPEM},
 		}
-		secret, err = secrets.Create(ctx, secret, metav1.CreateOptions{FieldManager: FieldManager})
+		secret, err = secrets.Create(ctx, secret, external.LocalProvider.CreateOptions())
 		if apierrors.IsAlreadyExists(err) {
 			secret, err = secrets.Get(ctx, name, metav1.GetOptions{})
 		}
@@ -412,7 +413,7 @@ func (c *Controller) ensureCA(ctx context.Context, tcp *unstructured.Unstructure
 	if !bytes.Equal(secret.Data["tls.crt"], secret.Data["ca.crt"]) || !bytes.Equal(secret.Data["tls.key"], secret.Data["ca.key"]) {
 		// Cluster API reads the CA as tls.crt/tls.key.
 		ac := corev1ac.Secret(name, tcp.GetNamespace()).WithData(map[string][]byte{"tls.crt": ca.CertPEM, "tls.key": ca.KeyPEM})
-		if _, err := secrets.Apply(ctx, ac, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
+		if _, err := secrets.Apply(ctx, ac, external.LocalProvider.ApplyOptions()); err != nil {
 			return nil, fmt.Errorf("Secret %s: %w", name, err)
 		}
 	}
@@ -468,7 +469,7 @@ func (c *Controller) setUpTenant(ctx context.Context, spec tenantSpec, endpoint 
 	if err != nil {
 		return err
 	}
-	cfg.UserAgent = FieldManager
+	cfg.UserAgent = string(external.LocalProvider)
 	tenant, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
@@ -510,7 +511,7 @@ func (c *Controller) applyAdminKubeconfig(ctx context.Context, tcp *unstructured
 			"admin.conf": k.admin, "super-admin.conf": k.superAdmin,
 			"admin.svc": k.adminSvc, "super-admin.svc": k.superAdminSvc,
 		})
-	if _, err := c.deps.Kube.CoreV1().Secrets(tcp.GetNamespace()).Apply(ctx, ac, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
+	if _, err := c.deps.Kube.CoreV1().Secrets(tcp.GetNamespace()).Apply(ctx, ac, external.LocalProvider.ApplyOptions()); err != nil {
 		return fmt.Errorf("Secret %s: %w", adminKubeconfigName(tcp.GetName()), err)
 	}
 	pl.mu.Lock()
@@ -566,7 +567,7 @@ func (c *Controller) setTCPStatus(ctx context.Context, tcp *unstructured.Unstruc
 		}
 		u := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": tenantControlPlaneAPIVersion, "kind": tenantControlPlaneKind, "metadata": meta}}
-		if _, err := client.Apply(ctx, tcp.GetName(), u, metav1.ApplyOptions{FieldManager: FieldManager + "-reason", Force: true}); err != nil {
+		if _, err := external.LocalProviderReason.Apply(ctx, client, u); err != nil {
 			return fmt.Errorf("annotating TenantControlPlane: %w", err)
 		}
 		if s.reason != "" {
@@ -593,7 +594,7 @@ func (c *Controller) setTCPStatus(ctx context.Context, tcp *unstructured.Unstruc
 		"metadata": map[string]any{"name": tcp.GetName(), "namespace": tcp.GetNamespace()},
 		"status":   status,
 	}}
-	if _, err := client.ApplyStatus(ctx, tcp.GetName(), u, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
+	if _, err := external.LocalProvider.ApplyStatus(ctx, client, u); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}

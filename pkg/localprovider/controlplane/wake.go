@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/hibernation"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component"
 )
@@ -135,6 +136,6 @@ func (c *Controller) setHibernated(ctx context.Context, tc types.NamespacedName,
 		"spec":     map[string]any{"hibernation": map[string]any{"hibernated": hibernated}},
 	})
 	_, err := c.deps.Dynamic.Resource(tenantClusters).Namespace(tc.Namespace).Patch(ctx, tc.Name, types.MergePatchType, patch,
-		metav1.PatchOptions{FieldManager: FieldManager})
+		external.LocalProvider.PatchOptions())
 	return err
 }

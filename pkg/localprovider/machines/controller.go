@@ -27,6 +27,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
 )
 
@@ -657,8 +658,7 @@ func (c *Controller) applyMachine(ctx context.Context, lm *LocalMachine, provide
 	if providerID != "" {
 		_ = unstructured.SetNestedField(u.Object, providerID, "spec", "providerID")
 	}
-	_, err := c.dyn.Resource(LocalMachinesResource).Namespace(lm.Namespace).Apply(ctx, lm.Name, u,
-		metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	_, err := external.LocalProvider.Apply(ctx, c.dyn.Resource(LocalMachinesResource).Namespace(lm.Namespace), u)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -688,8 +688,7 @@ func (c *Controller) applyMachineStatus(ctx context.Context, lm *LocalMachine, c
 func (c *Controller) applyStatus(ctx context.Context, gvr schema.GroupVersionResource, ns, name, kind string, status map[string]any) error {
 	u := applyObject(kind, ns, name)
 	u.Object["status"] = status
-	_, err := c.dyn.Resource(gvr).Namespace(ns).ApplyStatus(ctx, name, u,
-		metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	_, err := external.LocalProvider.ApplyStatus(ctx, c.dyn.Resource(gvr).Namespace(ns), u)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

@@ -32,9 +32,6 @@ const (
 	KwokNodeAnnotation = "kwok.x-k8s.io/node"
 	KwokNodeValue      = "fake"
 
-	// FieldManager owns what this provider writes.
-	FieldManager = "butler-localprovider"
-
 	// ProviderIDPrefix starts every local machine's provider ID: local://<namespace>/<name>.
 	ProviderIDPrefix = "local://"
 )
