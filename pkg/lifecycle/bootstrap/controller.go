@@ -40,12 +40,11 @@ const (
 	ConfigNameLabel = "bootstrap.butlerlabs.dev/config-name"
 
 	clusterNameLabel = clusterv1.ClusterNameLabel
-	managedByLabel   = "app.kubernetes.io/managed-by"
-	// The TenantCluster labels the data Secret inherits from its config.
-	tenantClusterLabel          = "butler.butlerlabs.dev/tenant-cluster"
-	tenantClusterNamespaceLabel = "butler.butlerlabs.dev/tenant-cluster-namespace"
+	// tenantClusterLabel is one of the TenantCluster labels the data Secret inherits from its
+	// config.
+	tenantClusterLabel = external.TenantClusterLabel
 	// DataSecretType is CAPI's type for bootstrap data and kubeconfig Secrets.
-	DataSecretType corev1.SecretType = "cluster.x-k8s.io/secret"
+	DataSecretType = clusterv1.ClusterSecretType
 	// kubeconfigKey is the key of CAPI's <cluster>-kubeconfig Secret.
 	kubeconfigKey = "value"
 

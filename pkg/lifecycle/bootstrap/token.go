@@ -103,7 +103,7 @@ func (c *Controller) tenantToken(ctx context.Context, s *state) (string, error) 
 	}
 	secret, err := bootstrapdata.TokenSecret(token, now.Add(ttl),
 		fmt.Sprintf("Bootstrap token of Machine %s/%s, minted by butler-apiserver", bc.Namespace, s.machine.Name),
-		map[string]string{ConfigUIDLabel: string(bc.UID), ConfigNameLabel: labelValue(bc.Name), managedByLabel: string(external.Workers)})
+		map[string]string{ConfigUIDLabel: string(bc.UID), ConfigNameLabel: labelValue(bc.Name), external.ManagedByLabel: external.ManagedBy})
 	if err != nil {
 		return "", err
 	}

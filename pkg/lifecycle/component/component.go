@@ -7,8 +7,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 )
 
 // Input is what every builder reads.
@@ -27,14 +29,10 @@ type Input struct {
 
 // The contract labels of every object the TenantCluster controller writes.
 const (
-	// CAPIClusterLabel is Cluster API's label for a cluster's objects.
-	CAPIClusterLabel = "cluster.x-k8s.io/cluster-name"
-	// TenantClusterLabel and TenantClusterNamespaceLabel name the TenantCluster (labels, not owner
-	// references: the objects live in another namespace).
-	TenantClusterLabel          = "butler.butlerlabs.dev/tenant-cluster"
-	TenantClusterNamespaceLabel = "butler.butlerlabs.dev/tenant-cluster-namespace"
-	ManagedByLabel              = "app.kubernetes.io/managed-by"
-	ManagedBy                   = "butler-apiserver"
+	// TenantClusterLabel and TenantClusterNamespaceLabel name the TenantCluster (the contract's,
+	// in pkg/external).
+	TenantClusterLabel          = external.TenantClusterLabel
+	TenantClusterNamespaceLabel = external.TenantClusterNamespaceLabel
 	// PoolLabel names a node pool on machines and Nodes.
 	PoolLabel = "butler.butlerlabs.dev/pool"
 	// WorkersPool is the pool of spec.workers.
@@ -52,10 +50,10 @@ var ManagementKubeconfigKeys = []string{"admin.svc", "admin.conf", "value", "kub
 // Labels are the contract labels.
 func Labels(in Input) map[string]string {
 	return map[string]string{
-		CAPIClusterLabel:            in.Cluster.Name,
+		clusterv1.ClusterNameLabel:  in.Cluster.Name,
 		TenantClusterLabel:          in.Cluster.Name,
 		TenantClusterNamespaceLabel: in.Cluster.Namespace,
-		ManagedByLabel:              ManagedBy,
+		external.ManagedByLabel:     external.ManagedBy,
 	}
 }
 

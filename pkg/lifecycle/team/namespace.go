@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
 )
 
@@ -29,7 +30,7 @@ func (c *Controller) ensureNamespace(ctx context.Context, s *state) (steps.Resul
 	case apierrors.IsNotFound(err):
 		_, err := c.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 			Name:        team.Name,
-			Labels:      map[string]string{TeamLabel: team.Name, ManagedByLabel: ManagedBy},
+			Labels:      map[string]string{TeamLabel: team.Name, external.ManagedByLabel: external.ManagedBy},
 			Annotations: map[string]string{CreatedNamespaceAnnotation: "true"},
 		}}, metav1.CreateOptions{})
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
 )
 
@@ -59,7 +60,7 @@ func (c *Controller) roleBindingsStep(ctx context.Context, s *state) (steps.Resu
 // cleanupRoleBindings deletes the Team's RoleBindings, read live: members lose access at once.
 func (c *Controller) cleanupRoleBindings(ctx context.Context, s *state) (bool, error) {
 	client := c.kube.RbacV1().RoleBindings(s.team.Name)
-	bindings, err := client.List(ctx, metav1.ListOptions{LabelSelector: labels.Set{ManagedByLabel: ManagedBy, TeamLabel: s.team.Name}.String()})
+	bindings, err := client.List(ctx, metav1.ListOptions{LabelSelector: labels.Set{external.ManagedByLabel: external.ManagedBy, TeamLabel: s.team.Name}.String()})
 	if err != nil {
 		return false, err
 	}

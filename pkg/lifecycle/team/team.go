@@ -26,6 +26,7 @@ import (
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
 	butlerinformers "github.com/butlerdotdev/butler-apiserver/pkg/generated/informers/externalversions/butler/v1alpha1"
 	listers "github.com/butlerdotdev/butler-apiserver/pkg/generated/listers/butler/v1alpha1"
@@ -37,10 +38,6 @@ import (
 const (
 	// TeamLabel marks a Team's namespace and RoleBindings with the Team's name.
 	TeamLabel = "butler.butlerlabs.dev/team"
-	// ManagedByLabel marks what the Team worker made, so it only ever removes its own.
-	ManagedByLabel = "app.kubernetes.io/managed-by"
-	// ManagedBy is ManagedByLabel's value.
-	ManagedBy = "butler-apiserver"
 	// CreatedNamespaceAnnotation marks a namespace the worker created (not adopted): only
 	// those are deleted with their Team.
 	CreatedNamespaceAnnotation = "butler.butlerlabs.dev/created-for-team"
@@ -345,7 +342,7 @@ func desiredBindings(team *v1alpha1.Team) map[string]*rbacv1.RoleBinding {
 		out[rb.binding] = &rbacv1.RoleBinding{
 			ObjectMeta: metav1.ObjectMeta{
 				Name: rb.binding, Namespace: team.Name,
-				Labels: map[string]string{TeamLabel: team.Name, ManagedByLabel: ManagedBy},
+				Labels: map[string]string{TeamLabel: team.Name, external.ManagedByLabel: external.ManagedBy},
 			},
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: rb.clusterRole},
 			Subjects: subjects,
@@ -359,7 +356,7 @@ func (c *Controller) ensureRoleBindings(ctx context.Context, team *v1alpha1.Team
 	logger := klog.FromContext(ctx)
 	desired := desiredBindings(team)
 	client := c.kube.RbacV1().RoleBindings(team.Name)
-	existing, err := c.bindings.RoleBindings(team.Name).List(labels.SelectorFromSet(labels.Set{ManagedByLabel: ManagedBy}))
+	existing, err := c.bindings.RoleBindings(team.Name).List(labels.SelectorFromSet(labels.Set{external.ManagedByLabel: external.ManagedBy}))
 	if err != nil {
 		return err
 	}

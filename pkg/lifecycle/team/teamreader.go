@@ -11,6 +11,7 @@ import (
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 )
 
 // TeamReaderName names the ClusterRole and ClusterRoleBinding that let a Team's members read
@@ -23,7 +24,7 @@ func TeamReaderName(team string) string { return "butler-team-reader:" + team }
 func desiredTeamReader(team *v1alpha1.Team) (*rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding) {
 	meta := metav1.ObjectMeta{
 		Name:   TeamReaderName(team.Name),
-		Labels: map[string]string{TeamLabel: team.Name, ManagedByLabel: ManagedBy},
+		Labels: map[string]string{TeamLabel: team.Name, external.ManagedByLabel: external.ManagedBy},
 	}
 	role := &rbacv1.ClusterRole{ObjectMeta: meta, Rules: []rbacv1.PolicyRule{{
 		APIGroups: []string{butler.GroupName}, Resources: []string{"teams"},

@@ -19,6 +19,7 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/klog/v2"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 )
@@ -377,7 +378,7 @@ func (c *Controller) copyClusterSecrets(ctx context.Context, scp, tcp *unstructu
 	apply := external.LocalProvider.ApplyOptions()
 	labels := map[string]string{ClusterNameLabel: cluster}
 	kubeconfig := corev1ac.Secret(clusterKubeconfigName(cluster), scp.GetNamespace()).
-		WithType("cluster.x-k8s.io/secret").WithLabels(labels).
+		WithType(clusterv1.ClusterSecretType).WithLabels(labels).
 		WithOwnerReferences(ownerReferenceAC(scp)).
 		WithData(map[string][]byte{"value": value})
 	if _, err := secrets.Apply(ctx, kubeconfig, apply); err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 )
@@ -33,7 +34,7 @@ const (
 	ReasonAnnotation  = external.LocalProviderReasonAnnotation
 	MessageAnnotation = external.LocalProviderMessageAnnotation
 	// ClusterNameLabel is Cluster API's label naming the Cluster an object belongs to.
-	ClusterNameLabel = "cluster.x-k8s.io/cluster-name"
+	ClusterNameLabel = clusterv1.ClusterNameLabel
 )
 
 // Version statuses of a TenantControlPlane (status.kubernetesResources.version.status).

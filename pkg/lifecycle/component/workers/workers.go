@@ -35,7 +35,7 @@ func MachineDeployment(in component.Input) (*unstructured.Unstructured, error) {
 	}
 	name := component.WorkersName(in)
 	selector := map[string]string{
-		component.CAPIClusterLabel: in.Cluster.Name,
+		clusterv1.ClusterNameLabel: in.Cluster.Name,
 		DeploymentNameLabel:        name,
 	}
 	machineLabels := map[string]string{

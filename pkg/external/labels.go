@@ -1,0 +1,19 @@
+package external
+
+// The labels of butler's contract with what it writes in the management cluster, defined once
+// (as k8s.io/api/core/v1's well_known_labels.go does for Kubernetes). Cluster API's own labels
+// and types (cluster.x-k8s.io/cluster-name, the cluster.x-k8s.io/secret type) are used from its Go
+// module, sigs.k8s.io/cluster-api/api, never spelled again here.
+const (
+	// TenantClusterLabel and TenantClusterNamespaceLabel name the TenantCluster an object was made
+	// for: labels, not owner references, as the objects live in the tenant's namespace and the
+	// TenantCluster in its Team's. The workers find a cluster's objects by them, the bootstrap
+	// provider copies them from a config to its data Secret, and the local provider reads them.
+	TenantClusterLabel          = "butler.butlerlabs.dev/tenant-cluster"
+	TenantClusterNamespaceLabel = "butler.butlerlabs.dev/tenant-cluster-namespace"
+	// ManagedByLabel is Kubernetes' recommended label for the tool that manages an object;
+	// ManagedBy is its value on what the workers make (a Team's namespace and RoleBindings, a
+	// TenantCluster's objects, bootstrap Secrets), so that they only ever remove their own.
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	ManagedBy      = string(Workers)
+)
