@@ -78,6 +78,10 @@ type plane struct {
 	// storeSetUp is the datastore the tenant's etcd user and role were made in since the plane
 	// was made.
 	storeSetUp string
+	// held: this is the tenant's first start, and users' connections wait until butler's access
+	// bindings exist in it (holdFirstStart); heldCh is closed when released. released: no longer.
+	held, released bool
+	heldCh         chan struct{}
 }
 
 // ensure runs specs: a component not running is started, one running another command line is

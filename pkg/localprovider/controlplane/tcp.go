@@ -24,6 +24,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
 	"github.com/butlerdotdev/butler-apiserver/pkg/pki"
 )
 
@@ -93,6 +94,9 @@ func (c *Controller) reconcileTCP(ctx context.Context, key string) error {
 		// A wake the listener recorded in the TenantCluster starts the processes before the
 		// replicas come back through Cluster API: the client waits meanwhile.
 		pl.stop()
+		if published == "" && pl.behindProxy() {
+			return c.readyUnstarted(ctx, tcp, spec, pl)
+		}
 		return c.setTCPStatus(ctx, tcp, tcpState{endpoint: published, versionStatus: statusSleeping, runningVersion: tcpVersion(tcp),
 			adminSecret: tcpAdminSecret(tcp), replicas: 0, reason: "Stopped",
 			message: "stopped: replicas is 0; its data and its endpoint are kept, and replicas 1 starts it again"})
@@ -133,19 +137,7 @@ func (c *Controller) reconcileTCP(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	ca, err := c.ensureCA(ctx, tcp, pl)
-	if err != nil {
-		return err
-	}
-	serviceIP, _ := firstServiceIP(spec.ServiceCIDR)
-	certs, _, err := pki.EnsureTenant(paths.pki(), ca, pki.TenantOptions{
-		Name: tcp.GetNamespace() + "/" + tcp.GetName(), ServiceIP: serviceIP,
-		ClusterDomain: spec.ClusterDomain, CertSANs: append(slices.Clone(spec.CertSANs), pl.address()),
-	})
-	if err != nil {
-		return fmt.Errorf("certificates: %w", err)
-	}
-	kubeconfigs, err := c.writeKubeconfigs(tcp.GetName(), endpoint, apiEndpoint, paths, certs)
+	certs, kubeconfigs, err := c.ensureCredentials(ctx, tcp, spec, pl, endpoint, apiEndpoint)
 	if err != nil {
 		return err
 	}
@@ -175,6 +167,9 @@ func (c *Controller) reconcileTCP(ctx context.Context, key string) error {
 	args := planeArgs{Spec: spec, Paths: paths, Address: pl.address(), Port: pl.apiPort(), Etcd: etcd, Rotating: certs.Rotating()}
 	if spec.Replicas == 0 && !pl.running() {
 		logger.Info("Starting the control plane: a request woke it")
+	}
+	if tcpVersion(tcp) == "" && published != "" && pl.behindProxy() {
+		pl.holdFirstStart() // readied asleep, never started (readyUnstarted)
 	}
 	specs := []procSpec{
 		c.procSpec(componentAPIServer, bins, apiServerArgs(args), paths),
@@ -208,12 +203,19 @@ func (c *Controller) reconcileTCP(ctx context.Context, key string) error {
 	if err := c.recordRotated(ctx, tcp, pl, rotated); err != nil {
 		return err
 	}
+	released, err := c.releaseFirstStart(ctx, pl, kubeconfigs.superAdminSvc)
+	if err != nil {
+		return err
+	}
 	if s, _ := nestedString(tcp.Object, "status", "kubernetesResources", "version", "status"); s != statusReady {
 		logger.Info("Tenant control plane Ready", "version", spec.Version, "endpoint", endpoint,
 			"sinceCreation", time.Since(tcp.GetCreationTimestamp().Time).Round(10*time.Millisecond))
 	}
-	return c.setTCPStatus(ctx, tcp, tcpState{endpoint: endpoint, versionStatus: statusReady, runningVersion: spec.Version,
-		adminSecret: adminKubeconfigName(tcp.GetName()), replicas: 1})
+	if err := c.setTCPStatus(ctx, tcp, tcpState{endpoint: endpoint, versionStatus: statusReady, runningVersion: spec.Version,
+		adminSecret: adminKubeconfigName(tcp.GetName()), replicas: 1}); err != nil || released {
+		return err
+	}
+	return worker.RequeueAfter(accessPoll) // butler's access bindings are awaited in the tenant
 }
 
 // unavailableState is the status of a TenantControlPlane that does not serve its version yet

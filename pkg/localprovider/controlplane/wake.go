@@ -61,7 +61,7 @@ func (c *Controller) ensureWakeProxy(ctx context.Context, tcp *unstructured.Unst
 	}
 	if proxy == nil {
 		tc := tenantClusterOf(tcp)
-		p, err := startWakeProxy(endpointString(pl.address(), rec.Port), endpointString(pl.address(), rec.InternalPort), pl.serving,
+		p, err := startWakeProxy(endpointString(pl.address(), rec.Port), endpointString(pl.address(), rec.InternalPort), pl.admitting,
 			func(ctx context.Context, remote string) error { return c.recordWake(ctx, tc, pl, remote) },
 			func(ctx context.Context, d time.Duration) error { return c.recordIdle(ctx, tc, d) })
 		if err != nil {
