@@ -205,3 +205,55 @@ func exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
 }
+
+// TestLocalCreatedAsleep: a cluster created hibernated with wake on request never starts its
+// control plane until a request comes: Hibernated with an endpoint held and kubeconfigs to mint,
+// no tenant process and no kube-apiserver log; then kubectl with a minted kubeconfig starts it on
+// the first try, and it comes up with its worker.
+func TestLocalCreatedAsleep(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "e2e-born-asleep")
+	const name = "unstarted"
+	mustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
+kind: ProviderConfig
+metadata: {name: local, namespace: %s}
+spec: {provider: local}
+---
+`, ns)+localClusterManifest(ns, name, pinnedVersion, bootstrap.OSTalos, 1)+`  hibernation: {hibernated: true, wakeOnRequest: true}
+`)
+	start := time.Now()
+	tc := waitCluster(t, ns, name, 2*time.Minute, "Hibernated", hibernated)
+	t.Logf("create -> Hibernated (never started) in %s", time.Since(start).Round(100*time.Millisecond))
+	if tc.Status.ControlPlaneEndpoint == "" || tc.Status.KubeconfigSecretRef == nil {
+		t.Fatalf("created asleep without an endpoint or kubeconfig: %s", statusOf(tc))
+	}
+	if c := meta.FindStatusCondition(tc.Status.Conditions, "ControlPlaneReady"); c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "never started") {
+		t.Errorf("ControlPlaneReady of a cluster never started: %+v", c)
+	}
+	tcp, err := dynamicClient(t).Resource(tenantCPGVR).Namespace(tc.Status.TenantNamespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid := string(tcp.GetUID())
+	if procs := tenantProcesses(t, uid); len(procs) != 0 {
+		t.Errorf("tenant processes of a cluster created asleep: %v", procs)
+	}
+	if apiLog := filepath.Join(plane.dir, "tenants", uid, "kube-apiserver.log"); exists(apiLog) {
+		t.Errorf("kube-apiserver ran for a cluster created asleep (%s exists)", apiLog)
+	}
+	if v, _, _ := unstructured.NestedString(tcp.Object, "status", "kubernetesResources", "version", "version"); v != "" {
+		t.Errorf("the TenantControlPlane of a cluster never started reports version %q", v)
+	}
+
+	kubeconfig, _ := mintKubeconfig(t, ns, name)
+	start = time.Now()
+	out, err := kubectlAs(t, kubeconfig, "", "get", "ns", "default", "--no-headers")
+	if err != nil || !strings.Contains(out, "Active") {
+		t.Fatalf("kubectl on a cluster created asleep: %v after %s\n%s", err, time.Since(start).Round(100*time.Millisecond), out)
+	}
+	t.Logf("first request to the never-started cluster answered in %s", time.Since(start).Round(100*time.Millisecond))
+	tc = waitReady(t, ns, name, 1, 4*time.Minute)
+	if c := meta.FindStatusCondition(tc.Status.Conditions, "Hibernated"); c == nil || c.Reason != "Awake" {
+		t.Errorf("Hibernated condition after the first start: %+v", c)
+	}
+}

@@ -57,9 +57,11 @@ type Controller struct {
 	plan steps.Plan[*state]
 	// sleepPlan takes the cluster down when spec.hibernation.hibernated is true.
 	sleepPlan steps.Plan[*state]
-	queue     *worker.Queue
-	synced    []cache.InformerSynced
-	now       func() time.Time
+	// unstartedPlan makes a cluster created hibernated with wake on request, never started.
+	unstartedPlan steps.Plan[*state]
+	queue         *worker.Queue
+	synced        []cache.InformerSynced
+	now           func() time.Time
 }
 
 // New builds the controller from the shared informers. It watches the external kinds it writes
@@ -83,6 +85,7 @@ func New(d *worker.Deps) (*Controller, error) {
 	c.self = selfName(context.Background(), d.Kube)
 	c.plan = c.steps()
 	c.sleepPlan = c.sleepSteps()
+	c.unstartedPlan = c.unstartedSteps()
 	c.queue = worker.NewQueue("tenantcluster", c.Reconcile)
 
 	byLabels := c.queue.Handler(keyOf)
@@ -245,8 +248,8 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 	if wrote, err := c.takeOperation(ctx, tc); wrote || err != nil {
 		return err
 	}
-	if hibernation.Wanted(tc) && servedOnce(tc) {
-		return c.reconcileAsleep(ctx, tc)
+	if plan := c.asleepPlan(tc); plan != nil {
+		return c.reconcileAsleep(ctx, tc, plan)
 	}
 	s := c.newState(tc)
 	outcome, ensureErr := c.plan.Ensure(ctx, s, tc.Generation)
@@ -263,10 +266,11 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 	return ensureErr
 }
 
-// servedOnce says whether the cluster's control plane has been Ready (the status names its
-// admin kubeconfig Secret, which minting a kubeconfig needs). A cluster created hibernated is
+// servedOnce says whether the cluster's control plane has been Ready, or readied without
+// starting for wake on request (either way the status names its admin kubeconfig Secret, which
+// minting a kubeconfig needs). Without wake on request, a cluster created hibernated is
 // provisioned first, then put to sleep: its data (the kubeadm setup, RBAC's bootstrap), its
-// endpoint and its kubeconfigs must exist to be kept, and to be woken by a request.
+// endpoint and its kubeconfigs must exist to be kept.
 func servedOnce(tc *v1alpha1.TenantCluster) bool {
 	return tc.Status.KubeconfigSecretRef != nil
 }

@@ -21,9 +21,10 @@ import (
 )
 
 const (
-	stepWorkersAsleep      = "workers to zero"
-	stepControlPlaneAsleep = "control plane stopped"
-	stepClusterPaused      = "cluster paused"
+	stepWorkersAsleep         = "workers to zero"
+	stepControlPlaneAsleep    = "control plane stopped"
+	stepClusterPaused         = "cluster paused"
+	stepControlPlaneUnstarted = "control plane readied, not started"
 
 	// ConditionHibernated is True while the cluster sleeps: workers at zero, control plane
 	// stopped, the CAPI Cluster paused, data kept.
@@ -50,6 +51,41 @@ func (c *Controller) sleepSteps() []stepT {
 	}
 }
 
+// unstartedSteps make a cluster created hibernated with wake on request without ever starting
+// its control plane: what the ordinary plan makes up to the infrastructure, then the control
+// plane object at 0 replicas, which the provider readies without running (certificates, the
+// admin kubeconfig Secret, the endpoint held by its listener), the workers at zero and the
+// Cluster paused. Its first real start is the first request to its endpoint, as any wake.
+func (c *Controller) unstartedSteps() []stepT {
+	var out []stepT
+	for _, st := range c.steps() {
+		if st.Name == stepControlPlane {
+			break
+		}
+		out = append(out, stepT{Name: st.Name, Condition: st.Condition, After: st.After, Ensure: st.Ensure})
+	}
+	return append(out,
+		stepT{Name: stepControlPlaneUnstarted, After: []string{stepNetwork}, Ensure: c.ensureControlPlaneUnstarted},
+		stepT{Name: stepWorkersAsleep, After: []string{stepInfrastructure, stepControlPlaneUnstarted}, Ensure: c.ensureWorkersAsleep},
+		stepT{Name: stepClusterPaused, After: []string{stepWorkersAsleep}, Ensure: c.ensureClusterPaused})
+}
+
+// asleepPlan is the plan of a cluster whose spec asks it to sleep; nil when it runs the
+// ordinary plan first. A cluster whose control plane never served has no data, endpoint or
+// kubeconfig to keep: with wake on request it is readied without starting (unstartedSteps);
+// without, it is provisioned once and then put to sleep.
+func (c *Controller) asleepPlan(tc *v1alpha1.TenantCluster) steps.Plan[*state] {
+	switch {
+	case !hibernation.Wanted(tc):
+		return nil
+	case servedOnce(tc):
+		return c.sleepPlan
+	case tc.Spec.Hibernation.WakeOnRequest:
+		return c.unstartedPlan
+	}
+	return nil
+}
+
 // ensureWorkersAsleep scales the MachineDeployment to zero. The desired count stays in
 // spec.workers.replicas (a scale while asleep changes only that) and comes back on wake.
 func (c *Controller) ensureWorkersAsleep(ctx context.Context, s *state) (steps.Result, error) {
@@ -70,17 +106,7 @@ func (c *Controller) ensureControlPlaneAsleep(ctx context.Context, s *state) (st
 	if s.tc.Spec.ControlPlane.Type == v1alpha1.ControlPlaneStandalone {
 		return steps.Failure("NotSupported", "a standalone control plane runs on machines of its own and cannot hibernate"), nil
 	}
-	// Once the sleep steps have paused the Cluster, every later run keeps it paused: applying it
-	// without spec.paused here and pausing it again in the next step would unpause it in between.
-	live, err := c.objects.get(ctx, external.ClusterGVK, s.namespace, s.tc.Name)
-	if err != nil {
-		return steps.Result{}, err
-	}
-	paused := false
-	if live != nil {
-		paused, _, _ = unstructured.NestedBool(live.Object, "spec", "paused")
-	}
-	_, cp, failed, err := c.applyControlPlane(ctx, s, ptrTo[int64](0), paused)
+	cp, failed, err := c.applyControlPlaneAsleep(ctx, s)
 	if failed != nil || err != nil {
 		return deref(failed), err
 	}
@@ -93,6 +119,53 @@ func (c *Controller) ensureControlPlaneAsleep(ctx context.Context, s *state) (st
 		return steps.Waiting("ControlPlaneStopping", "TenantControlPlane %s/%s is %s, waiting for %s", s.namespace, s.tc.Name, orDefault(state, "unknown"), tcpSleeping), nil
 	}
 	return steps.Ready("ControlPlaneSleeping", "TenantControlPlane %s/%s is %s", s.namespace, s.tc.Name, tcpSleeping), nil
+}
+
+// applyControlPlaneAsleep applies the Cluster and the control plane object at 0 replicas. Once
+// the sleep steps have paused the Cluster, every later run keeps it paused: applying it without
+// spec.paused here and pausing it again in a later step would unpause it in between.
+func (c *Controller) applyControlPlaneAsleep(ctx context.Context, s *state) (*unstructured.Unstructured, *steps.Result, error) {
+	live, err := c.objects.get(ctx, external.ClusterGVK, s.namespace, s.tc.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	paused := false
+	if live != nil {
+		paused, _, _ = unstructured.NestedBool(live.Object, "spec", "paused")
+	}
+	_, cp, failed, err := c.applyControlPlane(ctx, s, ptrTo[int64](0), paused)
+	return cp, failed, err
+}
+
+// ensureControlPlaneUnstarted applies the control plane object at 0 replicas and waits for the
+// provider to ready its TenantControlPlane without running it: Sleeping, with an endpoint and an
+// admin kubeconfig Secret (only the local provider does so today, for wake on request).
+func (c *Controller) ensureControlPlaneUnstarted(ctx context.Context, s *state) (steps.Result, error) {
+	if s.tc.Spec.ControlPlane.Type == v1alpha1.ControlPlaneStandalone {
+		return steps.Failure("NotSupported", "a standalone control plane runs on machines of its own and cannot hibernate"), nil
+	}
+	cp, failed, err := c.applyControlPlaneAsleep(ctx, s)
+	if failed != nil || err != nil {
+		return deref(failed), err
+	}
+	tcp, err := c.objects.get(ctx, tenantControlPlaneKind(cp), s.namespace, s.tc.Name)
+	if err != nil || tcp == nil {
+		return steps.Waiting("WaitingForTenantControlPlane", "waiting for the %s provider to create TenantControlPlane %s/%s",
+			cp.GetKind(), s.namespace, s.tc.Name), err
+	}
+	state, _, _ := unstructured.NestedString(tcp.Object, "status", "kubernetesResources", "version", "status")
+	endpoint, _, _ := unstructured.NestedString(tcp.Object, "status", "controlPlaneEndpoint")
+	secret, _, _ := unstructured.NestedString(tcp.Object, "status", "kubeconfig", "admin", "secretName")
+	if state != tcpSleeping || endpoint == "" || secret == "" {
+		return steps.Waiting("ControlPlaneReadying", "TenantControlPlane %s/%s is %s: waiting for its endpoint and admin kubeconfig, made without starting it",
+			s.namespace, s.tc.Name, orDefault(state, "not reconciled yet")), nil
+	}
+	if ok, err := c.secretExists(ctx, s.namespace, secret); err != nil || !ok {
+		return steps.Waiting("WaitingForKubeconfig", "waiting for the admin kubeconfig Secret %s/%s", s.namespace, secret), err
+	}
+	s.endpoint, s.kubeconfigSecret = endpoint, secret
+	s.dataStore, _, _ = unstructured.NestedString(tcp.Object, "status", "storage", "dataStoreName")
+	return steps.Ready("ControlPlaneNotStarted", "TenantControlPlane %s/%s holds %s; it starts on the first request", s.namespace, s.tc.Name, endpoint), nil
 }
 
 // ensureClusterPaused sets the CAPI Cluster's spec.paused: Cluster API's controllers then leave
@@ -112,10 +185,14 @@ func (c *Controller) ensureClusterPaused(ctx context.Context, s *state) (steps.R
 }
 
 // reconcileAsleep runs the sleep steps and writes what they found.
-func (c *Controller) reconcileAsleep(ctx context.Context, tc *v1alpha1.TenantCluster) error {
+func (c *Controller) reconcileAsleep(ctx context.Context, tc *v1alpha1.TenantCluster, plan steps.Plan[*state]) error {
 	s := c.newState(tc)
-	outcome, ensureErr := c.sleepPlan.Ensure(ctx, s, tc.Generation)
-	status := c.sleepStatus(tc, outcome, ensureErr)
+	outcome, ensureErr := plan.Ensure(ctx, s, tc.Generation)
+	status := c.sleepStatus(tc, plan, outcome, ensureErr)
+	if s.kubeconfigSecret != "" { // readied without starting (unstartedSteps)
+		status.TenantNamespace, status.ControlPlaneEndpoint, status.DataStoreName = s.namespace, s.endpoint, s.dataStore
+		status.KubeconfigSecretRef = &v1alpha1.LocalObjectReference{Name: s.kubeconfigSecret}
+	}
 	if stored, err := c.writeStatus(ctx, tc, status); !stored || err != nil {
 		return err
 	}
@@ -126,7 +203,7 @@ func (c *Controller) reconcileAsleep(ctx context.Context, tc *v1alpha1.TenantClu
 // sleepStatus: phase Hibernated and condition Hibernated True once every sleep step is done;
 // until then the phase the cluster had and Hibernated False "Hibernating" with what it waits for.
 // Ready, ControlPlaneReady and WorkersReady are False while the cluster sleeps: they are not.
-func (c *Controller) sleepStatus(tc *v1alpha1.TenantCluster, out steps.Outcome, ensureErr error) *v1alpha1.TenantClusterStatus {
+func (c *Controller) sleepStatus(tc *v1alpha1.TenantCluster, plan steps.Plan[*state], out steps.Outcome, ensureErr error) *v1alpha1.TenantClusterStatus {
 	st := tc.Status.DeepCopy()
 	st.ObservedGeneration = tc.Generation
 	hib := metav1.Condition{Type: ConditionHibernated, Status: metav1.ConditionFalse, Reason: "Hibernating", ObservedGeneration: tc.Generation}
@@ -144,23 +221,34 @@ func (c *Controller) sleepStatus(tc *v1alpha1.TenantCluster, out steps.Outcome, 
 	default:
 		hib.Status, hib.Reason = metav1.ConditionTrue, "Hibernated"
 		hib.Message = "workers at zero, control plane stopped, Cluster paused; data kept"
+		cpMessage := "the cluster is hibernated"
+		if neverStarted(tc) {
+			hib.Message = "created hibernated: its control plane has never started; the first request to its endpoint starts it"
+			cpMessage = "the control plane has never started: the first request to its endpoint starts it"
+		}
 		state, desc = "Succeeded", "hibernated"
 		st.Phase = v1alpha1.TenantClusterHibernated
 		if st.ObservedState != nil {
 			st.ObservedState.Workers = v1alpha1.WorkerCounts{Desired: tc.Spec.Workers.Replicas, Ready: 0}
 		}
-		asleep := func(t string) metav1.Condition {
+		asleep := func(t, message string) metav1.Condition {
 			return metav1.Condition{Type: t, Status: metav1.ConditionFalse, Reason: "Hibernated",
-				Message: "the cluster is hibernated", ObservedGeneration: tc.Generation}
+				Message: message, ObservedGeneration: tc.Generation}
 		}
-		steps.SetConditions(&st.Conditions, asleep(ConditionControlPlaneReady), asleep(ConditionWorkersReady), asleep(ConditionReady))
+		steps.SetConditions(&st.Conditions, asleep(ConditionControlPlaneReady, cpMessage),
+			asleep(ConditionWorkersReady, "the cluster is hibernated"), asleep(ConditionReady, "the cluster is hibernated"))
 	}
 	if out.Failed && st.Phase != v1alpha1.TenantClusterHibernated {
 		st.Phase = v1alpha1.TenantClusterFailed
 	}
 	steps.SetConditions(&st.Conditions, hib)
-	c.setLastOperation(st, "Hibernate", state, out.Progress(len(c.sleepPlan)), desc)
+	c.setLastOperation(st, "Hibernate", state, out.Progress(len(plan)), desc)
 	return st
+}
+
+// neverStarted says the cluster's control plane has never served: no version observed.
+func neverStarted(tc *v1alpha1.TenantCluster) bool {
+	return tc.Status.ObservedState == nil || tc.Status.ObservedState.KubernetesVersion == ""
 }
 
 // wakeCondition is Hibernated False once a cluster that slept runs the ordinary plan: "Waking"

@@ -2,6 +2,8 @@ package tenantcluster
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,7 +24,7 @@ func TestSleepStatus(t *testing.T) {
 	tc.Status.Phase = v1alpha1.TenantClusterReady
 	tc.Status.Conditions = []metav1.Condition{{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: "Ready"}}
 
-	going := c.sleepStatus(tc, steps.Outcome{First: stepWorkersAsleep, Results: map[string]steps.Result{
+	going := c.sleepStatus(tc, c.sleepPlan, steps.Outcome{First: stepWorkersAsleep, Results: map[string]steps.Result{
 		stepWorkersAsleep: steps.Waiting("WorkersStopping", "2 workers left")}}, nil)
 	if going.Phase != v1alpha1.TenantClusterReady {
 		t.Errorf("phase while going to sleep: %s", going.Phase)
@@ -31,7 +33,7 @@ func TestSleepStatus(t *testing.T) {
 		t.Errorf("Hibernated while going to sleep: %+v", h)
 	}
 
-	done := c.sleepStatus(tc, steps.Outcome{Done: len(c.sleepPlan)}, nil)
+	done := c.sleepStatus(tc, c.sleepPlan, steps.Outcome{Done: len(c.sleepPlan)}, nil)
 	if done.Phase != v1alpha1.TenantClusterHibernated || !meta.IsStatusConditionTrue(done.Conditions, ConditionHibernated) {
 		t.Errorf("asleep: phase %s, conditions %+v", done.Phase, done.Conditions)
 	}
@@ -112,5 +114,45 @@ func TestCreatedHibernatedIsProvisionedFirst(t *testing.T) {
 	tc.Status.KubeconfigSecretRef = &v1alpha1.LocalObjectReference{Name: "prod-admin-kubeconfig"}
 	if !servedOnce(tc) {
 		t.Error("a cluster whose control plane was Ready does not count as served")
+	}
+}
+
+// TestCreatedAsleepWithWakeOnRequestNeverStarts: with wake on request, a cluster created
+// hibernated is readied without its control plane ever starting (no "control plane" step, whose
+// Ready needs it served), says so in its conditions once asleep, and runs the ordinary sleep
+// plan once its kubeconfig is named.
+func TestCreatedAsleepWithWakeOnRequestNeverStarts(t *testing.T) {
+	c := &Controller{now: time.Now}
+	c.plan, c.sleepPlan, c.unstartedPlan = c.steps(), c.sleepSteps(), c.unstartedSteps()
+	tc := cluster()
+	if c.asleepPlan(tc) != nil {
+		t.Error("an awake cluster runs a sleep plan")
+	}
+	tc.Spec.Hibernation = &v1alpha1.HibernationSpec{Hibernated: true, WakeOnRequest: true}
+	plan := c.asleepPlan(tc)
+	var names []string
+	for _, st := range plan {
+		names = append(names, st.Name)
+		if st.Name == stepControlPlane || st.Name == stepControlPlaneAsleep {
+			t.Errorf("a cluster created asleep runs %q", st.Name)
+		}
+	}
+	if len(plan) == 0 || plan[len(plan)-1].Name != stepClusterPaused || !slices.Contains(names, stepControlPlaneUnstarted) {
+		t.Errorf("plan of a cluster created asleep: %v", names)
+	}
+	done := c.sleepStatus(tc, plan, steps.Outcome{Done: len(plan)}, nil)
+	if h := meta.FindStatusCondition(done.Conditions, ConditionHibernated); done.Phase != v1alpha1.TenantClusterHibernated || h == nil || h.Status != metav1.ConditionTrue {
+		t.Errorf("created asleep: phase %s, Hibernated %+v", done.Phase, h)
+	}
+	if cp := meta.FindStatusCondition(done.Conditions, ConditionControlPlaneReady); cp == nil || !strings.Contains(cp.Message, "never started") {
+		t.Errorf("ControlPlaneReady of a cluster never started: %+v", cp)
+	}
+	tc.Status.KubeconfigSecretRef = &v1alpha1.LocalObjectReference{Name: "prod-admin-kubeconfig"}
+	if len(c.asleepPlan(tc)) != len(c.sleepPlan) || c.asleepPlan(tc)[1].Name != stepWorkersAsleep {
+		t.Error("a cluster readied asleep does not run the ordinary sleep plan")
+	}
+	tc.Spec.Hibernation.WakeOnRequest, tc.Status.KubeconfigSecretRef = false, nil
+	if c.asleepPlan(tc) != nil {
+		t.Error("without wake on request, a cluster created asleep is not provisioned first")
 	}
 }
