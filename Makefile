@@ -129,7 +129,7 @@ bench-hibernation: build
 	$(GO) test -count=1 -timeout 30m -run '^TestSlowHibernation' -v ./test/e2e/...
 
 ## bench-density: BENCH_DENSITY_N local TenantClusters created hibernated with wake on request (each
-## provisioned once, then asleep; at most BENCH_DENSITY_AWAKE not yet asleep at once), then the
+## readied without starting; at most BENCH_DENSITY_AWAKE not yet asleep at once), then the
 ## management plane's RSS and idle CPU per hibernated cluster against before the first, every endpoint
 ## held, and BENCH_DENSITY_WAKES woken by kubectl. Writes _output/bench/density-n<N>.md. Long (about
 ## 2-3 s per cluster here); not part of `make test`.
