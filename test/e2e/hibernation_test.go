@@ -38,13 +38,7 @@ func TestLocalHibernationWakeOnRequest(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t, "e2e-hibernate")
 	const name = "sleepy"
-	mustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
-kind: ProviderConfig
-metadata: {name: local, namespace: %s}
-spec: {provider: local}
----
-`, ns)+localClusterManifest(ns, name, pinnedVersion, bootstrap.OSTalos, 2)+`  hibernation: {wakeOnRequest: true}
-`)
+	applyHibernatingCluster(t, ns, name, 2, "{wakeOnRequest: true}")
 	tc := waitReady(t, ns, name, 2, 5*time.Minute)
 	endpoint := tc.Status.ControlPlaneEndpoint
 	kubeconfig, _ := mintKubeconfig(t, ns, name)
@@ -185,6 +179,18 @@ spec: {provider: local}
 	}
 }
 
+// applyHibernatingCluster applies a local ProviderConfig and a local cluster with the given
+// workers and spec.hibernation (flow-style YAML).
+func applyHibernatingCluster(t *testing.T, ns, name string, workers int, hibernation string) {
+	t.Helper()
+	mustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
+kind: ProviderConfig
+metadata: {name: local, namespace: %s}
+spec: {provider: local}
+---
+`, ns)+localClusterManifest(ns, name, pinnedVersion, bootstrap.OSTalos, workers)+"  hibernation: "+hibernation+"\n")
+}
+
 // podNodes maps the tenant's pods to their nodes ("" when unscheduled), through the user's
 // kubeconfig.
 func podNodes(t *testing.T, kubeconfig string) map[string]string {
@@ -214,13 +220,7 @@ func TestLocalCreatedAsleep(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t, "e2e-born-asleep")
 	const name = "unstarted"
-	mustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
-kind: ProviderConfig
-metadata: {name: local, namespace: %s}
-spec: {provider: local}
----
-`, ns)+localClusterManifest(ns, name, pinnedVersion, bootstrap.OSTalos, 1)+`  hibernation: {hibernated: true, wakeOnRequest: true}
-`)
+	applyHibernatingCluster(t, ns, name, 1, "{hibernated: true, wakeOnRequest: true}")
 	start := time.Now()
 	tc := waitCluster(t, ns, name, 2*time.Minute, "Hibernated", hibernated)
 	t.Logf("create -> Hibernated (never started) in %s", time.Since(start).Round(100*time.Millisecond))

@@ -5,14 +5,6 @@ import "testing"
 // TestFirstStartHeld: while a first start is held, the listener does not pass connections
 // through even once kube-apiserver serves; the release wakes its waiters and is for good.
 func TestFirstStartHeld(t *testing.T) {
-	closed := func(ch <-chan struct{}) bool {
-		select {
-		case <-ch:
-			return true
-		default:
-			return false
-		}
-	}
 	pl := &plane{}
 	pl.holdFirstStart()
 	pl.mu.Lock()

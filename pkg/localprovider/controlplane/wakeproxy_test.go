@@ -139,14 +139,6 @@ func alwaysServing() (bool, <-chan struct{}) {
 // seen ready, and a new one is handed out once it is not.
 func TestPlaneReadyChannel(t *testing.T) {
 	pl := &plane{}
-	closed := func(ch <-chan struct{}) bool {
-		select {
-		case <-ch:
-			return true
-		default:
-			return false
-		}
-	}
 	ready, ch := pl.serving()
 	if ready || closed(ch) {
 		t.Fatalf("a new plane: ready %v, channel closed %v", ready, closed(ch))
@@ -163,5 +155,15 @@ func TestPlaneReadyChannel(t *testing.T) {
 	pl.mu.Unlock()
 	if ready, ch2 := pl.serving(); ready || closed(ch2) {
 		t.Fatalf("after not ready: ready %v, channel closed %v", ready, closed(ch2))
+	}
+}
+
+// closed says whether ch is closed, without waiting.
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }
