@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,8 +25,10 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/providerconfig/credentialstest"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/tenantcluster"
 )
 
 // credentialsNamespace holds the ProviderConfig's credentials Secret.
@@ -40,7 +45,7 @@ var (
 // Steward reports each control plane Ready, BootstrapConfigTemplate, MachineDeployment and
 // TenantAddon — and then until all n are deleted and gone; with butler-apiserver's CPU time
 // and RSS over each phase.
-func runLifecycle(ctx context.Context, p *plane, n int, out string) error {
+func runLifecycle(ctx context.Context, p *plane, n int, out string, profileSeconds int) error {
 	butler, kube, dyn := p.unthrottledClients()
 	ns := "bench-lifecycle"
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
@@ -74,24 +79,34 @@ func runLifecycle(ctx context.Context, p *plane, n int, out string) error {
 	}); err != nil {
 		return fmt.Errorf("the ProviderConfig never became ready: %w", err)
 	}
-	admin, err := os.ReadFile(filepath.Join(p.dir, "admin.kubeconfig"))
+	tenant, err := benchTenant(ctx, butler, kube)
 	if err != nil {
 		return err
 	}
-	stopSteward := playSteward(ctx, kube, dyn, admin)
+	stopSteward := playSteward(ctx, kube, dyn, tenant)
 	defer stopSteward()
 
 	butlerPID, err := p.pid("butler-apiserver")
 	if err != nil {
 		return err
 	}
+	procs, err := p.processes()
+	if err != nil {
+		return err
+	}
 	cpu0, _ := cpuTime(butlerPID)
 	mem0, _ := residentMemory(butlerPID)
+	plane0, busy0 := planeCPU(procs), machineBusy()
 	req0, err := p.scrapeClientRequests(ctx)
 	if err != nil {
 		return err
 	}
 	start := time.Now()
+	// CPU profiles of both servers over the first profileSeconds of the writing (-profile-seconds).
+	profiled := func() error { return nil }
+	if profileSeconds > 0 {
+		profiled = profileServers(ctx, p, options{out: out, n: n, profileSeconds: profileSeconds}, "lifecycle")
+	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
@@ -120,10 +135,15 @@ func runLifecycle(ctx context.Context, p *plane, n int, out string) error {
 		c := meta.FindStatusCondition(tc.Status.Conditions, "WorkersReady")
 		return c != nil && c.Reason == "WorkersNotReady" && len(tc.Status.ObservedState.Addons) == 1
 	}
-	if err := waitAll(ctx, butler, ns, n, 20*time.Minute, written); err != nil {
+	writtenAt, err := waitAll(ctx, butler, ns, n, 20*time.Minute, written)
+	if err != nil {
 		return err
 	}
 	allWritten := time.Since(start)
+	if err := profiled(); err != nil {
+		return err
+	}
+	plane1, busy1 := planeCPU(procs), machineBusy()
 	cpu1, _ := cpuTime(butlerPID)
 	mem1, _ := residentMemory(butlerPID)
 	req1, err := p.scrapeClientRequests(ctx)
@@ -136,7 +156,26 @@ func runLifecycle(ctx context.Context, p *plane, n int, out string) error {
 	if err := butler.ButlerV1alpha1().TenantClusters(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
 		return err
 	}
-	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 20*time.Minute, true, func(ctx context.Context) (bool, error) {
+	// What butler deletes itself (the TenantAddons, the Cluster API and Steward objects, each
+	// namespace's deletion) is gone before kube-controller-manager's namespace controller has
+	// emptied and removed the namespaces, which the TenantClusters' finalizers wait for.
+	var butlersGone, namespacesGone time.Duration
+	ours := metav1.ListOptions{LabelSelector: tenantcluster.ClusterNamespaceLabel + "=" + ns}
+	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 20*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if butlersGone == 0 {
+			left, err := butlerObjectsLeft(ctx, butler, dyn, ns)
+			if err != nil || left > 0 {
+				return false, nil
+			}
+			butlersGone = time.Since(dstart)
+		}
+		if namespacesGone == 0 {
+			list, err := kube.CoreV1().Namespaces().List(ctx, ours)
+			if err != nil || len(list.Items) > 0 {
+				return false, nil
+			}
+			namespacesGone = time.Since(dstart)
+		}
 		list, err := butler.ButlerV1alpha1().TenantClusters(ns).List(ctx, metav1.ListOptions{})
 		return err == nil && len(list.Items) == 0, nil
 	}); err != nil {
@@ -144,28 +183,44 @@ func runLifecycle(ctx context.Context, p *plane, n int, out string) error {
 	}
 	deleted := time.Since(dstart)
 	cpu2, _ := cpuTime(butlerPID)
+	plane2, busy2 := planeCPU(procs), machineBusy()
+	var firstWritten sample
+	for _, at := range writtenAt {
+		firstWritten.add(at.Sub(start))
+	}
 
 	table := fmt.Sprintf(`| figure (%d TenantClusters, AWS provider, Steward played by the bench) | value |
 |---|---|
 | created (16 clients) | %s |
 | created -> every cluster's objects written (namespace, Cluster, StewardControlPlane, AWSCluster, templates, MachineDeployment, TenantAddon) | %s (%.1f ms per cluster) |
+| each cluster written, after the first create: median / p90 / last | %s / %s / %s |
 | butler-apiserver CPU while writing them | %s (%.1f ms per cluster) |
+| CPU while writing them: the plane's processes / the whole machine | %s / %s |
 | butler-apiserver RSS before / after | %s / %s |
 | butler-apiserver's requests while writing them, per cluster: writes (POST, PUT, PATCH, DELETE) / reads | %.1f (%s) / %.1f |
 | time butler-apiserver's requests waited in the client-side rate limiter (summed) | %.1f s |
-| delete all -> all gone (addons, workers, control plane, infrastructure, namespaces) | %s |
+| delete all -> every TenantAddon, Cluster API and Steward object gone, every namespace deleting | %s |
+| delete all -> the namespaces removed (kube-controller-manager's namespace controller) | %s |
+| delete all -> every TenantCluster gone (its finalizer waits for its namespace) | %s |
 | butler-apiserver CPU while deleting | %s |
+| CPU while deleting: the plane's processes / the whole machine | %s / %s |
 `, n, created.Round(time.Millisecond), allWritten.Round(time.Millisecond), float64(allWritten.Milliseconds())/float64(n),
+		secs(firstWritten.median()), secs(firstWritten.percentile(90)), secs(firstWritten.percentile(100)),
 		(cpu1 - cpu0).Round(time.Millisecond), float64((cpu1-cpu0).Milliseconds())/float64(n),
+		plane1.sub(plane0), (busy1 - busy0).Round(100*time.Millisecond),
 		mib(mem0.rss), mib(mem1.rss),
 		sent.total(sent.writes)/float64(n), sent.byHost(n), sent.total(sent.reads)/float64(n), sent.throttled,
-		deleted.Round(time.Millisecond), (cpu2 - cpu1).Round(time.Millisecond))
+		butlersGone.Round(time.Millisecond), namespacesGone.Round(time.Millisecond), deleted.Round(time.Millisecond), (cpu2 - cpu1).Round(time.Millisecond),
+		plane2.sub(plane1), (busy2 - busy1).Round(100*time.Millisecond))
 	fmt.Print(table)
 	return os.WriteFile(filepath.Join(out, fmt.Sprintf("lifecycle-n%d.md", n)), []byte(table), 0o644)
 }
 
-func waitAll(ctx context.Context, butler clientset.Interface, ns string, n int, timeout time.Duration, ok func(*v1alpha1.TenantCluster) bool) error {
+// waitAll waits until n clusters of ns are ok, and says when each was first seen so (polled
+// every 250 ms).
+func waitAll(ctx context.Context, butler clientset.Interface, ns string, n int, timeout time.Duration, ok func(*v1alpha1.TenantCluster) bool) (map[string]time.Time, error) {
 	var done int
+	seen := map[string]time.Time{}
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		list, err := butler.ButlerV1alpha1().TenantClusters(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -175,19 +230,125 @@ func waitAll(ctx context.Context, butler clientset.Interface, ns string, n int, 
 		for i := range list.Items {
 			if ok(&list.Items[i]) {
 				done++
+				if _, was := seen[list.Items[i].Name]; !was {
+					seen[list.Items[i].Name] = time.Now()
+				}
 			}
 		}
 		return done == n, nil
 	})
 	if err != nil {
-		return fmt.Errorf("%d of %d clusters reached the state: %w", done, n, err)
+		return nil, fmt.Errorf("%d of %d clusters reached the state: %w", done, n, err)
 	}
-	return nil
+	return seen, nil
+}
+
+// processCPU is the CPU time of each of the plane's processes.
+type processCPU map[string]time.Duration
+
+func planeCPU(procs map[string]int) processCPU {
+	out := processCPU{}
+	for name, pid := range procs {
+		out[name], _ = cpuTime(pid)
+	}
+	return out
+}
+
+// sub says c minus an earlier reading, process by process, the busiest first.
+func (c processCPU) sub(before processCPU) string {
+	type one struct {
+		name string
+		cpu  time.Duration
+	}
+	var all []one
+	var total time.Duration
+	for name, t := range c {
+		all = append(all, one{name, t - before[name]})
+		total += t - before[name]
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].cpu > all[j].cpu })
+	parts := []string{total.Round(100 * time.Millisecond).String()}
+	for _, o := range all {
+		parts = append(parts, fmt.Sprintf("%s %s", o.name, o.cpu.Round(100*time.Millisecond)))
+	}
+	return parts[0] + " (" + strings.Join(parts[1:], ", ") + ")"
+}
+
+// machineBusy is the CPU time every process of the machine has used (user, nice, system, irq,
+// softirq in /proc/stat), to tell whether something besides the plane ran.
+func machineBusy() time.Duration {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	fields := strings.Fields(line)
+	var ticks int64
+	for i, f := range fields {
+		if i == 0 || i == 4 || i == 5 || i > 7 { // "cpu", idle, iowait, steal and guests
+			continue
+		}
+		v, _ := strconv.ParseInt(f, 10, 64)
+		ticks += v
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
+}
+
+// butlerObjectsLeft counts what the workers made for the clusters of namespace ns that is still
+// there: TenantAddons, and the Cluster API, Steward and AWS objects in the tenant namespaces.
+func butlerObjectsLeft(ctx context.Context, butler clientset.Interface, dyn dynamic.Interface, ns string) (int, error) {
+	addons, err := butler.ButlerV1alpha1().TenantAddons(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, err
+	}
+	left := len(addons.Items)
+	ours := metav1.ListOptions{LabelSelector: tenantcluster.ClusterNamespaceLabel + "=" + ns}
+	for _, gvk := range []schema.GroupVersionKind{external.ClusterGVK, external.StewardControlPlaneGVK,
+		external.MachineDeploymentGVK, external.AWSClusterGVK} {
+		list, err := dyn.Resource(external.MustGVR(gvk)).List(ctx, ours)
+		if err != nil {
+			return 0, err
+		}
+		left += len(list.Items)
+	}
+	return left, nil
+}
+
+// benchTenant makes the one tenant cluster whose admin kubeconfig the Steward stand-in hands to
+// every TenantControlPlane: a real one of the local provider (its own kube-apiserver and
+// kube-controller-manager), without workers, made before the clock starts. A tenant is a small
+// cluster of its own. Handing out the management cluster's kubeconfig instead, as the stand-in
+// once did, made each cluster's work in its tenant grow with the fleet: the Team access step
+// binds a role in every namespace of the tenant, so N clusters wrote N x N RoleBindings through
+// tenant clients paced at client-go's 5/s, and at N=200 the TenantCluster reconcilers spent
+// minutes each there while the other clusters waited in the queue.
+func benchTenant(ctx context.Context, butler clientset.Interface, kube kubernetes.Interface) (map[string][]byte, error) {
+	if err := localProviderConfig(ctx, butler, kube, localNamespace); err != nil {
+		return nil, err
+	}
+	tc, err := butler.ButlerV1alpha1().TenantClusters(localNamespace).Create(ctx, localCluster("tenant", 0), metav1.CreateOptions{})
+	if err != nil {
+		return nil, err
+	}
+	// Ready, not only its control plane: then its kube-controller-manager has filled in the
+	// aggregated ClusterRoles view and edit, which each cluster's access step waits for.
+	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		tc, err = butler.ButlerV1alpha1().TenantClusters(localNamespace).Get(ctx, "tenant", metav1.GetOptions{})
+		return err == nil && readyWith(tc, 0), nil
+	}); err != nil {
+		return nil, fmt.Errorf("the bench's tenant never became Ready: %w", err)
+	}
+	secret, err := kube.CoreV1().Secrets(tc.Status.TenantNamespace).Get(ctx, tc.Name+"-admin-kubeconfig", metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("the bench's tenant: %w", err)
+	}
+	return secret.Data, nil
 }
 
 // playSteward stands in for Steward: for every StewardControlPlane it makes the TenantControlPlane
-// of the same name Ready, with the admin kubeconfig Secret (the management cluster's own).
-func playSteward(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, admin []byte) (stop func()) {
+// of the same name Ready, with the admin kubeconfig Secret (data: that of one real tenant, the
+// same for all).
+func playSteward(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, admin map[string][]byte) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	factory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
 	inf := factory.ForResource(stewardControlPlanes).Informer()
@@ -216,8 +377,10 @@ func playSteward(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Int
 				"controlPlaneEndpoint": "127.0.0.1:6443",
 				"kubernetesResources":  map[string]any{"version": map[string]any{"version": version, "status": "Ready"}},
 			}, "status")
-			_, _ = kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + "-admin-kubeconfig"},
-				Data: map[string][]byte{"admin.conf": admin}}, metav1.CreateOptions{})
+			if _, err := kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + "-admin-kubeconfig"},
+				Data: admin}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+				logf("steward stand-in: %v", err)
+			}
 			if _, err := dyn.Resource(tenantControlPlanes).Namespace(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
 				logf("steward stand-in: %v", err)
 			}

@@ -157,7 +157,7 @@ func run(ctx context.Context, o options) error {
 	defer p.stop()
 	logf("management plane up in %s", time.Since(started).Round(100*time.Millisecond))
 	if o.lifecycle > 0 {
-		return runLifecycle(ctx, p, o.lifecycle, o.out)
+		return runLifecycle(ctx, p, o.lifecycle, o.out, o.profileSeconds)
 	}
 	if o.density.n > 0 {
 		return runDensity(ctx, p, o.density, o.out)
