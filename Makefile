@@ -141,8 +141,9 @@ bench-density: build bench-bin kube-versions
 
 ## bench-snapshot: a tenant's snapshot (10,000 and 100,000 keys among nine other tenants on one
 ## etcd) against the whole datastore's snapshot (what etcdctl snapshot save streams) and a plain
-## range read of the prefix, in one run, with the heap it holds and the peak RSS of a separate process
-## taking it (the embedded etcd not counted) (README "Snapshots"). About 30 s.
+## range read of the prefix, in one run, with the heap it holds; its restore's write into a fresh
+## prefix against plain writes of the same keys; the peak RSS of separate processes taking and
+## restoring it (the embedded etcd not counted) (README "Snapshots"). About 20 s.
 bench-snapshot:
 	SNAPSHOT_BENCH=1 $(GO) test -count=1 -timeout 10m -run '^TestSnapshotFigures$$' -v ./pkg/snapshot/
 
