@@ -5,8 +5,11 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
+
+	"k8s.io/client-go/rest"
 )
 
 // clientRequests is what butler-apiserver's clients sent (its rest_client_* metrics): the
@@ -50,30 +53,7 @@ func (c clientRequests) byHost(n int) string {
 // scrapeClientRequests reads butler-apiserver's /metrics.
 func (p *plane) scrapeClientRequests(ctx context.Context) (clientRequests, error) {
 	out := clientRequests{writes: map[string]float64{}, reads: map[string]float64{}}
-	hc, err := httpClient(p.direct)
-	if err != nil {
-		return out, err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.direct.Host+"/metrics", nil)
-	if err != nil {
-		return out, err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return out, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return out, fmt.Errorf("GET /metrics: %s", resp.Status)
-	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		name, labels, value, ok := metricLine(line)
-		if !ok {
-			continue
-		}
+	err := scrapeMetrics(ctx, p.direct, func(name string, labels map[string]string, value float64) {
 		switch name {
 		case "rest_client_requests_total":
 			switch labels["method"] {
@@ -85,8 +65,36 @@ func (p *plane) scrapeClientRequests(ctx context.Context) (clientRequests, error
 		case "rest_client_rate_limiter_duration_seconds_sum":
 			out.throttled += value
 		}
+	})
+	return out, err
+}
+
+// scrapeMetrics calls each for every sample of the server's /metrics.
+func scrapeMetrics(ctx context.Context, config *rest.Config, each func(name string, labels map[string]string, value float64)) error {
+	hc, err := httpClient(config)
+	if err != nil {
+		return err
 	}
-	return out, sc.Err()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, config.Host+"/metrics", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s/metrics: %s", config.Host, resp.Status)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if name, labels, value, ok := metricLine(sc.Text()); ok {
+			each(name, labels, value)
+		}
+	}
+	return sc.Err()
 }
 
 // metricLine parses `name{k="v",...} value` of the Prometheus text format.
@@ -107,4 +115,47 @@ func metricLine(line string) (name string, labels map[string]string, value float
 	}
 	v, err := strconv.ParseFloat(strings.TrimSpace(line[end+1:]), 64)
 	return name, labels, v, err == nil
+}
+
+// flowRequests is what kube-apiserver executed per API Priority and Fairness flow schema (whose
+// requests: butler's ServiceAccount, Cluster API's manager, kube-controller-manager, the bench
+// as admin): requests and the seconds they executed, from its
+// apiserver_flowcontrol_request_execution_seconds.
+type flowRequests map[string]struct{ count, seconds float64 }
+
+func (p *plane) scrapeFlows(ctx context.Context) (flowRequests, error) {
+	out := flowRequests{}
+	err := scrapeMetrics(ctx, p.kube, func(name string, labels map[string]string, value float64) {
+		f := out[labels["flow_schema"]]
+		switch name {
+		case "apiserver_flowcontrol_request_execution_seconds_count":
+			f.count += value
+		case "apiserver_flowcontrol_request_execution_seconds_sum":
+			f.seconds += value
+		default:
+			return
+		}
+		out[labels["flow_schema"]] = f
+	})
+	return out, err
+}
+
+// sub renders f minus an earlier reading, the longest-executing flow schema first.
+func (f flowRequests) sub(before flowRequests) string {
+	type row struct {
+		name           string
+		count, seconds float64
+	}
+	var rows []row
+	for name, v := range f {
+		if r := (row{name, v.count - before[name].count, v.seconds - before[name].seconds}); r.count > 0 {
+			rows = append(rows, r)
+		}
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].seconds > rows[j].seconds })
+	var parts []string
+	for _, r := range rows {
+		parts = append(parts, fmt.Sprintf("%s %.0f requests, %.1f s", r.name, r.count, r.seconds))
+	}
+	return strings.Join(parts, "; ")
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -85,6 +86,10 @@ func runLifecycle(ctx context.Context, p *plane, n int, out string, profileSecon
 	}
 	stopSteward := playSteward(ctx, kube, dyn, tenant)
 	defer stopSteward()
+	steps, err := followEvents(ctx, kube, ns)
+	if err != nil {
+		return err
+	}
 
 	butlerPID, err := p.pid("butler-apiserver")
 	if err != nil {
@@ -98,6 +103,10 @@ func runLifecycle(ctx context.Context, p *plane, n int, out string, profileSecon
 	mem0, _ := residentMemory(butlerPID)
 	plane0, busy0 := planeCPU(procs), machineBusy()
 	req0, err := p.scrapeClientRequests(ctx)
+	if err != nil {
+		return err
+	}
+	flows0, err := p.scrapeFlows(ctx)
 	if err != nil {
 		return err
 	}
@@ -151,6 +160,11 @@ func runLifecycle(ctx context.Context, p *plane, n int, out string, profileSecon
 		return err
 	}
 	sent := req1.sub(req0)
+	flows1, err := p.scrapeFlows(ctx)
+	if err != nil {
+		return err
+	}
+	timeline := steps.since(start)
 
 	dstart := time.Now()
 	if err := butler.ButlerV1alpha1().TenantClusters(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
@@ -182,6 +196,7 @@ func runLifecycle(ctx context.Context, p *plane, n int, out string, profileSecon
 		return fmt.Errorf("the clusters were not all gone: %w", err)
 	}
 	deleted := time.Since(dstart)
+	flows2, _ := p.scrapeFlows(ctx)
 	cpu2, _ := cpuTime(butlerPID)
 	plane2, busy2 := planeCPU(procs), machineBusy()
 	var firstWritten sample
@@ -199,19 +214,22 @@ func runLifecycle(ctx context.Context, p *plane, n int, out string, profileSecon
 | butler-apiserver RSS before / after | %s / %s |
 | butler-apiserver's requests while writing them, per cluster: writes (POST, PUT, PATCH, DELETE) / reads | %.1f (%s) / %.1f |
 | time butler-apiserver's requests waited in the client-side rate limiter (summed) | %.1f s |
+| kube-apiserver's requests while writing them, by flow schema (butler's ServiceAccount is service-accounts): requests, seconds executing | %s |
 | delete all -> every TenantAddon, Cluster API and Steward object gone, every namespace deleting | %s |
 | delete all -> the namespaces removed (kube-controller-manager's namespace controller) | %s |
 | delete all -> every TenantCluster gone (its finalizer waits for its namespace) | %s |
 | butler-apiserver CPU while deleting | %s |
 | CPU while deleting: the plane's processes / the whole machine | %s / %s |
+| kube-apiserver's requests while deleting, by flow schema | %s |
 `, n, created.Round(time.Millisecond), allWritten.Round(time.Millisecond), float64(allWritten.Milliseconds())/float64(n),
 		secs(firstWritten.median()), secs(firstWritten.percentile(90)), secs(firstWritten.percentile(100)),
 		(cpu1 - cpu0).Round(time.Millisecond), float64((cpu1-cpu0).Milliseconds())/float64(n),
 		plane1.sub(plane0), (busy1 - busy0).Round(100*time.Millisecond),
 		mib(mem0.rss), mib(mem1.rss),
-		sent.total(sent.writes)/float64(n), sent.byHost(n), sent.total(sent.reads)/float64(n), sent.throttled,
+		sent.total(sent.writes)/float64(n), sent.byHost(n), sent.total(sent.reads)/float64(n), sent.throttled, flows1.sub(flows0),
 		butlersGone.Round(time.Millisecond), namespacesGone.Round(time.Millisecond), deleted.Round(time.Millisecond), (cpu2 - cpu1).Round(time.Millisecond),
-		plane2.sub(plane1), (busy2 - busy1).Round(100*time.Millisecond))
+		plane2.sub(plane1), (busy2 - busy1).Round(100*time.Millisecond), flows2.sub(flows1))
+	table += "\nWhen the clusters' Events were first seen, after the first create (median / p90 / last, and how many clusters had one):\n\n" + timeline
 	fmt.Print(table)
 	return os.WriteFile(filepath.Join(out, fmt.Sprintf("lifecycle-n%d.md", n)), []byte(table), 0o644)
 }
@@ -241,6 +259,67 @@ func waitAll(ctx context.Context, butler clientset.Interface, ns string, n int, 
 		return nil, fmt.Errorf("%d of %d clusters reached the state: %w", done, n, err)
 	}
 	return seen, nil
+}
+
+// eventTimes are when the TenantClusters' Events of each reason were first seen, per cluster.
+type eventTimes struct {
+	mu    sync.Mutex
+	first map[string]map[string]time.Time // reason -> cluster -> time
+}
+
+// followEvents watches the Events of namespace ns (those of its TenantClusters): each is a step
+// of a cluster moving (ControlPlaneWaiting, ControlPlaneReady, ...).
+func followEvents(ctx context.Context, kube kubernetes.Interface, ns string) (*eventTimes, error) {
+	w, err := kube.EventsV1().Events(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	e := &eventTimes{first: map[string]map[string]time.Time{}}
+	go func() {
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			got, ok := ev.Object.(*eventsv1.Event)
+			if !ok || got.Regarding.Kind != "TenantCluster" {
+				continue
+			}
+			e.mu.Lock()
+			byCluster := e.first[got.Reason]
+			if byCluster == nil {
+				byCluster = map[string]time.Time{}
+				e.first[got.Reason] = byCluster
+			}
+			if _, seen := byCluster[got.Regarding.Name]; !seen {
+				byCluster[got.Regarding.Name] = time.Now()
+			}
+			e.mu.Unlock()
+		}
+	}()
+	return e, nil
+}
+
+// since renders each reason's times after start, the earliest median first.
+func (e *eventTimes) since(start time.Time) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	type row struct {
+		reason string
+		s      sample
+	}
+	var rows []row
+	for reason, byCluster := range e.first {
+		r := row{reason: reason}
+		for _, at := range byCluster {
+			r.s.add(at.Sub(start))
+		}
+		rows = append(rows, r)
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].s.median() < rows[j].s.median() })
+	var b strings.Builder
+	b.WriteString("| Event reason | median | p90 | last | clusters |\n|---|---|---|---|---|\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d |\n", r.reason, secs(r.s.median()), secs(r.s.percentile(90)), secs(r.s.percentile(100)), len(r.s.durations))
+	}
+	return b.String()
 }
 
 // processCPU is the CPU time of each of the plane's processes.
