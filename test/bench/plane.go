@@ -72,8 +72,15 @@ func (p *plane) stop() {
 // pid finds the process of the plane running the named binary: its first argument ends in
 // /name and its command line mentions the plane's directory.
 func (p *plane) pid(name string) (int, error) {
+	// "binary subcommand" names a process by its first argument too; a bare binary name, the
+	// process started with flags only.
+	bin, sub, _ := strings.Cut(name, " ")
 	pids, err := scanProcesses(func(args []string, cmdline string) bool {
-		return filepath.Base(args[0]) == name && strings.Contains(cmdline, p.dir)
+		first := ""
+		if len(args) > 1 && !strings.HasPrefix(args[1], "-") {
+			first = args[1]
+		}
+		return filepath.Base(args[0]) == bin && first == sub && strings.Contains(cmdline, p.dir)
 	})
 	if err != nil {
 		return 0, err
@@ -84,8 +91,10 @@ func (p *plane) pid(name string) (int, error) {
 	return pids[0], nil
 }
 
-// planeProcesses are the processes hack/local-up.sh starts.
-var planeProcesses = []string{"etcd", "kube-apiserver", "kube-controller-manager", "capi-manager", "butler-apiserver", "butler-localprovider"}
+// planeProcesses are the processes hack/local-up.sh starts, and the tenants' datastore the local
+// provider runs (its etcd subcommand).
+var planeProcesses = []string{"etcd", "kube-apiserver", "kube-controller-manager", "capi-manager", "butler-apiserver", "butler-localprovider",
+	"butler-localprovider etcd"}
 
 // processes finds every process of planeProcesses.
 func (p *plane) processes() (map[string]int, error) {
