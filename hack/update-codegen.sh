@@ -83,7 +83,11 @@ kube::codegen::gen_helpers \
     --boilerplate "${ROOT}/hack/boilerplate.go.txt" \
     "${ROOT}/pkg/apis"
 
-# The lifecycle's mirrors of kinds served by CRDs (DeepCopy only: they are not in the API).
+# The mirrors of kinds served by CRDs (DeepCopy only: they are not in the API): the external
+# contract's and the lifecycle's.
+kube::codegen::gen_helpers \
+    --boilerplate "${ROOT}/hack/boilerplate.go.txt" \
+    "${ROOT}/pkg/external"
 kube::codegen::gen_helpers \
     --boilerplate "${ROOT}/hack/boilerplate.go.txt" \
     "${ROOT}/pkg/lifecycle"

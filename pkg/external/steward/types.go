@@ -1,8 +1,3 @@
-// Package steward mirrors the fields of Steward's kinds that butler reads or writes: the
-// TenantControlPlane's status (readiness, endpoint, admin kubeconfig Secret) and the
-// StewardControlPlane spec (controlplane.cluster.x-k8s.io/v1alpha1) the TenantCluster controller
-// applies. Field names are those of the CRDs in artifacts/crds; Kamaji's TenantControlPlane
-// (kamaji.clastix.io) has the same shape, so the mirror reads both.
 package steward
 
 import (
@@ -10,10 +5,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// VersionStatusReady is the status.kubernetesResources.version.status of a ready control plane.
-const VersionStatusReady = "Ready"
+// Values of status.kubernetesResources.version.status butler acts on.
+const (
+	// VersionStatusReady is a control plane that serves at status.kubernetesResources.version.version.
+	VersionStatusReady = "Ready"
+	// VersionStatusSleeping is a control plane scaled to zero replicas (its data kept).
+	VersionStatusSleeping = "Sleeping"
+)
 
 // TenantControlPlane is the part of a Steward (or Kamaji) TenantControlPlane butler reads.
+//
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 type TenantControlPlane struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -23,9 +25,12 @@ type TenantControlPlane struct {
 
 // TenantControlPlaneSpec is the part of the spec butler reads.
 type TenantControlPlaneSpec struct {
-	Kubernetes struct {
-		Version string `json:"version,omitempty"`
-	} `json:"kubernetes,omitempty"`
+	Kubernetes KubernetesSpec `json:"kubernetes,omitempty"`
+}
+
+// KubernetesSpec is the Kubernetes the control plane is asked to run.
+type KubernetesSpec struct {
+	Version string `json:"version,omitempty"`
 }
 
 // TenantControlPlaneStatus is the part of the status butler reads.
@@ -34,6 +39,13 @@ type TenantControlPlaneStatus struct {
 	ControlPlaneEndpoint string              `json:"controlPlaneEndpoint,omitempty"`
 	Kubeconfig           KubeconfigsStatus   `json:"kubeconfig,omitempty"`
 	KubernetesResources  KubernetesResources `json:"kubernetesResources,omitempty"`
+	// Storage is where the control plane keeps its data (Steward and Kamaji report it).
+	Storage *StorageStatus `json:"storage,omitempty"`
+}
+
+// StorageStatus names the datastore of a control plane.
+type StorageStatus struct {
+	DataStoreName string `json:"dataStoreName,omitempty"`
 }
 
 // KubeconfigsStatus names the generated kubeconfig Secrets.

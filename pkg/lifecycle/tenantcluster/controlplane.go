@@ -8,9 +8,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external/steward"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/controlplane"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
 )
@@ -83,20 +87,26 @@ func (c *Controller) hostedReady(ctx context.Context, s *state, cp *unstructured
 		return steps.Waiting("WaitingForTenantControlPlane", "waiting for the %s provider to create TenantControlPlane %s/%s",
 			cp.GetKind(), s.namespace, s.tc.Name), nil
 	}
-	s.rotated = tcp.GetAnnotations()[external.CredentialsRotatedAnnotation]
-	version, _, _ := unstructured.NestedString(tcp.Object, "status", "kubernetesResources", "version", "version")
-	state, _, _ := unstructured.NestedString(tcp.Object, "status", "kubernetesResources", "version", "status")
-	endpoint, _, _ := unstructured.NestedString(tcp.Object, "status", "controlPlaneEndpoint")
-	secret, _, _ := unstructured.NestedString(tcp.Object, "status", "kubeconfig", "admin", "secretName")
+	typed, err := external.FromUnstructured[steward.TenantControlPlane](tcp)
+	if err != nil {
+		return steps.Result{}, err
+	}
+	s.rotated = typed.Annotations[external.CredentialsRotatedAnnotation]
+	status := typed.Status
+	version, state, endpoint := status.KubernetesResources.Version.Version, status.KubernetesResources.Version.Status, status.ControlPlaneEndpoint
+	secret := status.Kubeconfig.Admin.SecretName
 	if secret == "" {
 		secret = s.tc.Name + "-admin-kubeconfig"
 	}
 	// The datastore the provider keeps the tenant on (Steward and Kamaji report it here).
-	s.dataStore, _, _ = unstructured.NestedString(tcp.Object, "status", "storage", "dataStoreName")
+	s.dataStore = ""
+	if status.Storage != nil {
+		s.dataStore = status.Storage.DataStoreName
+	}
 	s.version, s.endpoint = version, endpoint
-	if state != "Ready" {
+	if state != steward.VersionStatusReady {
 		why := ""
-		if msg := tcp.GetAnnotations()[external.LocalProviderMessageAnnotation]; msg != "" {
+		if msg := typed.Annotations[external.LocalProviderMessageAnnotation]; msg != "" {
 			why = ": " + msg // e.g. the version is being built, for minutes
 		}
 		return steps.Waiting("TenantControlPlaneNotReady", "TenantControlPlane %s/%s is %s%s", s.namespace, s.tc.Name, orDefault(state, "not ready yet"), why), nil
@@ -114,13 +124,20 @@ func (c *Controller) hostedReady(ctx context.Context, s *state, cp *unstructured
 // standaloneReady reads a KubeadmControlPlane's cluster: initialized, at the asked version, with
 // CAPI's <cluster>-kubeconfig Secret.
 func (c *Controller) standaloneReady(ctx context.Context, s *state, cluster, kcp *unstructured.Unstructured) (steps.Result, error) {
-	initialized, _, _ := unstructured.NestedBool(cluster.Object, "status", "initialization", "controlPlaneInitialized")
-	version, _, _ := unstructured.NestedString(kcp.Object, "status", "version")
-	host, _, _ := unstructured.NestedString(cluster.Object, "spec", "controlPlaneEndpoint", "host")
-	port, _, _ := unstructured.NestedInt64(cluster.Object, "spec", "controlPlaneEndpoint", "port")
+	typedCluster, err := external.FromUnstructured[clusterv1.Cluster](cluster)
+	if err != nil {
+		return steps.Result{}, err
+	}
+	typedKCP, err := external.FromUnstructured[controlplanev1.KubeadmControlPlane](kcp)
+	if err != nil {
+		return steps.Result{}, err
+	}
+	initialized := ptr.Deref(typedCluster.Status.Initialization.ControlPlaneInitialized, false)
+	version := typedKCP.Status.Version
+	endpoint := typedCluster.Spec.ControlPlaneEndpoint
 	s.version = version
-	if host != "" {
-		s.endpoint = fmt.Sprintf("%s:%d", host, port)
+	if endpoint.Host != "" {
+		s.endpoint = fmt.Sprintf("%s:%d", endpoint.Host, endpoint.Port)
 	}
 	if !initialized {
 		return steps.Waiting("ControlPlaneInitializing", "KubeadmControlPlane %s/%s is not initialized yet", s.namespace, s.tc.Name), nil

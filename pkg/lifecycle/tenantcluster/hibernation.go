@@ -11,9 +11,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external/steward"
 	"github.com/butlerdotdev/butler-apiserver/pkg/hibernation"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/controlplane"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
@@ -31,7 +34,7 @@ const (
 	ConditionHibernated = "Hibernated"
 
 	// tcpSleeping is Steward's and Kamaji's TenantControlPlane status at 0 replicas.
-	tcpSleeping = "Sleeping"
+	tcpSleeping = steward.VersionStatusSleeping
 
 	// scheduleLookBack bounds how far back a missed schedule time is still applied (the worker
 	// was down); a weekly schedule fits.
@@ -114,7 +117,11 @@ func (c *Controller) ensureControlPlaneAsleep(ctx context.Context, s *state) (st
 	if err != nil || tcp == nil {
 		return steps.Ready("NoControlPlane", "no TenantControlPlane runs"), err
 	}
-	state, _, _ := unstructured.NestedString(tcp.Object, "status", "kubernetesResources", "version", "status")
+	typed, err := external.FromUnstructured[steward.TenantControlPlane](tcp)
+	if err != nil {
+		return steps.Result{}, err
+	}
+	state := typed.Status.KubernetesResources.Version.Status
 	if state != tcpSleeping {
 		return steps.Waiting("ControlPlaneStopping", "TenantControlPlane %s/%s is %s, waiting for %s", s.namespace, s.tc.Name, orDefault(state, "unknown"), tcpSleeping), nil
 	}
@@ -131,7 +138,11 @@ func (c *Controller) applyControlPlaneAsleep(ctx context.Context, s *state) (*un
 	}
 	paused := false
 	if live != nil {
-		paused, _, _ = unstructured.NestedBool(live.Object, "spec", "paused")
+		cluster, err := external.FromUnstructured[clusterv1.Cluster](live)
+		if err != nil {
+			return nil, nil, err
+		}
+		paused = ptr.Deref(cluster.Spec.Paused, false)
 	}
 	_, cp, failed, err := c.applyControlPlane(ctx, s, ptrTo[int64](0), paused)
 	return cp, failed, err
@@ -153,9 +164,12 @@ func (c *Controller) ensureControlPlaneUnstarted(ctx context.Context, s *state) 
 		return steps.Waiting("WaitingForTenantControlPlane", "waiting for the %s provider to create TenantControlPlane %s/%s",
 			cp.GetKind(), s.namespace, s.tc.Name), err
 	}
-	state, _, _ := unstructured.NestedString(tcp.Object, "status", "kubernetesResources", "version", "status")
-	endpoint, _, _ := unstructured.NestedString(tcp.Object, "status", "controlPlaneEndpoint")
-	secret, _, _ := unstructured.NestedString(tcp.Object, "status", "kubeconfig", "admin", "secretName")
+	typed, err := external.FromUnstructured[steward.TenantControlPlane](tcp)
+	if err != nil {
+		return steps.Result{}, err
+	}
+	status := typed.Status
+	state, endpoint, secret := status.KubernetesResources.Version.Status, status.ControlPlaneEndpoint, status.Kubeconfig.Admin.SecretName
 	if state != tcpSleeping || endpoint == "" || secret == "" {
 		return steps.Waiting("ControlPlaneReadying", "TenantControlPlane %s/%s is %s: waiting for its endpoint and admin kubeconfig, made without starting it",
 			s.namespace, s.tc.Name, orDefault(state, "not reconciled yet")), nil
@@ -164,7 +178,10 @@ func (c *Controller) ensureControlPlaneUnstarted(ctx context.Context, s *state) 
 		return steps.Waiting("WaitingForKubeconfig", "waiting for the admin kubeconfig Secret %s/%s", s.namespace, secret), err
 	}
 	s.endpoint, s.kubeconfigSecret = endpoint, secret
-	s.dataStore, _, _ = unstructured.NestedString(tcp.Object, "status", "storage", "dataStoreName")
+	s.dataStore = ""
+	if status.Storage != nil {
+		s.dataStore = status.Storage.DataStoreName
+	}
 	return steps.Ready("ControlPlaneNotStarted", "TenantControlPlane %s/%s holds %s; it starts on the first request", s.namespace, s.tc.Name, endpoint), nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/controlplane"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/infra"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
@@ -33,10 +34,14 @@ func (c *Controller) ensureInfrastructure(ctx context.Context, s *state) (steps.
 		return deref(failed), err
 	}
 	got := applied[0]
-	if provisioned(got) {
+	typed, err := external.FromUnstructured[external.InfrastructureCluster](got)
+	if err != nil {
+		return steps.Result{}, err
+	}
+	if typed.Status.Provisioned() {
 		return steps.Ready("Provisioned", "%s %s/%s is provisioned", got.GetKind(), got.GetNamespace(), got.GetName()), nil
 	}
-	if host, _, _ := unstructured.NestedString(got.Object, "spec", "controlPlaneEndpoint", "host"); host == "" &&
+	if typed.Spec.ControlPlaneEndpoint.Host == "" &&
 		s.tc.Spec.ControlPlane.Type != v1alpha1.ControlPlaneStandalone {
 		// A hosted control plane's provider sets the endpoint; until then the provider of the
 		// infrastructure cluster waits, and so does this step.
@@ -44,16 +49,6 @@ func (c *Controller) ensureInfrastructure(ctx context.Context, s *state) (steps.
 			got.GetKind(), got.GetNamespace(), got.GetName(), controlplane.ControlPlaneGVK(s.in).Kind), nil
 	}
 	return steps.Waiting("Provisioning", "%s %s/%s is not provisioned yet", got.GetKind(), got.GetNamespace(), got.GetName()), nil
-}
-
-// provisioned reads the infrastructure contract: status.initialization.provisioned (v1beta2),
-// or status.ready (providers on the v1beta1 contract).
-func provisioned(u *unstructured.Unstructured) bool {
-	if v, ok, _ := unstructured.NestedBool(u.Object, "status", "initialization", "provisioned"); ok {
-		return v
-	}
-	v, _, _ := unstructured.NestedBool(u.Object, "status", "ready")
-	return v
 }
 
 func (c *Controller) cleanupInfrastructure(ctx context.Context, s *state) (bool, error) {

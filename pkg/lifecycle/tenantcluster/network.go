@@ -10,7 +10,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -328,14 +327,15 @@ func (c *Controller) machineAddresses(ctx context.Context, s *state) ([]netip.Ad
 	}
 	var used []netip.Addr
 	settled := true
-	for _, m := range list.Items {
-		addrs, _, _ := unstructured.NestedSlice(m.Object, "status", "addresses")
+	for i := range list.Items {
+		m, err := external.FromUnstructured[clusterv1.Machine](&list.Items[i])
+		if err != nil {
+			return nil, false, err
+		}
 		found := false
-		for _, a := range addrs {
-			if v, ok := a.(map[string]any)["address"].(string); ok {
-				if ip, err := netip.ParseAddr(v); err == nil {
-					used, found = append(used, ip), true
-				}
+		for _, a := range m.Status.Addresses {
+			if ip, err := netip.ParseAddr(a.Address); err == nil {
+				used, found = append(used, ip), true
 			}
 		}
 		settled = settled && found

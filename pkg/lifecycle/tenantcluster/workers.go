@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/workers"
@@ -19,22 +21,26 @@ func (c *Controller) ensureWorkers(ctx context.Context, s *state) (steps.Result,
 	if failed != nil || err != nil {
 		return deref(failed), err
 	}
+	md, err := external.FromUnstructured[clusterv1.MachineDeployment](got)
+	if err != nil {
+		return steps.Result{}, err
+	}
 	want := s.tc.Spec.Workers.Replicas
-	replicas, _, _ := unstructured.NestedInt64(got.Object, "status", "replicas")
-	ready, _, _ := unstructured.NestedInt64(got.Object, "status", "readyReplicas")
-	upToDate, _, _ := unstructured.NestedInt64(got.Object, "status", "upToDateReplicas")
-	s.readyWorkers = int32(ready)
+	replicas := ptr.Deref(md.Status.Replicas, 0)
+	ready := ptr.Deref(md.Status.ReadyReplicas, 0)
+	upToDate := ptr.Deref(md.Status.UpToDateReplicas, 0)
+	s.readyWorkers = ready
 	// Counts of an older generation say nothing of this one: right after a version change every
 	// old machine is still "up to date" until Cluster API has seen the new template.
-	if observed, _, _ := unstructured.NestedInt64(got.Object, "status", "observedGeneration"); observed < got.GetGeneration() {
+	if observed := md.Status.ObservedGeneration; observed < md.Generation {
 		return steps.Waiting("WorkersNotReady", "MachineDeployment %s/%s: Cluster API has not seen generation %d yet (status is of %d)",
 			got.GetNamespace(), got.GetName(), got.GetGeneration(), observed), nil
 	}
 	// Nor are the up-to-date counts current at once: Cluster API sums its MachineSets' statuses,
 	// which their own controller updates later. The versions its machines run are what says a
 	// version change has rolled (status.versions, Cluster API >= 1.14).
-	if int32(replicas) == want && int32(ready) == want && int32(upToDate) == want {
-		if rolled, versions := atVersion(got, s.tc.Spec.KubernetesVersion, want); !rolled {
+	if replicas == want && ready == want && upToDate == want {
+		if rolled, versions := atVersion(md.Status.Versions, s.tc.Spec.KubernetesVersion, want); !rolled {
 			return steps.Waiting("WorkersNotReady", "%d of %d workers ready, rolling to %s (machines at %s; MachineDeployment %s/%s)",
 				ready, want, s.tc.Spec.KubernetesVersion, versions, got.GetNamespace(), got.GetName()), nil
 		}
@@ -47,27 +53,23 @@ func (c *Controller) ensureWorkers(ctx context.Context, s *state) (steps.Result,
 // atVersion says whether a MachineDeployment's status.versions puts all its want machines at
 // version, and what it says ("v1.30.1: 2, v1.30.2: 1"). Without the field (a Cluster API before
 // 1.14) it cannot say otherwise.
-func atVersion(md *unstructured.Unstructured, version string, want int32) (bool, string) {
-	versions, found, _ := unstructured.NestedSlice(md.Object, "status", "versions")
-	if !found {
+func atVersion(versions []clusterv1.StatusVersion, version string, want int32) (bool, string) {
+	if versions == nil {
 		return true, ""
 	}
-	rolled, total := true, int64(0)
+	rolled, total := true, int32(0)
 	var parts []string
 	for _, v := range versions {
-		m, _ := v.(map[string]any)
-		name, _, _ := unstructured.NestedString(m, "version")
-		n, _, _ := unstructured.NestedInt64(m, "replicas")
-		parts = append(parts, fmt.Sprintf("%s: %d", name, n))
-		total += n
-		if name != version && n > 0 {
+		parts = append(parts, fmt.Sprintf("%s: %d", v.Version, v.Replicas))
+		total += v.Replicas
+		if v.Version != version && v.Replicas > 0 {
 			rolled = false
 		}
 	}
 	if len(parts) == 0 {
 		parts = append(parts, "none")
 	}
-	return rolled && total == int64(want), strings.Join(parts, ", ")
+	return rolled && total == want, strings.Join(parts, ", ")
 }
 
 // applyWorkers applies the bootstrap template and the MachineDeployment, and returns the

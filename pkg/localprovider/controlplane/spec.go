@@ -10,6 +10,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external/steward"
 )
 
 // The kinds this package reads and writes.
@@ -41,10 +42,10 @@ const (
 const (
 	statusProvisioning = "Provisioning"
 	statusUpgrading    = "Upgrading"
-	statusReady        = "Ready"
+	statusReady        = steward.VersionStatusReady
 	statusNotReady     = "NotReady"
 	// statusSleeping is Kamaji's status of a control plane scaled to zero replicas.
-	statusSleeping = "Sleeping"
+	statusSleeping = steward.VersionStatusSleeping
 )
 
 // Names of the Secrets of a tenant control plane.

@@ -24,6 +24,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external/steward"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
 	"github.com/butlerdotdev/butler-apiserver/pkg/pki"
 )
@@ -240,14 +241,23 @@ func pendingStatus(tcp *unstructured.Unstructured, version string) string {
 	return statusNotReady
 }
 
+// publishedStatus is the TenantControlPlane's status as this provider last wrote it, read through
+// the contract's mirror; one the mirror cannot read (a field of another type) is as none, which
+// this provider then writes anew.
+func publishedStatus(tcp *unstructured.Unstructured) steward.TenantControlPlaneStatus {
+	typed, err := external.FromUnstructured[steward.TenantControlPlane](tcp)
+	if err != nil {
+		return steward.TenantControlPlaneStatus{}
+	}
+	return typed.Status
+}
+
 func tcpVersion(tcp *unstructured.Unstructured) string {
-	v, _, _ := unstructured.NestedString(tcp.Object, "status", "kubernetesResources", "version", "version")
-	return v
+	return publishedStatus(tcp).KubernetesResources.Version.Version
 }
 
 func tcpAdminSecret(tcp *unstructured.Unstructured) string {
-	v, _, _ := unstructured.NestedString(tcp.Object, "status", "kubeconfig", "admin", "secretName")
-	return v
+	return publishedStatus(tcp).Kubeconfig.Admin.SecretName
 }
 
 func (c *Controller) procSpec(component string, bins binaries, args []string, paths tenantPaths) procSpec {
@@ -258,8 +268,7 @@ func (c *Controller) procSpec(component string, bins binaries, args []string, pa
 // publishedEndpoint is the endpoint in the TenantControlPlane's status, "" before it was first
 // published.
 func publishedEndpoint(tcp *unstructured.Unstructured) string {
-	v, _, _ := unstructured.NestedString(tcp.Object, "status", "controlPlaneEndpoint")
-	return v
+	return publishedStatus(tcp).ControlPlaneEndpoint
 }
 
 // movePort gives an unpublished tenant another port: its kube-apiserver could not bind the one
