@@ -63,7 +63,14 @@ type KubeconfigStatus struct {
 
 // KubernetesResources is the status of the control plane's workloads.
 type KubernetesResources struct {
-	Version KubernetesVersion `json:"version,omitempty"`
+	Version    KubernetesVersion `json:"version,omitempty"`
+	Deployment *DeploymentStatus `json:"deployment,omitempty"`
+}
+
+// DeploymentStatus is the control plane's Deployment as the provider reports it.
+type DeploymentStatus struct {
+	// Replicas is how many control plane pods run: 0 once stopped.
+	Replicas *int32 `json:"replicas,omitempty"`
 }
 
 // KubernetesVersion is the running version and its state (Provisioning, Upgrading, Ready, ...).

@@ -96,8 +96,12 @@ func (c *Controller) ensureWorkersAsleep(ctx context.Context, s *state) (steps.R
 	if failed != nil || err != nil {
 		return deref(failed), err
 	}
-	replicas, _, _ := unstructured.NestedInt64(got.Object, "status", "replicas")
-	if observed, _, _ := unstructured.NestedInt64(got.Object, "status", "observedGeneration"); observed < got.GetGeneration() || replicas > 0 {
+	md, err := external.FromUnstructured[clusterv1.MachineDeployment](got)
+	if err != nil {
+		return steps.Result{}, err
+	}
+	replicas := ptr.Deref(md.Status.Replicas, 0)
+	if md.Status.ObservedGeneration < md.Generation || replicas > 0 {
 		return steps.Waiting("WorkersStopping", "%d workers left (MachineDeployment %s/%s at 0)", replicas, got.GetNamespace(), got.GetName()), nil
 	}
 	return steps.Ready("WorkersAtZero", "no workers"), nil

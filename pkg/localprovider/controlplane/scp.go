@@ -458,8 +458,8 @@ func (c *Controller) setSCPStatus(ctx context.Context, scp *unstructured.Unstruc
 	}
 	if s.tcp != nil {
 		// As the TenantControlPlane reports them: 0 once stopped.
-		if r, found, _ := unstructured.NestedInt64(s.tcp.Object, "status", "kubernetesResources", "deployment", "replicas"); found {
-			replicas = r
+		if d := publishedStatus(s.tcp).KubernetesResources.Deployment; d != nil && d.Replicas != nil {
+			replicas = int64(*d.Replicas)
 		}
 	}
 	conditions := make([]any, 0, len(s.conditions))
