@@ -1,10 +1,18 @@
-// Package external names the external kinds butler-apiserver's lifecycle workers write and read:
-// Cluster API's, Steward's and Kamaji's, the infrastructure providers', and butler's own bootstrap
-// and local infrastructure providers. It holds their GroupVersionKinds and resources, and in
-// subpackages small typed mirrors of the fields we read or write where no Go module with the
-// upstream types is available here (Steward, Kamaji). CAPI kinds use CAPI's own Go types
-// (sigs.k8s.io/cluster-api/api) in the builders; this package stays on apimachinery.
+// Package external is butler's one typed contract with what it does not own: Cluster API,
+// Steward and Kamaji, the infrastructure providers, and butler's own bootstrap and local
+// providers, which run as separate controllers. It holds, once for every controller:
+//
+//   - the kinds: their GroupVersionKinds and resources (gvk.go);
+//   - the labels and annotations of the contract (labels.go, rotation.go, localprovider.go);
+//     Cluster API's own labels are used from its Go module (sigs.k8s.io/cluster-api/api);
+//   - the field managers, and the one server-side apply every controller writes with
+//     (fieldmanager.go: Workers and LocalProvider, FieldManager.Apply and .ApplyOptions);
+//   - typed reads: FromUnstructured reads an object the dynamic client holds into a mirror of
+//     this package's (InfrastructureCluster; Steward's and Kamaji's kinds in steward/ and
+//     kamaji/, whose Go modules are not available here) or into Cluster API's own Go type, so
+//     that no controller reads a field by a string path. The mirrors have generated DeepCopy.
 //
 // The CRDs of all of them are in artifacts/crds; this package's tests parse them and check that
-// every kind CAPI references carries a contract label CAPI v1.14 accepts.
+// every kind CAPI references carries a contract label CAPI v1.14 accepts, and that the mirrors'
+// fields are the CRDs'.
 package external

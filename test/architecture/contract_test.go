@@ -1,0 +1,74 @@
+package architecture
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// contractLiterals are the strings pkg/external (or Cluster API's module) defines once: a
+// controller spelling one again is the drift the contract is there to stop.
+var contractLiterals = []string{
+	`"butler-apiserver"`, `"butler-localprovider"`, // the field managers
+	`"butler.butlerlabs.dev/tenant-cluster-namespace"`,
+	`"app.kubernetes.io/managed-by"`,
+	`"cluster.x-k8s.io/cluster-name"`, `"cluster.x-k8s.io/secret"`,
+}
+
+// statusPath is a read of another project's status by string path.
+var statusPath = regexp.MustCompile(`unstructured\.Nested\w+\([^)]*"status"`)
+
+// The workers, builders and providers write the contract's labels and field managers and read
+// external status through pkg/external (docs/architecture.md), never by their own literal or path.
+func TestExternalContractDefinedOnce(t *testing.T) {
+	// Where a literal may stand: its definition, and the binaries' names and user agents.
+	allowed := map[string]bool{
+		"pkg/external/fieldmanager.go": true, "pkg/external/labels.go": true,
+	}
+	// Names of the binaries, not field managers.
+	binaryNames := regexp.MustCompile(`pflag\.NewFlagSet|UserAgent|User-Agent|Use: |NewEmptyDelegate|CommonName|"butler-apiserver", "butler-apiserver\.|filepath\.Join\(|ID: `)
+	// The local provider reads the conditions of its own StewardControlPlane's status, which it
+	// writes (each kept or dropped one by one).
+	statusAllowed := map[string]bool{"pkg/localprovider/controlplane/scp.go": true}
+	for _, top := range []string{"pkg", "cmd"} {
+		err := filepath.WalkDir(filepath.Join(root, top), func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() {
+				if d.Name() == "generated" {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") || strings.HasPrefix(d.Name(), "zz_generated") {
+				return nil
+			}
+			rel, _ := filepath.Rel(root, path)
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			for i, line := range strings.Split(string(data), "\n") {
+				if strings.HasPrefix(strings.TrimSpace(line), "//") {
+					continue
+				}
+				for _, lit := range contractLiterals {
+					if strings.Contains(line, lit) && !allowed[rel] && !binaryNames.MatchString(line) {
+						t.Errorf("%s:%d spells %s: use pkg/external's (or clusterv1's) constant", rel, i+1, lit)
+					}
+				}
+				if statusPath.MatchString(line) && !statusAllowed[rel] {
+					t.Errorf("%s:%d reads a status by string path: read it typed (external.FromUnstructured)", rel, i+1)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
