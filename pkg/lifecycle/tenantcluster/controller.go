@@ -175,8 +175,13 @@ func (c *Controller) watchExternal(d *worker.Deps) {
 	}
 }
 
-// Run provisions TenantClusters with four goroutines until ctx is done.
-func (c *Controller) Run(ctx context.Context) { c.queue.Run(ctx, 4, c.synced...) }
+// reconcilers is how many clusters are reconciled at once. A reconcile spends its time waiting
+// on the API servers, not computing, and the queue never hands one cluster to two of them; what
+// they share (the applied and access records, the tenant clients) is locked.
+const reconcilers = 16
+
+// Run provisions TenantClusters until ctx is done.
+func (c *Controller) Run(ctx context.Context) { c.queue.Run(ctx, reconcilers, c.synced...) }
 
 func (c *Controller) clustersOfProvider(obj any) []string {
 	pc, ok := obj.(*v1alpha1.ProviderConfig)
