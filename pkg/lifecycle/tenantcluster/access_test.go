@@ -81,6 +81,17 @@ func TestEnsureAccessFollowsTheTeam(t *testing.T) {
 		t.Error("operators' RoleBinding in kube-system")
 	}
 
+	// Nothing changed: nothing is applied again (the digest is of the bindings' values).
+	before := len(tenant.Actions())
+	if r, err := c.ensureAccess(ctx, s); err != nil || !r.Done {
+		t.Fatalf("again: %+v, %v", r, err)
+	}
+	for _, a := range tenant.Actions()[before:] {
+		if a.GetVerb() != "list" {
+			t.Errorf("a reconcile that changes nothing sent %s %s", a.GetVerb(), a.GetResource().Resource)
+		}
+	}
+
 	// otto leaves: the operators' binding no longer names him.
 	changed := team.DeepCopy()
 	changed.Spec.Access.Users = changed.Spec.Access.Users[:1]

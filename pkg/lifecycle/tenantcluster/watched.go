@@ -14,10 +14,13 @@ func watchedKinds() []schema.GroupVersionKind {
 		external.ClusterGVK, external.MachineDeploymentGVK,
 		external.StewardControlPlaneGVK, external.KamajiControlPlaneGVK, external.KubeadmControlPlaneGVK,
 		external.TenantControlPlaneGVK, external.KamajiTenantControlPlaneGVK,
+		// The templates are watched only so that their applies, repeated on every reconcile
+		// of the workers step, are skipped when they would change nothing (objects.apply).
+		external.BootstrapConfigTemplateGVK,
 	}
 	for _, p := range allProviders {
-		cluster, _ := infra.Kinds(p)
-		kinds = append(kinds, cluster)
+		cluster, template := infra.Kinds(p)
+		kinds = append(kinds, cluster, template)
 	}
 	return kinds
 }
