@@ -12,6 +12,9 @@
 //     kamaji/, whose Go modules are not available here) or into Cluster API's own Go type, so
 //     that no controller reads a field by a string path. The mirrors have generated DeepCopy.
 //
+// It imports apimachinery only, never a client: the controllers pass
+// theirs in (Resource is client-go's dynamic.ResourceInterface).
+//
 // The CRDs of all of them are in artifacts/crds; this package's tests parse them and check that
 // every kind CAPI references carries a contract label CAPI v1.14 accepts, and that the mirrors'
 // fields are the CRDs'.

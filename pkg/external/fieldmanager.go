@@ -5,7 +5,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/dynamic"
 )
 
 // FieldManager is who a write is from: the API server keeps, for every field, the manager that
@@ -34,14 +33,21 @@ func (m FieldManager) ApplyOptions() metav1.ApplyOptions {
 	return metav1.ApplyOptions{FieldManager: string(m), Force: true}
 }
 
+// Resource is where an apply goes: client-go's dynamic.ResourceInterface (this package stays on
+// apimachinery).
+type Resource interface {
+	Apply(ctx context.Context, name string, obj *unstructured.Unstructured, options metav1.ApplyOptions, subresources ...string) (*unstructured.Unstructured, error)
+	ApplyStatus(ctx context.Context, name string, obj *unstructured.Unstructured, options metav1.ApplyOptions) (*unstructured.Unstructured, error)
+}
+
 // Apply server-side applies obj through r as m (ApplyOptions) and returns the object as the
 // server has it afterwards.
-func (m FieldManager) Apply(ctx context.Context, r dynamic.ResourceInterface, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+func (m FieldManager) Apply(ctx context.Context, r Resource, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	return r.Apply(ctx, obj.GetName(), obj, m.ApplyOptions())
 }
 
 // ApplyStatus is Apply to the status subresource.
-func (m FieldManager) ApplyStatus(ctx context.Context, r dynamic.ResourceInterface, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+func (m FieldManager) ApplyStatus(ctx context.Context, r Resource, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	return r.ApplyStatus(ctx, obj.GetName(), obj, m.ApplyOptions())
 }
 
