@@ -13,7 +13,9 @@ import (
 // DefaultPageSize is how many keys one range read of a snapshot returns.
 const DefaultPageSize = 500
 
-// Take writes every key under prefix, as of one revision, to w: the first page fixes the
+// Take writes every object under prefix, as of one revision, to w: the keys from prefix up to
+// prefix+"~" (no key kube-apiserver writes has "~" after its prefix; the local provider keeps a
+// restore's fresh data under it, package datastore's generations). The first page fixes the
 // revision (the datastore's current one) and every later page is read at it, so the stream holds
 // all writes up to that revision and none after, one page in memory at a time. The caller holds
 // off the datastore's compaction until Take returns (a compaction past the revision would fail
@@ -25,7 +27,7 @@ func Take(ctx context.Context, kv clientv3.KV, prefix string, h Header, pageSize
 	if pageSize <= 0 {
 		pageSize = DefaultPageSize
 	}
-	end := clientv3.GetPrefixRangeEnd(prefix)
+	end := prefix + "~"
 	opts := func(rev int64) []clientv3.OpOption {
 		o := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(pageSize)}
 		if rev > 0 {

@@ -344,7 +344,15 @@ func (pl *plane) probeLoop(ctx context.Context) {
 }
 
 // stop stops the processes (the controllers first, kube-apiserver last) and the probe.
-func (pl *plane) stop() {
+func (pl *plane) stop() { pl.stopWithin(stopGrace) }
+
+// kill stops the processes at once (SIGKILL): for a restore, which replaces everything they
+// would finish on a graceful stop. A graceful stop took the whole 15 s stopGrace there (a
+// process not gone on SIGTERM), most of an in-place restore's time.
+func (pl *plane) kill() { pl.stopWithin(0) }
+
+// stopWithin is stop with each process killed after grace.
+func (pl *plane) stopWithin(grace time.Duration) {
 	pl.mu.Lock()
 	procs := pl.procs
 	pl.procs = nil
@@ -360,11 +368,11 @@ func (pl *plane) stop() {
 			continue
 		}
 		wg.Add(1)
-		go func() { defer wg.Done(); p.stop() }()
+		go func() { defer wg.Done(); p.stopWithin(grace) }()
 	}
 	wg.Wait()
 	if p := procs[componentAPIServer]; p != nil {
-		p.stop()
+		p.stopWithin(grace)
 	}
 }
 

@@ -207,7 +207,10 @@ func (p *process) waitAdopted(pid int) error {
 }
 
 // stop terminates the process (SIGTERM, then SIGKILL after stopGrace) and ends the supervision.
-func (p *process) stop() {
+func (p *process) stop() { p.stopWithin(stopGrace) }
+
+// stopWithin is stop with SIGKILL after grace.
+func (p *process) stopWithin(grace time.Duration) {
 	p.mu.Lock()
 	if p.stopping {
 		p.mu.Unlock()
@@ -219,7 +222,7 @@ func (p *process) stop() {
 	p.mu.Unlock()
 	close(p.stopCh)
 	if running && pid > 0 {
-		terminate(pid, stopGrace)
+		terminate(pid, grace)
 	}
 	<-p.done
 	_ = os.Remove(p.spec.PidFile)
@@ -234,6 +237,9 @@ func terminate(pid int, grace time.Duration) {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	if grace > 0 {
+		klog.InfoS("Killing a process that did not exit within its grace after SIGTERM", "pid", pid, "cmd", commandName(pid), "grace", grace)
 	}
 	_ = syscall.Kill(pid, syscall.SIGKILL)
 	for i := 0; i < 100 && alive(pid, ""); i++ {
@@ -303,4 +309,10 @@ func writePidRecord(name string, rec pidRecord) error {
 		return err
 	}
 	return os.Rename(tmp, name)
+}
+
+// commandName is pid's command name, for the log ("" once it is gone).
+func commandName(pid int) string {
+	comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	return strings.TrimSpace(string(comm))
 }

@@ -16,16 +16,22 @@ import (
 // compacts only the datastore it runs; another's owner would have to hold off itself).
 type TenantStore struct {
 	DataStore string
-	Prefix    string
-	Client    *clientv3.Client
+	// Prefix is where the tenant's kube-apiserver keeps its objects.
+	Prefix string
+	Client *clientv3.Client
 	// HoldCompaction keeps the datastore from compacting until release is called.
 	HoldCompaction func() (release func())
+	// Fresh and SwitchToFresh, given to a Restorer only: a prefix beside Prefix that no
+	// kube-apiserver reads, for the restore to fill, and the step that then makes it the
+	// tenant's data (the control plane starts on it) and deletes the rest.
+	Fresh         string
+	SwitchToFresh func(ctx context.Context) error
 }
 
 // Restorer fills a tenant's prefix from a snapshot while its control plane does not run. It
-// is called on every reconcile of a TenantControlPlane before its processes are started:
-// Pending says the control plane must stay stopped (a restore is due or under way);
-// its message goes to the status.
+// is called on every reconcile of a TenantControlPlane before its processes are started (stop
+// kills them: their state is being replaced): Pending says the control plane must stay stopped
+// (a restore is due or under way); its message goes to the status.
 type Restorer interface {
 	Restore(ctx context.Context, tcp *unstructured.Unstructured, store TenantStore, stop func()) (pending bool, message string, err error)
 }
@@ -33,8 +39,20 @@ type Restorer interface {
 // SetRestorer makes r restore tenants (pkg/localprovider/snapshots); call it before Run.
 func (c *Controller) SetRestorer(r Restorer) { c.restorer = r }
 
-// TenantStoreOf is where tcp's data is, as its status says; an error while it has none yet.
+// TenantStoreOf is where tcp's data is: as this provider's record of it says (a restore's
+// switch changes it before the status), else as its status says; an error while it has none yet.
 func (c *Controller) TenantStoreOf(ctx context.Context, tcp *unstructured.Unstructured) (TenantStore, error) {
+	c.mu.Lock()
+	pl := c.planes[string(tcp.GetUID())]
+	c.mu.Unlock()
+	if pl != nil {
+		pl.mu.Lock()
+		name, prefix := pl.rec.DataStore, pl.rec.DataStorePrefix
+		pl.mu.Unlock()
+		if name != "" && prefix != "" {
+			return c.tenantStore(ctx, name, prefix)
+		}
+	}
 	name, _ := nestedString(tcp.Object, "status", "storage", "dataStoreName")
 	schema, _ := nestedString(tcp.Object, "status", "storage", "setup", "schema")
 	user, _ := nestedString(tcp.Object, "status", "storage", "setup", "user")

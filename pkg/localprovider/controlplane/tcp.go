@@ -26,6 +26,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external/steward"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
+	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/datastore"
 	"github.com/butlerdotdev/butler-apiserver/pkg/pki"
 )
 
@@ -157,7 +158,11 @@ func (c *Controller) reconcileTCP(ctx context.Context, key string) error {
 		if err != nil {
 			return err
 		}
-		pending, message, err := r.Restore(ctx, tcp, store, pl.stop)
+		root := datastore.RootOf(prefix)
+		n, _ := datastore.GenerationOf(root, prefix)
+		store.Fresh = datastore.Generation(root, n+1)
+		store.SwitchToFresh = func(ctx context.Context) error { return c.switchData(ctx, pl, store, store.Fresh) }
+		pending, message, err := r.Restore(ctx, tcp, store, pl.kill)
 		if err != nil || pending {
 			if serr := c.setTCPStatus(ctx, tcp, unavailableState(tcp, published, statusNotReady, "Restoring", message)); serr != nil {
 				return serr
@@ -165,6 +170,9 @@ func (c *Controller) reconcileTCP(ctx context.Context, key string) error {
 			return err
 		}
 	}
+	pl.mu.Lock()
+	etcd.Prefix = etcdPrefix(pl.rec.DataStorePrefix) // a restore may have switched it
+	pl.mu.Unlock()
 	args := planeArgs{Spec: spec, Paths: paths, Address: pl.address(), Port: pl.apiPort(), Etcd: etcd, Rotating: certs.Rotating()}
 	if spec.Replicas == 0 && !pl.running() {
 		logger.Info("Starting the control plane: a request woke it")

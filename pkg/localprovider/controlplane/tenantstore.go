@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -198,19 +199,59 @@ func (c *Controller) ensureTenantStore(ctx context.Context, tcp *unstructured.Un
 	if err := pki.WriteFile(filepath.Join(dir, dataStoreCAFile), sc.creds.CA.CertPEM, 0o644); err != nil {
 		return etcdConn{}, err
 	}
-	if rec.DataStore != name || rec.DataStoreUser != tenant.User || rec.DataStorePrefix != tenant.Prefix {
-		rec.DataStore, rec.DataStoreUser, rec.DataStorePrefix = name, tenant.User, tenant.Prefix
+	// The data is in the generation of the tenant's prefix a restore last switched to (on the
+	// same datastore), else in the prefix itself.
+	data := rec.DataStorePrefix
+	if _, ok := datastore.GenerationOf(tenant.Prefix, data); !ok || rec.DataStore != name {
+		data = tenant.Prefix
+	}
+	if rec.DataStore != name || rec.DataStoreUser != tenant.User || rec.DataStorePrefix != data {
+		rec.DataStore, rec.DataStoreUser, rec.DataStorePrefix = name, tenant.User, data
 		if err := writeRecord(pl.paths, rec); err != nil {
 			return etcdConn{}, err
 		}
-		klog.FromContext(ctx).Info("Tenant placed on a datastore", "datastore", name, "user", tenant.User, "prefix", tenant.Prefix)
+		klog.FromContext(ctx).Info("Tenant placed on a datastore", "datastore", name, "user", tenant.User, "prefix", data)
 	}
 	c.setUpOn(pl, rec)
 	return etcdConn{
-		URLs: sc.creds.URLs(), Prefix: "/" + spec.DataStoreSchema,
+		URLs: sc.creds.URLs(), Prefix: etcdPrefix(data),
 		CAFile:   filepath.Join(dir, dataStoreCAFile),
 		CertFile: pki.CertPath(dir, dataStoreClientStem), KeyFile: pki.KeyPath(dir, dataStoreClientStem),
 	}, nil
+}
+
+// etcdPrefix is kube-apiserver's --etcd-prefix for data under prefix.
+func etcdPrefix(prefix string) string { return strings.TrimSuffix(prefix, "/") }
+
+// switchData makes the generation fresh, which a restore filled, the tenant's data: the record
+// names it (one file renamed over the last: the step that replaces the data at once; the
+// control plane is stopped and starts on it), then everything else under the tenant's prefix
+// is deleted. A failed delete leaves only what no kube-apiserver reads, deleted by the next
+// switch or with the tenant.
+func (c *Controller) switchData(ctx context.Context, pl *plane, store TenantStore, fresh string) error {
+	pl.mu.Lock()
+	rec := pl.rec
+	pl.mu.Unlock()
+	root := datastore.RootOf(rec.DataStorePrefix)
+	if _, ok := datastore.GenerationOf(root, fresh); !ok || rec.DataStore != store.DataStore {
+		return fmt.Errorf("%q is not a generation of the tenant's prefix %q on DataStore %s", fresh, root, rec.DataStore)
+	}
+	old := rec.DataStorePrefix
+	rec.DataStorePrefix = fresh
+	if err := writeRecord(pl.paths, rec); err != nil {
+		return err
+	}
+	pl.mu.Lock()
+	pl.rec.DataStorePrefix = fresh
+	pl.mu.Unlock()
+	logger := klog.FromContext(ctx)
+	deleted, err := datastore.KeepOnly(ctx, store.Client, root, fresh)
+	if err != nil {
+		logger.Error(err, "Switched the tenant's data; deleting the data before failed", "from", old, "to", fresh)
+		return nil
+	}
+	logger.Info("Switched the tenant's data to its restored generation", "from", old, "to", fresh, "keysDeleted", deleted)
+	return nil
 }
 
 // setUpOn records in the plane, and for placement, that the tenant's user and role are in
@@ -239,7 +280,7 @@ func (c *Controller) removeTenantStore(ctx context.Context, rec tenantRecord) er
 		}
 		return err
 	}
-	deleted, err := datastore.RemoveTenant(ctx, sc.root, datastore.Tenant{User: rec.DataStoreUser, Prefix: rec.DataStorePrefix})
+	deleted, err := datastore.RemoveTenant(ctx, sc.root, datastore.Tenant{User: rec.DataStoreUser, Prefix: datastore.RootOf(rec.DataStorePrefix)})
 	if err != nil {
 		return fmt.Errorf("DataStore %s: %w", rec.DataStore, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -50,6 +51,27 @@ type Controller struct {
 	configs  listers.ButlerConfigLister
 	queue    *worker.Queue
 	synced   []cache.InformerSynced
+
+	// tenants holds one lock per TenantControlPlane UID: a snapshot streams and a restore
+	// writes and switches the tenant's data under it, never both at once.
+	tenantsMu sync.Mutex
+	tenants   map[string]*sync.Mutex
+}
+
+// lockTenant takes the tenant's data lock and returns its release.
+func (c *Controller) lockTenant(uid string) func() {
+	c.tenantsMu.Lock()
+	if c.tenants == nil {
+		c.tenants = map[string]*sync.Mutex{}
+	}
+	m := c.tenants[uid]
+	if m == nil {
+		m = &sync.Mutex{}
+		c.tenants[uid] = m
+	}
+	c.tenantsMu.Unlock()
+	m.Lock()
+	return m.Unlock
 }
 
 // New builds the controller; cp is the control plane controller whose datastores it reads.
@@ -158,6 +180,8 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 	tcp, ok := c.planes.TenantControlPlane(tc.Status.TenantNamespace, tc.Name)
 	var store controlplane.TenantStore
 	if ok {
+		// Where the data is and the stream, under the tenant's lock: a restore's switch moves it.
+		defer c.lockTenant(string(tcp.GetUID()))()
 		store, err = c.planes.TenantStoreOf(ctx, tcp)
 	}
 	if !ok || err != nil {

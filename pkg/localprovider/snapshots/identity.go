@@ -58,3 +58,18 @@ func secretType(value []byte) corev1.SecretType {
 	}
 	return ""
 }
+
+// machineNodePrefixes are the keys an in-place restore takes from the data it replaces instead
+// of from the snapshot: the Nodes and their heartbeat Leases. Those are the Machines' that exist
+// now (a Machine's Node goes with it); the snapshot's may be of Machines deleted since, and lack
+// those made since.
+var machineNodePrefixes = []string{"minions/", "leases/kube-node-lease/"}
+
+func isMachineNode(key string) bool {
+	for _, p := range machineNodePrefixes {
+		if strings.HasPrefix(key, p) {
+			return true
+		}
+	}
+	return false
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -18,16 +19,18 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/controlplane"
+	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/datastore"
 	"github.com/butlerdotdev/butler-apiserver/pkg/snapshot"
 )
 
 var _ controlplane.Restorer = &Controller{}
 
-// Restore fills the tenant's prefix from the snapshot its TenantCluster's spec.restoreFrom
+// Restore replaces the tenant's data with the snapshot its TenantCluster's spec.restoreFrom
 // names, once (status.restore records it), while the control plane is stopped: a new cluster's
-// prefix before its first start, with what carries the source's identity dropped; an existing
-// cluster's (in place) after stopping it, everything replaced. The control plane starts again
-// only when the restore is whole. A checksum that does not match or a snapshot of a newer
+// before its first start, with what carries the source's identity dropped; an existing
+// cluster's (in place) after stopping it, everything replaced. The snapshot is written into a
+// fresh prefix and the tenant switched to it in one step, so the control plane starts on the old
+// data or on the whole snapshot, never on part of it. A checksum that does not match or a snapshot of a newer
 // version fails it, and the control plane stays stopped with the reason in its status.
 func (c *Controller) Restore(ctx context.Context, tcp *unstructured.Unstructured, store controlplane.TenantStore, stop func()) (bool, string, error) {
 	if tcp.GetAnnotations()[v1alpha1.RestoreFromAnnotation] == "" {
@@ -66,7 +69,7 @@ func (c *Controller) Restore(ctx context.Context, tcp *unstructured.Unstructured
 	if rec != nil && rec.SnapshotUID == string(snap.UID) && rec.Phase == v1alpha1.RestoreRunning {
 		inPlace = rec.InPlace
 	} else {
-		resp, err := store.Client.Get(ctx, store.Prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+		resp, err := store.Client.Get(ctx, store.Prefix, clientv3.WithRange(datastore.ObjectsEnd(store.Prefix)), clientv3.WithCountOnly())
 		if err != nil {
 			return true, "", err
 		}
@@ -84,9 +87,14 @@ func (c *Controller) Restore(ctx context.Context, tcp *unstructured.Unstructured
 	if err := c.setRestore(ctx, tc, running); err != nil {
 		return true, "", err
 	}
-	stop() // in place: the control plane switch's stop; a new cluster has nothing running
 	logger := klog.FromContext(ctx).WithValues("snapshot", tc.Namespace+"/"+from, "inPlace", inPlace)
 	start := time.Now()
+	stop() // in place: the control plane switch's stop; a new cluster has nothing running
+	logger.Info("Restoring: the control plane is stopped", "took", time.Since(start).Round(time.Millisecond))
+	// No snapshot of the tenant streams meanwhile (one that started before holds the data as it was).
+	unlock := c.lockTenant(string(tcp.GetUID()))
+	defer unlock()
+	start = time.Now()
 	st, err := c.storeOf(ctx, snap)
 	if err != nil {
 		return true, "restoring from " + from, err
@@ -107,14 +115,18 @@ func (c *Controller) Restore(ctx context.Context, tcp *unstructured.Unstructured
 	if err != nil {
 		return fail(err.Error())
 	}
-	opts := snapshot.RestoreOptions{}
-	if !inPlace {
-		opts.Keep = keepForNewIdentity
-	}
-	stats, err := snapshot.RestoreInto(ctx, store.Client, store.Prefix, r, opts)
+	// Into a prefix nobody reads, then one switch: a restore cut short leaves the data as it was
+	// (the next attempt writes the fresh prefix again from its start).
+	stats, err := restoreData(ctx, store, r, inPlace)
 	if err != nil {
 		return true, "restoring from " + from, err
 	}
+	written := time.Now()
+	if err := store.SwitchToFresh(ctx); err != nil {
+		return true, "restoring from " + from, err
+	}
+	logger.Info("Restore written and switched to", "prefix", store.Fresh, "write", written.Sub(start).Round(time.Millisecond),
+		"switch", time.Since(written).Round(time.Millisecond))
 	now := metav1.Now()
 	running.Phase, running.ObjectCount, running.Dropped, running.CompletionTime = v1alpha1.RestoreSucceeded, stats.Written, stats.Dropped, &now
 	logger.Info("Restored", "objects", stats.Written, "dropped", stats.Dropped, "took", time.Since(start).Round(time.Millisecond))
@@ -122,6 +134,42 @@ func (c *Controller) Restore(ctx context.Context, tcp *unstructured.Unstructured
 		return true, "", err
 	}
 	return false, "", nil
+}
+
+// restoreData writes the snapshot into store.Fresh: in place, with the Nodes (and their Leases)
+// of the data it replaces instead of the snapshot's, so that the Nodes are those of the Machines
+// that exist; for a new cluster, without what carries the source's identity.
+func restoreData(ctx context.Context, store controlplane.TenantStore, r *snapshot.Reader, inPlace bool) (snapshot.RestoreStats, error) {
+	if !inPlace {
+		return snapshot.RestoreInto(ctx, store.Client, store.Fresh, r, snapshot.RestoreOptions{Keep: keepForNewIdentity})
+	}
+	stats, err := snapshot.RestoreInto(ctx, store.Client, store.Fresh, r, snapshot.RestoreOptions{
+		Keep: func(rec snapshot.Record) bool { return !isMachineNode(rec.Key) }})
+	if err != nil {
+		return stats, err
+	}
+	for _, p := range machineNodePrefixes {
+		resp, err := store.Client.Get(ctx, store.Prefix+p, clientv3.WithPrefix())
+		if err != nil {
+			return stats, err
+		}
+		var ops []clientv3.Op
+		for _, kv := range resp.Kvs {
+			ops = append(ops, clientv3.OpPut(store.Fresh+strings.TrimPrefix(string(kv.Key), store.Prefix), string(kv.Value)))
+		}
+		for len(ops) > 0 { // etcd's default bound of 128 operations a transaction
+			n := min(len(ops), 100)
+			if _, err := store.Client.Txn(ctx).Then(ops[:n]...).Commit(); err != nil {
+				return stats, err
+			}
+			ops = ops[n:]
+		}
+		stats.Written += int64(len(resp.Kvs))
+	}
+	// The snapshot's Nodes are replaced by those of now, not left out: Dropped counts only
+	// what a new cluster leaves out (status.restore.dropped).
+	stats.Dropped = 0
+	return stats, nil
 }
 
 func verify(ctx context.Context, st snapshot.Store, snap *v1alpha1.TenantClusterSnapshot) error {
