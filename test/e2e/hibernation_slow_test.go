@@ -163,6 +163,11 @@ func fileSize(path string) int64 {
 
 // wakeLog is the provider's log lines of a wake written after offset from.
 func wakeLog(from int64) string {
+	return providerLines(from, "Wake on request", "a request woke it", "answers /readyz", "passing the connection through")
+}
+
+// providerLines is the provider's log lines written after offset from that hold any of marks.
+func providerLines(from int64, marks ...string) string {
 	f, err := os.Open(providerLog())
 	if err != nil {
 		return err.Error()
@@ -172,7 +177,7 @@ func wakeLog(from int64) string {
 	data, _ := io.ReadAll(f)
 	var out []string
 	for _, line := range strings.Split(string(data), "\n") {
-		for _, m := range []string{"Wake on request", "a request woke it", "answers /readyz", "passing the connection through"} {
+		for _, m := range marks {
 			if strings.Contains(line, m) {
 				out = append(out, "  "+line)
 				break

@@ -23,7 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
 )
 
@@ -164,13 +163,7 @@ func TestS3SnapshotAndRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	const configMaps = 40
-	if err := createAll(configMaps, func(i int) error {
-		_, err := kube.CoreV1().ConfigMaps("app").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%03d", i)},
-			Data: map[string]string{"i": strconv.Itoa(i)}}, metav1.CreateOptions{})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	fillConfigMaps(t, kube, "app", configMaps)
 
 	start := time.Now()
 	mustApply(t, fmt.Sprintf("apiVersion: butler.butlerlabs.dev/v1alpha1\nkind: TenantClusterSnapshot\nmetadata: {name: s3src-1, namespace: %s}\nspec: {clusterRef: {name: s3src}}\n", ns))
@@ -200,21 +193,9 @@ func TestS3SnapshotAndRestore(t *testing.T) {
 
 	// Roll the cluster back in place from the bucket: the deleted namespace comes back.
 	deleteTenantNamespace(t, kube, "app")
-	restoreStart := time.Now()
-	mustKubectl(t, "patch", "tc", "s3src", "-n", ns, "--type", "merge", "-p", `{"spec":{"restoreFrom":{"name":"s3src-1","confirm":"s3src"}}}`)
-	restored := waitCluster(t, ns, "s3src", 4*time.Minute, "restored in place", func(tc *v1alpha1.TenantCluster) bool {
-		return tc.Status.Restore != nil && tc.Status.Restore.Phase != v1alpha1.RestoreRunning && tc.Status.Restore.Phase != ""
-	})
-	if r := restored.Status.Restore; r.Phase != v1alpha1.RestoreSucceeded || !r.InPlace || r.ObjectCount != snap.Status.ObjectCount {
-		t.Fatalf("status.restore %+v", r)
+	if r, _ := restoreInPlace(t, kube, ns, "s3src", "s3src-1", configMaps); r.Status.Restore.ObjectCount != snap.Status.ObjectCount {
+		t.Fatalf("status.restore %+v: not the snapshot's %d objects", r.Status.Restore, snap.Status.ObjectCount)
 	}
-	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		back, err := kube.CoreV1().ConfigMaps("app").List(ctx, metav1.ListOptions{})
-		return err == nil && len(back.Items) >= configMaps, nil
-	}); err != nil {
-		t.Fatalf("namespace app not back after the restore from S3: %v", err)
-	}
-	t.Logf("in-place restore from S3: app back %s after the patch", time.Since(restoreStart).Round(100*time.Millisecond))
 
 	// Deleting the snapshot deletes the object.
 	mustKubectl(t, "delete", "tcs", "s3src-1", "-n", ns, "--timeout=60s")

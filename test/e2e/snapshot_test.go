@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -94,6 +95,73 @@ func deleteTenantNamespace(t *testing.T, kube kubernetes.Interface, name string)
 	}
 }
 
+// fillConfigMaps creates ConfigMaps cm-000 … in namespace ns of a tenant, n of them.
+func fillConfigMaps(t *testing.T, kube kubernetes.Interface, ns string, n int) {
+	t.Helper()
+	if err := createAll(n, func(i int) error {
+		_, err := kube.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%03d", i)},
+			Data: map[string]string{"i": strconv.Itoa(i)}}, metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// restoreInPlace rolls the cluster back to the snapshot (spec.restoreFrom with its confirm),
+// waits for status.restore to finish, Succeeded and in place, and for the tenant's namespace app
+// to hold configMaps ConfigMaps again, and returns the cluster and the time from the patch
+// until app was back. It logs when the control plane served again and the provider's steps
+// (stop, write, switch, kube-apiserver's start to /readyz: the cold start inside it).
+func restoreInPlace(t *testing.T, kube kubernetes.Interface, ns, cluster, snapshot string, configMaps int) (*v1alpha1.TenantCluster, time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	logFrom := fileSize(providerLog())
+	start := time.Now()
+	mustKubectl(t, "patch", "tc", cluster, "-n", ns, "--type", "merge", "-p",
+		fmt.Sprintf(`{"spec":{"restoreFrom":{"name":%q,"confirm":%q}}}`, snapshot, cluster))
+	restored := waitCluster(t, ns, cluster, 4*time.Minute, "restored in place", func(tc *v1alpha1.TenantCluster) bool {
+		return tc.Status.Restore != nil && tc.Status.Restore.SnapshotName == snapshot && tc.Status.Restore.Phase != v1alpha1.RestoreRunning && tc.Status.Restore.Phase != ""
+	})
+	if r := restored.Status.Restore; r.Phase != v1alpha1.RestoreSucceeded || !r.InPlace || r.Dropped != 0 {
+		t.Fatalf("in-place status.restore %+v", r)
+	}
+	statusAt := time.Since(start)
+	// The control plane, stopped before status.restore said Succeeded, serves again.
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := kube.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		return err == nil, nil
+	}); err != nil {
+		t.Fatalf("the control plane not ready after the in-place restore: %v", err)
+	}
+	readyAt := time.Since(start)
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		back, err := kube.CoreV1().ConfigMaps("app").List(ctx, metav1.ListOptions{})
+		return err == nil && len(back.Items) >= configMaps, nil
+	}); err != nil {
+		t.Fatalf("namespace app not back after the in-place restore: %v", err)
+	}
+	took := time.Since(start)
+	t.Logf("in-place restore from %s: status.restore Succeeded %s, the control plane's /readyz 200 %s, app back %s after the patch; the provider's steps:\n%s",
+		snapshot, statusAt.Round(100*time.Millisecond), readyAt.Round(100*time.Millisecond), took.Round(100*time.Millisecond),
+		providerLines(logFrom, "Restor", "Switched", "Killing", "answers /readyz", "Tenant control plane Ready"))
+	return restored, took
+}
+
+// nodeNames lists a tenant's Nodes, sorted.
+func nodeNames(t *testing.T, kube kubernetes.Interface) []string {
+	t.Helper()
+	nodes, err := kube.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, n := range nodes.Items {
+		names = append(names, n.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
 func waitSnapshot(t *testing.T, ns, name string, timeout time.Duration) *v1alpha1.TenantClusterSnapshot {
 	t.Helper()
 	var s *v1alpha1.TenantClusterSnapshot
@@ -130,7 +198,7 @@ func TestSnapshotCloneAndRestore(t *testing.T) {
 	const configMaps = 50
 	ns := namespace(t, "e2e-snap")
 	localCluster(t, ns, "src", pinnedVersion, bootstrap.OSTalos, 1)
-	src := waitReady(t, ns, "src", 1, 4*time.Minute)
+	waitReady(t, ns, "src", 1, 4*time.Minute)
 	srcKubeconfig, _ := mintKubeconfig(t, ns, "src")
 	kube, dyn, _ := fastClients(t, srcKubeconfig)
 
@@ -150,13 +218,7 @@ func TestSnapshotCloneAndRestore(t *testing.T) {
 		t.Fatalf("Deployment: %v\n%s", err, out)
 	}
 	fill := time.Now()
-	if err := createAll(configMaps, func(i int) error {
-		_, err := kube.CoreV1().ConfigMaps("app").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%03d", i)},
-			Data: map[string]string{"i": strconv.Itoa(i)}}, metav1.CreateOptions{})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	fillConfigMaps(t, kube, "app", configMaps)
 	if err := createAll(objects, func(i int) error {
 		w := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Widget",
 			"metadata": map[string]any{"name": fmt.Sprintf("w-%05d", i)}, "spec": map[string]any{"i": int64(i), "pad": strings.Repeat("x", 200)}}}
@@ -305,27 +367,20 @@ spec: {clusterRef: {name: src}}
 	}
 	mustKubectl(t, "delete", "tcs", "src-2", "-n", ns, "--timeout=60s")
 
-	// In place: the source loses namespace app, is rolled back to the snapshot and has it back.
+	// In place: the source, a second worker added since the snapshot and namespace app deleted,
+	// is rolled back to the snapshot: app is back, and its Nodes are its two Machines' (the
+	// snapshot holds one).
+	mustKubectl(t, "patch", "tc", "src", "-n", ns, "--type", "merge", "-p", `{"spec":{"workers":{"replicas":2}}}`)
+	waitReady(t, ns, "src", 2, 4*time.Minute)
+	nodesBefore := nodeNames(t, kube)
 	deleteTenantNamespace(t, kube, "app")
 	if out, err := kubectl(t, "patch", "tc", "src", "-n", ns, "--type", "merge", "-p", `{"spec":{"restoreFrom":{"name":"src-1"}}}`); err == nil || !strings.Contains(out, "spec.restoreFrom.confirm") {
 		t.Errorf("an in-place restore without confirm: %v\n%s", err, out)
 	}
-	restoreStart := time.Now()
-	mustKubectl(t, "patch", "tc", "src", "-n", ns, "--type", "merge", "-p", `{"spec":{"restoreFrom":{"name":"src-1","confirm":"src"}}}`)
-	src = waitCluster(t, ns, "src", 4*time.Minute, "restored in place", func(tc *v1alpha1.TenantCluster) bool {
-		return tc.Status.Restore != nil && tc.Status.Restore.Phase == v1alpha1.RestoreSucceeded
-	})
-	if !src.Status.Restore.InPlace || src.Status.Restore.Dropped != 0 {
-		t.Errorf("in-place status.restore %+v", src.Status.Restore)
+	restoreInPlace(t, kube, ns, "src", "src-1", configMaps)
+	if after := nodeNames(t, kube); len(nodesBefore) != 2 || strings.Join(after, ",") != strings.Join(nodesBefore, ",") {
+		t.Errorf("Nodes after the in-place restore %v; the Machines' before it %v", after, nodesBefore)
 	}
-	var back *corev1.ConfigMapList
-	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		back, err = kube.CoreV1().ConfigMaps("app").List(ctx, metav1.ListOptions{})
-		return err == nil && len(back.Items) >= configMaps, nil
-	}); err != nil {
-		t.Fatalf("namespace app not back after the in-place restore: %v", err)
-	}
-	t.Logf("in-place restore: app back %s after the patch", time.Since(restoreStart).Round(100*time.Millisecond))
 	if w, err := dyn.Resource(widgetGVR).Namespace("app").List(ctx, metav1.ListOptions{}); err != nil || len(w.Items) != objects {
 		t.Errorf("widgets after the in-place restore: %v, %v", len(w.Items), err)
 	}
