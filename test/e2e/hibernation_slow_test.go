@@ -62,13 +62,7 @@ func TestSlowHibernationQuietAndWakeLatency(t *testing.T) {
 	ns := namespace(t, "e2e-wake")
 	const name = "latency"
 	created := time.Now()
-	mustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
-kind: ProviderConfig
-metadata: {name: local, namespace: %s}
-spec: {provider: local}
----
-`, ns)+localClusterManifest(ns, name, pinnedVersion, bootstrap.OSTalos, 0)+`  hibernation: {wakeOnRequest: true}
-`)
+	applyHibernatingCluster(t, ns, name, 0, "{wakeOnRequest: true}")
 	tc := waitReady(t, ns, name, 0, 5*time.Minute)
 	kubeconfig, _ := mintKubeconfig(t, ns, name)
 	if out, err := kubectlAs(t, kubeconfig, "", "get", "ns", "default"); err != nil {

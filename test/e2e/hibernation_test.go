@@ -183,12 +183,7 @@ func TestLocalHibernationWakeOnRequest(t *testing.T) {
 // workers and spec.hibernation (flow-style YAML).
 func applyHibernatingCluster(t *testing.T, ns, name string, workers int, hibernation string) {
 	t.Helper()
-	mustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
-kind: ProviderConfig
-metadata: {name: local, namespace: %s}
-spec: {provider: local}
----
-`, ns)+localClusterManifest(ns, name, pinnedVersion, bootstrap.OSTalos, workers)+"  hibernation: "+hibernation+"\n")
+	mustApply(t, localProviderConfigManifest(ns)+localClusterManifest(ns, name, pinnedVersion, bootstrap.OSTalos, workers)+"  hibernation: "+hibernation+"\n")
 }
 
 // podNodes maps the tenant's pods to their nodes ("" when unscheduled), through the user's

@@ -54,12 +54,18 @@ spec:
 // at version.
 func localCluster(t *testing.T, ns, name, version string, os bootstrap.OS, workers int) {
 	t.Helper()
-	mustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
+	mustApply(t, localProviderConfigManifest(ns)+localClusterManifest(ns, name, version, os, workers))
+}
+
+// localProviderConfigManifest is the local ProviderConfig of namespace ns, as a YAML document
+// followed by its separator.
+func localProviderConfigManifest(ns string) string {
+	return fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
 kind: ProviderConfig
 metadata: {name: local, namespace: %s}
 spec: {provider: local}
 ---
-`, ns)+localClusterManifest(ns, name, version, os, workers))
+`, ns)
 }
 
 // waitReady waits for the TenantCluster's Ready condition with every worker ready.
