@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 )
 
 // butlerSA is butler-apiserver's identity in the management cluster (local-up's client
@@ -37,7 +37,7 @@ metadata: {name: butler-apiserver-secrets, namespace: %[1]s}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: butler-apiserver-secrets}
 subjects:
 - {apiGroup: rbac.authorization.k8s.io, kind: User, name: %[6]q}
-`, name, component.TenantClusterLabel, cluster, component.TenantClusterNamespaceLabel, clusterNS, butlerSA))
+`, name, external.TenantClusterLabel, cluster, external.TenantClusterNamespaceLabel, clusterNS, butlerSA))
 	t.Cleanup(func() { _, _ = kubectl(t, "delete", "namespace", name, "--wait=false") })
 	return name
 }
@@ -115,7 +115,7 @@ spec:
 	}{
 		{[]string{"create", "rolebinding", "steal", "-n", "kube-system", "--clusterrole=butler-apiserver-secrets", "--user=" + butlerSA},
 			"butler-apiserver-secrets may be bound only in butler-system and in tenant namespaces butler made"},
-		{[]string{"label", "namespace", plain, component.TenantClusterLabel + "=x"},
+		{[]string{"label", "namespace", plain, external.TenantClusterLabel + "=x"},
 			"butler-apiserver may not mark an existing namespace as one it made"},
 		{[]string{"delete", "namespace", plain, "--wait=false"}, "butler-apiserver deletes only the namespaces it made"},
 		{[]string{"create", "clusterrole", "steal", "--verb=get", "--resource=teams.butler.butlerlabs.dev"},

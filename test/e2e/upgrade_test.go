@@ -23,7 +23,6 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
-	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/controlplane"
 )
 
 const (
@@ -228,7 +227,7 @@ func tcpAnnotation(d dynamic.Interface, ns, name string) string {
 	if err != nil {
 		return ""
 	}
-	return tcp.GetAnnotations()[controlplane.ReasonAnnotation]
+	return tcp.GetAnnotations()[external.LocalProviderReasonAnnotation]
 }
 
 // waitTCPReason waits for the TenantControlPlane's reason annotation.

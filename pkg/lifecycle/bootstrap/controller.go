@@ -39,10 +39,6 @@ const (
 	// ConfigNameLabel is informational: the config's name (truncated to a label value).
 	ConfigNameLabel = "bootstrap.butlerlabs.dev/config-name"
 
-	clusterNameLabel = clusterv1.ClusterNameLabel
-	// tenantClusterLabel is one of the TenantCluster labels the data Secret inherits from its
-	// config.
-	tenantClusterLabel = external.TenantClusterLabel
 	// DataSecretType is CAPI's type for bootstrap data and kubeconfig Secrets.
 	DataSecretType = clusterv1.ClusterSecretType
 	// kubeconfigKey is the key of CAPI's <cluster>-kubeconfig Secret.
@@ -211,7 +207,7 @@ func (c *Controller) configsOfSecret(obj any) []string {
 	if ref := metav1.GetControllerOf(s); ref != nil && ref.Kind == external.BootstrapConfigGVK.Kind {
 		return []string{s.Namespace + "/" + ref.Name}
 	}
-	cluster := s.Labels[clusterNameLabel]
+	cluster := s.Labels[clusterv1.ClusterNameLabel]
 	if s.Name == cluster+"-kubeconfig" || s.Name == cluster+"-ca" {
 		return c.configsOfClusterName(s.Namespace, cluster)
 	}

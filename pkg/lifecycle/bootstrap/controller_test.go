@@ -28,10 +28,10 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	bootstrapdata "github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
 )
 
@@ -68,13 +68,13 @@ func configObj(os string) *unstructured.Unstructured {
 		"apiVersion": "bootstrap.butlerlabs.dev/v1alpha1", "kind": "BootstrapConfig",
 		"metadata": map[string]any{
 			"name": configN, "namespace": ns, "uid": configUID, "generation": int64(1),
-			"labels": map[string]any{clusterNameLabel: cluster, tenantClusterLabel: cluster},
+			"labels": map[string]any{clusterv1.ClusterNameLabel: cluster, external.TenantClusterLabel: cluster},
 			"ownerReferences": []any{map[string]any{
 				"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine", "name": machineN, "uid": "m-uid", "controller": true}},
 		},
 		"spec": map[string]any{
 			"os":            map[string]any{"type": os},
-			"nodeLabels":    map[string]any{tenantClusterLabel: cluster},
+			"nodeLabels":    map[string]any{external.TenantClusterLabel: cluster},
 			"nodeTaints":    []any{map[string]any{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}},
 			"clusterDNS":    "10.96.0.10",
 			"clusterDomain": "cluster.local",
@@ -89,7 +89,7 @@ func machineObj() *unstructured.Unstructured {
 	return u(map[string]any{
 		"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine",
 		"metadata": map[string]any{"name": machineN, "namespace": ns, "uid": "m-uid",
-			"labels": map[string]any{clusterNameLabel: cluster}},
+			"labels": map[string]any{clusterv1.ClusterNameLabel: cluster}},
 		"spec": map[string]any{
 			"clusterName": cluster, "version": "v1.36.3",
 			"bootstrap":         map[string]any{"configRef": map[string]any{"apiGroup": external.BootstrapGroup, "kind": "BootstrapConfig", "name": configN}},
@@ -122,7 +122,7 @@ func caSecret(ca []byte) *corev1.Secret {
 
 func kubeconfigSecret() *corev1.Secret {
 	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: cluster + "-kubeconfig", Namespace: ns, ResourceVersion: "1",
-		Labels: map[string]string{clusterNameLabel: cluster}}, Type: DataSecretType,
+		Labels: map[string]string{clusterv1.ClusterNameLabel: cluster}}, Type: DataSecretType,
 		Data: map[string][]byte{"value": []byte("apiVersion: v1\nkind: Config\n")}}
 }
 
@@ -146,7 +146,7 @@ func newEnv(t *testing.T, dynObjs []runtime.Object, kubeObjs ...runtime.Object) 
 	}
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, dynObjs...)
 	// The tenant namespace, labelled as the TenantCluster worker makes it: its Secrets are watched.
-	tenantNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{component.TenantClusterLabel: "prod"}}}
+	tenantNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{external.TenantClusterLabel: "prod"}}}
 	kube := kubefake.NewClientset(append(kubeObjs, tenantNS)...)
 	kube.Resources = []*metav1.APIResourceList{
 		{GroupVersion: configGVR.GroupVersion().String()}, {GroupVersion: machineGVR.GroupVersion().String()}}
@@ -162,7 +162,7 @@ func newEnv(t *testing.T, dynObjs []runtime.Object, kubeObjs ...runtime.Object) 
 	c.tenantClient = func([]byte) (kubernetes.Interface, error) { return e.tenant, nil }
 	c.now = func() time.Time { return e.now }
 	d.DynamicInformers.Start(ctx.Done())
-	d.KubeInformersFor(component.TenantClusterLabel).Start(ctx.Done())
+	d.KubeInformersFor(external.TenantClusterLabel).Start(ctx.Done())
 	d.TenantSecrets().Start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		t.Fatal("caches did not sync")
@@ -294,7 +294,7 @@ func TestDataSecretPerOS(t *testing.T) {
 			if got := string(s.Data["format"]); got != wantFormat {
 				t.Errorf("data Secret format = %q, want %q", got, wantFormat)
 			}
-			if s.Labels[clusterNameLabel] != cluster || s.Labels[tenantClusterLabel] != cluster {
+			if s.Labels[clusterv1.ClusterNameLabel] != cluster || s.Labels[external.TenantClusterLabel] != cluster {
 				t.Errorf("data Secret labels = %v", s.Labels)
 			}
 			if s.Annotations[bootstrapdata.OSAnnotation] != string(os) {
@@ -314,7 +314,7 @@ func TestDataSecretPerOS(t *testing.T) {
 			if err := info.VerifyCA(e.ca); err != nil {
 				t.Errorf("the data does not trust the cluster CA: %v", err)
 			}
-			if info.NodeLabels[tenantClusterLabel] != cluster || len(info.NodeTaints) != 1 || info.NodeTaints[0].Key != "dedicated" {
+			if info.NodeLabels[external.TenantClusterLabel] != cluster || len(info.NodeTaints) != 1 || info.NodeTaints[0].Key != "dedicated" {
 				t.Errorf("labels %v taints %v", info.NodeLabels, info.NodeTaints)
 			}
 

@@ -61,7 +61,7 @@ func (c *Controller) providerID(ctx context.Context, m *clusterv1.Machine) strin
 // applyDataSecret server-side applies the data Secret CAPI reads (Machine.spec.bootstrap.dataSecretName):
 // the data and its contract format, which the infrastructure provider delivers it by.
 func (c *Controller) applyDataSecret(ctx context.Context, bc *BootstrapConfig, cluster string, os bootstrapdata.OS, data []byte) error {
-	lbls := map[string]string{clusterNameLabel: cluster, external.ManagedByLabel: external.ManagedBy}
+	lbls := map[string]string{clusterv1.ClusterNameLabel: cluster, external.ManagedByLabel: external.ManagedBy}
 	for k, v := range bc.Labels {
 		if k == external.TenantClusterLabel || k == external.TenantClusterNamespaceLabel {
 			lbls[k] = v

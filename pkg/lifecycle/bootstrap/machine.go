@@ -57,7 +57,7 @@ func (c *Controller) ensureMachine(ctx context.Context, s *state) (steps.Result,
 	s.machine = machine
 	s.cluster = machine.Spec.ClusterName
 	if s.cluster == "" {
-		s.cluster = machine.Labels[clusterNameLabel]
+		s.cluster = machine.Labels[clusterv1.ClusterNameLabel]
 	}
 	return steps.Ready("MachineFound", "Machine %s of Cluster %s", machine.Name, s.cluster), nil
 }
@@ -95,7 +95,7 @@ func (c *Controller) ensureFinalizer(ctx context.Context, bc *BootstrapConfig) e
 
 // clusterOf names the config's cluster from its label or its Machine.
 func (c *Controller) clusterOf(bc *BootstrapConfig) string {
-	if cl := bc.Labels[clusterNameLabel]; cl != "" {
+	if cl := bc.Labels[clusterv1.ClusterNameLabel]; cl != "" {
 		return cl
 	}
 	if m, _, ok := c.ownerMachine(&state{bc: bc}); ok {

@@ -29,10 +29,6 @@ type Input struct {
 
 // The contract labels of every object the TenantCluster controller writes.
 const (
-	// TenantClusterLabel and TenantClusterNamespaceLabel name the TenantCluster (the contract's,
-	// in pkg/external).
-	TenantClusterLabel          = external.TenantClusterLabel
-	TenantClusterNamespaceLabel = external.TenantClusterNamespaceLabel
 	// PoolLabel names a node pool on machines and Nodes.
 	PoolLabel = "butler.butlerlabs.dev/pool"
 	// WorkersPool is the pool of spec.workers.
@@ -50,10 +46,10 @@ var ManagementKubeconfigKeys = []string{"admin.svc", "admin.conf", "value", "kub
 // Labels are the contract labels.
 func Labels(in Input) map[string]string {
 	return map[string]string{
-		clusterv1.ClusterNameLabel:  in.Cluster.Name,
-		TenantClusterLabel:          in.Cluster.Name,
-		TenantClusterNamespaceLabel: in.Cluster.Namespace,
-		external.ManagedByLabel:     external.ManagedBy,
+		clusterv1.ClusterNameLabel:           in.Cluster.Name,
+		external.TenantClusterLabel:          in.Cluster.Name,
+		external.TenantClusterNamespaceLabel: in.Cluster.Namespace,
+		external.ManagedByLabel:              external.ManagedBy,
 	}
 }
 

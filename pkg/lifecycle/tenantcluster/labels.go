@@ -4,6 +4,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component"
 )
 
@@ -12,8 +13,8 @@ const (
 	Finalizer = "butler.butlerlabs.dev/tenantcluster"
 	// ClusterLabel and ClusterNamespaceLabel name the TenantCluster an object belongs to
 	// (labels, not owner references: the objects live in another namespace).
-	ClusterLabel          = component.TenantClusterLabel
-	ClusterNamespaceLabel = component.TenantClusterNamespaceLabel
+	ClusterLabel          = external.TenantClusterLabel
+	ClusterNamespaceLabel = external.TenantClusterNamespaceLabel
 	// TeamLabel names the cluster's Team on its tenant namespace.
 	TeamLabel = "butler.butlerlabs.dev/tenant-team"
 	// PausedAnnotation "true" stops the worker acting on a cluster, as Cluster API's

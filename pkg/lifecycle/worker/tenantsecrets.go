@@ -11,7 +11,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 )
 
 // TenantSecrets watches Secrets in the tenant namespaces butler made, with one informer per
@@ -42,7 +42,7 @@ func (d *Deps) TenantSecrets() *TenantSecrets {
 	}
 	if d.tenantSecrets == nil {
 		d.tenantSecrets = &TenantSecrets{kube: d.Kube, byNS: map[string]*namespaceSecrets{}}
-		ns := d.KubeInformersFor(component.TenantClusterLabel).Core().V1().Namespaces().Informer()
+		ns := d.KubeInformersFor(external.TenantClusterLabel).Core().V1().Namespaces().Informer()
 		_, _ = ns.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc: func(obj any) {
 				if n, ok := obj.(*corev1.Namespace); ok {

@@ -99,7 +99,7 @@ func (c *Controller) reconcileSCP(ctx context.Context, key string) error {
 	}
 
 	versionStatus, _ := nestedString(tcp.Object, "status", "kubernetesResources", "version", "status")
-	reason, message := tcp.GetAnnotations()[ReasonAnnotation], tcp.GetAnnotations()[MessageAnnotation]
+	reason, message := tcp.GetAnnotations()[external.LocalProviderReasonAnnotation], tcp.GetAnnotations()[external.LocalProviderMessageAnnotation]
 	if versionStatus == statusReady || versionStatus == statusUpgrading {
 		if err := c.copyClusterSecrets(ctx, scp, tcp, clusterName); err != nil {
 			status.set(conditionKubeconfigCreated, false, "CopyFailed", err.Error())
@@ -376,7 +376,7 @@ func (c *Controller) copyClusterSecrets(ctx context.Context, scp, tcp *unstructu
 		value = admin.Data["admin.conf"]
 	}
 	apply := external.LocalProvider.ApplyOptions()
-	labels := map[string]string{ClusterNameLabel: cluster}
+	labels := map[string]string{clusterv1.ClusterNameLabel: cluster}
 	kubeconfig := corev1ac.Secret(clusterKubeconfigName(cluster), scp.GetNamespace()).
 		WithType(clusterv1.ClusterSecretType).WithLabels(labels).
 		WithOwnerReferences(ownerReferenceAC(scp)).
@@ -479,7 +479,7 @@ func (c *Controller) setSCPStatus(ctx context.Context, scp *unstructured.Unstruc
 		"readyReplicas":               readyReplicas,
 		"updatedReplicas":             updated,
 		"unavailableReplicas":         max(replicas-readyReplicas, 0),
-		"selector":                    ClusterNameLabel + "=" + s.cluster,
+		"selector":                    clusterv1.ClusterNameLabel + "=" + s.cluster,
 		"conditions":                  conditions,
 		"failureReason":               nilIfEmpty(s.failureReason),
 		"failureMessage":              nilIfEmpty(s.failureMessage),

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/external/crdtest"
 )
@@ -14,7 +15,7 @@ func testSCP() *unstructured.Unstructured {
 		"apiVersion": stewardControlPlaneAPIVersion, "kind": stewardControlPlaneKind,
 		"metadata": map[string]any{
 			"name": "t1", "namespace": "t1-abcd1234", "uid": "scp-uid",
-			"labels":      map[string]any{ClusterNameLabel: "t1", "butler.butlerlabs.dev/tenant-cluster": "t1"},
+			"labels":      map[string]any{clusterv1.ClusterNameLabel: "t1", "butler.butlerlabs.dev/tenant-cluster": "t1"},
 			"annotations": map[string]any{"kubectl.kubernetes.io/last-applied-configuration": "{}", "note": "kept"},
 			"ownerReferences": []any{map[string]any{
 				"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster", "name": "t1", "uid": "cluster-uid"}},
@@ -105,7 +106,7 @@ func TestDesiredTCP(t *testing.T) {
 	if len(refs) != 1 || refs[0].Kind != stewardControlPlaneKind || refs[0].UID != "scp-uid" || refs[0].Controller == nil || !*refs[0].Controller {
 		t.Errorf("ownerReferences = %+v", refs)
 	}
-	if tcp.GetLabels()[ClusterNameLabel] != "t1" {
+	if tcp.GetLabels()[clusterv1.ClusterNameLabel] != "t1" {
 		t.Errorf("labels = %v", tcp.GetLabels())
 	}
 	if a := tcp.GetAnnotations(); a["note"] != "kept" || a["kubectl.kubernetes.io/last-applied-configuration"] != "" {

@@ -7,9 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
-	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external/steward"
 )
 
@@ -30,12 +28,6 @@ const (
 	// Finalizer holds a TenantControlPlane until its processes are stopped and its etcd prefix
 	// is deleted.
 	Finalizer = "localprovider.butlerlabs.dev/processes"
-	// ReasonAnnotation and MessageAnnotation on a TenantControlPlane say why it is not Ready
-	// (Steward's status has no conditions); the StewardControlPlane mirrors them.
-	ReasonAnnotation  = external.LocalProviderReasonAnnotation
-	MessageAnnotation = external.LocalProviderMessageAnnotation
-	// ClusterNameLabel is Cluster API's label naming the Cluster an object belongs to.
-	ClusterNameLabel = clusterv1.ClusterNameLabel
 )
 
 // Version statuses of a TenantControlPlane (status.kubernetesResources.version.status).

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external/steward"
@@ -412,7 +413,7 @@ func (c *Controller) ensureCA(ctx context.Context, tcp *unstructured.Unstructure
 		}
 		secret = &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: tcp.GetNamespace(),
-				Labels:          map[string]string{ClusterNameLabel: clusterNameOf(tcp)},
+				Labels:          map[string]string{clusterv1.ClusterNameLabel: clusterNameOf(tcp)},
 				OwnerReferences: []metav1.OwnerReference{ownerReference(tcp)}},
 			Type: corev1.SecretTypeOpaque,
 			Data: map[string][]byte{"ca.crt": newCA.CertPEM, "ca.key": newCA.KeyPEM, "tls.crt": newCA.CertPEM, "tls.key": newCA.KeyPEM},
@@ -523,7 +524,7 @@ func (c *Controller) applyAdminKubeconfig(ctx context.Context, tcp *unstructured
 		return nil
 	}
 	ac := corev1ac.Secret(adminKubeconfigName(tcp.GetName()), tcp.GetNamespace()).
-		WithLabels(map[string]string{ClusterNameLabel: clusterNameOf(tcp)}).
+		WithLabels(map[string]string{clusterv1.ClusterNameLabel: clusterNameOf(tcp)}).
 		WithOwnerReferences(ownerReferenceAC(tcp)).
 		WithType(corev1.SecretTypeOpaque).
 		WithData(map[string][]byte{
@@ -542,7 +543,7 @@ func (c *Controller) applyAdminKubeconfig(ctx context.Context, tcp *unstructured
 // clusterNameOf is the Cluster a TenantControlPlane belongs to: its cluster-name label, or its
 // own name (capi-steward names it after the Cluster).
 func clusterNameOf(obj *unstructured.Unstructured) string {
-	if n := obj.GetLabels()[ClusterNameLabel]; n != "" {
+	if n := obj.GetLabels()[clusterv1.ClusterNameLabel]; n != "" {
 		return n
 	}
 	return obj.GetName()
@@ -578,11 +579,11 @@ type tcpState struct {
 func (c *Controller) setTCPStatus(ctx context.Context, tcp *unstructured.Unstructured, s tcpState) error {
 	client := c.deps.Dynamic.Resource(tenantControlPlanes).Namespace(tcp.GetNamespace())
 	ann := tcp.GetAnnotations()
-	if ann[ReasonAnnotation] != s.reason || ann[MessageAnnotation] != s.message {
+	if ann[external.LocalProviderReasonAnnotation] != s.reason || ann[external.LocalProviderMessageAnnotation] != s.message {
 		// Its own field manager: the StewardControlPlane's apply of the spec must not drop them.
 		meta := map[string]any{"name": tcp.GetName(), "namespace": tcp.GetNamespace()}
 		if s.reason != "" {
-			meta["annotations"] = map[string]any{ReasonAnnotation: s.reason, MessageAnnotation: s.message}
+			meta["annotations"] = map[string]any{external.LocalProviderReasonAnnotation: s.reason, external.LocalProviderMessageAnnotation: s.message}
 		}
 		u := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": tenantControlPlaneAPIVersion, "kind": tenantControlPlaneKind, "metadata": meta}}
@@ -639,7 +640,7 @@ func tcpStatus(tcp *unstructured.Unstructured, s tcpState) map[string]any {
 			"version": version,
 			"deployment": map[string]any{
 				"name": tcp.GetName(), "namespace": tcp.GetNamespace(),
-				"selector": ClusterNameLabel + "=" + clusterNameOf(tcp),
+				"selector": clusterv1.ClusterNameLabel + "=" + clusterNameOf(tcp),
 				"replicas": s.replicas, "readyReplicas": ready, "availableReplicas": ready,
 				"updatedReplicas": ready, "unavailableReplicas": s.replicas - ready,
 			},

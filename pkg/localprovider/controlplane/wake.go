@@ -14,7 +14,6 @@ import (
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/hibernation"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component"
 )
 
 var tenantClusters = schema.GroupVersionResource{Group: "butler.butlerlabs.dev", Version: "v1alpha1", Resource: "tenantclusters"}
@@ -78,7 +77,7 @@ func (c *Controller) ensureWakeProxy(ctx context.Context, tcp *unstructured.Unst
 
 func tenantClusterOf(tcp *unstructured.Unstructured) types.NamespacedName {
 	l := tcp.GetLabels()
-	return types.NamespacedName{Namespace: l[component.TenantClusterNamespaceLabel], Name: l[component.TenantClusterLabel]}
+	return types.NamespacedName{Namespace: l[external.TenantClusterNamespaceLabel], Name: l[external.TenantClusterLabel]}
 }
 
 // recordWake starts the processes without waiting for the wake to come back through Cluster

@@ -68,9 +68,6 @@ type Controller struct {
 	synced []cache.InformerSynced
 }
 
-// clusterNameLabel is Cluster API's label naming an object's cluster.
-const clusterNameLabel = clusterv1.ClusterNameLabel
-
 // byDataSecret indexes Machines by namespace/bootstrap data Secret name.
 const byDataSecret = "dataSecret"
 
@@ -103,7 +100,7 @@ func New(d *worker.Deps, opts Options) (*Controller, error) {
 	lc := d.DynamicInformers.ForResource(LocalClustersResource)
 	m := d.DynamicInformers.ForResource(MachinesResource)
 	cl := d.DynamicInformers.ForResource(ClustersResource)
-	secrets := d.KubeInformersFor(clusterNameLabel).Core().V1().Secrets()
+	secrets := d.KubeInformersFor(clusterv1.ClusterNameLabel).Core().V1().Secrets()
 	c.machines, c.clusters, c.capi, c.secrets = lm.Lister(), lc.Lister(), m.Informer(), secrets.Lister()
 	c.capiClusters = cl.Lister()
 
@@ -175,13 +172,13 @@ func (c *Controller) secretChanged(obj any) {
 	if !ok {
 		return
 	}
-	if cluster := s.Labels[clusterNameLabel]; cluster != "" && s.Name == cluster+"-kubeconfig" {
+	if cluster := s.Labels[clusterv1.ClusterNameLabel]; cluster != "" && s.Name == cluster+"-kubeconfig" {
 		c.clusterQueue.Add(s.Namespace + "/" + localClusterNameFor(cluster))
 		return
 	}
-	if cluster := s.Labels[clusterNameLabel]; cluster != "" && s.Name == cluster+"-ca" {
+	if cluster := s.Labels[clusterv1.ClusterNameLabel]; cluster != "" && s.Name == cluster+"-ca" {
 		// A new cluster CA: every machine of the cluster renews its certificate.
-		selector := labels.SelectorFromSet(labels.Set{clusterNameLabel: cluster})
+		selector := labels.SelectorFromSet(labels.Set{clusterv1.ClusterNameLabel: cluster})
 		machines, _ := c.machines.ByNamespace(s.Namespace).List(selector)
 		for _, m := range machines {
 			if acc, err := meta.Accessor(m); err == nil {
@@ -326,7 +323,7 @@ func clusterOf(owners []metav1.OwnerReference, labels map[string]string, def str
 			return o.Name
 		}
 	}
-	if n := labels[clusterNameLabel]; n != "" {
+	if n := labels[clusterv1.ClusterNameLabel]; n != "" {
 		return n
 	}
 	return def
@@ -503,7 +500,7 @@ func (c *Controller) bootstrapData(lm *LocalMachine) (*bootstrap.JoinInfo, *meta
 	secretName := *machine.Spec.Bootstrap.DataSecretName
 	secret, err := c.secrets.Secrets(lm.Namespace).Get(secretName)
 	if err != nil {
-		return waiting(ReasonWaitingForBootstrapData, "waiting for the bootstrap data Secret %s (labelled %s)", secretName, clusterNameLabel)
+		return waiting(ReasonWaitingForBootstrapData, "waiting for the bootstrap data Secret %s (labelled %s)", secretName, clusterv1.ClusterNameLabel)
 	}
 	os := bootstrap.OS(secret.Annotations[bootstrap.OSAnnotation])
 	if os == "" {

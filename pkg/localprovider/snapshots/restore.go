@@ -17,7 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/controlplane"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/datastore"
 	"github.com/butlerdotdev/butler-apiserver/pkg/snapshot"
@@ -39,7 +39,7 @@ func (c *Controller) Restore(ctx context.Context, tcp *unstructured.Unstructured
 	// Read live, not from the informers: a provider just started may not have them yet, and a
 	// new cluster must not start before its restore.
 	labels := tcp.GetLabels()
-	tc, err := c.deps.Butler.ButlerV1alpha1().TenantClusters(labels[component.TenantClusterNamespaceLabel]).Get(ctx, labels[component.TenantClusterLabel], metav1.GetOptions{})
+	tc, err := c.deps.Butler.ButlerV1alpha1().TenantClusters(labels[external.TenantClusterNamespaceLabel]).Get(ctx, labels[external.TenantClusterLabel], metav1.GetOptions{})
 	if err != nil {
 		return true, "reading the TenantCluster to restore", err
 	}

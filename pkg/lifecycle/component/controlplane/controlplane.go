@@ -194,8 +194,8 @@ func kubeadmControlPlane(in component.Input) (*unstructured.Unstructured, error)
 		Version:  in.Cluster.Spec.KubernetesVersion,
 		MachineTemplate: controlplanev1.KubeadmControlPlaneMachineTemplate{
 			ObjectMeta: clusterv1.ObjectMeta{Labels: map[string]string{
-				component.TenantClusterLabel: in.Cluster.Name,
-				component.PoolLabel:          "control-plane",
+				external.TenantClusterLabel: in.Cluster.Name,
+				component.PoolLabel:         "control-plane",
 			}},
 			Spec: controlplanev1.KubeadmControlPlaneMachineTemplateSpec{
 				InfrastructureRef: clusterv1.ContractVersionedObjectReference{

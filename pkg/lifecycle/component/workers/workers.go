@@ -39,8 +39,8 @@ func MachineDeployment(in component.Input) (*unstructured.Unstructured, error) {
 		DeploymentNameLabel:        name,
 	}
 	machineLabels := map[string]string{
-		component.TenantClusterLabel: in.Cluster.Name,
-		component.PoolLabel:          component.WorkersPool,
+		external.TenantClusterLabel: in.Cluster.Name,
+		component.PoolLabel:         component.WorkersPool,
 	}
 	for k, v := range selector {
 		machineLabels[k] = v
@@ -96,8 +96,8 @@ func BootstrapTemplate(in component.Input) (*unstructured.Unstructured, error) {
 	spec := map[string]any{
 		"os": os,
 		"nodeLabels": map[string]any{
-			component.TenantClusterLabel: in.Cluster.Name,
-			component.PoolLabel:          component.WorkersPool,
+			external.TenantClusterLabel: in.Cluster.Name,
+			component.PoolLabel:         component.WorkersPool,
 		},
 		"clusterDNS":    dns,
 		"clusterDomain": component.ServiceDomain,
