@@ -2,7 +2,9 @@ package controlplane
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -42,7 +44,61 @@ type joinSetup struct {
 // setUpJoin applies kubeadm's join objects to the tenant (server-side apply: it can run again).
 func setUpJoin(ctx context.Context, tenant kubernetes.Interface, s joinSetup) error {
 	apply := external.LocalProvider.ApplyOptions()
-	crbs := []*rbacv1ac.ClusterRoleBindingApplyConfiguration{
+	info, err := clusterInfoKubeconfig(s.Endpoint, s.CAPEM)
+	if err != nil {
+		return err
+	}
+	joiners := []*rbacv1ac.SubjectApplyConfiguration{group(bootstrappersGroup), group(nodesGroup)}
+	// Each object stands alone (a binding may name a role not yet there), so all are applied at
+	// once: one after the other they were most of /readyz -> Ready, a new kube-apiserver being
+	// slow to answer its first requests.
+	writes := []func() error{
+		func() error {
+			getNodes := rbacv1ac.ClusterRole("kubeadm:get-nodes").WithRules(
+				rbacv1ac.PolicyRule().WithAPIGroups("").WithResources("nodes").WithVerbs("get"))
+			if _, err := tenant.RbacV1().ClusterRoles().Apply(ctx, getNodes, apply); err != nil {
+				return fmt.Errorf("ClusterRole kubeadm:get-nodes: %w", err)
+			}
+			return nil
+		},
+		// cluster-info: the endpoint and CA, readable by anyone; the bootstrap signer adds a JWS
+		// signature per token, which kubeadm join checks against its token.
+		func() error {
+			if _, err := tenant.CoreV1().ConfigMaps(metav1.NamespacePublic).Apply(ctx,
+				corev1ac.ConfigMap(clusterInfo, metav1.NamespacePublic).WithData(map[string]string{"kubeconfig": string(info)}), apply); err != nil {
+				return fmt.Errorf("ConfigMap kube-public/cluster-info: %w", err)
+			}
+			return nil
+		},
+		func() error {
+			return readableConfigMap(ctx, tenant, metav1.NamespacePublic, "kubeadm:bootstrap-signer-clusterinfo", clusterInfo,
+				rbacv1ac.Subject().WithKind("User").WithAPIGroup(rbacGroup).WithName("system:anonymous"))
+		},
+		// kubeadm-config and kubelet-config: what kubeadm join reads before it starts the kubelet.
+		func() error {
+			if _, err := tenant.CoreV1().ConfigMaps(metav1.NamespaceSystem).Apply(ctx,
+				corev1ac.ConfigMap(kubeadmConfig, metav1.NamespaceSystem).WithData(map[string]string{
+					"ClusterConfiguration": clusterConfiguration(s)}), apply); err != nil {
+				return fmt.Errorf("ConfigMap kube-system/kubeadm-config: %w", err)
+			}
+			return nil
+		},
+		func() error {
+			if _, err := tenant.CoreV1().ConfigMaps(metav1.NamespaceSystem).Apply(ctx,
+				corev1ac.ConfigMap(kubeletConfig, metav1.NamespaceSystem).WithData(map[string]string{
+					"kubelet": kubeletConfiguration(s)}), apply); err != nil {
+				return fmt.Errorf("ConfigMap kube-system/kubelet-config: %w", err)
+			}
+			return nil
+		},
+		func() error {
+			return readableConfigMap(ctx, tenant, metav1.NamespaceSystem, "kubeadm:nodes-kubeadm-config", kubeadmConfig, joiners...)
+		},
+		func() error {
+			return readableConfigMap(ctx, tenant, metav1.NamespaceSystem, "kubeadm:kubelet-config", kubeletConfig, joiners...)
+		},
+	}
+	for _, crb := range []*rbacv1ac.ClusterRoleBindingApplyConfiguration{
 		// A bootstrap token may create CSRs...
 		clusterRoleBinding("kubeadm:kubelet-bootstrap", "system:node-bootstrapper", group(bootstrappersGroup)),
 		// ...which are approved for a node client certificate...
@@ -55,49 +111,22 @@ func setUpJoin(ctx context.Context, tenant kubernetes.Interface, s joinSetup) er
 		clusterRoleBinding("kubeadm:get-nodes", "kubeadm:get-nodes", group(bootstrappersGroup)),
 		// admin.conf's group (kubeadm >= 1.29): cluster-admin, revocable unlike system:masters.
 		clusterRoleBinding("kubeadm:cluster-admins", "cluster-admin", group(pki.AdminsGroup)),
+	} {
+		writes = append(writes, func() error {
+			if _, err := tenant.RbacV1().ClusterRoleBindings().Apply(ctx, crb, apply); err != nil {
+				return fmt.Errorf("ClusterRoleBinding %s: %w", *crb.Name, err)
+			}
+			return nil
+		})
 	}
-	getNodes := rbacv1ac.ClusterRole("kubeadm:get-nodes").WithRules(
-		rbacv1ac.PolicyRule().WithAPIGroups("").WithResources("nodes").WithVerbs("get"))
-	if _, err := tenant.RbacV1().ClusterRoles().Apply(ctx, getNodes, apply); err != nil {
-		return fmt.Errorf("ClusterRole kubeadm:get-nodes: %w", err)
+	errs := make([]error, len(writes))
+	var wg sync.WaitGroup
+	for i, write := range writes {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = write() }()
 	}
-	for _, crb := range crbs {
-		if _, err := tenant.RbacV1().ClusterRoleBindings().Apply(ctx, crb, apply); err != nil {
-			return fmt.Errorf("ClusterRoleBinding %s: %w", *crb.Name, err)
-		}
-	}
-
-	// cluster-info: the endpoint and CA, readable by anyone; the bootstrap signer adds a JWS
-	// signature per token, which kubeadm join checks against its token.
-	info, err := clusterInfoKubeconfig(s.Endpoint, s.CAPEM)
-	if err != nil {
-		return err
-	}
-	if _, err := tenant.CoreV1().ConfigMaps(metav1.NamespacePublic).Apply(ctx,
-		corev1ac.ConfigMap(clusterInfo, metav1.NamespacePublic).WithData(map[string]string{"kubeconfig": string(info)}), apply); err != nil {
-		return fmt.Errorf("ConfigMap kube-public/cluster-info: %w", err)
-	}
-	if err := readableConfigMap(ctx, tenant, metav1.NamespacePublic, "kubeadm:bootstrap-signer-clusterinfo", clusterInfo,
-		rbacv1ac.Subject().WithKind("User").WithAPIGroup(rbacGroup).WithName("system:anonymous")); err != nil {
-		return err
-	}
-
-	// kubeadm-config and kubelet-config: what kubeadm join reads before it starts the kubelet.
-	if _, err := tenant.CoreV1().ConfigMaps(metav1.NamespaceSystem).Apply(ctx,
-		corev1ac.ConfigMap(kubeadmConfig, metav1.NamespaceSystem).WithData(map[string]string{
-			"ClusterConfiguration": clusterConfiguration(s)}), apply); err != nil {
-		return fmt.Errorf("ConfigMap kube-system/kubeadm-config: %w", err)
-	}
-	if _, err := tenant.CoreV1().ConfigMaps(metav1.NamespaceSystem).Apply(ctx,
-		corev1ac.ConfigMap(kubeletConfig, metav1.NamespaceSystem).WithData(map[string]string{
-			"kubelet": kubeletConfiguration(s)}), apply); err != nil {
-		return fmt.Errorf("ConfigMap kube-system/kubelet-config: %w", err)
-	}
-	joiners := []*rbacv1ac.SubjectApplyConfiguration{group(bootstrappersGroup), group(nodesGroup)}
-	if err := readableConfigMap(ctx, tenant, metav1.NamespaceSystem, "kubeadm:nodes-kubeadm-config", kubeadmConfig, joiners...); err != nil {
-		return err
-	}
-	return readableConfigMap(ctx, tenant, metav1.NamespaceSystem, "kubeadm:kubelet-config", kubeletConfig, joiners...)
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 func group(name string) *rbacv1ac.SubjectApplyConfiguration {

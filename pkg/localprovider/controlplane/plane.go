@@ -49,6 +49,8 @@ type plane struct {
 
 	mu    sync.Mutex
 	procs map[string]*process
+	// components are those the last ensure asked for: ready needs each of them running.
+	components []string
 	// version is the Kubernetes version the running kube-apiserver's binary is.
 	version string
 	// apiServerStarts is how often kube-apiserver was started when it was last seen ready;
@@ -97,14 +99,22 @@ func (pl *plane) ensure(ctx context.Context, version string, caPEM []byte, specs
 		pool.AppendCertsFromPEM(caPEM)
 		pl.caPool, pl.caPEM = pool, caPEM
 	}
+	pl.components = pl.components[:0]
 	for _, spec := range specs {
-		if p, ok := pl.procs[spec.Component]; ok {
-			if p.hash == spec.hash() {
-				continue
-			}
+		pl.components = append(pl.components, spec.Component)
+		p, ok := pl.procs[spec.Component]
+		switch {
+		case ok && p.hash == spec.hash():
+			continue
+		case ok:
 			pl.mu.Unlock()
 			p.stop()
 			pl.mu.Lock()
+		case spec.Component != componentAPIServer && !pl.ready:
+			// The controllers' first start waits for kube-apiserver to answer /readyz (the probe
+			// queues the tenant then): started beside it they only wait for it, and take CPU
+			// its start needs, which was most of create -> control plane Ready on two cores.
+			continue
 		}
 		pl.procs[spec.Component] = startProcess(ctx, spec, pl.notify)
 		if spec.Component == componentAPIServer {
@@ -254,7 +264,11 @@ func (pl *plane) status() (ready bool, apiServerStarts int, version string) {
 	if !pl.ready {
 		return false, 0, pl.version
 	}
-	for _, p := range pl.procs {
+	for _, name := range pl.components {
+		p := pl.procs[name]
+		if p == nil {
+			return false, 0, pl.version // not started yet (the controllers wait for /readyz)
+		}
 		if _, running, _ := p.state(); !running {
 			return false, 0, pl.version
 		}

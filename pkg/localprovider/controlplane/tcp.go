@@ -190,6 +190,11 @@ func (c *Controller) reconcileTCP(ctx context.Context, key string) error {
 		specs[i].Credentials = credentialsDigest(certs)
 	}
 	pl.ensure(ctx, spec.Version, certs.Trust, specs)
+	// The admin kubeconfig is files already written: published while kube-apiserver starts, not
+	// one more round trip after it serves.
+	if err := c.applyAdminKubeconfig(ctx, tcp, pl, kubeconfigs); err != nil {
+		return err
+	}
 
 	ready, starts, version := pl.status()
 	if !ready && !pl.probedOnce() {
@@ -206,9 +211,6 @@ func (c *Controller) reconcileTCP(ctx context.Context, key string) error {
 			return fmt.Errorf("join setup in the tenant: %w", err)
 		}
 		pl.markSetUp(starts)
-	}
-	if err := c.applyAdminKubeconfig(ctx, tcp, pl, kubeconfigs); err != nil {
-		return err
 	}
 	if err := c.recordRotated(ctx, tcp, pl, rotated); err != nil {
 		return err
@@ -490,6 +492,9 @@ func (c *Controller) setUpTenant(ctx context.Context, spec tenantSpec, endpoint 
 		return err
 	}
 	cfg.UserAgent = string(external.LocalProvider)
+	// The join objects go in one burst (setUpJoin): client-go's default 5/s, burst 10, would
+	// pace its last few.
+	cfg.QPS, cfg.Burst = 50, 50
 	tenant, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
