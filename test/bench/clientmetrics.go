@@ -19,6 +19,9 @@ type clientRequests struct {
 	writes, reads map[string]float64
 	// throttled is the time requests waited in the client-side rate limiter, in seconds.
 	throttled float64
+	// applies and unchanged count the workers' applies of external objects, and those of them
+	// that changed nothing (butler_workers_applies_total).
+	applies, unchanged float64
 }
 
 func (c clientRequests) total(m map[string]float64) float64 {
@@ -31,7 +34,8 @@ func (c clientRequests) total(m map[string]float64) float64 {
 
 // sub is c minus an earlier reading.
 func (c clientRequests) sub(before clientRequests) clientRequests {
-	out := clientRequests{writes: map[string]float64{}, reads: map[string]float64{}, throttled: c.throttled - before.throttled}
+	out := clientRequests{writes: map[string]float64{}, reads: map[string]float64{}, throttled: c.throttled - before.throttled,
+		applies: c.applies - before.applies, unchanged: c.unchanged - before.unchanged}
 	for h, v := range c.writes {
 		out.writes[h] = v - before.writes[h]
 	}
@@ -64,6 +68,11 @@ func (p *plane) scrapeClientRequests(ctx context.Context) (clientRequests, error
 			}
 		case "rest_client_rate_limiter_duration_seconds_sum":
 			out.throttled += value
+		case "butler_workers_applies_total":
+			out.applies += value
+			if labels["changed"] == "false" {
+				out.unchanged += value
+			}
 		}
 	})
 	return out, err

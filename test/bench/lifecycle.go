@@ -197,6 +197,11 @@ func runLifecycle(ctx context.Context, p *plane, n int, out string, profileSecon
 	}
 	deleted := time.Since(dstart)
 	flows2, _ := p.scrapeFlows(ctx)
+	req2, err := p.scrapeClientRequests(ctx)
+	if err != nil {
+		return err
+	}
+	sentDeleting := req2.sub(req1)
 	cpu2, _ := cpuTime(butlerPID)
 	plane2, busy2 := planeCPU(procs), machineBusy()
 	var firstWritten sample
@@ -213,12 +218,14 @@ func runLifecycle(ctx context.Context, p *plane, n int, out string, profileSecon
 | CPU while writing them: the plane's processes / the whole machine | %s / %s |
 | butler-apiserver RSS before / after | %s / %s |
 | butler-apiserver's requests while writing them, per cluster: writes (POST, PUT, PATCH, DELETE) / reads | %.1f (%s) / %.1f |
+| of them, applies of external objects (Cluster API, Steward, provider kinds) per cluster: sent / changed nothing | %.1f / %.1f |
 | time butler-apiserver's requests waited in the client-side rate limiter (summed) | %.1f s |
 | kube-apiserver's requests while writing them, by flow schema (butler's ServiceAccount is service-accounts): requests, seconds executing | %s |
 | delete all -> every TenantAddon, Cluster API and Steward object gone, every namespace deleting | %s |
 | delete all -> the namespaces removed (kube-controller-manager's namespace controller) | %s |
 | delete all -> every TenantCluster gone (its finalizer waits for its namespace) | %s |
 | butler-apiserver CPU while deleting | %s |
+| butler-apiserver's requests while deleting, per cluster: writes / reads | %.1f (%s) / %.1f |
 | CPU while deleting: the plane's processes / the whole machine | %s / %s |
 | kube-apiserver's requests while deleting, by flow schema | %s |
 `, n, created.Round(time.Millisecond), allWritten.Round(time.Millisecond), float64(allWritten.Milliseconds())/float64(n),
@@ -226,8 +233,9 @@ func runLifecycle(ctx context.Context, p *plane, n int, out string, profileSecon
 		(cpu1 - cpu0).Round(time.Millisecond), float64((cpu1-cpu0).Milliseconds())/float64(n),
 		plane1.sub(plane0), (busy1 - busy0).Round(100*time.Millisecond),
 		mib(mem0.rss), mib(mem1.rss),
-		sent.total(sent.writes)/float64(n), sent.byHost(n), sent.total(sent.reads)/float64(n), sent.throttled, flows1.sub(flows0),
+		sent.total(sent.writes)/float64(n), sent.byHost(n), sent.total(sent.reads)/float64(n), sent.applies/float64(n), sent.unchanged/float64(n), sent.throttled, flows1.sub(flows0),
 		butlersGone.Round(time.Millisecond), namespacesGone.Round(time.Millisecond), deleted.Round(time.Millisecond), (cpu2 - cpu1).Round(time.Millisecond),
+		sentDeleting.total(sentDeleting.writes)/float64(n), sentDeleting.byHost(n), sentDeleting.total(sentDeleting.reads)/float64(n),
 		plane2.sub(plane1), (busy2 - busy1).Round(100*time.Millisecond), flows2.sub(flows1))
 	table += "\nWhen the clusters' Events were first seen, after the first create (median / p90 / last, and how many clusters had one):\n\n" + timeline
 	fmt.Print(table)

@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"reflect"
+	"strconv"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -15,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
@@ -78,9 +82,16 @@ func (o *objects) resourceOf(gvk schema.GroupVersionKind, ns string) (dynamic.Re
 // informer has not synced, or it holds no such object. The copy may lag the API server: its
 // watch event, which brings the cluster back, follows.
 func (o *objects) cached(gvr schema.GroupVersionResource, ns, name string) *unstructured.Unstructured {
+	u, _ := o.cachedOrAbsent(gvr, ns, name)
+	return u
+}
+
+// cachedOrAbsent is cached, and whether the informer knows: false when the kind is not watched
+// or its informer has not synced (nil then says nothing of the object).
+func (o *objects) cachedOrAbsent(gvr schema.GroupVersionResource, ns, name string) (*unstructured.Unstructured, bool) {
 	inf := o.watched[gvr]
 	if inf == nil || !inf.HasSynced() {
-		return nil
+		return nil, false
 	}
 	key := name
 	if ns != "" {
@@ -88,13 +99,13 @@ func (o *objects) cached(gvr schema.GroupVersionResource, ns, name string) *unst
 	}
 	obj, ok, err := inf.GetIndexer().GetByKey(key)
 	if err != nil || !ok {
-		return nil
+		return nil, err == nil
 	}
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
-		return nil
+		return nil, false
 	}
-	return u.DeepCopy()
+	return u.DeepCopy(), true
 }
 
 // apply server-side applies obj, owning every field it sets. It sends nothing when this process
@@ -117,13 +128,36 @@ func (o *objects) apply(ctx context.Context, obj *unstructured.Unstructured) (*u
 			return live, nil
 		}
 	}
+	sent := time.Now()
 	got, err := external.Workers.Apply(ctx, r, obj)
 	if err != nil {
 		o.applied.Delete(key)
 		return nil, err
 	}
+	appliesSent.WithLabelValues(gvr.Resource, strconv.FormatBool(!appliedNothing(got, sent))).Inc()
 	o.applied.Store(key, appliedObject{digest: digest, uid: got.GetUID()})
 	return got, nil
+}
+
+// appliesSent counts the applies objects.apply sent, by whether they changed the object: those
+// that did not are requests to be rid of.
+var appliesSent = metrics.NewCounterVec(&metrics.CounterOpts{
+	Subsystem: "butler_workers", Name: "applies_total", StabilityLevel: metrics.ALPHA,
+	Help: "Server-side applies the TenantCluster workers sent for Cluster API, Steward and provider objects, by resource and by whether they changed the object.",
+}, []string{"resource", "changed"})
+
+func init() { legacyregistry.MustRegister(appliesSent) }
+
+// appliedNothing says whether an apply sent at sent left the object as it was: kube-apiserver
+// keeps the time of the field manager's entry when an apply changes nothing. Its resolution is a
+// second, so an apply within the second of the last change counts as one that changed it.
+func appliedNothing(got *unstructured.Unstructured, sent time.Time) bool {
+	for _, mf := range got.GetManagedFields() {
+		if mf.Manager == string(external.Workers) && mf.Operation == metav1.ManagedFieldsOperationApply && mf.Time != nil {
+			return mf.Time.Time.Before(sent.Truncate(time.Second))
+		}
+	}
+	return false
 }
 
 // forget drops what this process remembers applying in namespace, once a cluster's objects
@@ -203,24 +237,47 @@ func (o *objects) get(ctx context.Context, gvk schema.GroupVersionKind, ns, name
 }
 
 // remove deletes the object (in the background: its dependents go after it) and says whether
-// it is gone.
+// it is gone. A watched kind is read from its informer: a deleting cluster is reconciled on
+// every event of every object it owns, and asking the API server for each of the kinds it may
+// have made (every provider's) was most of its requests. What the informer lacks counts as gone
+// unless this process applied it (its own write may not have been seen yet): then the API server
+// is asked.
 func (o *objects) remove(ctx context.Context, gvk schema.GroupVersionKind, ns, name string) (bool, error) {
-	got, err := o.get(ctx, gvk, ns, name)
-	if err != nil || got == nil {
-		return got == nil, err
+	r, gvr, err := o.resourceOf(gvk, ns)
+	if _, missing := err.(*NotInstalledError); missing {
+		return true, nil
 	}
-	if got.GetDeletionTimestamp() != nil {
-		return false, nil
-	}
-	r, err := o.resource(gvk, ns)
 	if err != nil {
 		return false, err
+	}
+	key := objectKey{gvr: gvr, namespace: ns, name: name}
+	got, known := o.cachedOrAbsent(gvr, ns, name)
+	if known && got == nil {
+		if _, applied := o.applied.Load(key); !applied {
+			return true, nil
+		}
+	}
+	if !known || got == nil {
+		if got, err = o.get(ctx, gvk, ns, name); err != nil {
+			return false, err
+		}
+		if got == nil {
+			o.applied.Delete(key)
+			return true, nil
+		}
+	}
+	if got.GetDeletionTimestamp() != nil {
+		return false, nil // its finalizers run; its deletion's watch event brings the cluster back
 	}
 	policy := metav1.DeletePropagationBackground
 	err = r.Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &policy,
 		Preconditions: &metav1.Preconditions{UID: ptrTo(got.GetUID())}})
-	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-		return apierrors.IsNotFound(err), nil
+	if apierrors.IsNotFound(err) {
+		o.applied.Delete(key)
+		return true, nil
+	}
+	if apierrors.IsConflict(err) {
+		return false, nil // another object of the name (the informer's copy was older): next time
 	}
 	return false, err
 }

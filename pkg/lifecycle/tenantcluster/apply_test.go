@@ -2,6 +2,7 @@ package tenantcluster
 
 import (
 	"context"
+	"maps"
 	"testing"
 	"time"
 
@@ -98,4 +99,86 @@ func TestApplySendsOnlyWhatChanges(t *testing.T) {
 	}
 	cachedReplicas(-1)
 	apply(md(2, nil), 4, "the object is gone")
+}
+
+// remove reads a watched kind from its informer: an object it lacks, which this process never
+// applied, is gone without a request; one being deleted is waited for without one; one this
+// process applied is asked for (its own write may not have reached the informer yet).
+func TestRemoveReadsTheInformer(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	o, client := fakeObjects(t)
+	gvr, _ := external.GVR(external.MachineDeploymentGVK)
+	factory := dynamicinformer.NewDynamicSharedInformerFactory(client, 0)
+	inf := factory.ForResource(gvr).Informer()
+	o.watched = map[schema.GroupVersionResource]cache.SharedIndexInformer{gvr: inf}
+	factory.Start(ctx.Done())
+	cache.WaitForCacheSync(ctx.Done(), inf.HasSynced)
+	requests := func() map[string]int {
+		n := map[string]int{}
+		for _, a := range client.Actions() {
+			if a.GetResource() == gvr {
+				n[a.GetVerb()]++
+			}
+		}
+		return n
+	}
+	remove := func(name string, wantGone bool, want map[string]int, why string) {
+		t.Helper()
+		client.ClearActions()
+		gone, err := o.remove(ctx, external.MachineDeploymentGVK, "ns", name)
+		if err != nil || gone != wantGone {
+			t.Fatalf("%s: remove = %v, %v; want gone %v", why, gone, err, wantGone)
+		}
+		if got := requests(); !maps.Equal(got, want) {
+			t.Fatalf("%s: requests %v, want %v", why, got, want)
+		}
+	}
+
+	remove("never-made", true, map[string]int{}, "an object nobody made")
+
+	md := func(name string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": external.MachineDeploymentGVK.GroupVersion().String(), "kind": external.MachineDeploymentGVK.Kind,
+			"metadata": map[string]any{"name": name, "namespace": "ns", "uid": name + "-uid"},
+			"spec":     map[string]any{"clusterName": "c"}}}
+	}
+	cachedAs := func(name string, present, deleting bool) {
+		t.Helper()
+		if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+			got := o.cached(gvr, "ns", name)
+			return (got != nil) == present && (got == nil || (got.GetDeletionTimestamp() != nil) == deleting), nil
+		}); err != nil {
+			t.Fatalf("the informer never showed %s present %v, deleting %v", name, present, deleting)
+		}
+	}
+
+	// Being deleted (its finalizers run): waited for without a request.
+	deleting := md("deleting")
+	now := metav1.Now()
+	deleting.SetDeletionTimestamp(&now)
+	if err := client.Tracker().Create(gvr, deleting, "ns"); err != nil {
+		t.Fatal(err)
+	}
+	cachedAs("deleting", true, true)
+	remove("deleting", false, map[string]int{}, "an object being deleted")
+
+	// Present: deleted without a read first, the informer's UID the precondition.
+	if err := client.Tracker().Create(gvr, md("present"), "ns"); err != nil {
+		t.Fatal(err)
+	}
+	cachedAs("present", true, false)
+	remove("present", false, map[string]int{"delete": 1}, "an object the informer holds (gone once its deletion is seen)")
+
+	// Applied by this process, then gone: the API server is asked once, then it is known gone.
+	if _, err := o.apply(ctx, md("applied")); err != nil {
+		t.Fatal(err)
+	}
+	cachedAs("applied", true, false)
+	if err := client.Tracker().Delete(gvr, "ns", "applied"); err != nil {
+		t.Fatal(err)
+	}
+	cachedAs("applied", false, false)
+	remove("applied", true, map[string]int{"get": 1}, "an object this process applied, gone from the informer")
+	remove("applied", true, map[string]int{}, "the same, known gone")
 }
