@@ -375,6 +375,12 @@ func (pl *plane) stopWithin(grace time.Duration) {
 		pl.probe = nil
 	}
 	pl.setReadyLocked(false)
+	var unsupervised []string
+	for _, name := range pl.components {
+		if procs[name] == nil && name != componentAPIServer {
+			unsupervised = append(unsupervised, name)
+		}
+	}
 	pl.mu.Unlock()
 	var wg sync.WaitGroup
 	for name, p := range procs {
@@ -383,6 +389,13 @@ func (pl *plane) stopWithin(grace time.Duration) {
 		}
 		wg.Add(1)
 		go func() { defer wg.Done(); p.stopWithin(grace) }()
+	}
+	// A controller not yet adopted after a provider restart (it waits for /readyz) still runs.
+	for _, name := range unsupervised {
+		if rec, ok := readPidRecord(pl.paths.pidFile(name)); ok && alive(rec.PID, pl.paths.dir) {
+			wg.Add(1)
+			go func() { defer wg.Done(); terminate(rec.PID, grace) }()
+		}
 	}
 	wg.Wait()
 	if p := procs[componentAPIServer]; p != nil {

@@ -241,3 +241,46 @@ func TestStopWhileStarting(t *testing.T) {
 		}
 	}
 }
+
+// The controllers' first start waits for kube-apiserver to answer /readyz, and the plane is not
+// ready until they run.
+func TestControllersStartOnceAPIServerServes(t *testing.T) {
+	dir := t.TempDir()
+	spec := func(component string) procSpec {
+		s := sleepSpec(dir)
+		s.Component, s.LogFile, s.PidFile = component, filepath.Join(dir, component+".log"), filepath.Join(dir, component+".pid")
+		return s
+	}
+	specs := []procSpec{spec(componentAPIServer), spec(componentControllerManager), spec(componentScheduler)}
+	pl := &plane{rec: tenantRecord{UID: "uid", Port: 1}, paths: tenantPaths{dir: dir}, notify: func() {}}
+	defer pl.stop()
+	pl.ensure(context.Background(), "v1.36.3", nil, specs)
+	waitFor(t, "kube-apiserver to run", func() bool {
+		pl.mu.Lock()
+		defer pl.mu.Unlock()
+		_, running, _ := pl.procs[componentAPIServer].state()
+		return running
+	})
+	pl.mu.Lock()
+	started := len(pl.procs)
+	pl.mu.Unlock()
+	if started != 1 {
+		t.Fatalf("%d processes started before kube-apiserver serves, want kube-apiserver alone", started)
+	}
+	if ready, _, _ := pl.status(); ready {
+		t.Fatal("ready with only kube-apiserver running")
+	}
+
+	// kube-apiserver answers: the probe (which finds nothing at port 1) is stopped, and its answer
+	// is set by hand.
+	pl.mu.Lock()
+	pl.probe()
+	pl.probe = func() {}
+	pl.mu.Unlock()
+	time.Sleep(100 * time.Millisecond) // a probe under way sets its answer first
+	pl.mu.Lock()
+	pl.setReadyLocked(true)
+	pl.mu.Unlock()
+	pl.ensure(context.Background(), "v1.36.3", nil, specs)
+	waitFor(t, "every process to run once kube-apiserver serves", func() bool { ready, _, _ := pl.status(); return ready })
+}
