@@ -11,16 +11,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic/dynamicinformer"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 )
 
-// An apply that would change nothing is not sent; one that would (a value changed by someone
-// else, a field dropped from the configuration, the object gone) is.
-func TestApplySendsOnlyWhatChanges(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+// watchedMachineDeployments is fakeObjects with the MachineDeployments watched, synced.
+func watchedMachineDeployments(ctx context.Context, t *testing.T) (*objects, *dynamicfake.FakeDynamicClient, schema.GroupVersionResource) {
 	o, client := fakeObjects(t)
 	gvr, _ := external.GVR(external.MachineDeploymentGVK)
 	factory := dynamicinformer.NewDynamicSharedInformerFactory(client, 0)
@@ -28,6 +26,15 @@ func TestApplySendsOnlyWhatChanges(t *testing.T) {
 	o.watched = map[schema.GroupVersionResource]cache.SharedIndexInformer{gvr: inf}
 	factory.Start(ctx.Done())
 	cache.WaitForCacheSync(ctx.Done(), inf.HasSynced)
+	return o, client, gvr
+}
+
+// An apply that would change nothing is not sent; one that would (a value changed by someone
+// else, a field dropped from the configuration, the object gone) is.
+func TestApplySendsOnlyWhatChanges(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	o, client, gvr := watchedMachineDeployments(ctx, t)
 
 	md := func(replicas int64, labels map[string]any) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{Object: map[string]any{
@@ -107,13 +114,7 @@ func TestApplySendsOnlyWhatChanges(t *testing.T) {
 func TestRemoveReadsTheInformer(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	o, client := fakeObjects(t)
-	gvr, _ := external.GVR(external.MachineDeploymentGVK)
-	factory := dynamicinformer.NewDynamicSharedInformerFactory(client, 0)
-	inf := factory.ForResource(gvr).Informer()
-	o.watched = map[schema.GroupVersionResource]cache.SharedIndexInformer{gvr: inf}
-	factory.Start(ctx.Done())
-	cache.WaitForCacheSync(ctx.Done(), inf.HasSynced)
+	o, client, gvr := watchedMachineDeployments(ctx, t)
 	requests := func() map[string]int {
 		n := map[string]int{}
 		for _, a := range client.Actions() {

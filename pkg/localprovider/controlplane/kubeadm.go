@@ -64,11 +64,7 @@ func setUpJoin(ctx context.Context, tenant kubernetes.Interface, s joinSetup) er
 		// cluster-info: the endpoint and CA, readable by anyone; the bootstrap signer adds a JWS
 		// signature per token, which kubeadm join checks against its token.
 		func() error {
-			if _, err := tenant.CoreV1().ConfigMaps(metav1.NamespacePublic).Apply(ctx,
-				corev1ac.ConfigMap(clusterInfo, metav1.NamespacePublic).WithData(map[string]string{"kubeconfig": string(info)}), apply); err != nil {
-				return fmt.Errorf("ConfigMap kube-public/cluster-info: %w", err)
-			}
-			return nil
+			return applyConfigMap(ctx, tenant, metav1.NamespacePublic, clusterInfo, map[string]string{"kubeconfig": string(info)})
 		},
 		func() error {
 			return readableConfigMap(ctx, tenant, metav1.NamespacePublic, "kubeadm:bootstrap-signer-clusterinfo", clusterInfo,
@@ -76,20 +72,10 @@ func setUpJoin(ctx context.Context, tenant kubernetes.Interface, s joinSetup) er
 		},
 		// kubeadm-config and kubelet-config: what kubeadm join reads before it starts the kubelet.
 		func() error {
-			if _, err := tenant.CoreV1().ConfigMaps(metav1.NamespaceSystem).Apply(ctx,
-				corev1ac.ConfigMap(kubeadmConfig, metav1.NamespaceSystem).WithData(map[string]string{
-					"ClusterConfiguration": clusterConfiguration(s)}), apply); err != nil {
-				return fmt.Errorf("ConfigMap kube-system/kubeadm-config: %w", err)
-			}
-			return nil
+			return applyConfigMap(ctx, tenant, metav1.NamespaceSystem, kubeadmConfig, map[string]string{"ClusterConfiguration": clusterConfiguration(s)})
 		},
 		func() error {
-			if _, err := tenant.CoreV1().ConfigMaps(metav1.NamespaceSystem).Apply(ctx,
-				corev1ac.ConfigMap(kubeletConfig, metav1.NamespaceSystem).WithData(map[string]string{
-					"kubelet": kubeletConfiguration(s)}), apply); err != nil {
-				return fmt.Errorf("ConfigMap kube-system/kubelet-config: %w", err)
-			}
-			return nil
+			return applyConfigMap(ctx, tenant, metav1.NamespaceSystem, kubeletConfig, map[string]string{"kubelet": kubeletConfiguration(s)})
 		},
 		func() error {
 			return readableConfigMap(ctx, tenant, metav1.NamespaceSystem, "kubeadm:nodes-kubeadm-config", kubeadmConfig, joiners...)
@@ -127,6 +113,13 @@ func setUpJoin(ctx context.Context, tenant kubernetes.Interface, s joinSetup) er
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+func applyConfigMap(ctx context.Context, tenant kubernetes.Interface, ns, name string, data map[string]string) error {
+	if _, err := tenant.CoreV1().ConfigMaps(ns).Apply(ctx, corev1ac.ConfigMap(name, ns).WithData(data), external.LocalProvider.ApplyOptions()); err != nil {
+		return fmt.Errorf("ConfigMap %s/%s: %w", ns, name, err)
+	}
+	return nil
 }
 
 func group(name string) *rbacv1ac.SubjectApplyConfiguration {
