@@ -30,15 +30,17 @@ import (
 // compare-and-swap goes straight to the Team's storage, past strategies and admission, as only
 // the Ledger's bookkeeping changes.
 //
-// Teams and the ButlerConfig, read on every TenantCluster write, come from the watch cache, as
-// Kubernetes' ResourceQuota and LimitRanger admission read theirs from informers: a quorum read
-// of each cost more than the rest of admission. The read asks for at least the resourceVersion
-// of the last write of that kind through this server, so a change made here applies to the
-// next request here; a change through another replica applies once this replica's cache has
-// it (milliseconds). One absent from the cache is read from etcd, as it may be newer than the
-// cache, and that it is absent is remembered for absentTTL, so a namespace without a Team pays
-// no quorum read per request. The Ledger's compare-and-swap checks aggregate limits against
-// the Team it swaps, whatever admission read.
+// Teams, the ButlerConfig and ProviderConfigs, read on every TenantCluster write (the
+// ProviderConfig by two plugins), come from the watch cache, as Kubernetes' ResourceQuota and
+// LimitRanger admission read theirs from informers: the object is decoded once per change, not
+// per request, where a quorum read of each cost more than the rest of admission. The read asks
+// for at least the resourceVersion of the last write of that kind through this server, so a
+// change made here applies to the next request here; a change through another replica applies
+// once this replica's cache has it (milliseconds). One absent from the cache is read from etcd,
+// as it may be newer than the cache, and that it is absent is remembered for absentTTL, so a
+// namespace without a Team, or a cluster naming a ProviderConfig not made yet, pays no quorum
+// read per request. The Ledger's compare-and-swaps check aggregate limits against the Team or
+// ProviderConfig they swap, whatever admission read.
 type Store struct {
 	teams, clusters, configs, providers, definitions, snapshots *genericregistry.Store
 	absent                                                      *utilcache.LRUExpireCache
@@ -77,7 +79,7 @@ func New(resources map[string]rest.Storage) (*Store, error) {
 			return nil, err
 		}
 	}
-	for _, store := range []*genericregistry.Store{s.teams, s.configs, s.clusters} {
+	for _, store := range []*genericregistry.Store{s.teams, s.configs, s.clusters, s.providers} {
 		s.written[store] = recordWrites(store)
 	}
 	return &s, nil
@@ -125,17 +127,18 @@ func get(ctx context.Context, s *genericregistry.Store, namespace, name string) 
 	return s.Get(ctx, name, &metav1.GetOptions{})
 }
 
-// getCached reads a cluster-scoped object from the watch cache, then from etcd if the cache
-// does not have it (unless etcd did not have it either within absentTTL) or cannot answer (it
-// has not caught up with this server's last write within the cacher's wait).
-func (s *Store) getCached(ctx context.Context, store *genericregistry.Store, name string) (runtime.Object, error) {
-	ctx = genericapirequest.WithNamespace(ctx, "")
+// getCached reads an object from the watch cache, then from etcd if the cache does not have it
+// (unless etcd did not have it either within absentTTL) or cannot answer (it has not caught up
+// with this server's last write within the cacher's wait). namespace is "" for a
+// cluster-scoped object.
+func (s *Store) getCached(ctx context.Context, store *genericregistry.Store, namespace, name string) (runtime.Object, error) {
+	ctx = genericapirequest.WithNamespace(ctx, namespace)
 	rv := s.written[store].Load() // 0: any state the cache has
 	obj, err := store.Get(ctx, name, &metav1.GetOptions{ResourceVersion: strconv.FormatUint(rv, 10)})
 	if err == nil {
 		return obj, nil
 	}
-	key := store.DefaultQualifiedResource.String() + "/" + name
+	key := store.DefaultQualifiedResource.String() + "/" + namespace + "/" + name
 	if _, ok := s.absent.Get(key); ok && apierrors.IsNotFound(err) {
 		return nil, err
 	}
@@ -147,7 +150,7 @@ func (s *Store) getCached(ctx context.Context, store *genericregistry.Store, nam
 }
 
 func (s *Store) Team(ctx context.Context, name string) (*butler.Team, error) {
-	obj, err := s.getCached(ctx, s.teams, name)
+	obj, err := s.getCached(ctx, s.teams, "", name)
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +158,7 @@ func (s *Store) Team(ctx context.Context, name string) (*butler.Team, error) {
 }
 
 func (s *Store) Config(ctx context.Context) (*butler.ButlerConfig, error) {
-	obj, err := s.getCached(ctx, s.configs, butler.ButlerConfigName)
+	obj, err := s.getCached(ctx, s.configs, "", butler.ButlerConfigName)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -202,7 +205,7 @@ func (s *Store) AddonDefinitions(ctx context.Context) ([]butler.AddonDefinition,
 }
 
 func (s *Store) ProviderConfig(ctx context.Context, namespace, name string) (*butler.ProviderConfig, error) {
-	obj, err := get(ctx, s.providers, namespace, name)
+	obj, err := s.getCached(ctx, s.providers, namespace, name)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
