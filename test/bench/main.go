@@ -13,8 +13,9 @@
 //	P5   butler-apiserver's RSS after loading N, next to kube-apiserver's RSS growth
 //
 // With -profile-seconds, CPU profiles of butler-apiserver and kube-apiserver, and what
-// butler-apiserver allocates, are saved while the creates run and while each List is repeated,
-// and their heap profiles once N are loaded (go tool pprof -top <file>).
+// butler-apiserver allocates, are saved while the creates run, while each List is repeated and
+// while P2b's watch rounds are repeated on each side, and their heap profiles once N are loaded
+// (go tool pprof -top <file>).
 //
 // With -lifecycle it measures the TenantCluster worker instead (lifecycle.go); with -local and
 // -capacity, the local provider on the same plane (local.go): create -> Ready of local clusters
@@ -421,6 +422,11 @@ func run(ctx context.Context, o options) error {
 			latencies[s.name].durations = append(latencies[s.name].durations, res.latencies...)
 		}
 	}
+	if o.profileSeconds > 0 {
+		if err := profileWatch(ctx, p, o, []side{agg, crd}, lister, clients, all[:o.updates]); err != nil {
+			return err
+		}
+	}
 	rssEnd, err := sampleMemory(butlerPID, kubePID)
 	if err != nil {
 		return err
@@ -514,6 +520,38 @@ func profile(ctx context.Context, p *plane, o options, variants []listVariant) e
 		err := profileServers(ctx, p, o, v.name)()
 		cancel()
 		<-done
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// profileWatch repeats P2b's watch rounds on each side for o.profileSeconds while CPU profiles
+// of butler-apiserver and kube-apiserver are taken (p2b-watch-<side>), so the time from an
+// update to its event can be placed: PATCH handling, the watch cache, encoding the events.
+func profileWatch(ctx context.Context, p *plane, o options, sides []side, watcher *http.Client, clients []*http.Client, ks []key) error {
+	for _, s := range sides {
+		logf("profiling P2b on the %s side for %ds", s.name, o.profileSeconds)
+		pctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() {
+			var err error
+			for i := 0; pctx.Err() == nil; i++ {
+				if _, err = watchRound(pctx, s, watcher, clients, ks, fmt.Sprintf("profile%d", i)); pctx.Err() != nil {
+					err = nil
+				}
+				if err != nil {
+					break
+				}
+			}
+			done <- err
+		}()
+		err := profileServers(ctx, p, o, "p2b-watch-"+strings.ToLower(s.name))()
+		cancel()
+		if werr := <-done; err == nil {
+			err = werr
+		}
 		if err != nil {
 			return err
 		}
