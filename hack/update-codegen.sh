@@ -83,14 +83,11 @@ kube::codegen::gen_helpers \
     --boilerplate "${ROOT}/hack/boilerplate.go.txt" \
     "${ROOT}/pkg/apis"
 
-# The mirrors of kinds served by CRDs (DeepCopy only: they are not in the API): the external
-# contract's and the lifecycle's.
+# The kinds served by CRDs (DeepCopy only: they are not in the API): the external contract's,
+# butler's own providers' included.
 kube::codegen::gen_helpers \
     --boilerplate "${ROOT}/hack/boilerplate.go.txt" \
     "${ROOT}/pkg/external"
-kube::codegen::gen_helpers \
-    --boilerplate "${ROOT}/hack/boilerplate.go.txt" \
-    "${ROOT}/pkg/lifecycle"
 
 kube::codegen::gen_openapi \
     --output-dir "${ROOT}/pkg/generated/openapi" \

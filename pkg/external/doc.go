@@ -8,9 +8,12 @@
 //   - the field managers, and the one server-side apply every controller writes with
 //     (fieldmanager.go: Workers and LocalProvider, FieldManager.Apply and .ApplyOptions);
 //   - typed reads: FromUnstructured reads an object the dynamic client holds into a mirror of
-//     this package's (InfrastructureCluster; Steward's and Kamaji's kinds in steward/ and
-//     kamaji/, whose Go modules are not available here) or into Cluster API's own Go type, so
-//     that no controller reads a field by a string path. The mirrors have generated DeepCopy.
+//     this package's (InfrastructureCluster and InfrastructureMachine, the identities AWS and
+//     Azure clusters name; Steward's and Kamaji's kinds in steward/ and kamaji/, whose Go
+//     modules are not available here) or into Cluster API's own Go type, so that no controller
+//     reads a field by a string path. The mirrors have generated DeepCopy;
+//   - the Go types of butler's own providers' kinds (providers.go: BootstrapConfig, LocalCluster,
+//     LocalMachine), which the workers write and the providers serve.
 //
 // It imports apimachinery only, never a client: the controllers pass
 // theirs in (Resource is client-go's dynamic.ResourceInterface).

@@ -69,6 +69,10 @@ var (
 	AzureMachineTemplateGVK    = schema.GroupVersionKind{Group: InfrastructureGroup, Version: "v1beta1", Kind: "AzureMachineTemplate"}
 	GCPClusterGVK              = schema.GroupVersionKind{Group: InfrastructureGroup, Version: "v1beta1", Kind: "GCPCluster"}
 	GCPMachineTemplateGVK      = schema.GroupVersionKind{Group: InfrastructureGroup, Version: "v1beta1", Kind: "GCPMachineTemplate"}
+
+	// The identities AWS and Azure clusters name for their credentials.
+	AWSClusterStaticIdentityGVK = schema.GroupVersionKind{Group: InfrastructureGroup, Version: "v1beta2", Kind: "AWSClusterStaticIdentity"}
+	AzureClusterIdentityGVK     = schema.GroupVersionKind{Group: InfrastructureGroup, Version: "v1beta1", Kind: "AzureClusterIdentity"}
 )
 
 // Kind is an external kind and what we know of it.
@@ -113,6 +117,8 @@ var Kinds = []Kind{
 	{GVK: AzureMachineTemplateGVK, Resource: "azuremachinetemplates", CAPIReferenced: true},
 	{GVK: GCPClusterGVK, Resource: "gcpclusters", CAPIReferenced: true},
 	{GVK: GCPMachineTemplateGVK, Resource: "gcpmachinetemplates", CAPIReferenced: true},
+	{GVK: AWSClusterStaticIdentityGVK, Resource: "awsclusterstaticidentities"},
+	{GVK: AzureClusterIdentityGVK, Resource: "azureclusteridentities"},
 }
 
 // GVR is the resource of a kind listed in Kinds.
@@ -136,16 +142,18 @@ func MustGVR(gvk schema.GroupVersionKind) schema.GroupVersionResource {
 
 // Well-known GroupVersionResources.
 var (
-	ClusterGVR                 = MustGVR(ClusterGVK)
-	MachineDeploymentGVR       = MustGVR(MachineDeploymentGVK)
-	MachineGVR                 = MustGVR(MachineGVK)
-	TenantControlPlaneGVR      = MustGVR(TenantControlPlaneGVK)
-	StewardControlPlaneGVR     = MustGVR(StewardControlPlaneGVK)
-	KamajiControlPlaneGVR      = MustGVR(KamajiControlPlaneGVK)
-	KubeadmControlPlaneGVR     = MustGVR(KubeadmControlPlaneGVK)
-	BootstrapConfigGVR         = MustGVR(BootstrapConfigGVK)
-	BootstrapConfigTemplateGVR = MustGVR(BootstrapConfigTemplateGVK)
-	LocalClusterGVR            = MustGVR(LocalClusterGVK)
-	LocalMachineGVR            = MustGVR(LocalMachineGVK)
-	LocalMachineTemplateGVR    = MustGVR(LocalMachineTemplateGVK)
+	ClusterGVR                  = MustGVR(ClusterGVK)
+	MachineDeploymentGVR        = MustGVR(MachineDeploymentGVK)
+	MachineGVR                  = MustGVR(MachineGVK)
+	TenantControlPlaneGVR       = MustGVR(TenantControlPlaneGVK)
+	StewardControlPlaneGVR      = MustGVR(StewardControlPlaneGVK)
+	KamajiControlPlaneGVR       = MustGVR(KamajiControlPlaneGVK)
+	KubeadmControlPlaneGVR      = MustGVR(KubeadmControlPlaneGVK)
+	BootstrapConfigGVR          = MustGVR(BootstrapConfigGVK)
+	BootstrapConfigTemplateGVR  = MustGVR(BootstrapConfigTemplateGVK)
+	LocalClusterGVR             = MustGVR(LocalClusterGVK)
+	LocalMachineGVR             = MustGVR(LocalMachineGVK)
+	LocalMachineTemplateGVR     = MustGVR(LocalMachineTemplateGVK)
+	AWSClusterStaticIdentityGVR = MustGVR(AWSClusterStaticIdentityGVK)
+	AzureClusterIdentityGVR     = MustGVR(AzureClusterIdentityGVK)
 )

@@ -58,3 +58,23 @@ func (s InfrastructureClusterStatus) Provisioned() bool {
 	}
 	return s.Ready != nil && *s.Ready
 }
+
+// InfrastructureMachine is the part of any infrastructure provider's machine (LocalMachine,
+// KubevirtMachine, AWSMachine, ...) that Cluster API's infrastructure contract defines and butler
+// reads: the provider ID the machine's Node will carry.
+//
+// +k8s:deepcopy-gen=true
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+type InfrastructureMachine struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              InfrastructureMachineSpec `json:"spec,omitempty"`
+}
+
+// InfrastructureMachineSpec is the contract's spec.
+//
+// +k8s:deepcopy-gen=true
+type InfrastructureMachineSpec struct {
+	// ProviderID is set by the provider once it knows the machine; it equals the Node's.
+	ProviderID string `json:"providerID,omitempty"`
+}

@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -58,6 +59,20 @@ func TestMirrorsMatchTheCRDs(t *testing.T) {
 		KubernetesResources: steward.KubernetesResources{Version: steward.KubernetesVersion{Version: "v1.36.3", Status: "Ready"}},
 	}}
 	tcp.Spec.Kubernetes.Version = "v1.36.3"
+	conditions := []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready", LastTransitionTime: metav1.Now()}}
+	// The identity's required fields butler does not read, beside the mirror's.
+	azureIdentity, err := runtime.DefaultUnstructuredConverter.ToUnstructured(
+		&external.AzureClusterIdentitySpec{ClientSecret: external.SecretReference{Name: "azure-creds", Namespace: "prod"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	azureIdentity["type"], azureIdentity["clientID"] = "ServicePrincipal", "00000000-0000-0000-0000-000000000000"
+	bootstrapSpec := external.BootstrapConfigSpec{
+		OS: external.BootstrapOS{Type: "talos", Version: "v1.9"}, NodeLabels: map[string]string{"a": "b"},
+		NodeTaints: []corev1.Taint{{Key: "k", Value: "v", Effect: corev1.TaintEffectNoSchedule}},
+		ClusterDNS: "10.96.0.10", ClusterDomain: "cluster.local", PodCIDR: "10.244.0.0/16", ServiceCIDR: "10.96.0.0/16",
+		TokenTTL: "15m",
+	}
 	for _, tc := range []struct {
 		name string
 		obj  *unstructured.Unstructured
@@ -83,6 +98,24 @@ func TestMirrorsMatchTheCRDs(t *testing.T) {
 				Ingress: &kamaji.IngressComponent{Hostname: "a.example.com", ClassName: "nginx"},
 				Gateway: &kamaji.GatewayComponent{Hostname: "a.example.com", Name: "gw", Namespace: "gws"}},
 		}, nil)},
+		{"BootstrapConfig", object(t, external.BootstrapConfigGVK, &bootstrapSpec, &external.BootstrapConfigStatus{
+			Initialization: &external.BootstrapInitialization{DataSecretCreated: ptrTo(true)},
+			DataSecretName: ptrTo("prod-workers-x"), Phase: "Ready", ObservedGeneration: 1, Conditions: conditions,
+		})},
+		{"BootstrapConfigTemplate", object(t, external.BootstrapConfigTemplateGVK,
+			&external.BootstrapConfigTemplateSpec{Template: external.BootstrapConfigTemplateResource{Spec: bootstrapSpec}}, nil)},
+		{"LocalCluster", object(t, external.LocalClusterGVK,
+			&external.InfrastructureClusterSpec{ControlPlaneEndpoint: external.APIEndpoint{Host: "127.0.0.1", Port: 36001}},
+			&external.LocalClusterStatus{Initialization: &external.InfrastructureInitialization{Provisioned: ptrTo(true)}, Conditions: conditions})},
+		{"LocalMachine", object(t, external.LocalMachineGVK, &external.InfrastructureMachineSpec{ProviderID: "local://prod-0a1b2c3d/m"},
+			&external.LocalMachineStatus{
+				Initialization: &external.InfrastructureInitialization{Provisioned: ptrTo(true)},
+				Addresses:      []external.MachineAddress{{Type: "Hostname", Address: "m"}},
+				NodeName:       "m", Phase: "Running", Conditions: conditions,
+			})},
+		{"AWSClusterStaticIdentity", object(t, external.AWSClusterStaticIdentityGVK,
+			&external.AWSClusterStaticIdentitySpec{SecretRef: "aws-creds"}, nil)},
+		{"AzureClusterIdentity", object(t, external.AzureClusterIdentityGVK, azureIdentity, nil)},
 	} {
 		if errs := set.Validate(tc.obj); len(errs) > 0 {
 			t.Errorf("%s: %v", tc.name, errs.ToAggregate())

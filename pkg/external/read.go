@@ -18,3 +18,12 @@ func FromUnstructured[T any](u *unstructured.Unstructured) (*T, error) {
 	}
 	return out, nil
 }
+
+// FromObject is FromUnstructured for an object as an informer hands it over.
+func FromObject[T any](obj any) (*T, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil, fmt.Errorf("reading %T: not an unstructured object", obj)
+	}
+	return FromUnstructured[T](u)
+}

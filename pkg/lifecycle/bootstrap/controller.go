@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
@@ -161,7 +160,7 @@ func newTenantClient(kubeconfig []byte) (kubernetes.Interface, error) {
 
 // configOfMachine maps a Machine to the BootstrapConfig its spec.bootstrap.configRef names.
 func configOfMachine(obj any) []string {
-	m, err := toMachine(obj)
+	m, err := external.FromObject[clusterv1.Machine](obj)
 	if err != nil {
 		return nil
 	}
@@ -188,7 +187,7 @@ func (c *Controller) configsOfClusterName(ns, cluster string) []string {
 	}
 	var keys []string
 	for _, o := range objs {
-		m, err := toMachine(o)
+		m, err := external.FromObject[clusterv1.Machine](o)
 		if err != nil || m.Spec.ClusterName != cluster {
 			continue
 		}
@@ -214,33 +213,6 @@ func (c *Controller) configsOfSecret(obj any) []string {
 	return nil
 }
 
-func toMachine(obj any) (*clusterv1.Machine, error) {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return nil, fmt.Errorf("not unstructured: %T", obj)
-	}
-	m := &clusterv1.Machine{}
-	return m, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, m)
-}
-
-func toCluster(obj runtime.Object) (*clusterv1.Cluster, error) {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return nil, fmt.Errorf("not unstructured: %T", obj)
-	}
-	cl := &clusterv1.Cluster{}
-	return cl, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, cl)
-}
-
-func toConfig(obj runtime.Object) (*BootstrapConfig, error) {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return nil, fmt.Errorf("not unstructured: %T", obj)
-	}
-	bc := &BootstrapConfig{}
-	return bc, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, bc)
-}
-
 // Reconcile brings one BootstrapConfig (namespace/name) to its data Secret.
 func (c *Controller) Reconcile(ctx context.Context, key string) error {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
@@ -254,9 +226,9 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	bc, err := toConfig(obj)
+	bc, err := external.FromObject[external.BootstrapConfig](obj)
 	if err != nil {
-		return fmt.Errorf("decoding BootstrapConfig %s: %w", key, err)
+		return fmt.Errorf("decoding external.BootstrapConfig %s: %w", key, err)
 	}
 	if bc.DeletionTimestamp != nil {
 		return c.finalize(ctx, bc)
@@ -268,12 +240,12 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 		return err
 	}
 	if err := c.writeStatus(ctx, bc, statusOf(bc, s, out)); err != nil {
-		return fmt.Errorf("writing the status of BootstrapConfig %s: %w", key, err)
+		return fmt.Errorf("writing the status of external.BootstrapConfig %s: %w", key, err)
 	}
 	return s.next
 }
 
-func (c *Controller) patchFinalizers(ctx context.Context, bc *BootstrapConfig, finalizers []string) error {
+func (c *Controller) patchFinalizers(ctx context.Context, bc *external.BootstrapConfig, finalizers []string) error {
 	if finalizers == nil {
 		finalizers = []string{}
 	}
@@ -288,7 +260,7 @@ func (c *Controller) patchFinalizers(ctx context.Context, bc *BootstrapConfig, f
 
 // finalize runs the plan backwards (the tenant's tokens go, best effort) and then removes the
 // finalizer.
-func (c *Controller) finalize(ctx context.Context, bc *BootstrapConfig) error {
+func (c *Controller) finalize(ctx context.Context, bc *external.BootstrapConfig) error {
 	if !slices.Contains(bc.Finalizers, Finalizer) {
 		return nil
 	}
@@ -303,7 +275,7 @@ func (c *Controller) finalize(ctx context.Context, bc *BootstrapConfig) error {
 }
 
 // writeStatus patches the status subresource when it changes.
-func (c *Controller) writeStatus(ctx context.Context, bc *BootstrapConfig, st BootstrapConfigStatus) error {
+func (c *Controller) writeStatus(ctx context.Context, bc *external.BootstrapConfig, st external.BootstrapConfigStatus) error {
 	if apiequality.Semantic.DeepEqual(st, bc.Status) {
 		return nil
 	}

@@ -203,13 +203,13 @@ func (e *env) settle() {
 	}
 }
 
-func (e *env) config() *BootstrapConfig {
+func (e *env) config() *external.BootstrapConfig {
 	e.t.Helper()
 	obj, err := e.dyn.Resource(configGVR).Namespace(ns).Get(e.ctx, configN, metav1.GetOptions{})
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	bc, err := toConfig(obj)
+	bc, err := external.FromObject[external.BootstrapConfig](obj)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -378,7 +378,7 @@ func TestWaitsForControlPlane(t *testing.T) {
 		if err != nil {
 			return false, nil
 		}
-		cl, _ := toCluster(o)
+		cl, _ := external.FromObject[clusterv1.Cluster](o)
 		return cl.Status.Initialization.ControlPlaneInitialized != nil && *cl.Status.Initialization.ControlPlaneInitialized, nil
 	}); err != nil {
 		t.Fatal(err)
@@ -536,7 +536,7 @@ func TestTokenRemovedWhenJoined(t *testing.T) {
 		if err != nil {
 			return false, nil
 		}
-		mm, _ := toMachine(o)
+		mm, _ := external.FromObject[clusterv1.Machine](o)
 		return mm.Status.NodeRef.Name != "", nil
 	}); err != nil {
 		t.Fatal(err)

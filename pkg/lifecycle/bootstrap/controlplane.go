@@ -8,8 +8,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	bootstrapdata "github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
 )
@@ -25,7 +27,7 @@ func (c *Controller) ensureControlPlane(_ context.Context, s *state) (steps.Resu
 	if err != nil {
 		return s.fail(ReasonWaitingForCluster, err, err), nil
 	}
-	cluster, err := toCluster(obj)
+	cluster, err := external.FromObject[clusterv1.Cluster](obj)
 	if err != nil {
 		return s.fail(ReasonWaitingForCluster, err, err), nil
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -52,15 +51,18 @@ func (c *Controller) providerID(ctx context.Context, m *clusterv1.Machine) strin
 		if err != nil {
 			return ""
 		}
-		id, _, _ := unstructured.NestedString(u.Object, "spec", "providerID")
-		return id
+		im, err := external.FromUnstructured[external.InfrastructureMachine](u)
+		if err != nil {
+			return ""
+		}
+		return im.Spec.ProviderID
 	}
 	return ""
 }
 
 // applyDataSecret server-side applies the data Secret CAPI reads (Machine.spec.bootstrap.dataSecretName):
 // the data and its contract format, which the infrastructure provider delivers it by.
-func (c *Controller) applyDataSecret(ctx context.Context, bc *BootstrapConfig, cluster string, os bootstrapdata.OS, data []byte) error {
+func (c *Controller) applyDataSecret(ctx context.Context, bc *external.BootstrapConfig, cluster string, os bootstrapdata.OS, data []byte) error {
 	lbls := map[string]string{clusterv1.ClusterNameLabel: cluster, external.ManagedByLabel: external.ManagedBy}
 	for k, v := range bc.Labels {
 		if k == external.TenantClusterLabel || k == external.TenantClusterNamespaceLabel {

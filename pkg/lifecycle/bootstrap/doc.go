@@ -30,6 +30,6 @@
 // BootstrapConfigs, Machines, Clusters and the cluster-labelled Secrets are watched; the only
 // timers are the token refresh and the retry of a CA Secret, which carries no label to watch.
 //
-// The mirror types (types.go) have generated DeepCopy (zz_generated.deepcopy.go, from
-// hack/update-codegen.sh).
+// The BootstrapConfig's Go type is the contract's, in pkg/external (providers.go): the
+// TenantCluster workers write its template with the same type.
 package bootstrap

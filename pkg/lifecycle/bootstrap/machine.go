@@ -29,7 +29,7 @@ func (c *Controller) ensureSpec(_ context.Context, s *state) (steps.Result, erro
 	return steps.Ready("Valid", "%s data, tokens valid for %s", s.os, ttl), nil
 }
 
-func tokenTTL(bc *BootstrapConfig) (time.Duration, error) {
+func tokenTTL(bc *external.BootstrapConfig) (time.Duration, error) {
 	if bc.Spec.TokenTTL == "" {
 		return defaultTokenTTL, nil
 	}
@@ -77,7 +77,7 @@ func (c *Controller) ownerMachine(s *state) (*clusterv1.Machine, steps.Result, b
 		if err != nil {
 			return nil, s.fail(ReasonWaitingForMachine, err, err), false
 		}
-		m, err := toMachine(obj)
+		m, err := external.FromObject[clusterv1.Machine](obj)
 		if err != nil {
 			return nil, s.fail(ReasonWaitingForMachine, err, err), false
 		}
@@ -86,7 +86,7 @@ func (c *Controller) ownerMachine(s *state) (*clusterv1.Machine, steps.Result, b
 	return nil, steps.Waiting(ReasonWaitingForMachine, "waiting for a Cluster API Machine to own this config"), false
 }
 
-func (c *Controller) ensureFinalizer(ctx context.Context, bc *BootstrapConfig) error {
+func (c *Controller) ensureFinalizer(ctx context.Context, bc *external.BootstrapConfig) error {
 	if slices.Contains(bc.Finalizers, Finalizer) {
 		return nil
 	}
@@ -94,7 +94,7 @@ func (c *Controller) ensureFinalizer(ctx context.Context, bc *BootstrapConfig) e
 }
 
 // clusterOf names the config's cluster from its label or its Machine.
-func (c *Controller) clusterOf(bc *BootstrapConfig) string {
+func (c *Controller) clusterOf(bc *external.BootstrapConfig) string {
 	if cl := bc.Labels[clusterv1.ClusterNameLabel]; cl != "" {
 		return cl
 	}

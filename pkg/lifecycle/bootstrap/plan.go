@@ -10,12 +10,13 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	bootstrapdata "github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
 )
 
 // state is one reconcile's view of a BootstrapConfig: what the steps read and what they found.
 type state struct {
-	bc *BootstrapConfig
+	bc *external.BootstrapConfig
 
 	os      bootstrapdata.OS
 	ttl     time.Duration
@@ -83,7 +84,7 @@ func unlessJoined(ensure ensureFunc) ensureFunc {
 
 // status is the config's status after a forward run: phase Ready and both conditions True once
 // every step is done, else the first step not done says why (Failed when a person must act).
-func statusOf(bc *BootstrapConfig, s *state, out steps.Outcome) BootstrapConfigStatus {
+func statusOf(bc *external.BootstrapConfig, s *state, out steps.Outcome) external.BootstrapConfigStatus {
 	st := *bc.Status.DeepCopy()
 	st.ObservedGeneration = bc.Generation
 	cond := metav1.Condition{Status: metav1.ConditionTrue, ObservedGeneration: bc.Generation}
@@ -100,7 +101,7 @@ func statusOf(bc *BootstrapConfig, s *state, out steps.Outcome) BootstrapConfigS
 	if s.secretName != "" {
 		name, created := s.secretName, true
 		st.DataSecretName = &name
-		st.Initialization = &Initialization{DataSecretCreated: &created}
+		st.Initialization = &external.BootstrapInitialization{DataSecretCreated: &created}
 	}
 	for _, t := range []string{ConditionDataSecretAvailable, ConditionReady} {
 		cond.Type = t

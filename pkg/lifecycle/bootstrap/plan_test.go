@@ -8,6 +8,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 )
 
 // A Machine that joined needs nothing of its control plane: with its Cluster and CA gone, the
@@ -33,7 +36,7 @@ func TestJoinedMachineNeedsNoControlPlane(t *testing.T) {
 		if err != nil {
 			return false, nil
 		}
-		mm, _ := toMachine(o)
+		mm, _ := external.FromObject[clusterv1.Machine](o)
 		_, err = e.c.clusters.ByNamespace(ns).Get(cluster)
 		return mm.Status.NodeRef.Name != "" && err != nil, nil
 	}); err != nil {

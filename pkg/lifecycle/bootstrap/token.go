@@ -115,7 +115,7 @@ func (c *Controller) tenantToken(ctx context.Context, s *state) (string, error) 
 }
 
 // currentToken is the token in the config's existing data Secret, if it is ours and parses.
-func (c *Controller) currentToken(ctx context.Context, bc *BootstrapConfig) string {
+func (c *Controller) currentToken(ctx context.Context, bc *external.BootstrapConfig) string {
 	s := c.dataSecret(ctx, bc)
 	if s == nil {
 		return ""
@@ -129,7 +129,7 @@ func (c *Controller) currentToken(ctx context.Context, bc *BootstrapConfig) stri
 
 // dataSecret is the config's data Secret if it exists and the config controls it. The cache
 // can lag our own apply, so a miss is asked of the API server before minting anew.
-func (c *Controller) dataSecret(ctx context.Context, bc *BootstrapConfig) *corev1.Secret {
+func (c *Controller) dataSecret(ctx context.Context, bc *external.BootstrapConfig) *corev1.Secret {
 	s, err := c.secrets.Secrets(bc.Namespace).Get(bc.Name)
 	if apierrors.IsNotFound(err) {
 		s, err = c.kube.CoreV1().Secrets(bc.Namespace).Get(ctx, bc.Name, metav1.GetOptions{})

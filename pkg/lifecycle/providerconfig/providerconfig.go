@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
 	listers "github.com/butlerdotdev/butler-apiserver/pkg/generated/listers/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
@@ -224,27 +225,36 @@ func (c *Controller) capacity(pc *v1alpha1.ProviderConfig) *v1alpha1.ProviderCap
 	return out
 }
 
-// The identity kinds the infrastructure clusters name (pkg/lifecycle/component/infra): named
-// after the credentials Secret, AWS's cluster-scoped, Azure's in the Secret's namespace.
-var (
-	awsStaticIdentities    = schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Resource: "awsclusterstaticidentities"}
-	azureClusterIdentities = schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta1", Resource: "azureclusteridentities"}
-)
-
 // identityProblems checks that the identity object the provider's infrastructure cluster will
-// name exists and points at the credentials Secret.
+// name exists and points at the credentials Secret. The identities (pkg/lifecycle/component/infra)
+// are named after the credentials Secret, AWS's cluster-scoped, Azure's in the Secret's namespace.
 func (c *Controller) identityProblems(ctx context.Context, provider v1alpha1.ProviderType, ns, secret string) ([]string, error) {
 	var (
-		gvr      schema.GroupVersionResource
-		kind     string
-		inNS     string
-		refField []string
+		gvk  schema.GroupVersionKind
+		inNS string
+		// field and secretOf are the identity's reference to the credentials Secret.
+		field    string
+		secretOf func(*unstructured.Unstructured) (string, error)
 	)
 	switch provider {
 	case v1alpha1.ProviderAWS:
-		gvr, kind, refField = awsStaticIdentities, "AWSClusterStaticIdentity", []string{"spec", "secretRef"}
+		gvk, field = external.AWSClusterStaticIdentityGVK, "spec.secretRef"
+		secretOf = func(u *unstructured.Unstructured) (string, error) {
+			id, err := external.FromUnstructured[external.AWSClusterStaticIdentity](u)
+			if err != nil {
+				return "", err
+			}
+			return id.Spec.SecretRef, nil
+		}
 	case v1alpha1.ProviderAzure:
-		gvr, kind, inNS, refField = azureClusterIdentities, "AzureClusterIdentity", ns, []string{"spec", "clientSecret", "name"}
+		gvk, inNS, field = external.AzureClusterIdentityGVK, ns, "spec.clientSecret.name"
+		secretOf = func(u *unstructured.Unstructured) (string, error) {
+			id, err := external.FromUnstructured[external.AzureClusterIdentity](u)
+			if err != nil {
+				return "", err
+			}
+			return id.Spec.ClientSecret.Name, nil
+		}
 	default:
 		return nil, nil
 	}
@@ -252,15 +262,19 @@ func (c *Controller) identityProblems(ctx context.Context, provider v1alpha1.Pro
 	if inNS != "" {
 		name = inNS + "/" + secret
 	}
-	id, err := c.dynamic.Resource(gvr).Namespace(inNS).Get(ctx, secret, metav1.GetOptions{})
+	u, err := c.dynamic.Resource(external.MustGVR(gvk)).Namespace(inNS).Get(ctx, secret, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return []string{fmt.Sprintf("%s %s does not exist (the %s cluster names it as its identity; create it for the credentials Secret)", kind, name, provider)}, nil
+		return []string{fmt.Sprintf("%s %s does not exist (the %s cluster names it as its identity; create it for the credentials Secret)", gvk.Kind, name, provider)}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	if got, _, _ := unstructured.NestedString(id.Object, refField...); got != secret {
-		return []string{fmt.Sprintf("%s %s: %s is %q, not the credentials Secret %q", kind, name, strings.Join(refField, "."), got, secret)}, nil
+	got, err := secretOf(u)
+	if err != nil {
+		return []string{fmt.Sprintf("%s %s: %v", gvk.Kind, name, err)}, nil
+	}
+	if got != secret {
+		return []string{fmt.Sprintf("%s %s: %s is %q, not the credentials Secret %q", gvk.Kind, name, field, got, secret)}, nil
 	}
 	return nil, nil
 }

@@ -14,6 +14,7 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/providerconfig/credentialstest"
 )
 
@@ -55,7 +56,7 @@ func TestCredentialsAndIdentities(t *testing.T) {
 		map[string]any{"type": "ServicePrincipal", "clientID": "id", "clientSecret": map[string]any{"name": "creds", "namespace": "infra"}})
 	wrongAzureID := identity(azureID.GroupVersionKind(), "infra", "creds", map[string]any{"type": "ServicePrincipal", "clientID": "id",
 		"clientSecret": map[string]any{"name": "other", "namespace": "infra"}})
-	listKinds := map[schema.GroupVersionResource]string{awsStaticIdentities: "AWSClusterStaticIdentityList", azureClusterIdentities: "AzureClusterIdentityList"}
+	listKinds := map[schema.GroupVersionResource]string{external.AWSClusterStaticIdentityGVR: "AWSClusterStaticIdentityList", external.AzureClusterIdentityGVR: "AzureClusterIdentityList"}
 
 	check := func(p v1alpha1.ProviderType, data map[string]string, ids ...runtime.Object) []string {
 		t.Helper()

@@ -145,7 +145,7 @@ func (c *Controller) Run(ctx context.Context) {
 
 // indexByDataSecret is the Machine index namespace/spec.bootstrap.dataSecretName.
 func indexByDataSecret(obj any) ([]string, error) {
-	m, err := fromUnstructured[clusterv1.Machine](obj)
+	m, err := external.FromObject[clusterv1.Machine](obj)
 	if err != nil || m.Spec.Bootstrap.DataSecretName == nil {
 		return nil, nil
 	}
@@ -154,7 +154,7 @@ func indexByDataSecret(obj any) ([]string, error) {
 
 // localMachineOf maps a Machine to the LocalMachine its infrastructureRef names.
 func localMachineOf(obj any) []string {
-	m, err := fromUnstructured[clusterv1.Machine](obj)
+	m, err := external.FromObject[clusterv1.Machine](obj)
 	if err != nil {
 		return nil
 	}
@@ -211,8 +211,6 @@ func localClusterOf(obj any) []string {
 // controller names both after the tenant cluster).
 func localClusterNameFor(cluster string) string { return cluster }
 
-var errNotUnstructured = errors.New("not an unstructured object")
-
 func splitKey(key string) (string, string, error) {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err == nil && ns == "" {
@@ -236,7 +234,7 @@ func (c *Controller) reconcileCluster(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	lc, err := fromUnstructured[LocalCluster](obj)
+	lc, err := external.FromObject[external.LocalCluster](obj)
 	if err != nil {
 		return err
 	}
@@ -271,7 +269,7 @@ func (c *Controller) reconcileCluster(ctx context.Context, key string) error {
 
 // paused says whether Cluster API pauses lc: its Cluster's spec.paused, or the annotation
 // cluster.x-k8s.io/paused on lc.
-func (c *Controller) paused(lc *LocalCluster, cluster string) bool {
+func (c *Controller) paused(lc *external.LocalCluster, cluster string) bool {
 	obj, err := c.capiClusters.ByNamespace(lc.Namespace).Get(cluster)
 	if err != nil {
 		obj = nil
@@ -283,12 +281,8 @@ func isPaused(cluster runtime.Object, annotations map[string]string) bool {
 	if _, ok := annotations[clusterv1.PausedAnnotation]; ok {
 		return true
 	}
-	u, ok := cluster.(*unstructured.Unstructured)
-	if !ok {
-		return false
-	}
-	paused, _, _ := unstructured.NestedBool(u.Object, "spec", "paused")
-	return paused
+	c, err := external.FromObject[clusterv1.Cluster](cluster)
+	return err == nil && c.Spec.Paused != nil && *c.Spec.Paused
 }
 
 // clusterReadiness is whether a LocalCluster is provisioned, and its Ready condition: once the
@@ -298,7 +292,7 @@ func isPaused(cluster runtime.Object, annotations map[string]string) bool {
 // only 30 s later (ConnectionCreationRetryInterval, no flag): until it connects no Machine gets
 // its nodeRef. A LocalCluster provisioned once stays so when the Secret goes (status.initialization
 // is set once, by contract).
-func clusterReadiness(lc *LocalCluster, cluster string, kubeconfig bool) (bool, metav1.Condition) {
+func clusterReadiness(lc *external.LocalCluster, cluster string, kubeconfig bool) (bool, metav1.Condition) {
 	ep := lc.Spec.ControlPlaneEndpoint
 	was := lc.Status.Initialization != nil && lc.Status.Initialization.Provisioned != nil && *lc.Status.Initialization.Provisioned
 	switch {
@@ -329,7 +323,7 @@ func clusterOf(owners []metav1.OwnerReference, labels map[string]string, def str
 	return def
 }
 
-func (c *Controller) applyClusterStatus(ctx context.Context, lc *LocalCluster, provisioned bool, cond metav1.Condition) error {
+func (c *Controller) applyClusterStatus(ctx context.Context, lc *external.LocalCluster, provisioned bool, cond metav1.Condition) error {
 	conds := append([]metav1.Condition(nil), lc.Status.Conditions...)
 	cond.ObservedGeneration = lc.Generation
 	changed := meta.SetStatusCondition(&conds, cond)
@@ -360,14 +354,14 @@ func (c *Controller) reconcileMachine(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	lm, err := fromUnstructured[LocalMachine](obj)
+	lm, err := external.FromObject[external.LocalMachine](obj)
 	if err != nil {
 		return err
 	}
 	if lm.DeletionTimestamp != nil {
 		return c.deleteMachine(ctx, lm)
 	}
-	if m := c.ownerMachine(lm); m != nil && m.DeletionTimestamp != nil && !lm.Status.provisioned() {
+	if m := c.ownerMachine(lm); m != nil && m.DeletionTimestamp != nil && !lm.Status.Provisioned() {
 		// A machine Cluster API is deleting never joins (nor, from a stale copy, comes back):
 		// its token is gone, and the connection would count as a use of the tenant (it wakes
 		// a hibernating one).
@@ -379,7 +373,7 @@ func (c *Controller) reconcileMachine(ctx context.Context, key string) error {
 			return err
 		}
 	}
-	if lm.Status.provisioned() {
+	if lm.Status.Provisioned() {
 		c.joined.Delete(key)
 		return c.renewCertificate(ctx, key, lm)
 	}
@@ -437,7 +431,7 @@ func (c *Controller) reconcileMachine(ctx context.Context, key string) error {
 // renewCertificate renews a joined machine's node client certificate when the cluster's CA
 // (Secret <cluster>-ca, the one Cluster API names) did not sign it, as the machine's kubelet
 // would once its provider hands it the new CA: during a rotation's first phase.
-func (c *Controller) renewCertificate(ctx context.Context, key string, lm *LocalMachine) error {
+func (c *Controller) renewCertificate(ctx context.Context, key string, lm *external.LocalMachine) error {
 	cluster := clusterOf(nil, lm.Labels, "")
 	if cluster == "" {
 		return nil
@@ -485,7 +479,7 @@ func (c *Controller) retryAfter(key string) time.Duration {
 // provider hands it over: by the contract's data.format (cloud-config when unset), which must
 // be what that OS's first-boot agent reads. Until there is data to join with it returns the
 // condition that says what is missing.
-func (c *Controller) bootstrapData(lm *LocalMachine) (*bootstrap.JoinInfo, *metav1.Condition) {
+func (c *Controller) bootstrapData(lm *external.LocalMachine) (*bootstrap.JoinInfo, *metav1.Condition) {
 	waiting := func(reason, format string, args ...any) (*bootstrap.JoinInfo, *metav1.Condition) {
 		return nil, &metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse,
 			Reason: reason, Message: fmt.Sprintf(format, args...)}
@@ -528,7 +522,7 @@ func (c *Controller) bootstrapData(lm *LocalMachine) (*bootstrap.JoinInfo, *meta
 }
 
 // ownerMachine is the Machine that owns lm, from the informer's cache.
-func (c *Controller) ownerMachine(lm *LocalMachine) *clusterv1.Machine {
+func (c *Controller) ownerMachine(lm *external.LocalMachine) *clusterv1.Machine {
 	for _, o := range lm.OwnerReferences {
 		if o.Kind != "Machine" || !strings.HasPrefix(o.APIVersion, clusterv1.GroupVersion.Group+"/") {
 			continue
@@ -537,7 +531,7 @@ func (c *Controller) ownerMachine(lm *LocalMachine) *clusterv1.Machine {
 		if err != nil || !exists {
 			return nil
 		}
-		m, err := fromUnstructured[clusterv1.Machine](obj)
+		m, err := external.FromObject[clusterv1.Machine](obj)
 		if err != nil {
 			return nil
 		}
@@ -546,11 +540,11 @@ func (c *Controller) ownerMachine(lm *LocalMachine) *clusterv1.Machine {
 	return nil
 }
 
-func (c *Controller) machineDir(lm *LocalMachine) string {
+func (c *Controller) machineDir(lm *external.LocalMachine) string {
 	return filepath.Join(c.opts.StateDir, "machines", lm.Namespace, lm.Name)
 }
 
-func hasFinalizer(lm *LocalMachine) bool {
+func hasFinalizer(lm *external.LocalMachine) bool {
 	for _, f := range lm.Finalizers {
 		if f == Finalizer {
 			return true
@@ -561,7 +555,7 @@ func hasFinalizer(lm *LocalMachine) bool {
 
 // deleteMachine removes the machine's Node from its tenant cluster, then its state, then the
 // finalizer.
-func (c *Controller) deleteMachine(ctx context.Context, lm *LocalMachine) error {
+func (c *Controller) deleteMachine(ctx context.Context, lm *external.LocalMachine) error {
 	if !hasFinalizer(lm) {
 		return nil
 	}
@@ -578,10 +572,10 @@ func (c *Controller) deleteMachine(ctx context.Context, lm *LocalMachine) error 
 // Cluster API itself deletes a Machine's Node) or else the node's own credentials. When the
 // tenant cluster is going away as well, a control plane that no longer answers ends the
 // attempt: there is no Node left to delete.
-func (c *Controller) deleteNode(ctx context.Context, lm *LocalMachine) error {
+func (c *Controller) deleteNode(ctx context.Context, lm *external.LocalMachine) error {
 	nodeName := lm.Status.NodeName
 	for _, a := range lm.Status.Addresses {
-		if a.Type == clusterv1.MachineHostName && nodeName == "" {
+		if a.Type == string(clusterv1.MachineHostName) && nodeName == "" {
 			nodeName = a.Address
 		}
 	}
@@ -608,7 +602,7 @@ func (c *Controller) deleteNode(ctx context.Context, lm *LocalMachine) error {
 
 // tenantClient is a client of lm's tenant cluster: the admin kubeconfig in
 // <cluster>-kubeconfig, or else the kubeconfig the machine keeps. Nil when neither is there.
-func (c *Controller) tenantClient(lm *LocalMachine, cluster string) (kubernetes.Interface, error) {
+func (c *Controller) tenantClient(lm *external.LocalMachine, cluster string) (kubernetes.Interface, error) {
 	var kubeconfig []byte
 	if cluster != "" {
 		if s, err := c.secrets.Secrets(lm.Namespace).Get(cluster + "-kubeconfig"); err == nil {
@@ -647,7 +641,7 @@ func (c *Controller) clusterGoing(ns, cluster string) bool {
 
 // applyMachine applies what this provider owns in a LocalMachine's spec and metadata: the
 // provider ID (when known) and the finalizer (unless released).
-func (c *Controller) applyMachine(ctx context.Context, lm *LocalMachine, providerID string, finalizer bool) error {
+func (c *Controller) applyMachine(ctx context.Context, lm *external.LocalMachine, providerID string, finalizer bool) error {
 	u := applyObject(LocalMachineKind, lm.Namespace, lm.Name)
 	if finalizer {
 		_ = unstructured.SetNestedStringSlice(u.Object, []string{Finalizer}, "metadata", "finalizers")
@@ -663,7 +657,7 @@ func (c *Controller) applyMachine(ctx context.Context, lm *LocalMachine, provide
 }
 
 // setMachineCondition records why the machine has not joined (yet).
-func (c *Controller) setMachineCondition(ctx context.Context, lm *LocalMachine, phase string, cond metav1.Condition) error {
+func (c *Controller) setMachineCondition(ctx context.Context, lm *external.LocalMachine, phase string, cond metav1.Condition) error {
 	conds := append([]metav1.Condition(nil), lm.Status.Conditions...)
 	cond.ObservedGeneration = lm.Generation
 	if !meta.SetStatusCondition(&conds, cond) && lm.Status.Phase == phase {
@@ -674,7 +668,7 @@ func (c *Controller) setMachineCondition(ctx context.Context, lm *LocalMachine, 
 
 // applyMachineStatus applies status (this provider owns all of it) with cond among the
 // conditions.
-func (c *Controller) applyMachineStatus(ctx context.Context, lm *LocalMachine, cond metav1.Condition, status map[string]any) error {
+func (c *Controller) applyMachineStatus(ctx context.Context, lm *external.LocalMachine, cond metav1.Condition, status map[string]any) error {
 	conds := append([]metav1.Condition(nil), lm.Status.Conditions...)
 	cond.ObservedGeneration = lm.Generation
 	meta.SetStatusCondition(&conds, cond)

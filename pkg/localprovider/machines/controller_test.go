@@ -12,6 +12,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 )
 
 // TestBootstrapData: a machine reads only the data Secret its Machine names, as an image of the
@@ -99,7 +100,7 @@ func TestBootstrapData(t *testing.T) {
 			if err := c.capi.GetIndexer().Add(tc.machine); err != nil {
 				t.Fatal(err)
 			}
-			lm := &LocalMachine{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "tenant", OwnerReferences: tc.owners}}
+			lm := &external.LocalMachine{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "tenant", OwnerReferences: tc.owners}}
 			info, cond := c.bootstrapData(lm)
 			switch {
 			case tc.reason == "" && cond != nil:
@@ -120,26 +121,26 @@ func TestBootstrapData(t *testing.T) {
 // is, and waits 30 s after a failed connect), and stays provisioned when the Secret goes.
 func TestClusterReadiness(t *testing.T) {
 	yes := true
-	endpoint := clusterv1.APIEndpoint{Host: "127.0.0.1", Port: 36001}
+	endpoint := external.APIEndpoint{Host: "127.0.0.1", Port: 36001}
 	cases := []struct {
 		name        string
-		endpoint    clusterv1.APIEndpoint
+		endpoint    external.APIEndpoint
 		was         bool
 		kubeconfig  bool
 		provisioned bool
 		reason      string
 	}{
-		{"no endpoint", clusterv1.APIEndpoint{}, false, true, false, ReasonWaitingForControlPlaneEndpoint},
+		{"no endpoint", external.APIEndpoint{}, false, true, false, ReasonWaitingForControlPlaneEndpoint},
 		{"an endpoint, no kubeconfig yet", endpoint, false, false, false, ReasonWaitingForKubeconfig},
 		{"an endpoint and the kubeconfig", endpoint, false, true, true, ReasonProvisioned},
 		{"provisioned before, the kubeconfig gone", endpoint, true, false, true, ReasonProvisioned},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			lc := &LocalCluster{}
+			lc := &external.LocalCluster{}
 			lc.Spec.ControlPlaneEndpoint = tc.endpoint
 			if tc.was {
-				lc.Status.Initialization = &Initialization{Provisioned: &yes}
+				lc.Status.Initialization = &external.InfrastructureInitialization{Provisioned: &yes}
 			}
 			provisioned, cond := clusterReadiness(lc, "prod", tc.kubeconfig)
 			if provisioned != tc.provisioned || cond.Reason != tc.reason {

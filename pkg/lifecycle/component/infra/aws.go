@@ -48,7 +48,7 @@ func awsCluster(in component.Input) (map[string]any, error) {
 	}
 	spec := map[string]any{
 		"region":      c.Region,
-		"identityRef": map[string]any{"kind": "AWSClusterStaticIdentity", "name": name},
+		"identityRef": map[string]any{"kind": external.AWSClusterStaticIdentityGVK.Kind, "name": name},
 		// The API server is hosted (Steward/Kamaji) or fronted by the control plane provider:
 		// CAPA makes no load balancer for it.
 		"controlPlaneLoadBalancer": map[string]any{"loadBalancerType": "disabled"},

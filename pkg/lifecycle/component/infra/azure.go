@@ -52,7 +52,7 @@ func azureCluster(in component.Input) (map[string]any, error) {
 		"location":       c.Location,
 		"identityRef": map[string]any{
 			"apiVersion": external.AzureClusterGVK.GroupVersion().String(),
-			"kind":       "AzureClusterIdentity",
+			"kind":       external.AzureClusterIdentityGVK.Kind,
 			"name":       name,
 			"namespace":  namespace,
 		},

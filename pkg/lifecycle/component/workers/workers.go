@@ -89,21 +89,17 @@ func BootstrapTemplate(in component.Input) (*unstructured.Unstructured, error) {
 	if osType == "" {
 		osType = v1alpha1.OSTalos
 	}
-	os := map[string]any{"type": string(osType)}
-	if osSpec.Version != "" {
-		os["version"] = osSpec.Version
-	}
-	spec := map[string]any{
-		"os": os,
-		"nodeLabels": map[string]any{
+	spec := external.BootstrapConfigSpec{
+		OS: external.BootstrapOS{Type: string(osType), Version: osSpec.Version},
+		NodeLabels: map[string]string{
 			external.TenantClusterLabel: in.Cluster.Name,
 			component.PoolLabel:         component.WorkersPool,
 		},
-		"clusterDNS":    dns,
-		"clusterDomain": component.ServiceDomain,
-		"podCIDR":       net.PodCIDR,
-		"serviceCIDR":   net.ServiceCIDR,
+		ClusterDNS:    dns,
+		ClusterDomain: component.ServiceDomain,
+		PodCIDR:       net.PodCIDR,
+		ServiceCIDR:   net.ServiceCIDR,
 	}
-	return component.New(in, external.BootstrapConfigTemplateGVK, component.WorkersName(in),
-		map[string]any{"template": map[string]any{"spec": spec}}), nil
+	return component.FromSpec(in, external.BootstrapConfigTemplateGVK, component.WorkersName(in),
+		&external.BootstrapConfigTemplateSpec{Template: external.BootstrapConfigTemplateResource{Spec: spec}})
 }
