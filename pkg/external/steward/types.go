@@ -23,14 +23,58 @@ type TenantControlPlane struct {
 	Status            TenantControlPlaneStatus `json:"status,omitempty"`
 }
 
-// TenantControlPlaneSpec is the part of the spec butler reads.
+// TenantControlPlaneSpec is the part of the spec butler reads: the workers its version, the
+// local provider (Steward's stand-in) what it runs.
 type TenantControlPlaneSpec struct {
-	Kubernetes KubernetesSpec `json:"kubernetes,omitempty"`
+	Kubernetes     KubernetesSpec     `json:"kubernetes,omitempty"`
+	NetworkProfile NetworkProfileSpec `json:"networkProfile,omitempty"`
+	ControlPlane   ControlPlaneSpec   `json:"controlPlane,omitempty"`
+	// DataStore is the DataStore asked for, "" for Steward's placement.
+	DataStore         string `json:"dataStore,omitempty"`
+	DataStoreSchema   string `json:"dataStoreSchema,omitempty"`
+	DataStoreUsername string `json:"dataStoreUsername,omitempty"`
 }
 
 // KubernetesSpec is the Kubernetes the control plane is asked to run.
 type KubernetesSpec struct {
-	Version string `json:"version,omitempty"`
+	Version              string      `json:"version,omitempty"`
+	AdmissionControllers []string    `json:"admissionControllers,omitempty"`
+	Kubelet              KubeletSpec `json:"kubelet,omitempty"`
+}
+
+// KubeletSpec is how the tenant's kubelets are configured.
+type KubeletSpec struct {
+	Cgroupfs string `json:"cgroupfs,omitempty"`
+}
+
+// NetworkProfileSpec is the control plane's network.
+type NetworkProfileSpec struct {
+	Address       string   `json:"address,omitempty"`
+	Port          int32    `json:"port,omitempty"`
+	CertSANs      []string `json:"certSANs,omitempty"`
+	ServiceCIDR   string   `json:"serviceCidr,omitempty"`
+	PodCIDR       string   `json:"podCidr,omitempty"`
+	ClusterDomain string   `json:"clusterDomain,omitempty"`
+	DNSServiceIPs []string `json:"dnsServiceIPs,omitempty"`
+}
+
+// ControlPlaneSpec is how the control plane runs.
+type ControlPlaneSpec struct {
+	Deployment DeploymentSpec `json:"deployment,omitempty"`
+}
+
+// DeploymentSpec is the control plane's Deployment.
+type DeploymentSpec struct {
+	// Replicas is how many control plane pods run; unset is one.
+	Replicas  *int32    `json:"replicas,omitempty"`
+	ExtraArgs ExtraArgs `json:"extraArgs,omitempty"`
+}
+
+// ExtraArgs are each component's extra flags ("--flag=value").
+type ExtraArgs struct {
+	APIServer         []string `json:"apiServer,omitempty"`
+	ControllerManager []string `json:"controllerManager,omitempty"`
+	Scheduler         []string `json:"scheduler,omitempty"`
 }
 
 // TenantControlPlaneStatus is the part of the status butler reads.
@@ -43,9 +87,16 @@ type TenantControlPlaneStatus struct {
 	Storage *StorageStatus `json:"storage,omitempty"`
 }
 
-// StorageStatus names the datastore of a control plane.
+// StorageStatus names the datastore of a control plane, and the tenant's place in it.
 type StorageStatus struct {
-	DataStoreName string `json:"dataStoreName,omitempty"`
+	DataStoreName string        `json:"dataStoreName,omitempty"`
+	Setup         *StorageSetup `json:"setup,omitempty"`
+}
+
+// StorageSetup is the tenant's key prefix (schema) and user in its datastore.
+type StorageSetup struct {
+	Schema string `json:"schema,omitempty"`
+	User   string `json:"user,omitempty"`
 }
 
 // KubeconfigsStatus names the generated kubeconfig Secrets.
@@ -79,15 +130,38 @@ type KubernetesVersion struct {
 	Status  string `json:"status,omitempty"`
 }
 
-// StewardControlPlaneSpec is the part of a StewardControlPlane's spec butler sets.
+// StewardControlPlane is capi-steward's control plane, which the local provider stands in for.
+//
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+type StewardControlPlane struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              StewardControlPlaneSpec `json:"spec,omitempty"`
+}
+
+// StewardControlPlaneSpec is the part of a StewardControlPlane's spec butler sets (the workers)
+// or reads (the local provider).
 type StewardControlPlaneSpec struct {
 	Version           string                 `json:"version"`
 	Replicas          *int32                 `json:"replicas,omitempty"`
 	DataStoreName     string                 `json:"dataStoreName,omitempty"`
+	DataStoreSchema   string                 `json:"dataStoreSchema,omitempty"`
+	DataStoreUsername string                 `json:"dataStoreUsername,omitempty"`
 	APIServer         *ControlPlaneComponent `json:"apiServer,omitempty"`
 	ControllerManager *ControlPlaneComponent `json:"controllerManager,omitempty"`
 	Scheduler         *ControlPlaneComponent `json:"scheduler,omitempty"`
 	Network           *NetworkComponent      `json:"network,omitempty"`
+	Addons            *AddonsSpec            `json:"addons,omitempty"`
+}
+
+// AddonsSpec is the part of the control plane's addons butler reads.
+type AddonsSpec struct {
+	CoreDNS *CoreDNSAddon `json:"coreDNS,omitempty"`
+}
+
+// CoreDNSAddon is the CoreDNS addon: its Service's addresses.
+type CoreDNSAddon struct {
+	DNSServiceIPs []string `json:"dnsServiceIPs,omitempty"`
 }
 
 // ControlPlaneComponent customizes one control plane component.
@@ -109,10 +183,14 @@ const (
 
 // NetworkComponent says how the control plane is exposed.
 type NetworkComponent struct {
-	ServiceType string            `json:"serviceType,omitempty"`
-	CertSANs    []string          `json:"certSANs,omitempty"`
-	Ingress     *IngressComponent `json:"ingress,omitempty"`
-	Gateway     *GatewayComponent `json:"gateway,omitempty"`
+	ServiceType string `json:"serviceType,omitempty"`
+	// ServiceAddress is the Service's address, if fixed.
+	ServiceAddress string `json:"serviceAddress,omitempty"`
+	// DNSServiceIPs are the tenant's cluster DNS addresses (addons.coreDNS.dnsServiceIPs wins).
+	DNSServiceIPs []string          `json:"dnsServiceIPs,omitempty"`
+	CertSANs      []string          `json:"certSANs,omitempty"`
+	Ingress       *IngressComponent `json:"ingress,omitempty"`
+	Gateway       *GatewayComponent `json:"gateway,omitempty"`
 }
 
 // IngressComponent exposes the control plane through an Ingress in the management cluster.
@@ -131,4 +209,46 @@ type GatewayComponent struct {
 type ParentReference struct {
 	Name      string `json:"name"`
 	Namespace string `json:"namespace,omitempty"`
+}
+
+// DataStore is the part of a Steward (or Kamaji) DataStore a control plane provider reads: where
+// the datastore serves, and the CA and root client certificate it is reached with.
+//
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+type DataStore struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              DataStoreSpec `json:"spec,omitempty"`
+}
+
+// DataStoreSpec is the datastore's driver, endpoints and TLS files.
+type DataStoreSpec struct {
+	Driver    string              `json:"driver,omitempty"`
+	Endpoints []string            `json:"endpoints,omitempty"`
+	TLSConfig *DataStoreTLSConfig `json:"tlsConfig,omitempty"`
+}
+
+// DataStoreTLSConfig is the CA that signs the datastore's certificates and the root client's.
+type DataStoreTLSConfig struct {
+	CertificateAuthority *CertKeyPair `json:"certificateAuthority,omitempty"`
+	ClientCertificate    *CertKeyPair `json:"clientCertificate,omitempty"`
+}
+
+// CertKeyPair is a certificate and its key.
+type CertKeyPair struct {
+	Certificate *ContentRef `json:"certificate,omitempty"`
+	PrivateKey  *ContentRef `json:"privateKey,omitempty"`
+}
+
+// ContentRef is one file: inline content (base64 in the object) or a key of a Secret.
+type ContentRef struct {
+	Content         []byte              `json:"content,omitempty"`
+	SecretReference *KeySecretReference `json:"secretReference,omitempty"`
+}
+
+// KeySecretReference is a key of a Secret.
+type KeySecretReference struct {
+	Name      string `json:"name,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	KeyPath   string `json:"keyPath"`
 }

@@ -20,6 +20,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external/steward"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localports"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/datastore"
@@ -268,10 +269,8 @@ func (c *Controller) stopAll(logger klog.Logger) {
 // versionBuilt queues every TenantControlPlane that waits for version.
 func (c *Controller) versionBuilt(version string) {
 	for _, obj := range c.tcps.GetStore().List() {
-		if u, ok := obj.(interface{ UnstructuredContent() map[string]any }); ok {
-			if v, _ := nestedString(u.UnstructuredContent(), "spec", "kubernetes", "version"); normalizeVersion(v) == version {
-				c.tcpQueue.Enqueue(obj)
-			}
+		if tcp, err := external.FromObject[steward.TenantControlPlane](obj); err == nil && normalizeVersion(tcp.Spec.Kubernetes.Version) == version {
+			c.tcpQueue.Enqueue(obj)
 		}
 	}
 }

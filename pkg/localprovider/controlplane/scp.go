@@ -19,9 +19,11 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external/steward"
 )
 
 // Condition types of a StewardControlPlane, as capi-steward reports them.
@@ -82,7 +84,7 @@ func (c *Controller) reconcileSCP(ctx context.Context, key string) error {
 	status.set(conditionTCPCreated, true, "Created", "")
 	status.tcp = tcp
 
-	if endpoint, _ := nestedString(tcp.Object, "status", "controlPlaneEndpoint"); endpoint != "" {
+	if endpoint := publishedEndpoint(tcp); endpoint != "" {
 		hasInfra, err := c.patchInfrastructureEndpoint(ctx, cluster, endpoint)
 		switch {
 		case err != nil:
@@ -98,7 +100,7 @@ func (c *Controller) reconcileSCP(ctx context.Context, key string) error {
 		status.set(conditionInfraPatched, false, "WaitingForEndpoint", "the TenantControlPlane has no endpoint yet")
 	}
 
-	versionStatus, _ := nestedString(tcp.Object, "status", "kubernetesResources", "version", "status")
+	versionStatus := publishedStatus(tcp).KubernetesResources.Version.Status
 	reason, message := tcp.GetAnnotations()[external.LocalProviderReasonAnnotation], tcp.GetAnnotations()[external.LocalProviderMessageAnnotation]
 	if versionStatus == statusReady || versionStatus == statusUpgrading {
 		if err := c.copyClusterSecrets(ctx, scp, tcp, clusterName); err != nil {
@@ -131,8 +133,12 @@ func (c *Controller) reconcileSCP(ctx context.Context, key string) error {
 // onLocalInfrastructure says whether a Cluster's machines are local ones (a LocalCluster): the
 // only clusters whose control planes this stand-in runs.
 func onLocalInfrastructure(cluster *unstructured.Unstructured) bool {
-	ref, _, _ := unstructured.NestedStringMap(cluster.Object, "spec", "infrastructureRef")
-	return ref["apiGroup"] == external.LocalClusterGVK.Group && ref["kind"] == external.LocalClusterGVK.Kind
+	cl, err := external.FromUnstructured[clusterv1.Cluster](cluster)
+	if err != nil {
+		return false
+	}
+	ref := cl.Spec.InfrastructureRef
+	return ref.APIGroup == external.LocalClusterGVK.Group && ref.Kind == external.LocalClusterGVK.Kind
 }
 
 // ownedBySCP says whether a StewardControlPlane controls obj: the TenantControlPlanes this
@@ -154,27 +160,38 @@ func ownerCluster(obj *unstructured.Unstructured) string {
 
 // controlPlaneOfCluster maps a Cluster to the StewardControlPlane it references.
 func controlPlaneOfCluster(obj any) []string {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
+	cl, err := external.FromObject[clusterv1.Cluster](obj)
+	if err != nil {
 		return nil
 	}
-	kind, _ := nestedString(u.Object, "spec", "controlPlaneRef", "kind")
-	name, _ := nestedString(u.Object, "spec", "controlPlaneRef", "name")
-	if kind != stewardControlPlaneKind || name == "" {
+	ref := cl.Spec.ControlPlaneRef
+	if ref.Kind != stewardControlPlaneKind || ref.Name == "" {
 		return nil
 	}
-	return []string{u.GetNamespace() + "/" + name}
+	return []string{cl.Namespace + "/" + ref.Name}
 }
 
 // desiredTCP is the TenantControlPlane capi-steward makes of a StewardControlPlane and its
 // Cluster: the Cluster's network (service and pod CIDRs, domain, API port), the version, and the
-// StewardControlPlane's fields that have a place in the TenantControlPlane.
+// StewardControlPlane's fields that have a place in the TenantControlPlane. The fields it reads
+// come through the mirrors; the subtrees it hands on as they are (kubelet, admission
+// controllers, extra arguments, addons) are copied by path, as capi-steward copies them.
 func desiredTCP(scp, cluster *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	get := func(path ...string) (any, bool) {
 		v, ok, _ := unstructured.NestedFieldCopy(scp.Object, path...)
 		return v, ok
 	}
-	version, _ := nestedString(scp.Object, "spec", "version")
+	cl, err := external.FromUnstructured[clusterv1.Cluster](cluster)
+	if err != nil {
+		return nil, err
+	}
+	typed, err := external.FromUnstructured[steward.StewardControlPlane](scp)
+	if err != nil {
+		return nil, err
+	}
+	in := typed.Spec
+	scpNetwork := ptr.Deref(in.Network, steward.NetworkComponent{})
+	version := in.Version
 	if version == "" {
 		return nil, fmt.Errorf("spec.version is empty")
 	}
@@ -191,21 +208,20 @@ func desiredTCP(scp, cluster *unstructured.Unstructured) (*unstructured.Unstruct
 	if v, ok := get("spec", "admissionControllers"); ok {
 		set(v, "kubernetes", "admissionControllers")
 	}
-	serviceType, _ := nestedString(scp.Object, "spec", "network", "serviceType")
-	set(orDefault(serviceType, "LoadBalancer"), "controlPlane", "service", "serviceType")
-	if v, ok := get("spec", "replicas"); ok {
-		set(v, "controlPlane", "deployment", "replicas")
+	set(orDefault(scpNetwork.ServiceType, "LoadBalancer"), "controlPlane", "service", "serviceType")
+	if in.Replicas != nil {
+		set(int64(*in.Replicas), "controlPlane", "deployment", "replicas")
 	}
 	for from, to := range map[string]string{"apiServer": "apiServer", "controllerManager": "controllerManager", "scheduler": "scheduler", "kine": "kine"} {
 		if v, ok := get("spec", from, "extraArgs"); ok {
 			set(v, "controlPlane", "deployment", "extraArgs", to)
 		}
 	}
-	for _, f := range []struct{ from, to string }{
-		{"dataStoreName", "dataStore"}, {"dataStoreSchema", "dataStoreSchema"}, {"dataStoreUsername", "dataStoreUsername"},
+	for to, v := range map[string]string{
+		"dataStore": in.DataStoreName, "dataStoreSchema": in.DataStoreSchema, "dataStoreUsername": in.DataStoreUsername,
 	} {
-		if v, _ := nestedString(scp.Object, "spec", f.from); v != "" {
-			set(v, f.to)
+		if v != "" {
+			set(v, to)
 		}
 	}
 
@@ -213,37 +229,45 @@ func desiredTCP(scp, cluster *unstructured.Unstructured) (*unstructured.Unstruct
 	// update-time CEL rules read self.networkProfile.* and fail on an object without it (and
 	// the server fills in its defaults: port, CIDRs, domain).
 	spec["networkProfile"] = map[string]any{}
-	if port, ok, _ := unstructured.NestedInt64(cluster.Object, "spec", "clusterNetwork", "apiServerPort"); ok && port != 0 {
-		set(port, "networkProfile", "port")
+	network := cl.Spec.ClusterNetwork
+	if network.APIServerPort != 0 {
+		set(int64(network.APIServerPort), "networkProfile", "port")
 	}
-	if blocks, _, _ := unstructured.NestedStringSlice(cluster.Object, "spec", "clusterNetwork", "services", "cidrBlocks"); len(blocks) > 0 {
+	if blocks := network.Services.CIDRBlocks; len(blocks) > 0 {
 		set(blocks[0], "networkProfile", "serviceCidr")
 	}
-	if blocks, _, _ := unstructured.NestedStringSlice(cluster.Object, "spec", "clusterNetwork", "pods", "cidrBlocks"); len(blocks) > 0 {
+	if blocks := network.Pods.CIDRBlocks; len(blocks) > 0 {
 		set(blocks[0], "networkProfile", "podCidr")
 	}
-	if domain, _ := nestedString(cluster.Object, "spec", "clusterNetwork", "serviceDomain"); domain != "" {
-		set(domain, "networkProfile", "clusterDomain")
+	if network.ServiceDomain != "" {
+		set(network.ServiceDomain, "networkProfile", "clusterDomain")
 	}
-	if v, ok := get("spec", "network", "serviceAddress"); ok {
-		set(v, "networkProfile", "address")
+	if scpNetwork.ServiceAddress != "" {
+		set(scpNetwork.ServiceAddress, "networkProfile", "address")
 	}
-	dnsIPs, _, _ := unstructured.NestedStringSlice(scp.Object, "spec", "network", "dnsServiceIPs")
-	if ips, ok, _ := unstructured.NestedStringSlice(scp.Object, "spec", "addons", "coreDNS", "dnsServiceIPs"); ok {
-		dnsIPs = ips
+	dnsIPs := scpNetwork.DNSServiceIPs
+	if in.Addons != nil && in.Addons.CoreDNS != nil && in.Addons.CoreDNS.DNSServiceIPs != nil {
+		dnsIPs = in.Addons.CoreDNS.DNSServiceIPs
 	}
 	if len(dnsIPs) > 0 {
 		set(toAny(dnsIPs), "networkProfile", "dnsServiceIPs")
 	}
-	sans, _, _ := unstructured.NestedStringSlice(scp.Object, "spec", "network", "certSANs")
+	sans := scpNetwork.CertSANs
 	for _, san := range sans {
 		if _, _, err := net.SplitHostPort(san); err == nil {
 			return nil, fmt.Errorf("spec.network.certSANs: %q: a certificate SAN is a host, without a port", san)
 		}
 	}
 	// An Ingress or Gateway hostname reaches the API server too: its name must be in the certificate.
-	for _, path := range [][]string{{"spec", "network", "ingress", "hostname"}, {"spec", "network", "gateway", "hostname"}} {
-		if h, _ := nestedString(scp.Object, path...); h != "" {
+	var hostnames []string
+	if scpNetwork.Ingress != nil {
+		hostnames = append(hostnames, scpNetwork.Ingress.Hostname)
+	}
+	if scpNetwork.Gateway != nil {
+		hostnames = append(hostnames, scpNetwork.Gateway.Hostname)
+	}
+	for _, h := range hostnames {
+		if h != "" {
 			if host, _, err := net.SplitHostPort(h); err == nil {
 				h = host
 			}
@@ -311,15 +335,19 @@ func toAnyMap(m map[string]string) map[string]any {
 // endpoint (Cluster API reads the Cluster's endpoint from there), when it differs. It says
 // whether the Cluster has an infrastructure cluster at all.
 func (c *Controller) patchInfrastructureEndpoint(ctx context.Context, cluster *unstructured.Unstructured, endpoint string) (bool, error) {
-	ref, ok, _ := unstructured.NestedStringMap(cluster.Object, "spec", "infrastructureRef")
-	if !ok || ref["kind"] == "" || ref["name"] == "" {
+	cl, err := external.FromUnstructured[clusterv1.Cluster](cluster)
+	if err != nil {
+		return false, err
+	}
+	ref := cl.Spec.InfrastructureRef
+	if ref.Kind == "" || ref.Name == "" {
 		// A Cluster without infrastructure (a control plane alone) has nothing to patch.
 		return false, nil
 	}
 	return true, c.patchInfrastructureRef(ctx, cluster.GetNamespace(), ref, endpoint)
 }
 
-func (c *Controller) patchInfrastructureRef(ctx context.Context, namespace string, ref map[string]string, endpoint string) error {
+func (c *Controller) patchInfrastructureRef(ctx context.Context, namespace string, ref clusterv1.ContractVersionedObjectReference, endpoint string) error {
 	host, portStr, err := net.SplitHostPort(endpoint)
 	if err != nil {
 		return fmt.Errorf("TenantControlPlane endpoint %q: %w", endpoint, err)
@@ -328,7 +356,7 @@ func (c *Controller) patchInfrastructureRef(ctx context.Context, namespace strin
 	if err != nil {
 		return fmt.Errorf("TenantControlPlane endpoint %q: %w", endpoint, err)
 	}
-	gk := schema.GroupKind{Group: ref["apiGroup"], Kind: ref["kind"]}
+	gk := schema.GroupKind{Group: ref.APIGroup, Kind: ref.Kind}
 	mapping, err := c.mapper.RESTMapping(gk)
 	if err != nil {
 		// A kind installed after the mapper cached discovery: look again next time.
@@ -338,18 +366,20 @@ func (c *Controller) patchInfrastructureRef(ctx context.Context, namespace strin
 		return fmt.Errorf("infrastructure kind %s: %w", gk, err)
 	}
 	client := c.deps.Dynamic.Resource(mapping.Resource).Namespace(namespace)
-	infra, err := client.Get(ctx, ref["name"], metav1.GetOptions{})
+	u, err := client.Get(ctx, ref.Name, metav1.GetOptions{})
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", gk.Kind, ref["name"], err)
+		return fmt.Errorf("%s %s: %w", gk.Kind, ref.Name, err)
 	}
-	curHost, _ := nestedString(infra.Object, "spec", "controlPlaneEndpoint", "host")
-	curPort, _, _ := unstructured.NestedInt64(infra.Object, "spec", "controlPlaneEndpoint", "port")
-	if curHost == host && curPort == port {
+	infra, err := external.FromUnstructured[external.InfrastructureCluster](u)
+	if err != nil {
+		return err
+	}
+	if cur := infra.Spec.ControlPlaneEndpoint; cur.Host == host && int64(cur.Port) == port {
 		return nil
 	}
 	patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"controlPlaneEndpoint": map[string]any{"host": host, "port": port}}})
-	if _, err := client.Patch(ctx, ref["name"], types.MergePatchType, patch, external.LocalProvider.PatchOptions()); err != nil {
-		return fmt.Errorf("patching %s %s: %w", gk.Kind, ref["name"], err)
+	if _, err := client.Patch(ctx, ref.Name, types.MergePatchType, patch, external.LocalProvider.PatchOptions()); err != nil {
+		return fmt.Errorf("patching %s %s: %w", gk.Kind, ref.Name, err)
 	}
 	return nil
 }
@@ -447,7 +477,7 @@ func (c *Controller) setSCPStatus(ctx context.Context, scp *unstructured.Unstruc
 	}
 	versionStatus, version := "", ""
 	if s.tcp != nil {
-		versionStatus, _ = nestedString(s.tcp.Object, "status", "kubernetesResources", "version", "status")
+		versionStatus = publishedStatus(s.tcp).KubernetesResources.Version.Status
 		version = tcpVersion(s.tcp)
 	}
 	ready := versionStatus == statusReady || versionStatus == statusUpgrading

@@ -53,9 +53,7 @@ func (c *Controller) TenantStoreOf(ctx context.Context, tcp *unstructured.Unstru
 			return c.tenantStore(ctx, name, prefix)
 		}
 	}
-	name, _ := nestedString(tcp.Object, "status", "storage", "dataStoreName")
-	schema, _ := nestedString(tcp.Object, "status", "storage", "setup", "schema")
-	user, _ := nestedString(tcp.Object, "status", "storage", "setup", "user")
+	name, schema, user := publishedStorage(tcp)
 	if name == "" || schema == "" || user == "" {
 		return TenantStore{}, fmt.Errorf("TenantControlPlane %s/%s has no datastore yet", tcp.GetNamespace(), tcp.GetName())
 	}

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external/steward"
 )
 
@@ -79,42 +80,39 @@ const (
 // parseTenantSpec reads the fields this provider acts on from a TenantControlPlane.
 func parseTenantSpec(tcp *unstructured.Unstructured) (tenantSpec, error) {
 	s := tenantSpec{Namespace: tcp.GetNamespace(), Name: tcp.GetName(), UID: string(tcp.GetUID())}
-	str := func(path ...string) string {
-		v, _, _ := unstructured.NestedString(tcp.Object, path...)
-		return v
+	typed, err := external.FromUnstructured[steward.TenantControlPlane](tcp)
+	if err != nil {
+		return s, err
 	}
-	strs := func(path ...string) []string {
-		v, _, _ := unstructured.NestedStringSlice(tcp.Object, path...)
-		return v
-	}
-	s.Version = normalizeVersion(str("spec", "kubernetes", "version"))
+	spec := typed.Spec
+	s.Version = normalizeVersion(spec.Kubernetes.Version)
 	if s.Version == "" {
 		return s, fmt.Errorf("spec.kubernetes.version is empty")
 	}
-	s.ServiceCIDR = orDefault(str("spec", "networkProfile", "serviceCidr"), defaultServiceCIDR)
-	s.PodCIDR = orDefault(str("spec", "networkProfile", "podCidr"), defaultPodCIDR)
-	s.ClusterDomain = orDefault(str("spec", "networkProfile", "clusterDomain"), defaultClusterDomain)
-	s.DNSServiceIPs = strs("spec", "networkProfile", "dnsServiceIPs")
-	s.CertSANs = strs("spec", "networkProfile", "certSANs")
-	if addr := str("spec", "networkProfile", "address"); addr != "" {
-		s.CertSANs = append(s.CertSANs, addr)
+	network := spec.NetworkProfile
+	s.ServiceCIDR = orDefault(network.ServiceCIDR, defaultServiceCIDR)
+	s.PodCIDR = orDefault(network.PodCIDR, defaultPodCIDR)
+	s.ClusterDomain = orDefault(network.ClusterDomain, defaultClusterDomain)
+	s.DNSServiceIPs = network.DNSServiceIPs
+	s.CertSANs = network.CertSANs
+	if network.Address != "" {
+		s.CertSANs = append(s.CertSANs, network.Address)
 	}
-	s.DataStore = str("spec", "dataStore")
-	s.DataStoreSchema = orDefault(strings.Trim(str("spec", "dataStoreSchema"), "/"), s.UID)
-	s.DataStoreUser = orDefault(str("spec", "dataStoreUsername"), s.Namespace+"_"+s.Name)
-	s.AdmissionPlugins = strs("spec", "kubernetes", "admissionControllers")
-	s.CgroupDriver = orDefault(str("spec", "kubernetes", "kubelet", "cgroupfs"), "systemd")
-	s.APIServerArgs = strs("spec", "controlPlane", "deployment", "extraArgs", "apiServer")
-	s.ControllerManagerArgs = strs("spec", "controlPlane", "deployment", "extraArgs", "controllerManager")
-	s.SchedulerArgs = strs("spec", "controlPlane", "deployment", "extraArgs", "scheduler")
+	s.DataStore = spec.DataStore
+	s.DataStoreSchema = orDefault(strings.Trim(spec.DataStoreSchema, "/"), s.UID)
+	s.DataStoreUser = orDefault(spec.DataStoreUsername, s.Namespace+"_"+s.Name)
+	s.AdmissionPlugins = spec.Kubernetes.AdmissionControllers
+	s.CgroupDriver = orDefault(spec.Kubernetes.Kubelet.Cgroupfs, "systemd")
+	deployment := spec.ControlPlane.Deployment
+	s.APIServerArgs = deployment.ExtraArgs.APIServer
+	s.ControllerManagerArgs = deployment.ExtraArgs.ControllerManager
+	s.SchedulerArgs = deployment.ExtraArgs.Scheduler
 	s.Replicas = 1
-	if r, found, err := unstructured.NestedInt64(tcp.Object, "spec", "controlPlane", "deployment", "replicas"); err != nil {
-		return s, fmt.Errorf("spec.controlPlane.deployment.replicas: %w", err)
-	} else if found {
-		if r < 0 {
-			return s, fmt.Errorf("spec.controlPlane.deployment.replicas is %d", r)
+	if r := deployment.Replicas; r != nil {
+		if *r < 0 {
+			return s, fmt.Errorf("spec.controlPlane.deployment.replicas is %d", *r)
 		}
-		s.Replicas = r
+		s.Replicas = int64(*r)
 	}
 	if _, err := firstServiceIP(s.ServiceCIDR); err != nil {
 		return s, fmt.Errorf("spec.networkProfile.serviceCidr: %w", err)

@@ -219,7 +219,7 @@ func (c *Controller) reconcileTCP(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	if s, _ := nestedString(tcp.Object, "status", "kubernetesResources", "version", "status"); s != statusReady {
+	if publishedStatus(tcp).KubernetesResources.Version.Status != statusReady {
 		logger.Info("Tenant control plane Ready", "version", spec.Version, "endpoint", endpoint,
 			"sinceCreation", time.Since(tcp.GetCreationTimestamp().Time).Round(10*time.Millisecond))
 	}
@@ -274,6 +274,19 @@ func tcpAdminSecret(tcp *unstructured.Unstructured) string {
 func (c *Controller) procSpec(component string, bins binaries, args []string, paths tenantPaths) procSpec {
 	return procSpec{Component: component, Binary: bins.path(component), Args: args,
 		LogFile: paths.log(component), PidFile: paths.pidFile(component), Owner: paths.dir}
+}
+
+// publishedStorage is the datastore, key prefix (schema) and user the TenantControlPlane's status
+// names; "" for what it names not.
+func publishedStorage(tcp *unstructured.Unstructured) (name, schema, user string) {
+	st := publishedStatus(tcp).Storage
+	if st == nil {
+		return "", "", ""
+	}
+	if st.Setup != nil {
+		schema, user = st.Setup.Schema, st.Setup.User
+	}
+	return st.DataStoreName, schema, user
 }
 
 // publishedEndpoint is the endpoint in the TenantControlPlane's status, "" before it was first
@@ -690,10 +703,4 @@ func subsetEqual(want, have map[string]any) bool {
 		}
 	}
 	return true
-}
-
-// nestedString reads a string field of unstructured content.
-func nestedString(obj map[string]any, path ...string) (string, bool) {
-	v, ok, _ := unstructured.NestedString(obj, path...)
-	return v, ok
 }

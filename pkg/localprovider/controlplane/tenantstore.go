@@ -117,7 +117,7 @@ func (c *Controller) placeTenant(tcp *unstructured.Unstructured, spec tenantSpec
 	if placed != "" {
 		return placed, nil
 	}
-	if name, _ := nestedString(tcp.Object, "status", "storage", "dataStoreName"); name != "" {
+	if name, _, _ := publishedStorage(tcp); name != "" {
 		return name, nil
 	}
 	uid := string(tcp.GetUID())
@@ -160,7 +160,7 @@ func (c *Controller) tenantsPlaced() map[string]string {
 			if !ok || u.GetDeletionTimestamp() != nil {
 				continue
 			}
-			if name, _ := nestedString(u.Object, "status", "storage", "dataStoreName"); name != "" {
+			if name, _, _ := publishedStorage(u); name != "" {
 				out[string(u.GetUID())] = name
 			}
 		}
@@ -291,9 +291,8 @@ func (c *Controller) removeTenantStore(ctx context.Context, rec tenantRecord) er
 // recordFromStatus is what a TenantControlPlane's status says of its datastore, for a tenant
 // whose state directory is gone.
 func recordFromStatus(tcp *unstructured.Unstructured, rec tenantRecord) tenantRecord {
-	rec.DataStore, _ = nestedString(tcp.Object, "status", "storage", "dataStoreName")
-	schema, _ := nestedString(tcp.Object, "status", "storage", "setup", "schema")
-	rec.DataStoreUser, _ = nestedString(tcp.Object, "status", "storage", "setup", "user")
+	var schema string
+	rec.DataStore, schema, rec.DataStoreUser = publishedStorage(tcp)
 	if schema != "" && rec.DataStoreUser != "" {
 		rec.DataStorePrefix = datastore.NewTenant(rec.DataStoreUser, schema).Prefix
 	} else {

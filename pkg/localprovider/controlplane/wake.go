@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/hibernation"
 )
@@ -125,8 +126,11 @@ func (c *Controller) hibernationWish(ctx context.Context, tc types.NamespacedNam
 	if u.GetDeletionTimestamp() != nil {
 		return false, fmt.Errorf("TenantCluster %s is being deleted", tc)
 	}
-	asleep, _, _ := unstructured.NestedBool(u.Object, "spec", "hibernation", "hibernated")
-	return asleep, nil
+	cluster, err := external.FromUnstructured[v1alpha1.TenantCluster](u)
+	if err != nil {
+		return false, err
+	}
+	return cluster.Spec.Hibernation != nil && cluster.Spec.Hibernation.Hibernated, nil
 }
 
 func (c *Controller) setHibernated(ctx context.Context, tc types.NamespacedName, hibernated bool, note string) error {

@@ -14,7 +14,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"strconv"
@@ -23,7 +22,10 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external/steward"
 	"github.com/butlerdotdev/butler-apiserver/pkg/pki"
 )
 
@@ -65,26 +67,32 @@ type Spec struct {
 // Parse reads a DataStore object.
 func Parse(u *unstructured.Unstructured) (Spec, error) {
 	s := Spec{Name: u.GetName()}
-	s.Driver, _, _ = unstructured.NestedString(u.Object, "spec", "driver")
-	s.Endpoints, _, _ = unstructured.NestedStringSlice(u.Object, "spec", "endpoints")
+	ds, err := external.FromUnstructured[steward.DataStore](u)
+	if err != nil {
+		return s, err
+	}
+	s.Driver, s.Endpoints = ds.Spec.Driver, ds.Spec.Endpoints
 	if s.Driver != DriverEtcd {
 		return s, fmt.Errorf("DataStore %s: driver %q, only %q is served", s.Name, s.Driver, DriverEtcd)
 	}
 	if len(s.Endpoints) == 0 {
 		return s, fmt.Errorf("DataStore %s has no endpoints", s.Name)
 	}
-	var err error
+	tlsConfig := ptr.Deref(ds.Spec.TLSConfig, steward.DataStoreTLSConfig{})
+	ca := ptr.Deref(tlsConfig.CertificateAuthority, steward.CertKeyPair{})
+	client := ptr.Deref(tlsConfig.ClientCertificate, steward.CertKeyPair{})
 	for _, f := range []struct {
 		ref  *Ref
-		path []string
+		from *steward.ContentRef
+		path string
 	}{
-		{&s.CACert, []string{"certificateAuthority", "certificate"}},
-		{&s.CAKey, []string{"certificateAuthority", "privateKey"}},
-		{&s.ClientCert, []string{"clientCertificate", "certificate"}},
-		{&s.ClientKey, []string{"clientCertificate", "privateKey"}},
+		{&s.CACert, ca.Certificate, "certificateAuthority.certificate"},
+		{&s.CAKey, ca.PrivateKey, "certificateAuthority.privateKey"},
+		{&s.ClientCert, client.Certificate, "clientCertificate.certificate"},
+		{&s.ClientKey, client.PrivateKey, "clientCertificate.privateKey"},
 	} {
-		if *f.ref, err = parseRef(u, append([]string{"spec", "tlsConfig"}, f.path...)...); err != nil {
-			return s, fmt.Errorf("DataStore %s: spec.tlsConfig.%s.%s: %w", s.Name, f.path[0], f.path[1], err)
+		if *f.ref, err = refOf(f.from); err != nil {
+			return s, fmt.Errorf("DataStore %s: spec.tlsConfig.%s: %w", s.Name, f.path, err)
 		}
 	}
 	if v := u.GetAnnotations()[MaxTenantsAnnotation]; v != "" {
@@ -95,23 +103,16 @@ func Parse(u *unstructured.Unstructured) (Spec, error) {
 	return s, nil
 }
 
-func parseRef(u *unstructured.Unstructured, path ...string) (Ref, error) {
-	m, ok, _ := unstructured.NestedMap(u.Object, path...)
-	if !ok {
+// refOf is where one file of the DataStore is: its inline content, else a Secret's key.
+func refOf(c *steward.ContentRef) (Ref, error) {
+	if c == nil {
 		return Ref{}, errors.New("missing")
 	}
-	if c, _ := m["content"].(string); c != "" {
-		data, err := base64.StdEncoding.DecodeString(c)
-		if err != nil {
-			return Ref{}, fmt.Errorf("content: %w", err)
-		}
-		return Ref{Content: data}, nil
+	if len(c.Content) > 0 {
+		return Ref{Content: c.Content}, nil
 	}
-	sr, _ := m["secretReference"].(map[string]any)
-	r := Ref{}
-	r.SecretNamespace, _ = sr["namespace"].(string)
-	r.SecretName, _ = sr["name"].(string)
-	r.SecretKey, _ = sr["keyPath"].(string)
+	sr := ptr.Deref(c.SecretReference, steward.KeySecretReference{})
+	r := Ref{SecretNamespace: sr.Namespace, SecretName: sr.Name, SecretKey: sr.KeyPath}
 	if r.SecretName == "" || r.SecretKey == "" {
 		return Ref{}, errors.New("neither content nor a secretReference with name and keyPath")
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external/steward"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/controlplane"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/datastore"
 	"github.com/butlerdotdev/butler-apiserver/pkg/snapshot"
@@ -80,8 +81,11 @@ func (c *Controller) Restore(ctx context.Context, tcp *unstructured.Unstructured
 		running.Phase, running.Message = v1alpha1.RestoreFailed, msg
 		return true, "restore from " + from + " failed: " + msg, c.setRestore(ctx, tc, running)
 	}
-	target, _ := tcp.Object["spec"].(map[string]any)
-	if msg := newerVersion(snap.Status.KubernetesVersion, nestedVersion(target)); msg != "" {
+	target, err := external.FromUnstructured[steward.TenantControlPlane](tcp)
+	if err != nil {
+		return true, "", err
+	}
+	if msg := newerVersion(snap.Status.KubernetesVersion, target.Spec.Kubernetes.Version); msg != "" {
 		return fail(msg)
 	}
 	if err := c.setRestore(ctx, tc, running); err != nil {
@@ -198,12 +202,6 @@ func newerVersion(from, to string) string {
 		return ""
 	}
 	return fmt.Sprintf("the snapshot is of Kubernetes %s, newer than the cluster's %s: its objects may not read in an older version", from, to)
-}
-
-func nestedVersion(spec map[string]any) string {
-	cp, _ := spec["kubernetes"].(map[string]any)
-	v, _ := cp["version"].(string)
-	return v
 }
 
 func orPending(p v1alpha1.SnapshotPhase) v1alpha1.SnapshotPhase {
