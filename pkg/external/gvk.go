@@ -41,6 +41,8 @@ var (
 
 	// TenantControlPlaneGVK is Steward's hosted control plane.
 	TenantControlPlaneGVK = schema.GroupVersionKind{Group: StewardGroup, Version: "v1alpha1", Kind: "TenantControlPlane"}
+	// DataStoreGVK is where Steward's control planes keep their data (cluster-scoped).
+	DataStoreGVK = schema.GroupVersionKind{Group: StewardGroup, Version: "v1alpha1", Kind: "DataStore"}
 	// KamajiTenantControlPlaneGVK is Kamaji's hosted control plane (same shape as Steward's).
 	KamajiTenantControlPlaneGVK = schema.GroupVersionKind{Group: KamajiGroup, Version: "v1alpha1", Kind: "TenantControlPlane"}
 )
@@ -100,6 +102,7 @@ var Kinds = []Kind{
 	{GVK: KubeadmConfigTemplateGVK, Resource: "kubeadmconfigtemplates", CAPIReferenced: true},
 	{GVK: TenantControlPlaneGVK, Resource: "tenantcontrolplanes"},
 	{GVK: KamajiTenantControlPlaneGVK, Resource: "tenantcontrolplanes"},
+	{GVK: DataStoreGVK, Resource: "datastores"},
 	{GVK: BootstrapConfigGVK, Resource: "bootstrapconfigs", CAPIReferenced: true},
 	{GVK: BootstrapConfigTemplateGVK, Resource: "bootstrapconfigtemplates", CAPIReferenced: true},
 	{GVK: LocalClusterGVK, Resource: "localclusters", CAPIReferenced: true},
@@ -146,6 +149,7 @@ var (
 	MachineDeploymentGVR        = MustGVR(MachineDeploymentGVK)
 	MachineGVR                  = MustGVR(MachineGVK)
 	TenantControlPlaneGVR       = MustGVR(TenantControlPlaneGVK)
+	DataStoreGVR                = MustGVR(DataStoreGVK)
 	StewardControlPlaneGVR      = MustGVR(StewardControlPlaneGVK)
 	KamajiControlPlaneGVR       = MustGVR(KamajiControlPlaneGVK)
 	KubeadmControlPlaneGVR      = MustGVR(KubeadmControlPlaneGVK)

@@ -59,6 +59,23 @@ func TestMirrorsMatchTheCRDs(t *testing.T) {
 		KubernetesResources: steward.KubernetesResources{Version: steward.KubernetesVersion{Version: "v1.36.3", Status: "Ready"}},
 	}}
 	tcp.Spec.Kubernetes.Version = "v1.36.3"
+	// The spec the local provider runs, with the service type the CRD requires beside it.
+	tcpRead := steward.TenantControlPlaneSpec{
+		Kubernetes: steward.KubernetesSpec{Version: "v1.36.3", AdmissionControllers: []string{"NodeRestriction"},
+			Kubelet: steward.KubeletSpec{Cgroupfs: "systemd"}},
+		NetworkProfile: steward.NetworkProfileSpec{Address: "10.0.0.5", Port: 6443, CertSANs: []string{"a.example.com"},
+			ServiceCIDR: "10.96.0.0/16", PodCIDR: "10.244.0.0/16", ClusterDomain: "cluster.local", DNSServiceIPs: []string{"10.96.0.10"}},
+		ControlPlane: steward.ControlPlaneSpec{Deployment: steward.DeploymentSpec{Replicas: ptrTo[int32](1),
+			ExtraArgs: steward.ExtraArgs{APIServer: []string{"--v=2"}, ControllerManager: []string{"--v=2"}, Scheduler: []string{"--v=2"}}}},
+		DataStore: "default", DataStoreSchema: "prod", DataStoreUsername: "prod",
+	}
+	tcpSpec, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&tcpRead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tcpSpec["controlPlane"].(map[string]any)["service"] = map[string]any{"serviceType": "LoadBalancer"}
+	tcpStatus := tcp.Status
+	tcpStatus.Storage = &steward.StorageStatus{DataStoreName: "default", Setup: &steward.StorageSetup{Schema: "prod", User: "prod"}}
 	conditions := []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready", LastTransitionTime: metav1.Now()}}
 	// The identity's required fields butler does not read, beside the mirror's.
 	azureIdentity, err := runtime.DefaultUnstructuredConverter.ToUnstructured(
@@ -81,6 +98,25 @@ func TestMirrorsMatchTheCRDs(t *testing.T) {
 			"controlPlane": map[string]any{"service": map[string]any{"serviceType": "LoadBalancer"}},
 			"kubernetes":   map[string]any{"version": tcp.Spec.Kubernetes.Version, "kubelet": map[string]any{"cgroupfs": "systemd"}},
 		}, &tcp.Status)},
+		{"TenantControlPlane as the local provider reads it", object(t, external.TenantControlPlaneGVK, tcpSpec, &tcpStatus)},
+		{"DataStore", object(t, external.DataStoreGVK, &steward.DataStoreSpec{
+			Driver: "etcd", Endpoints: []string{"127.0.0.1:2379"},
+			TLSConfig: &steward.DataStoreTLSConfig{
+				CertificateAuthority: &steward.CertKeyPair{
+					Certificate: &steward.ContentRef{Content: []byte("ca")},
+					PrivateKey:  &steward.ContentRef{SecretReference: &steward.KeySecretReference{Name: "ds", Namespace: "kube-system", KeyPath: "ca.key"}},
+				},
+				ClientCertificate: &steward.CertKeyPair{
+					Certificate: &steward.ContentRef{SecretReference: &steward.KeySecretReference{Name: "ds", Namespace: "kube-system", KeyPath: "tls.crt"}},
+					PrivateKey:  &steward.ContentRef{SecretReference: &steward.KeySecretReference{Name: "ds", Namespace: "kube-system", KeyPath: "tls.key"}},
+				},
+			},
+		}, nil)},
+		{"StewardControlPlane as the local provider reads it", object(t, external.StewardControlPlaneGVK, &steward.StewardControlPlaneSpec{
+			Version: "v1.36.3", DataStoreName: "default", DataStoreSchema: "prod", DataStoreUsername: "prod",
+			Network: &steward.NetworkComponent{ServiceType: "ClusterIP", ServiceAddress: "10.0.0.5", DNSServiceIPs: []string{"10.96.0.10"}},
+			Addons:  &steward.AddonsSpec{CoreDNS: &steward.CoreDNSAddon{DNSServiceIPs: []string{"10.96.0.10"}}},
+		}, nil)},
 		{"StewardControlPlane", object(t, external.StewardControlPlaneGVK, &steward.StewardControlPlaneSpec{
 			Version: "v1.36.3", Replicas: ptrTo[int32](2), DataStoreName: "default",
 			APIServer: resources, ControllerManager: resources, Scheduler: resources,

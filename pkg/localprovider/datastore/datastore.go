@@ -21,7 +21,6 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
@@ -30,11 +29,15 @@ import (
 )
 
 // GVR is Steward's cluster-scoped DataStore.
-var GVR = schema.GroupVersionResource{Group: "steward.butlerlabs.dev", Version: "v1alpha1", Resource: "datastores"}
+var GVR = external.DataStoreGVR
+
+// APIVersion and Kind are the DataStore's.
+var (
+	APIVersion = external.DataStoreGVK.GroupVersion().String()
+	Kind       = external.DataStoreGVK.Kind
+)
 
 const (
-	APIVersion = "steward.butlerlabs.dev/v1alpha1"
-	Kind       = "DataStore"
 	// DriverEtcd is the only driver this package serves.
 	DriverEtcd = "etcd"
 	// MaxTenantsAnnotation on a DataStore bounds how many tenants placement puts on it (the
