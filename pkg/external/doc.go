@@ -15,7 +15,7 @@
 //   - the Go types of butler's own providers' kinds (providers.go: BootstrapConfig, LocalCluster,
 //     LocalMachine), which the workers write and the providers serve.
 //
-// It imports apimachinery only, never a client: the controllers pass
+// It imports apimachinery and API types (k8s.io/api) only, never a client: the controllers pass
 // theirs in (Resource is client-go's dynamic.ResourceInterface).
 //
 // The CRDs of all of them are in artifacts/crds; this package's tests parse them and check that
