@@ -8,14 +8,17 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
@@ -26,6 +29,12 @@ type densityOptions struct {
 	n, awake, wakeSample int
 	version              string
 	idle, timeout        time.Duration
+	// census: the management etcd's keys per resource and the servers' heap profiles, with
+	// every cluster asleep; hold: how long the plane stays up after the report (to look inside).
+	census bool
+	hold   time.Duration
+	// late: measure the RSS again this long after the report.
+	late time.Duration
 }
 
 const (
@@ -201,6 +210,21 @@ func runDensity(ctx context.Context, p *plane, o densityOptions, out string) err
 	}
 	fmt.Fprintf(&b, "| **all** | %s | %s | **%s** | %s | %s | **%s** |\n", mib(rssB), mib(rssA), per(rssA-rssB),
 		share(cpuB), share(cpuA), perCPU(cpuA-cpuB))
+	if o.late > 0 {
+		// The Go runtime of each process gives the heap of the creates back over minutes (the
+		// scavenger, a forced collection every 2 min): the same RSS again, later, nothing asked.
+		logf("density: RSS again in %s", o.late)
+		time.Sleep(o.late)
+		fmt.Fprintf(&b, "\nRSS again %s later, nothing asked of the plane meanwhile (the woken clusters were put back to sleep):\n\n", o.late)
+		b.WriteString("| process | RSS before | RSS later | per cluster |\n|---|---|---|---|\n")
+		var lateSum int64
+		for _, name := range planeProcesses {
+			m, _ := residentMemory(procs[name])
+			lateSum += m.rss
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", name, mib(before[name].rss), mib(m.rss), per(m.rss-before[name].rss))
+		}
+		fmt.Fprintf(&b, "| **all** | %s | %s | **%s** |\n", mib(rssB), mib(lateSum), per(lateSum-rssB))
+	}
 	table := b.String()
 	fmt.Print(table)
 	file := filepath.Join(out, fmt.Sprintf("density-n%d.md", o.n))
@@ -208,6 +232,85 @@ func runDensity(ctx context.Context, p *plane, o densityOptions, out string) err
 		return err
 	}
 	logf("wrote %s", file)
+	if o.census {
+		if err := densityCensus(ctx, p, o, out); err != nil {
+			return err
+		}
+	}
+	if o.hold > 0 {
+		logf("density: the plane stays up for %s (-density-hold): %s", o.hold, p.up.Kubeconfig)
+		select {
+		case <-ctx.Done():
+		case <-time.After(o.hold):
+		}
+	}
+	return nil
+}
+
+// densityCensus writes density-census-n<N>.md: the management etcd's keys and their bytes per
+// resource (the value as stored: protobuf or JSON, managedFields included), and saves the live
+// heap and goroutine profiles of kube-apiserver and butler-apiserver beside it.
+func densityCensus(ctx context.Context, p *plane, o densityOptions, out string) error {
+	etcd, err := clientv3.New(clientv3.Config{Endpoints: []string{fmt.Sprintf("http://127.0.0.1:%d", p.etcdPort)}, DialTimeout: 10 * time.Second})
+	if err != nil {
+		return err
+	}
+	defer etcd.Close()
+	type tally struct{ keys, bytes int }
+	per := map[string]*tally{}
+	for key := "/registry/"; ; {
+		resp, err := etcd.Get(ctx, key, clientv3.WithRange("/registry0"), clientv3.WithLimit(1000))
+		if err != nil {
+			return err
+		}
+		for _, kv := range resp.Kvs {
+			parts := strings.Split(strings.TrimPrefix(string(kv.Key), "/registry/"), "/")
+			resource := parts[0]
+			if strings.Contains(resource, ".") && len(parts) > 1 {
+				resource += "/" + parts[1]
+			}
+			t := per[resource]
+			if t == nil {
+				t = &tally{}
+				per[resource] = t
+			}
+			t.keys++
+			t.bytes += len(kv.Value)
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			break
+		}
+		key = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+	names := make([]string, 0, len(per))
+	for n := range per {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool { return per[names[i]].bytes > per[names[j]].bytes })
+	var b strings.Builder
+	fmt.Fprintf(&b, "## The management etcd with %d clusters asleep\n\n| resource | keys | bytes | keys per cluster | bytes per cluster |\n|---|---|---|---|---|\n", o.n)
+	for _, n := range names {
+		t := per[n]
+		fmt.Fprintf(&b, "| %s | %d | %d | %.2f | %.0f |\n", n, t.keys, t.bytes, float64(t.keys)/float64(o.n), float64(t.bytes)/float64(o.n))
+	}
+	fmt.Print(b.String())
+	if err := os.WriteFile(filepath.Join(out, fmt.Sprintf("density-census-n%d.md", o.n)), []byte(b.String()), 0o644); err != nil {
+		return err
+	}
+	for name, config := range map[string]*rest.Config{"butler-apiserver": p.direct, "kube-apiserver": p.kube} {
+		c, err := httpClient(config)
+		if err != nil {
+			return err
+		}
+		// gc=1: the live heap, after a collection; and the goroutines (watches hold some each).
+		for kind, query := range map[string]string{"heap": "heap?gc=1", "goroutine": "goroutine"} {
+			file := filepath.Join(out, fmt.Sprintf("%s.%s-density.n%d.pprof", name, kind, o.n))
+			if err := saveProfile(ctx, c, config.Host+"/debug/pprof/"+query, file); err != nil {
+				return err
+			}
+			logf("density: wrote %s", file)
+		}
+	}
 	return nil
 }
 

@@ -104,6 +104,10 @@ func main() {
 	flag.StringVar(&o.density.version, "density-version", "v1.30.2", "Kubernetes version of the -density clusters (built under _output/kube-versions)")
 	flag.DurationVar(&o.density.idle, "density-idle", time.Minute, "the window -density's idle CPU is measured over")
 	flag.DurationVar(&o.density.timeout, "density-timeout", 90*time.Minute, "-density stops creating after this long and measures what it has")
+	flag.BoolVar(&o.density.census, "density-census", false,
+		"after -density: the management etcd's keys and bytes per resource, and heap and goroutine profiles of kube-apiserver and butler-apiserver, into -out")
+	flag.DurationVar(&o.density.late, "density-late", 0, "after -density's measures: its RSS again this much later")
+	flag.DurationVar(&o.density.hold, "density-hold", 0, "after -density: keep the plane up this long (with -keep, to look inside)")
 	flag.Parse()
 
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -168,7 +168,6 @@ func (c *Controller) watchExternal(d *worker.Deps) {
 			continue
 		}
 		inf := d.DynamicInformers.ForResource(m.Resource).Informer()
-		_ = inf.SetTransform(worker.DropManagedFields)
 		c.objects.watched[m.Resource] = inf
 		// Not waited for: a kind that stops being served must not stop the worker.
 		_, _ = inf.AddEventHandler(handler)

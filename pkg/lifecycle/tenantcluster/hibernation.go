@@ -18,6 +18,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external/steward"
 	"github.com/butlerdotdev/butler-apiserver/pkg/hibernation"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/controlplane"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
@@ -57,8 +58,9 @@ func (c *Controller) sleepSteps() []stepT {
 // unstartedSteps make a cluster created hibernated with wake on request without ever starting
 // its control plane: what the ordinary plan makes up to the infrastructure, then the control
 // plane object at 0 replicas, which the provider readies without running (certificates, the
-// admin kubeconfig Secret, the endpoint held by its listener), the workers at zero and the
-// Cluster paused. Its first real start is the first request to its endpoint, as any wake.
+// admin kubeconfig Secret, the endpoint held by its listener), no workers' objects yet
+// (ensureWorkersAsleep) and the Cluster paused. Its first real start is the first request to
+// its endpoint, as any wake.
 func (c *Controller) unstartedSteps() []stepT {
 	var out []stepT
 	for _, st := range c.steps() {
@@ -91,7 +93,18 @@ func (c *Controller) asleepPlan(tc *v1alpha1.TenantCluster) steps.Plan[*state] {
 
 // ensureWorkersAsleep scales the MachineDeployment to zero. The desired count stays in
 // spec.workers.replicas (a scale while asleep changes only that) and comes back on wake.
+// Without a MachineDeployment there is no worker to stop, and none is made: a cluster created
+// asleep gets its workers (MachineDeployment, BootstrapConfigTemplate, Cluster API's
+// MachineSet) from the ordinary plan on its first start, and costs the management cluster
+// none of them, nor Cluster API's writes to them, while it has never run.
 func (c *Controller) ensureWorkersAsleep(ctx context.Context, s *state) (steps.Result, error) {
+	live, err := c.objects.get(ctx, external.MachineDeploymentGVK, s.namespace, component.WorkersName(s.in))
+	if err != nil {
+		return steps.Result{}, err
+	}
+	if live == nil {
+		return steps.Ready("NoWorkers", "no MachineDeployment: no workers"), nil
+	}
 	got, failed, err := c.applyWorkers(ctx, s, ptrTo[int64](0))
 	if failed != nil || err != nil {
 		return deref(failed), err
@@ -292,7 +305,8 @@ func wakeCondition(tc *v1alpha1.TenantCluster, status *v1alpha1.TenantClusterSta
 	steps.SetConditions(&status.Conditions, cond)
 }
 
-// recordSleep makes Events of the sleep's progress: Hibernating as it starts, Hibernated once done.
+// recordSleep makes Events of the sleep's progress: Hibernating as it starts, Hibernated once
+// done. A cluster created asleep was never awake: its one Event is Hibernated (or a failure).
 func (c *Controller) recordSleep(tc *v1alpha1.TenantCluster, status *v1alpha1.TenantClusterStatus, ensureErr error) {
 	if ensureErr != nil {
 		c.events.Eventf(tc, nil, corev1.EventTypeWarning, "ReconcileError", "Hibernate", "%s", worker.EventNote(ensureErr.Error()+" (retried with backoff)"))
@@ -307,6 +321,9 @@ func (c *Controller) recordSleep(tc *v1alpha1.TenantCluster, status *v1alpha1.Te
 	case now.Status == metav1.ConditionTrue:
 		c.events.Eventf(tc, nil, corev1.EventTypeNormal, "Hibernated", "Hibernate", "%s", now.Message)
 	case now.Reason == "Hibernating":
+		if !servedOnce(tc) {
+			return
+		}
 		c.events.Eventf(tc, nil, corev1.EventTypeNormal, "Hibernating", "Hibernate", "%s", worker.EventNote(now.Message))
 	default:
 		c.events.Eventf(tc, nil, corev1.EventTypeWarning, now.Reason, "Hibernate", "%s", worker.EventNote(now.Message))

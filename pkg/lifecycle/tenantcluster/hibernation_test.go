@@ -7,12 +7,17 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/events"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	butlerfake "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned/fake"
 	"github.com/butlerdotdev/butler-apiserver/pkg/hibernation"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
 )
@@ -154,5 +159,65 @@ func TestCreatedAsleepWithWakeOnRequestNeverStarts(t *testing.T) {
 	tc.Spec.Hibernation.WakeOnRequest, tc.Status.KubeconfigSecretRef = false, nil
 	if c.asleepPlan(tc) != nil {
 		t.Error("without wake on request, a cluster created asleep is not provisioned first")
+	}
+}
+
+// A cluster with no MachineDeployment (created asleep, never started) has no worker to stop: the
+// step is done and makes none, so a cluster asleep since its creation has no workers' objects
+// in the management cluster. One that has a MachineDeployment gets it at zero.
+func TestWorkersAsleepMakeNoMachineDeployment(t *testing.T) {
+	objs, client := fakeObjects(t)
+	c := &Controller{objects: objs}
+	s := stepState(v1alpha1.ProviderLocal)
+	ctx := context.Background()
+	gvr := external.MustGVR(external.MachineDeploymentGVK)
+	r, err := c.ensureWorkersAsleep(ctx, s)
+	wantResult(t, "no MachineDeployment", r, err, true, "NoWorkers")
+	if _, err := client.Tracker().Get(gvr, s.namespace, component.WorkersName(s.in)); !apierrors.IsNotFound(err) {
+		t.Errorf("the step made a MachineDeployment: %v", err)
+	}
+	if _, _, err := c.applyWorkers(ctx, s, nil); err != nil {
+		t.Fatal(err)
+	}
+	r, err = c.ensureWorkersAsleep(ctx, s)
+	wantResult(t, "a MachineDeployment (no status: none left)", r, err, true, "WorkersAtZero")
+	got, err := client.Tracker().Get(gvr, s.namespace, component.WorkersName(s.in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _, _ := unstructured.NestedInt64(got.(*unstructured.Unstructured).Object, "spec", "replicas"); n != 0 {
+		t.Errorf("replicas of the MachineDeployment asleep: %d", n)
+	}
+}
+
+// A cluster created asleep was never awake: its one Event is Hibernated, none of going to sleep.
+// A cluster that served says both.
+func TestSleepEventsOfAClusterCreatedAsleep(t *testing.T) {
+	for _, served := range []bool{false, true} {
+		recorder := events.NewFakeRecorder(10)
+		c := &Controller{events: recorder}
+		tc := cluster()
+		if served {
+			tc.Status.KubeconfigSecretRef = &v1alpha1.LocalObjectReference{Name: "prod-admin-kubeconfig"}
+		}
+		going := tc.Status.DeepCopy()
+		steps.SetConditions(&going.Conditions, metav1.Condition{Type: ConditionHibernated, Status: metav1.ConditionFalse, Reason: "Hibernating", Message: "workers to zero"})
+		c.recordSleep(tc, going, nil)
+		tc.Status = *going
+		done := going.DeepCopy()
+		steps.SetConditions(&done.Conditions, metav1.Condition{Type: ConditionHibernated, Status: metav1.ConditionTrue, Reason: "Hibernated", Message: "asleep"})
+		c.recordSleep(tc, done, nil)
+		var got []string
+		for len(recorder.Events) > 0 {
+			e := <-recorder.Events
+			got = append(got, strings.Fields(e)[1])
+		}
+		want := []string{"Hibernated"}
+		if served {
+			want = []string{"Hibernating", "Hibernated"}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("served %v: Events %v, want %v", served, got, want)
+		}
 	}
 }

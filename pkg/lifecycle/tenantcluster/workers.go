@@ -10,6 +10,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/workers"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
 )
@@ -98,10 +99,10 @@ func (c *Controller) applyWorkers(ctx context.Context, s *state, replicas *int64
 }
 
 func (c *Controller) cleanupWorkers(ctx context.Context, s *state) (bool, error) {
-	gone, err := c.objects.remove(ctx, external.MachineDeploymentGVK, s.namespace, s.tc.Name+"-workers")
+	gone, err := c.objects.remove(ctx, external.MachineDeploymentGVK, s.namespace, component.WorkersName(s.in))
 	if err != nil || !gone {
 		return false, err
 	}
-	_, err = c.objects.remove(ctx, external.BootstrapConfigTemplateGVK, s.namespace, s.tc.Name+"-workers")
+	_, err = c.objects.remove(ctx, external.BootstrapConfigTemplateGVK, s.namespace, component.WorkersName(s.in))
 	return err == nil, err
 }

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
@@ -83,12 +84,26 @@ func NewDeps(butler clientset.Interface, kube kubernetes.Interface, dyn dynamic.
 		d.KubeInformers = informers.NewSharedInformerFactoryWithOptions(kube, Resync, informers.WithTransform(DropManagedFields))
 	}
 	if dyn != nil {
-		d.DynamicInformers = dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, Resync, "", nil)
+		d.DynamicInformers = droppingManagedFields{dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, Resync, "", nil)}
 	}
 	if md != nil {
 		d.MetadataInformers = metadatainformer.NewSharedInformerFactory(md, Resync)
 	}
 	return d
+}
+
+// droppingManagedFields is a dynamic informer factory whose informers drop managedFields from
+// what they cache, as the typed factories do (WithTransform): the dynamic factory takes no
+// options, and no controller reads them.
+type droppingManagedFields struct {
+	dynamicinformer.DynamicSharedInformerFactory
+}
+
+func (f droppingManagedFields) ForResource(gvr schema.GroupVersionResource) informers.GenericInformer {
+	inf := f.DynamicSharedInformerFactory.ForResource(gvr)
+	// An informer already started (asked for again) has it set from its first ask.
+	_ = inf.Informer().SetTransform(DropManagedFields)
+	return inf
 }
 
 // Start starts every factory's informers; stop ends them.

@@ -100,6 +100,10 @@ func (c *Controller) reconcileTCP(ctx context.Context, key string) error {
 		if published == "" && pl.behindProxy() {
 			return c.readyUnstarted(ctx, tcp, spec, pl)
 		}
+		if tcpVersion(tcp) == "" && tcp.GetAnnotations()[external.LocalProviderReasonAnnotation] == "NeverStarted" {
+			// Readied without starting and still never run: nothing stopped (nor an Event of it).
+			return c.setTCPStatus(ctx, tcp, neverStarted(published, tcp))
+		}
 		return c.setTCPStatus(ctx, tcp, tcpState{endpoint: published, versionStatus: statusSleeping, runningVersion: tcpVersion(tcp),
 			adminSecret: tcpAdminSecret(tcp), replicas: 0, reason: "Stopped",
 			message: "stopped: replicas is 0; its data and its endpoint are kept, and replicas 1 starts it again"})

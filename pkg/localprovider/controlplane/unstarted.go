@@ -58,9 +58,14 @@ func (c *Controller) readyUnstarted(ctx context.Context, tcp *unstructured.Unstr
 	if err := c.applyAdminKubeconfig(ctx, tcp, pl, kubeconfigs); err != nil {
 		return err
 	}
-	return c.setTCPStatus(ctx, tcp, tcpState{endpoint: endpoint, versionStatus: statusSleeping,
+	return c.setTCPStatus(ctx, tcp, neverStarted(endpoint, tcp))
+}
+
+// neverStarted is the status of a tenant readied without starting that has not run yet.
+func neverStarted(endpoint string, tcp *unstructured.Unstructured) tcpState {
+	return tcpState{endpoint: endpoint, versionStatus: statusSleeping,
 		adminSecret: adminKubeconfigName(tcp.GetName()), replicas: 0, reason: "NeverStarted",
-		message: "created asleep: its endpoint is held and its kubeconfigs can be minted; the first request to the endpoint starts it"})
+		message: "created asleep: its endpoint is held and its kubeconfigs can be minted; the first request to the endpoint starts it"}
 }
 
 // accessPoll is how often a first start looks for butler's access bindings in the tenant: no
