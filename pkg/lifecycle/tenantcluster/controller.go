@@ -255,6 +255,9 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 	if plan := c.asleepPlan(tc); plan != nil {
 		return c.reconcileAsleep(ctx, tc, plan)
 	}
+	if c.secrets != nil {
+		c.secrets.Wake(TenantNamespace(tc))
+	}
 	s := c.newState(tc)
 	outcome, ensureErr := c.plan.Ensure(ctx, s, tc.Generation)
 	status := c.status(tc, s, outcome, ensureErr)

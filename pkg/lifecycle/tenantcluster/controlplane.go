@@ -154,10 +154,10 @@ func (c *Controller) standaloneReady(ctx context.Context, s *state, cluster, kcp
 }
 
 // secretExists reads the tenant namespace's watched Secrets (their watch brings the cluster
-// back when one comes), or the management cluster when there is no watch.
+// back when one comes), or the management cluster when they are not watched (yet, or asleep).
 func (c *Controller) secretExists(ctx context.Context, ns, name string) (bool, error) {
 	var err error
-	if c.secrets != nil {
+	if c.secrets != nil && c.secrets.Watching(ns) {
 		_, err = c.secrets.Secrets(ns).Get(name)
 	} else {
 		_, err = c.kube.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})

@@ -231,6 +231,10 @@ func (c *Controller) reconcileAsleep(ctx context.Context, tc *v1alpha1.TenantClu
 		return err
 	}
 	c.recordSleep(tc, status, ensureErr)
+	if c.secrets != nil && status.Phase == v1alpha1.TenantClusterHibernated && meta.IsStatusConditionTrue(status.Conditions, ConditionHibernated) {
+		// Asleep, nothing waits on its Secrets: the wake's ordinary plan watches them again.
+		c.secrets.Sleep(s.namespace)
+	}
 	return ensureErr
 }
 

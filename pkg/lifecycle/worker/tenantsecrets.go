@@ -19,11 +19,14 @@ import (
 // (artifacts/deploy/rbac.yaml binds that per namespace), so a cluster-wide watch is refused;
 // the informers follow the tenant namespaces as they come and go. Private keys (data keys
 // ending in ".key", such as a tenant CA's) are dropped from the cache: they are read only to
-// mint, from the API server.
+// mint, from the API server. The namespace of a cluster asleep is not watched (Sleep): a watch
+// costs kube-apiserver and this process memory for each of thousands of hibernated clusters,
+// and nothing waits on their Secrets; readers ask the API server instead (Watching).
 type TenantSecrets struct {
 	kube     kubernetes.Interface
 	mu       sync.Mutex
 	byNS     map[string]*namespaceSecrets
+	asleep   map[string]bool
 	handlers []cache.ResourceEventHandler
 	ctx      context.Context // set by Start
 }
@@ -31,6 +34,7 @@ type TenantSecrets struct {
 type namespaceSecrets struct {
 	factory informers.SharedInformerFactory
 	lister  corelisters.SecretNamespaceLister
+	synced  cache.InformerSynced
 	cancel  context.CancelFunc
 }
 
@@ -41,7 +45,7 @@ func (d *Deps) TenantSecrets() *TenantSecrets {
 		return nil
 	}
 	if d.tenantSecrets == nil {
-		d.tenantSecrets = &TenantSecrets{kube: d.Kube, byNS: map[string]*namespaceSecrets{}}
+		d.tenantSecrets = &TenantSecrets{kube: d.Kube, byNS: map[string]*namespaceSecrets{}, asleep: map[string]bool{}}
 		ns := d.KubeInformersFor(external.TenantClusterLabel).Core().V1().Namespaces().Informer()
 		_, _ = ns.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc: func(obj any) {
@@ -79,6 +83,43 @@ func (t *TenantSecrets) Secrets(namespace string) corelisters.SecretNamespaceLis
 	return corelisters.NewSecretLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})).Secrets(namespace)
 }
 
+// Watching says whether the namespace's Secrets are watched and listed: otherwise its
+// lister (Secrets) holds none and a reader asks the API server.
+func (t *TenantSecrets) Watching(namespace string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := t.byNS[namespace]
+	return n != nil && n.synced()
+}
+
+// Sleep stops watching the Secrets of a namespace whose cluster is asleep; Wake watches them
+// again. A namespace that comes or goes meanwhile is followed as usual.
+func (t *TenantSecrets) Sleep(namespace string) {
+	t.mu.Lock()
+	n, known := t.byNS[namespace]
+	if known {
+		t.asleep[namespace] = true
+		t.byNS[namespace] = nil
+	}
+	t.mu.Unlock()
+	if n != nil {
+		n.cancel()
+	}
+}
+
+// Wake watches the Secrets of a namespace again after Sleep.
+func (t *TenantSecrets) Wake(namespace string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.asleep[namespace] {
+		return
+	}
+	delete(t.asleep, namespace)
+	if t.ctx != nil {
+		t.byNS[namespace] = t.start(namespace)
+	}
+}
+
 // Start starts the informers of the namespaces seen so far and of those seen later.
 func (t *TenantSecrets) Start(stop <-chan struct{}) {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -87,7 +128,7 @@ func (t *TenantSecrets) Start(stop <-chan struct{}) {
 	defer t.mu.Unlock()
 	t.ctx = ctx
 	for ns, n := range t.byNS {
-		if n == nil {
+		if n == nil && !t.asleep[ns] {
 			t.byNS[ns] = t.start(ns)
 		}
 	}
@@ -121,6 +162,7 @@ func (t *TenantSecrets) forget(namespace string) {
 	t.mu.Lock()
 	n := t.byNS[namespace]
 	delete(t.byNS, namespace)
+	delete(t.asleep, namespace)
 	t.mu.Unlock()
 	if n != nil {
 		n.cancel()
@@ -138,7 +180,7 @@ func (t *TenantSecrets) start(namespace string) *namespaceSecrets {
 		_, _ = inf.AddEventHandler(h)
 	}
 	f.Start(ctx.Done())
-	return &namespaceSecrets{factory: f, lister: secrets.Lister().Secrets(namespace), cancel: cancel}
+	return &namespaceSecrets{factory: f, lister: secrets.Lister().Secrets(namespace), synced: inf.HasSynced, cancel: cancel}
 }
 
 // dropPrivateKeys drops managedFields and every private key from a cached Secret.
