@@ -92,15 +92,14 @@ func (t *TenantSecrets) Watching(namespace string) bool {
 	return n != nil && n.synced()
 }
 
-// Sleep stops watching the Secrets of a namespace whose cluster is asleep; Wake watches them
-// again. A namespace that comes or goes meanwhile is followed as usual.
+// Sleep stops watching the Secrets of a namespace whose cluster is asleep (or does not start
+// to, if the namespace is not seen yet); Wake watches them again. A namespace that goes is
+// forgotten, asleep or not.
 func (t *TenantSecrets) Sleep(namespace string) {
 	t.mu.Lock()
-	n, known := t.byNS[namespace]
-	if known {
-		t.asleep[namespace] = true
-		t.byNS[namespace] = nil
-	}
+	n := t.byNS[namespace]
+	t.asleep[namespace] = true
+	t.byNS[namespace] = nil
 	t.mu.Unlock()
 	if n != nil {
 		n.cancel()
@@ -148,7 +147,7 @@ func (t *TenantSecrets) Shutdown() {
 func (t *TenantSecrets) watch(namespace string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if _, ok := t.byNS[namespace]; ok {
+	if _, ok := t.byNS[namespace]; ok { // watched, to be started, or asleep
 		return
 	}
 	if t.ctx == nil {
