@@ -2,10 +2,12 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -239,6 +241,19 @@ func TestLocalCreatedAsleep(t *testing.T) {
 	if v, _, _ := unstructured.NestedString(tcp.Object, "status", "kubernetesResources", "version", "version"); v != "" {
 		t.Errorf("the TenantControlPlane of a cluster never started reports version %q", v)
 	}
+	// What a cluster asleep since its creation costs the management cluster: no workers' objects
+	// (the first start makes them), and one Event, Hibernated.
+	if _, err := dynamicClient(t).Resource(machineDeploymentsGVR).Namespace(tc.Status.TenantNamespace).Get(ctx, name+"-workers", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the MachineDeployment of a cluster never started: %v (want NotFound)", err)
+	}
+	var reasons []string
+	_ = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 15*time.Second, true, func(context.Context) (bool, error) {
+		reasons = tenantClusterEventReasons(t, ns, name) // sent after the status it tells of
+		return slices.Contains(reasons, "Hibernated"), nil
+	})
+	if !slices.Equal(reasons, []string{"Hibernated"}) {
+		t.Errorf("Events of a cluster created asleep: %v, want [Hibernated]", reasons)
+	}
 
 	kubeconfig, _ := mintKubeconfig(t, ns, name)
 	start = time.Now()
@@ -251,4 +266,26 @@ func TestLocalCreatedAsleep(t *testing.T) {
 	if c := meta.FindStatusCondition(tc.Status.Conditions, "Hibernated"); c == nil || c.Reason != "Awake" {
 		t.Errorf("Hibernated condition after the first start: %+v", c)
 	}
+}
+
+// tenantClusterEventReasons are the reasons of the Events about a TenantCluster, oldest first.
+func tenantClusterEventReasons(t *testing.T, ns, name string) []string {
+	t.Helper()
+	out := mustKubectl(t, "get", "events.events.k8s.io", "-n", ns, "--sort-by=.metadata.creationTimestamp", "-o", "json")
+	var list struct {
+		Items []struct {
+			Reason    string
+			Regarding struct{ Kind, Name string }
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatal(err)
+	}
+	var reasons []string
+	for _, e := range list.Items {
+		if e.Regarding.Kind == "TenantCluster" && e.Regarding.Name == name {
+			reasons = append(reasons, e.Reason)
+		}
+	}
+	return reasons
 }
