@@ -144,11 +144,14 @@ func (c *Controller) reconcileTCP(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
+	began := time.Now()
 	certs, kubeconfigs, err := c.ensureCredentials(ctx, tcp, spec, pl, endpoint, apiEndpoint)
 	if err != nil {
 		return err
 	}
+	credentialsTook := time.Since(began)
 	etcd, err := c.ensureTenantStore(ctx, tcp, spec, pl)
+	dataStoreTook := time.Since(began) - credentialsTook
 	if err != nil {
 		if serr := c.setTCPStatus(ctx, tcp, unavailableState(tcp, published, pendingStatus(tcp, spec.Version), "DataStoreUnavailable", err.Error())); serr != nil {
 			return serr
@@ -179,8 +182,14 @@ func (c *Controller) reconcileTCP(ctx context.Context, key string) error {
 	etcd.Prefix = etcdPrefix(pl.rec.DataStorePrefix) // a restore may have switched it
 	pl.mu.Unlock()
 	args := planeArgs{Spec: spec, Paths: paths, Address: pl.address(), Port: pl.apiPort(), Etcd: etcd, Rotating: certs.Rotating()}
-	if spec.Replicas == 0 && !pl.running() {
-		logger.Info("Starting the control plane: a request woke it")
+	if !pl.running() {
+		msg := "Starting the control plane"
+		if spec.Replicas == 0 {
+			msg += ": a request woke it"
+		}
+		// With where a start's time went before kube-apiserver's own.
+		logger.Info(msg, "version", spec.Version,
+			"credentials", credentialsTook.Round(time.Millisecond), "dataStore", dataStoreTook.Round(time.Millisecond))
 	}
 	if tcpVersion(tcp) == "" && published != "" && pl.behindProxy() {
 		pl.holdFirstStart() // readied asleep, never started (readyUnstarted)
