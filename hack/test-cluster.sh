@@ -28,8 +28,22 @@ KUBECTL="${KUBECTL:-kubectl}"
 LOOP_SECONDS_MAX="${LOOP_SECONDS_MAX:-600}"
 helm() { "${ROOT}/hack/helm.sh" "$@"; }
 log() { echo "test-cluster: $(date +%T) $*" >&2; }
-die() { log "FAIL: $*"; exit 1; }
 kc() { "${KUBECTL}" "$@"; }
+# diagnose: what a failure needs to be read after the scratch directory is gone (CI keeps only
+# the output): the disk, the node's taints and conditions, the chart's Pods and recent Events,
+# and the tails of the host processes' logs.
+diagnose() {
+  df -h "${ROOT}" >&2 || true
+  [[ -n "${KUBECONFIG:-}" && -f "${KUBECONFIG}" ]] || return 0
+  kc get nodes -o 'custom-columns=NODE:.metadata.name,TAINTS:.spec.taints[*].key' >&2 || true
+  kc get nodes -o jsonpath='{range .items[*].status.conditions[*]}{.type}={.status} {.reason}{"\n"}{end}' >&2 || true
+  kc get pods -A -o wide >&2 || true
+  kc get events -A --sort-by=.lastTimestamp 2>/dev/null | tail -25 >&2 || true
+  local f
+  for f in "${LOGS:-/nonexistent}"/*.log; do [[ -f "${f}" ]] && { echo "--- ${f##*/}" >&2; tail -15 "${f}" >&2; }; done
+  return 0
+}
+die() { log "FAIL: $*"; diagnose; exit 1; }
 summary=()
 measure() { summary+=("$*"); log "$*"; }
 
