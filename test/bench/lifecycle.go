@@ -29,7 +29,6 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/providerconfig/credentialstest"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/tenantcluster"
 )
 
 // credentialsNamespace holds the ProviderConfig's credentials Secret.
@@ -174,7 +173,7 @@ func runLifecycle(ctx context.Context, p *plane, n int, out string, profileSecon
 	// namespace's deletion) is gone before kube-controller-manager's namespace controller has
 	// emptied and removed the namespaces, which the TenantClusters' finalizers wait for.
 	var butlersGone, namespacesGone time.Duration
-	ours := metav1.ListOptions{LabelSelector: tenantcluster.ClusterNamespaceLabel + "=" + ns}
+	ours := metav1.ListOptions{LabelSelector: external.TenantClusterNamespaceLabel + "=" + ns}
 	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 20*time.Minute, true, func(ctx context.Context) (bool, error) {
 		if butlersGone == 0 {
 			left, err := butlerObjectsLeft(ctx, butler, dyn, ns)
@@ -389,7 +388,7 @@ func butlerObjectsLeft(ctx context.Context, butler clientset.Interface, dyn dyna
 		return 0, err
 	}
 	left := len(addons.Items)
-	ours := metav1.ListOptions{LabelSelector: tenantcluster.ClusterNamespaceLabel + "=" + ns}
+	ours := metav1.ListOptions{LabelSelector: external.TenantClusterNamespaceLabel + "=" + ns}
 	for _, gvk := range []schema.GroupVersionKind{external.ClusterGVK, external.StewardControlPlaneGVK,
 		external.MachineDeploymentGVK, external.AWSClusterGVK} {
 		list, err := dyn.Resource(external.MustGVR(gvk)).List(ctx, ours)

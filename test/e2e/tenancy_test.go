@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/tenantcluster"
 )
 
 // providerConfigManifest is a local ProviderConfig with a scope and limits (YAML fragments).
@@ -74,7 +74,7 @@ func TestTenancyProviderConfigUse(t *testing.T) {
 			t.Errorf("TenantClusters in %s after the refusals: %v %d", ns, err, len(list.Items))
 		}
 	}
-	nss, err := plane.kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: tenantcluster.ClusterNamespaceLabel + "=tenancy-a"})
+	nss, err := plane.kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: external.TenantClusterNamespaceLabel + "=tenancy-a"})
 	if err != nil || len(nss.Items) != 0 {
 		t.Errorf("tenant namespaces of tenancy-a's clusters: %v %d", err, len(nss.Items))
 	}

@@ -12,6 +12,7 @@ import (
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/addons"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
 )
@@ -49,7 +50,7 @@ func (c *Controller) ensureAddons(ctx context.Context, s *state) (steps.Result, 
 		}
 	}
 	// The cluster's own addons whose entry is gone.
-	own, err := c.addons.TenantAddons(s.tc.Namespace).List(k8slabels.SelectorFromSet(k8slabels.Set{ClusterLabel: s.tc.Name, ClusterNamespaceLabel: s.tc.Namespace}))
+	own, err := c.addons.TenantAddons(s.tc.Namespace).List(k8slabels.SelectorFromSet(k8slabels.Set{external.TenantClusterLabel: s.tc.Name, external.TenantClusterNamespaceLabel: s.tc.Namespace}))
 	if err != nil {
 		return steps.Result{}, err
 	}

@@ -318,7 +318,7 @@ func TestEnsureNamespace(t *testing.T) {
 	r, err := c.ensureNamespace(ctx, s)
 	wantResult(t, "new", r, err, true, "NamespaceReady")
 	ns, err := kube.CoreV1().Namespaces().Get(ctx, s.namespace, metav1.GetOptions{})
-	if err != nil || ns.Labels[ClusterLabel] != "prod" || ns.Labels[ClusterNamespaceLabel] != "team-a" {
+	if err != nil || ns.Labels[external.TenantClusterLabel] != "prod" || ns.Labels[external.TenantClusterNamespaceLabel] != "team-a" {
 		t.Fatalf("namespace %+v, %v", ns, err)
 	}
 

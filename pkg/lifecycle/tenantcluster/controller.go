@@ -22,6 +22,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
 	listers "github.com/butlerdotdev/butler-apiserver/pkg/generated/listers/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/hibernation"
@@ -69,7 +70,7 @@ type Controller struct {
 // the same, and read on every reconcile.
 func New(d *worker.Deps) (*Controller, error) {
 	b := d.ButlerInformers.Butler().V1alpha1()
-	nsInformer := d.KubeInformersFor(ClusterLabel).Core().V1().Namespaces()
+	nsInformer := d.KubeInformersFor(external.TenantClusterLabel).Core().V1().Namespaces()
 	c := &Controller{
 		butler: d.Butler, kube: d.Kube,
 		objects: &objects{dyn: d.Dynamic, watched: map[schema.GroupVersionResource]cache.SharedIndexInformer{},

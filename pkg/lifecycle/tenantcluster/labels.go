@@ -11,10 +11,6 @@ import (
 const (
 	// Finalizer holds a deleted TenantCluster until everything it made is gone.
 	Finalizer = "butler.butlerlabs.dev/tenantcluster"
-	// ClusterLabel and ClusterNamespaceLabel name the TenantCluster an object belongs to
-	// (labels, not owner references: the objects live in another namespace).
-	ClusterLabel          = external.TenantClusterLabel
-	ClusterNamespaceLabel = external.TenantClusterNamespaceLabel
 	// TeamLabel names the cluster's Team on its tenant namespace.
 	TeamLabel = "butler.butlerlabs.dev/tenant-team"
 	// PausedAnnotation "true" stops the worker acting on a cluster, as Cluster API's
@@ -44,8 +40,8 @@ func keyOf(obj any) []string {
 		return nil
 	}
 	l := m.GetLabels()
-	if l[ClusterLabel] == "" || l[ClusterNamespaceLabel] == "" {
+	if l[external.TenantClusterLabel] == "" || l[external.TenantClusterNamespaceLabel] == "" {
 		return nil
 	}
-	return []string{l[ClusterNamespaceLabel] + "/" + l[ClusterLabel]}
+	return []string{l[external.TenantClusterNamespaceLabel] + "/" + l[external.TenantClusterLabel]}
 }

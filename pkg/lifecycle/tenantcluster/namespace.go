@@ -34,7 +34,7 @@ func (c *Controller) ensureNamespace(ctx context.Context, s *state) (steps.Resul
 		return steps.Result{}, err
 	case got.DeletionTimestamp != nil:
 		return steps.Waiting("NamespaceTerminating", "namespace %s is still terminating", s.namespace), nil
-	case got.Labels[ClusterNamespaceLabel] != s.tc.Namespace || got.Labels[ClusterLabel] != s.tc.Name:
+	case got.Labels[external.TenantClusterNamespaceLabel] != s.tc.Namespace || got.Labels[external.TenantClusterLabel] != s.tc.Name:
 		return steps.Failure("NamespaceTaken", "namespace %s exists and belongs to something else", s.namespace), nil
 	default:
 		if !hasLabels(got.Labels, want) {
@@ -98,7 +98,7 @@ func (c *Controller) cleanupNamespace(ctx context.Context, s *state) (bool, erro
 	if err != nil {
 		return false, err
 	}
-	if ns.Labels[ClusterNamespaceLabel] != s.tc.Namespace || ns.Labels[ClusterLabel] != s.tc.Name {
+	if ns.Labels[external.TenantClusterNamespaceLabel] != s.tc.Namespace || ns.Labels[external.TenantClusterLabel] != s.tc.Name {
 		return true, nil // not ours
 	}
 	if ns.DeletionTimestamp == nil {

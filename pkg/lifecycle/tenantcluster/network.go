@@ -175,7 +175,7 @@ func (c *Controller) releaseAllocation(ctx context.Context, namespace, name stri
 
 // cleanupNetwork releases the cluster's addresses: deleting an IPAllocation returns them.
 func (c *Controller) cleanupNetwork(ctx context.Context, s *state) (bool, error) {
-	sel := k8slabels.SelectorFromSet(k8slabels.Set{ClusterLabel: s.tc.Name, ClusterNamespaceLabel: s.tc.Namespace})
+	sel := k8slabels.SelectorFromSet(k8slabels.Set{external.TenantClusterLabel: s.tc.Name, external.TenantClusterNamespaceLabel: s.tc.Namespace})
 	all, err := c.allocations.List(sel)
 	if err != nil {
 		return false, err
@@ -262,7 +262,7 @@ func (c *Controller) ensureNodeAddresses(ctx context.Context, s *state, pools []
 
 // nodeBlocks are the cluster's nodes IPAllocations, oldest block first.
 func (c *Controller) nodeBlocks(s *state) ([]*v1alpha1.IPAllocation, error) {
-	sel := k8slabels.SelectorFromSet(k8slabels.Set{ClusterLabel: s.tc.Name, ClusterNamespaceLabel: s.tc.Namespace})
+	sel := k8slabels.SelectorFromSet(k8slabels.Set{external.TenantClusterLabel: s.tc.Name, external.TenantClusterNamespaceLabel: s.tc.Namespace})
 	all, err := c.allocations.IPAllocations(s.in.Provider.Namespace).List(sel)
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	butlerfake "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned/fake"
 	listers "github.com/butlerdotdev/butler-apiserver/pkg/generated/listers/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
@@ -140,7 +141,7 @@ func TestEnsureNetworkAllocatesFromPoolsInPriorityOrder(t *testing.T) {
 		t.Fatalf("%d allocations, want 2", len(list.Items))
 	}
 	for _, a := range list.Items {
-		if a.Spec.PoolRef.Name != "first" || a.Spec.TenantClusterRef.Name != "prod" || a.Labels[ClusterLabel] != "prod" {
+		if a.Spec.PoolRef.Name != "first" || a.Spec.TenantClusterRef.Name != "prod" || a.Labels[external.TenantClusterLabel] != "prod" {
 			t.Errorf("allocation %s: pool %s ref %+v labels %v", a.Name, a.Spec.PoolRef.Name, a.Spec.TenantClusterRef, a.Labels)
 		}
 		switch a.Name {
