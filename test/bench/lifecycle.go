@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/kubernetes"
@@ -45,7 +46,7 @@ var (
 // Steward reports each control plane Ready, BootstrapConfigTemplate, MachineDeployment and
 // TenantAddon — and then until all n are deleted and gone; with butler-apiserver's CPU time
 // and RSS over each phase.
-func runLifecycle(ctx context.Context, p *plane, n int, out string, profileSeconds int) error {
+func runLifecycle(ctx context.Context, p *plane, n int, out string, profileSeconds int, withFloor bool) error {
 	butler, kube, dyn := p.unthrottledClients()
 	ns := "bench-lifecycle"
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
@@ -85,6 +86,15 @@ func runLifecycle(ctx context.Context, p *plane, n int, out string, profileSecon
 	}
 	stopSteward := playSteward(ctx, kube, dyn, tenant)
 	defer stopSteward()
+	// The floor first, on the same plane: the same objects written and deleted without butler.
+	var fl floor
+	if withFloor {
+		logf("the floor: %d clusters' objects straight to kube-apiserver", n)
+		if fl, err = runFloor(ctx, butler, kube, dyn, ns, n, lifecycleClients, func(i int64) *v1alpha1.TenantCluster { return benchCluster(ns, i) }); err != nil {
+			return err
+		}
+		logf("the floor: written in %s, gone in %s (namespaces %s)", fl.written.Round(time.Millisecond), fl.gone.Round(time.Millisecond), fl.namespacesGone.Round(time.Millisecond))
+	}
 	steps, err := followEvents(ctx, kube, ns)
 	if err != nil {
 		return err
@@ -109,6 +119,7 @@ func runLifecycle(ctx context.Context, p *plane, n int, out string, profileSecon
 	if err != nil {
 		return err
 	}
+	events0 := steps.writes()
 	start := time.Now()
 	// CPU profiles of both servers over the first profileSeconds of the writing (-profile-seconds).
 	profiled := func() error { return nil }
@@ -117,16 +128,11 @@ func runLifecycle(ctx context.Context, p *plane, n int, out string, profileSecon
 	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	errs := make(chan error, 16)
-	for range 16 {
+	errs := make(chan error, lifecycleClients)
+	for range lifecycleClients {
 		wg.Go(func() {
 			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
-				tc := &v1alpha1.TenantCluster{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("tc-%04d", i), Namespace: ns},
-					Spec: v1alpha1.TenantClusterSpec{KubernetesVersion: "v1.36.3",
-						ProviderConfigRef: &v1alpha1.NamespacedObjectReference{Name: "aws"},
-						Workers:           v1alpha1.WorkersSpec{Replicas: 2},
-						Addons:            v1alpha1.AddonsSpec{CNI: &v1alpha1.CNIAddon{Provider: "cilium"}}}}
-				if _, err := butler.ButlerV1alpha1().TenantClusters(ns).Create(ctx, tc, metav1.CreateOptions{}); err != nil {
+				if _, err := butler.ButlerV1alpha1().TenantClusters(ns).Create(ctx, benchCluster(ns, i), metav1.CreateOptions{}); err != nil {
 					errs <- err
 					return
 				}
@@ -164,6 +170,7 @@ func runLifecycle(ctx context.Context, p *plane, n int, out string, profileSecon
 		return err
 	}
 	timeline := steps.since(start)
+	events1 := steps.writes()
 
 	dstart := time.Now()
 	if err := butler.ButlerV1alpha1().TenantClusters(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
@@ -201,6 +208,8 @@ func runLifecycle(ctx context.Context, p *plane, n int, out string, profileSecon
 		return err
 	}
 	sentDeleting := req2.sub(req1)
+	time.Sleep(2 * time.Second) // the last Events of the deletion reach the watch
+	events2 := steps.writes()
 	cpu2, _ := cpuTime(butlerPID)
 	plane2, busy2 := planeCPU(procs), machineBusy()
 	var firstWritten sample
@@ -236,9 +245,31 @@ func runLifecycle(ctx context.Context, p *plane, n int, out string, profileSecon
 		butlersGone.Round(time.Millisecond), namespacesGone.Round(time.Millisecond), deleted.Round(time.Millisecond), (cpu2 - cpu1).Round(time.Millisecond),
 		sentDeleting.total(sentDeleting.writes)/float64(n), sentDeleting.byHost(n), sentDeleting.total(sentDeleting.reads)/float64(n),
 		plane2.sub(plane1), (busy2 - busy1).Round(100*time.Millisecond), flows2.sub(flows1))
+	table += fmt.Sprintf("| butler's Events per cluster while writing: created / updated (series), by what they regard | %s |\n", events1.sub(events0, n))
+	table += fmt.Sprintf("| butler's Events per cluster while deleting: created / updated (series) | %s |\n", events2.sub(events1, n))
+	if withFloor {
+		table += fmt.Sprintf(`| the floor: the same objects server-side applied straight to kube-apiserver by %d clients (%d requests per cluster), Cluster API, butler and the Steward stand-in running | %s |
+| the floor: delete the same objects -> all gone / their namespaces removed | %s / %s |
+| butler / the floor: written | %.2f |
+| butler / the floor: every TenantCluster gone / the namespaces removed | %.2f |
+`, lifecycleClients, fl.applies, fl.written.Round(time.Millisecond), fl.gone.Round(time.Millisecond), fl.namespacesGone.Round(time.Millisecond),
+			allWritten.Seconds()/fl.written.Seconds(), deleted.Seconds()/fl.namespacesGone.Seconds())
+	}
 	table += "\nWhen the clusters' Events were first seen, after the first create (median / p90 / last, and how many clusters had one):\n\n" + timeline
 	fmt.Print(table)
 	return os.WriteFile(filepath.Join(out, fmt.Sprintf("lifecycle-n%d.md", n)), []byte(table), 0o644)
+}
+
+// lifecycleClients create the TenantClusters at once (and write the floor's objects).
+const lifecycleClients = 16
+
+// benchCluster is the i-th TenantCluster of the bench: AWS, two workers, a CNI addon.
+func benchCluster(ns string, i int64) *v1alpha1.TenantCluster {
+	return &v1alpha1.TenantCluster{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("tc-%04d", i), Namespace: ns},
+		Spec: v1alpha1.TenantClusterSpec{KubernetesVersion: "v1.36.3",
+			ProviderConfigRef: &v1alpha1.NamespacedObjectReference{Name: "aws"},
+			Workers:           v1alpha1.WorkersSpec{Replicas: 2},
+			Addons:            v1alpha1.AddonsSpec{CNI: &v1alpha1.CNIAddon{Provider: "cilium"}}}}
 }
 
 // waitAll waits until n clusters of ns are ok, and says when each was first seen so (polled
@@ -272,6 +303,38 @@ func waitAll(ctx context.Context, butler clientset.Interface, ns string, n int, 
 type eventTimes struct {
 	mu    sync.Mutex
 	first map[string]map[string]time.Time // reason -> cluster -> time
+	// written counts the Events seen, by the kind they regard: created, and updated (a
+	// series: the recorder folds a repeat into the Event it made).
+	written map[string]eventWrites
+}
+
+type eventWrites struct{ created, updated int }
+
+// eventCounts are eventTimes.written at one moment.
+type eventCounts map[string]eventWrites
+
+func (e *eventTimes) writes() eventCounts {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := eventCounts{}
+	for k, v := range e.written {
+		out[k] = v
+	}
+	return out
+}
+
+// sub renders c minus an earlier reading, per cluster of n, by kind.
+func (c eventCounts) sub(before eventCounts, n int) string {
+	var parts []string
+	var created, updated int
+	for kind, v := range c {
+		d := eventWrites{v.created - before[kind].created, v.updated - before[kind].updated}
+		created += d.created
+		updated += d.updated
+		parts = append(parts, fmt.Sprintf("%s %.2f / %.2f", kind, float64(d.created)/float64(n), float64(d.updated)/float64(n)))
+	}
+	sort.Strings(parts)
+	return fmt.Sprintf("%.2f / %.2f (%s)", float64(created)/float64(n), float64(updated)/float64(n), strings.Join(parts, ", "))
 }
 
 // followEvents watches the Events of namespace ns (those of its TenantClusters): each is a step
@@ -281,15 +344,27 @@ func followEvents(ctx context.Context, kube kubernetes.Interface, ns string) (*e
 	if err != nil {
 		return nil, err
 	}
-	e := &eventTimes{first: map[string]map[string]time.Time{}}
+	e := &eventTimes{first: map[string]map[string]time.Time{}, written: map[string]eventWrites{}}
 	go func() {
 		defer w.Stop()
 		for ev := range w.ResultChan() {
 			got, ok := ev.Object.(*eventsv1.Event)
-			if !ok || got.Regarding.Kind != "TenantCluster" {
+			if !ok {
 				continue
 			}
 			e.mu.Lock()
+			c := e.written[got.Regarding.Kind]
+			switch ev.Type {
+			case watch.Added:
+				c.created++
+			case watch.Modified:
+				c.updated++
+			}
+			e.written[got.Regarding.Kind] = c
+			if got.Regarding.Kind != "TenantCluster" {
+				e.mu.Unlock()
+				continue
+			}
 			byCluster := e.first[got.Reason]
 			if byCluster == nil {
 				byCluster = map[string]time.Time{}

@@ -58,6 +58,7 @@ type options struct {
 	root, crds, out, butlerArgs                                           string
 	keep, teams                                                           bool
 	lifecycle                                                             int
+	lifecycleFloor                                                        bool
 	local                                                                 localOptions
 	density                                                               densityOptions
 }
@@ -84,6 +85,8 @@ func main() {
 			"and give the CRD side a ResourceQuota of N TenantClusters per namespace")
 	flag.IntVar(&o.lifecycle, "lifecycle", 0,
 		"if > 0, measure the TenantCluster worker instead: this many TenantClusters created at once, until all their objects are written, then deleted")
+	flag.BoolVar(&o.lifecycleFloor, "lifecycle-floor", true,
+		"with -lifecycle, first measure the floor on the same plane: the same objects written straight to kube-apiserver and deleted, without butler")
 	flag.IntVar(&o.local.n, "local", 0,
 		"if > 0, measure the local provider instead: this many local TenantClusters created one after the other (each deleted before the next), "+
 			"create -> control plane Ready and -> Ready with -local-workers workers, and where the time goes")
@@ -162,7 +165,7 @@ func run(ctx context.Context, o options) error {
 	defer p.stop()
 	logf("management plane up in %s", time.Since(started).Round(100*time.Millisecond))
 	if o.lifecycle > 0 {
-		return runLifecycle(ctx, p, o.lifecycle, o.out, o.profileSeconds)
+		return runLifecycle(ctx, p, o.lifecycle, o.out, o.profileSeconds, o.lifecycleFloor)
 	}
 	if o.density.n > 0 {
 		return runDensity(ctx, p, o.density, o.out)

@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/controlplane"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/infra"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/workers"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/tenantcluster"
+)
+
+// floorLabel marks the floor's objects, in place of the TenantCluster labels: with those,
+// butler's workers would take the floor's namespaces for tenant namespaces and watch their
+// Secrets, work that is butler's, not the floor's. The value is as long as the label it stands for.
+const floorLabel = "bench.butlerlabs.dev/floor-of"
+
+// floor is what the same writes cost without butler: the objects the workers write for n
+// clusters (the tenant namespace, butler's Secrets RoleBinding in it, the Cluster, the
+// StewardControlPlane, the AWSCluster and machine template, the BootstrapConfigTemplate and the
+// MachineDeployment), built by the workers' own builders and server-side applied straight to
+// kube-apiserver by as many clients as create the TenantClusters, on the same plane (Cluster
+// API's manager, butler's workers and the Steward stand-in all running, reacting as they do
+// to butler's objects). Then the same objects deleted, waited for until gone and their
+// namespaces removed.
+type floor struct {
+	written, gone, namespacesGone time.Duration
+	applies                       int // per cluster
+}
+
+// runFloor measures the floor for n clusters like tcs of namespace ns (each the TenantCluster
+// butler stores, defaults applied: a dry-run create), from clients clients.
+func runFloor(ctx context.Context, butlerc clientset.Interface, kube kubernetes.Interface, dyn dynamic.Interface, ns string, n, clients int,
+	tmpl func(i int64) *v1alpha1.TenantCluster) (floor, error) {
+	var f floor
+	pc, err := butlerc.ButlerV1alpha1().ProviderConfigs(ns).Get(ctx, "aws", metav1.GetOptions{})
+	if err != nil {
+		return f, err
+	}
+	cfg, err := butlerc.ButlerV1alpha1().ButlerConfigs().Get(ctx, butler.ButlerConfigName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		cfg, err = nil, nil
+	}
+	if err != nil {
+		return f, err
+	}
+	// The objects of every cluster, built before the clock starts.
+	inputs := make([]component.Input, n)
+	for i := range n {
+		tc := tmpl(int64(i + 1))
+		tc.Name = fmt.Sprintf("floor-%04d", i+1)
+		stored, err := butlerc.ButlerV1alpha1().TenantClusters(ns).Create(ctx, tc, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return f, fmt.Errorf("dry-run create of the floor's cluster: %w", err)
+		}
+		if stored.UID == "" {
+			stored.UID = "f100r000-0000-0000-0000-000000000000"
+		}
+		inputs[i] = component.Input{Cluster: stored, Namespace: tenantcluster.TenantNamespace(stored), Provider: pc, Config: cfg}
+	}
+
+	start := time.Now()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, clients)
+	var applies atomic.Int64
+	for range clients {
+		wg.Go(func() {
+			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
+				sent, err := writeFloorCluster(ctx, kube, dyn, inputs[i-1])
+				applies.Add(int64(sent))
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return f, fmt.Errorf("the floor's writes: %w", err)
+	}
+	f.written = time.Since(start)
+	f.applies = int(applies.Load()) / n
+
+	dstart := time.Now()
+	next.Store(0)
+	errs = make(chan error, clients)
+	for range clients {
+		wg.Go(func() {
+			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
+				if err := deleteFloorCluster(ctx, kube, dyn, inputs[i-1]); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return f, fmt.Errorf("the floor's deletes: %w", err)
+	}
+	ours := metav1.ListOptions{LabelSelector: floorLabel + "=" + ns}
+	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 20*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if f.gone == 0 {
+			for _, gvk := range floorKinds {
+				list, err := dyn.Resource(external.MustGVR(gvk)).List(ctx, ours)
+				if err != nil || len(list.Items) > 0 {
+					return false, nil
+				}
+			}
+			f.gone = time.Since(dstart)
+		}
+		list, err := kube.CoreV1().Namespaces().List(ctx, ours)
+		if err != nil || len(list.Items) > 0 {
+			return false, nil
+		}
+		f.namespacesGone = time.Since(dstart)
+		return true, nil
+	}); err != nil {
+		return f, fmt.Errorf("the floor's objects were not all gone: %w", err)
+	}
+	return f, nil
+}
+
+// floorSubject stands for butler-apiserver's user name in the Secrets RoleBinding it writes.
+const floorSubject = "system:serviceaccount:butler-system:butler-apiserver"
+
+// floorKinds are the kinds of the floor's objects, waited for until gone.
+var floorKinds = []schema.GroupVersionKind{external.MachineDeploymentGVK, external.BootstrapConfigTemplateGVK,
+	external.ClusterGVK, external.StewardControlPlaneGVK, external.AWSClusterGVK, external.AWSMachineTemplateGVK}
+
+// floorLabels are the TenantCluster labels with the floor's in place of the cluster's own.
+func floorLabels(in component.Input) map[string]string {
+	return map[string]string{
+		clusterv1.ClusterNameLabel: in.Cluster.Name,
+		floorLabel:                 in.Cluster.Namespace,
+		external.ManagedByLabel:    external.ManagedBy,
+	}
+}
+
+// writeFloorCluster writes one cluster's objects in the workers' order, and says how many
+// requests it sent.
+func writeFloorCluster(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, in component.Input) (int, error) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: in.Namespace, Labels: floorLabels(in)}}
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		return 0, err
+	}
+	// Of the same size as butler's, to another role: an admission policy lets butler's role be
+	// bound only in the namespaces butler made.
+	rb := rbacv1ac.RoleBinding("bench-floor-secretsxxxxxxx", in.Namespace).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("ClusterRole").WithName("view")).
+		WithSubjects(rbacv1ac.Subject().WithAPIGroup(rbacv1.GroupName).WithKind(rbacv1.UserKind).WithName(floorSubject))
+	if _, err := kube.RbacV1().RoleBindings(in.Namespace).Apply(ctx, rb, external.Workers.ApplyOptions()); err != nil {
+		return 1, err
+	}
+	sent := 2
+	apply := func(obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		obj.SetLabels(floorLabels(in))
+		sent++
+		return external.Workers.Apply(ctx, dyn.Resource(external.MustGVR(obj.GroupVersionKind())).Namespace(in.Namespace), obj)
+	}
+	cluster, err := controlplane.Cluster(in)
+	if err != nil {
+		return sent, err
+	}
+	cp, err := controlplane.ControlPlane(in)
+	if err != nil {
+		return sent, err
+	}
+	infraCluster, template, err := infra.ForProvider(in)
+	if err != nil {
+		return sent, err
+	}
+	bootstrap, err := workers.BootstrapTemplate(in)
+	if err != nil {
+		return sent, err
+	}
+	md, err := workers.MachineDeployment(in)
+	if err != nil {
+		return sent, err
+	}
+	applied, err := apply(cluster)
+	if err != nil {
+		return sent, err
+	}
+	controlplane.SetClusterOwner(cp, applied)
+	for _, obj := range []*unstructured.Unstructured{cp, infraCluster, template, bootstrap, md} {
+		if _, err := apply(obj); err != nil {
+			return sent, err
+		}
+	}
+	return sent, nil
+}
+
+// deleteFloorCluster deletes one cluster's objects as the workers' cleanup does (in the
+// background, the MachineDeployment first and the namespace last), without waiting between
+// them: Cluster API's and kube-controller-manager's finalizers order the rest.
+func deleteFloorCluster(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, in component.Input) error {
+	policy := metav1.DeletePropagationBackground
+	opts := metav1.DeleteOptions{PropagationPolicy: &policy}
+	for _, o := range []struct {
+		gvk  schema.GroupVersionKind
+		name string
+	}{{external.MachineDeploymentGVK, component.WorkersName(in)}, {external.BootstrapConfigTemplateGVK, component.WorkersName(in)},
+		{external.ClusterGVK, in.Cluster.Name}, {external.StewardControlPlaneGVK, in.Cluster.Name},
+		{external.AWSClusterGVK, in.Cluster.Name}, {external.AWSMachineTemplateGVK, component.WorkersName(in)}} {
+		err := dyn.Resource(external.MustGVR(o.gvk)).Namespace(in.Namespace).Delete(ctx, o.name, opts)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	err := kube.CoreV1().Namespaces().Delete(ctx, in.Namespace, opts)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
