@@ -56,6 +56,10 @@ func (r Result) State() State {
 	return StateWaiting
 }
 
+// BlockedReason is the reason of a step that waits for the steps it comes after: it has not
+// started. No step's Ensure gives it.
+const BlockedReason = "Waiting"
+
 // Ready is a Done Result.
 func Ready(reason, format string, args ...any) Result {
 	return Result{Done: true, Reason: reason, Message: fmt.Sprintf(format, args...)}
@@ -132,7 +136,7 @@ func (p Plan[S]) Ensure(ctx context.Context, s S, generation int64) (Outcome, er
 		}
 		var r Result
 		if len(waitingFor) > 0 {
-			r = Waiting("Waiting", "waiting for the %s", strings.Join(waitingFor, " and the "))
+			r = Waiting(BlockedReason, "waiting for the %s", strings.Join(waitingFor, " and the "))
 			r.WaitingFor = waitingFor
 		} else {
 			var err error
@@ -196,35 +200,48 @@ func SetConditions(into *[]metav1.Condition, conds ...metav1.Condition) {
 	}
 }
 
-// Transition is a step whose condition moved in a forward run: to another state, or within a
-// state to another reason.
+// Transition is a step whose condition moved in a forward run: it started, became done, is no
+// longer done, failed anew, or (after a failure) moved on to another reason.
 type Transition struct {
 	Step, Condition string
-	// From is the state the stored condition said (StateWaiting for a False one, which
-	// includes failed; "" when there was none).
+	// From is the state the stored condition said: "" when there was none or the step waited
+	// for the steps it comes after (it had not started), StateDone for a True one,
+	// StateWaiting for a False one (which includes failed).
 	From   State
 	Result Result
 }
 
-// Transitions are the steps with a condition whose Result differs from what previous (the
-// stored conditions) says, in plan order. Steps that did not run are left out.
-func (p Plan[S]) Transitions(previous []metav1.Condition, out Outcome) []Transition {
+// Transitions are the steps with a condition whose state moved from what previous (the stored
+// conditions) says, in plan order: one Event per state change, not one per reconcile or per
+// step of a wait. Left out: a step that did not run (waiting for the steps it comes after; its
+// Event comes when it starts) unless it was done, a wait that moved to another reason (the
+// condition says which), and the same wait or failure again. failedBefore says the stored status
+// was failed: then a False condition may be a failure, and any other reason is a move on.
+func (p Plan[S]) Transitions(previous []metav1.Condition, failedBefore bool, out Outcome) []Transition {
 	var ts []Transition
 	for _, step := range p {
 		r, ran := out.Results[step.Name]
 		if step.Condition == "" || !ran {
 			continue
 		}
-		var from State
 		old := meta.FindStatusCondition(previous, step.Condition)
-		if old != nil {
+		var from State
+		switch {
+		case old == nil || (old.Status != metav1.ConditionTrue && old.Reason == BlockedReason):
+		case old.Status == metav1.ConditionTrue:
+			from = StateDone
+		default:
 			from = StateWaiting
-			if old.Status == metav1.ConditionTrue {
-				from = StateDone
-			}
-			if from == r.State() && old.Reason == r.Reason {
-				continue
-			}
+		}
+		switch {
+		case !r.Ran() && from != StateDone:
+			continue
+		case from == "", (from == StateDone) != r.Done:
+		case r.Done, old.Reason == r.Reason:
+			continue
+		case r.Failed, failedBefore:
+		default:
+			continue
 		}
 		ts = append(ts, Transition{Step: step.Name, Condition: step.Condition, From: from, Result: r})
 	}

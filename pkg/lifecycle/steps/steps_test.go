@@ -121,29 +121,47 @@ func TestCleanupRunsBackwardsAndWaits(t *testing.T) {
 	}
 }
 
-// Transitions are the conditions that changed state or reason, judged by the Results' values.
+// Transitions are the steps whose state moved, judged by the Results' values: one per state
+// change, none for a step that has not started, for a wait moving to another reason, or for the
+// same failure again.
 func TestTransitions(t *testing.T) {
 	plan := Plan[struct{}]{
 		{Name: "a", Condition: "AReady"}, {Name: "b", Condition: "BReady"}, {Name: "c", Condition: "CReady"},
-		{Name: "d"}, {Name: "e", Condition: "EReady"},
+		{Name: "d"}, {Name: "e", Condition: "EReady"}, {Name: "f", Condition: "FReady"}, {Name: "g", Condition: "GReady"},
+		{Name: "h", Condition: "HReady"}, {Name: "i", Condition: "IReady"}, {Name: "j", Condition: "JReady"},
+		{Name: "k", Condition: "KReady"},
 	}
 	previous := []metav1.Condition{
-		{Type: "AReady", Status: metav1.ConditionFalse, Reason: "Waiting"},
+		{Type: "AReady", Status: metav1.ConditionFalse, Reason: "NotYet"},
 		{Type: "BReady", Status: metav1.ConditionTrue, Reason: "Ready"},
 		{Type: "CReady", Status: metav1.ConditionFalse, Reason: "NotYet"},
+		{Type: "FReady", Status: metav1.ConditionFalse, Reason: BlockedReason},
+		{Type: "GReady", Status: metav1.ConditionFalse, Reason: "NotYet"},
+		{Type: "HReady", Status: metav1.ConditionFalse, Reason: "Broken"},
+		{Type: "IReady", Status: metav1.ConditionTrue, Reason: "Ready"},
+		{Type: "KReady", Status: metav1.ConditionFalse, Reason: BlockedReason},
 	}
+	blocked := Waiting(BlockedReason, "waiting for the a")
+	blocked.WaitingFor = []string{"a"}
 	out := Outcome{Results: map[string]Result{
-		"a": Ready("Ready", "a is ready"), // Waiting -> Done
-		"b": Ready("Ready", "b still"),    // unchanged
-		"c": Failure("Broken", "c broke"), // Waiting -> Failed
-		"d": Waiting("X", "no condition"), // no condition: none
-		"e": Waiting("Starting", "e new"), // no previous condition
+		"a": Ready("Ready", "a is ready"),         // Waiting -> Done
+		"b": Ready("Ready", "b still"),            // unchanged
+		"c": Failure("Broken", "c broke"),         // Waiting -> Failed
+		"d": Waiting("X", "no condition"),         // no condition: none
+		"e": Waiting("Starting", "e new"),         // no previous condition: starts
+		"f": Waiting("Starting", "f starts"),      // was blocked, runs now: starts
+		"g": Waiting("Later", "g another reason"), // the same wait, another reason: none
+		"h": Failure("Broken", "h broke again"),   // the same failure: none
+		"i": blocked,                              // done, now blocked: no longer done
+		"j": blocked,                              // blocked from the start: none
+		"k": blocked,                              // still blocked: none
 	}}
-	got := plan.Transitions(previous, out)
+	got := plan.Transitions(previous, false, out)
 	want := []struct {
 		step     string
 		from, to State
-	}{{"a", StateWaiting, StateDone}, {"c", StateWaiting, StateFailed}, {"e", "", StateWaiting}}
+	}{{"a", StateWaiting, StateDone}, {"c", StateWaiting, StateFailed}, {"e", "", StateWaiting}, {"f", "", StateWaiting},
+		{"i", StateDone, StateWaiting}}
 	if len(got) != len(want) {
 		t.Fatalf("transitions %+v, want %+v", got, want)
 	}
@@ -151,5 +169,11 @@ func TestTransitions(t *testing.T) {
 		if got[i].Step != w.step || got[i].From != w.from || got[i].Result.State() != w.to {
 			t.Errorf("transition %d: %s %s -> %s, want %s %s -> %s", i, got[i].Step, got[i].From, got[i].Result.State(), w.step, w.from, w.to)
 		}
+	}
+
+	// Out of a failure, another reason is a move on.
+	got = plan.Transitions(previous, true, out)
+	if len(got) != len(want)+1 || got[4].Step != "g" {
+		t.Errorf("after a failure: transitions %+v, want g's new reason among them", got)
 	}
 }

@@ -63,6 +63,9 @@ type Controller struct {
 	workers     int
 	// events records the addon's phase and reason changes (a no-op recorder until set).
 	events events.EventRecorder
+	// written tells an addon's stale informer copy (one this process's own write replaced)
+	// from a current one: a reconcile of the stale copy stops, the write's event follows.
+	written worker.OwnWrites
 
 	// retries paces a failed addon's next attempt: 15 s after the first failure, doubling to
 	// 5 min; a success forgets the key.

@@ -34,6 +34,9 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
+	if c.written.Stale(cached.UID, cached.ResourceVersion) {
+		return nil
+	}
 	addon := cached.DeepCopy()
 	if addon.DeletionTimestamp != nil {
 		return c.remove(ctx, key, addon)
@@ -44,6 +47,7 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 		if err != nil {
 			return err
 		}
+		c.written.Wrote(addon.UID, addon.ResourceVersion, updated.ResourceVersion)
 		addon = updated
 	}
 
@@ -250,6 +254,7 @@ func (c *Controller) dropFinalizer(ctx context.Context, addon *v1alpha1.TenantAd
 	}
 	latest.Finalizers = slices.DeleteFunc(latest.Finalizers, func(f string) bool { return f == Finalizer })
 	_, err = c.butler.ButlerV1alpha1().TenantAddons(addon.Namespace).Update(ctx, latest, metav1.UpdateOptions{})
+	c.written.Forget(addon.UID)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

@@ -63,6 +63,7 @@ func (c *Controller) writeStatus(ctx context.Context, addon *v1alpha1.TenantAddo
 	if err != nil {
 		return err
 	}
+	c.written.Wrote(addon.UID, before.ResourceVersion, updated.ResourceVersion)
 	// Only a stored move is told: a write that lost to a newer version would tell it twice.
 	c.recordStatus(before, status, reason)
 	*addon = *updated

@@ -36,6 +36,9 @@ type objects struct {
 	watched map[schema.GroupVersionResource]cache.SharedIndexInformer
 	// applied remembers, per object, what this process last applied to it.
 	applied sync.Map // objectKey -> appliedObject
+	// deleting remembers, per object, the UID this process asked to delete: an informer copy
+	// that does not show the deletion yet is not deleted again.
+	deleting sync.Map // objectKey -> types.UID
 }
 
 type objectKey struct {
@@ -163,12 +166,14 @@ func appliedNothing(got *unstructured.Unstructured, sent time.Time) bool {
 // forget drops what this process remembers applying in namespace, once a cluster's objects
 // there are gone: without it the memory of applies grows with every cluster ever made.
 func (o *objects) forget(namespace string) {
-	o.applied.Range(func(k, _ any) bool {
-		if k.(objectKey).namespace == namespace {
-			o.applied.Delete(k)
-		}
-		return true
-	})
+	for _, m := range []*sync.Map{&o.applied, &o.deleting} {
+		m.Range(func(k, _ any) bool {
+			if k.(objectKey).namespace == namespace {
+				m.Delete(k)
+			}
+			return true
+		})
+	}
 }
 
 // normalized is obj as the API server's JSON decodes it (int64 and float64 numbers, []any and
@@ -254,6 +259,7 @@ func (o *objects) remove(ctx context.Context, gvk schema.GroupVersionKind, ns, n
 	got, known := o.cachedOrAbsent(gvr, ns, name)
 	if known && got == nil {
 		if _, applied := o.applied.Load(key); !applied {
+			o.deleting.Delete(key)
 			return true, nil
 		}
 	}
@@ -263,17 +269,25 @@ func (o *objects) remove(ctx context.Context, gvk schema.GroupVersionKind, ns, n
 		}
 		if got == nil {
 			o.applied.Delete(key)
+			o.deleting.Delete(key)
 			return true, nil
 		}
 	}
 	if got.GetDeletionTimestamp() != nil {
 		return false, nil // its finalizers run; its deletion's watch event brings the cluster back
 	}
+	if uid, asked := o.deleting.Load(key); asked && uid == got.GetUID() {
+		return false, nil // deleted already; the informer has not seen it yet, its event follows
+	}
 	policy := metav1.DeletePropagationBackground
 	err = r.Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &policy,
 		Preconditions: &metav1.Preconditions{UID: ptrTo(got.GetUID())}})
+	if err == nil {
+		o.deleting.Store(key, got.GetUID())
+	}
 	if apierrors.IsNotFound(err) {
 		o.applied.Delete(key)
+		o.deleting.Delete(key)
 		return true, nil
 	}
 	if apierrors.IsConflict(err) {

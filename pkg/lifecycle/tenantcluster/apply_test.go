@@ -8,10 +8,12 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
@@ -110,7 +112,8 @@ func TestApplySendsOnlyWhatChanges(t *testing.T) {
 
 // remove reads a watched kind from its informer: an object it lacks, which this process never
 // applied, is gone without a request; one being deleted is waited for without one; one this
-// process applied is asked for (its own write may not have reached the informer yet).
+// process applied is asked for (its own write may not have reached the informer yet); one this
+// process deleted is not deleted again while the informer's copy does not show it.
 func TestRemoveReadsTheInformer(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -170,6 +173,17 @@ func TestRemoveReadsTheInformer(t *testing.T) {
 	}
 	cachedAs("present", true, false)
 	remove("present", false, map[string]int{"delete": 1}, "an object the informer holds (gone once its deletion is seen)")
+
+	// Deleted by this process, the informer's copy not showing it yet: not deleted again.
+	client.PrependReactor("delete", gvr.Resource, func(a k8stesting.Action) (bool, runtime.Object, error) {
+		return a.(k8stesting.DeleteAction).GetName() == "unseen", nil, nil
+	})
+	if err := client.Tracker().Create(gvr, md("unseen"), "ns"); err != nil {
+		t.Fatal(err)
+	}
+	cachedAs("unseen", true, false)
+	remove("unseen", false, map[string]int{"delete": 1}, "an object the informer holds")
+	remove("unseen", false, map[string]int{}, "the same, its deletion not seen yet")
 
 	// Applied by this process, then gone: the API server is asked once, then it is known gone.
 	if _, err := o.apply(ctx, md("applied")); err != nil {

@@ -55,6 +55,10 @@ type Controller struct {
 	newTenantClient func(kubeconfig []byte) (kubernetes.Interface, error)
 	events          events.EventRecorder
 
+	// written tells a cluster's stale informer copy (one this process's own write replaced)
+	// from a current one: a reconcile of the stale copy stops, the write's event follows.
+	written worker.OwnWrites
+
 	plan steps.Plan[*state]
 	// sleepPlan takes the cluster down when spec.hibernation.hibernated is true.
 	sleepPlan steps.Plan[*state]
@@ -230,6 +234,10 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
+	if c.written.Stale(cached.UID, cached.ResourceVersion) {
+		klog.FromContext(ctx).V(4).Info("Not reconciling a copy older than this process's own last write; its event follows")
+		return nil
+	}
 	tc := cached.DeepCopy()
 	if tc.DeletionTimestamp != nil {
 		return c.delete(ctx, tc)
@@ -241,9 +249,12 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 	if !slices.Contains(tc.Finalizers, Finalizer) {
 		// The update brings the cluster back here through the informer.
 		tc.Finalizers = append(tc.Finalizers, Finalizer)
-		_, err := c.butler.ButlerV1alpha1().TenantClusters(ns).Update(ctx, tc, metav1.UpdateOptions{})
+		updated, err := c.butler.ButlerV1alpha1().TenantClusters(ns).Update(ctx, tc, metav1.UpdateOptions{})
 		if apierrors.IsConflict(err) {
 			return nil
+		}
+		if err == nil {
+			c.written.Wrote(tc.UID, tc.ResourceVersion, updated.ResourceVersion)
 		}
 		return err
 	}
@@ -309,15 +320,21 @@ func (c *Controller) delete(ctx context.Context, tc *v1alpha1.TenantCluster) err
 			desc, state = err.Error(), "Error"
 		}
 		c.setLastOperation(status, "Delete", state, deleteProgress(c.plan, left), desc)
-		if _, werr := c.writeStatus(ctx, tc, status); werr != nil && err == nil {
+		stored, werr := c.writeStatus(ctx, tc, status)
+		if werr != nil && err == nil {
 			err = werr
 		}
-		c.recordDelete(tc, desc, err)
+		// Only a stored move is told: one that lost to a newer version was told by its
+		// reconcile, and telling it again made the Event a series.
+		if stored || err != nil {
+			c.recordDelete(tc, desc, err)
+		}
 		return err
 	}
 	klog.FromContext(ctx).Info("Everything the tenant cluster made is gone; removing the finalizer")
 	c.forgetAccess(string(tc.UID))
 	c.objects.forget(TenantNamespace(tc))
+	c.written.Forget(tc.UID)
 	tc.Finalizers = slices.DeleteFunc(tc.Finalizers, func(f string) bool { return f == Finalizer })
 	_, err = c.butler.ButlerV1alpha1().TenantClusters(tc.Namespace).Update(ctx, tc, metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
@@ -346,9 +363,13 @@ func (c *Controller) writeStatus(ctx context.Context, tc *v1alpha1.TenantCluster
 	}
 	updated := tc.DeepCopy()
 	updated.Status = *status
-	_, err = c.butler.ButlerV1alpha1().TenantClusters(tc.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+	got, err := c.butler.ButlerV1alpha1().TenantClusters(tc.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 		return false, nil // a newer cluster is on its way through the informer
 	}
-	return err == nil, err
+	if err != nil {
+		return false, err
+	}
+	c.written.Wrote(tc.UID, tc.ResourceVersion, got.ResourceVersion)
+	return true, nil
 }

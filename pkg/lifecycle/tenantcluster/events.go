@@ -14,11 +14,12 @@ import (
 // ControlPlaneWaiting, ControlPlaneReady, WorkersFailed.
 var stateWords = map[steps.State]string{steps.StateWaiting: "Waiting", steps.StateDone: "Ready", steps.StateFailed: "Failed"}
 
-// recordReconcile makes an Event of every step whose condition moved in this run, of a phase
-// change, and of an error the run stopped at. The recorder folds repeats into a series, and a
-// step that stays where it was makes none, so a cluster's Events are its story, not its polling.
+// recordReconcile makes an Event of every step whose state moved in this run (steps.Transitions),
+// of a phase change, and of an error the run stopped at. A step that stays where it was makes
+// none, nor does a wait that moves from one reason to the next (its condition says which), so a
+// cluster's Events are its story, not its polling.
 func (c *Controller) recordReconcile(tc *v1alpha1.TenantCluster, out steps.Outcome, ensureErr error, status *v1alpha1.TenantClusterStatus) {
-	for _, t := range c.plan.Transitions(tc.Status.Conditions, out) {
+	for _, t := range c.plan.Transitions(tc.Status.Conditions, tc.Status.Phase == v1alpha1.TenantClusterFailed, out) {
 		eventType := corev1.EventTypeNormal
 		if t.Result.State() == steps.StateFailed {
 			eventType = corev1.EventTypeWarning
