@@ -54,7 +54,7 @@ import (
 
 type options struct {
 	n, clients, namespaces, rounds, warmup, updates, watchRounds, batches int
-	profileSeconds                                                        int
+	profileSeconds, protobufN                                             int
 	root, crds, out, butlerArgs                                           string
 	keep, teams                                                           bool
 	lifecycle                                                             int
@@ -75,6 +75,8 @@ func main() {
 	flag.IntVar(&o.watchRounds, "watch-rounds", 3, "watch rounds per side (P2b)")
 	flag.IntVar(&o.profileSeconds, "profile-seconds", 0,
 		"if > 0, save CPU profiles of butler-apiserver and kube-apiserver, this many seconds per List kind, into -out")
+	flag.IntVar(&o.protobufN, "protobuf-n", -1,
+		"TenantClusters created on each side in the protobuf P2 (-1: n/2); 0 skips P2 and P2b in protobuf")
 	flag.StringVar(&o.root, "root", ".", "the repository (where hack/local-up.sh is)")
 	flag.StringVar(&o.crds, "crds", "", "Butler's CRDs (default <root>/../shared/anchors/butler-crds)")
 	flag.StringVar(&o.out, "out", "", "where the table and profiles go (default <root>/_output/bench)")
@@ -299,31 +301,13 @@ func run(ctx context.Context, o options) error {
 
 	// P2: creates, in batches alternating sides.
 	logf("P2: creating %d TenantClusters on each side with %d clients", o.n, o.clients)
-	createTime := map[string]time.Duration{}
-	// CPU used by each process of the plane while each side's batches ran.
-	createCPU := map[string]map[string]time.Duration{agg.name: {}, crd.name: {}}
 	var createProfiles func() error
 	if o.profileSeconds > 0 {
 		createProfiles = profileServers(ctx, p, o, "p2-create")
 	}
-	batch := max(1, (len(timed)+o.batches-1)/o.batches)
-	for b := 0; b*batch < len(timed); b++ {
-		ks := timed[b*batch : min(len(timed), (b+1)*batch)]
-		order := []side{agg, crd}
-		if b%2 == 1 {
-			order = []side{crd, agg}
-		}
-		for _, s := range order {
-			before := cpu()
-			d, err := create(ctx, s, clients, ks)
-			if err != nil {
-				return fmt.Errorf("P2 %s: %w", s.name, err)
-			}
-			createTime[s.name] += d
-			for name, t := range cpu() {
-				createCPU[s.name][name] += t - before[name]
-			}
-		}
+	createTime, createCPU, err := createBatches(ctx, []sideRun{{agg.name, agg, wireJSON}, {crd.name, crd, wireJSON}}, clients, timed, o.batches, cpu)
+	if err != nil {
+		return err
 	}
 	if createProfiles != nil {
 		if err := createProfiles(); err != nil {
@@ -411,23 +395,9 @@ func run(ctx context.Context, o options) error {
 
 	// P2b: watch rounds, alternating sides.
 	logf("P2b: %d rounds of %d updates per side", o.watchRounds, o.updates)
-	watches := map[string]*sample{agg.name: {}, crd.name: {}}
-	latencies := map[string]*sample{agg.name: {}, crd.name: {}}
-	rewatches := map[string]int{}
-	for r := range o.watchRounds {
-		order := []side{crd, agg}
-		if r%2 == 1 {
-			order = []side{agg, crd}
-		}
-		for _, s := range order {
-			res, err := watchRound(ctx, s, lister, clients, all[:o.updates], fmt.Sprintf("r%d", r))
-			if err != nil {
-				return fmt.Errorf("P2b: %w", err)
-			}
-			watches[s.name].add(res.total)
-			rewatches[s.name] += res.rewatches
-			latencies[s.name].durations = append(latencies[s.name].durations, res.latencies...)
-		}
+	watches, err := runWatchRounds(ctx, []sideRun{{crd.name, crd, wireJSON}, {agg.name, agg, wireJSON}}, o.watchRounds, "r", lister, clients, all[:o.updates])
+	if err != nil {
+		return err
 	}
 	if o.profileSeconds > 0 {
 		if err := profileWatch(ctx, p, o, []side{agg, crd}, lister, clients, all[:o.updates]); err != nil {
@@ -439,8 +409,39 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 
+	// P2 and P2b again with the aggregated side spoken to in protobuf, as a generated clientset
+	// can ask (CRDs cannot: their side stays JSON), after everything above so the JSON figures
+	// are measured exactly as before: P2b's rounds, then creates of further objects.
+	var pb protobufResult
+	if o.protobufN != 0 {
+		aggPB := sideRun{agg.name + " protobuf", agg, wireProtobuf}
+		logf("P2b protobuf: %d rounds of %d updates per side", o.watchRounds, o.updates)
+		if pb.watches, err = runWatchRounds(ctx, []sideRun{{crd.name, crd, wireJSON}, aggPB}, o.watchRounds, "pb", lister, clients, all[:o.updates]); err != nil {
+			return err
+		}
+		m := o.protobufN
+		if m < 0 {
+			m = o.n / 2
+		}
+		logf("P2 protobuf: creating %d more TenantClusters on each side", m)
+		var profiles func() error
+		if o.profileSeconds > 0 {
+			profiles = profileServers(ctx, p, o, "p2-create-protobuf")
+		}
+		more := keys(o.n+m, o.namespaces)[o.n:]
+		if pb.createTime, pb.createCPU, err = createBatches(ctx, []sideRun{aggPB, {crd.name, crd, wireJSON}}, clients, more, o.batches, cpu); err != nil {
+			return err
+		}
+		pb.created, pb.aggName = m, aggPB.name
+		if profiles != nil {
+			if err := profiles(); err != nil {
+				return err
+			}
+		}
+	}
+
 	r := report{
-		o: o, lists: lists, createTime: createTime, createCPU: createCPU, created: len(timed), watches: watches, latencies: latencies, rewatches: rewatches,
+		o: o, lists: lists, createTime: createTime, createCPU: createCPU, created: len(timed), watches: watches, protobuf: pb,
 		rssBefore: rssBefore, rssLoaded: rssLoaded, rssListed: rssListed, rssEnd: rssEnd,
 		loadBefore: loadBefore, loadAfter: loadavg(),
 	}
@@ -545,7 +546,7 @@ func profileWatch(ctx context.Context, p *plane, o options, sides []side, watche
 		go func() {
 			var err error
 			for i := 0; pctx.Err() == nil; i++ {
-				if _, err = watchRound(pctx, s, watcher, clients, ks, fmt.Sprintf("profile%d", i)); pctx.Err() != nil {
+				if _, err = watchRound(pctx, s, wireJSON, watcher, clients, ks, fmt.Sprintf("profile%d", i)); pctx.Err() != nil {
 					err = nil
 				}
 				if err != nil {

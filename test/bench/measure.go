@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"slices"
 	"sync"
@@ -12,6 +13,13 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
+	restclientwatch "k8s.io/client-go/rest/watch"
+
+	butlerv1alpha1 "github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned/scheme"
 )
 
 const (
@@ -64,8 +72,37 @@ func tenantCluster(group string, k key) []byte {
 		group, k.name, k.namespace, k.namespace)
 }
 
-// create creates the objects of ks on s with one worker per client, and returns the time taken.
-func create(ctx context.Context, s side, clients []*http.Client, ks []key) (time.Duration, error) {
+// wire is how a client talks to a side: JSON (as the bench's raw requests and kubectl do), or
+// protobuf (as a generated clientset can ask for; CRDs cannot serve it).
+type wire struct {
+	contentType, accept string
+	// body encodes the TenantCluster of tenantCluster as contentType.
+	body func(group string, k key) ([]byte, error)
+}
+
+var (
+	wireJSON = wire{contentType: contentJSON, accept: contentJSON,
+		body: func(group string, k key) ([]byte, error) { return tenantCluster(group, k), nil }}
+	// wireProtobuf is what a generated clientset sends with ContentType protobuf.
+	wireProtobuf = wire{contentType: contentProtobuf, accept: contentProtobuf + ", " + contentJSON, body: tenantClusterProtobuf}
+)
+
+// tenantClusterProtobuf is tenantCluster's object encoded as protobuf.
+func tenantClusterProtobuf(group string, k key) ([]byte, error) {
+	var tc butlerv1alpha1.TenantCluster
+	if err := json.Unmarshal(tenantCluster(group, k), &tc); err != nil {
+		return nil, err
+	}
+	info, ok := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
+	if !ok {
+		return nil, fmt.Errorf("no protobuf serializer")
+	}
+	return runtime.Encode(scheme.Codecs.EncoderForVersion(info.Serializer, butlerv1alpha1.SchemeGroupVersion), &tc)
+}
+
+// create creates the objects of ks on s with one worker per client, speaking w, and returns the
+// time taken.
+func create(ctx context.Context, s side, w wire, clients []*http.Client, ks []key) (time.Duration, error) {
 	work := make(chan key)
 	errs := make(chan error, len(clients))
 	var wg sync.WaitGroup
@@ -73,7 +110,11 @@ func create(ctx context.Context, s side, clients []*http.Client, ks []key) (time
 	for _, c := range clients {
 		wg.Go(func() {
 			for k := range work {
-				if err := send(ctx, c, http.MethodPost, s.collection(k.namespace), contentJSON, tenantCluster(s.group, k), http.StatusCreated); err != nil {
+				body, err := w.body(s.group, k)
+				if err == nil {
+					err = sendAs(ctx, c, http.MethodPost, s.collection(k.namespace), w.contentType, w.accept, body, http.StatusCreated)
+				}
+				if err != nil {
 					errs <- err
 					return
 				}
@@ -208,7 +249,7 @@ type watchResult struct {
 // watchRound opens a watch on all of s's tenantclusters from the current resourceVersion,
 // patches a label on every object of ks with one worker per client, and waits until the
 // watcher has seen every change.
-func watchRound(ctx context.Context, s side, watcher *http.Client, clients []*http.Client, ks []key, round string) (watchResult, error) {
+func watchRound(ctx context.Context, s side, w wire, watcher *http.Client, clients []*http.Client, ks []key, round string) (watchResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 
@@ -232,21 +273,21 @@ func watchRound(ctx context.Context, s side, watcher *http.Client, clients []*ht
 
 	// The watch, opened again from the last resourceVersion seen if the server ends it (as a
 	// reflector does: a server may close a watcher that does not keep up).
-	openWatch := func(rv string) (io.ReadCloser, error) {
+	openWatch := func(rv string) (events, error) {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet,
 			s.collection("")+"?watch=1&allowWatchBookmarks=false&resourceVersion="+rv, nil)
-		req.Header.Set("Accept", contentJSON)
+		req.Header.Set("Accept", w.accept)
 		resp, err := watcher.Do(req)
 		if err != nil {
-			return nil, err
+			return events{}, err
 		}
 		if resp.StatusCode != http.StatusOK {
 			resp.Body.Close()
-			return nil, fmt.Errorf("watch %s: %s", s.name, resp.Status)
+			return events{}, fmt.Errorf("watch %s: %s", s.name, resp.Status)
 		}
-		return resp.Body, nil
+		return newEvents(resp), nil
 	}
-	body, err := openWatch(list.Metadata.ResourceVersion)
+	stream, err := openWatch(list.Metadata.ResourceVersion)
 	if err != nil {
 		return watchResult{}, err
 	}
@@ -263,23 +304,21 @@ func watchRound(ctx context.Context, s side, watcher *http.Client, clients []*ht
 	done := make(chan error, 1)
 	go func() {
 		lastRV := list.Metadata.ResourceVersion
-		dec := json.NewDecoder(body)
-		defer func() { body.Close() }()
+		defer func() { stream.body.Close() }()
 		seen := 0
 		for seen < len(ks) {
-			var ev watchEvent
-			if err := dec.Decode(&ev); err != nil {
+			ev, err := stream.next()
+			if err != nil {
 				if ctx.Err() != nil || rewatches >= 10 {
 					done <- fmt.Errorf("watch %s after %d of %d events (%d rewatches): %w", s.name, seen, len(ks), rewatches, err)
 					return
 				}
-				body.Close()
+				stream.body.Close()
 				rewatches++
-				if body, err = openWatch(lastRV); err != nil {
+				if stream, err = openWatch(lastRV); err != nil {
 					done <- err
 					return
 				}
-				dec = json.NewDecoder(body)
 				continue
 			}
 			now := time.Now()
@@ -311,7 +350,7 @@ func watchRound(ctx context.Context, s side, watcher *http.Client, clients []*ht
 				sentOnce.Do(func() { firstSent = time.Now() })
 				sent[i] = time.Now()
 				k := ks[i]
-				if err := send(ctx, c, http.MethodPatch, s.collection(k.namespace)+"/"+k.name, contentMerge, patch, http.StatusOK); err != nil {
+				if err := sendAs(ctx, c, http.MethodPatch, s.collection(k.namespace)+"/"+k.name, contentMerge, w.accept, patch, http.StatusOK); err != nil {
 					failed.CompareAndSwap(nil, &err)
 				}
 			}
@@ -346,4 +385,105 @@ func watchRound(ctx context.Context, s side, watcher *http.Client, clients []*ht
 	}
 	result.total = last.Sub(firstSent)
 	return result, nil
+}
+
+// events reads a watch's events: JSON as the watcher of the JSON rounds always did (only the
+// fields it needs), protobuf (length-delimited frames) decoded as a generated clientset does.
+type events struct {
+	body io.ReadCloser
+	next func() (watchEvent, error)
+}
+
+func newEvents(resp *http.Response) events {
+	if mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mediaType != contentProtobuf {
+		dec := json.NewDecoder(resp.Body)
+		return events{body: resp.Body, next: func() (ev watchEvent, err error) { err = dec.Decode(&ev); return ev, err }}
+	}
+	info, _ := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
+	frames := info.StreamSerializer.Framer.NewFrameReader(resp.Body)
+	dec := restclientwatch.NewDecoder(streaming.NewDecoder(frames, info.StreamSerializer.Serializer), scheme.Codecs.UniversalDeserializer())
+	return events{body: resp.Body, next: func() (watchEvent, error) {
+		typ, obj, err := dec.Decode()
+		if err != nil {
+			return watchEvent{}, err
+		}
+		ev := watchEvent{Type: string(typ)}
+		switch o := obj.(type) {
+		case *metav1.Status:
+			ev.Object.Message = o.Message
+		case metav1.Object:
+			m := &ev.Object.Metadata
+			m.Name, m.Namespace, m.ResourceVersion, m.Labels = o.GetName(), o.GetNamespace(), o.GetResourceVersion(), o.GetLabels()
+		}
+		return ev, nil
+	}}
+}
+
+// sideRun is a side spoken to in one wire format, under a name of its own in the results.
+type sideRun struct {
+	name string
+	side side
+	wire wire
+}
+
+// createBatches creates ks in batches, each batch on every run, in an order that reverses every
+// batch; it returns each run's time creating, and the CPU each process of cpu used meanwhile.
+func createBatches(ctx context.Context, runs []sideRun, clients []*http.Client, ks []key, batches int,
+	cpu func() map[string]time.Duration) (map[string]time.Duration, map[string]map[string]time.Duration, error) {
+	took := map[string]time.Duration{}
+	used := map[string]map[string]time.Duration{}
+	for _, r := range runs {
+		used[r.name] = map[string]time.Duration{}
+	}
+	batch := max(1, (len(ks)+batches-1)/batches)
+	for b := 0; b*batch < len(ks); b++ {
+		part := ks[b*batch : min(len(ks), (b+1)*batch)]
+		order := slices.Clone(runs)
+		if b%2 == 1 {
+			slices.Reverse(order)
+		}
+		for _, r := range order {
+			before := cpu()
+			d, err := create(ctx, r.side, r.wire, clients, part)
+			if err != nil {
+				return nil, nil, fmt.Errorf("P2 %s: %w", r.name, err)
+			}
+			took[r.name] += d
+			for name, t := range cpu() {
+				used[r.name][name] += t - before[name]
+			}
+		}
+	}
+	return took, used, nil
+}
+
+// watchResults are the watch rounds of each run.
+type watchResults struct {
+	totals, latencies map[string]*sample
+	rewatches         map[string]int
+}
+
+// runWatchRounds runs rounds watch rounds of each run, in an order that reverses every round;
+// round r patches the label bench-round to <label><r>.
+func runWatchRounds(ctx context.Context, runs []sideRun, rounds int, label string, watcher *http.Client, clients []*http.Client, ks []key) (watchResults, error) {
+	res := watchResults{totals: map[string]*sample{}, latencies: map[string]*sample{}, rewatches: map[string]int{}}
+	for _, r := range runs {
+		res.totals[r.name], res.latencies[r.name] = &sample{}, &sample{}
+	}
+	for i := range rounds {
+		order := slices.Clone(runs)
+		if i%2 == 1 {
+			slices.Reverse(order)
+		}
+		for _, r := range order {
+			round, err := watchRound(ctx, r.side, r.wire, watcher, clients, ks, fmt.Sprintf("%s%d", label, i))
+			if err != nil {
+				return watchResults{}, fmt.Errorf("P2b %s: %w", r.name, err)
+			}
+			res.totals[r.name].add(round.total)
+			res.rewatches[r.name] += round.rewatches
+			res.latencies[r.name].durations = append(res.latencies[r.name].durations, round.latencies...)
+		}
+	}
+	return res, nil
 }

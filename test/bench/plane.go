@@ -265,14 +265,19 @@ func get(ctx context.Context, c *http.Client, url, accept string) (int64, error)
 	return io.Copy(io.Discard, resp.Body)
 }
 
-// send sends a request with a body and fails unless the status is want.
+// send sends a request with a body, asking for JSON, and fails unless the status is want.
 func send(ctx context.Context, c *http.Client, method, url, contentType string, body []byte, want int) error {
+	return sendAs(ctx, c, method, url, contentType, contentJSON, body, want)
+}
+
+// sendAs is send asking for accept.
+func sendAs(ctx context.Context, c *http.Client, method, url, contentType, accept string, body []byte, want int) error {
 	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Content-Type", contentType)
-	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Accept", accept)
 	resp, err := c.Do(req)
 	if err != nil {
 		return err
