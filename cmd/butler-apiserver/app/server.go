@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apiserver"
+	"github.com/butlerdotdev/butler-apiserver/pkg/frontproxy"
 	generatedopenapi "github.com/butlerdotdev/butler-apiserver/pkg/generated/openapi"
 )
 
@@ -70,6 +71,10 @@ func Run(ctx context.Context, o *Options) error {
 	config.ShutdownDelayDuration = o.ShutdownDelayDuration
 	if err := o.Recommended.ApplyTo(config); err != nil {
 		return err
+	}
+	if a := &config.Authentication; a.RequestHeaderConfig != nil && a.Authenticator != nil {
+		// The front proxy's certificate verified once per certificate and CA bundle, not per request.
+		a.Authenticator = frontproxy.New(a.RequestHeaderConfig, a.Authenticator)
 	}
 	if o.Standalone {
 		if err := o.applyStandaloneAdmission(config); err != nil {
