@@ -319,3 +319,26 @@ func TestKeepsAtMostMaxVerified(t *testing.T) {
 		t.Fatalf("%d chains kept, want %d", len(f.auth.verified), MaxVerified)
 	}
 }
+
+// TestConcurrentRequests runs requests from many goroutines while the bundle changes between two
+// that both hold the proxy's CA (for -race).
+func TestConcurrentRequests(t *testing.T) {
+	f := newFixture(t)
+	f.auth.verify, f.auth.now = (*x509.Certificate).Verify, time.Now
+	other := issue(t, certSpec{cn: "other-ca", serial: 40, notBefore: f.start, notAfter: f.end, isCA: true}, nil)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 50 {
+				switch {
+				case g == 0 && i%20 == 0:
+					f.provider.set(f.ca, other)
+				case g == 0 && i%10 == 0:
+					f.provider.set(f.ca)
+				}
+				expectAlice(t, f.auth, request(f.client.cert))
+			}
+		})
+	}
+	wg.Wait()
+}
