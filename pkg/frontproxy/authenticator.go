@@ -1,19 +1,27 @@
 // Package frontproxy authenticates the requests kube-apiserver's aggregator proxies to
 // butler-apiserver as k8s.io/apiserver's request-header authenticator does, but verifies the
-// proxy's client certificate once per certificate and CA bundle, not on every request.
+// proxy's client certificate once per certificate chain and CA bundle, not on every request.
 //
 // k8s.io/apiserver (x509.Verifier) runs crypto/x509's Verify for every request, although every
 // request on a connection carries the same certificate: with the usual ECDSA P-256 front-proxy
 // certificate that is about 80 µs of CPU a request, 7% of butler-apiserver's CPU per create.
-// Verify's answer depends only on the presented certificates, the CA bundle's roots and key
-// usages, and the current time, so a success is kept, keyed on the exact bytes of every
-// presented certificate, for as long as the CA bundle in force is byte for byte the one it was
-// verified against; the validity times of the verified chain are checked on every request.
-// Failures are not kept: they go to the library's authenticators as before.
+//
+// Only chains the library itself has accepted are learnt: a request whose chain is not known
+// goes to the library's authenticators unchanged, and only when its request-header
+// authenticator took the request (it alone clears the identity headers) is the chain verified
+// here once and kept. So a certificate that fails costs exactly what it cost before, whoever
+// presents it. A kept chain is used while:
+//   - the CA bundle's roots and key usages in force are those it was verified against (a
+//     bundle with other roots empties the cache);
+//   - the time is within the validity of every certificate of a chain Verify found;
+//   - its leaf's common name is an allowed front-proxy name.
+//
+// Verify's answer depends only on those, so a kept chain is accepted exactly when Verify would
+// accept it. Chains are keyed on a SHA-256 of every presented certificate's DER.
 package frontproxy
 
 import (
-	"bytes"
+	"crypto/sha256"
 	"crypto/x509"
 	"encoding/binary"
 	"net/http"
@@ -31,8 +39,9 @@ import (
 // presents one certificate (one per kube-apiserver replica, or two while one rotates).
 const MaxVerified = 64
 
-// Authenticator authenticates a request carrying a front-proxy certificate verified before by
-// its headers, and hands every other request to the authenticator k8s.io/apiserver built.
+// Authenticator authenticates a request carrying a front-proxy certificate chain the library
+// accepted before by its headers, and hands every other request to the authenticator
+// k8s.io/apiserver built.
 type Authenticator struct {
 	config   *authenticatorfactory.RequestHeaderConfig
 	headers  authenticator.Request // the identity in the request's headers, with system:authenticated
@@ -40,15 +49,19 @@ type Authenticator struct {
 	now      func() time.Time
 	verify   func(*x509.Certificate, x509.VerifyOptions) ([][]*x509.Certificate, error)
 
-	mu sync.Mutex
-	// bundle is the CA bundle verified holds for; a different bundle in force empties verified.
-	bundle   []byte
-	verified map[string]validity
+	mu sync.RWMutex
+	// roots and usages are what verified holds for; other roots in force empty it.
+	roots    *x509.CertPool
+	usages   []x509.ExtKeyUsage
+	verified map[[sha256.Size]byte]validity
 }
 
-// validity is when a verified chain may be used: within every certificate's validity period
-// (the latest NotBefore, the earliest NotAfter) of one chain Verify found.
-type validity []struct{ notBefore, notAfter time.Time }
+// window is when one chain is valid: the latest NotBefore and the earliest NotAfter of its
+// certificates.
+type window struct{ notBefore, notAfter time.Time }
+
+// validity is when a verified chain may be used: within the window of one chain Verify found.
+type validity []window
 
 func (v validity) holdsAt(t time.Time) bool {
 	for _, w := range v {
@@ -60,8 +73,17 @@ func (v validity) holdsAt(t time.Time) bool {
 }
 
 // New wraps fallback, the authenticator k8s.io/apiserver built with config as its request-header
-// part (server.AuthenticationInfo after DelegatingAuthenticationOptions.ApplyTo).
-func New(config *authenticatorfactory.RequestHeaderConfig, fallback authenticator.Request) *Authenticator {
+// part (server.AuthenticationInfo after DelegatingAuthenticationOptions.ApplyTo). Without a CA
+// or header names in config there is nothing to verify: it returns fallback.
+func New(config *authenticatorfactory.RequestHeaderConfig, fallback authenticator.Request) authenticator.Request {
+	if config == nil || config.CAContentProvider == nil || config.UsernameHeaders == nil || config.UIDHeaders == nil ||
+		config.GroupHeaders == nil || config.ExtraHeaderPrefixes == nil {
+		return fallback
+	}
+	return newAuthenticator(config, fallback)
+}
+
+func newAuthenticator(config *authenticatorfactory.RequestHeaderConfig, fallback authenticator.Request) *Authenticator {
 	return &Authenticator{
 		config: config,
 		headers: group.NewAuthenticatedGroupAdder(headerrequest.NewDynamic(
@@ -69,44 +91,65 @@ func New(config *authenticatorfactory.RequestHeaderConfig, fallback authenticato
 		fallback: fallback,
 		now:      time.Now,
 		verify:   (*x509.Certificate).Verify,
-		verified: map[string]validity{},
+		verified: map[[sha256.Size]byte]validity{},
 	}
 }
 
 // AuthenticateRequest implements authenticator.Request.
 func (a *Authenticator) AuthenticateRequest(req *http.Request) (*authenticator.Response, bool, error) {
-	if req.TLS == nil || len(req.TLS.PeerCertificates) == 0 || !a.trusted(req.TLS.PeerCertificates) {
+	if req.TLS == nil || len(req.TLS.PeerCertificates) == 0 {
 		return a.fallback.AuthenticateRequest(req)
 	}
-	resp, ok, err := a.headers.AuthenticateRequest(req)
-	if err != nil || !ok {
-		// No identity in the headers: the library's other authenticators decide, as its union does.
-		return a.fallback.AuthenticateRequest(req)
-	}
-	return resp, true, nil
-}
-
-// trusted says whether certs verify against the front proxy's CA bundle in force now, for client
-// auth, and name an allowed front proxy: what x509.Verifier checks.
-func (a *Authenticator) trusted(certs []*x509.Certificate) bool {
-	bundle := a.config.CAContentProvider.CurrentCABundleContent()
+	certs := req.TLS.PeerCertificates
 	opts, ok := a.config.CAContentProvider.VerifyOptions()
 	if !ok || !a.allowedName(certs[0].Subject.CommonName) {
-		return false
+		return a.fallback.AuthenticateRequest(req)
 	}
 	now := a.now()
 	key := chainKey(certs)
-	a.mu.Lock()
-	if !bytes.Equal(bundle, a.bundle) {
-		a.bundle = slices.Clone(bundle)
-		clear(a.verified)
+	if a.known(opts, key, now) {
+		if resp, ok, err := a.headers.AuthenticateRequest(req); err == nil && ok {
+			return resp, true, nil
+		}
+		// No identity in the headers: the library's other authenticators decide, as its union does.
+		return a.fallback.AuthenticateRequest(req)
 	}
-	v, found := a.verified[string(key)]
-	a.mu.Unlock()
-	if found && v.holdsAt(now) {
-		return true
+	hadUser := a.hasUser(req.Header)
+	resp, ok, err := a.fallback.AuthenticateRequest(req)
+	if ok && hadUser && !a.hasUser(req.Header) {
+		a.learn(opts, key, certs, now)
 	}
+	return resp, ok, err
+}
 
+// known says whether the chain keyed key was verified under opts's roots and usages and is
+// valid at now.
+func (a *Authenticator) known(opts x509.VerifyOptions, key [sha256.Size]byte, now time.Time) bool {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	if !a.sameOptions(opts) {
+		return false
+	}
+	v, found := a.verified[key]
+	return found && v.holdsAt(now)
+}
+
+// sameOptions says whether opts has the roots and key usages verified holds for. The CA
+// providers hand out one pool per load, so the pointer usually decides; a provider that builds
+// a new pool per call (a union of bundles) is compared by content.
+func (a *Authenticator) sameOptions(opts x509.VerifyOptions) bool {
+	if a.roots == nil || opts.Roots == nil || !slices.Equal(a.usages, opts.KeyUsages) {
+		return false
+	}
+	return a.roots == opts.Roots || a.roots.Equal(opts.Roots)
+}
+
+// learn verifies the chain the library has just accepted, under the options read before it
+// did, and keeps its validity.
+func (a *Authenticator) learn(opts x509.VerifyOptions, key [sha256.Size]byte, certs []*x509.Certificate, now time.Time) {
+	if opts.Roots == nil {
+		return
+	}
 	if opts.Intermediates == nil && len(certs) > 1 {
 		opts.Intermediates = x509.NewCertPool()
 		for _, c := range certs[1:] {
@@ -116,11 +159,11 @@ func (a *Authenticator) trusted(certs []*x509.Certificate) bool {
 	opts.CurrentTime = now
 	chains, err := a.verify(certs[0], opts)
 	if err != nil {
-		return false
+		return
 	}
-	v = make(validity, 0, len(chains))
+	v := make(validity, 0, len(chains))
 	for _, chain := range chains {
-		w := struct{ notBefore, notAfter time.Time }{chain[0].NotBefore, chain[0].NotAfter}
+		w := window{chain[0].NotBefore, chain[0].NotAfter}
 		for _, c := range chain[1:] {
 			if c.NotBefore.After(w.notBefore) {
 				w.notBefore = c.NotBefore
@@ -133,18 +176,17 @@ func (a *Authenticator) trusted(certs []*x509.Certificate) bool {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	// Kept only under the bundle it was verified against: if the bundle changed meanwhile, the
-	// answer is used for this request alone.
-	if bytes.Equal(bundle, a.bundle) && bytes.Equal(bundle, a.config.CAContentProvider.CurrentCABundleContent()) {
-		if _, present := a.verified[string(key)]; !present && len(a.verified) >= MaxVerified {
-			for k := range a.verified {
-				delete(a.verified, k)
-				break
-			}
-		}
-		a.verified[string(key)] = v
+	if !a.sameOptions(opts) {
+		a.roots, a.usages = opts.Roots, slices.Clone(opts.KeyUsages)
+		clear(a.verified)
 	}
-	return true
+	if _, present := a.verified[key]; !present && len(a.verified) >= MaxVerified {
+		for k := range a.verified {
+			delete(a.verified, k)
+			break
+		}
+	}
+	a.verified[key] = v
 }
 
 // allowedName is x509.Verifier's check of the certificate's common name.
@@ -156,16 +198,27 @@ func (a *Authenticator) allowedName(cn string) bool {
 	return len(allowed) == 0 || slices.Contains(allowed, cn)
 }
 
-// chainKey is every presented certificate's DER, each after its length.
-func chainKey(certs []*x509.Certificate) []byte {
-	n := 0
-	for _, c := range certs {
-		n += 4 + len(c.Raw)
+// hasUser says whether h names a user in one of the username headers, as the library's
+// request-header authenticator reads them.
+func (a *Authenticator) hasUser(h http.Header) bool {
+	for _, name := range a.config.UsernameHeaders.Value() {
+		if h.Get(name) != "" {
+			return true
+		}
 	}
-	b := make([]byte, 0, n)
+	return false
+}
+
+// chainKey is a SHA-256 of every presented certificate's DER, each after its length.
+func chainKey(certs []*x509.Certificate) [sha256.Size]byte {
+	h := sha256.New()
+	var n [4]byte
 	for _, c := range certs {
-		b = binary.BigEndian.AppendUint32(b, uint32(len(c.Raw)))
-		b = append(b, c.Raw...)
+		binary.BigEndian.PutUint32(n[:], uint32(len(c.Raw)))
+		h.Write(n[:])
+		h.Write(c.Raw)
 	}
-	return b
+	var key [sha256.Size]byte
+	h.Sum(key[:0])
+	return key
 }
