@@ -76,7 +76,7 @@ func main() {
 	flag.IntVar(&o.profileSeconds, "profile-seconds", 0,
 		"if > 0, save CPU profiles of butler-apiserver and kube-apiserver, this many seconds per List kind, into -out")
 	flag.IntVar(&o.protobufN, "protobuf-n", -1,
-		"TenantClusters created on each side in the protobuf P2 (-1: n/2); 0 skips P2 and P2b in protobuf")
+		"TenantClusters created on each side in the protobuf P2, and as many more on the aggregated side in JSON in the same phase (-1: n/2); 0 skips P2 and P2b in protobuf")
 	flag.StringVar(&o.root, "root", ".", "the repository (where hack/local-up.sh is)")
 	flag.StringVar(&o.crds, "crds", "", "Butler's CRDs (default <root>/../shared/anchors/butler-crds)")
 	flag.StringVar(&o.out, "out", "", "where the table and profiles go (default <root>/_output/bench)")
@@ -305,7 +305,7 @@ func run(ctx context.Context, o options) error {
 	if o.profileSeconds > 0 {
 		createProfiles = profileServers(ctx, p, o, "p2-create")
 	}
-	createTime, createCPU, err := createBatches(ctx, []sideRun{{agg.name, agg, wireJSON}, {crd.name, crd, wireJSON}}, clients, timed, o.batches, cpu)
+	createTime, createCPU, err := createBatches(ctx, []sideRun{{name: agg.name, side: agg, wire: wireJSON}, {name: crd.name, side: crd, wire: wireJSON}}, clients, timed, o.batches, cpu)
 	if err != nil {
 		return err
 	}
@@ -395,7 +395,7 @@ func run(ctx context.Context, o options) error {
 
 	// P2b: watch rounds, alternating sides.
 	logf("P2b: %d rounds of %d updates per side", o.watchRounds, o.updates)
-	watches, err := runWatchRounds(ctx, []sideRun{{crd.name, crd, wireJSON}, {agg.name, agg, wireJSON}}, o.watchRounds, "r", lister, clients, all[:o.updates])
+	watches, err := runWatchRounds(ctx, []sideRun{{name: crd.name, side: crd, wire: wireJSON}, {name: agg.name, side: agg, wire: wireJSON}}, o.watchRounds, "r", lister, clients, all[:o.updates])
 	if err != nil {
 		return err
 	}
@@ -414,9 +414,13 @@ func run(ctx context.Context, o options) error {
 	// are measured exactly as before: P2b's rounds, then creates of further objects.
 	var pb protobufResult
 	if o.protobufN != 0 {
-		aggPB := sideRun{agg.name + " protobuf", agg, wireProtobuf}
+		aggPB := sideRun{name: agg.name + " protobuf", side: agg, wire: wireProtobuf}
+		// The aggregated side in JSON again, on objects of its own: what the later phase itself
+		// costs (fuller stores), apart from what protobuf changes.
+		aggJSON := sideRun{name: agg.name + " JSON", side: agg, wire: wireJSON, nameSuffix: "-json"}
+		crdJSON := sideRun{name: crd.name, side: crd, wire: wireJSON}
 		logf("P2b protobuf: %d rounds of %d updates per side", o.watchRounds, o.updates)
-		if pb.watches, err = runWatchRounds(ctx, []sideRun{{crd.name, crd, wireJSON}, aggPB}, o.watchRounds, "pb", lister, clients, all[:o.updates]); err != nil {
+		if pb.watches, err = runWatchRounds(ctx, []sideRun{crdJSON, aggPB}, o.watchRounds, "pb", lister, clients, all[:o.updates]); err != nil {
 			return err
 		}
 		m := o.protobufN
@@ -429,10 +433,11 @@ func run(ctx context.Context, o options) error {
 			profiles = profileServers(ctx, p, o, "p2-create-protobuf")
 		}
 		more := keys(o.n+m, o.namespaces)[o.n:]
-		if pb.createTime, pb.createCPU, err = createBatches(ctx, []sideRun{aggPB, {crd.name, crd, wireJSON}}, clients, more, o.batches, cpu); err != nil {
+		logf("P2 protobuf: and %d more on the aggregated side in JSON", m)
+		if pb.createTime, pb.createCPU, err = createBatches(ctx, []sideRun{aggPB, crdJSON, aggJSON}, clients, more, o.batches, cpu); err != nil {
 			return err
 		}
-		pb.created, pb.aggName = m, aggPB.name
+		pb.created, pb.aggName, pb.aggJSONName = m, aggPB.name, aggJSON.name
 		if profiles != nil {
 			if err := profiles(); err != nil {
 				return err

@@ -424,6 +424,8 @@ type sideRun struct {
 	name string
 	side side
 	wire wire
+	// nameSuffix, if set, is added to every object's name: a second run on the same side.
+	nameSuffix string
 }
 
 // createBatches creates ks in batches, each batch on every run, in an order that reverses every
@@ -443,8 +445,15 @@ func createBatches(ctx context.Context, runs []sideRun, clients []*http.Client, 
 			slices.Reverse(order)
 		}
 		for _, r := range order {
+			ks := part
+			if r.nameSuffix != "" {
+				ks = make([]key, len(part))
+				for i, k := range part {
+					ks[i] = key{namespace: k.namespace, name: k.name + r.nameSuffix}
+				}
+			}
 			before := cpu()
-			d, err := create(ctx, r.side, r.wire, clients, part)
+			d, err := create(ctx, r.side, r.wire, clients, ks)
 			if err != nil {
 				return nil, nil, fmt.Errorf("P2 %s: %w", r.name, err)
 			}

@@ -9,11 +9,13 @@ import (
 // protobufResult is P2 and P2b with the aggregated side spoken to in protobuf (aggName), the
 // CRD side in JSON, measured after the rest; created is 0 when they did not run.
 type protobufResult struct {
-	aggName    string
-	created    int
-	createTime map[string]time.Duration
-	createCPU  map[string]map[string]time.Duration
-	watches    watchResults
+	aggName string
+	// aggJSONName is the aggregated side in JSON in the same phase, on objects of its own.
+	aggJSONName string
+	created     int
+	createTime  map[string]time.Duration
+	createCPU   map[string]map[string]time.Duration
+	watches     watchResults
 }
 
 // report is the outcome of one run.
@@ -122,6 +124,7 @@ func (r report) String() string {
 	p2b("", "aggregated", r.watches)
 	if pb := r.protobuf; pb.created > 0 {
 		p2(fmt.Sprintf(", protobuf (CRD: JSON; %d more each, after P2b)", pb.created), pb.aggName, pb.created, pb.createTime, pb.createCPU)
+		p2(", the same phase, the aggregated side in JSON", pb.aggJSONName, pb.created, pb.createTime, pb.createCPU)
 		p2b(", protobuf (CRD: JSON)", pb.aggName, pb.watches)
 	}
 
