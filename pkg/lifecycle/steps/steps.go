@@ -23,9 +23,14 @@ type Result struct {
 	// Failed: the step cannot make progress by itself; a person has to act (Message says how).
 	// The reconcile is retried with backoff, and the phase is Failed.
 	Failed bool
-	// WaitingFor names the steps this one comes after that were not Done, so it did not run
-	// (set by Plan.Ensure; empty when the step ran).
+	// WaitingFor names the steps this one comes after that were not Done, or Done with
+	// StoreFirst, so it did not run (set by Plan.Ensure; empty when the step ran).
 	WaitingFor []string
+	// StoreFirst, with Done: the steps after this one wait for the next run, so that the status
+	// says this step is done before slower steps run; the status write brings the reconcile
+	// back. For a step whose readiness others wait on (the control plane), set when it turns
+	// Done, not on every run.
+	StoreFirst bool
 }
 
 // Ran says whether the step's Ensure ran, rather than waiting for the steps it comes after:
@@ -128,17 +133,24 @@ func (e *StepError) Unwrap() error { return e.Err }
 func (p Plan[S]) Ensure(ctx context.Context, s S, generation int64) (Outcome, error) {
 	out := Outcome{Results: map[string]Result{}}
 	for _, step := range p {
-		var waitingFor []string
+		var notDone, toStore []string
 		for _, dep := range step.After {
-			if !out.Results[dep].Done {
-				waitingFor = append(waitingFor, dep)
+			switch r := out.Results[dep]; {
+			case !r.Done:
+				notDone = append(notDone, dep)
+			case r.StoreFirst:
+				toStore = append(toStore, dep)
 			}
 		}
 		var r Result
-		if len(waitingFor) > 0 {
-			r = Waiting(BlockedReason, "waiting for the %s", strings.Join(waitingFor, " and the "))
-			r.WaitingFor = waitingFor
-		} else {
+		switch {
+		case len(notDone) > 0:
+			r = Waiting(BlockedReason, "waiting for the %s", strings.Join(notDone, " and the "))
+			r.WaitingFor = append(notDone, toStore...)
+		case len(toStore) > 0:
+			r = Waiting(BlockedReason, "the %s is ready; this step runs once the status says so", strings.Join(toStore, " and the "))
+			r.WaitingFor = toStore
+		default:
 			var err error
 			if r, err = step.Ensure(ctx, s); err != nil {
 				return out, &StepError{Step: step.Name, Err: err}

@@ -177,3 +177,41 @@ func TestTransitions(t *testing.T) {
 		t.Errorf("after a failure: transitions %+v, want g's new reason among them", got)
 	}
 }
+
+// A step Done with StoreFirst has its condition True, and the steps after it wait for the next
+// run (they did not run, so nothing of them is reported as found); independent ones still run.
+func TestStoreFirstHoldsBackTheStepsAfterIt(t *testing.T) {
+	cp := step("cp", "CP", "ns")
+	ensure := cp.Ensure
+	cp.Ensure = func(ctx context.Context, s *state) (Result, error) {
+		r, err := ensure(ctx, s)
+		r.StoreFirst = r.Done
+		return r, err
+	}
+	p := Plan[*state]{step("ns", "NS"), cp, step("infra", "Infra", "ns"), step("workers", "W", "cp"), step("addons", "A", "cp", "infra")}
+	s := &state{ready: map[string]bool{"ns": true, "cp": true, "infra": true, "workers": true, "addons": true}}
+	out, err := p.Ensure(context.Background(), s, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(s.ran, []string{"ns", "cp", "infra"}) {
+		t.Errorf("ran %v, want ns, cp, infra", s.ran)
+	}
+	if c := meta.FindStatusCondition(out.Conditions, "CP"); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("cp condition %+v, want True", c)
+	}
+	w := meta.FindStatusCondition(out.Conditions, "W")
+	if w == nil || w.Status != metav1.ConditionFalse || w.Reason != "Waiting" || w.Message != "the cp is ready; this step runs once the status says so" {
+		t.Errorf("workers condition %+v", w)
+	}
+	if out.Ran("workers") || out.Ran("addons") || out.First != "workers" || out.Done != 3 {
+		t.Errorf("ran workers %v, addons %v; first %q, done %d", out.Ran("workers"), out.Ran("addons"), out.First, out.Done)
+	}
+	// Without StoreFirst (the status says so already) everything runs.
+	s.ran = nil
+	cp.Ensure = ensure
+	p[1] = cp
+	if out, err = p.Ensure(context.Background(), s, 1); err != nil || out.First != "" || len(s.ran) != len(p) {
+		t.Errorf("first %q, ran %v, err %v", out.First, s.ran, err)
+	}
+}

@@ -178,6 +178,16 @@ func TestEnsureControlPlaneWaitsForStewardInOrder(t *testing.T) {
 	if s.endpoint != "10.0.0.10:6443" || s.kubeconfigSecret != "prod-admin-kubeconfig" || s.version != "v1.36.3" || s.dataStore != "etcd-a" {
 		t.Errorf("state after a ready control plane: endpoint %q, secret %q, version %q, datastore %q", s.endpoint, s.kubeconfigSecret, s.version, s.dataStore)
 	}
+	// Newly ready: stored before the steps after it run. Once the status says so, no longer.
+	if !r.StoreFirst {
+		t.Errorf("a control plane newly ready is not stored first: %+v", r)
+	}
+	meta.SetStatusCondition(&s.tc.Status.Conditions, metav1.Condition{Type: ConditionControlPlaneReady, Status: metav1.ConditionTrue, Reason: "TenantControlPlaneReady"})
+	r, err = c.ensureControlPlane(ctx, s)
+	wantResult(t, "ready, as stored", r, err, true, "TenantControlPlaneReady")
+	if r.StoreFirst {
+		t.Errorf("a control plane the status already calls ready holds the steps after it back: %+v", r)
+	}
 }
 
 // The infrastructure step writes the provider's cluster and worker template; it waits for the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -20,16 +21,23 @@ import (
 )
 
 // ensureControlPlane applies the CAPI Cluster and its control plane object; ready once the
-// control plane serves at the version asked for and its admin kubeconfig exists.
+// control plane serves at the version asked for and its admin kubeconfig exists. The run that
+// finds it newly ready stores that first: the workers' objects and the Team's bindings in the
+// tenant, one request at a time, come in the next run, not before the condition users and
+// their tools wait on.
 func (c *Controller) ensureControlPlane(ctx context.Context, s *state) (steps.Result, error) {
 	cluster, cp, failed, err := c.applyControlPlane(ctx, s, nil, false)
 	if failed != nil || err != nil {
 		return deref(failed), err
 	}
+	var r steps.Result
 	if s.tc.Spec.ControlPlane.Type == v1alpha1.ControlPlaneStandalone {
-		return c.standaloneReady(ctx, s, cluster, cp)
+		r, err = c.standaloneReady(ctx, s, cluster, cp)
+	} else {
+		r, err = c.hostedReady(ctx, s, cp)
 	}
-	return c.hostedReady(ctx, s, cp)
+	r.StoreFirst = r.Done && !meta.IsStatusConditionTrue(s.tc.Status.Conditions, ConditionControlPlaneReady)
+	return r, err
 }
 
 // applyControlPlane applies the CAPI Cluster and then its control plane object, owned by it;
