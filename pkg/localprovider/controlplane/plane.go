@@ -65,6 +65,9 @@ type plane struct {
 	// probed says the probe has answered once since the plane was made: until then its
 	// readiness is unknown (processes adopted after a restart may well be serving).
 	probed   bool
+	// answered is the kube-apiserver start the probe last had an answer from, ready or not (0:
+	// none): it serves its super-admin from then on.
+	answered int
 	setupFor int
 	probe    context.CancelFunc
 	caPool   *x509.CertPool
@@ -276,6 +279,13 @@ func (pl *plane) status() (ready bool, apiServerStarts int, version string) {
 	return true, pl.readyStarts, pl.version
 }
 
+// answeredStart is the kube-apiserver start the probe last had an answer from, 0 if none.
+func (pl *plane) answeredStart() int {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	return pl.answered
+}
+
 // markSetUp records that the kubeadm setup was done for this kube-apiserver start.
 func (pl *plane) markSetUp(starts int) {
 	pl.mu.Lock()
@@ -317,12 +327,12 @@ func (pl *plane) probeLoop(ctx context.Context) {
 			transportPool = pool
 			client.Transport = transport
 		}
-		ready, running, starts := false, false, 0
+		ready, running, answered, starts := false, false, false, 0
 		if api != nil {
 			_, running, starts = api.state()
 			if running {
 				if resp, err := client.Get(url); err == nil {
-					ready = resp.StatusCode == http.StatusOK
+					ready, answered = resp.StatusCode == http.StatusOK, true
 					_, _ = io.Copy(io.Discard, resp.Body) // read to the end, so the connection is reused
 					resp.Body.Close()
 				}
@@ -333,7 +343,14 @@ func (pl *plane) probeLoop(ctx context.Context) {
 		pl.mu.Lock()
 		first := !pl.probed && running
 		pl.probed = pl.probed || running
+		firstAnswer := answered && pl.answered != starts
+		if answered {
+			pl.answered = starts
+		}
 		pl.mu.Unlock()
+		if firstAnswer && !ready && !first {
+			pl.notify() // the join setup goes in while /readyz waits for the rest
+		}
 		if ready != wasReady || first {
 			pl.mu.Lock()
 			pl.setReadyLocked(ready)

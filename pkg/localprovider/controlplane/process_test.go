@@ -2,7 +2,11 @@ package controlplane
 
 import (
 	"context"
+	"encoding/pem"
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -283,4 +287,42 @@ func TestControllersStartOnceAPIServerServes(t *testing.T) {
 	pl.mu.Unlock()
 	pl.ensure(context.Background(), "v1.36.3", nil, specs)
 	waitFor(t, "every process to run once kube-apiserver serves", func() bool { ready, _, _ := pl.status(); return ready })
+}
+
+// The probe notes kube-apiserver's first answer, before /readyz passes, and queues the tenant
+// for it (the join setup goes in then); ready is still only /readyz's 200.
+func TestProbeNotesTheFirstAnswer(t *testing.T) {
+	var readyz atomic.Bool
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if !readyz.Load() {
+			http.Error(w, "[-]poststarthook/rbac/bootstrap-roles failed: reason withheld", http.StatusInternalServerError)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	}))
+	defer srv.Close()
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+
+	dir := t.TempDir()
+	s := sleepSpec(dir)
+	s.Component = componentAPIServer
+	var notified atomic.Int32
+	pl := &plane{rec: tenantRecord{UID: "uid", Port: port}, paths: tenantPaths{dir: dir}, notify: func() { notified.Add(1) }}
+	defer pl.stop()
+	if pl.answeredStart() != 0 {
+		t.Fatal("answered before it started")
+	}
+	pl.ensure(context.Background(), "v1.36.3", caPEM, []procSpec{s})
+	waitFor(t, "the first answer", func() bool { return pl.answeredStart() == 1 })
+	if ready, _, _ := pl.status(); ready {
+		t.Fatal("ready on a 500 from /readyz")
+	}
+	waitFor(t, "the tenant to be queued for the first answer", func() bool { return notified.Load() > 0 })
+
+	readyz.Store(true)
+	waitFor(t, "ready on /readyz's 200", func() bool { ready, _, _ := pl.status(); return ready })
+	if pl.answeredStart() != 1 {
+		t.Errorf("answered start %d, want 1", pl.answeredStart())
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -144,14 +145,28 @@ func (c *Controller) reconcileTCP(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
+	// The credentials (the CA Secret, the certificates) and the tenant's place on its datastore
+	// (its etcd user and role) need nothing of each other: both are made at once.
 	began := time.Now()
-	certs, kubeconfigs, err := c.ensureCredentials(ctx, tcp, spec, pl, endpoint, apiEndpoint)
-	if err != nil {
-		return err
-	}
-	credentialsTook := time.Since(began)
+	var (
+		certs                          *pki.Tenant
+		kubeconfigs                    tenantKubeconfigs
+		credentialsErr                 error
+		credentialsTook, dataStoreTook time.Duration
+		wg                             sync.WaitGroup
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		certs, kubeconfigs, credentialsErr = c.ensureCredentials(ctx, tcp, spec, pl, endpoint, apiEndpoint)
+		credentialsTook = time.Since(began)
+	}()
 	etcd, err := c.ensureTenantStore(ctx, tcp, spec, pl)
-	dataStoreTook := time.Since(began) - credentialsTook
+	dataStoreTook = time.Since(began)
+	wg.Wait()
+	if credentialsErr != nil {
+		return credentialsErr
+	}
 	if err != nil {
 		if serr := c.setTCPStatus(ctx, tcp, unavailableState(tcp, published, pendingStatus(tcp, spec.Version), "DataStoreUnavailable", err.Error())); serr != nil {
 			return serr
@@ -214,6 +229,18 @@ func (c *Controller) reconcileTCP(ctx context.Context, key string) error {
 		// Just started or adopted: the first probe queues this key again. Saying NotReady now
 		// would flap a serving tenant's status on every provider restart.
 		return nil
+	}
+	if answered := pl.answeredStart(); !ready && answered > 0 && version == spec.Version && !pl.setUp(answered) {
+		// kubeadm's join objects go in as soon as kube-apiserver answers, not at /readyz: they
+		// are written as its super-admin (system:masters needs none of the RBAC it is still
+		// bootstrapping), and that bootstrap, /readyz's last check, waits a second before its
+		// first try. A failure here (kube-public not made yet) leaves them for /readyz. The
+		// control plane is Ready only at /readyz, as before.
+		if err := c.setUpTenant(ctx, spec, endpoint, certs.Trust, kubeconfigs.superAdminSvc); err != nil {
+			logger.V(2).Info("The join setup waits for /readyz", "err", err)
+		} else {
+			pl.markSetUp(answered)
+		}
 	}
 	if !ready || version != spec.Version {
 		return c.setTCPStatus(ctx, tcp, unavailableState(tcp, published, pendingStatus(tcp, spec.Version), "Starting",
@@ -606,29 +633,52 @@ type tcpState struct {
 }
 
 // setTCPStatus applies the status (server-side, this provider's fields only) and the reason
-// annotations, each only when it differs from what the TenantControlPlane says.
+// annotations, each only when it differs from what the TenantControlPlane says. A status with
+// a reason goes after its annotations, so a reader finds why it is not Ready with it; one
+// without goes first: readers wait on the status (a Ready control plane), not on the
+// annotations' removal.
 func (c *Controller) setTCPStatus(ctx context.Context, tcp *unstructured.Unstructured, s tcpState) error {
-	client := c.deps.Dynamic.Resource(tenantControlPlanes).Namespace(tcp.GetNamespace())
-	ann := tcp.GetAnnotations()
-	if ann[external.LocalProviderReasonAnnotation] != s.reason || ann[external.LocalProviderMessageAnnotation] != s.message {
-		// Its own field manager: the StewardControlPlane's apply of the spec must not drop them.
-		meta := map[string]any{"name": tcp.GetName(), "namespace": tcp.GetNamespace()}
-		if s.reason != "" {
-			meta["annotations"] = map[string]any{external.LocalProviderReasonAnnotation: s.reason, external.LocalProviderMessageAnnotation: s.message}
+	if s.reason == "" {
+		if err := c.applyTCPStatus(ctx, tcp, s); err != nil {
+			return err
 		}
-		u := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": tenantControlPlaneAPIVersion, "kind": tenantControlPlaneKind, "metadata": meta}}
-		if _, err := external.LocalProviderReason.Apply(ctx, client, u); err != nil {
-			return fmt.Errorf("annotating TenantControlPlane: %w", err)
-		}
-		if s.reason != "" {
-			eventType := corev1.EventTypeNormal
-			if s.versionStatus == statusNotReady {
-				eventType = corev1.EventTypeWarning
-			}
-			c.recorder.Event(tcp, eventType, s.reason, s.message)
-		}
+		return c.annotateTCP(ctx, tcp, s)
 	}
+	if err := c.annotateTCP(ctx, tcp, s); err != nil {
+		return err
+	}
+	return c.applyTCPStatus(ctx, tcp, s)
+}
+
+// annotateTCP applies the reason annotations (and makes an Event of a reason) when they differ.
+func (c *Controller) annotateTCP(ctx context.Context, tcp *unstructured.Unstructured, s tcpState) error {
+	ann := tcp.GetAnnotations()
+	if ann[external.LocalProviderReasonAnnotation] == s.reason && ann[external.LocalProviderMessageAnnotation] == s.message {
+		return nil
+	}
+	// Its own field manager: the StewardControlPlane's apply of the spec must not drop them.
+	meta := map[string]any{"name": tcp.GetName(), "namespace": tcp.GetNamespace()}
+	if s.reason != "" {
+		meta["annotations"] = map[string]any{external.LocalProviderReasonAnnotation: s.reason, external.LocalProviderMessageAnnotation: s.message}
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": tenantControlPlaneAPIVersion, "kind": tenantControlPlaneKind, "metadata": meta}}
+	client := c.deps.Dynamic.Resource(tenantControlPlanes).Namespace(tcp.GetNamespace())
+	if _, err := external.LocalProviderReason.Apply(ctx, client, u); err != nil {
+		return fmt.Errorf("annotating TenantControlPlane: %w", err)
+	}
+	if s.reason != "" {
+		eventType := corev1.EventTypeNormal
+		if s.versionStatus == statusNotReady {
+			eventType = corev1.EventTypeWarning
+		}
+		c.recorder.Event(tcp, eventType, s.reason, s.message)
+	}
+	return nil
+}
+
+// applyTCPStatus applies the status when it differs.
+func (c *Controller) applyTCPStatus(ctx context.Context, tcp *unstructured.Unstructured, s tcpState) error {
 	c.mu.Lock()
 	if pl := c.planes[string(tcp.GetUID())]; pl != nil {
 		pl.mu.Lock()
@@ -645,6 +695,7 @@ func (c *Controller) setTCPStatus(ctx context.Context, tcp *unstructured.Unstruc
 		"metadata": map[string]any{"name": tcp.GetName(), "namespace": tcp.GetNamespace()},
 		"status":   status,
 	}}
+	client := c.deps.Dynamic.Resource(tenantControlPlanes).Namespace(tcp.GetNamespace())
 	if _, err := external.LocalProvider.ApplyStatus(ctx, client, u); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil

@@ -1,9 +1,19 @@
 package controlplane
 
 import (
+	"context"
+	"slices"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
 )
 
 // A TenantControlPlane waiting for its version's build: a new one is Provisioning with no
@@ -89,5 +99,41 @@ func TestTenantSpecReplicas(t *testing.T) {
 	}
 	if e := nested(status, "status", "controlPlaneEndpoint"); e != "127.0.0.1:30001" {
 		t.Errorf("stopped: endpoint %q", e)
+	}
+}
+
+// A status that becomes Ready is written before the reasons why it was not are removed, so the
+// lifecycle worker, which waits on the status, sees it one write sooner; a status with a reason
+// goes after it, so it is never read without its why.
+func TestSetTCPStatusOrder(t *testing.T) {
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{tenantControlPlanes: "TenantControlPlaneList"})
+	var writes []string
+	client.PrependReactor("patch", "*", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		what := "annotations"
+		if action.GetSubresource() == "status" {
+			what = "status"
+		}
+		writes = append(writes, what)
+		return true, &unstructured.Unstructured{Object: map[string]any{}}, nil
+	})
+	c := &Controller{deps: &worker.Deps{Dynamic: client}, recorder: record.NewFakeRecorder(10), planes: map[string]*plane{}}
+	starting := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "t", "namespace": "t-1"}}}
+	starting.SetAnnotations(map[string]string{external.LocalProviderReasonAnnotation: "Starting", external.LocalProviderMessageAnnotation: "waiting"})
+	ready := tcpState{endpoint: "127.0.0.1:30001", versionStatus: statusReady, runningVersion: "v1.36.3", replicas: 1}
+	if err := c.setTCPStatus(context.Background(), starting, ready); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(writes, []string{"status", "annotations"}) {
+		t.Errorf("becoming Ready wrote %v, want the status first", writes)
+	}
+
+	writes = nil
+	fresh := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "t", "namespace": "t-1"}}}
+	if err := c.setTCPStatus(context.Background(), fresh, tcpState{versionStatus: statusProvisioning, replicas: 1, reason: "Starting", message: "waiting"}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(writes, []string{"annotations", "status"}) {
+		t.Errorf("a status with a reason wrote %v, want the annotations first", writes)
 	}
 }
