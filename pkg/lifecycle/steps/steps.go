@@ -88,6 +88,10 @@ type Step[S any] struct {
 	Condition string
 	// After names the steps that must be Done before this one runs.
 	After []string
+	// ReadsOnly says the step only reads (what is watched, mostly) and writes nothing: a
+	// StoreFirst step it comes after does not hold it back, so what it finds goes in the same
+	// status write.
+	ReadsOnly bool
 	// Ensure makes what the step makes and says whether it is ready. An error is transient:
 	// the reconcile is retried with backoff.
 	Ensure func(ctx context.Context, s S) (Result, error)
@@ -138,7 +142,7 @@ func (p Plan[S]) Ensure(ctx context.Context, s S, generation int64) (Outcome, er
 			switch r := out.Results[dep]; {
 			case !r.Done:
 				notDone = append(notDone, dep)
-			case r.StoreFirst:
+			case r.StoreFirst && !step.ReadsOnly:
 				toStore = append(toStore, dep)
 			}
 		}

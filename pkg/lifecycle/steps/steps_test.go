@@ -179,7 +179,8 @@ func TestTransitions(t *testing.T) {
 }
 
 // A step Done with StoreFirst has its condition True, and the steps after it wait for the next
-// run (they did not run, so nothing of them is reported as found); independent ones still run.
+// run (they did not run, so nothing of them is reported as found); independent ones still run,
+// and so do those that only read.
 func TestStoreFirstHoldsBackTheStepsAfterIt(t *testing.T) {
 	cp := step("cp", "CP", "ns")
 	ensure := cp.Ensure
@@ -188,14 +189,16 @@ func TestStoreFirstHoldsBackTheStepsAfterIt(t *testing.T) {
 		r.StoreFirst = r.Done
 		return r, err
 	}
-	p := Plan[*state]{step("ns", "NS"), cp, step("infra", "Infra", "ns"), step("workers", "W", "cp"), step("addons", "A", "cp", "infra")}
-	s := &state{ready: map[string]bool{"ns": true, "cp": true, "infra": true, "workers": true, "addons": true}}
+	reader := step("reader", "", "cp")
+	reader.ReadsOnly = true
+	p := Plan[*state]{step("ns", "NS"), cp, step("infra", "Infra", "ns"), step("workers", "W", "cp"), step("addons", "A", "cp", "infra"), reader}
+	s := &state{ready: map[string]bool{"ns": true, "cp": true, "infra": true, "workers": true, "addons": true, "reader": true}}
 	out, err := p.Ensure(context.Background(), s, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(s.ran, []string{"ns", "cp", "infra"}) {
-		t.Errorf("ran %v, want ns, cp, infra", s.ran)
+	if !slices.Equal(s.ran, []string{"ns", "cp", "infra", "reader"}) {
+		t.Errorf("ran %v, want ns, cp, infra and the reader (ReadsOnly)", s.ran)
 	}
 	if c := meta.FindStatusCondition(out.Conditions, "CP"); c == nil || c.Status != metav1.ConditionTrue {
 		t.Errorf("cp condition %+v, want True", c)
@@ -204,7 +207,7 @@ func TestStoreFirstHoldsBackTheStepsAfterIt(t *testing.T) {
 	if w == nil || w.Status != metav1.ConditionFalse || w.Reason != "Waiting" || w.Message != "the cp is ready; this step runs once the status says so" {
 		t.Errorf("workers condition %+v", w)
 	}
-	if out.Ran("workers") || out.Ran("addons") || out.First != "workers" || out.Done != 3 {
+	if out.Ran("workers") || out.Ran("addons") || out.First != "workers" || out.Done != 4 {
 		t.Errorf("ran workers %v, addons %v; first %q, done %d", out.Ran("workers"), out.Ran("addons"), out.First, out.Done)
 	}
 	// Without StoreFirst (the status says so already) everything runs.

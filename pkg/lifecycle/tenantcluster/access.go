@@ -26,12 +26,14 @@ import (
 )
 
 // accessApplied remembers, per cluster UID, the digest of the bindings last applied in its
-// tenant, so a reconcile that changes nothing of them writes nothing there, and the tenant
-// client, kept while its admin kubeconfig Secret is unchanged (a new client is a new TLS
-// connection).
+// tenant, so a reconcile that changes nothing of them writes nothing there (nor while it waits
+// for their roles); granted, the digest whose roles were seen granting something, so one that
+// changes nothing reads nothing either; and the tenant client, kept while its admin kubeconfig
+// Secret is unchanged (a new client is a new TLS connection).
 type accessApplied struct {
 	mu      sync.Mutex
 	digest  map[string]string
+	granted map[string]string
 	clients map[string]tenantClient
 }
 
@@ -70,23 +72,18 @@ func (c *Controller) ensureAccess(ctx context.Context, s *state) (steps.Result, 
 	digest := fmt.Sprintf("%x", sha256.Sum256([]byte(fmt.Sprint(crbs, rbs))))
 	uid := string(s.tc.UID)
 	c.access.mu.Lock()
-	done := c.access.digest[uid] == digest
+	applied, granted := c.access.digest[uid] == digest, c.access.granted[uid] == digest
 	c.access.mu.Unlock()
-	if done {
+	if granted {
 		return steps.Ready("AccessApplied", "the Team's roles are bound in the tenant"), nil
 	}
-	opts := external.Workers.ApplyOptions()
-	for _, b := range crbs {
-		if _, err := tenant.RbacV1().ClusterRoleBindings().Apply(ctx, clusterRoleBindingAC(b), opts); err != nil {
-			return steps.Result{}, fmt.Errorf("ClusterRoleBinding %s in the tenant: %w", b.Name, err)
+	if !applied {
+		if err := applyBindings(ctx, tenant, crbs, rbs); err != nil {
+			return steps.Result{}, err
 		}
-	}
-	for _, b := range rbs {
-		// A namespace that went, or is going, since the list needs no binding.
-		if _, err := tenant.RbacV1().RoleBindings(b.Namespace).Apply(ctx, roleBindingAC(b), opts); err != nil &&
-			!apierrors.IsNotFound(err) && !apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-			return steps.Result{}, fmt.Errorf("RoleBinding %s/%s in the tenant: %w", b.Namespace, b.Name, err)
-		}
+		c.access.mu.Lock()
+		c.access.digest[uid] = digest
+		c.access.mu.Unlock()
 	}
 	// A binding to a role that grants nothing yet gives nothing: the step is done once each role
 	// has its rules, and looks again shortly (no watch reaches into the tenant).
@@ -94,17 +91,40 @@ func (c *Controller) ensureAccess(ctx context.Context, s *state) (steps.Result, 
 		if err != nil {
 			return steps.Result{}, err
 		}
-		s.recheckAfter = accessRecheck
+		s.recheckAfter = rolesRecheck
 		return steps.Waiting("WaitingForRoles", "ClusterRole %s in the tenant grants nothing yet (the tenant's kube-controller-manager aggregates view and edit once it runs)", role), nil
 	}
 	c.access.mu.Lock()
-	c.access.digest[uid] = digest
+	if c.access.granted == nil {
+		c.access.granted = map[string]string{}
+	}
+	c.access.granted[uid] = digest
 	c.access.mu.Unlock()
 	return steps.Ready("AccessApplied", "the Team's roles are bound in the tenant"), nil
 }
 
-// accessRecheck is how soon the access step looks again at roles that grant nothing yet.
-const accessRecheck = 2 * time.Second
+// applyBindings applies the bindings in the tenant.
+func applyBindings(ctx context.Context, tenant kubernetes.Interface, crbs []*rbacv1.ClusterRoleBinding, rbs []*rbacv1.RoleBinding) error {
+	opts := external.Workers.ApplyOptions()
+	for _, b := range crbs {
+		if _, err := tenant.RbacV1().ClusterRoleBindings().Apply(ctx, clusterRoleBindingAC(b), opts); err != nil {
+			return fmt.Errorf("ClusterRoleBinding %s in the tenant: %w", b.Name, err)
+		}
+	}
+	for _, b := range rbs {
+		// A namespace that went, or is going, since the list needs no binding.
+		if _, err := tenant.RbacV1().RoleBindings(b.Namespace).Apply(ctx, roleBindingAC(b), opts); err != nil &&
+			!apierrors.IsNotFound(err) && !apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			return fmt.Errorf("RoleBinding %s/%s in the tenant: %w", b.Namespace, b.Name, err)
+		}
+	}
+	return nil
+}
+
+// rolesRecheck is how soon the access step looks again at roles that grant nothing yet: a new
+// tenant's kube-controller-manager aggregates view and edit seconds after it starts, and a
+// look is a few reads on a kept connection.
+const rolesRecheck = 500 * time.Millisecond
 
 // emptyRole names the first ClusterRole the bindings refer to that is missing or has no rules,
 // "" when each has some. The tenant's view and edit are aggregated ClusterRoles: kube-apiserver
@@ -205,6 +225,10 @@ func newAdminClient(kubeconfig []byte) (kubernetes.Interface, error) {
 		return nil, err
 	}
 	cfg.UserAgent = string(external.Workers)
+	// client-go's default 5/s, burst 10, paced the bindings of a tenant with a few namespaces
+	// to one every 200 ms. The tenant's kube-apiserver is the cluster's own, and its admin
+	// (system:masters) is exempt from its priority and fairness.
+	cfg.QPS, cfg.Burst = 50, 100
 	return kubernetes.NewForConfig(cfg)
 }
 
@@ -212,6 +236,7 @@ func newAdminClient(kubeconfig []byte) (kubernetes.Interface, error) {
 func (c *Controller) forgetAccess(uid string) {
 	c.access.mu.Lock()
 	delete(c.access.digest, uid)
+	delete(c.access.granted, uid)
 	delete(c.access.clients, uid)
 	c.access.mu.Unlock()
 }

@@ -61,6 +61,16 @@ func TestEnsureAccessFollowsTheTeam(t *testing.T) {
 	if r, err := c.ensureAccess(ctx, s); err != nil || r.Done || r.Reason != "WaitingForRoles" || s.recheckAfter == 0 {
 		t.Fatalf("before view and edit are aggregated: %+v, %v (recheck after %s)", r, err, s.recheckAfter)
 	}
+	// Looked at again while it waits: the bindings are not applied again, only the roles read.
+	before := len(tenant.Actions())
+	if r, err := c.ensureAccess(ctx, s); err != nil || r.Done || r.Reason != "WaitingForRoles" {
+		t.Fatalf("again before view and edit are aggregated: %+v, %v", r, err)
+	}
+	for _, a := range tenant.Actions()[before:] {
+		if a.GetVerb() != "list" && a.GetVerb() != "get" {
+			t.Errorf("a look while waiting for the roles sent %s %s", a.GetVerb(), a.GetResource().Resource)
+		}
+	}
 	for _, name := range []string{"view", "edit"} {
 		role := aggregated(name)
 		role.Rules = rules
@@ -82,7 +92,7 @@ func TestEnsureAccessFollowsTheTeam(t *testing.T) {
 	}
 
 	// Nothing changed: nothing is applied again (the digest is of the bindings' values).
-	before := len(tenant.Actions())
+	before = len(tenant.Actions())
 	if r, err := c.ensureAccess(ctx, s); err != nil || !r.Done {
 		t.Fatalf("again: %+v, %v", r, err)
 	}

@@ -38,8 +38,9 @@ func (c *Controller) steps() []stepT {
 			Ensure: c.ensureAddons, Cleanup: c.cleanupAddons},
 		// No condition of its own: the Team's roles in the tenant (Ready waits for it).
 		{Name: stepAccess, After: []string{stepControlPlane}, Ensure: c.ensureAccess},
-		// No condition either: when the tenant's certificates expire, for the status.
-		{Name: stepCredentials, After: []string{stepControlPlane}, Ensure: c.ensureCredentials},
+		// No condition either: when the tenant's certificates expire, for the status; in the
+		// status that first says the control plane is ready.
+		{Name: stepCredentials, After: []string{stepControlPlane}, ReadsOnly: true, Ensure: c.ensureCredentials},
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -84,6 +85,10 @@ func rotationOf(st *v1alpha1.TenantClusterStatus) *v1alpha1.CredentialsRotation 
 	return st.Credentials.Rotation
 }
 
+// rotationRecheck is how soon a rotation looks again at Nodes still on the old CA: a kubelet
+// renews its certificate in seconds at best.
+const rotationRecheck = 2 * time.Second
+
 // followRotation moves a rotation under way on as its provider answers on the
 // TenantControlPlane (external.CredentialsRotatedAnnotation): Preparing becomes Prepared once the
 // control plane trusts both CAs and keys and every Node's client certificate is the new CA's
@@ -110,7 +115,7 @@ func (c *Controller) followRotation(ctx context.Context, s *state, caPEM []byte)
 		}
 		if len(left) > 0 {
 			// No watch reaches into the tenant: look again shortly.
-			s.recheckAfter = accessRecheck
+			s.recheckAfter = rotationRecheck
 			return steps.Waiting("RotatingCredentials", "rotating the tenant CA and service-account key (Preparing): the control plane trusts both; waiting for Node %s to renew its client certificate from the new CA",
 				strings.Join(left, ", ")), nil
 		}

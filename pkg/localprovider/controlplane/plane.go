@@ -64,7 +64,7 @@ type plane struct {
 	apiServerStarted time.Time
 	// probed says the probe has answered once since the plane was made: until then its
 	// readiness is unknown (processes adopted after a restart may well be serving).
-	probed   bool
+	probed bool
 	// answered is the kube-apiserver start the probe last had an answer from, ready or not (0:
 	// none): it serves its super-admin from then on.
 	answered int
