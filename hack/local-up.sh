@@ -29,6 +29,8 @@
 #                                 before the plane stops (default 3)
 #   TENANT_PORT_RANGE             loopback ports of the tenants' kube-apiservers (default 30000-32000)
 #   KUBE_VERSIONS_DIR             where other Kubernetes versions are built (default _output/kube-versions)
+#   KUBE_CONTROLLER_MANAGER_QPS   requests/s of each of kube-controller-manager's controllers
+#                                 (default 300, burst twice that); bench -lifecycle measures with more
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -310,7 +312,8 @@ run_kube_controller_manager() {
     --leader-elect=false \
     --use-service-account-credentials \
     --service-account-private-key-file "${PKI}/sa.key" --root-ca-file "${PKI}/ca.crt" \
-    --kube-api-qps 300 --kube-api-burst 600 --concurrent-namespace-syncs 20 \
+    --kube-api-qps "${KUBE_CONTROLLER_MANAGER_QPS:-300}" --kube-api-burst "$((2 * ${KUBE_CONTROLLER_MANAGER_QPS:-300}))" \
+    --concurrent-namespace-syncs 20 \
     --controllers namespace-controller,garbage-collector-controller,serviceaccount-controller,serviceaccount-token-controller,clusterrole-aggregation-controller,root-ca-certificate-publisher-controller
 }
 run_capi_manager() {

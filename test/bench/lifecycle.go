@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -126,22 +125,10 @@ func runLifecycle(ctx context.Context, p *plane, n int, out string, profileSecon
 	if profileSeconds > 0 {
 		profiled = profileServers(ctx, p, options{out: out, n: n, profileSeconds: profileSeconds}, "lifecycle")
 	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, lifecycleClients)
-	for range lifecycleClients {
-		wg.Go(func() {
-			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
-				if _, err := butler.ButlerV1alpha1().TenantClusters(ns).Create(ctx, benchCluster(ns, i), metav1.CreateOptions{}); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
+	if err := inParallel(n, lifecycleClients, func(i int) error {
+		_, err := butler.ButlerV1alpha1().TenantClusters(ns).Create(ctx, benchCluster(ns, int64(i+1)), metav1.CreateOptions{})
+		return err
+	}); err != nil {
 		return err
 	}
 	created := time.Since(start)

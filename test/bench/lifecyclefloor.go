@@ -80,56 +80,59 @@ func runFloor(ctx context.Context, butlerc clientset.Interface, kube kubernetes.
 	}
 
 	start := time.Now()
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, clients)
 	var applies atomic.Int64
-	for range clients {
-		wg.Go(func() {
-			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
-				sent, err := writeFloorCluster(ctx, kube, dyn, inputs[i-1])
-				applies.Add(int64(sent))
-				if err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
+	if err := inParallel(n, clients, func(i int) error {
+		sent, err := writeFloorCluster(ctx, kube, dyn, inputs[i])
+		applies.Add(int64(sent))
+		return err
+	}); err != nil {
 		return f, fmt.Errorf("the floor's writes: %w", err)
 	}
 	f.written = time.Since(start)
 	f.applies = int(applies.Load()) / n
 
 	dstart := time.Now()
-	next.Store(0)
-	errs = make(chan error, clients)
-	for range clients {
-		wg.Go(func() {
-			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
-				if err := deleteFloorCluster(ctx, kube, dyn, inputs[i-1]); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
+	if err := inParallel(n, clients, func(i int) error { return deleteFloorCluster(ctx, dyn, inputs[i]) }); err != nil {
 		return f, fmt.Errorf("the floor's deletes: %w", err)
 	}
+	// Each namespace is deleted once its cluster's objects are gone, as the workers do: deleted
+	// while Cluster API's finalizers still run, kube-controller-manager's namespace controller
+	// lists and empties every namespaced kind again and again until they are done (a first try
+	// at N=200 took 194 s, against 109 s for butler).
 	ours := metav1.ListOptions{LabelSelector: floorLabel + "=" + ns}
+	namespaceDeleted := map[string]bool{}
 	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 20*time.Minute, true, func(ctx context.Context) (bool, error) {
 		if f.gone == 0 {
+			left := map[string]bool{}
 			for _, gvk := range floorKinds {
 				list, err := dyn.Resource(external.MustGVR(gvk)).List(ctx, ours)
-				if err != nil || len(list.Items) > 0 {
+				if err != nil {
 					return false, nil
 				}
+				for _, o := range list.Items {
+					left[o.GetNamespace()] = true
+				}
+			}
+			var free []string
+			for _, in := range inputs {
+				if !left[in.Namespace] && !namespaceDeleted[in.Namespace] {
+					free = append(free, in.Namespace)
+				}
+			}
+			if err := inParallel(len(free), clients, func(i int) error {
+				err := kube.CoreV1().Namespaces().Delete(ctx, free[i], metav1.DeleteOptions{})
+				if apierrors.IsNotFound(err) {
+					return nil
+				}
+				return err
+			}); err != nil {
+				return false, err
+			}
+			for _, name := range free {
+				namespaceDeleted[name] = true
+			}
+			if len(left) > 0 {
+				return false, nil
 			}
 			f.gone = time.Since(dstart)
 		}
@@ -147,6 +150,27 @@ func runFloor(ctx context.Context, butlerc clientset.Interface, kube kubernetes.
 
 // floorSubject stands for butler-apiserver's user name in the Secrets RoleBinding it writes.
 const floorSubject = "system:serviceaccount:butler-system:butler-apiserver"
+
+// inParallel calls do for 0..n-1 from clients goroutines, and returns the first error (after
+// which each goroutine stops).
+func inParallel(n, clients int, do func(i int) error) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, clients)
+	for range clients {
+		wg.Go(func() {
+			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
+				if err := do(int(i - 1)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
 
 // floorKinds are the kinds of the floor's objects, waited for until gone.
 var floorKinds = []schema.GroupVersionKind{external.MachineDeploymentGVK, external.BootstrapConfigTemplateGVK,
@@ -216,9 +240,9 @@ func writeFloorCluster(ctx context.Context, kube kubernetes.Interface, dyn dynam
 }
 
 // deleteFloorCluster deletes one cluster's objects as the workers' cleanup does (in the
-// background, the MachineDeployment first and the namespace last), without waiting between
-// them: Cluster API's and kube-controller-manager's finalizers order the rest.
-func deleteFloorCluster(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, in component.Input) error {
+// background, the MachineDeployment first), without waiting between them: Cluster API's
+// finalizers order the rest. Its namespace goes once they are gone (runFloor).
+func deleteFloorCluster(ctx context.Context, dyn dynamic.Interface, in component.Input) error {
 	policy := metav1.DeletePropagationBackground
 	opts := metav1.DeleteOptions{PropagationPolicy: &policy}
 	for _, o := range []struct {
@@ -232,9 +256,5 @@ func deleteFloorCluster(ctx context.Context, kube kubernetes.Interface, dyn dyna
 			return err
 		}
 	}
-	err := kube.CoreV1().Namespaces().Delete(ctx, in.Namespace, opts)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
+	return nil
 }
