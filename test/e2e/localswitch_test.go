@@ -25,9 +25,9 @@ func TestLocalControlPlaneSwitch(t *testing.T) {
 	ns := namespace(t, "e2e-switch")
 	const name = "switch"
 	localCluster(t, ns, name, pinnedVersion, bootstrap.OSTalos, 0)
-	tc := waitCluster(t, ns, name, 3*time.Minute, "control plane ready", func(tc *v1alpha1.TenantCluster) bool {
-		return meta.IsStatusConditionTrue(tc.Status.Conditions, "ControlPlaneReady")
-	})
+	// Ready, not only ControlPlaneReady: the minted kubeconfig's identity is bound in the tenant
+	// by the access step, which Ready waits for and ControlPlaneReady does not.
+	tc := waitReady(t, ns, name, 0, 3*time.Minute)
 	endpoint, tenantNS := tc.Status.ControlPlaneEndpoint, tc.Status.TenantNamespace
 	d := dynamicClient(t)
 	tcp, err := d.Resource(tenantCPGVR).Namespace(tenantNS).Get(ctx, name, metav1.GetOptions{})
