@@ -95,9 +95,6 @@ func (c *Controller) ensureAccess(ctx context.Context, s *state) (steps.Result, 
 		return steps.Waiting("WaitingForRoles", "ClusterRole %s in the tenant grants nothing yet (the tenant's kube-controller-manager aggregates view and edit once it runs)", role), nil
 	}
 	c.access.mu.Lock()
-	if c.access.granted == nil {
-		c.access.granted = map[string]string{}
-	}
 	c.access.granted[uid] = digest
 	c.access.mu.Unlock()
 	return steps.Ready("AccessApplied", "the Team's roles are bound in the tenant"), nil

@@ -37,7 +37,7 @@ func TestEnsureAccessFollowsTheTeam(t *testing.T) {
 	mgmt := kubefake.NewClientset(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "prod-admin-kubeconfig", Namespace: "tenant-ns"},
 		Data: map[string][]byte{"admin.conf": []byte("kubeconfig")}})
 	c := &Controller{kube: mgmt, teams: listers.NewTeamLister(teams),
-		access:          accessApplied{digest: map[string]string{}, clients: map[string]tenantClient{}},
+		access:          accessApplied{digest: map[string]string{}, granted: map[string]string{}, clients: map[string]tenantClient{}},
 		newTenantClient: func([]byte) (kubernetes.Interface, error) { return tenant, nil }}
 	tc := &v1alpha1.TenantCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod", Namespace: "team-a", UID: "uid-1"}}
 	s := &state{tc: tc, namespace: "tenant-ns"}
