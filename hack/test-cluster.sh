@@ -16,7 +16,8 @@
 #   7. `helm uninstall` leaves no Pod, Service or APIService; then everything stops, and no
 #      process, mount or bridge of the cluster is left.
 # Prints the timings and the request counts. Needs root and the Debian packages of
-# hack/install-cluster-deps.sh (make test-cluster installs those missing).
+# hack/install-cluster-deps.sh (make test-cluster installs those missing). IMAGE_TAG overrides
+# the first image's tag (`git describe`); an all-digit one checks the chart is given a string.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -59,9 +60,9 @@ wait_until() {
 
 t0=${SECONDS}
 # --- 1. images and the cluster ---------------------------------------------------------------
-tag="$(cd "${ROOT}" && git describe --tags --always --dirty)"
+tag="${IMAGE_TAG:-$(cd "${ROOT}" && git describe --tags --always --dirty)}"
 tag2="${tag}-relinked"
-IMAGE_PLATFORMS="linux/$(go env GOARCH)" "${ROOT}/hack/build-images.sh" >/dev/null
+IMAGE_PLATFORMS="linux/$(go env GOARCH)" IMAGE_TAG="${tag}" "${ROOT}/hack/build-images.sh" >/dev/null
 IMAGE_PLATFORMS="linux/$(go env GOARCH)" IMAGE_TAG="${tag2}" IMAGES_DIR="${ROOT}/_output/images-relinked" \
   "${ROOT}/hack/build-images.sh" >/dev/null
 measure "images ${tag} and ${tag2} built in $((SECONDS - t0)) s"
@@ -172,7 +173,7 @@ wait_until "the Cluster API manager" 120 curl -sf "http://127.0.0.1:${CAPI_HEALT
 # --- 3. the chart ----------------------------------------------------------------------------
 t2=${SECONDS}
 helm install butler "${ROOT}/charts/butler-apiserver" -n butler-system --create-namespace \
-  --set image.tag="${tag}" --set image.pullPolicy=Never \
+  --set-string image.tag="${tag}" --set image.pullPolicy=Never \
   --set "etcd.external.endpoints={${ETCD_URL}}" >/dev/null
 kc wait apiservice/v1alpha1.butler.butlerlabs.dev --for=condition=Available --timeout=5m >/dev/null \
   || { kc -n butler-system get pods -o wide >&2; kc -n butler-system logs deploy/butler-apiserver --tail 30 >&2 || true; die "the APIService is not Available"; }
@@ -288,7 +289,7 @@ loop_pid=$!
 sleep 3
 t6=${SECONDS}
 helm upgrade butler "${ROOT}/charts/butler-apiserver" -n butler-system --reuse-values \
-  --set image.tag="${tag2}" --wait --timeout 5m >/dev/null
+  --set-string image.tag="${tag2}" --wait --timeout 5m >/dev/null
 kc -n butler-system rollout status deploy/butler-apiserver --timeout=5m >/dev/null
 # The old Pods serve until their shutdown delay ends and drain after it: the loop runs on until
 # they are gone.

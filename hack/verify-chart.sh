@@ -48,6 +48,13 @@ ok "external etcd with client TLS, cert-manager" "${external[@]}" --set etcd.ext
   --set certManager.enabled=true --set certManager.issuerRef.name=ca --set certManager.issuerRef.kind=ClusterIssuer
 ok "embedded etcd, one replica" --set etcd.mode=embedded --set replicas=1
 
+# A short commit can be all digits: --set-string keeps it a tag (leading zero too), --set makes it
+# a number, which the schema refuses by name rather than rendering a wrong image.
+image=$(helm template butler-apiserver "${CHART}" --namespace butler-system "${external[@]}" \
+  --set-string image.tag=0299462 | sed -n 's/^ *image: *"*\([^"]*\)"*$/\1/p' | sort -u)
+[[ "${image}" == "ghcr.io/butlerdotdev/butler-apiserver:0299462" ]] \
+  || { echo "verify-chart: an all-digit tag rendered as '${image}'" >&2; exit 1; }
+fails "an all-digit tag passed with --set" "at '/image/tag': got number, want string" "${external[@]}" --set image.tag=3299462
 fails 'replicas: "two"' "at '/replicas': got string, want integer" "${external[@]}" --set-json 'replicas="two"'
 fails "embedded etcd, two replicas" "at '/replicas': maximum: got 2, want 1" --set etcd.mode=embedded --set replicas=2
 fails "external etcd without endpoints" "at '/etcd/external/endpoints': minItems" 
