@@ -69,7 +69,7 @@ func (c *Controller) ensureAccess(ctx context.Context, s *state) (steps.Result, 
 	}
 	sort.Strings(names)
 	crbs, rbs := access.Bindings(members, names)
-	digest := fmt.Sprintf("%x", sha256.Sum256([]byte(fmt.Sprint(crbs, rbs))))
+	digest := fmt.Sprintf("%x", sha256.Sum256([]byte(fmt.Sprint(crbs, rbs, restoredAt(s.tc)))))
 	uid := string(s.tc.UID)
 	c.access.mu.Lock()
 	applied, granted := c.access.digest[uid] == digest, c.access.granted[uid] == digest
@@ -227,6 +227,27 @@ func newAdminClient(kubeconfig []byte) (kubernetes.Interface, error) {
 	// (system:masters) is exempt from its priority and fairness.
 	cfg.QPS, cfg.Burst = 50, 100
 	return kubernetes.NewForConfig(cfg)
+}
+
+// restoredAt names the last in-place restore of the tenant's data: it puts back the bindings
+// of the snapshot's time (a member removed since is bound again), so bindings applied before it
+// are not there any more.
+func restoredAt(tc *v1alpha1.TenantCluster) string {
+	r := tc.Status.Restore
+	if r == nil || r.Phase != v1alpha1.RestoreSucceeded || r.CompletionTime == nil {
+		return ""
+	}
+	return r.SnapshotUID + "@" + r.CompletionTime.UTC().Format(time.RFC3339Nano)
+}
+
+// forgetBindings makes the next access step apply the bindings again: a control plane that
+// (re)starts may serve other data than the one they were applied to (a restore, a move to
+// another datastore, a reset), and nothing else would notice.
+func (c *Controller) forgetBindings(uid string) {
+	c.access.mu.Lock()
+	delete(c.access.digest, uid)
+	delete(c.access.granted, uid)
+	c.access.mu.Unlock()
 }
 
 // forgetAccess drops what is remembered of a deleted cluster's tenant.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -117,5 +118,93 @@ func TestEnsureAccessFollowsTheTeam(t *testing.T) {
 	}
 	if got := subjects(access.ViewersBinding); slices.Contains(got, "butler:otto") || slices.Contains(got, "butler:otto:readonly") {
 		t.Errorf("viewers still name otto: %v", got)
+	}
+}
+
+// An in-place restore puts back the tenant's bindings of the snapshot's time: a member removed
+// since is bound again there, and the access step applies the Team's bindings again rather than
+// take them as still applied.
+func TestEnsureAccessAfterAnInPlaceRestore(t *testing.T) {
+	ctx := context.Background()
+	team := &v1alpha1.Team{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}, Spec: v1alpha1.TeamSpec{Access: v1alpha1.TeamAccess{
+		Users: []v1alpha1.TeamMember{{Name: "alice", Role: v1alpha1.TeamRoleAdmin}, {Name: "otto", Role: v1alpha1.TeamRoleAdmin}}}}}
+	teams := indexer(team)
+	rules := []rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"pods"}}}
+	tenant := kubefake.NewClientset(
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "cluster-admin"}, Rules: rules},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "view"}, Rules: rules},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "edit"}, Rules: rules})
+	mgmt := kubefake.NewClientset(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "prod-admin-kubeconfig", Namespace: "tenant-ns"},
+		Data: map[string][]byte{"admin.conf": []byte("kubeconfig")}})
+	c := &Controller{kube: mgmt, teams: listers.NewTeamLister(teams),
+		access:          accessApplied{digest: map[string]string{}, granted: map[string]string{}, clients: map[string]tenantClient{}},
+		newTenantClient: func([]byte) (kubernetes.Interface, error) { return tenant, nil }}
+	tc := &v1alpha1.TenantCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod", Namespace: "team-a", UID: "uid-1"}}
+	s := &state{tc: tc, namespace: "tenant-ns", kubeconfigSecret: "prod-admin-kubeconfig"}
+	admins := func() []string {
+		b, err := tenant.RbacV1().ClusterRoleBindings().Get(ctx, access.AdminsBinding, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, s := range b.Subjects {
+			out = append(out, s.Name)
+		}
+		return out
+	}
+	ensure := func(what string) {
+		t.Helper()
+		if r, err := c.ensureAccess(ctx, s); err != nil || !r.Done {
+			t.Fatalf("%s: %+v, %v", what, r, err)
+		}
+	}
+	ensure("first")
+	snapshot, err := tenant.RbacV1().ClusterRoleBindings().Get(ctx, access.AdminsBinding, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := team.DeepCopy()
+	changed.Spec.Access.Users = changed.Spec.Access.Users[:1]
+	if err := teams.Update(changed); err != nil {
+		t.Fatal(err)
+	}
+	ensure("after otto left")
+	if got := admins(); !slices.Equal(got, []string{"butler:alice"}) {
+		t.Fatalf("admins after otto left: %v", got)
+	}
+
+	// The restore: the tenant's data, its bindings too, as they were at the snapshot.
+	restore := func(uid string, at time.Time) {
+		t.Helper()
+		old := snapshot.DeepCopy()
+		old.ResourceVersion = ""
+		if _, err := tenant.RbacV1().ClusterRoleBindings().Update(ctx, old, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		tc.Status.Restore = &v1alpha1.RestoreStatus{SnapshotName: "prod-0900", SnapshotUID: uid, InPlace: true,
+			Phase: v1alpha1.RestoreSucceeded, CompletionTime: &metav1.Time{Time: at}}
+	}
+	restore("snap-1", time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC))
+	ensure("after the restore")
+	if got := admins(); !slices.Equal(got, []string{"butler:alice"}) {
+		t.Errorf("after an in-place restore the tenant binds %v as admins, want only butler:alice", got)
+	}
+	// The same snapshot restored again later is another restore.
+	restore("snap-1", time.Date(2026, 11, 26, 11, 0, 0, 0, time.UTC))
+	ensure("after the second restore")
+	if got := admins(); !slices.Equal(got, []string{"butler:alice"}) {
+		t.Errorf("after a second restore of the same snapshot the tenant binds %v as admins, want only butler:alice", got)
+	}
+
+	// A control plane that starts again may serve other data: once the control plane step forgets
+	// what was applied, the bindings are applied again whatever the tenant holds.
+	if err := tenant.RbacV1().ClusterRoleBindings().Delete(ctx, access.AdminsBinding, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.forgetBindings(string(tc.UID))
+	ensure("after the control plane started again")
+	if got := admins(); !slices.Equal(got, []string{"butler:alice"}) {
+		t.Errorf("after a restart the tenant binds %v as admins, want butler:alice", got)
 	}
 }

@@ -173,8 +173,15 @@ func TestEnsureControlPlaneWaitsForStewardInOrder(t *testing.T) {
 		Name: "prod-admin-kubeconfig", Namespace: s.namespace}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// What the access step applied is forgotten when the control plane (re)starts: it may serve
+	// other data (a restore, another datastore).
+	uid := string(s.tc.UID)
+	c.access = accessApplied{digest: map[string]string{uid: "d"}, granted: map[string]string{uid: "d"}, clients: map[string]tenantClient{}}
 	r, err = c.ensureControlPlane(ctx, s)
 	wantResult(t, "ready", r, err, true, "TenantControlPlaneReady")
+	if _, ok := c.access.granted[uid]; ok {
+		t.Error("a control plane newly ready keeps the Team's bindings as applied")
+	}
 	if s.endpoint != "10.0.0.10:6443" || s.kubeconfigSecret != "prod-admin-kubeconfig" || s.version != "v1.36.3" || s.dataStore != "etcd-a" {
 		t.Errorf("state after a ready control plane: endpoint %q, secret %q, version %q, datastore %q", s.endpoint, s.kubeconfigSecret, s.version, s.dataStore)
 	}
@@ -187,6 +194,10 @@ func TestEnsureControlPlaneWaitsForStewardInOrder(t *testing.T) {
 	wantResult(t, "ready, as stored", r, err, true, "TenantControlPlaneReady")
 	if r.StoreFirst {
 		t.Errorf("a control plane the status already calls ready holds the steps after it back: %+v", r)
+	}
+	c.access.granted[uid] = "d"
+	if r, err = c.ensureControlPlane(ctx, s); err != nil || c.access.granted[uid] != "d" {
+		t.Errorf("a control plane ready as stored forgets the Team's bindings (%v)", err)
 	}
 }
 

@@ -37,6 +37,9 @@ func (c *Controller) ensureControlPlane(ctx context.Context, s *state) (steps.Re
 		r, err = c.hostedReady(ctx, s, cp)
 	}
 	r.StoreFirst = r.Done && !meta.IsStatusConditionTrue(s.tc.Status.Conditions, ConditionControlPlaneReady)
+	if !r.Done || r.StoreFirst {
+		c.forgetBindings(string(s.tc.UID))
+	}
 	return r, err
 }
 
