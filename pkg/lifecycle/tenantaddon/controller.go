@@ -158,6 +158,7 @@ func NewController(butlerClient clientset.Interface, kube kubernetes.Interface, 
 		handler cache.ResourceEventHandler
 	}{
 		{tenantAddons.Informer(), addonHandler},
+		{tenantAddons.Informer(), c.written.ForgetDeleted()},
 		{clusters.Informer(), clusterHandler},
 		{clusters.Informer(), cache.ResourceEventHandlerFuncs{DeleteFunc: c.forgetCluster}},
 		{definitions.Informer(), definitionHandler},

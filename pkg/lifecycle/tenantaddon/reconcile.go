@@ -35,7 +35,7 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 		return err
 	}
 	if c.written.Stale(cached.UID, cached.ResourceVersion) {
-		return nil
+		return worker.ErrStaleCopy
 	}
 	addon := cached.DeepCopy()
 	if addon.DeletionTimestamp != nil {
@@ -254,7 +254,6 @@ func (c *Controller) dropFinalizer(ctx context.Context, addon *v1alpha1.TenantAd
 	}
 	latest.Finalizers = slices.DeleteFunc(latest.Finalizers, func(f string) bool { return f == Finalizer })
 	_, err = c.butler.ButlerV1alpha1().TenantAddons(addon.Namespace).Update(ctx, latest, metav1.UpdateOptions{})
-	c.written.Forget(addon.UID)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

@@ -99,6 +99,7 @@ func New(d *worker.Deps) (*Controller, error) {
 		h   cache.ResourceEventHandler
 	}{
 		{b.TenantClusters().Informer(), c.queue.Handler(worker.ByKey)},
+		{b.TenantClusters().Informer(), c.written.ForgetDeleted()},
 		{b.IPAllocations().Informer(), byLabels},
 		{b.TenantAddons().Informer(), c.queue.Handler(addonCluster)},
 		{b.ProviderConfigs().Informer(), c.queue.Handler(c.clustersOfProvider)},
@@ -235,8 +236,7 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 		return err
 	}
 	if c.written.Stale(cached.UID, cached.ResourceVersion) {
-		klog.FromContext(ctx).V(4).Info("Not reconciling a copy older than this process's own last write; its event follows")
-		return nil
+		return worker.ErrStaleCopy
 	}
 	tc := cached.DeepCopy()
 	if tc.DeletionTimestamp != nil {
@@ -334,7 +334,6 @@ func (c *Controller) delete(ctx context.Context, tc *v1alpha1.TenantCluster) err
 	klog.FromContext(ctx).Info("Everything the tenant cluster made is gone; removing the finalizer")
 	c.forgetAccess(string(tc.UID))
 	c.objects.forget(TenantNamespace(tc))
-	c.written.Forget(tc.UID)
 	tc.Finalizers = slices.DeleteFunc(tc.Finalizers, func(f string) bool { return f == Finalizer })
 	_, err = c.butler.ButlerV1alpha1().TenantClusters(tc.Namespace).Update(ctx, tc, metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {

@@ -1,10 +1,13 @@
 package worker
 
 import (
+	"errors"
 	"slices"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 )
 
 // OwnWrites remembers, per object, the versions a controller's own writes replaced, to tell a
@@ -51,9 +54,21 @@ func (w *OwnWrites) Stale(uid types.UID, rv string) bool {
 	return false
 }
 
-// Forget drops what is remembered of uid (the object is gone).
-func (w *OwnWrites) Forget(uid types.UID) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	delete(w.replaced, uid)
+// ForgetDeleted is an informer handler that drops what is remembered of an object once it is
+// deleted, whichever way it went (its finalizer removed by hand too).
+func (w *OwnWrites) ForgetDeleted() cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
+		o, err := meta.Accessor(Unwrap(obj))
+		if err != nil {
+			return
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		delete(w.replaced, o.GetUID())
+	}}
 }
+
+// ErrStaleCopy, returned by a Reconciler, says it did not run on a copy its own write replaced
+// (OwnWrites): the write's event brings the key back. Unlike success it keeps the key's
+// backoff, which a retry skipped this way would otherwise reset.
+var ErrStaleCopy = errors.New("not reconciled: a copy older than this process's own last write; its event follows")

@@ -111,6 +111,8 @@ func (q *Queue) next(ctx context.Context) bool {
 	logger.V(4).Info("Reconciled", "duration", time.Since(start), "err", err)
 	var later *requeue
 	switch {
+	case errors.Is(err, ErrStaleCopy):
+		logger.V(4).Info("Skipped a stale copy")
 	case errors.As(err, &later):
 		q.queue.Forget(key)
 		q.queue.AddAfter(key, later.after)
