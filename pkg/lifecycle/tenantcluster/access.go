@@ -91,7 +91,7 @@ func (c *Controller) ensureAccess(ctx context.Context, s *state) (steps.Result, 
 		if err != nil {
 			return steps.Result{}, err
 		}
-		s.recheckAfter = rolesRecheck
+		s.recheckWithin(rolesRecheck)
 		return steps.Waiting("WaitingForRoles", "ClusterRole %s in the tenant grants nothing yet (the tenant's kube-controller-manager aggregates view and edit once it runs)", role), nil
 	}
 	c.access.mu.Lock()

@@ -115,7 +115,7 @@ func (c *Controller) followRotation(ctx context.Context, s *state, caPEM []byte)
 		}
 		if len(left) > 0 {
 			// No watch reaches into the tenant: look again shortly.
-			s.recheckAfter = rotationRecheck
+			s.recheckWithin(rotationRecheck)
 			return steps.Waiting("RotatingCredentials", "rotating the tenant CA and service-account key (Preparing): the control plane trusts both; waiting for Node %s to renew its client certificate from the new CA",
 				strings.Join(left, ", ")), nil
 		}

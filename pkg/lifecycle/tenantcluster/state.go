@@ -33,6 +33,13 @@ type state struct {
 	recheckAfter time.Duration
 }
 
+// recheckWithin brings the cluster back within d: the soonest any step asks for.
+func (s *state) recheckWithin(d time.Duration) {
+	if s.recheckAfter == 0 || d < s.recheckAfter {
+		s.recheckAfter = d
+	}
+}
+
 func (c *Controller) newState(tc *v1alpha1.TenantCluster) *state {
 	ns := TenantNamespace(tc)
 	return &state{tc: tc, namespace: ns, in: component.Input{Cluster: tc, Namespace: ns}}

@@ -392,6 +392,9 @@ func (pl *plane) stopWithin(grace time.Duration) {
 		pl.probe = nil
 	}
 	pl.setReadyLocked(false)
+	// The start counts are a process's own: the next kube-apiserver counts from 1 again, and
+	// its data (a restore's) needs the join setup whatever the last one had.
+	pl.readyStarts, pl.answered, pl.setupFor = 0, 0, 0
 	var unsupervised []string
 	for _, name := range pl.components {
 		if procs[name] == nil && name != componentAPIServer {

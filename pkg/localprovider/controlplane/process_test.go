@@ -326,3 +326,19 @@ func TestProbeNotesTheFirstAnswer(t *testing.T) {
 		t.Errorf("answered start %d, want 1", pl.answeredStart())
 	}
 }
+
+// A stop forgets the start counts: the next kube-apiserver counts from 1 again, and the join
+// setup done for the last one's first start must not pass for its own (a restore's data).
+func TestStopForgetsTheStartCounts(t *testing.T) {
+	pl := &plane{rec: tenantRecord{UID: "uid", Port: 1}, paths: tenantPaths{dir: t.TempDir()}, notify: func() {}}
+	pl.readyStarts, pl.answered = 1, 1
+	pl.markSetUp(1)
+	pl.setReadyLocked(true)
+	pl.stopWithin(0)
+	if pl.setUp(1) || pl.answeredStart() != 0 {
+		t.Errorf("after a stop the next kube-apiserver's first start counts as set up (%v) or answered (%d)", pl.setUp(1), pl.answeredStart())
+	}
+	if ready, starts, _ := pl.status(); ready || starts != 0 {
+		t.Errorf("after a stop: ready %v, starts %d", ready, starts)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -164,14 +165,14 @@ func (c *Controller) reconcileTCP(ctx context.Context, key string) error {
 	etcd, err := c.ensureTenantStore(ctx, tcp, spec, pl)
 	dataStoreTook = time.Since(began)
 	wg.Wait()
-	if credentialsErr != nil {
-		return credentialsErr
-	}
 	if err != nil {
 		if serr := c.setTCPStatus(ctx, tcp, unavailableState(tcp, published, pendingStatus(tcp, spec.Version), "DataStoreUnavailable", err.Error())); serr != nil {
-			return serr
+			return errors.Join(serr, credentialsErr)
 		}
-		return err
+		return errors.Join(err, credentialsErr)
+	}
+	if credentialsErr != nil {
+		return credentialsErr
 	}
 	if r := c.restorer; r != nil {
 		pl.mu.Lock()
