@@ -27,15 +27,25 @@ import (
 
 // accessApplied remembers, per cluster UID, the digest of the bindings last applied in its
 // tenant, so a reconcile that changes nothing of them writes nothing there (nor while it waits
-// for their roles); granted, the digest whose roles were seen granting something, so one that
-// changes nothing reads nothing either; and the tenant client, kept while its admin kubeconfig
-// Secret is unchanged (a new client is a new TLS connection).
+// for their roles); granted, the digest whose roles were seen granting something and when, so
+// one that changes nothing reads nothing either until accessResync; and the tenant client, kept
+// while its admin kubeconfig Secret is unchanged (a new client is a new TLS connection).
 type accessApplied struct {
 	mu      sync.Mutex
 	digest  map[string]string
-	granted map[string]string
+	granted map[string]grant
 	clients map[string]tenantClient
 }
+
+type grant struct {
+	digest string
+	at     time.Time
+}
+
+// accessResync is how often the bindings of a cluster whose Team has not changed are applied
+// again: a tenant admin may have edited or deleted them, and no watch reaches into the tenant.
+// The same period as an Installed addon's check against its release.
+const accessResync = 10 * time.Minute
 
 type tenantClient struct {
 	secretVersion string
@@ -71,11 +81,16 @@ func (c *Controller) ensureAccess(ctx context.Context, s *state) (steps.Result, 
 	crbs, rbs := access.Bindings(members, names)
 	digest := fmt.Sprintf("%x", sha256.Sum256([]byte(fmt.Sprint(crbs, rbs, restoredAt(s.tc)))))
 	uid := string(s.tc.UID)
+	now := c.now()
 	c.access.mu.Lock()
-	applied, granted := c.access.digest[uid] == digest, c.access.granted[uid] == digest
+	applied, granted := c.access.digest[uid] == digest, c.access.granted[uid]
 	c.access.mu.Unlock()
-	if granted {
-		return steps.Ready("AccessApplied", "the Team's roles are bound in the tenant"), nil
+	if granted.digest == digest {
+		if left := accessResync - now.Sub(granted.at); left > 0 {
+			s.recheckWithin(left)
+			return steps.Ready("AccessApplied", "the Team's roles are bound in the tenant"), nil
+		}
+		applied = false // put right what was changed in the tenant since
 	}
 	if !applied {
 		if err := applyBindings(ctx, tenant, crbs, rbs); err != nil {
@@ -95,8 +110,9 @@ func (c *Controller) ensureAccess(ctx context.Context, s *state) (steps.Result, 
 		return steps.Waiting("WaitingForRoles", "ClusterRole %s in the tenant grants nothing yet (the tenant's kube-controller-manager aggregates view and edit once it runs)", role), nil
 	}
 	c.access.mu.Lock()
-	c.access.granted[uid] = digest
+	c.access.granted[uid] = grant{digest: digest, at: now}
 	c.access.mu.Unlock()
+	s.recheckWithin(accessResync)
 	return steps.Ready("AccessApplied", "the Team's roles are bound in the tenant"), nil
 }
 

@@ -38,8 +38,8 @@ func TestEnsureAccessFollowsTheTeam(t *testing.T) {
 	mgmt := kubefake.NewClientset(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "prod-admin-kubeconfig", Namespace: "tenant-ns"},
 		Data: map[string][]byte{"admin.conf": []byte("kubeconfig")}})
 	c := &Controller{kube: mgmt, teams: listers.NewTeamLister(teams),
-		access:          accessApplied{digest: map[string]string{}, granted: map[string]string{}, clients: map[string]tenantClient{}},
-		newTenantClient: func([]byte) (kubernetes.Interface, error) { return tenant, nil }}
+		access:          accessApplied{digest: map[string]string{}, granted: map[string]grant{}, clients: map[string]tenantClient{}},
+		newTenantClient: func([]byte) (kubernetes.Interface, error) { return tenant, nil }, now: time.Now}
 	tc := &v1alpha1.TenantCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod", Namespace: "team-a", UID: "uid-1"}}
 	s := &state{tc: tc, namespace: "tenant-ns"}
 
@@ -137,9 +137,10 @@ func TestEnsureAccessAfterAnInPlaceRestore(t *testing.T) {
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "edit"}, Rules: rules})
 	mgmt := kubefake.NewClientset(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "prod-admin-kubeconfig", Namespace: "tenant-ns"},
 		Data: map[string][]byte{"admin.conf": []byte("kubeconfig")}})
+	clock := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
 	c := &Controller{kube: mgmt, teams: listers.NewTeamLister(teams),
-		access:          accessApplied{digest: map[string]string{}, granted: map[string]string{}, clients: map[string]tenantClient{}},
-		newTenantClient: func([]byte) (kubernetes.Interface, error) { return tenant, nil }}
+		access:          accessApplied{digest: map[string]string{}, granted: map[string]grant{}, clients: map[string]tenantClient{}},
+		newTenantClient: func([]byte) (kubernetes.Interface, error) { return tenant, nil }, now: func() time.Time { return clock }}
 	tc := &v1alpha1.TenantCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod", Namespace: "team-a", UID: "uid-1"}}
 	s := &state{tc: tc, namespace: "tenant-ns", kubeconfigSecret: "prod-admin-kubeconfig"}
 	admins := func() []string {
@@ -206,5 +207,24 @@ func TestEnsureAccessAfterAnInPlaceRestore(t *testing.T) {
 	ensure("after the control plane started again")
 	if got := admins(); !slices.Equal(got, []string{"butler:alice"}) {
 		t.Errorf("after a restart the tenant binds %v as admins, want butler:alice", got)
+	}
+
+	// Edited inside the tenant by its admin: put right within accessResync, and the cluster is
+	// brought back for it.
+	edited := snapshot.DeepCopy()
+	edited.ResourceVersion = ""
+	if _, err := tenant.RbacV1().ClusterRoleBindings().Update(ctx, edited, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	clock = clock.Add(accessResync / 2)
+	s.recheckAfter = 0
+	ensure("half a resync later")
+	if s.recheckAfter <= 0 || s.recheckAfter > accessResync/2 {
+		t.Errorf("a granted cluster is brought back after %s, want within %s", s.recheckAfter, accessResync/2)
+	}
+	clock = clock.Add(accessResync / 2)
+	ensure("a resync later")
+	if got := admins(); !slices.Equal(got, []string{"butler:alice"}) {
+		t.Errorf("a resync after a tenant admin's edit the tenant binds %v as admins, want butler:alice", got)
 	}
 }

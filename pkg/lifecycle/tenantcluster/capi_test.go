@@ -176,7 +176,7 @@ func TestEnsureControlPlaneWaitsForStewardInOrder(t *testing.T) {
 	// What the access step applied is forgotten when the control plane (re)starts: it may serve
 	// other data (a restore, another datastore).
 	uid := string(s.tc.UID)
-	c.access = accessApplied{digest: map[string]string{uid: "d"}, granted: map[string]string{uid: "d"}, clients: map[string]tenantClient{}}
+	c.access = accessApplied{digest: map[string]string{uid: "d"}, granted: map[string]grant{uid: {digest: "d"}}, clients: map[string]tenantClient{}}
 	r, err = c.ensureControlPlane(ctx, s)
 	wantResult(t, "ready", r, err, true, "TenantControlPlaneReady")
 	if _, ok := c.access.granted[uid]; ok {
@@ -195,8 +195,8 @@ func TestEnsureControlPlaneWaitsForStewardInOrder(t *testing.T) {
 	if r.StoreFirst {
 		t.Errorf("a control plane the status already calls ready holds the steps after it back: %+v", r)
 	}
-	c.access.granted[uid] = "d"
-	if r, err = c.ensureControlPlane(ctx, s); err != nil || c.access.granted[uid] != "d" {
+	c.access.granted[uid] = grant{digest: "d"}
+	if r, err = c.ensureControlPlane(ctx, s); err != nil || c.access.granted[uid].digest != "d" {
 		t.Errorf("a control plane ready as stored forgets the Team's bindings (%v)", err)
 	}
 }

@@ -82,7 +82,7 @@ func New(d *worker.Deps) (*Controller, error) {
 		clusters: b.TenantClusters().Lister(), providers: b.ProviderConfigs().Lister(), configs: b.ButlerConfigs().Lister(),
 		teams: b.Teams().Lister(), allocations: b.IPAllocations().Lister(), addons: b.TenantAddons().Lister(),
 		namespaces:      nsInformer.Lister(),
-		access:          accessApplied{digest: map[string]string{}, granted: map[string]string{}, clients: map[string]tenantClient{}},
+		access:          accessApplied{digest: map[string]string{}, granted: map[string]grant{}, clients: map[string]tenantClient{}},
 		newTenantClient: newAdminClient,
 		events:          d.Recorder("butler-tenantcluster"),
 		now:             time.Now,

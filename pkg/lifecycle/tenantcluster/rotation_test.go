@@ -145,7 +145,7 @@ func TestFollowRotation(t *testing.T) {
 	kube := kubefake.NewClientset(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "prod-admin-kubeconfig", Namespace: "tenant-ns"},
 		Data: map[string][]byte{"admin.conf": []byte("kubeconfig")}})
 	c := &Controller{kube: kube, now: func() time.Time { return now },
-		access:          accessApplied{digest: map[string]string{}, granted: map[string]string{}, clients: map[string]tenantClient{}},
+		access:          accessApplied{digest: map[string]string{}, granted: map[string]grant{}, clients: map[string]tenantClient{}},
 		newTenantClient: func([]byte) (kubernetes.Interface, error) { return tenant, nil }}
 	stateIn := func(phase v1alpha1.CredentialsRotationPhase, rotated string) *state {
 		tc := cluster()
