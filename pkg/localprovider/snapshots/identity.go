@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes/scheme"
 
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/access"
 	"github.com/butlerdotdev/butler-apiserver/pkg/snapshot"
 )
 
@@ -29,6 +30,9 @@ var identityPrefixes = []string{
 // cluster's controller-manager publishes its own), not bootstrap-token or service-account
 // token Secrets (signed with, or trusted by, the source's keys).
 func keepForNewIdentity(rec snapshot.Record) bool {
+	if isTeamAccess(rec.Key) {
+		return false
+	}
 	for _, p := range identityPrefixes {
 		if strings.HasPrefix(rec.Key, p) {
 			return false
@@ -59,17 +63,47 @@ func secretType(value []byte) corev1.SecretType {
 	return ""
 }
 
-// machineNodePrefixes are the keys an in-place restore takes from the data it replaces instead
-// of from the snapshot: the Nodes and their heartbeat Leases. Those are the Machines' that exist
-// now (a Machine's Node goes with it); the snapshot's may be of Machines deleted since, and lack
-// those made since.
-var machineNodePrefixes = []string{"minions/", "leases/kube-node-lease/"}
+// fromNow are the keys an in-place restore takes from the data it replaces instead of from the
+// snapshot, by prefix (take, when set, picks among a prefix's keys):
+//   - the Nodes and their heartbeat Leases: those are the Machines' that exist now (a Machine's
+//     Node goes with it); the snapshot's may be of Machines deleted since, and lack those made
+//     since;
+//   - the Team's bindings (package access): who may do what in the tenant follows the Team of
+//     now, never a snapshot's, so a member removed since is not bound again, not even until the
+//     lifecycle's access step runs on the restored data.
+var fromNow = []struct {
+	prefix string
+	take   func(key string) bool
+}{
+	{prefix: "minions/"},
+	{prefix: "leases/kube-node-lease/"},
+	{prefix: "clusterrolebindings/" + access.Prefix},
+	{prefix: "rolebindings/", take: isTeamRoleBinding},
+}
 
-func isMachineNode(key string) bool {
-	for _, p := range machineNodePrefixes {
-		if strings.HasPrefix(key, p) {
+// isFromNow says whether an in-place restore takes the key from the data it replaces.
+func isFromNow(key string) bool {
+	for _, p := range fromNow {
+		if strings.HasPrefix(key, p.prefix) && (p.take == nil || p.take(key)) {
 			return true
 		}
 	}
 	return false
+}
+
+// isTeamAccess says whether the key is one of the Team's bindings: a new cluster made from a
+// snapshot has its own Team's, which its access step applies before anyone is let in.
+func isTeamAccess(key string) bool {
+	return strings.HasPrefix(key, "clusterrolebindings/"+access.Prefix) || isTeamRoleBinding(key)
+}
+
+// isTeamRoleBinding says whether the key is a RoleBinding (rolebindings/<namespace>/<name>) of
+// the Team's.
+func isTeamRoleBinding(key string) bool {
+	rest, ok := strings.CutPrefix(key, "rolebindings/")
+	if !ok {
+		return false
+	}
+	_, name, _ := strings.Cut(rest, "/")
+	return strings.HasPrefix(name, access.Prefix)
 }

@@ -140,27 +140,32 @@ func (c *Controller) Restore(ctx context.Context, tcp *unstructured.Unstructured
 	return false, "", nil
 }
 
-// restoreData writes the snapshot into store.Fresh: in place, with the Nodes (and their Leases)
-// of the data it replaces instead of the snapshot's, so that the Nodes are those of the Machines
-// that exist; for a new cluster, without what carries the source's identity.
+// restoreData writes the snapshot into store.Fresh: in place, with what fromNow names taken
+// from the data it replaces instead of from the snapshot (the Nodes of the Machines that exist,
+// the Team's bindings of now); for a new cluster, without what carries the source's identity or
+// its Team's access.
 func restoreData(ctx context.Context, store controlplane.TenantStore, r *snapshot.Reader, inPlace bool) (snapshot.RestoreStats, error) {
 	if !inPlace {
 		return snapshot.RestoreInto(ctx, store.Client, store.Fresh, r, snapshot.RestoreOptions{Keep: keepForNewIdentity})
 	}
 	stats, err := snapshot.RestoreInto(ctx, store.Client, store.Fresh, r, snapshot.RestoreOptions{
-		Keep: func(rec snapshot.Record) bool { return !isMachineNode(rec.Key) }})
+		Keep: func(rec snapshot.Record) bool { return !isFromNow(rec.Key) }})
 	if err != nil {
 		return stats, err
 	}
-	for _, p := range machineNodePrefixes {
-		resp, err := store.Client.Get(ctx, store.Prefix+p, clientv3.WithPrefix())
+	for _, p := range fromNow {
+		resp, err := store.Client.Get(ctx, store.Prefix+p.prefix, clientv3.WithPrefix())
 		if err != nil {
 			return stats, err
 		}
 		var ops []clientv3.Op
 		for _, kv := range resp.Kvs {
-			ops = append(ops, clientv3.OpPut(store.Fresh+strings.TrimPrefix(string(kv.Key), store.Prefix), string(kv.Value)))
+			key := strings.TrimPrefix(string(kv.Key), store.Prefix)
+			if p.take == nil || p.take(key) {
+				ops = append(ops, clientv3.OpPut(store.Fresh+key, string(kv.Value)))
+			}
 		}
+		stats.Written += int64(len(ops))
 		for len(ops) > 0 { // etcd's default bound of 128 operations a transaction
 			n := min(len(ops), 100)
 			if _, err := store.Client.Txn(ctx).Then(ops[:n]...).Commit(); err != nil {
@@ -168,10 +173,9 @@ func restoreData(ctx context.Context, store controlplane.TenantStore, r *snapsho
 			}
 			ops = ops[n:]
 		}
-		stats.Written += int64(len(resp.Kvs))
 	}
-	// The snapshot's Nodes are replaced by those of now, not left out: Dropped counts only
-	// what a new cluster leaves out (status.restore.dropped).
+	// The snapshot's Nodes and bindings are replaced by those of now, not left out: Dropped
+	// counts only what a new cluster leaves out (status.restore.dropped).
 	stats.Dropped = 0
 	return stats, nil
 }
