@@ -228,3 +228,16 @@ func TestEnsureAccessAfterAnInPlaceRestore(t *testing.T) {
 		t.Errorf("a resync after a tenant admin's edit the tenant binds %v as admins, want butler:alice", got)
 	}
 }
+
+// A step's error ends the run: the Team's bindings come before the steps that can keep failing
+// on what users write (workers, addons), so a member removed from the Team is unbound whatever
+// they do.
+func TestAccessComesBeforeWorkersAndAddons(t *testing.T) {
+	at := map[string]int{}
+	for i, s := range (&Controller{}).steps() {
+		at[s.Name] = i
+	}
+	if at[stepAccess] <= at[stepControlPlane] || at[stepAccess] > at[stepWorkers] || at[stepAccess] > at[stepAddons] {
+		t.Errorf("plan order %v: team access must come right after the control plane, before workers and addons", at)
+	}
+}

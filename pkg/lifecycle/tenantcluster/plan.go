@@ -32,12 +32,14 @@ func (c *Controller) steps() []stepT {
 			Ensure: c.ensureInfrastructure, Cleanup: c.cleanupInfrastructure},
 		{Name: stepControlPlane, Condition: ConditionControlPlaneReady, After: []string{stepNetwork},
 			Ensure: c.ensureControlPlane, Cleanup: c.cleanupControlPlane},
+		// No condition of its own: the Team's roles in the tenant (Ready waits for it). Before
+		// the workers and addons: a step's error ends the run, and a member removed from the
+		// Team must not stay bound while a MachineDeployment or an addon keeps failing.
+		{Name: stepAccess, After: []string{stepControlPlane}, Ensure: c.ensureAccess},
 		{Name: stepWorkers, Condition: ConditionWorkersReady, After: []string{stepControlPlane},
 			Ensure: c.ensureWorkers, Cleanup: c.cleanupWorkers},
 		{Name: stepAddons, Condition: ConditionAddonsReady, After: []string{stepControlPlane},
 			Ensure: c.ensureAddons, Cleanup: c.cleanupAddons},
-		// No condition of its own: the Team's roles in the tenant (Ready waits for it).
-		{Name: stepAccess, After: []string{stepControlPlane}, Ensure: c.ensureAccess},
 		// No condition either: when the tenant's certificates expire, for the status; in the
 		// status that first says the control plane is ready.
 		{Name: stepCredentials, After: []string{stepControlPlane}, ReadsOnly: true, Ensure: c.ensureCredentials},
