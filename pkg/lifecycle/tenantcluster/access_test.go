@@ -218,7 +218,13 @@ func TestEnsureAccessAfterAnInPlaceRestore(t *testing.T) {
 	}
 	clock = clock.Add(accessResync / 2)
 	s.recheckAfter = 0
+	before := len(tenant.Actions())
 	ensure("half a resync later")
+	for _, a := range tenant.Actions()[before:] {
+		if a.GetVerb() != "list" {
+			t.Errorf("half a resync after the bindings were granted the access step sent %s %s", a.GetVerb(), a.GetResource().Resource)
+		}
+	}
 	if s.recheckAfter <= 0 || s.recheckAfter > accessResync/2 {
 		t.Errorf("a granted cluster is brought back after %s, want within %s", s.recheckAfter, accessResync/2)
 	}

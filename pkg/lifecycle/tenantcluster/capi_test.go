@@ -124,8 +124,16 @@ func TestEnsureControlPlaneWaitsForStewardInOrder(t *testing.T) {
 	s := stepState(v1alpha1.ProviderAWS)
 	ctx := context.Background()
 
+	// What the access step applied is forgotten while the control plane is not ready and when
+	// it becomes ready: a control plane that (re)starts may serve other data (a restore,
+	// another datastore).
+	uid := string(s.tc.UID)
+	c.access = accessApplied{digest: map[string]string{uid: "d"}, granted: map[string]grant{uid: {digest: "d"}}, clients: map[string]tenantClient{}}
 	r, err := c.ensureControlPlane(ctx, s)
 	wantResult(t, "no TenantControlPlane", r, err, false, "WaitingForTenantControlPlane")
+	if _, ok := c.access.granted[uid]; ok {
+		t.Error("a control plane not ready keeps the Team's bindings as applied")
+	}
 	for _, gvk := range []schema.GroupVersionKind{external.ClusterGVK, external.StewardControlPlaneGVK} {
 		if _, err := client.Tracker().Get(external.MustGVR(gvk), s.namespace, "prod"); err != nil {
 			t.Errorf("%s not written: %v", gvk.Kind, err)
@@ -173,10 +181,7 @@ func TestEnsureControlPlaneWaitsForStewardInOrder(t *testing.T) {
 		Name: "prod-admin-kubeconfig", Namespace: s.namespace}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// What the access step applied is forgotten when the control plane (re)starts: it may serve
-	// other data (a restore, another datastore).
-	uid := string(s.tc.UID)
-	c.access = accessApplied{digest: map[string]string{uid: "d"}, granted: map[string]grant{uid: {digest: "d"}}, clients: map[string]tenantClient{}}
+	c.access.granted[uid] = grant{digest: "d"}
 	r, err = c.ensureControlPlane(ctx, s)
 	wantResult(t, "ready", r, err, true, "TenantControlPlaneReady")
 	if _, ok := c.access.granted[uid]; ok {

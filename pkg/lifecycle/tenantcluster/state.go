@@ -35,6 +35,9 @@ type state struct {
 
 // recheckWithin brings the cluster back within d: the soonest any step asks for.
 func (s *state) recheckWithin(d time.Duration) {
+	if d <= 0 {
+		d = time.Millisecond // now: 0 would read as no recheck at all
+	}
 	if s.recheckAfter == 0 || d < s.recheckAfter {
 		s.recheckAfter = d
 	}

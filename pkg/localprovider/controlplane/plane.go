@@ -124,6 +124,9 @@ func (pl *plane) ensure(ctx context.Context, version string, caPEM []byte, specs
 			pl.version = version
 			pl.setReadyLocked(false)
 			pl.apiServerStarted = time.Now()
+			// The start counts are a process's own: this one counts from 1 again, and its
+			// version, CA or data (a restore's) needs the join setup whatever the last one had.
+			pl.readyStarts, pl.answered, pl.setupFor = 0, 0, 0
 		}
 	}
 	if pl.probe == nil {
@@ -392,9 +395,6 @@ func (pl *plane) stopWithin(grace time.Duration) {
 		pl.probe = nil
 	}
 	pl.setReadyLocked(false)
-	// The start counts are a process's own: the next kube-apiserver counts from 1 again, and
-	// its data (a restore's) needs the join setup whatever the last one had.
-	pl.readyStarts, pl.answered, pl.setupFor = 0, 0, 0
 	var unsupervised []string
 	for _, name := range pl.components {
 		if procs[name] == nil && name != componentAPIServer {

@@ -327,18 +327,29 @@ func TestProbeNotesTheFirstAnswer(t *testing.T) {
 	}
 }
 
-// A stop forgets the start counts: the next kube-apiserver counts from 1 again, and the join
-// setup done for the last one's first start must not pass for its own (a restore's data).
-func TestStopForgetsTheStartCounts(t *testing.T) {
-	pl := &plane{rec: tenantRecord{UID: "uid", Port: 1}, paths: tenantPaths{dir: t.TempDir()}, notify: func() {}}
-	pl.readyStarts, pl.answered = 1, 1
-	pl.markSetUp(1)
-	pl.setReadyLocked(true)
-	pl.stopWithin(0)
-	if pl.setUp(1) || pl.answeredStart() != 0 {
-		t.Errorf("after a stop the next kube-apiserver's first start counts as set up (%v) or answered (%d)", pl.setUp(1), pl.answeredStart())
-	}
-	if ready, starts, _ := pl.status(); ready || starts != 0 {
-		t.Errorf("after a stop: ready %v, starts %d", ready, starts)
+// A new kube-apiserver (another version, a rotation's flags, a start after a stop) forgets the
+// start counts: it counts from 1 again, and the join setup done for the last one's first start
+// must not pass for its own.
+func TestNewAPIServerForgetsTheStartCounts(t *testing.T) {
+	dir := t.TempDir()
+	apiServer := sleepSpec(dir)
+	apiServer.Component, apiServer.PidFile = componentAPIServer, filepath.Join(dir, "kube-apiserver.pid")
+	pl := &plane{rec: tenantRecord{UID: "uid", Port: 1}, paths: tenantPaths{dir: dir}, notify: func() {}}
+	defer pl.stop()
+	for i, version := range []string{"v1.36.3", "v1.36.4"} {
+		pl.ensure(context.Background(), version, nil, []procSpec{apiServer})
+		pl.mu.Lock()
+		pl.probe()
+		pl.probe = func() {}
+		pl.mu.Unlock()
+		time.Sleep(100 * time.Millisecond) // a probe under way sets its answer first
+		if pl.setUp(1) || pl.answeredStart() != 0 {
+			t.Errorf("kube-apiserver %d's first start counts as set up (%v) or answered (%d)", i+1, pl.setUp(1), pl.answeredStart())
+		}
+		pl.mu.Lock()
+		pl.answered, pl.readyStarts = 1, 1
+		pl.mu.Unlock()
+		pl.markSetUp(1)
+		apiServer.Args = append(apiServer.Args, "--v=2") // another process
 	}
 }
