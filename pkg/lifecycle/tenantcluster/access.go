@@ -116,18 +116,31 @@ func (c *Controller) ensureAccess(ctx context.Context, s *state) (steps.Result, 
 	return steps.Ready("AccessApplied", "the Team's roles are bound in the tenant"), nil
 }
 
-// applyBindings applies the bindings in the tenant.
+// applyBindings applies the bindings in the tenant, and deletes those with no subjects: an
+// applied empty list is left out of the request, so the apply would own no subjects, and ones a
+// tenant admin added to the binding would stay.
 func applyBindings(ctx context.Context, tenant kubernetes.Interface, crbs []*rbacv1.ClusterRoleBinding, rbs []*rbacv1.RoleBinding) error {
 	opts := external.Workers.ApplyOptions()
 	for _, b := range crbs {
-		if _, err := tenant.RbacV1().ClusterRoleBindings().Apply(ctx, clusterRoleBindingAC(b), opts); err != nil {
+		var err error
+		if len(b.Subjects) == 0 {
+			err = tenant.RbacV1().ClusterRoleBindings().Delete(ctx, b.Name, metav1.DeleteOptions{})
+		} else {
+			_, err = tenant.RbacV1().ClusterRoleBindings().Apply(ctx, clusterRoleBindingAC(b), opts)
+		}
+		if err != nil && !(len(b.Subjects) == 0 && apierrors.IsNotFound(err)) {
 			return fmt.Errorf("ClusterRoleBinding %s in the tenant: %w", b.Name, err)
 		}
 	}
 	for _, b := range rbs {
+		var err error
+		if len(b.Subjects) == 0 {
+			err = tenant.RbacV1().RoleBindings(b.Namespace).Delete(ctx, b.Name, metav1.DeleteOptions{})
+		} else {
+			_, err = tenant.RbacV1().RoleBindings(b.Namespace).Apply(ctx, roleBindingAC(b), opts)
+		}
 		// A namespace that went, or is going, since the list needs no binding.
-		if _, err := tenant.RbacV1().RoleBindings(b.Namespace).Apply(ctx, roleBindingAC(b), opts); err != nil &&
-			!apierrors.IsNotFound(err) && !apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			return fmt.Errorf("RoleBinding %s/%s in the tenant: %w", b.Namespace, b.Name, err)
 		}
 	}

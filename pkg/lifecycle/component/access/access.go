@@ -143,7 +143,7 @@ func IdentityOf(team Members, user string, groups []string, readOnly bool) (Iden
 
 // Bindings are the tenant's bindings for team: the admins' and viewers' ClusterRoleBindings and
 // the operators' RoleBinding in each of namespaces that is not a system one. A role nobody has
-// gets a binding with no subjects, so that applying it removes the last member.
+// gets a binding with no subjects, which the access step deletes (the last member goes with it).
 func Bindings(team Members, namespaces []string) ([]*rbacv1.ClusterRoleBinding, []*rbacv1.RoleBinding) {
 	subjects := map[v1alpha1.TeamRole][]rbacv1.Subject{}
 	var readOnly []rbacv1.Subject
