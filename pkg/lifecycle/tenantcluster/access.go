@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
@@ -20,9 +21,11 @@ import (
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+	"github.com/butlerdotdev/butler-apiserver/pkg/hibernation"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/access"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
 )
 
 // accessApplied remembers, per cluster UID, the digest of the bindings last applied in its
@@ -114,6 +117,26 @@ func (c *Controller) ensureAccess(ctx context.Context, s *state) (steps.Result, 
 	c.access.mu.Unlock()
 	s.recheckWithin(accessResync)
 	return steps.Ready("AccessApplied", "the Team's roles are bound in the tenant"), nil
+}
+
+// accessWhilePaused keeps the Team's bindings of a paused cluster: a pause stops the lifecycle,
+// not who may do what in the tenant, or a member about to be removed from the Team could pause
+// the cluster to stay bound. Nothing else is written, the status neither; a sleeping tenant is
+// left asleep.
+func (c *Controller) accessWhilePaused(ctx context.Context, tc *v1alpha1.TenantCluster) error {
+	ref := tc.Status.KubeconfigSecretRef
+	if hibernation.Asleep(tc) || ref == nil || !meta.IsStatusConditionTrue(tc.Status.Conditions, ConditionControlPlaneReady) {
+		return nil
+	}
+	s := c.newState(tc)
+	s.kubeconfigSecret = ref.Name
+	if _, err := c.ensureAccess(ctx, s); err != nil {
+		return err
+	}
+	if s.recheckAfter > 0 {
+		return worker.RequeueAfter(s.recheckAfter)
+	}
+	return nil
 }
 
 // applyBindings applies the bindings in the tenant, and deletes those with no subjects: an

@@ -16,6 +16,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	listers "github.com/butlerdotdev/butler-apiserver/pkg/generated/listers/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/access"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
 )
 
 // The access step applies the Team's bindings in the tenant, through the admin kubeconfig, and
@@ -246,5 +247,59 @@ func TestAccessComesBeforeWorkersAndAddons(t *testing.T) {
 	}
 	if at[stepAccess] <= at[stepControlPlane] || at[stepAccess] > at[stepWorkers] || at[stepAccess] > at[stepAddons] {
 		t.Errorf("plan order %v: team access must come right after the control plane, before workers and addons", at)
+	}
+}
+
+// A paused cluster keeps following its Team in the tenant (a member about to be removed cannot
+// pause the cluster to stay bound); one whose control plane is not ready, or asleep, is left
+// alone.
+func TestAccessWhilePaused(t *testing.T) {
+	ctx := context.Background()
+	team := &v1alpha1.Team{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}, Spec: v1alpha1.TeamSpec{Access: v1alpha1.TeamAccess{
+		Users: []v1alpha1.TeamMember{{Name: "alice", Role: v1alpha1.TeamRoleAdmin}}}}}
+	rules := []rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"pods"}}}
+	tenant := kubefake.NewClientset(
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "cluster-admin"}, Rules: rules},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "view"}, Rules: rules},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "edit"}, Rules: rules},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: access.AdminsBinding}, RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "cluster-admin"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: "butler:alice"}, {Kind: rbacv1.UserKind, Name: "butler:otto"}}})
+	tc := &v1alpha1.TenantCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod", Namespace: "team-a", UID: "uid-1",
+		Annotations: map[string]string{PausedAnnotation: "true"}}}
+	ns := TenantNamespace(tc)
+	mgmt := kubefake.NewClientset(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "prod-admin-kubeconfig", Namespace: ns},
+		Data: map[string][]byte{"admin.conf": []byte("kubeconfig")}})
+	c := &Controller{kube: mgmt, teams: listers.NewTeamLister(indexer(team)),
+		access:          accessApplied{digest: map[string]string{}, granted: map[string]grant{}, clients: map[string]tenantClient{}},
+		newTenantClient: func([]byte) (kubernetes.Interface, error) { return tenant, nil }, now: time.Now}
+	admins := func() []string {
+		b, err := tenant.RbacV1().ClusterRoleBindings().Get(ctx, access.AdminsBinding, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, s := range b.Subjects {
+			out = append(out, s.Name)
+		}
+		return out
+	}
+
+	if err := c.accessWhilePaused(ctx, tc); err != nil || len(tenant.Actions()) != 0 {
+		t.Fatalf("no control plane yet: %v, %d requests to the tenant", err, len(tenant.Actions()))
+	}
+	tc.Status.KubeconfigSecretRef = &v1alpha1.LocalObjectReference{Name: "prod-admin-kubeconfig"}
+	tc.Status.Conditions = []metav1.Condition{{Type: ConditionControlPlaneReady, Status: metav1.ConditionTrue, Reason: "TenantControlPlaneReady"}}
+	tc.Status.Phase = v1alpha1.TenantClusterHibernated
+	if err := c.accessWhilePaused(ctx, tc); err != nil || len(tenant.Actions()) != 0 {
+		t.Fatalf("asleep: %v, %d requests to the tenant", err, len(tenant.Actions()))
+	}
+	tc.Status.Phase = v1alpha1.TenantClusterReady
+	err := c.accessWhilePaused(ctx, tc)
+	if !slices.Equal(admins(), []string{"butler:alice"}) {
+		t.Errorf("paused: the tenant binds %v as admins, want only butler:alice", admins())
+	}
+	if err == nil || err.Error() != worker.RequeueAfter(accessResync).Error() {
+		t.Errorf("paused: %v, want the resync asked for", err)
 	}
 }

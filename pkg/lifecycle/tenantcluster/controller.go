@@ -243,8 +243,8 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 		return c.delete(ctx, tc)
 	}
 	if tc.Annotations[PausedAnnotation] == "true" {
-		klog.FromContext(ctx).V(2).Info("Paused; not reconciling")
-		return nil
+		klog.FromContext(ctx).V(2).Info("Paused; only the Team's access is kept")
+		return c.accessWhilePaused(ctx, tc)
 	}
 	if !slices.Contains(tc.Finalizers, Finalizer) {
 		// The update brings the cluster back here through the informer.
