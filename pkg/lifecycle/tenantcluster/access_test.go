@@ -10,8 +10,10 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	listers "github.com/butlerdotdev/butler-apiserver/pkg/generated/listers/butler/v1alpha1"
@@ -131,31 +133,11 @@ func TestEnsureAccessAfterAnInPlaceRestore(t *testing.T) {
 	team := &v1alpha1.Team{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}, Spec: v1alpha1.TeamSpec{Access: v1alpha1.TeamAccess{
 		Users: []v1alpha1.TeamMember{{Name: "alice", Role: v1alpha1.TeamRoleAdmin}, {Name: "otto", Role: v1alpha1.TeamRoleAdmin}}}}}
 	teams := indexer(team)
-	rules := []rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"pods"}}}
-	tenant := kubefake.NewClientset(
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}},
-		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "cluster-admin"}, Rules: rules},
-		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "view"}, Rules: rules},
-		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "edit"}, Rules: rules})
-	mgmt := kubefake.NewClientset(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "prod-admin-kubeconfig", Namespace: "tenant-ns"},
-		Data: map[string][]byte{"admin.conf": []byte("kubeconfig")}})
 	clock := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
-	c := &Controller{kube: mgmt, teams: listers.NewTeamLister(teams),
-		access:          accessApplied{digest: map[string]string{}, granted: map[string]grant{}, clients: map[string]tenantClient{}},
-		newTenantClient: func([]byte) (kubernetes.Interface, error) { return tenant, nil }, now: func() time.Time { return clock }}
+	c, tenant := accessFixture(t, teams, "tenant-ns", &clock)
 	tc := &v1alpha1.TenantCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod", Namespace: "team-a", UID: "uid-1"}}
 	s := &state{tc: tc, namespace: "tenant-ns", kubeconfigSecret: "prod-admin-kubeconfig"}
-	admins := func() []string {
-		b, err := tenant.RbacV1().ClusterRoleBindings().Get(ctx, access.AdminsBinding, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, s := range b.Subjects {
-			out = append(out, s.Name)
-		}
-		return out
-	}
+	admins := func() []string { return subjectsOf(t, tenant, access.AdminsBinding) }
 	ensure := func(what string) {
 		t.Helper()
 		if r, err := c.ensureAccess(ctx, s); err != nil || !r.Done {
@@ -257,33 +239,13 @@ func TestAccessWhilePaused(t *testing.T) {
 	ctx := context.Background()
 	team := &v1alpha1.Team{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}, Spec: v1alpha1.TeamSpec{Access: v1alpha1.TeamAccess{
 		Users: []v1alpha1.TeamMember{{Name: "alice", Role: v1alpha1.TeamRoleAdmin}}}}}
-	rules := []rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"pods"}}}
-	tenant := kubefake.NewClientset(
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}},
-		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "cluster-admin"}, Rules: rules},
-		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "view"}, Rules: rules},
-		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "edit"}, Rules: rules},
-		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: access.AdminsBinding}, RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "cluster-admin"},
-			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: "butler:alice"}, {Kind: rbacv1.UserKind, Name: "butler:otto"}}})
 	tc := &v1alpha1.TenantCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod", Namespace: "team-a", UID: "uid-1",
 		Annotations: map[string]string{PausedAnnotation: "true"}}}
-	ns := TenantNamespace(tc)
-	mgmt := kubefake.NewClientset(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "prod-admin-kubeconfig", Namespace: ns},
-		Data: map[string][]byte{"admin.conf": []byte("kubeconfig")}})
-	c := &Controller{kube: mgmt, teams: listers.NewTeamLister(indexer(team)),
-		access:          accessApplied{digest: map[string]string{}, granted: map[string]grant{}, clients: map[string]tenantClient{}},
-		newTenantClient: func([]byte) (kubernetes.Interface, error) { return tenant, nil }, now: time.Now}
-	admins := func() []string {
-		b, err := tenant.RbacV1().ClusterRoleBindings().Get(ctx, access.AdminsBinding, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, s := range b.Subjects {
-			out = append(out, s.Name)
-		}
-		return out
-	}
+	now := time.Now()
+	c, tenant := accessFixture(t, indexer(team), TenantNamespace(tc), &now,
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: access.AdminsBinding}, RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "cluster-admin"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: "butler:alice"}, {Kind: rbacv1.UserKind, Name: "butler:otto"}}})
+	admins := func() []string { return subjectsOf(t, tenant, access.AdminsBinding) }
 
 	if err := c.accessWhilePaused(ctx, tc); err != nil || len(tenant.Actions()) != 0 {
 		t.Fatalf("no control plane yet: %v, %d requests to the tenant", err, len(tenant.Actions()))
@@ -302,4 +264,34 @@ func TestAccessWhilePaused(t *testing.T) {
 	if err == nil || err.Error() != worker.RequeueAfter(accessResync).Error() {
 		t.Errorf("paused: %v, want the resync asked for", err)
 	}
+}
+
+// accessFixture is a controller whose access step reaches tenant (view and edit aggregated),
+// through the admin kubeconfig Secret prod-admin-kubeconfig in namespace ns, at the time *clock.
+func accessFixture(t *testing.T, teams cache.Indexer, ns string, clock *time.Time, objects ...runtime.Object) (*Controller, *kubefake.Clientset) {
+	rules := []rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"pods"}}}
+	tenant := kubefake.NewClientset(append([]runtime.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "cluster-admin"}, Rules: rules},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "view"}, Rules: rules},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "edit"}, Rules: rules}}, objects...)...)
+	mgmt := kubefake.NewClientset(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "prod-admin-kubeconfig", Namespace: ns},
+		Data: map[string][]byte{"admin.conf": []byte("kubeconfig")}})
+	return &Controller{kube: mgmt, teams: listers.NewTeamLister(teams),
+		access:          accessApplied{digest: map[string]string{}, granted: map[string]grant{}, clients: map[string]tenantClient{}},
+		newTenantClient: func([]byte) (kubernetes.Interface, error) { return tenant, nil }, now: func() time.Time { return *clock }}, tenant
+}
+
+// subjectsOf names the subjects of the tenant's ClusterRoleBinding name.
+func subjectsOf(t *testing.T, tenant kubernetes.Interface, name string) []string {
+	t.Helper()
+	b, err := tenant.RbacV1().ClusterRoleBindings().Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, s := range b.Subjects {
+		out = append(out, s.Name)
+	}
+	return out
 }
