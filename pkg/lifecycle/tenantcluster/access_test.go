@@ -51,17 +51,7 @@ func TestEnsureAccessFollowsTheTeam(t *testing.T) {
 		t.Fatalf("before the control plane: %+v, %v", r, err)
 	}
 	s.kubeconfigSecret = "prod-admin-kubeconfig"
-	subjects := func(crb string) []string {
-		b, err := tenant.RbacV1().ClusterRoleBindings().Get(ctx, crb, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, s := range b.Subjects {
-			out = append(out, s.Name)
-		}
-		return out
-	}
+	subjects := func(crb string) []string { return subjectsOf(t, tenant, crb) }
 	// The bindings are there, but view and edit grant nothing yet: not done, and looked at again.
 	if r, err := c.ensureAccess(ctx, s); err != nil || r.Done || r.Reason != "WaitingForRoles" || s.recheckAfter == 0 {
 		t.Fatalf("before view and edit are aggregated: %+v, %v (recheck after %s)", r, err, s.recheckAfter)
