@@ -57,8 +57,22 @@ type tenantClient struct {
 
 // ensureAccess keeps the tenant's bindings in step with the cluster's Team: who may do what in
 // the tenant follows the Team at once, while the identities in minted kubeconfigs stay the same
-// (package access).
+// (package access). A failure waits and tries again, rather than end the run as a step's error
+// does: the workers and addons after it must not wait on the tenant's RBAC (a webhook on
+// bindings served from the workers, scaled to zero by a hibernation, would never come back).
 func (c *Controller) ensureAccess(ctx context.Context, s *state) (steps.Result, error) {
+	r, err := c.applyAccess(ctx, s)
+	if err != nil {
+		s.recheckWithin(accessRetry)
+		return steps.Waiting("AccessNotApplied", "the Team's bindings in the tenant: %v", err), nil
+	}
+	return r, nil
+}
+
+// accessRetry is how soon bindings that could not be applied are tried again.
+const accessRetry = 10 * time.Second
+
+func (c *Controller) applyAccess(ctx context.Context, s *state) (steps.Result, error) {
 	if s.kubeconfigSecret == "" {
 		return steps.Waiting("WaitingForKubeconfig", "waiting for the control plane's admin kubeconfig"), nil
 	}

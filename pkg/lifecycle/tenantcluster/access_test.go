@@ -2,7 +2,9 @@ package tenantcluster
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
@@ -211,14 +214,29 @@ func TestEnsureAccessAfterAnInPlaceRestore(t *testing.T) {
 
 // A step's error ends the run: the Team's bindings come before the steps that can keep failing
 // on what users write (workers, addons), so a member removed from the Team is unbound whatever
-// they do.
-func TestAccessComesBeforeWorkersAndAddons(t *testing.T) {
+// they do; and a failure to apply them waits and tries again rather than end the run, so the
+// workers and addons after it are not held by the tenant's RBAC.
+func TestAccessComesFirstAndItsFailureWaits(t *testing.T) {
 	at := map[string]int{}
 	for i, s := range (&Controller{}).steps() {
 		at[s.Name] = i
 	}
 	if at[stepAccess] <= at[stepControlPlane] || at[stepAccess] > at[stepWorkers] || at[stepAccess] > at[stepAddons] {
 		t.Errorf("plan order %v: team access must come right after the control plane, before workers and addons", at)
+	}
+
+	team := &v1alpha1.Team{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}, Spec: v1alpha1.TeamSpec{Access: v1alpha1.TeamAccess{
+		Users: []v1alpha1.TeamMember{{Name: "alice", Role: v1alpha1.TeamRoleAdmin}}}}}
+	now := time.Now()
+	c, tenant := accessFixture(t, indexer(team), "tenant-ns", &now)
+	tenant.PrependReactor("patch", "clusterrolebindings", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewInternalError(errors.New(`failed calling webhook "rbac.example.com": no endpoints available`))
+	})
+	s := &state{tc: &v1alpha1.TenantCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod", Namespace: "team-a", UID: "uid-1"}},
+		namespace: "tenant-ns", kubeconfigSecret: "prod-admin-kubeconfig"}
+	r, err := c.ensureAccess(context.Background(), s)
+	if err != nil || r.Done || r.Reason != "AccessNotApplied" || !strings.Contains(r.Message, "no endpoints available") || s.recheckAfter != accessRetry {
+		t.Errorf("a failed apply: %+v, %v, recheck after %s; want waiting, no error, a retry in %s", r, err, s.recheckAfter, accessRetry)
 	}
 }
 
