@@ -16,4 +16,10 @@ const (
 	// TenantCluster's objects, bootstrap Secrets), so that they only ever remove their own.
 	ManagedByLabel = "app.kubernetes.io/managed-by"
 	ManagedBy      = string(Workers)
+	// TenantClusterPausedAnnotation "true" holds a TenantCluster as it is, as Cluster API's
+	// cluster.x-k8s.io/paused does: the workers write nothing of it, its status included, until
+	// the annotation goes, but for the Team's bindings in the tenant (they follow the Team
+	// still); the local provider neither wakes it nor puts it to sleep on its endpoint's use. A
+	// deletion still runs.
+	TenantClusterPausedAnnotation = "butler.butlerlabs.dev/paused"
 )

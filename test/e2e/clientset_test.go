@@ -19,8 +19,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/tenantcluster"
 )
 
 // TestGeneratedClientset drives the API through kube-apiserver with the generated clientset, as
@@ -163,7 +163,7 @@ func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) {
 func newTenantCluster(name string) *v1alpha1.TenantCluster {
 	return &v1alpha1.TenantCluster{
 		// Paused: the test writes the status the lifecycle worker would.
-		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{tenantcluster.PausedAnnotation: "true"}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{external.TenantClusterPausedAnnotation: "true"}},
 		Spec: v1alpha1.TenantClusterSpec{
 			KubernetesVersion: "v1.31.4",
 			ProviderConfigRef: &v1alpha1.NamespacedObjectReference{Name: "harvester"},

@@ -21,7 +21,6 @@ import (
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
-	"github.com/butlerdotdev/butler-apiserver/pkg/hibernation"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/access"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
@@ -135,11 +134,12 @@ func (c *Controller) applyAccess(ctx context.Context, s *state) (steps.Result, e
 
 // accessWhilePaused keeps the Team's bindings of a paused cluster: a pause stops the lifecycle,
 // not who may do what in the tenant, or a member about to be removed from the Team could pause
-// the cluster to stay bound. Nothing else is written, the status neither; a sleeping tenant is
-// left asleep.
+// the cluster to stay bound. Nothing else is written, the status neither. A tenant asleep is
+// left so (nothing wakes a paused cluster); one only asked to sleep still serves, as a pause
+// holds the sleep back.
 func (c *Controller) accessWhilePaused(ctx context.Context, tc *v1alpha1.TenantCluster) error {
 	ref := tc.Status.KubeconfigSecretRef
-	if hibernation.Asleep(tc) || ref == nil || !meta.IsStatusConditionTrue(tc.Status.Conditions, ConditionControlPlaneReady) {
+	if tc.Status.Phase == v1alpha1.TenantClusterHibernated || ref == nil || !meta.IsStatusConditionTrue(tc.Status.Conditions, ConditionControlPlaneReady) {
 		return nil
 	}
 	s := c.newState(tc)

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	listers "github.com/butlerdotdev/butler-apiserver/pkg/generated/listers/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/access"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
@@ -241,14 +242,14 @@ func TestAccessComesFirstAndItsFailureWaits(t *testing.T) {
 }
 
 // A paused cluster keeps following its Team in the tenant (a member about to be removed cannot
-// pause the cluster to stay bound); one whose control plane is not ready, or asleep, is left
-// alone.
+// pause the cluster to stay bound, nor pause it and ask it to sleep); one whose control plane is
+// not ready, or asleep, is left alone.
 func TestAccessWhilePaused(t *testing.T) {
 	ctx := context.Background()
 	team := &v1alpha1.Team{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}, Spec: v1alpha1.TeamSpec{Access: v1alpha1.TeamAccess{
 		Users: []v1alpha1.TeamMember{{Name: "alice", Role: v1alpha1.TeamRoleAdmin}}}}}
 	tc := &v1alpha1.TenantCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod", Namespace: "team-a", UID: "uid-1",
-		Annotations: map[string]string{PausedAnnotation: "true"}}}
+		Annotations: map[string]string{external.TenantClusterPausedAnnotation: "true"}}}
 	now := time.Now()
 	c, tenant := accessFixture(t, indexer(team), TenantNamespace(tc), &now,
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: access.AdminsBinding}, RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "cluster-admin"},
@@ -259,12 +260,19 @@ func TestAccessWhilePaused(t *testing.T) {
 		t.Fatalf("no control plane yet: %v, %d requests to the tenant", err, len(tenant.Actions()))
 	}
 	tc.Status.KubeconfigSecretRef = &v1alpha1.LocalObjectReference{Name: "prod-admin-kubeconfig"}
+	tc.Status.Conditions = []metav1.Condition{{Type: ConditionControlPlaneReady, Status: metav1.ConditionFalse, Reason: "Upgrading"}}
+	if err := c.accessWhilePaused(ctx, tc); err != nil || len(tenant.Actions()) != 0 {
+		t.Fatalf("control plane not ready: %v, %d requests to the tenant", err, len(tenant.Actions()))
+	}
 	tc.Status.Conditions = []metav1.Condition{{Type: ConditionControlPlaneReady, Status: metav1.ConditionTrue, Reason: "TenantControlPlaneReady"}}
 	tc.Status.Phase = v1alpha1.TenantClusterHibernated
 	if err := c.accessWhilePaused(ctx, tc); err != nil || len(tenant.Actions()) != 0 {
 		t.Fatalf("asleep: %v, %d requests to the tenant", err, len(tenant.Actions()))
 	}
+	// Paused and asked to sleep in one update: the sleep is held back, the tenant serves, and
+	// its bindings follow the Team.
 	tc.Status.Phase = v1alpha1.TenantClusterReady
+	tc.Spec.Hibernation = &v1alpha1.HibernationSpec{Hibernated: true}
 	err := c.accessWhilePaused(ctx, tc)
 	if !slices.Equal(admins(), []string{"butler:alice"}) {
 		t.Errorf("paused: the tenant binds %v as admins, want only butler:alice", admins())

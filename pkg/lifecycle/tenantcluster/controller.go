@@ -242,7 +242,7 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 	if tc.DeletionTimestamp != nil {
 		return c.delete(ctx, tc)
 	}
-	if tc.Annotations[PausedAnnotation] == "true" {
+	if tc.Annotations[external.TenantClusterPausedAnnotation] == "true" {
 		klog.FromContext(ctx).V(2).Info("Paused; only the Team's access is kept")
 		return c.accessWhilePaused(ctx, tc)
 	}

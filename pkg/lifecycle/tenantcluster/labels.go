@@ -13,10 +13,6 @@ const (
 	Finalizer = "butler.butlerlabs.dev/tenantcluster"
 	// TeamLabel names the cluster's Team on its tenant namespace.
 	TeamLabel = "butler.butlerlabs.dev/tenant-team"
-	// PausedAnnotation "true" stops the worker acting on a cluster, as Cluster API's
-	// cluster.x-k8s.io/paused does: nothing of it is written, its status included, until the
-	// annotation goes. A deletion still runs.
-	PausedAnnotation = "butler.butlerlabs.dev/paused"
 )
 
 // TenantNamespace is the namespace of a TenantCluster's objects: <name>-<first 8 of its UID>.

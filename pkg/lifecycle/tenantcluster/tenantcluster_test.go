@@ -256,7 +256,7 @@ func TestStatusPhases(t *testing.T) {
 // A paused cluster is left exactly as it is: no finalizer, no status, no object.
 func TestReconcilePausedWritesNothing(t *testing.T) {
 	tc := cluster()
-	tc.Annotations = map[string]string{PausedAnnotation: "true"}
+	tc.Annotations = map[string]string{external.TenantClusterPausedAnnotation: "true"}
 	client := butlerfake.NewSimpleClientset(tc)
 	c := &Controller{butler: client, clusters: listers.NewTenantClusterLister(indexer(tc))}
 	if err := c.Reconcile(context.Background(), "team-a/prod"); err != nil {

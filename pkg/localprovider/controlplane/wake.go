@@ -83,8 +83,8 @@ func tenantClusterOf(tcp *unstructured.Unstructured) types.NamespacedName {
 
 // recordWake starts the processes without waiting for the wake to come back through Cluster
 // API, and writes the wish to wake into the TenantCluster (spec.hibernation.hibernated false, and
-// who asked) while they start. A cluster being deleted is not woken; when the wish cannot be
-// written, the processes stop again.
+// who asked) while they start. A cluster being deleted or paused is not woken; when the wish
+// cannot be written, the processes stop again.
 func (c *Controller) recordWake(ctx context.Context, tc types.NamespacedName, pl *plane, remote string) error {
 	start := time.Now()
 	asleep, err := c.hibernationWish(ctx, tc)
@@ -114,7 +114,8 @@ func (c *Controller) recordIdle(ctx context.Context, tc types.NamespacedName, d 
 	return c.setHibernated(ctx, tc, true, fmt.Sprintf("idle for %s (no client connection or request) at %s", d, time.Now().UTC().Format(time.RFC3339)))
 }
 
-// hibernationWish reads spec.hibernation.hibernated; an error for a cluster gone or being deleted.
+// hibernationWish reads spec.hibernation.hibernated; an error for a cluster gone, being
+// deleted or paused.
 func (c *Controller) hibernationWish(ctx context.Context, tc types.NamespacedName) (bool, error) {
 	if tc.Name == "" {
 		return false, fmt.Errorf("the TenantControlPlane names no TenantCluster")
@@ -125,6 +126,11 @@ func (c *Controller) hibernationWish(ctx context.Context, tc types.NamespacedNam
 	}
 	if u.GetDeletionTimestamp() != nil {
 		return false, fmt.Errorf("TenantCluster %s is being deleted", tc)
+	}
+	if u.GetAnnotations()[external.TenantClusterPausedAnnotation] == "true" {
+		// Held as it is: woken, its control plane would serve bindings the paused lifecycle
+		// cannot bring up to date with the Team.
+		return false, fmt.Errorf("TenantCluster %s is paused (%s)", tc, external.TenantClusterPausedAnnotation)
 	}
 	cluster, err := external.FromUnstructured[v1alpha1.TenantCluster](u)
 	if err != nil {

@@ -1,0 +1,40 @@
+package controlplane
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
+)
+
+// A paused cluster is neither woken nor put to sleep by its endpoint's use: woken, it would
+// serve bindings its paused lifecycle cannot bring up to date with the Team.
+func TestHibernationWishOfAPausedCluster(t *testing.T) {
+	tc := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "butler.butlerlabs.dev/v1alpha1", "kind": "TenantCluster",
+		"metadata": map[string]any{"name": "prod", "namespace": "team-a"},
+		"spec":     map[string]any{"hibernation": map[string]any{"hibernated": true}}}}
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{tenantClusters: "TenantClusterList"}, tc)
+	c := &Controller{deps: &worker.Deps{Dynamic: client}}
+	name := types.NamespacedName{Namespace: "team-a", Name: "prod"}
+	ctx := context.Background()
+	if asleep, err := c.hibernationWish(ctx, name); err != nil || !asleep {
+		t.Fatalf("asked to sleep: %v, %v", asleep, err)
+	}
+	tc.SetAnnotations(map[string]string{external.TenantClusterPausedAnnotation: "true"})
+	if _, err := client.Resource(tenantClusters).Namespace("team-a").Update(ctx, tc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.hibernationWish(ctx, name); err == nil || !strings.Contains(err.Error(), "paused") {
+		t.Errorf("paused: %v, want an error saying it is paused", err)
+	}
+}
