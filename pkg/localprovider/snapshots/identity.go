@@ -107,3 +107,13 @@ func isTeamRoleBinding(key string) bool {
 	_, name, _ := strings.Cut(rest, "/")
 	return strings.HasPrefix(name, access.Prefix)
 }
+
+// namespaceOf is the namespace of a namespaced key of fromNow (rolebindings/<namespace>/<name>).
+func namespaceOf(key string) (string, bool) {
+	rest, ok := strings.CutPrefix(key, "rolebindings/")
+	if !ok {
+		return "", false
+	}
+	ns, _, ok := strings.Cut(rest, "/")
+	return ns, ok
+}

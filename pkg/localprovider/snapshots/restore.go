@@ -148,8 +148,16 @@ func restoreData(ctx context.Context, store controlplane.TenantStore, r *snapsho
 	if !inPlace {
 		return snapshot.RestoreInto(ctx, store.Client, store.Fresh, r, snapshot.RestoreOptions{Keep: keepForNewIdentity})
 	}
+	// The restored namespaces: a binding of now in a namespace the snapshot lacks would be left
+	// there, unseen by the access step, for whoever recreates the namespace.
+	namespaces := map[string]bool{}
 	stats, err := snapshot.RestoreInto(ctx, store.Client, store.Fresh, r, snapshot.RestoreOptions{
-		Keep: func(rec snapshot.Record) bool { return !isFromNow(rec.Key) }})
+		Keep: func(rec snapshot.Record) bool {
+			if ns, ok := strings.CutPrefix(rec.Key, "namespaces/"); ok {
+				namespaces[ns] = true
+			}
+			return !isFromNow(rec.Key)
+		}})
 	if err != nil {
 		return stats, err
 	}
@@ -161,9 +169,13 @@ func restoreData(ctx context.Context, store controlplane.TenantStore, r *snapsho
 		var ops []clientv3.Op
 		for _, kv := range resp.Kvs {
 			key := strings.TrimPrefix(string(kv.Key), store.Prefix)
-			if p.take == nil || p.take(key) {
-				ops = append(ops, clientv3.OpPut(store.Fresh+key, string(kv.Value)))
+			if p.take != nil && !p.take(key) {
+				continue
 			}
+			if ns, ok := namespaceOf(key); ok && !namespaces[ns] {
+				continue
+			}
+			ops = append(ops, clientv3.OpPut(store.Fresh+key, string(kv.Value)))
 		}
 		stats.Written += int64(len(ops))
 		for len(ops) > 0 { // etcd's default bound of 128 operations a transaction

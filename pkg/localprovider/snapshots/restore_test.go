@@ -19,18 +19,20 @@ import (
 // Node and its heartbeat Lease (from the data replaced), not a's, and everything else from the
 // snapshot. A clone has neither: its own Machines register their Nodes. The same for the Team's
 // bindings: otto, an admin at the snapshot, was removed since; the restored data binds the
-// admins of now from its first start, and a clone binds none of the source's Team.
+// admins of now from its first start (in the namespaces restored: app2, made since the
+// snapshot, gets no binding), and a clone binds none of the source's Team.
 func TestInPlaceRestoreKeepsTheMachinesNodesAndTheTeamsBindings(t *testing.T) {
 	ctx := context.Background()
 	c := etcdtest.Client(t)
 	const live = "/t/"
 	now := map[string]string{
-		"minions/b":                              "node b",
-		"leases/kube-node-lease/b":               "lease b",
-		"configmaps/app/deleted-since":           "gone after the restore",
-		"clusterrolebindings/butler:team-admins": "alice",
-		"rolebindings/app/butler:team-operators": "operators of now",
-		"rolebindings/app/deploy-bot":            "a binding of the team's own, of now",
+		"minions/b":                               "node b",
+		"leases/kube-node-lease/b":                "lease b",
+		"configmaps/app/deleted-since":            "gone after the restore",
+		"clusterrolebindings/butler:team-admins":  "alice",
+		"rolebindings/app/butler:team-operators":  "operators of now",
+		"rolebindings/app/deploy-bot":             "a binding of the team's own, of now",
+		"rolebindings/app2/butler:team-operators": "operators of now in a namespace made since the snapshot",
 	}
 	for k, v := range now {
 		if _, err := c.Put(ctx, live+k, v); err != nil {
@@ -42,7 +44,7 @@ func TestInPlaceRestoreKeepsTheMachinesNodesAndTheTeamsBindings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"configmaps/app/cm", "leases/kube-node-lease/a", "leases/kube-system/kube-scheduler", "minions/a", "pods/app/p",
+	for _, k := range []string{"namespaces/app", "configmaps/app/cm", "leases/kube-node-lease/a", "leases/kube-system/kube-scheduler", "minions/a", "pods/app/p",
 		"clusterrolebindings/butler:team-admins", "clusterrolebindings/cluster-admin", "rolebindings/app/butler:team-operators",
 		"rolebindings/app/deploy-bot"} {
 		if err := w.Write(snapshot.Record{Key: k, Value: []byte("snapshot " + k)}); err != nil {
@@ -63,8 +65,8 @@ func TestInPlaceRestoreKeepsTheMachinesNodesAndTheTeamsBindings(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if inPlace && (st.Dropped != 0 || st.Written != 9) {
-			t.Errorf("in place: %+v, want 9 written (5 of the snapshot, 4 of now), none dropped", st)
+		if inPlace && (st.Dropped != 0 || st.Written != 10) {
+			t.Errorf("in place: %+v, want 10 written (6 of the snapshot, 4 of now), none dropped", st)
 		}
 		resp, err := c.Get(ctx, fresh, clientv3.WithPrefix())
 		if err != nil {
@@ -79,6 +81,7 @@ func TestInPlaceRestoreKeepsTheMachinesNodesAndTheTeamsBindings(t *testing.T) {
 
 	got := restore(true, datastore.Generation(live, 1))
 	want := map[string]string{
+		"namespaces/app":                         "snapshot namespaces/app",
 		"configmaps/app/cm":                      "snapshot configmaps/app/cm",
 		"leases/kube-system/kube-scheduler":      "snapshot leases/kube-system/kube-scheduler",
 		"pods/app/p":                             "snapshot pods/app/p",
