@@ -110,7 +110,8 @@ func TestEnsureAccessFollowsTheTeam(t *testing.T) {
 	if r, err := c.ensureAccess(ctx, s); err != nil || !r.Done {
 		t.Fatalf("after the change: %+v, %v", r, err)
 	}
-	// No operator left: the binding goes, so that no subject a tenant admin adds to it stays.
+	// No operator left: the binding goes (applied with no subjects it would own none, and a
+	// subject a tenant admin added would stay).
 	if rb, err := tenant.RbacV1().RoleBindings("default").Get(ctx, access.OperatorsBinding, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("operators after otto left: %v, %v; want none", rb, err)
 	}
@@ -119,9 +120,9 @@ func TestEnsureAccessFollowsTheTeam(t *testing.T) {
 	}
 }
 
-// An in-place restore puts back the tenant's bindings of the snapshot's time: a member removed
-// since is bound again there, and the access step applies the Team's bindings again rather than
-// take them as still applied.
+// Whatever a restore puts back of the tenant's bindings (the local provider keeps those of now;
+// another provider may restore the snapshot's, a member removed since bound again), the access
+// step applies the Team's bindings again after it rather than take them as still applied.
 func TestEnsureAccessAfterAnInPlaceRestore(t *testing.T) {
 	ctx := context.Background()
 	team := &v1alpha1.Team{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}, Spec: v1alpha1.TeamSpec{Access: v1alpha1.TeamAccess{
