@@ -144,9 +144,7 @@ func (c *Controller) accessWhilePaused(ctx context.Context, tc *v1alpha1.TenantC
 	}
 	s := c.newState(tc)
 	s.kubeconfigSecret = ref.Name
-	if _, err := c.ensureAccess(ctx, s); err != nil {
-		return err
-	}
+	_, _ = c.ensureAccess(ctx, s) // a failure comes back as waiting, with its retry in recheckAfter
 	if s.recheckAfter > 0 {
 		return worker.RequeueAfter(s.recheckAfter)
 	}
@@ -165,7 +163,7 @@ func applyBindings(ctx context.Context, tenant kubernetes.Interface, crbs []*rba
 		} else {
 			_, err = tenant.RbacV1().ClusterRoleBindings().Apply(ctx, clusterRoleBindingAC(b), opts)
 		}
-		if err != nil && !(len(b.Subjects) == 0 && apierrors.IsNotFound(err)) {
+		if err != nil && !apierrors.IsNotFound(err) { // an apply is never NotFound
 			return fmt.Errorf("ClusterRoleBinding %s in the tenant: %w", b.Name, err)
 		}
 	}
@@ -295,9 +293,9 @@ func newAdminClient(kubeconfig []byte) (kubernetes.Interface, error) {
 	return kubernetes.NewForConfig(cfg)
 }
 
-// restoredAt names the last in-place restore of the tenant's data: it puts back the bindings
-// of the snapshot's time (a member removed since is bound again), so bindings applied before it
-// are not there any more.
+// restoredAt names the last in-place restore of the tenant's data: a provider's restore may put
+// back the bindings of the snapshot's time (a member removed since bound again; the local
+// provider keeps those of now), so bindings applied before it are taken as no longer there.
 func restoredAt(tc *v1alpha1.TenantCluster) string {
 	r := tc.Status.Restore
 	if r == nil || r.Phase != v1alpha1.RestoreSucceeded || r.CompletionTime == nil {

@@ -77,9 +77,12 @@ var fromNow = []struct {
 }{
 	{prefix: "minions/"},
 	{prefix: "leases/kube-node-lease/"},
-	{prefix: "clusterrolebindings/" + access.Prefix},
+	{prefix: teamClusterRoleBindings},
 	{prefix: "rolebindings/", take: isTeamRoleBinding},
 }
+
+// teamClusterRoleBindings is the key prefix of the Team's ClusterRoleBindings.
+const teamClusterRoleBindings = "clusterrolebindings/" + access.Prefix
 
 // isFromNow says whether an in-place restore takes the key from the data it replaces.
 func isFromNow(key string) bool {
@@ -94,26 +97,20 @@ func isFromNow(key string) bool {
 // isTeamAccess says whether the key is one of the Team's bindings: a new cluster made from a
 // snapshot has its own Team's, which its access step applies before anyone is let in.
 func isTeamAccess(key string) bool {
-	return strings.HasPrefix(key, "clusterrolebindings/"+access.Prefix) || isTeamRoleBinding(key)
+	return strings.HasPrefix(key, teamClusterRoleBindings) || isTeamRoleBinding(key)
 }
 
-// isTeamRoleBinding says whether the key is a RoleBinding (rolebindings/<namespace>/<name>) of
-// the Team's.
+// isTeamRoleBinding says whether the key is a RoleBinding of the Team's.
 func isTeamRoleBinding(key string) bool {
-	rest, ok := strings.CutPrefix(key, "rolebindings/")
-	if !ok {
-		return false
-	}
-	_, name, _ := strings.Cut(rest, "/")
-	return strings.HasPrefix(name, access.Prefix)
+	_, name, ok := roleBindingKey(key)
+	return ok && strings.HasPrefix(name, access.Prefix)
 }
 
-// namespaceOf is the namespace of a namespaced key of fromNow (rolebindings/<namespace>/<name>).
-func namespaceOf(key string) (string, bool) {
+// roleBindingKey splits a RoleBinding's key, rolebindings/<namespace>/<name>.
+func roleBindingKey(key string) (namespace, name string, ok bool) {
 	rest, ok := strings.CutPrefix(key, "rolebindings/")
 	if !ok {
-		return "", false
+		return "", "", false
 	}
-	ns, _, ok := strings.Cut(rest, "/")
-	return ns, ok
+	return strings.Cut(rest, "/")
 }

@@ -172,7 +172,7 @@ func restoreData(ctx context.Context, store controlplane.TenantStore, r *snapsho
 			if p.take != nil && !p.take(key) {
 				continue
 			}
-			if ns, ok := namespaceOf(key); ok && !namespaces[ns] {
+			if ns, _, ok := roleBindingKey(key); ok && !namespaces[ns] {
 				continue
 			}
 			ops = append(ops, clientv3.OpPut(store.Fresh+key, string(kv.Value)))
