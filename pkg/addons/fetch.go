@@ -22,10 +22,11 @@ const DefaultMaxFetchBytes = 64 << 20
 
 // FetchPolicy is what every fetch butler-apiserver makes for a tenant may reach: a size limit
 // on each response body, and no loopback, link-local, private (RFC 1918, unique local),
-// carrier-grade NAT, unspecified or multicast address unless the platform allows that
-// host:port. The address is checked where it is dialled, after name resolution, so a name
-// that resolves to an internal address (DNS rebinding) and every redirect are refused alike;
-// proxies from the environment are not used.
+// carrier-grade NAT, unspecified, multicast or otherwise reserved address (IPv4 ones also
+// when carried in IPv6: mapped, NAT64, 6to4, Teredo) unless the platform allows that
+// host:port. The address is checked where it is dialled, after name resolution, so a name that
+// resolves to an internal address (DNS rebinding) and every redirect are refused alike; proxies
+// from the environment are not used.
 type FetchPolicy struct {
 	// MaxBytes bounds each response body; DefaultMaxFetchBytes when 0.
 	MaxBytes int64
@@ -63,9 +64,39 @@ func (p FetchPolicy) maxBytes() int64 {
 	return DefaultMaxFetchBytes
 }
 
-// internal says why an address may not be reached, or "".
+// reserved are IPv4 ranges that are not the public internet (IANA's special-purpose registry)
+// beyond those netip names: no public chart repository is there, an internal service may be.
+var reserved = []struct {
+	prefix netip.Prefix
+	why    string
+}{
+	{netip.MustParsePrefix("0.0.0.0/8"), "a \"this network\" address"},
+	{netip.MustParsePrefix("100.64.0.0/10"), "a carrier-grade NAT address"},
+	{netip.MustParsePrefix("192.0.0.0/24"), "an IETF protocol address"},
+	{netip.MustParsePrefix("198.18.0.0/15"), "a benchmarking address"},
+	{netip.MustParsePrefix("240.0.0.0/4"), "a reserved address"},
+}
+
+// IPv6 forms that carry an IPv4 address (RFC 6052, 3056, 4291).
+var (
+	nat64WellKnown = netip.MustParsePrefix("64:ff9b::/96")
+	nat64LocalUse  = netip.MustParsePrefix("64:ff9b:1::/48")
+	sixToFour      = netip.MustParsePrefix("2002::/16")
+	teredo         = netip.MustParsePrefix("2001::/32")
+	v4Compatible   = netip.MustParsePrefix("::/96")
+)
+
+// internal says why an address may not be reached, or "". An IPv6 address that carries an
+// IPv4 one (IPv4-mapped, NAT64's well-known prefix, 6to4) is judged by the IPv4 address it
+// reaches, so a public address through a NAT64 gateway stays reachable (IPv6-only clusters
+// fetch that way) while 10.0.0.1 behind 64:ff9b:: is refused as 10.0.0.1 would be.
 func internal(ip netip.Addr) string {
-	ip = ip.Unmap()
+	if v4, form, ok := embeddedIPv4(ip); ok {
+		if why := internal(v4); why != "" {
+			return form + " of " + v4.String() + ", " + why
+		}
+		return ""
+	}
 	switch {
 	case ip.IsLoopback():
 		return "a loopback address"
@@ -77,10 +108,41 @@ func internal(ip netip.Addr) string {
 		return "an unspecified address"
 	case ip.IsMulticast(), ip.IsInterfaceLocalMulticast():
 		return "a multicast address"
-	case netip.MustParsePrefix("100.64.0.0/10").Contains(ip):
-		return "a carrier-grade NAT address"
+	case nat64LocalUse.Contains(ip):
+		// Where the IPv4 address sits depends on the network's own prefix length, so it
+		// cannot be read: a local-use prefix is internal, as a unique local address is.
+		return "a local-use NAT64 address"
+	case v4Compatible.Contains(ip):
+		// Deprecated since 2006 and routed nowhere public; refused rather than interpreted.
+		return "an IPv4-compatible address"
+	}
+	for _, r := range reserved {
+		if r.prefix.Contains(ip) {
+			return r.why
+		}
 	}
 	return ""
+}
+
+// embeddedIPv4 is the IPv4 address an IPv6 address reaches through a translator or tunnel,
+// where the form fixes its place: IPv4-mapped and NAT64's well-known prefix in the last 32
+// bits, 6to4 in bits 16 to 47, Teredo's client (where a relay delivers) inverted in the last 32.
+func embeddedIPv4(ip netip.Addr) (netip.Addr, string, bool) {
+	if ip.Is4In6() {
+		return ip.Unmap(), "an IPv4-mapped address", true
+	}
+	b := ip.As16()
+	switch {
+	case !ip.Is6():
+		return netip.Addr{}, "", false
+	case nat64WellKnown.Contains(ip):
+		return netip.AddrFrom4([4]byte(b[12:16])), "a NAT64 address", true
+	case sixToFour.Contains(ip):
+		return netip.AddrFrom4([4]byte(b[2:6])), "a 6to4 address", true
+	case teredo.Contains(ip):
+		return netip.AddrFrom4([4]byte{^b[12], ^b[13], ^b[14], ^b[15]}), "a Teredo address", true
+	}
+	return netip.Addr{}, "", false
 }
 
 // Client returns an HTTP client that fetches under the policy, each request bounded by timeout.

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"runtime"
 	"strings"
 	"testing"
@@ -121,5 +122,55 @@ func TestFetchErrorsSayNoTransportDetail(t *testing.T) {
 	_, err = get(context.Background(), p, srv.URL+"/index.yaml")
 	if err == nil || !strings.HasSuffix(err.Error(), "the server answered 404 Not Found") {
 		t.Errorf("404: %v", err)
+	}
+}
+
+// TestFetchRefusesEveryInternalRange lists each range the policy refuses, IPv4 ones also in
+// the IPv6 forms that carry them to an IPv4 network (mapped, NAT64, 6to4, Teredo), and the
+// public addresses those forms may still reach.
+func TestFetchRefusesEveryInternalRange(t *testing.T) {
+	for _, tc := range []struct{ addr, want string }{
+		{"127.0.0.1", "a loopback address"},
+		{"::1", "a loopback address"},
+		{"169.254.169.254", "a link-local address"},
+		{"fe80::1", "a link-local address"},
+		{"10.1.2.3", "a private address"},
+		{"172.16.0.1", "a private address"},
+		{"192.168.1.1", "a private address"},
+		{"fd00::1", "a private address"},
+		{"0.0.0.0", "an unspecified address"},
+		{"::", "an unspecified address"},
+		{"239.1.2.3", "a multicast address"},
+		{"ff05::1", "a multicast address"},
+		{"100.64.0.1", "a carrier-grade NAT address"},
+		{"0.1.2.3", `a "this network" address`},
+		{"192.0.0.170", "an IETF protocol address"},
+		{"198.18.0.1", "a benchmarking address"},
+		{"198.19.255.254", "a benchmarking address"},
+		{"240.0.0.1", "a reserved address"},
+		{"255.255.255.255", "a reserved address"},
+		{"::ffff:127.0.0.1", "an IPv4-mapped address of 127.0.0.1, a loopback address"},
+		{"::ffff:169.254.169.254", "an IPv4-mapped address of 169.254.169.254, a link-local address"},
+		{"64:ff9b::10.0.0.1", "a NAT64 address of 10.0.0.1, a private address"},
+		{"64:ff9b::169.254.169.254", "a NAT64 address of 169.254.169.254, a link-local address"},
+		{"64:ff9b::127.0.0.1", "a NAT64 address of 127.0.0.1, a loopback address"},
+		{"64:ff9b:1::a00:1", "a local-use NAT64 address"},
+		{"64:ff9b:1:ffff::8.8.8.8", "a local-use NAT64 address"},
+		{"2002:a9fe:a9fe::1", "a 6to4 address of 169.254.169.254, a link-local address"},
+		{"2002:7f00:1::", "a 6to4 address of 127.0.0.1, a loopback address"},
+		{"2002:c0a8:101::1", "a 6to4 address of 192.168.1.1, a private address"},
+		{"2001:0:4136:e378:8000:63bf:f5fe:fffe", "a Teredo address of 10.1.0.1, a private address"},
+		{"::10.0.0.1", "an IPv4-compatible address"},
+		{"::8.8.8.8", "an IPv4-compatible address"},
+		// Public, directly or through a translator: allowed.
+		{"8.8.8.8", ""},
+		{"2606:4700::1111", ""},
+		{"::ffff:8.8.8.8", ""},
+		{"64:ff9b::8.8.8.8", ""},
+		{"2002:808:808::1", ""},
+	} {
+		if got := internal(netip.MustParseAddr(tc.addr)); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.addr, got, tc.want)
+		}
 	}
 }
