@@ -20,9 +20,12 @@ import (
 )
 
 // SnapshotRestore decides, when a TenantCluster's spec.restoreFrom is set or changed, whether
-// it may restore: the asker may get that TenantClusterSnapshot (a SubjectAccessReview through
-// the server's authorizer: the worker that restores never knows who asked; 403 otherwise, the
-// same words whether the snapshot exists or not), and the snapshot is Ready, not of a newer
+// it may restore: the asker holds create on tenantclusters/restore (RestoreSubresource, a verb
+// only the Team's admin role grants: a restore brings back the snapshot's objects, so an
+// operator could otherwise roll the tenant back to a time of wider rights) and may get that
+// TenantClusterSnapshot (SubjectAccessReviews through the server's authorizer: the worker that
+// restores never knows who asked; 403 otherwise, the same words whether the snapshot exists or
+// not), and the snapshot is Ready, not of a newer
 // Kubernetes version than the cluster, and its stored data matches its checksum (read from the
 // snapshot store when this server can reach it) — a 422 at spec.restoreFrom.name otherwise.
 type SnapshotRestore struct {
@@ -66,7 +69,11 @@ func (p *SnapshotRestore) Validate(ctx context.Context, a admission.Attributes, 
 		return nil // decided when it was set
 	}
 	name := tc.Spec.RestoreFrom.Name
-	if !p.mayGet(ctx, a, name) {
+	if !p.allowed(ctx, a, authorizer.AttributesRecord{Verb: "create", Resource: "tenantclusters", Subresource: RestoreSubresource, Name: tc.Name}) {
+		return admission.NewForbidden(a, fmt.Errorf("spec.restoreFrom: restoring TenantCluster %q from a snapshot needs create on tenantclusters/%s in namespace %s (the Team admin's right), which you do not have",
+			tc.Name, RestoreSubresource, a.GetNamespace()))
+	}
+	if !p.allowed(ctx, a, authorizer.AttributesRecord{Verb: "get", Resource: "tenantclustersnapshots", Name: name}) {
 		return admission.NewForbidden(a, fmt.Errorf("spec.restoreFrom.name: restoring from TenantClusterSnapshot %q needs get on it in namespace %s, which you do not have", name, a.GetNamespace()))
 	}
 	snap, err := p.store().Snapshot(ctx, a.GetNamespace(), name)
@@ -125,19 +132,22 @@ func (p *SnapshotRestore) verify(ctx context.Context, snap *butler.TenantCluster
 	return nil
 }
 
-// mayGet says whether the asker may get the snapshot. Without an authorizer (no management
-// cluster, where every request is the admin's) everyone may.
-func (p *SnapshotRestore) mayGet(ctx context.Context, a admission.Attributes, name string) bool {
+// RestoreSubresource names the verb create on tenantclusters/restore, checked whenever
+// spec.restoreFrom is set or changed. It is an RBAC rule only: nothing serves it.
+const RestoreSubresource = "restore"
+
+// allowed says whether the asker may do what (verb, resource, subresource, name) in the
+// request's namespace. Without an authorizer (no management cluster, where every request is the
+// admin's) everyone may.
+func (p *SnapshotRestore) allowed(ctx context.Context, a admission.Attributes, what authorizer.AttributesRecord) bool {
 	if p.authorizer == nil {
 		return true
 	}
 	if a.GetUserInfo() == nil {
 		return false
 	}
-	decision, _, err := p.authorizer.Authorize(ctx, authorizer.AttributesRecord{
-		User: a.GetUserInfo(), Verb: "get", Namespace: a.GetNamespace(), APIGroup: butler.GroupName, APIVersion: "*",
-		Resource: "tenantclustersnapshots", Name: name, ResourceRequest: true,
-	})
+	what.User, what.Namespace, what.APIGroup, what.APIVersion, what.ResourceRequest = a.GetUserInfo(), a.GetNamespace(), butler.GroupName, "*", true
+	decision, _, err := p.authorizer.Authorize(ctx, what)
 	return err == nil && decision == authorizer.DecisionAllow
 }
 

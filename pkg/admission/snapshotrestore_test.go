@@ -9,8 +9,10 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
@@ -61,6 +63,9 @@ func TestSnapshotRestore(t *testing.T) {
 		if a.GetVerb() == "get" && a.GetResource() == "tenantclustersnapshots" && a.GetName() != "secret" && a.GetName() != "missing-secret" {
 			return authorizer.DecisionAllow, "", nil
 		}
+		if a.GetVerb() == "create" && a.GetResource() == "tenantclusters" && a.GetSubresource() == "restore" {
+			return authorizer.DecisionAllow, "", nil
+		}
 		return authorizer.DecisionNoOpinion, "", nil
 	}))
 	restore := func(from string, old *butler.TenantCluster) error {
@@ -84,4 +89,36 @@ func TestSnapshotRestore(t *testing.T) {
 	old.Spec.RestoreFrom = &butler.RestoreSource{Name: "corrupt"}
 	expect(t, restore("corrupt", old), nil, "")
 	expect(t, restore("newer", old), apierrors.IsInvalid, "newer than the cluster's")
+}
+
+// An operator may get a snapshot but not restore from it: restoring (in place or into a new
+// cluster) is create on tenantclusters/restore, which only the Team's admin holds.
+func TestSnapshotRestoreNeedsTheRestoreVerb(t *testing.T) {
+	fake := newStore()
+	fake.snapshots = map[string]*butler.TenantClusterSnapshot{"team-a/good": {ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "good"},
+		Status: butler.TenantClusterSnapshotStatus{Phase: butler.SnapshotReady, KubernetesVersion: "v1.31.4"}}}
+	p := NewSnapshotRestore()
+	p.SetLedger(&quota.Ledger{Store: fake})
+	p.SetAuthorizer(authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+		switch {
+		case a.GetVerb() == "get" && a.GetResource() == "tenantclustersnapshots":
+			return authorizer.DecisionAllow, "", nil
+		case a.GetVerb() == "create" && a.GetResource() == "tenantclusters" && a.GetSubresource() == "restore" && a.GetUser().GetName() == "admin":
+			return authorizer.DecisionAllow, "", nil
+		}
+		return authorizer.DecisionNoOpinion, "", nil
+	}))
+	restoreAs := func(name string, old *butler.TenantCluster) error {
+		obj := tc("team-a", "src", 1)
+		obj.Spec.RestoreFrom = &butler.RestoreSource{Name: "good", Confirm: "src"}
+		op := admission.Create
+		if old != nil {
+			op = admission.Update
+		}
+		a := admission.NewAttributesRecord(obj, old, schema.GroupVersionKind{}, "team-a", "src", tcResource, "", op, nil, false, &user.DefaultInfo{Name: name})
+		return p.Validate(context.Background(), a, nil)
+	}
+	expect(t, restoreAs("operator", tc("team-a", "src", 1)), apierrors.IsForbidden, "needs create on tenantclusters/restore")
+	expect(t, restoreAs("operator", nil), apierrors.IsForbidden, "needs create on tenantclusters/restore")
+	expect(t, restoreAs("admin", tc("team-a", "src", 1)), nil, "")
 }

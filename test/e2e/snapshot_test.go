@@ -227,6 +227,15 @@ func TestSnapshotCloneAndRestore(t *testing.T) {
 	if out, err := kubectlAs(t, srcKubeconfig, "", "create", "deployment", "hello", "-n", "app", "--image=registry.k8s.io/pause:3.10"); err != nil {
 		t.Fatalf("Deployment: %v\n%s", err, out)
 	}
+	// Rights a tenant admin grants before the snapshot and takes back after it (mallory's
+	// binding, the ServiceAccount ci): an in-place restore must not give them back.
+	for _, args := range [][]string{{"create", "clusterrolebinding", "mallory", "--clusterrole=cluster-admin", "--user=mallory"},
+		{"create", "rolebinding", "mallory", "-n", "load", "--clusterrole=admin", "--user=mallory"},
+		{"create", "serviceaccount", "ci", "-n", "load"}} {
+		if out, err := kubectlAs(t, srcKubeconfig, "", args...); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+	}
 	fill := time.Now()
 	fillConfigMaps(t, kube, "app", configMaps)
 	if err := createAll(objects, func(i int) error {
@@ -377,6 +386,12 @@ spec: {clusterRef: {name: src}}
 	}
 	mustKubectl(t, "delete", "tcs", "src-2", "-n", ns, "--timeout=60s")
 
+	for _, args := range [][]string{{"delete", "clusterrolebinding", "mallory"}, {"delete", "rolebinding", "mallory", "-n", "load"},
+		{"delete", "serviceaccount", "ci", "-n", "load"}} {
+		if out, err := kubectlAs(t, srcKubeconfig, "", args...); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+	}
 	// In place: the source, a second worker added since the snapshot and namespace app deleted,
 	// is rolled back to the snapshot: app is back, and its Nodes are its two Machines' (the
 	// snapshot holds one).
@@ -393,6 +408,16 @@ spec: {clusterRef: {name: src}}
 	}
 	if w, err := dyn.Resource(widgetGVR).Namespace("app").List(ctx, metav1.ListOptions{}); err != nil || len(w.Items) != objects {
 		t.Errorf("widgets after the in-place restore: %v, %v", len(w.Items), err)
+	}
+	// Rights are the tenant's of now: what was taken back after the snapshot stays taken back.
+	if _, err := kube.RbacV1().ClusterRoleBindings().Get(ctx, "mallory", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("ClusterRoleBinding mallory after the in-place restore: %v (want NotFound: deleted after the snapshot)", err)
+	}
+	if _, err := kube.RbacV1().RoleBindings("load").Get(ctx, "mallory", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("RoleBinding load/mallory after the in-place restore: %v (want NotFound)", err)
+	}
+	if _, err := kube.CoreV1().ServiceAccounts("load").Get(ctx, "ci", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("ServiceAccount load/ci after the in-place restore: %v (want NotFound)", err)
 	}
 
 	// Deleting the snapshot deletes its data.

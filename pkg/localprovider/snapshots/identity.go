@@ -64,34 +64,56 @@ func secretType(value []byte) corev1.SecretType {
 }
 
 // fromNow are the keys an in-place restore takes from the data it replaces instead of from the
-// snapshot, by prefix (take, when set, picks among a prefix's keys):
+// snapshot, by prefix (take, when set, picks among a prefix's values):
 //   - the Nodes and their heartbeat Leases: those are the Machines' that exist now (a Machine's
 //     Node goes with it); the snapshot's may be of Machines deleted since, and lack those made
 //     since;
-//   - the Team's bindings (package access): who may do what in the tenant follows the Team of
-//     now, never a snapshot's, so a member removed since is not bound again, not even until the
-//     lifecycle's access step runs on the restored data.
+//   - who may do what: every Role, ClusterRole, RoleBinding and ClusterRoleBinding (the Team's
+//     and the tenant's own), every ServiceAccount and service-account token Secret. Rights follow
+//     the tenant of now, never a snapshot's: a binding deleted since (a demoted admin's, a
+//     revoked CI account's) is not bound again, a token revoked since is not valid again, not
+//     even until the lifecycle's access step runs on the restored data.
 var fromNow = []struct {
 	prefix string
-	take   func(key string) bool
+	take   func(value []byte) bool
 }{
 	{prefix: "minions/"},
 	{prefix: "leases/kube-node-lease/"},
-	{prefix: teamClusterRoleBindings},
-	{prefix: "rolebindings/", take: isTeamRoleBinding},
+	{prefix: "roles/"},
+	{prefix: "rolebindings/"},
+	{prefix: "clusterroles/"},
+	{prefix: "clusterrolebindings/"},
+	{prefix: "serviceaccounts/"},
+	{prefix: "secrets/", take: isServiceAccountToken},
 }
 
 // teamClusterRoleBindings is the key prefix of the Team's ClusterRoleBindings.
 const teamClusterRoleBindings = "clusterrolebindings/" + access.Prefix
 
-// isFromNow says whether an in-place restore takes the key from the data it replaces.
-func isFromNow(key string) bool {
+// isFromNow says whether an in-place restore takes the record's key from the data it replaces.
+func isFromNow(rec snapshot.Record) bool {
 	for _, p := range fromNow {
-		if strings.HasPrefix(key, p.prefix) && (p.take == nil || p.take(key)) {
+		if strings.HasPrefix(rec.Key, p.prefix) && (p.take == nil || p.take(rec.Value)) {
 			return true
 		}
 	}
 	return false
+}
+
+func isServiceAccountToken(value []byte) bool {
+	return secretType(value) == corev1.SecretTypeServiceAccountToken
+}
+
+// namespaceOf is the namespace of a namespaced object's key (resource/namespace/name) under the
+// prefixes of fromNow; "" for cluster-scoped ones.
+func namespaceOf(key string) string {
+	resource, rest, _ := strings.Cut(key, "/")
+	switch resource {
+	case "roles", "rolebindings", "serviceaccounts", "secrets":
+		ns, _, _ := strings.Cut(rest, "/")
+		return ns
+	}
+	return ""
 }
 
 // isTeamAccess says whether the key is one of the Team's bindings: a new cluster made from a

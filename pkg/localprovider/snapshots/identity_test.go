@@ -1,14 +1,9 @@
 package snapshots
 
 import (
-	"bytes"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
-	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/snapshot"
 )
@@ -16,14 +11,7 @@ import (
 // What carries the source's identity is dropped from a clone, whatever else stays; Secrets are
 // read as kube-apiserver stores them (protobuf).
 func TestKeepForNewIdentity(t *testing.T) {
-	secret := func(typ corev1.SecretType) []byte {
-		var buf bytes.Buffer
-		s := &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "app"}, Type: typ}
-		if err := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme).Encode(runtime.Object(s), &buf); err != nil {
-			t.Fatal(err)
-		}
-		return buf.Bytes()
-	}
+	secret := func(typ corev1.SecretType) []byte { return secretOf(t, typ, "") }
 	for _, c := range []struct {
 		key   string
 		value []byte

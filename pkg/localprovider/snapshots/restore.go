@@ -142,21 +142,21 @@ func (c *Controller) Restore(ctx context.Context, tcp *unstructured.Unstructured
 
 // restoreData writes the snapshot into store.Fresh: in place, with what fromNow names taken
 // from the data it replaces instead of from the snapshot (the Nodes of the Machines that exist,
-// the Team's bindings of now); for a new cluster, without what carries the source's identity or
+// RBAC, ServiceAccounts and their tokens of now); for a new cluster, without what carries the source's identity or
 // its Team's access.
 func restoreData(ctx context.Context, store controlplane.TenantStore, r *snapshot.Reader, inPlace bool) (snapshot.RestoreStats, error) {
 	if !inPlace {
 		return snapshot.RestoreInto(ctx, store.Client, store.Fresh, r, snapshot.RestoreOptions{Keep: keepForNewIdentity})
 	}
-	// The restored namespaces: a binding of now in a namespace the snapshot lacks would be left
-	// there, unseen by the access step, for whoever recreates the namespace.
+	// The restored namespaces: a binding (or account) of now in a namespace the snapshot lacks
+	// would be left there, unseen by the access step, for whoever recreates the namespace.
 	namespaces := map[string]bool{}
 	stats, err := snapshot.RestoreInto(ctx, store.Client, store.Fresh, r, snapshot.RestoreOptions{
 		Keep: func(rec snapshot.Record) bool {
 			if ns, ok := strings.CutPrefix(rec.Key, "namespaces/"); ok {
 				namespaces[ns] = true
 			}
-			return !isFromNow(rec.Key)
+			return !isFromNow(rec)
 		}})
 	if err != nil {
 		return stats, err
@@ -169,10 +169,10 @@ func restoreData(ctx context.Context, store controlplane.TenantStore, r *snapsho
 		var ops []clientv3.Op
 		for _, kv := range resp.Kvs {
 			key := strings.TrimPrefix(string(kv.Key), store.Prefix)
-			if p.take != nil && !p.take(key) {
+			if p.take != nil && !p.take(kv.Value) {
 				continue
 			}
-			if ns, _, ok := roleBindingKey(key); ok && !namespaces[ns] {
+			if ns := namespaceOf(key); ns != "" && !namespaces[ns] {
 				continue
 			}
 			ops = append(ops, clientv3.OpPut(store.Fresh+key, string(kv.Value)))
@@ -186,7 +186,7 @@ func restoreData(ctx context.Context, store controlplane.TenantStore, r *snapsho
 			ops = ops[n:]
 		}
 	}
-	// The snapshot's Nodes and bindings are replaced by those of now, not left out: Dropped
+	// The snapshot's Nodes, RBAC and accounts are replaced by those of now, not left out: Dropped
 	// counts only what a new cluster leaves out (status.restore.dropped).
 	stats.Dropped = 0
 	return stats, nil

@@ -8,6 +8,12 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/client-go/kubernetes/scheme"
+
 	"github.com/butlerdotdev/butler-apiserver/pkg/etcdtest"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/controlplane"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/datastore"
@@ -20,7 +26,10 @@ import (
 // snapshot. A clone has neither: its own Machines register their Nodes. The same for the Team's
 // bindings: otto, an admin at the snapshot, was removed since; the restored data binds the
 // admins of now from its first start (in the namespaces restored: app2, made since the
-// snapshot, gets no binding), and a clone binds none of the source's Team.
+// snapshot, gets no binding), and a clone binds none of the source's Team. Every other RBAC
+// object, ServiceAccount and service-account token Secret is also the tenant's of now: mallory,
+// bound by a tenant admin at the snapshot and unbound since, is not bound again; nor does the
+// ServiceAccount ci deleted since, or its token, come back.
 func TestInPlaceRestoreKeepsTheMachinesNodesAndTheTeamsBindings(t *testing.T) {
 	ctx := context.Background()
 	c := etcdtest.Client(t)
@@ -33,6 +42,10 @@ func TestInPlaceRestoreKeepsTheMachinesNodesAndTheTeamsBindings(t *testing.T) {
 		"rolebindings/app/butler:team-operators":  "operators of now",
 		"rolebindings/app/deploy-bot":             "a binding of the team's own, of now",
 		"rolebindings/app2/butler:team-operators": "operators of now in a namespace made since the snapshot",
+		"clusterrolebindings/cluster-admin":       "cluster-admin of now",
+		"serviceaccounts/app/default":             "default of now",
+		"secrets/app/default-token":               string(secretOf(t, corev1.SecretTypeServiceAccountToken, "of now")),
+		"secrets/app/db":                          string(secretOf(t, corev1.SecretTypeOpaque, "of now")),
 	}
 	for k, v := range now {
 		if _, err := c.Put(ctx, live+k, v); err != nil {
@@ -46,8 +59,14 @@ func TestInPlaceRestoreKeepsTheMachinesNodesAndTheTeamsBindings(t *testing.T) {
 	}
 	for _, k := range []string{"namespaces/app", "configmaps/app/cm", "leases/kube-node-lease/a", "leases/kube-system/kube-scheduler", "minions/a", "pods/app/p",
 		"clusterrolebindings/butler:team-admins", "clusterrolebindings/cluster-admin", "rolebindings/app/butler:team-operators",
-		"rolebindings/app/deploy-bot"} {
+		"rolebindings/app/deploy-bot", "rolebindings/app/mallory-admin", "clusterrolebindings/mallory", "roles/app/secrets-reader",
+		"clusterroles/mallory-escalate", "serviceaccounts/app/ci", "serviceaccounts/app/default"} {
 		if err := w.Write(snapshot.Record{Key: k, Value: []byte("snapshot " + k)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k, typ := range map[string]corev1.SecretType{"secrets/app/ci-token": corev1.SecretTypeServiceAccountToken, "secrets/app/db": corev1.SecretTypeOpaque} {
+		if err := w.Write(snapshot.Record{Key: k, Value: secretOf(t, typ, "snapshot")}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -65,8 +84,8 @@ func TestInPlaceRestoreKeepsTheMachinesNodesAndTheTeamsBindings(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if inPlace && (st.Dropped != 0 || st.Written != 10) {
-			t.Errorf("in place: %+v, want 10 written (6 of the snapshot, 4 of now), none dropped", st)
+		if inPlace && (st.Dropped != 0 || st.Written != 13) {
+			t.Errorf("in place: %+v, want 13 written (5 of the snapshot, 8 of now), none dropped", st)
 		}
 		resp, err := c.Get(ctx, fresh, clientv3.WithPrefix())
 		if err != nil {
@@ -87,10 +106,13 @@ func TestInPlaceRestoreKeepsTheMachinesNodesAndTheTeamsBindings(t *testing.T) {
 		"pods/app/p":                             "snapshot pods/app/p",
 		"minions/b":                              "node b",
 		"leases/kube-node-lease/b":               "lease b",
-		"clusterrolebindings/cluster-admin":      "snapshot clusterrolebindings/cluster-admin",
-		"rolebindings/app/deploy-bot":            "snapshot rolebindings/app/deploy-bot",
+		"clusterrolebindings/cluster-admin":      "cluster-admin of now",
+		"rolebindings/app/deploy-bot":            "a binding of the team's own, of now",
 		"clusterrolebindings/butler:team-admins": "alice",
 		"rolebindings/app/butler:team-operators": "operators of now",
+		"serviceaccounts/app/default":            "default of now",
+		"secrets/app/default-token":              now["secrets/app/default-token"],
+		"secrets/app/db":                         string(secretOf(t, corev1.SecretTypeOpaque, "snapshot")),
 	}
 	if len(got) != len(want) {
 		t.Errorf("in place: %v, want %v", got, want)
@@ -107,7 +129,20 @@ func TestInPlaceRestoreKeepsTheMachinesNodesAndTheTeamsBindings(t *testing.T) {
 			t.Errorf("a new cluster has %s", k)
 		}
 	}
-	if got["pods/app/p"] == "" || got["rolebindings/app/deploy-bot"] == "" {
+	if got["pods/app/p"] == "" || got["rolebindings/app/deploy-bot"] == "" || got["serviceaccounts/app/ci"] == "" {
 		t.Errorf("a new cluster lacks the snapshot's pod: %v", got)
 	}
+}
+
+// secretOf is a Secret of type typ as kube-apiserver stores it (protobuf), its data marked with
+// from.
+func secretOf(t *testing.T, typ corev1.SecretType, from string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	s := &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "app"},
+		Type: typ, Data: map[string][]byte{"from": []byte(from)}}
+	if err := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme).Encode(runtime.Object(s), &buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }
