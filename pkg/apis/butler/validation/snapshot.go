@@ -180,7 +180,14 @@ var (
 	scheduledNameSuffix = len("-202601021504")
 )
 
-const maxSnapshotKeep = 1000
+// Bounds of a cluster's snapshot schedules: what one cluster may keep in the store shared by
+// every tenant. Four schedules of up to 100 each cover the usual hourly/daily/weekly/monthly
+// policies (100 hourly is four days); the Team's maxSnapshots and maxSnapshotBytes bound the sum
+// over its clusters, and the provider's queue gives each Team its turn however often it fires.
+const (
+	maxSnapshotKeep      = 100
+	maxSnapshotSchedules = 4
+)
 
 // validateSnapshotPolicy checks spec.snapshots of the cluster named cluster: every schedule's
 // snapshots must be nameable (<cluster>-<schedule>-<time>, a DNS subdomain).
@@ -189,6 +196,9 @@ func validateSnapshotPolicy(cluster string, p *butler.SnapshotPolicy, fldPath *f
 		return nil
 	}
 	allErrs := validateOptionalEnum(p.OnClusterDelete, snapshotDeletionPolicies, fldPath.Child("onClusterDelete"))
+	if len(p.Schedules) > maxSnapshotSchedules {
+		allErrs = append(allErrs, field.TooMany(fldPath.Child("schedules"), len(p.Schedules), maxSnapshotSchedules))
+	}
 	seen := sets.New[string]()
 	for i, s := range p.Schedules {
 		path := fldPath.Child("schedules").Index(i)

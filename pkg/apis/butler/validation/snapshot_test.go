@@ -159,8 +159,13 @@ func TestValidateSnapshotPolicy(t *testing.T) {
 			[]fieldErr{required(s0 + "name"), required(s0 + "schedule")}},
 		{"time zone in the expression", "prod", butler.SnapshotPolicy{Schedules: []butler.SnapshotSchedule{
 			{Name: "n", Schedule: "CRON_TZ=UTC 0 2 * * *", Keep: 1}}}, []fieldErr{invalid(s0 + "schedule")}},
-		{"keep too many", "prod", butler.SnapshotPolicy{Schedules: []butler.SnapshotSchedule{{Name: "n", Schedule: "@daily", Keep: 1001}}},
+		{"keep too many", "prod", butler.SnapshotPolicy{Schedules: []butler.SnapshotSchedule{{Name: "n", Schedule: "@daily", Keep: 101}}},
 			[]fieldErr{invalid(s0 + "keep")}},
+		{"keep the most", "prod", butler.SnapshotPolicy{Schedules: []butler.SnapshotSchedule{{Name: "n", Schedule: "*/15 * * * *", Keep: 100}}}, nil},
+		{"too many schedules", "prod", butler.SnapshotPolicy{Schedules: []butler.SnapshotSchedule{
+			{Name: "a", Schedule: "@daily", Keep: 1}, {Name: "b", Schedule: "@daily", Keep: 1}, {Name: "c", Schedule: "@daily", Keep: 1},
+			{Name: "d", Schedule: "@daily", Keep: 1}, {Name: "e", Schedule: "@daily", Keep: 1}}},
+			[]fieldErr{tooMany("spec.snapshots.schedules")}},
 		{"duplicate", "prod", butler.SnapshotPolicy{Schedules: []butler.SnapshotSchedule{nightly, nightly}},
 			[]fieldErr{dup("spec.snapshots.schedules[1].name")}},
 		{"snapshot names too long", strings.Repeat("a", 200), butler.SnapshotPolicy{Schedules: []butler.SnapshotSchedule{

@@ -25,6 +25,7 @@ func forbidden(path string) fieldErr { return fieldErr{field.ErrorTypeForbidden,
 func notSupp(path string) fieldErr   { return fieldErr{field.ErrorTypeNotSupported, path} }
 func dup(path string) fieldErr       { return fieldErr{field.ErrorTypeDuplicate, path} }
 func tooLong(path string) fieldErr   { return fieldErr{field.ErrorTypeTooLong, path} }
+func tooMany(path string) fieldErr   { return fieldErr{field.ErrorTypeTooMany, path} }
 
 // expectErrors asserts that got holds exactly want (as a multiset, in any order).
 func expectErrors(t *testing.T, got field.ErrorList, want ...fieldErr) {
