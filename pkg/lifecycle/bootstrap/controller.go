@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
@@ -83,7 +84,7 @@ type Controller struct {
 	tenantClient func(kubeconfig []byte) (kubernetes.Interface, error)
 	tenantsMu    sync.Mutex
 	tenants      map[string]cachedTenant
-	now          func() time.Time
+	clock        clock.PassiveClock
 	// idle says why the worker does not run (the CRDs are not served).
 	idle error
 }
@@ -116,7 +117,7 @@ func New(d *worker.Deps) (*Controller, error) {
 		secrets:      secrets,
 		tenantClient: newTenantClient,
 		tenants:      map[string]cachedTenant{},
-		now:          time.Now,
+		clock:        d.Now(),
 	}
 	c.plan = c.steps()
 	c.queue = worker.NewQueue("bootstrapconfig", c.Reconcile)

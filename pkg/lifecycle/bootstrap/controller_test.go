@@ -160,7 +160,7 @@ func newEnv(t *testing.T, dynObjs []runtime.Object, kubeObjs ...runtime.Object) 
 	}
 	e := &env{t: t, ctx: ctx, kube: kube, dyn: dyn, tenant: kubefake.NewClientset(), c: c, now: time.Now()}
 	c.tenantClient = func([]byte) (kubernetes.Interface, error) { return e.tenant, nil }
-	c.now = func() time.Time { return e.now }
+	c.clock = worker.ClockFunc(func() time.Time { return e.now })
 	d.DynamicInformers.Start(ctx.Done())
 	d.KubeInformersFor(external.TenantClusterLabel).Start(ctx.Done())
 	d.TenantSecrets().Start(ctx.Done())

@@ -75,7 +75,7 @@ func renderFailure(s *state, err error) steps.Result {
 func (c *Controller) tenantToken(ctx context.Context, s *state) (string, error) {
 	bc, ttl := s.bc, s.ttl
 	secrets := s.tenant.CoreV1().Secrets(bootstrapdata.TokenSecretNamespace)
-	now := c.now()
+	now := c.clock.Now()
 	if token := c.currentToken(ctx, bc); token != "" {
 		secret, err := secrets.Get(ctx, bootstrapdata.TokenSecretName(token), metav1.GetOptions{})
 		switch {

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
@@ -39,7 +40,7 @@ type Controller struct {
 	events   events.EventRecorder
 	queue    *worker.Queue
 	synced   []cache.InformerSynced
-	now      func() time.Time
+	clock    clock.PassiveClock
 }
 
 // New builds the controller on the shared informers: a cluster is looked at when it changes,
@@ -47,7 +48,7 @@ type Controller struct {
 func New(d *worker.Deps) (*Controller, error) {
 	b := d.ButlerInformers.Butler().V1alpha1()
 	c := &Controller{butler: d.Butler, clusters: b.TenantClusters().Lister(), snaps: b.TenantClusterSnapshots().Lister(),
-		events: d.Recorder("butler-snapshotschedule"), now: time.Now}
+		events: d.Recorder("butler-snapshotschedule"), clock: d.Now()}
 	c.queue = worker.NewQueue("snapshotschedule", c.reconcile)
 	if _, err := b.TenantClusters().Informer().AddEventHandler(c.queue.Handler(worker.ByKey)); err != nil {
 		return nil, err
@@ -93,7 +94,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 		return worker.RequeueAfter(restoreRecheck)
 	}
 	schedules := c.schedulesOf(ctx, tc)
-	now := c.now()
+	now := c.clock.Now()
 	p := planFirings(schedules, readHandled(tc.Annotations[v1alpha1.SnapshotSchedulesAnnotation]), now)
 	for _, f := range p.take {
 		if err := c.take(ctx, tc, f); err != nil {

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	butlerfake "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned/fake"
@@ -50,7 +51,7 @@ func TestScheduledSnapshotWaitsForRestore(t *testing.T) {
 		client := butlerfake.NewSimpleClientset(tc, old, newer)
 		c := &Controller{butler: client, clusters: listers.NewTenantClusterLister(indexer(tc)),
 			snaps: listers.NewTenantClusterSnapshotLister(indexer(old, newer)), events: &events.FakeRecorder{},
-			now: func() time.Time { return now }}
+			clock: testingclock.NewFakePassiveClock(now)}
 		c.queue = worker.NewQueue("test", c.reconcile)
 		return client, c.reconcile(context.Background(), "team-a/prod")
 	}

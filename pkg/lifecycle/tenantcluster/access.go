@@ -97,7 +97,7 @@ func (c *Controller) applyAccess(ctx context.Context, s *state) (steps.Result, e
 	crbs, rbs := access.Bindings(members, names)
 	digest := fmt.Sprintf("%x", sha256.Sum256([]byte(fmt.Sprint(crbs, rbs, restoredAt(s.tc)))))
 	uid := string(s.tc.UID)
-	now := c.now()
+	now := c.clock.Now()
 	c.access.mu.Lock()
 	applied, granted := c.access.digest[uid] == digest, c.access.granted[uid]
 	c.access.mu.Unlock()

@@ -17,6 +17,7 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
@@ -47,7 +48,7 @@ func TestEnsureAccessFollowsTheTeam(t *testing.T) {
 		Data: map[string][]byte{"admin.conf": []byte("kubeconfig")}})
 	c := &Controller{kube: mgmt, teams: listers.NewTeamLister(teams),
 		access:          accessApplied{digest: map[string]string{}, granted: map[string]grant{}, clients: map[string]tenantClient{}},
-		newTenantClient: func([]byte) (kubernetes.Interface, error) { return tenant, nil }, now: time.Now}
+		newTenantClient: func([]byte) (kubernetes.Interface, error) { return tenant, nil }, clock: clock.RealClock{}}
 	tc := &v1alpha1.TenantCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod", Namespace: "team-a", UID: "uid-1"}}
 	s := &state{tc: tc, namespace: "tenant-ns"}
 
@@ -296,7 +297,7 @@ func accessFixture(t *testing.T, teams cache.Indexer, ns string, clock *time.Tim
 		Data: map[string][]byte{"admin.conf": []byte("kubeconfig")}})
 	return &Controller{kube: mgmt, teams: listers.NewTeamLister(teams),
 		access:          accessApplied{digest: map[string]string{}, granted: map[string]grant{}, clients: map[string]tenantClient{}},
-		newTenantClient: func([]byte) (kubernetes.Interface, error) { return tenant, nil }, now: func() time.Time { return *clock }}, tenant
+		newTenantClient: func([]byte) (kubernetes.Interface, error) { return tenant, nil }, clock: worker.ClockFunc(func() time.Time { return *clock })}, tenant
 }
 
 // subjectsOf names the subjects of the tenant's ClusterRoleBinding name.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
@@ -66,7 +66,8 @@ type Controller struct {
 	unstartedPlan steps.Plan[*state]
 	queue         *worker.Queue
 	synced        []cache.InformerSynced
-	now           func() time.Time
+	// clock is every time-dependent decision's (schedules, windows, resyncs).
+	clock clock.PassiveClock
 }
 
 // New builds the controller from the shared informers. It watches the external kinds it writes
@@ -85,7 +86,7 @@ func New(d *worker.Deps) (*Controller, error) {
 		access:          accessApplied{digest: map[string]string{}, granted: map[string]grant{}, clients: map[string]tenantClient{}},
 		newTenantClient: newAdminClient,
 		events:          d.Recorder("butler-tenantcluster"),
-		now:             time.Now,
+		clock:           d.Now(),
 	}
 	c.self = selfName(context.Background(), d.Kube)
 	c.plan = c.steps()

@@ -365,7 +365,7 @@ func (c *Controller) applySchedules(ctx context.Context, tc *v1alpha1.TenantClus
 		}
 		schedules = append(schedules, parsed)
 	}
-	now := c.now()
+	now := c.clock.Now()
 	since := tc.CreationTimestamp.Time
 	if t, err := time.Parse(time.RFC3339, tc.Annotations[hibernation.ScheduleAppliedAnnotation]); err == nil && t.After(since) {
 		since = t

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
@@ -23,7 +24,7 @@ import (
 )
 
 func TestSleepStatus(t *testing.T) {
-	c := &Controller{now: time.Now}
+	c := &Controller{clock: clock.RealClock{}}
 	c.sleepPlan = c.sleepSteps()
 	tc := cluster()
 	tc.Status.Phase = v1alpha1.TenantClusterReady
@@ -77,7 +78,7 @@ func TestApplySchedules(t *testing.T) {
 		{Start: "0 20 * * *", End: "0 7 * * *", Location: "Europe/Berlin"}}}
 	client := butlerfake.NewClientset(tc)
 	now := time.Date(2026, 11, 25, 19, 0, 30, 0, time.UTC) // 20:00:30 in Berlin
-	c := &Controller{butler: client, now: func() time.Time { return now }, queue: worker.NewQueue("test", nil)}
+	c := &Controller{butler: client, clock: worker.ClockFunc(func() time.Time { return now }), queue: worker.NewQueue("test", nil)}
 	ctx := context.Background()
 
 	wrote, err := c.applySchedules(ctx, tc)
@@ -127,7 +128,7 @@ func TestCreatedHibernatedIsProvisionedFirst(t *testing.T) {
 // Ready needs it served), says so in its conditions once asleep, and runs the ordinary sleep
 // plan once its kubeconfig is named.
 func TestCreatedAsleepWithWakeOnRequestNeverStarts(t *testing.T) {
-	c := &Controller{now: time.Now}
+	c := &Controller{clock: clock.RealClock{}}
 	c.plan, c.sleepPlan, c.unstartedPlan = c.steps(), c.sleepSteps(), c.unstartedSteps()
 	tc := cluster()
 	if c.asleepPlan(tc) != nil {

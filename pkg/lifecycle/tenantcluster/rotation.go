@@ -33,7 +33,7 @@ func (c *Controller) takeOperation(ctx context.Context, tc *v1alpha1.TenantClust
 		return false, nil
 	}
 	current := rotationOf(&tc.Status)
-	if next := nextRotation(current, op, metav1.NewTime(c.now())); next != nil {
+	if next := nextRotation(current, op, metav1.NewTime(c.clock.Now())); next != nil {
 		status := tc.Status.DeepCopy()
 		if status.Credentials == nil {
 			status.Credentials = &v1alpha1.TenantCredentialsStatus{}
@@ -121,7 +121,7 @@ func (c *Controller) followRotation(ctx context.Context, s *state, caPEM []byte)
 		}
 		next.Phase = v1alpha1.RotationPrepared
 	case current.Phase == v1alpha1.RotationCompleting && phase == string(v1alpha1.RotationCompleted) && id == started:
-		now := metav1.NewTime(c.now())
+		now := metav1.NewTime(c.clock.Now())
 		next.Phase, next.LastCompletionTime = v1alpha1.RotationCompleted, &now
 	default:
 		return steps.Waiting("RotatingCredentials", "rotating the tenant CA and service-account key (%s): waiting for the control plane provider", current.Phase), nil

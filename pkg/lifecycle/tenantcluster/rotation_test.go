@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/events"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
@@ -70,7 +71,7 @@ func TestTakeOperation(t *testing.T) {
 	tc.Annotations = map[string]string{v1alpha1.OperationAnnotation: v1alpha1.OperationRotateCredentialsStart, "keep": "me"}
 	client := butlerfake.NewSimpleClientset(tc)
 	recorder := events.NewFakeRecorder(10)
-	c := &Controller{butler: client, events: recorder, now: func() time.Time { return now }}
+	c := &Controller{butler: client, events: recorder, clock: testingclock.NewFakePassiveClock(now)}
 
 	if wrote, err := c.takeOperation(ctx, cluster()); wrote || err != nil {
 		t.Fatalf("no annotation: wrote %v, %v", wrote, err)
@@ -96,7 +97,7 @@ func TestTakeOperation(t *testing.T) {
 	}
 
 	got.Annotations[v1alpha1.OperationAnnotation] = v1alpha1.OperationRotateCredentialsStart
-	c.now = func() time.Time { return now.Add(time.Minute) }
+	c.clock = testingclock.NewFakePassiveClock(now.Add(time.Minute))
 	if _, err := c.takeOperation(ctx, got); err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +145,7 @@ func TestFollowRotation(t *testing.T) {
 		nodeCSR(t, "w1", oldCA), nodeCSR(t, "w2", oldCA), nodeCSR(t, "w1", newCA))
 	kube := kubefake.NewClientset(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "prod-admin-kubeconfig", Namespace: "tenant-ns"},
 		Data: map[string][]byte{"admin.conf": []byte("kubeconfig")}})
-	c := &Controller{kube: kube, now: func() time.Time { return now },
+	c := &Controller{kube: kube, clock: testingclock.NewFakePassiveClock(now),
 		access:          accessApplied{digest: map[string]string{}, granted: map[string]grant{}, clients: map[string]tenantClient{}},
 		newTenantClient: func([]byte) (kubernetes.Interface, error) { return tenant, nil }}
 	stateIn := func(phase v1alpha1.CredentialsRotationPhase, rotated string) *state {

@@ -113,6 +113,6 @@ func (c *Controller) setLastOperation(st *v1alpha1.TenantClusterStatus, opType, 
 		prev.Progress == op.Progress && prev.Description == op.Description {
 		return
 	}
-	op.LastUpdateTime = metav1.NewTime(c.now())
+	op.LastUpdateTime = metav1.NewTime(c.clock.Now())
 	st.LastOperation = op
 }

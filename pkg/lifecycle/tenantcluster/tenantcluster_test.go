@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
+	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
@@ -200,7 +201,7 @@ func TestStatusPhases(t *testing.T) {
 		return m
 	}
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	c := &Controller{now: func() time.Time { return now }}
+	c := &Controller{clock: testingclock.NewFakePassiveClock(now)}
 	c.plan = c.steps()
 	for _, tc := range []struct {
 		name      string

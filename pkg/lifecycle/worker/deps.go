@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
 	butlerinformers "github.com/butlerdotdev/butler-apiserver/pkg/generated/informers/externalversions"
@@ -35,6 +36,10 @@ type Deps struct {
 	// MetadataInformers keep only objects' metadata: for kinds watched to learn that an object
 	// exists, whose contents would be costly to cache (other providers' Secrets, CRDs).
 	MetadataInformers metadatainformer.SharedInformerFactory
+
+	// Clock is every time-dependent decision's clock (windows, schedules, waits, retention):
+	// the real one in production (nil reads as it), a fake one in tests.
+	Clock clock.PassiveClock
 
 	// Fetch is the outbound fetch policy's settings for what workers fetch for a tenant.
 	Fetch FetchSettings
@@ -151,3 +156,21 @@ func (d *Deps) Shutdown() {
 		d.tenantSecrets.Shutdown()
 	}
 }
+
+// Now returns the workers' clock: Clock, or the real one when none is set.
+func (d *Deps) Now() clock.PassiveClock {
+	if d.Clock == nil {
+		return clock.RealClock{}
+	}
+	return d.Clock
+}
+
+// ClockFunc is a PassiveClock that reads the time from a function: for tests that move a
+// variable rather than a fake clock.
+type ClockFunc func() time.Time
+
+// Now implements clock.PassiveClock.
+func (f ClockFunc) Now() time.Time { return f() }
+
+// Since implements clock.PassiveClock.
+func (f ClockFunc) Since(t time.Time) time.Duration { return f().Sub(t) }
