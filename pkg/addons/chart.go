@@ -188,13 +188,14 @@ func (c *Charts) Load(ctx context.Context, ref ChartRef) (*chart.Chart, error) {
 			return nil, fmt.Errorf("chart %s: %w", ref, err)
 		}
 	}
-	ch, err := loader.LoadFile(path)
+	ch, err := loadArchive(path)
 	if err != nil {
 		// A damaged archive is dropped so the next attempt fetches it again.
 		_ = os.Remove(path)
 		return nil, fmt.Errorf("chart %s: %w", ref, err)
 	}
 	if ch.Metadata.Name != ref.Name || ch.Metadata.Version != ref.Version {
+		_ = os.Remove(path)
 		return nil, fmt.Errorf("chart %s: the archive holds %s %s", ref, ch.Metadata.Name, ch.Metadata.Version)
 	}
 	return ch, nil
@@ -299,7 +300,7 @@ func (c *Charts) loadLocal(ref ChartRef) (*chart.Chart, error) {
 			lastErr = err
 			continue
 		}
-		ch, err := loader.Load(p)
+		ch, err := loadLocalChart(p)
 		if err != nil {
 			return nil, fmt.Errorf("chart %s: %w", ref, err)
 		}
@@ -316,6 +317,35 @@ func (c *Charts) loadLocal(ref ChartRef) (*chart.Chart, error) {
 		return ch, nil
 	}
 	return nil, fmt.Errorf("chart %s: not found in the local path: %w", ref, lastErr)
+}
+
+// loadLocalChart loads a bundled chart: a directory as Helm does, an archive within the budgets.
+func loadLocalChart(p string) (*chart.Chart, error) {
+	if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+		return loader.LoadDir(p)
+	}
+	return loadArchive(p)
+}
+
+// Evict drops ref's archive from the cache, and what a version constraint of its chart resolved
+// to, so the next Load fetches it again: a chart that failed to load or render is not kept.
+func (c *Charts) Evict(ref ChartRef) {
+	if kind, err := kindOf(ref.Repository); err != nil || kind == sourceLocal {
+		return
+	}
+	path := c.archivePath(ref)
+	lock := c.fetchLock(path)
+	lock.Lock()
+	_ = os.Remove(path)
+	lock.Unlock()
+	prefix := fmt.Sprintf("%s/%s@", strings.TrimSuffix(ref.Repository, "/"), ref.Name)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for key := range c.versions {
+		if strings.HasPrefix(key, prefix) {
+			delete(c.versions, key)
+		}
+	}
 }
 
 func (c *Charts) archivePath(ref ChartRef) string {
