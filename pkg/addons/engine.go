@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"helm.sh/helm/v3/pkg/action"
@@ -55,9 +56,10 @@ type Request struct {
 	// Owner, when set, is recorded as the release label OwnerLabel; a release recorded for
 	// another owner is refused.
 	Owner string
-	// Restriction, when set, installs with the least privilege of a Team's own chart: the chart
-	// is rendered and refused, before anything reaches the cluster, when it grants more than
-	// edit (CheckPrivilege). It says who may not, for the refusal: "a chart from a repository".
+	// Restriction, when set, installs with the least privilege of a Team's own chart: what Helm
+	// renders and sends is checked against an allow-list (privilege.go) and refused, before
+	// anything reaches the cluster, naming each object. It says who may not, for the refusal:
+	// "a chart from a repository".
 	Restriction string
 }
 
@@ -138,6 +140,14 @@ type Engine struct {
 	configs  map[configKey]*configEntry
 	clusters map[string]*clusterEntry
 	locks    map[string]*releaseLock
+
+	// renderDeadline bounds a render (DefaultRenderDeadline); poisoned holds the charts and
+	// values whose render outlived it, abandoned how many of those still run.
+	renderDeadline time.Duration
+	poisoned       map[string]bool
+	abandoned      atomic.Int64
+	// namespaceLabels reads a tenant namespace's labels (tenantNamespaceLabels; tests replace it).
+	namespaceLabels func(ctx context.Context, target Target, namespace string) (map[string]string, error)
 }
 
 type configKey struct{ cluster, namespace string }
@@ -159,8 +169,11 @@ type releaseLock struct {
 
 // NewEngine returns an engine that fetches charts through charts.
 func NewEngine(charts *Charts) *Engine {
-	return &Engine{charts: charts, configs: map[configKey]*configEntry{},
-		clusters: map[string]*clusterEntry{}, locks: map[string]*releaseLock{}}
+	e := &Engine{charts: charts, configs: map[configKey]*configEntry{},
+		clusters: map[string]*clusterEntry{}, locks: map[string]*releaseLock{},
+		renderDeadline: DefaultRenderDeadline, poisoned: map[string]bool{}}
+	e.namespaceLabels = e.tenantNamespaceLabels
+	return e
 }
 
 // Charts is the engine's chart source.
@@ -222,20 +235,39 @@ func (e *Engine) Ensure(ctx context.Context, req Request, starting func(Action))
 	if err != nil {
 		return nil, &OperationError{Release: current, Err: err}
 	}
-	if req.Restriction != "" {
-		if err := CheckPrivilege(ch, values, req.Release, req.Restriction); err != nil {
-			return nil, &OperationError{Release: current, Err: err}
-		}
+	if e.isPoisoned(ref, req.Values) {
+		return nil, &OperationError{Release: current, Err: fmt.Errorf("chart %s: rendering it with these values did not end within %s before; "+
+			"it is not rendered again until butler-apiserver restarts", ref, e.renderDeadline)}
+	}
+	g, err := e.gateFor(ctx, req, ch, cfg)
+	if err != nil {
+		return nil, &OperationError{Release: current, Err: err}
 	}
 	labels := map[string]string{}
 	if req.Owner != "" {
 		labels[OwnerLabel] = req.Owner
 	}
 	run := perAction(cfg)
+	run.KubeClient = g
 	// Helm gets a context that is never cancelled: its Install and Upgrade watch the context
 	// in a goroutine that outlives the call, and a cancel seen after success (even our own
 	// deferred one) marks the finished release failed. Timeout bounds the operation instead.
 	opCtx := context.WithoutCancel(ctx)
+	// failure is a failed action's error: the allow-list's refusal of the render (nothing was
+	// recorded or written), a render past its deadline, or Helm's error.
+	failure := func(action Action, err error) *OperationError {
+		after, _ := lastRevision(cfg, req.Release.Name)
+		var timeout *renderTimeout
+		switch {
+		case errors.As(err, &timeout):
+			e.poison(ref, req.Values)
+			e.charts.Evict(ref)
+			return &OperationError{Err: err, Release: current}
+		case g.refusal != nil && sameRevision(after, last):
+			return &OperationError{Err: g.refusal, Release: current}
+		}
+		return &OperationError{Action: action, Err: err, Release: infoOf(after)}
+	}
 
 	// A release whose uninstall was interrupted (or kept its history) is installed anew.
 	gone := last != nil && (last.Info.Status == release.StatusUninstalled || last.Info.Status == release.StatusUninstalling)
@@ -249,11 +281,11 @@ func (e *Engine) Ensure(ctx context.Context, req Request, starting func(Action))
 		install.CreateNamespace = req.CreateNamespace
 		install.Timeout, install.Wait = timeout, req.Wait
 		install.Labels = labels
+		install.PostRenderer = g
 		started := time.Now()
-		rel, err := install.RunWithContext(opCtx, ch, values)
+		rel, err := e.run(g, ref, func() (*release.Release, error) { return install.RunWithContext(opCtx, ch, values) })
 		if err != nil {
-			after, _ := lastRevision(cfg, req.Release.Name)
-			return nil, &OperationError{Action: ActionInstall, Err: err, Release: infoOf(after)}
+			return nil, failure(ActionInstall, err)
 		}
 		logger.Info("Installed", "chart", ch.Metadata.Name, "version", version, "revision", rel.Version, "took", time.Since(started).Round(time.Millisecond))
 		return &Result{Action: ActionInstall, Release: *infoOf(rel)}, nil
@@ -273,13 +305,17 @@ func (e *Engine) Ensure(ctx context.Context, req Request, starting func(Action))
 	upgrade.MaxHistory = maxHistory
 	upgrade.CleanupOnFail = true
 	upgrade.Labels = labels
+	upgrade.PostRenderer = g
 	started := time.Now()
-	rel, err := upgrade.RunWithContext(opCtx, req.Release.Name, ch, values)
+	rel, err := e.run(g, ref, func() (*release.Release, error) { return upgrade.RunWithContext(opCtx, req.Release.Name, ch, values) })
 	if err == nil {
 		logger.Info("Upgraded", "chart", ch.Metadata.Name, "version", version, "revision", rel.Version, "took", time.Since(started).Round(time.Millisecond))
 		return &Result{Action: ActionUpgrade, Release: *infoOf(rel)}, nil
 	}
-	opErr := &OperationError{Action: ActionUpgrade, Err: err}
+	opErr := failure(ActionUpgrade, err)
+	if opErr.Action == "" {
+		return nil, opErr
+	}
 	if deployed != nil {
 		rollback := action.NewRollback(perAction(cfg))
 		rollback.Version = deployed.Version
@@ -296,6 +332,14 @@ func (e *Engine) Ensure(ctx context.Context, req Request, starting func(Action))
 	after, _ := lastRevision(cfg, req.Release.Name)
 	opErr.Release = infoOf(after)
 	return nil, opErr
+}
+
+// sameRevision says whether the release's newest revision is still the one before the action.
+func sameRevision(after, before *release.Release) bool {
+	if after == nil || before == nil {
+		return after == before
+	}
+	return after.Version == before.Version
 }
 
 // Uninstall removes the release (a missing one is no error) and waits for its resources to go.

@@ -3,29 +3,68 @@ package addons
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
-	"sort"
 	"strings"
 
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/engine"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
 
 // The least privilege of a restricted addon (Request.Restriction: a chart a Team installs from a
-// repository, or a catalog chart with a Team's values): it is rendered before anything is installed,
-// hooks included, and refused when it would grant more than the built-in `edit` role does —
-// a binding to cluster-admin, admin or a system: role, or a role with a wildcard, escalate,
-// bind or impersonate, or writes to RBAC, admission, certificates, CRDs or node proxies.
-// Nothing of a refused chart reaches the tenant.
+// repository, or a catalog chart with a Team's values) is an allow-list, checked on exactly what
+// Helm sends to the tenant: the post-rendered manifests, the crds/ files and the hooks
+// (privilegeGate), whatever their file names, on install and upgrade alike. Objects are decoded
+// case-sensitively and strictly, as kube-apiserver decodes them, so no field the checker reads
+// differently from the API server (a `roleref` beside `roleRef`) gets through.
+//
+// A Team's chart may create the kinds of teamKinds, in namespaces that are neither system
+// namespaces nor marked protected (ProtectedNamespaceLabel); its roles grant no more than edit
+// minus Secrets, and its bindings bind only roles the chart itself defines (or view), cluster-wide
+// only read-only ones. Everything else is refused, before Helm writes anything, naming each object.
 
-// privilegedRoles are the roles above edit a restricted chart may not bind.
-var privilegedRoles = []string{"cluster-admin", "admin"}
+// ProtectedNamespaceLabel marks a tenant namespace (with the value "true") as a tenant admin's or
+// a platform addon's own: a Team's chart creates nothing there, since any workload there can
+// run as any of its service accounts.
+const ProtectedNamespaceLabel = "butler.butlerlabs.dev/protected"
+
+// systemNamespaces are Kubernetes' own: their service accounts are the controllers' (the
+// clusterrole-aggregation-controller holds escalate), so a chart's object there acts as them.
+var systemNamespaces = []string{"kube-system", "kube-public", "kube-node-lease"}
+
+// teamKinds are what a Team's chart may create: the namespaced objects of an application —
+// workloads, their configuration, Services and Ingresses, storage claims, autoscaling and
+// disruption budgets, network policies — which the built-in edit role writes too, and RBAC,
+// checked rule by rule. Left out on purpose: cluster-scoped kinds other than RBAC (Namespaces,
+// CRDs, PersistentVolumes, StorageClasses, PriorityClasses, webhooks: they change the cluster
+// for everyone), Endpoints and EndpointSlices (a Service pointed at any address), quotas and
+// limits (the tenant admin's), and custom resources (what a controller does with them is
+// unknown here). A platform that wants more for one chart sets trustTeamValues on its definition.
+var teamKinds = map[schema.GroupKind]bool{
+	{Kind: "ConfigMap"}: true, {Kind: "Secret"}: true, {Kind: "Service"}: true,
+	{Kind: "ServiceAccount"}: true, {Kind: "Pod"}: true, {Kind: "PersistentVolumeClaim"}: true,
+	{Group: "apps", Kind: "Deployment"}: true, {Group: "apps", Kind: "StatefulSet"}: true,
+	{Group: "apps", Kind: "DaemonSet"}: true, {Group: "apps", Kind: "ReplicaSet"}: true,
+	{Group: "batch", Kind: "Job"}: true, {Group: "batch", Kind: "CronJob"}: true,
+	{Group: "autoscaling", Kind: "HorizontalPodAutoscaler"}: true,
+	{Group: "policy", Kind: "PodDisruptionBudget"}:          true,
+	{Group: "networking.k8s.io", Kind: "Ingress"}:           true, {Group: "networking.k8s.io", Kind: "NetworkPolicy"}: true,
+	{Group: rbacv1.GroupName, Kind: "Role"}: true, {Group: rbacv1.GroupName, Kind: "RoleBinding"}: true,
+	{Group: rbacv1.GroupName, Kind: "ClusterRole"}: true, {Group: rbacv1.GroupName, Kind: "ClusterRoleBinding"}: true,
+}
+
+// clusterScoped are the kinds of teamKinds without a namespace.
+var clusterScoped = []string{"ClusterRole", "ClusterRoleBinding"}
+
+// builtinRoles are names a chart's own role may not take: binding "its" edit would bind the
+// cluster's. view is the one built-in role a chart may bind.
+var builtinRoles = []string{"cluster-admin", "admin", "edit", "view"}
 
 // privilegedVerbs let a subject grant or act as more than it holds.
 var privilegedVerbs = []string{"*", "escalate", "bind", "impersonate"}
@@ -33,120 +72,303 @@ var privilegedVerbs = []string{"*", "escalate", "bind", "impersonate"}
 // guardedGroups are API groups above edit: a restricted chart's roles may only read them.
 var guardedGroups = []string{"rbac.authorization.k8s.io", "admissionregistration.k8s.io", "certificates.k8s.io", "apiextensions.k8s.io"}
 
-// guardedResources are core resources above edit.
-var guardedResources = []string{"nodes/proxy", "serviceaccounts/token"}
+// guardedResources are resources a chart's role may not name at all: Secrets (whoever reads a
+// namespace's Secrets holds its service accounts' tokens), node proxies and token requests.
+var guardedResources = []string{"secrets", "nodes/proxy", "serviceaccounts/token"}
 
 var readVerbs = []string{"get", "list", "watch"}
 
-// CheckPrivilege renders ch with values (as an install would, with default capabilities and no
-// cluster lookups) and returns an error naming every object that grants more than edit; who
-// says who may not (Request.Restriction).
-func CheckPrivilege(ch *chart.Chart, values map[string]any, release ReleaseKey, who string) error {
-	opts := chartutil.ReleaseOptions{Name: release.Name, Namespace: release.Namespace, IsInstall: true, Revision: 1}
-	renderValues, err := chartutil.ToRenderValues(ch, values, opts, chartutil.DefaultCapabilities)
-	if err != nil {
-		return fmt.Errorf("rendering the chart: %w", err)
-	}
-	rendered, err := engine.Render(ch, renderValues)
-	if err != nil {
-		return fmt.Errorf("rendering the chart: %w", err)
-	}
-	names := make([]string, 0, len(rendered))
-	for name := range rendered {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	var problems []string
-	for _, name := range names {
-		if !strings.HasSuffix(name, ".yaml") && !strings.HasSuffix(name, ".yml") {
-			continue
-		}
-		p, err := manifestProblems(rendered[name])
-		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		problems = append(problems, p...)
-	}
-	if len(problems) == 0 {
-		return nil
-	}
-	return fmt.Errorf("chart %s %s grants more than edit, which %s may not: %s",
-		ch.Metadata.Name, ch.Metadata.Version, who, strings.Join(problems, "; "))
+// privilegeCheck is the allow-list of one restricted action. It keeps the roles the chart
+// defined and that passed, so a binding later in the stream (or in a hook) may bind them.
+type privilegeCheck struct {
+	// namespace is the release's: where a namespaced object without one goes.
+	namespace string
+	// protected says whether a tenant namespace is marked protected (ProtectedNamespaceLabel).
+	protected func(namespace string) (bool, error)
+	// roles are the chart's roles that passed, by roleKey; true when read-only.
+	roles map[string]bool
 }
 
-type rbacObject struct {
-	Kind     string `json:"kind"`
-	Metadata struct {
-		Name string `json:"name"`
+func newPrivilegeCheck(namespace string, protected func(string) (bool, error)) *privilegeCheck {
+	return &privilegeCheck{namespace: namespace, protected: protected, roles: map[string]bool{}}
+}
+
+// object is what the check reads of every object, decoded case-sensitively.
+type object struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
 	} `json:"metadata"`
-	RoleRef struct {
-		Kind string `json:"kind"`
-		Name string `json:"name"`
-	} `json:"roleRef"`
-	Rules []struct {
-		APIGroups []string `json:"apiGroups"`
-		Resources []string `json:"resources"`
-		Verbs     []string `json:"verbs"`
-	} `json:"rules"`
-	AggregationRule any `json:"aggregationRule"`
+	raw []byte
+	// invalid is why the object cannot be read as the API server reads it.
+	invalid error
 }
 
-// manifestProblems checks every document of one rendered template.
-func manifestProblems(manifest string) ([]string, error) {
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(manifest)))
-	var problems []string
-	for {
-		doc, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			return problems, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if len(bytes.TrimSpace(doc)) == 0 {
-			continue
-		}
-		var obj rbacObject
-		if err := yaml.Unmarshal(doc, &obj); err != nil {
-			return nil, err
-		}
-		problems = append(problems, objectProblems(&obj)...)
+func (o *object) String() string {
+	if o.Metadata.Namespace == "" {
+		return o.Kind + " " + o.Metadata.Name
 	}
+	return o.Kind + " " + o.Metadata.Namespace + "/" + o.Metadata.Name
 }
 
-func objectProblems(o *rbacObject) []string {
-	what := o.Kind + " " + o.Metadata.Name
+// manifest checks a stream of YAML documents and returns a problem per refused object.
+func (c *privilegeCheck) manifest(stream []byte) ([]string, error) {
+	objs, err := decodeObjects(stream)
+	if err != nil {
+		return nil, err
+	}
+	return c.objects(objs), nil
+}
+
+// objects checks decoded objects: roles first, so a binding may come before its role.
+func (c *privilegeCheck) objects(objs []*object) []string {
 	var problems []string
-	switch o.Kind {
-	case "ClusterRoleBinding", "RoleBinding":
-		if slices.Contains(privilegedRoles, o.RoleRef.Name) || strings.HasPrefix(o.RoleRef.Name, "system:") {
-			problems = append(problems, fmt.Sprintf("%s binds %s %s", what, o.RoleRef.Kind, o.RoleRef.Name))
-		}
-	case "ClusterRole", "Role":
-		if o.AggregationRule != nil {
-			problems = append(problems, what+" aggregates other roles")
-		}
-		for _, r := range o.Rules {
-			for _, v := range r.Verbs {
-				if slices.Contains(privilegedVerbs, v) {
-					problems = append(problems, fmt.Sprintf("%s grants %q", what, v))
-				}
-			}
-			if slices.Contains(r.Resources, "*") || slices.Contains(r.APIGroups, "*") {
-				problems = append(problems, what+" grants every resource (\"*\")")
-			}
-			writes := slices.ContainsFunc(r.Verbs, func(v string) bool { return !slices.Contains(readVerbs, v) })
-			for _, g := range r.APIGroups {
-				if writes && slices.Contains(guardedGroups, g) {
-					problems = append(problems, fmt.Sprintf("%s writes %s", what, g))
-				}
-			}
-			for _, res := range r.Resources {
-				if slices.Contains(guardedResources, res) {
-					problems = append(problems, fmt.Sprintf("%s grants %s", what, res))
-				}
+	isRole := func(o *object) bool { return o.Kind == "Role" || o.Kind == "ClusterRole" }
+	for _, pass := range []bool{true, false} {
+		for _, o := range objs {
+			if isRole(o) == pass {
+				problems = append(problems, c.object(o)...)
 			}
 		}
 	}
 	return problems
+}
+
+func (c *privilegeCheck) object(o *object) []string {
+	if o.invalid != nil {
+		return []string{fmt.Sprintf("%s: %v", o, o.invalid)}
+	}
+	gv, err := schema.ParseGroupVersion(o.APIVersion)
+	if err != nil {
+		return []string{fmt.Sprintf("%s: %v", o, err)}
+	}
+	if !teamKinds[gv.WithKind(o.Kind).GroupKind()] {
+		return []string{fmt.Sprintf("%s (%s) is not a kind a Team's chart may create", o, o.APIVersion)}
+	}
+	if slices.Contains(clusterScoped, o.Kind) {
+		o.Metadata.Namespace = ""
+	} else {
+		if o.Metadata.Namespace == "" {
+			o.Metadata.Namespace = c.namespace
+		}
+		if p := c.namespaceProblem(o); p != "" {
+			return []string{p}
+		}
+	}
+	switch o.Kind {
+	case "Role", "ClusterRole":
+		return c.role(o)
+	case "RoleBinding", "ClusterRoleBinding":
+		return c.binding(o)
+	}
+	return nil
+}
+
+// namespaceProblem refuses objects in system and protected namespaces: a workload there runs
+// as any of the namespace's service accounts, a binding there grants in it.
+func (c *privilegeCheck) namespaceProblem(o *object) string {
+	ns := o.Metadata.Namespace
+	if slices.Contains(systemNamespaces, ns) {
+		return fmt.Sprintf("%s is in %s, a system namespace", o, ns)
+	}
+	if c.protected == nil {
+		return ""
+	}
+	protected, err := c.protected(ns)
+	if err != nil {
+		return fmt.Sprintf("%s: whether namespace %s is protected is unknown: %v", o, ns, err)
+	}
+	if protected {
+		return fmt.Sprintf("%s is in %s, a protected namespace (%s=true)", o, ns, ProtectedNamespaceLabel)
+	}
+	return ""
+}
+
+func (c *privilegeCheck) role(o *object) []string {
+	var r rbacv1.ClusterRole // a Role is a ClusterRole without aggregationRule
+	if p := strictDecode(o, &r); p != "" {
+		return []string{p}
+	}
+	var problems []string
+	if slices.Contains(builtinRoles, r.Name) || strings.HasPrefix(r.Name, "system:") {
+		problems = append(problems, fmt.Sprintf("%s takes the name of a built-in role", o))
+	}
+	if r.AggregationRule != nil {
+		problems = append(problems, o.String()+" aggregates other roles")
+	}
+	readOnly := true
+	for _, rule := range r.Rules {
+		problems = append(problems, ruleProblems(o.String(), rule)...)
+		readOnly = readOnly && !slices.ContainsFunc(rule.Verbs, func(v string) bool { return !slices.Contains(readVerbs, v) })
+	}
+	if len(problems) == 0 {
+		c.roles[roleKey(o.Kind, o.Metadata.Namespace, o.Metadata.Name)] = readOnly
+	}
+	return problems
+}
+
+func ruleProblems(what string, r rbacv1.PolicyRule) []string {
+	var problems []string
+	for _, v := range r.Verbs {
+		if slices.Contains(privilegedVerbs, v) {
+			problems = append(problems, fmt.Sprintf("%s grants %q", what, v))
+		}
+	}
+	if slices.Contains(r.Resources, "*") || slices.Contains(r.APIGroups, "*") {
+		problems = append(problems, what+" grants every resource (\"*\")")
+	}
+	writes := slices.ContainsFunc(r.Verbs, func(v string) bool { return !slices.Contains(readVerbs, v) })
+	for _, g := range r.APIGroups {
+		if writes && slices.Contains(guardedGroups, g) {
+			problems = append(problems, fmt.Sprintf("%s writes %s", what, g))
+		}
+	}
+	for _, res := range r.Resources {
+		if slices.Contains(guardedResources, res) {
+			problems = append(problems, fmt.Sprintf("%s grants %s", what, res))
+		}
+	}
+	if writes && len(r.NonResourceURLs) > 0 {
+		problems = append(problems, what+" writes non-resource URLs")
+	}
+	return problems
+}
+
+// binding allows a binding of a role the chart defined and that passed, or of view; a
+// ClusterRoleBinding grants everywhere, kube-system included, so only a read-only role.
+func (c *privilegeCheck) binding(o *object) []string {
+	var b rbacv1.RoleBinding // a ClusterRoleBinding has the same fields
+	if p := strictDecode(o, &b); p != "" {
+		return []string{p}
+	}
+	ref := b.RoleRef
+	bound := fmt.Sprintf("%s binds %s %s", o, ref.Kind, ref.Name)
+	if ref.Kind == "ClusterRole" && ref.Name == "view" {
+		return nil
+	}
+	ns := o.Metadata.Namespace
+	if ref.Kind == "ClusterRole" {
+		ns = ""
+	}
+	readOnly, defined := c.roles[roleKey(ref.Kind, ns, ref.Name)]
+	switch {
+	case ref.APIGroup != rbacv1.GroupName || (ref.Kind != "Role" && ref.Kind != "ClusterRole"):
+		return []string{bound + ", which is not an RBAC role"}
+	case !defined:
+		return []string{bound + ", which the chart does not define: a Team's chart binds only its own roles and view"}
+	case o.Kind == "ClusterRoleBinding" && !readOnly:
+		return []string{bound + " in every namespace, and it writes: a Team's chart binds cluster-wide only read-only roles"}
+	}
+	return nil
+}
+
+func roleKey(kind, namespace, name string) string { return kind + "/" + namespace + "/" + name }
+
+// strictDecode decodes o into v as kube-apiserver would and refuses what it would read
+// otherwise than encoding/json: unknown fields, duplicate fields and fields that differ only in
+// case (sigs.k8s.io/json).
+func strictDecode(o *object, v any) string {
+	strict, err := kjson.UnmarshalStrict(o.raw, v)
+	if err != nil {
+		return fmt.Sprintf("%s: %v", o, err)
+	}
+	if len(strict) > 0 {
+		return fmt.Sprintf("%s: %v", o, errors.Join(strict...))
+	}
+	return ""
+}
+
+// decodeObjects splits a YAML stream into objects (a List's items each), refusing duplicate
+// keys and keys kube-apiserver would not read as the checker does.
+func decodeObjects(stream []byte) ([]*object, error) {
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(stream)))
+	var objs []*object
+	for {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			return objs, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		data, err := yaml.YAMLToJSONStrict(doc)
+		if err != nil {
+			return nil, err
+		}
+		if t := bytes.TrimSpace(data); len(t) == 0 || string(t) == "null" {
+			continue
+		}
+		more, err := decodeJSON(data)
+		if err != nil {
+			return nil, err
+		}
+		objs = append(objs, more...)
+	}
+}
+
+// decodeJSON decodes one object (or the items of a List, which kubectl's builder expands).
+func decodeJSON(data []byte) ([]*object, error) {
+	var fields map[string]any
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &fields); err != nil {
+		return nil, err
+	}
+	o := &object{raw: data}
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(data, o); err != nil {
+		return nil, err
+	}
+	if o.invalid = caseVariants(fields, ""); o.invalid != nil {
+		return []*object{o}, nil
+	}
+	if !strings.HasSuffix(o.Kind, "List") {
+		return []*object{o}, nil
+	}
+	var list struct {
+		Items []json.RawMessage `json:"items"`
+	}
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &list); err != nil {
+		return nil, err
+	}
+	var objs []*object
+	for _, item := range list.Items {
+		more, err := decodeJSON(item)
+		if err != nil {
+			return nil, err
+		}
+		objs = append(objs, more...)
+	}
+	return objs, nil
+}
+
+// caseVariants refuses a mapping, at any depth, with two keys equal but for case: the API
+// server reads one of them, a case-insensitive reader may read the other.
+func caseVariants(v any, path string) error {
+	switch v := v.(type) {
+	case map[string]any:
+		seen := map[string]string{}
+		for k, child := range v {
+			if other, ok := seen[strings.ToLower(k)]; ok {
+				return fmt.Errorf("%s has both %q and %q", orRoot(path), other, k)
+			}
+			seen[strings.ToLower(k)] = k
+			if err := caseVariants(child, path+"."+k); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for i, child := range v {
+			if err := caseVariants(child, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func orRoot(path string) string {
+	if path == "" {
+		return "the object"
+	}
+	return strings.TrimPrefix(path, ".")
 }

@@ -19,7 +19,8 @@
 //     layers -f files: the definition's defaults.values, the slot's values, spec.values;
 //   - least privilege when a Team set the values: a chart named by spec.helm, or a catalog chart
 //     carrying spec.values or slot values whose AddonDefinition does not set trustTeamValues, is
-//     rendered and refused when it grants more than edit (restriction, addons.CheckPrivilege);
+//     checked, on what Helm renders and sends, against the allow-list of a Team's chart and
+//     refused naming each object, reason Refused (restriction, addons/privilege.go);
 //   - Ensure through the engine; phase Installing or Upgrading is written before Helm starts,
 //     Installed after it succeeded, Failed (or Degraded when a failed upgrade was rolled back
 //     and the previous revision still runs) with Helm's error text in status.message;

@@ -142,7 +142,14 @@ func (c *Controller) failed(ctx context.Context, key string, addon *v1alpha1.Ten
 		op = &addons.OperationError{Err: err}
 	}
 	phase, reason := v1alpha1.TenantAddonFailed, "Failed"
+	var refused *addons.PrivilegeError
 	switch {
+	case errors.As(err, &refused):
+		// The allow-list refused the chart before Helm wrote anything: what ran still runs.
+		reason = "Refused"
+		if op.Release != nil && op.Release.Status == "deployed" {
+			phase = v1alpha1.TenantAddonDegraded
+		}
 	case op.Action == addons.ActionInstall:
 		reason = "InstallFailed"
 	case op.Action == addons.ActionUpgrade && op.RolledBack:
