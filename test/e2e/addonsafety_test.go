@@ -98,8 +98,8 @@ func waitAddon(t *testing.T, ns, name string, phase v1alpha1.TenantAddonPhase, w
 
 // TestTenancyOperatorAddonCannotEscalate: a Team's operator installs a chart the platform lists
 // (by repository and chart); with values that make it bind cluster-admin, it fails before
-// anything is installed — no ClusterRoleBinding, no namespace, no release — while the same
-// chart without that binding installs.
+// anything is installed — no ClusterRoleBinding, no namespace, no release — as it does with
+// values that bind edit in kube-system, while the same chart without either binding installs.
 func TestTenancyOperatorAddonCannotEscalate(t *testing.T) {
 	t.Parallel()
 	const ns, operator = "tenancy-escalate", "tenancy-escalate-operator"
@@ -109,7 +109,7 @@ func TestTenancyOperatorAddonCannotEscalate(t *testing.T) {
 	addonDefinition(t, "tenancy-escalate-demo", repo, "demo")
 	asOperator := userKubeconfig(t, operator)
 	ctx := context.Background()
-	for _, name := range []string{"tenancy-escalation", "tenancy-plain"} {
+	for _, name := range []string{"tenancy-escalation", "tenancy-edit-kube-system", "tenancy-plain"} {
 		t.Cleanup(func() {
 			_, _ = kubectl(t, "delete", "tenantaddon", name, "-n", ns, "--wait=false")
 			_, _ = kubectl(t, "delete", "namespace", name, "--wait=false")
@@ -131,6 +131,24 @@ func TestTenancyOperatorAddonCannotEscalate(t *testing.T) {
 	}
 	if out, err := kubectl(t, "auth", "can-i", "*", "*", "--as", "operator"); strings.TrimSpace(out) != "no" {
 		t.Errorf("the chart's subject \"operator\" is cluster-admin: %v\n%s", err, out)
+	}
+
+	// A RoleBinding of the built-in edit in kube-system (whence the clusterrole-aggregation-
+	// controller's account, which holds escalate, can be impersonated) is refused alike.
+	const editBinding = "tenancy-edit-kube-system"
+	if out, err := kubectlAs(t, asOperator, helmAddon(ns, editBinding, repo, "demo", "0.1.0",
+		`{extraObjects: [{apiVersion: rbac.authorization.k8s.io/v1, kind: RoleBinding, metadata: {name: `+editBinding+`, namespace: kube-system}, `+
+			`roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: edit}, subjects: [{kind: User, name: operator}]}]}`),
+		"create", "-f", "-"); err != nil {
+		t.Fatalf("the operator's TenantAddon: %v\n%s", err, out)
+	}
+	waitAddon(t, ns, editBinding, v1alpha1.TenantAddonFailed,
+		"may not: RoleBinding kube-system/"+editBinding+" is in kube-system, a system namespace", time.Minute)
+	if _, err := plane.kube.RbacV1().RoleBindings("kube-system").Get(ctx, editBinding, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the refused chart's RoleBinding: %v, want NotFound", err)
+	}
+	if _, err := plane.kube.CoreV1().Namespaces().Get(ctx, editBinding, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the refused chart's namespace: %v, want NotFound", err)
 	}
 
 	// The same chart without the binding installs for the operator.
