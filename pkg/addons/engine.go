@@ -249,6 +249,7 @@ func (e *Engine) Ensure(ctx context.Context, req Request, starting func(Action))
 	}
 	run := perAction(cfg)
 	run.KubeClient = g
+	run.RESTClientGetter = gatedGetter{RESTClientGetter: cfg.RESTClientGetter, gate: g}
 	// Helm gets a context that is never cancelled: its Install and Upgrade watch the context
 	// in a goroutine that outlives the call, and a cancel seen after success (even our own
 	// deferred one) marks the finished release failed. Timeout bounds the operation instead.

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
@@ -58,10 +60,12 @@ type gate struct {
 	rendered  chan struct{}
 	isDone    bool
 	abandoned bool
-	// busy counts kube calls in progress; idleSince is when the last one ended: the deadline
-	// runs from there, since Helm renders after its calls for crds/ and discovery.
+	// busy counts calls to the cluster in progress; idleSince is when the last one ended. The
+	// deadline runs from there once Helm read the cluster's APIs (armed), which it does just
+	// before it renders.
 	busy      int
 	idleSince time.Time
+	armed     bool
 	// refusal is the allow-list's refusal, when there was one.
 	refusal error
 }
@@ -104,10 +108,16 @@ func (g *gate) abandon() bool {
 func (g *gate) renderingFor() time.Duration {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.busy > 0 || g.isDone {
+	if !g.armed || g.busy > 0 || g.isDone {
 		return 0
 	}
 	return time.Since(g.idleSince)
+}
+
+func (g *gate) arm() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.armed = true
 }
 
 func (g *gate) renderEnded() bool {
@@ -263,8 +273,8 @@ func (g *gate) DeleteWithPropagationPolicy(resources kube.ResourceList, policy m
 	return c.DeleteWithPropagationPolicy(resources, policy)
 }
 
-// DefaultRenderDeadline bounds a chart's render: the time between Helm's last call to the
-// cluster before it renders (crds/, discovery) and the end of the render.
+// DefaultRenderDeadline bounds a chart's render: the time between Helm's reading of the
+// cluster's APIs, just before it renders, and the end of the render.
 const DefaultRenderDeadline = 30 * time.Second
 
 // maxAbandoned is how many renders past their deadline may still run (Go cannot stop them:
@@ -403,4 +413,36 @@ func (e *Engine) isPoisoned(ref ChartRef, values Values) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.poisoned[poisonKey(ref, values)]
+}
+
+// gatedGetter is Helm's RESTClientGetter for one action: its discovery calls (Helm reads the
+// cluster's version and APIs just before it renders) count as calls to the cluster, so a slow
+// tenant is not taken for a render that does not end.
+type gatedGetter struct {
+	action.RESTClientGetter
+	gate *gate
+}
+
+func (g gatedGetter) ToDiscoveryClient() (discovery.CachedDiscoveryInterface, error) {
+	dc, err := g.RESTClientGetter.ToDiscoveryClient()
+	if err != nil {
+		return nil, err
+	}
+	return gatedDiscovery{CachedDiscoveryInterface: dc, gate: g.gate}, nil
+}
+
+type gatedDiscovery struct {
+	discovery.CachedDiscoveryInterface
+	gate *gate
+}
+
+func (d gatedDiscovery) ServerVersion() (*version.Info, error) {
+	defer d.gate.calling()()
+	d.gate.arm()
+	return d.CachedDiscoveryInterface.ServerVersion()
+}
+
+func (d gatedDiscovery) ServerGroupsAndResources() ([]*metav1.APIGroup, []*metav1.APIResourceList, error) {
+	defer d.gate.calling()()
+	return d.CachedDiscoveryInterface.ServerGroupsAndResources()
 }
