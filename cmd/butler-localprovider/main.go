@@ -72,6 +72,10 @@ Flags:
 	flags.StringVar(&portRange, "port-range", localports.Tenants.String(), "loopback ports for tenant kube-apiservers (min-max); ports inside the kernel's ephemeral range are not used")
 	flags.StringVar(&cp.Address, "address", "127.0.0.1", "where tenant kube-apiservers listen and what their endpoints name (make test-cluster gives the one-node cluster's bridge address, which its Pods reach)")
 	flags.IntVar(&cp.Workers, "workers", 4, "tenant control planes reconciled at once")
+	wl := controlplane.DefaultWakeLimits
+	flags.IntVar(&cp.WakeLimits.MaxWaking, "wake-max-waking", wl.MaxWaking, "clusters waking on request at once at most; a connection past it is closed (0: no bound)")
+	flags.IntVar(&cp.WakeLimits.MaxAwake, "wake-max-awake", wl.MaxAwake, "clusters awake because of a request at most (not those a user woke with hibernated: false; 0: no bound)")
+	flags.IntVar(&cp.WakeLimits.PerSource, "wake-per-source", wl.PerSource, "connections one client address may have open at once, over all wake-on-request endpoints, before their TLS handshake with the tenant completed (0: no bound)")
 	flags.StringVar(&snaps.Dir, "snapshot-dir", "", "the TenantClusterSnapshot store's directory unless ButlerConfig spec.snapshotStore names one (default: snapshots/ next to --state-dir)")
 	flags.Int64Var(&snaps.PageSize, "snapshot-page-size", 500, "keys one range read of a snapshot returns (the memory a snapshot holds at once)")
 	klogFlags := goflag.NewFlagSet("klog", goflag.ExitOnError)

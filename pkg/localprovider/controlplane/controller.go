@@ -56,6 +56,8 @@ type Options struct {
 	Address string
 	// Workers is how many tenants are reconciled at once.
 	Workers int
+	// WakeLimits bound the wake-on-request listeners (DefaultWakeLimits on the command line).
+	WakeLimits WakeLimits
 }
 
 // Controller runs the StewardControlPlane and TenantControlPlane controllers.
@@ -78,6 +80,8 @@ type Controller struct {
 
 	mu     sync.Mutex
 	planes map[string]*plane // by TenantControlPlane UID
+	// wakeGate holds the wake-on-request listeners' shared counts.
+	wakeGate *wakeGate
 	// placed is each tenant's datastore by UID, as placed or set up here: what placement counts,
 	// rather than reading other tenants' records under their own locks.
 	placed map[string]string
@@ -116,6 +120,7 @@ func New(d *worker.Deps, opts Options) (*Controller, error) {
 		recorder: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: string(external.LocalProvider)}),
 		ports:    ports,
 		planes:   map[string]*plane{},
+		wakeGate: newWakeGate(opts.WakeLimits),
 		placed:   map[string]string{},
 		stores:   stores{clients: map[string]*storeClient{}},
 	}

@@ -30,6 +30,9 @@ type tenantRecord struct {
 	Port      int    `json:"port"`
 	// InternalPort is kube-apiserver's port when a wake-on-request listener holds Port.
 	InternalPort int `json:"internalPort,omitempty"`
+	// ListenAfter is when the listener may take Port, once wake on request was turned on for a
+	// tenant that served there (moveBehindListener).
+	ListenAfter time.Time `json:"listenAfter,omitempty"`
 	// DataStore is the DataStore the tenant's data is in, under DataStorePrefix, readable by the
 	// etcd user DataStoreUser only.
 	DataStore       string `json:"dataStore,omitempty"`

@@ -26,7 +26,10 @@ var tenantClusters = schema.GroupVersionResource{Group: "butler.butlerlabs.dev",
 func (c *Controller) ensureWakeProxy(ctx context.Context, tcp *unstructured.Unstructured, pl *plane) error {
 	annotations := tcp.GetAnnotations()
 	want := annotations[hibernation.WakeOnRequestAnnotation] == "true"
-	idle, _ := time.ParseDuration(annotations[hibernation.IdleTimeoutAnnotation])
+	idle, err := time.ParseDuration(annotations[hibernation.IdleTimeoutAnnotation])
+	if err != nil || idle <= 0 {
+		idle = hibernation.DefaultIdleTimeout
+	}
 
 	pl.mu.Lock()
 	proxy, rec := pl.proxy, pl.rec
@@ -39,31 +42,31 @@ func (c *Controller) ensureWakeProxy(ctx context.Context, tcp *unstructured.Unst
 		pl.stop()
 		c.ports.release(rec.InternalPort, rec.UID)
 		pl.mu.Lock()
-		pl.rec.InternalPort = 0
+		pl.rec.InternalPort, pl.rec.ListenAfter = 0, time.Time{}
 		rec = pl.rec
 		pl.mu.Unlock()
 		return writeRecord(pl.paths, rec)
 	}
 	if rec.InternalPort == 0 {
-		port, err := c.ports.allocate(rec.UID)
-		if err != nil {
+		if err := c.moveBehindListener(pl, publishedEndpoint(tcp) != ""); err != nil {
 			return err
 		}
-		// kube-apiserver leaves the endpoint's port to the listener.
-		pl.stop()
 		pl.mu.Lock()
-		pl.rec.InternalPort = port
 		rec = pl.rec
 		pl.mu.Unlock()
-		if err := writeRecord(pl.paths, rec); err != nil {
-			return err
-		}
 	}
 	if proxy == nil {
-		tc := tenantClusterOf(tcp)
-		p, err := startWakeProxy(endpointString(pl.address(), rec.Port), endpointString(pl.address(), rec.InternalPort), pl.admitting,
-			func(ctx context.Context, remote string) error { return c.recordWake(ctx, tc, pl, remote) },
-			func(ctx context.Context, d time.Duration) error { return c.recordIdle(ctx, tc, d) })
+		if wait := time.Until(rec.ListenAfter); wait > 0 {
+			// Cluster API's open client still names the endpoint: see moveBehindListener.
+			c.tcpQueue.AddAfter(tcp.GetNamespace()+"/"+tcp.GetName(), wait)
+			return nil
+		}
+		tc, uid := tenantClusterOf(tcp), rec.UID
+		p, err := startWakeProxy(endpointString(pl.address(), rec.Port), wakeTarget{
+			uid: uid, backend: endpointString(pl.address(), rec.InternalPort), ready: pl.admitting,
+			wake: func(ctx context.Context, remote string) error { return c.recordWake(ctx, tc, pl, remote) },
+			idle: func(ctx context.Context, d time.Duration) error { return c.recordIdle(ctx, tc, d) },
+		}, c.wakeGate)
 		if err != nil {
 			return fmt.Errorf("the wake-on-request listener cannot hold port %d of the endpoint: %w", rec.Port, err)
 		}
@@ -76,6 +79,38 @@ func (c *Controller) ensureWakeProxy(ctx context.Context, tcp *unstructured.Unst
 	return nil
 }
 
+// capiDropsConnection is how long Cluster API's ClusterCache takes, at worst, to drop a
+// connection whose endpoint refuses: FailureThreshold x (Interval + Timeout) = 5 x (10 s + 5 s),
+// as its manager's flag checks say, and a margin.
+const capiDropsConnection = 90 * time.Second
+
+// moveBehindListener gives kube-apiserver an internal port and leaves the endpoint's to the
+// listener. For a tenant that served on its endpoint already (wakeOnRequest turned on later),
+// the listener takes the port only after capiDropsConnection: Cluster API's ClusterCache keeps
+// the client it made from the old kubeconfig (the endpoint) until its health probe fails, and
+// through a listener it would never fail; each of its reconnects would then wake the cluster
+// and its open connection keep it awake. With the endpoint refusing meanwhile, it drops that
+// client and makes a new one from <cluster>-kubeconfig, which names the internal port.
+func (c *Controller) moveBehindListener(pl *plane, served bool) error {
+	port, err := c.ports.allocate(pl.rec.UID)
+	if err != nil {
+		return err
+	}
+	pl.stop()
+	pl.mu.Lock()
+	pl.rec.InternalPort = port
+	if served {
+		pl.rec.ListenAfter = time.Now().Add(capiDropsConnection).UTC().Truncate(time.Second)
+	}
+	rec := pl.rec
+	pl.mu.Unlock()
+	if served {
+		klog.InfoS("Wake-on-request turned on for a tenant that served: its endpoint refuses connections until Cluster API has dropped its client of the endpoint",
+			"uid", rec.UID, "port", rec.Port, "apiServerPort", port, "until", rec.ListenAfter)
+	}
+	return writeRecord(pl.paths, rec)
+}
+
 func tenantClusterOf(tcp *unstructured.Unstructured) types.NamespacedName {
 	l := tcp.GetLabels()
 	return types.NamespacedName{Namespace: l[external.TenantClusterNamespaceLabel], Name: l[external.TenantClusterLabel]}
@@ -83,7 +118,8 @@ func tenantClusterOf(tcp *unstructured.Unstructured) types.NamespacedName {
 
 // recordWake starts the processes without waiting for the wake to come back through Cluster
 // API, and writes the wish to wake into the TenantCluster (spec.hibernation.hibernated false, and
-// who asked) while they start. A cluster being deleted or paused is not woken; when the wish
+// that a request woke it: the client's address goes to the log only, not to an annotation every
+// viewer of the TenantCluster reads) while they start. A cluster being deleted or paused is not woken; when the wish
 // cannot be written, the processes stop again.
 func (c *Controller) recordWake(ctx context.Context, tc types.NamespacedName, pl *plane, remote string) error {
 	start := time.Now()
@@ -93,7 +129,7 @@ func (c *Controller) recordWake(ctx context.Context, tc types.NamespacedName, pl
 	}
 	pl.requestWake()
 	if asleep {
-		note := fmt.Sprintf("woken by a request from %s at %s", remote, time.Now().UTC().Format(time.RFC3339))
+		note := "woken by a request at " + time.Now().UTC().Format(time.RFC3339)
 		if err := c.setHibernated(ctx, tc, false, note); err != nil {
 			pl.clearWake()
 			pl.notify()

@@ -13,6 +13,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+	"github.com/butlerdotdev/butler-apiserver/pkg/hibernation"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
 )
 
@@ -36,5 +37,29 @@ func TestHibernationWishOfAPausedCluster(t *testing.T) {
 	}
 	if _, err := c.hibernationWish(ctx, name); err == nil || !strings.Contains(err.Error(), "paused") {
 		t.Errorf("paused: %v, want an error saying it is paused", err)
+	}
+}
+
+// TestRecordWakeNamesNoAddress: the note a wake leaves on the TenantCluster, which every viewer
+// of it reads, does not carry the client's address.
+func TestRecordWakeNamesNoAddress(t *testing.T) {
+	tc := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "butler.butlerlabs.dev/v1alpha1", "kind": "TenantCluster",
+		"metadata": map[string]any{"name": "prod", "namespace": "team-a"},
+		"spec":     map[string]any{"hibernation": map[string]any{"hibernated": true, "wakeOnRequest": true}}}}
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{tenantClusters: "TenantClusterList"}, tc)
+	c := &Controller{deps: &worker.Deps{Dynamic: client}}
+	name := types.NamespacedName{Namespace: "team-a", Name: "prod"}
+	ctx := context.Background()
+	if err := c.recordWake(ctx, name, &plane{notify: func() {}}, "203.0.113.7:51234"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := client.Resource(tenantClusters).Namespace("team-a").Get(ctx, "prod", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	note := got.GetAnnotations()[hibernation.LastChangeAnnotation]
+	if !strings.HasPrefix(note, "woken by a request") || strings.Contains(note, "203.0.113.7") {
+		t.Errorf("the wake's note: %q, want one that names no address", note)
 	}
 }

@@ -3,6 +3,8 @@ package controlplane
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"sync"
 	"time"
@@ -13,15 +15,24 @@ import (
 // wakeProxy holds a wake-on-request tenant's published port for the tenant's whole life and
 // passes every connection through, untouched (no TLS ends here: the client's certificate must
 // reach the tenant's kube-apiserver, and no shared process holds a tenant's serving key), to
-// kube-apiserver on its internal port. While the control plane sleeps, a connection asks for a
-// wake and waits, unanswered, until kube-apiserver serves. It sees every connection of the
-// tenant's users, so it also tells when the tenant has been idle.
+// kube-apiserver on its internal port. While the control plane sleeps, a connection that opens
+// with a TLS ClientHello asks for a wake and waits, unanswered, until kube-apiserver serves. It
+// sees every connection of the tenant's users, so it also tells when the tenant has been idle.
+//
+// What counts: a connection wakes the tenant only once it has sent a ClientHello (a bare TCP
+// connect, a port scan, wakes nothing), and it counts as use (keeps the tenant awake) only once
+// the TLS handshake with the tenant completed: the tenant answered the ClientHello and the
+// client went on. The listener cannot see requests (they are encrypted, and must stay so), so a
+// completed handshake is the most it can know. Every connection passes the provider's
+// wakeGate: bounds on clusters waking and awake by request, and per source.
 //
 // Management-side clients (Cluster API, kwok, butler's workers) use the internal port (the
 // admin kubeconfig's .svc keys), so they neither wake the tenant nor keep it awake.
 type wakeProxy struct {
 	ln      net.Listener
+	uid     string
 	backend string
+	gate    *wakeGate
 	// ready says whether kube-apiserver serves on backend, and returns a channel closed once it
 	// does.
 	ready func() (bool, <-chan struct{})
@@ -32,9 +43,9 @@ type wakeProxy struct {
 
 	mu          sync.Mutex
 	idleTimeout time.Duration
-	open        int       // client connections open
-	last        time.Time // last byte either way, or a connection's open or close
-	idleAsked   bool      // the idle wish was written since the last connection
+	open        int       // established client connections open
+	last        time.Time // last byte either way on an established connection, or its open or close
+	idleAsked   bool      // the idle wish was written since the last established connection
 	wakeAsked   time.Time
 	done        chan struct{}
 	wg          sync.WaitGroup
@@ -45,15 +56,29 @@ const (
 	wakeWait = 3 * time.Minute
 	// wakeAskAgain is how long after a wake request another connection asks again.
 	wakeAskAgain = 10 * time.Second
+	// wakeGrace is how long a cluster woken on request stays awake with no connection
+	// established (a ClientHello wakes it; only a completed handshake counts as use).
+	wakeGrace = time.Minute
+	// helloWait bounds how long a new connection may take to send its ClientHello.
+	helloWait = 10 * time.Second
 )
 
-func startWakeProxy(addr, backend string, ready func() (bool, <-chan struct{}),
-	wake func(context.Context, string) error, idle func(context.Context, time.Duration) error) (*wakeProxy, error) {
+// wakeTarget is what a listener serves: the tenant, kube-apiserver's internal address, whether
+// it serves, and what a wake and an idle spell write.
+type wakeTarget struct {
+	uid, backend string
+	ready        func() (bool, <-chan struct{})
+	wake         func(context.Context, string) error
+	idle         func(context.Context, time.Duration) error
+}
+
+func startWakeProxy(addr string, t wakeTarget, gate *wakeGate) (*wakeProxy, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	p := &wakeProxy{ln: ln, backend: backend, ready: ready, wake: wake, idle: idle, last: time.Now(), done: make(chan struct{})}
+	p := &wakeProxy{ln: ln, uid: t.uid, backend: t.backend, gate: gate, ready: t.ready, wake: t.wake, idle: t.idle,
+		last: time.Now(), done: make(chan struct{})}
 	p.wg.Add(2)
 	go p.accept()
 	go p.watchIdle()
@@ -77,6 +102,7 @@ func (p *wakeProxy) close() {
 	close(p.done)
 	_ = p.ln.Close()
 	p.wg.Wait()
+	p.gate.slept(p.uid)
 }
 
 func (p *wakeProxy) accept() {
@@ -91,28 +117,40 @@ func (p *wakeProxy) accept() {
 			time.Sleep(100 * time.Millisecond)
 			continue
 		}
-		go p.serve(conn, p.touch(+1))
+		go p.serve(conn)
 	}
 }
 
-// touch records activity; delta counts a connection opening (+1) or closing (-1). It returns
-// whether the idle wish had been written (an opening connection clears it).
-func (p *wakeProxy) touch(delta int) (idleAsked bool) {
+// touch records activity of an established connection; delta counts one opening (+1) or
+// closing (-1).
+func (p *wakeProxy) touch(delta int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.open += delta
 	p.last = time.Now()
-	idleAsked = p.idleAsked
 	if delta > 0 {
 		p.idleAsked = false
 	}
-	return idleAsked
 }
 
-func (p *wakeProxy) serve(client net.Conn, idleAsked bool) {
-	defer p.touch(-1)
+func (p *wakeProxy) serve(client net.Conn) {
 	defer client.Close()
 	remote := client.RemoteAddr().String()
+	release, err := p.gate.admit(remote)
+	if err != nil {
+		klog.V(2).InfoS("Wake-on-request: connection refused", "uid", p.uid, "remote", remote, "reason", err)
+		return
+	}
+	defer release()
+	hello, err := readClientHello(client)
+	if err != nil {
+		// No TLS: a port scan, a health check of the port, or garbage. It neither wakes nor counts.
+		klog.V(4).InfoS("Wake-on-request: connection closed before a ClientHello", "uid", p.uid, "remote", remote, "reason", err)
+		return
+	}
+	p.mu.Lock()
+	idleAsked := p.idleAsked
+	p.mu.Unlock()
 	if serving, _ := p.ready(); !serving || idleAsked {
 		// Asleep, or going to sleep by idleness: this connection is a request to wake, and a
 		// wake while going to sleep wins.
@@ -120,7 +158,7 @@ func (p *wakeProxy) serve(client net.Conn, idleAsked bool) {
 		if !p.waitAwake(remote) {
 			return
 		}
-		klog.InfoS("Wake-on-request: kube-apiserver serves; passing the connection through", "remote", remote,
+		klog.InfoS("Wake-on-request: kube-apiserver serves; passing the connection through", "uid", p.uid, "remote", remote,
 			"backend", p.backend, "waited", time.Since(start).Round(time.Millisecond))
 	}
 	backend, err := net.DialTimeout("tcp", p.backend, 5*time.Second)
@@ -129,12 +167,31 @@ func (p *wakeProxy) serve(client net.Conn, idleAsked bool) {
 		return
 	}
 	defer backend.Close()
-	p.splice(client, backend)
+	if _, err := backend.Write(hello); err != nil {
+		return
+	}
+	_ = client.SetReadDeadline(time.Time{})
+	p.splice(client, backend, release)
 }
 
-// waitAwake asks for a wake and waits until kube-apiserver serves; false when it gave up. The
-// wake starts the processes before it writes the wish, so the two overlap; the connection passes
-// through once both are done.
+// readClientHello reads the first bytes of a TLS connection, a handshake record holding a
+// ClientHello, within helloWait; it returns them to be passed on.
+func readClientHello(c net.Conn) ([]byte, error) {
+	_ = c.SetReadDeadline(time.Now().Add(helloWait))
+	// Record header: type 22 (handshake), version 3.x, length; then the handshake type, 1.
+	head := make([]byte, 6)
+	if _, err := io.ReadFull(c, head); err != nil {
+		return nil, err
+	}
+	if head[0] != 0x16 || head[1] != 0x03 || head[5] != 0x01 {
+		return nil, fmt.Errorf("not a TLS ClientHello (first bytes %x)", head)
+	}
+	return head, nil
+}
+
+// waitAwake asks for a wake and waits until kube-apiserver serves; false when it gave up or a
+// bound of the gate refused the wake. The wake starts the processes before it writes the wish,
+// so the two overlap; the connection passes through once both are done.
 func (p *wakeProxy) waitAwake(remote string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), wakeWait)
 	defer cancel()
@@ -145,45 +202,90 @@ func (p *wakeProxy) waitAwake(remote string) bool {
 		case <-ctx.Done():
 		}
 	}()
+	if err := p.gate.startWake(p.uid); err != nil {
+		klog.InfoS("Wake-on-request: not woken; closing the connection", "uid", p.uid, "remote", remote, "reason", err)
+		return false
+	}
 	p.mu.Lock()
 	ask := time.Since(p.wakeAsked) > wakeAskAgain
 	if ask {
 		p.wakeAsked = time.Now()
+		p.idleAsked = false
 	}
+	p.graceLocked()
 	p.mu.Unlock()
 	if ask {
 		if err := p.wake(ctx, remote); err != nil {
-			klog.InfoS("Wake-on-request: the wake was not recorded; closing the connection", "remote", remote, "err", err)
+			klog.InfoS("Wake-on-request: the wake was not recorded; closing the connection", "uid", p.uid, "remote", remote, "err", err)
 			p.mu.Lock()
 			p.wakeAsked = time.Time{}
 			p.mu.Unlock()
+			p.gate.slept(p.uid)
 			return false
 		}
 	}
 	for {
 		serving, ch := p.ready()
 		if serving {
+			p.gate.woke(p.uid)
+			p.mu.Lock()
+			p.graceLocked()
+			p.mu.Unlock()
 			return true
 		}
 		select {
 		case <-ctx.Done():
-			klog.InfoS("Wake-on-request: the control plane did not serve in time; closing the connection", "remote", remote, "waited", wakeWait)
+			klog.InfoS("Wake-on-request: the control plane did not serve in time; closing the connection", "uid", p.uid, "remote", remote, "waited", wakeWait)
 			return false
 		case <-ch:
 		}
 	}
 }
 
-// splice copies both ways until either side closes; every read is activity.
-func (p *wakeProxy) splice(a, b net.Conn) {
-	var wg sync.WaitGroup
-	copyHalf := func(dst, src net.Conn) {
+// graceLocked gives a cluster woken on request wakeGrace to be used: a wake is asked by a mere
+// ClientHello, so unless a handshake completes (and then the idle timeout counts from its last
+// byte) the cluster sleeps again after wakeGrace, whatever its idle timeout. p.mu is held.
+func (p *wakeProxy) graceLocked() {
+	if g := time.Now().Add(wakeGrace - p.idleTimeout); g.After(p.last) {
+		p.last = g
+	}
+}
+
+// splice copies both ways until either side closes. The connection is established (counted as
+// use, and released from its source's bound) once the tenant answered the ClientHello and the
+// client sent more: its side of the handshake went on. From then on every read is activity.
+func (p *wakeProxy) splice(client, backend net.Conn, release func()) {
+	var (
+		mu                    sync.Mutex
+		answered, established bool
+		wg                    sync.WaitGroup
+	)
+	saw := func(fromClient bool) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case established:
+		case !fromClient:
+			answered = true
+			return false
+		case answered:
+			established = true
+			release()
+			p.touch(+1)
+		default:
+			return false
+		}
+		return true
+	}
+	copyHalf := func(dst, src net.Conn, fromClient bool) {
 		defer wg.Done()
 		buf := make([]byte, 32*1024)
 		for {
 			n, err := src.Read(buf)
 			if n > 0 {
-				p.touch(0)
+				if saw(fromClient) {
+					p.touch(0)
+				}
 				if _, werr := dst.Write(buf[:n]); werr != nil {
 					break
 				}
@@ -200,9 +302,14 @@ func (p *wakeProxy) splice(a, b net.Conn) {
 		}
 	}
 	wg.Add(2)
-	go copyHalf(b, a)
-	go copyHalf(a, b)
+	go copyHalf(backend, client, true)
+	go copyHalf(client, backend, false)
 	wg.Wait()
+	mu.Lock()
+	if established {
+		p.touch(-1)
+	}
+	mu.Unlock()
 }
 
 // watchIdle writes the wish to sleep once no client connection has been open and no byte has
@@ -212,8 +319,14 @@ func (p *wakeProxy) watchIdle() {
 	defer p.wg.Done()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
+	served := false
 	for {
 		if serving, ch := p.ready(); !serving {
+			if served {
+				// Stopped: no longer awake by request, whoever woke it.
+				p.gate.slept(p.uid)
+				served = false
+			}
 			tick.Stop()
 			select {
 			case <-p.done:
@@ -222,6 +335,7 @@ func (p *wakeProxy) watchIdle() {
 			}
 			tick.Reset(time.Second)
 		}
+		served = true
 		select {
 		case <-p.done:
 			return

@@ -1,15 +1,21 @@
 package controlplane
 
 import (
-	"bufio"
+	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"net"
+	"os"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 )
 
-// echoBackend answers each line with the same line; it stands in for kube-apiserver.
+// echoBackend sends back every byte it gets; it stands in for kube-apiserver (its answer to a
+// ClientHello is the ClientHello).
 func echoBackend(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -25,57 +31,211 @@ func echoBackend(t *testing.T) string {
 			}
 			go func() {
 				defer c.Close()
-				r := bufio.NewReader(c)
-				for {
-					line, err := r.ReadString('\n')
-					if err != nil {
-						return
-					}
-					_, _ = c.Write([]byte(line))
-				}
+				_, _ = io.Copy(c, c)
 			}()
 		}
 	}()
 	return ln.Addr().String()
 }
 
-// TestWakeProxyWakesAndPassesThrough: a connection to a sleeping backend records one wake,
-// waits without an answer until the backend serves, then passes bytes both ways untouched.
-func TestWakeProxyWakesAndPassesThrough(t *testing.T) {
-	backend := echoBackend(t)
-	pl := &plane{}
-	var wakes atomic.Int32
-	p, err := startWakeProxy("127.0.0.1:0", backend, pl.serving,
-		func(context.Context, string) error {
-			wakes.Add(1)
-			time.AfterFunc(300*time.Millisecond, func() { pl.mu.Lock(); pl.setReadyLocked(true); pl.mu.Unlock() })
-			return nil
-		},
-		func(context.Context, time.Duration) error { return nil })
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.close()
+// clientHello is the start of a TLS ClientHello: a handshake record of type client_hello.
+var clientHello = []byte{0x16, 0x03, 0x01, 0x00, 0x2a, 0x01}
 
-	start := time.Now()
-	c, err := net.Dial("tcp", p.ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := c.Write([]byte("hello\n")); err != nil {
+// exchange writes b and reads it back from the echo backend.
+func exchange(t *testing.T, c net.Conn, b []byte) {
+	t.Helper()
+	if _, err := c.Write(b); err != nil {
 		t.Fatal(err)
 	}
 	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	line, err := bufio.NewReader(c).ReadString('\n')
-	if err != nil || line != "hello\n" {
-		t.Fatalf("through the proxy: %q %v", line, err)
+	got := make([]byte, len(b))
+	if _, err := io.ReadFull(c, got); err != nil || !bytes.Equal(got, b) {
+		t.Fatalf("through the listener: %q %v", got, err)
 	}
+}
+
+// handshake plays a client whose TLS handshake completes: ClientHello, the tenant's answer,
+// then more from the client.
+func handshake(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exchange(t, c, clientHello)
+	exchange(t, c, []byte("finished"))
+	return c
+}
+
+// counter records the wishes a listener writes.
+type counter struct{ wakes, idles atomic.Int32 }
+
+func (n *counter) target(uid, backend string, ready func() (bool, <-chan struct{})) wakeTarget {
+	return wakeTarget{uid: uid, backend: backend, ready: ready,
+		wake: func(context.Context, string) error { n.wakes.Add(1); return nil },
+		idle: func(context.Context, time.Duration) error { n.idles.Add(1); return nil }}
+}
+
+func startTestProxy(t *testing.T, target wakeTarget, gate *wakeGate) *wakeProxy {
+	t.Helper()
+	p, err := startWakeProxy("127.0.0.1:0", target, gate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.close)
+	return p
+}
+
+// TestWakeProxyWakesAndPassesThrough: a ClientHello to a sleeping backend records one wake,
+// waits without an answer until the backend serves, then passes bytes both ways untouched.
+func TestWakeProxyWakesAndPassesThrough(t *testing.T) {
+	pl := &plane{}
+	var n counter
+	target := n.target("a", echoBackend(t), pl.serving)
+	target.wake = func(context.Context, string) error {
+		n.wakes.Add(1)
+		time.AfterFunc(300*time.Millisecond, func() { pl.mu.Lock(); pl.setReadyLocked(true); pl.mu.Unlock() })
+		return nil
+	}
+	p := startTestProxy(t, target, newWakeGate(WakeLimits{}))
+
+	start := time.Now()
+	c := handshake(t, p.ln.Addr().String())
+	defer c.Close()
 	if waited := time.Since(start); waited < 250*time.Millisecond {
 		t.Errorf("answered after %s, before the backend served", waited)
 	}
-	if n := wakes.Load(); n != 1 {
+	if n := n.wakes.Load(); n != 1 {
 		t.Errorf("%d wakes recorded, want 1", n)
+	}
+}
+
+// TestWakeProxyBareConnectsWakeNothing is the attacker's nc -z loop and port scan: connections
+// that close without a byte, or open with something other than a ClientHello, neither wake a
+// sleeping cluster nor keep an awake one from its idle sleep.
+func TestWakeProxyBareConnectsWakeNothing(t *testing.T) {
+	var asleep, awake counter
+	gate := newWakeGate(WakeLimits{})
+	sleeping := startTestProxy(t, asleep.target("asleep", echoBackend(t), (&plane{}).serving), gate)
+	serving := startTestProxy(t, awake.target("awake", echoBackend(t), alwaysServing), gate)
+	serving.setIdleTimeout(time.Second)
+
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, p := range []*wakeProxy{sleeping, serving} {
+			c, err := net.Dial("tcp", p.ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Close()
+			c, err = net.Dial("tcp", p.ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = c.Write([]byte("GET / HTTP/1.1\r\n\r\n"))
+			c.Close()
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n := asleep.wakes.Load(); n != 0 {
+		t.Errorf("bare connects woke the sleeping cluster %d times", n)
+	}
+	if n := awake.idles.Load(); n != 1 {
+		t.Errorf("the awake cluster wished to sleep %d times under a connect loop, want 1 (connects are not use)", n)
+	}
+}
+
+// TestWakeProxyUseIsACompletedHandshake: a connection that only sent a ClientHello and was
+// answered is not use (the cluster sleeps after its idle time while it is open); one whose
+// handshake went on is, for as long as it is open.
+func TestWakeProxyUseIsACompletedHandshake(t *testing.T) {
+	var n counter
+	p := startTestProxy(t, n.target("a", echoBackend(t), alwaysServing), newWakeGate(WakeLimits{}))
+	p.setIdleTimeout(time.Second)
+
+	hello, err := net.Dial("tcp", p.ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hello.Close()
+	exchange(t, hello, clientHello)
+	waitFor(t, "no idle wish while only a ClientHello was answered", func() bool { return n.idles.Load() == 1 })
+
+	held := handshake(t, p.ln.Addr().String())
+	time.Sleep(2500 * time.Millisecond)
+	if got := n.idles.Load(); got != 1 {
+		t.Fatalf("idle wished %d times while a completed handshake was open, want 1", got)
+	}
+	held.Close()
+	waitFor(t, "no idle wish after the established connection closed", func() bool { return n.idles.Load() == 2 })
+}
+
+// TestWakeGateBounds: a flood of ClientHellos to many sleeping clusters wakes at most
+// MaxWaking at once and MaxAwake in all; one source gets at most PerSource connections before
+// their handshakes complete.
+func TestWakeGateBounds(t *testing.T) {
+	gate := newWakeGate(WakeLimits{MaxWaking: 2, MaxAwake: 3, PerSource: 8})
+	release := make(chan struct{})
+	var mu sync.Mutex
+	woken := map[string]bool{}
+	var proxies []*wakeProxy
+	for i := range 6 {
+		uid := fmt.Sprint("t", i)
+		pl := &plane{}
+		target := wakeTarget{uid: uid, backend: echoBackend(t), ready: pl.serving,
+			wake: func(context.Context, string) error {
+				mu.Lock()
+				woken[uid] = true
+				mu.Unlock()
+				go func() { <-release; pl.mu.Lock(); pl.setReadyLocked(true); pl.mu.Unlock() }()
+				return nil
+			},
+			idle: func(context.Context, time.Duration) error { return nil }}
+		proxies = append(proxies, startTestProxy(t, target, gate))
+	}
+	flood := func(conns int) (refused int) {
+		var wg sync.WaitGroup
+		var closed atomic.Int32
+		for i := range conns {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c, err := net.Dial("tcp", proxies[i%len(proxies)].ln.Addr().String())
+				if err != nil {
+					closed.Add(1)
+					return
+				}
+				defer c.Close()
+				_, _ = c.Write(clientHello)
+				_ = c.SetReadDeadline(time.Now().Add(time.Second))
+				if _, err := c.Read(make([]byte, 1)); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+					closed.Add(1) // closed by the listener, not held for a wake
+				}
+			}()
+		}
+		wg.Wait()
+		return int(closed.Load())
+	}
+	// 100 at once from one source: PerSource admits 8, of which those to 2 clusters wait.
+	if refused := flood(100); refused < 92 {
+		t.Errorf("%d of 100 connections closed, want at least 92 (8 per source)", refused)
+	}
+	if waking, awake := gate.counts(); waking > 2 || awake > 2 {
+		t.Errorf("waking %d, awake %d; want at most 2 waking", waking, awake)
+	}
+	close(release)
+	time.Sleep(200 * time.Millisecond)
+	for range 3 {
+		flood(12)
+		time.Sleep(100 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(woken) > 3 {
+		t.Errorf("%d clusters woken, want at most MaxAwake 3: %v", len(woken), woken)
+	}
+	if _, awake := gate.counts(); awake != len(woken) {
+		t.Errorf("the gate counts %d awake, %d were woken", awake, len(woken))
 	}
 }
 
@@ -83,49 +243,24 @@ func TestWakeProxyWakesAndPassesThrough(t *testing.T) {
 // time, never while a connection is open; a connection after it asks for a wake (a wake while
 // going to sleep wins).
 func TestWakeProxyIdle(t *testing.T) {
-	backend := echoBackend(t)
-	var idles, wakes atomic.Int32
-	p, err := startWakeProxy("127.0.0.1:0", backend, alwaysServing,
-		func(context.Context, string) error { wakes.Add(1); return nil },
-		func(context.Context, time.Duration) error { idles.Add(1); return nil })
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.close()
+	var n counter
+	p := startTestProxy(t, n.target("a", echoBackend(t), alwaysServing), newWakeGate(WakeLimits{}))
 	p.setIdleTimeout(time.Second)
 
-	held, err := net.Dial("tcp", p.ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	held := handshake(t, p.ln.Addr().String())
 	time.Sleep(3 * time.Second)
-	if n := idles.Load(); n != 0 {
-		t.Fatalf("idle recorded %d times while a connection was open", n)
+	if got := n.idles.Load(); got != 0 {
+		t.Fatalf("idle recorded %d times while a connection was open", got)
 	}
 	held.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for idles.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if n := idles.Load(); n != 1 {
-		t.Fatalf("idle recorded %d times after the connection closed, want 1", n)
-	}
+	waitFor(t, "no idle wish after the connection closed", func() bool { return n.idles.Load() == 1 })
 	time.Sleep(2500 * time.Millisecond)
-	if n := idles.Load(); n != 1 {
-		t.Errorf("idle recorded again (%d) with no connection in between", n)
+	if got := n.idles.Load(); got != 1 {
+		t.Errorf("idle recorded again (%d) with no connection in between", got)
 	}
-	c, err := net.Dial("tcp", p.ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _ = c.Write([]byte("x\n"))
-	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if _, err := bufio.NewReader(c).ReadString('\n'); err != nil {
-		t.Fatal(err)
-	}
-	c.Close()
-	if n := wakes.Load(); n != 1 {
-		t.Errorf("a connection after the idle wish recorded %d wakes, want 1", n)
+	handshake(t, p.ln.Addr().String()).Close()
+	if got := n.wakes.Load(); got != 1 {
+		t.Errorf("a connection after the idle wish recorded %d wakes, want 1", got)
 	}
 }
 

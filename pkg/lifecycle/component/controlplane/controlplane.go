@@ -126,11 +126,10 @@ func withHibernation(in component.Input) func(*unstructured.Unstructured, error)
 		if err != nil || h == nil || !h.WakeOnRequest {
 			return u, err
 		}
-		a := map[string]string{hibernation.WakeOnRequestAnnotation: "true"}
-		if h.IdleTimeout != nil {
-			a[hibernation.IdleTimeoutAnnotation] = h.IdleTimeout.Duration.String()
-		}
-		u.SetAnnotations(a)
+		u.SetAnnotations(map[string]string{
+			hibernation.WakeOnRequestAnnotation: "true",
+			hibernation.IdleTimeoutAnnotation:   hibernation.IdleTimeout(h).String(),
+		})
 		return u, nil
 	}
 }

@@ -1,0 +1,104 @@
+package controlplane
+
+import (
+	"fmt"
+	"net"
+	"sync"
+)
+
+// WakeLimits bound what unauthenticated clients can make the wake-on-request listeners do: the
+// listeners pass connections before any credential is checked (the tenant checks it), so
+// anyone who reaches an endpoint can send a ClientHello. Zero means no bound.
+type WakeLimits struct {
+	// MaxWaking is how many clusters may be waking on request at once (asked, not yet serving).
+	MaxWaking int
+	// MaxAwake is how many clusters may be awake because of a request (woken by a connection and
+	// not asleep since); a user's hibernated: false does not count.
+	MaxAwake int
+	// PerSource is how many connections one client address may have open at once, over every
+	// listener, that have not yet completed a TLS handshake with the tenant (waiting for a wake
+	// or in the handshake).
+	PerSource int
+}
+
+// DefaultWakeLimits are the provider's defaults (its flags).
+var DefaultWakeLimits = WakeLimits{MaxWaking: 4, MaxAwake: 16, PerSource: 32}
+
+// wakeGate holds the counts behind WakeLimits, shared by every listener of the provider.
+type wakeGate struct {
+	limits WakeLimits
+
+	mu      sync.Mutex
+	waking  map[string]bool // tenant UIDs asked to wake, not yet serving
+	awake   map[string]bool // tenant UIDs woken by a request, not asleep since
+	pending map[string]int  // connections not yet established, by client address
+}
+
+func newWakeGate(l WakeLimits) *wakeGate {
+	return &wakeGate{limits: l, waking: map[string]bool{}, awake: map[string]bool{}, pending: map[string]int{}}
+}
+
+// admit counts a new connection from remote against its source's bound; release (once) when
+// the connection is established or closed.
+func (g *wakeGate) admit(remote string) (release func(), err error) {
+	host, _, splitErr := net.SplitHostPort(remote)
+	if splitErr != nil {
+		host = remote
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if n := g.pending[host]; g.limits.PerSource > 0 && n >= g.limits.PerSource {
+		return nil, fmt.Errorf("%d connections of this source are not established yet (bound %d)", n, g.limits.PerSource)
+	}
+	g.pending[host]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			if g.pending[host]--; g.pending[host] <= 0 {
+				delete(g.pending, host)
+			}
+		})
+	}, nil
+}
+
+// startWake counts a wake of tenant uid, unless a bound is reached; a tenant already counted
+// passes again.
+func (g *wakeGate) startWake(uid string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.awake[uid] { // every waking tenant is counted awake too
+		return nil
+	}
+	if n := len(g.waking); g.limits.MaxWaking > 0 && n >= g.limits.MaxWaking {
+		return fmt.Errorf("%d clusters are waking on request already (bound %d)", n, g.limits.MaxWaking)
+	}
+	if n := len(g.awake); g.limits.MaxAwake > 0 && n >= g.limits.MaxAwake {
+		return fmt.Errorf("%d clusters are awake on request already (bound %d)", n, g.limits.MaxAwake)
+	}
+	g.waking[uid], g.awake[uid] = true, true
+	return nil
+}
+
+// woke says tenant uid serves: it no longer counts as waking (it stays awake by request).
+func (g *wakeGate) woke(uid string) {
+	g.mu.Lock()
+	delete(g.waking, uid)
+	g.mu.Unlock()
+}
+
+// slept says tenant uid stopped (or its wake failed, or its listener went): it counts no more.
+func (g *wakeGate) slept(uid string) {
+	g.mu.Lock()
+	delete(g.waking, uid)
+	delete(g.awake, uid)
+	g.mu.Unlock()
+}
+
+// counts returns the tenants waking and awake by request (for tests and logs).
+func (g *wakeGate) counts() (waking, awake int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.waking), len(g.awake)
+}
