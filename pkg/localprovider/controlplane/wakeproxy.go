@@ -236,6 +236,8 @@ func (p *wakeProxy) waitAwake(remote string) bool {
 		select {
 		case <-ctx.Done():
 			klog.InfoS("Wake-on-request: the control plane did not serve in time; closing the connection", "uid", p.uid, "remote", remote, "waited", wakeWait)
+			// A tenant that does not come up must not hold a waking slot for good.
+			p.gate.woke(p.uid)
 			return false
 		case <-ch:
 		}
