@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -15,6 +16,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/hibernation"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
+	"github.com/butlerdotdev/butler-apiserver/pkg/localports"
 )
 
 // A paused cluster is neither woken nor put to sleep by its endpoint's use: woken, it would
@@ -61,5 +63,48 @@ func TestRecordWakeNamesNoAddress(t *testing.T) {
 	note := got.GetAnnotations()[hibernation.LastChangeAnnotation]
 	if !strings.HasPrefix(note, "woken by a request") || strings.Contains(note, "203.0.113.7") {
 		t.Errorf("the wake's note: %q, want one that names no address", note)
+	}
+}
+
+// TestWakeOnRequestTurnedOnWhileServing: a tenant that served on its endpoint gets its listener
+// only after capiDropsConnection (Cluster API's client of the endpoint must see it refuse and be
+// dropped); one never published gets it at once.
+func TestWakeOnRequestTurnedOnWhileServing(t *testing.T) {
+	ports, err := newPorts(localports.Tenants)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Controller{ports: ports, tcpQueue: worker.NewQueue("test", func(context.Context, string) error { return nil }),
+		wakeGate: newWakeGate(WakeLimits{})}
+	ctx := context.Background()
+	for _, published := range []bool{true, false} {
+		port, err := ports.allocate("u")
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl := &plane{rec: tenantRecord{UID: "u", Port: port}, paths: tenantPaths{dir: t.TempDir()}, notify: func() {}}
+		tcp := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "kamaji.clastix.io/v1alpha1", "kind": "TenantControlPlane",
+			"metadata": map[string]any{"name": "prod", "namespace": "team-a",
+				"annotations": map[string]any{hibernation.WakeOnRequestAnnotation: "true"}}}}
+		if published {
+			tcp.Object["status"] = map[string]any{"controlPlaneEndpoint": endpointString("127.0.0.1", port)}
+		}
+		if err := c.ensureWakeProxy(ctx, tcp, pl); err != nil {
+			t.Fatal(err)
+		}
+		listening := pl.proxy != nil
+		if pl.rec.InternalPort == 0 || listening == published {
+			t.Errorf("published %v: internal port %d, listener %v", published, pl.rec.InternalPort, listening)
+		}
+		if published {
+			if wait := time.Until(pl.rec.ListenAfter); wait < capiDropsConnection-5*time.Second {
+				t.Errorf("the endpoint refuses for %s, want about %s", wait, capiDropsConnection)
+			}
+			pl.rec.ListenAfter = time.Now().Add(-time.Second)
+			if err := c.ensureWakeProxy(ctx, tcp, pl); err != nil || pl.proxy == nil {
+				t.Fatalf("after the wait: listener %v, %v", pl.proxy != nil, err)
+			}
+		}
+		pl.closeProxy()
 	}
 }
