@@ -130,16 +130,45 @@ func TestTenantsAreConfinedToTheirPrefix(t *testing.T) {
 	if _, err := root.Put(ctx, b.Prefix+"z", "1"); err != nil {
 		t.Fatal(err)
 	}
-	// A snapshot streaming holds compaction off; released, the next pass compacts.
+	// A snapshot streaming holds compaction off: the pass waits for it instead of skipping its
+	// turn (a tenant snapshotting every interval would otherwise keep the whole datastore from
+	// compacting), and a snapshot asked for while the pass waits waits for the pass.
 	release := comp.Hold()
-	if rev, err := comp.Pass(ctx); err != nil || rev != 0 {
-		t.Fatalf("a pass while a snapshot streams compacted to %d: %v", rev, err)
+	type result struct {
+		rev int64
+		err error
+	}
+	passed := make(chan result, 1)
+	go func() {
+		rev, err := comp.Pass(ctx)
+		passed <- result{rev, err}
+	}()
+	select {
+	case r := <-passed:
+		t.Fatalf("a pass while a snapshot streams did not wait for it: compacted to %d, %v", r.rev, r.err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	held := make(chan func(), 1)
+	go func() { held <- comp.Hold() }()
+	select {
+	case <-held:
+		t.Fatal("a snapshot started while a pass waited: back-to-back snapshots would put compaction off forever")
+	case <-time.After(300 * time.Millisecond):
 	}
 	release()
 	release() // twice is once
-	if rev, err := comp.Pass(ctx); err != nil || rev == 0 {
-		t.Fatalf("second pass compacted to %d: %v", rev, err)
+	if r := <-passed; r.err != nil || r.rev == 0 {
+		t.Fatalf("the pass after the snapshot compacted to %d: %v", r.rev, r.err)
 	}
+	(<-held)()
+	// A pass that waits gives up with its context.
+	release = comp.Hold()
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	if _, err := comp.Pass(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a pass past its deadline: %v", err)
+	}
+	cancel()
+	release()
 
 	deleted, err := RemoveTenant(ctx, root, a)
 	if err != nil || deleted != 1 {
