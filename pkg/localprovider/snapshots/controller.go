@@ -56,6 +56,9 @@ type Controller struct {
 	// writes and switches the tenant's data under it, never both at once.
 	tenantsMu sync.Mutex
 	tenants   map[string]*sync.Mutex
+
+	// turns shares the queue's takes fairly between Teams.
+	turns *turns
 }
 
 // lockTenant takes the tenant's data lock and returns its release.
@@ -82,13 +85,18 @@ func New(d *worker.Deps, cp *controlplane.Controller, opts Options) (*Controller
 	b := d.ButlerInformers.Butler().V1alpha1()
 	c := &Controller{opts: opts, deps: d, planes: cp,
 		snaps: b.TenantClusterSnapshots().Lister(), clusters: b.TenantClusters().Lister(), configs: b.ButlerConfigs().Lister()}
+	c.turns = newTurns()
 	c.queue = worker.NewQueue("tenantclustersnapshots", c.reconcile)
 	if _, err := b.TenantClusterSnapshots().Informer().AddEventHandler(c.queue.Handler(func(obj any) []string {
 		s, ok := obj.(*v1alpha1.TenantClusterSnapshot)
 		if !ok {
 			return nil
 		}
-		return []string{s.Namespace + "/" + s.Name}
+		key := s.Namespace + "/" + s.Name
+		if toTake(s) && (s.Status.Phase == "" || s.Status.Message == waitingForTurn) {
+			c.turns.want(s.Namespace, key) // new, or waiting for its turn before a restart
+		}
+		return []string{key}
 	})); err != nil {
 		return nil, err
 	}
@@ -137,6 +145,18 @@ func (c *Controller) s3Store(ctx context.Context, s *v1alpha1.S3SnapshotStore) (
 		AccessKeyID: id, SecretAccessKey: key})
 }
 
+// turnRecheck is how soon a snapshot waiting for its turn is looked at again: each other Team's
+// waiting snapshot is taken in between, or found waiting for something else.
+const turnRecheck = time.Second
+
+// waitingForTurn is the message of a snapshot that waits for its turn.
+const waitingForTurn = "waiting for its turn: other Teams' snapshots are taken first"
+
+// toTake says whether the snapshot is still to be taken.
+func toTake(s *v1alpha1.TenantClusterSnapshot) bool {
+	return s.DeletionTimestamp == nil && s.Status.Phase != v1alpha1.SnapshotReady && s.Status.Phase != v1alpha1.SnapshotFailed
+}
+
 // DataName is a snapshot's name in the store.
 func DataName(s *v1alpha1.TenantClusterSnapshot) string {
 	return snapshot.Name(s.Namespace, s.Name, string(s.UID))
@@ -146,6 +166,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 	ns, name, _ := strings.Cut(key, "/")
 	s, err := c.snaps.TenantClusterSnapshots(ns).Get(name)
 	if apierrors.IsNotFound(err) {
+		c.turns.done(ns, key)
 		return nil
 	}
 	if err != nil {
@@ -153,10 +174,17 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 	}
 	logger := klog.FromContext(ctx).WithValues("snapshot", key)
 	ctx = klog.NewContext(ctx, logger)
+	// Unless it waits for its turn below, it is taken or waits for something else.
+	waitsForTurn := false
+	defer func() {
+		if !waitsForTurn {
+			c.turns.done(ns, key)
+		}
+	}()
 	if s.DeletionTimestamp != nil {
 		return c.deleteData(ctx, s)
 	}
-	if s.Status.Phase == v1alpha1.SnapshotReady || s.Status.Phase == v1alpha1.SnapshotFailed {
+	if !toTake(s) {
 		return nil
 	}
 	tc, err := c.clusters.TenantClusters(ns).Get(s.Spec.ClusterRef.Name)
@@ -209,6 +237,16 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 			return serr
 		}
 		return worker.RequeueAfter(10 * time.Second)
+	}
+	if !c.turns.take(ns, key) {
+		waitsForTurn = true
+		c.turns.want(ns, key)
+		if err := c.setStatus(ctx, s, func(st *v1alpha1.TenantClusterSnapshotStatus) {
+			st.Phase, st.Message = v1alpha1.SnapshotPending, waitingForTurn
+		}); err != nil {
+			return err
+		}
+		return worker.RequeueAfter(turnRecheck)
 	}
 	start := metav1.Now()
 	if err := c.setStatus(ctx, s, func(st *v1alpha1.TenantClusterSnapshotStatus) {
