@@ -5,6 +5,9 @@
 //   - butler.butlerlabs.dev/ProviderConfigUse: a TenantCluster uses a ProviderConfig of its own
 //     namespace or one shared with it (spec.scope), within the ProviderConfig's limits (through
 //     the quota Ledger, held on the ProviderConfig).
+//   - butler.butlerlabs.dev/DataStoreUse: a TenantCluster's dataStoreRef names a DataStore
+//     offered to its Team (the DataStore's butler.butlerlabs.dev/teams) or the asker's, below
+//     its max-tenants.
 //   - butler.butlerlabs.dev/AddonSources: a TenantAddon's chart comes from the platform's catalog
 //     (an AddonDefinition, or the repository and chart one lists) unless a platform admin asks.
 //   - butler.butlerlabs.dev/TeamLimits: a Team's resourceLimits (ButlerConfig's
@@ -13,6 +16,7 @@
 //     quota Ledger, so concurrent requests cannot pass a limit together, and a cluster's delete
 //     frees its share at once.
 //   - butler.butlerlabs.dev/TeamInUse: a Team whose namespace holds TenantClusters cannot be deleted.
+//   - butler.butlerlabs.dev/SnapshotRestore: who may set spec.restoreFrom, and from what.
 //   - butler.butlerlabs.dev/ProviderSupport: a TenantCluster's machine OS must be one that can
 //     boot on its ProviderConfig's provider (a 422 with the reason otherwise).
 //
@@ -46,10 +50,11 @@ const (
 	TeamInUseName         = "butler.butlerlabs.dev/TeamInUse"
 	ProviderSupportName   = "butler.butlerlabs.dev/ProviderSupport"
 	SnapshotRestoreName   = "butler.butlerlabs.dev/SnapshotRestore"
+	DataStoreUseName      = "butler.butlerlabs.dev/DataStoreUse"
 )
 
 // Names are the plugins in the order they run.
-var Names = []string{MultiTenancyName, ProviderConfigUseName, AddonSourcesName, ProviderSupportName, SnapshotRestoreName, TeamLimitsName, TeamInUseName}
+var Names = []string{MultiTenancyName, ProviderConfigUseName, DataStoreUseName, AddonSourcesName, ProviderSupportName, SnapshotRestoreName, TeamLimitsName, TeamInUseName}
 
 // Register registers the plugins.
 func Register(plugins *admission.Plugins) {
@@ -60,6 +65,7 @@ func Register(plugins *admission.Plugins) {
 	plugins.Register(TeamInUseName, func(io.Reader) (admission.Interface, error) { return NewTeamInUse(), nil })
 	plugins.Register(ProviderSupportName, func(io.Reader) (admission.Interface, error) { return NewProviderSupport(), nil })
 	plugins.Register(SnapshotRestoreName, func(io.Reader) (admission.Interface, error) { return NewSnapshotRestore(), nil })
+	plugins.Register(DataStoreUseName, func(io.Reader) (admission.Interface, error) { return NewDataStoreUse(), nil })
 }
 
 // WantsLedger is a plugin that reads butler objects through the quota Ledger's Store.
@@ -75,6 +81,8 @@ type Initializer struct {
 	Authorizer authorizer.Authorizer
 	// SnapshotDir is the directory snapshot store this server may read ("": none).
 	SnapshotDir string
+	// DataStores reads the management cluster's DataStores (nil: none, standalone).
+	DataStores DataStoreGetter
 }
 
 // Initialize implements admission.PluginInitializer.
@@ -87,6 +95,9 @@ func (i Initializer) Initialize(p admission.Interface) {
 	}
 	if w, ok := p.(WantsSnapshotDir); ok {
 		w.SetSnapshotDir(i.SnapshotDir)
+	}
+	if w, ok := p.(WantsDataStores); ok && i.DataStores != nil {
+		w.SetDataStores(i.DataStores)
 	}
 }
 

@@ -38,6 +38,16 @@ func (s *fakeStore) Snapshot(_ context.Context, ns, name string) (*butler.Tenant
 	return nil, nil
 }
 
+func (s *fakeStore) Snapshots(_ context.Context, ns string) ([]butler.TenantClusterSnapshot, error) {
+	var out []butler.TenantClusterSnapshot
+	for _, snap := range s.snapshots {
+		if snap.Namespace == ns {
+			out = append(out, *snap.DeepCopy())
+		}
+	}
+	return out, nil
+}
+
 func (s *fakeStore) AddonDefinitions(context.Context) ([]butler.AddonDefinition, error) {
 	return s.addons, nil
 }
@@ -60,7 +70,7 @@ func (s *fakeStore) Cluster(_ context.Context, ns, name string) (*butler.TenantC
 func (s *fakeStore) Clusters(_ context.Context, ns, _ string) ([]butler.TenantCluster, error) {
 	var out []butler.TenantCluster
 	for _, tc := range s.clusters {
-		if tc.Namespace == ns {
+		if tc.Namespace == ns || ns == "" {
 			out = append(out, tc)
 		}
 	}

@@ -161,3 +161,12 @@ var (
 	AWSClusterStaticIdentityGVR = MustGVR(AWSClusterStaticIdentityGVK)
 	AzureClusterIdentityGVR     = MustGVR(AzureClusterIdentityGVK)
 )
+
+// Annotations on a DataStore that butler reads (Steward's CRD has no fields for them).
+const (
+	// DataStoreTeamsAnnotation lists the Teams whose clusters may name the DataStore in
+	// spec.controlPlane.dataStoreRef (comma-separated; "*": every Team).
+	DataStoreTeamsAnnotation = "butler.butlerlabs.dev/teams"
+	// DataStoreMaxTenantsAnnotation bounds the tenants on the DataStore.
+	DataStoreMaxTenantsAnnotation = "localprovider.butlerlabs.dev/max-tenants"
+)

@@ -44,6 +44,8 @@ type Store interface {
 	ProviderConfig(ctx context.Context, namespace, name string) (*butler.ProviderConfig, error)
 	// Snapshot returns a TenantClusterSnapshot, or nil when it does not exist.
 	Snapshot(ctx context.Context, namespace, name string) (*butler.TenantClusterSnapshot, error)
+	// Snapshots lists the TenantClusterSnapshots of a namespace, as of now.
+	Snapshots(ctx context.Context, namespace string) ([]butler.TenantClusterSnapshot, error)
 	// UpdateTeam reads the Team, applies update and writes the result only if the Team did not
 	// change in between (compare-and-swap), retrying update on conflict. An error from update
 	// aborts with that error.

@@ -162,6 +162,9 @@ func (s *memStore) ProviderConfig(context.Context, string, string) (*butler.Prov
 func (s *memStore) AddonDefinitions(context.Context) ([]butler.AddonDefinition, error) {
 	return nil, nil
 }
+func (s *memStore) Snapshots(context.Context, string) ([]butler.TenantClusterSnapshot, error) {
+	return nil, nil
+}
 func (s *memStore) Snapshot(context.Context, string, string) (*butler.TenantClusterSnapshot, error) {
 	return nil, nil
 }

@@ -6,6 +6,10 @@ import (
 	"fmt"
 
 	"github.com/spf13/pflag"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -21,6 +25,7 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/restclient"
 
 	butleradmission "github.com/butlerdotdev/butler-apiserver/pkg/admission"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
@@ -71,8 +76,28 @@ func (o *Options) addButlerAdmission() {
 	a := o.Recommended.Admission
 	butleradmission.Register(a.Plugins)
 	a.RecommendedPluginOrder = append(a.RecommendedPluginOrder, butleradmission.Names...)
-	o.Recommended.ExtraAdmissionInitializers = func(*genericapiserver.RecommendedConfig) ([]admission.PluginInitializer, error) {
-		return []admission.PluginInitializer{butleradmission.Initializer{Ledger: o.ledger, SnapshotDir: o.SnapshotDir}}, nil
+	o.Recommended.ExtraAdmissionInitializers = func(c *genericapiserver.RecommendedConfig) ([]admission.PluginInitializer, error) {
+		init := butleradmission.Initializer{Ledger: o.ledger, SnapshotDir: o.SnapshotDir}
+		if c.ClientConfig != nil {
+			dyn, err := dynamic.NewForConfig(c.ClientConfig)
+			if err != nil {
+				return nil, err
+			}
+			init.DataStores = dataStoreGetter(dyn)
+		}
+		return []admission.PluginInitializer{init}, nil
+	}
+}
+
+// dataStoreGetter reads a DataStore live from the management cluster: admission names one
+// rarely (a cluster's dataStoreRef set or changed), and must see a new allow-list at once.
+func dataStoreGetter(dyn dynamic.Interface) butleradmission.DataStoreGetter {
+	return func(ctx context.Context, name string) (*unstructured.Unstructured, error) {
+		ds, err := dyn.Resource(external.DataStoreGVR).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+			return nil, nil
+		}
+		return ds, err
 	}
 }
 

@@ -106,19 +106,18 @@ func (c *Controller) readSecretKey(ctx context.Context, namespace, name, key str
 // (the StewardControlPlane's dataStoreName, from the TenantCluster's dataStoreRef), else where it
 // was placed before (its record, or its status), else the etcd DataStore with the fewest tenants
 // below its limit (annotation localprovider.butlerlabs.dev/max-tenants, or the provider's
-// default). A placement is reserved at once, so tenants placed together count each other.
+// default). A placement is reserved at once, so tenants placed together count each other. A
+// DataStore named by spec.dataStore holds the same limit: a tenant not on it yet waits for room
+// (admission refuses the name when it is full; this holds for requests admitted together).
 func (c *Controller) placeTenant(tcp *unstructured.Unstructured, spec tenantSpec, pl *plane) (string, error) {
-	if spec.DataStore != "" {
-		return spec.DataStore, nil
-	}
 	pl.mu.Lock()
 	placed := pl.rec.DataStore
 	pl.mu.Unlock()
-	if placed != "" {
-		return placed, nil
+	if published, _, _ := publishedStorage(tcp); placed == "" {
+		placed = published
 	}
-	if name, _, _ := publishedStorage(tcp); name != "" {
-		return name, nil
+	if placed != "" && (spec.DataStore == "" || spec.DataStore == placed) {
+		return placed, nil
 	}
 	uid := string(tcp.GetUID())
 	c.mu.Lock()
@@ -139,7 +138,15 @@ func (c *Controller) placeTenant(tcp *unstructured.Unstructured, spec tenantSpec
 		if limit == 0 {
 			limit = c.opts.DataStoreMaxTenants
 		}
-		candidates = append(candidates, datastore.Candidate{Name: s.Name, Tenants: count[s.Name], Limit: limit})
+		candidate := datastore.Candidate{Name: s.Name, Tenants: count[s.Name], Limit: limit}
+		if spec.DataStore == "" {
+			candidates = append(candidates, candidate)
+		} else if s.Name == spec.DataStore {
+			candidates = []datastore.Candidate{candidate}
+		}
+	}
+	if spec.DataStore != "" && len(candidates) == 0 {
+		return spec.DataStore, nil // not served by this provider's placement: its connection says why
 	}
 	name, err := datastore.Place(candidates)
 	if err != nil {

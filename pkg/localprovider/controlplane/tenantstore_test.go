@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -89,5 +90,32 @@ func TestPlaceTenantsAtOnce(t *testing.T) {
 	}
 	if count["a"] != 5 || count["b"] != 5 || refused != 1 {
 		t.Errorf("placed %v and refused %d, want 5 on each and 1 refused", count, refused)
+	}
+}
+
+// A DataStore named by the cluster's dataStoreRef holds its max-tenants too: with two tenants on
+// "a" (limit 2), a third naming it waits for room, naming "b" is placed there, and a tenant
+// already on "a" stays (it is counted, not refused).
+func TestNamedDataStoreHoldsItsLimit(t *testing.T) {
+	a := datastore.Object("a", []string{"127.0.0.1:1"}, "ns", "s")
+	a.SetAnnotations(map[string]string{datastore.MaxTenantsAnnotation: "2"})
+	c := &Controller{
+		opts:       Options{DataStoreMaxTenants: 5},
+		planes:     map[string]*plane{},
+		placed:     map[string]string{},
+		dataStores: storeOf(a, datastore.Object("b", []string{"127.0.0.1:2"}, "ns", "s")),
+		tcps:       storeOf(tcpObject("one", "a"), tcpObject("two", "a")),
+	}
+	place := func(tcp *unstructured.Unstructured, ds string) (string, error) {
+		return c.placeTenant(tcp, tenantSpec{DataStore: ds}, &plane{rec: tenantRecord{UID: string(tcp.GetUID())}})
+	}
+	if got, err := place(tcpObject("three", ""), "a"); err == nil || !strings.Contains(err.Error(), "DataStore a is full") {
+		t.Errorf("a third tenant naming the full DataStore a: %q, %v", got, err)
+	}
+	if got, err := place(tcpObject("three", ""), "b"); got != "b" || err != nil {
+		t.Errorf("naming b: %q, %v", got, err)
+	}
+	if got, err := place(tcpObject("two", "a"), "a"); got != "a" || err != nil {
+		t.Errorf("a tenant already on a: %q, %v", got, err)
 	}
 }

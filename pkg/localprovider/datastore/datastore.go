@@ -42,7 +42,7 @@ const (
 	DriverEtcd = "etcd"
 	// MaxTenantsAnnotation on a DataStore bounds how many tenants placement puts on it (the
 	// provider's default applies without it). Steward's CRD has no field for it.
-	MaxTenantsAnnotation = "localprovider.butlerlabs.dev/max-tenants"
+	MaxTenantsAnnotation = external.DataStoreMaxTenantsAnnotation
 	// RootUser is etcd's root user, the datastore owner's identity (its client certificate's CN).
 	RootUser = "root"
 )

@@ -31,5 +31,8 @@ func Place(candidates []Candidate) (string, error) {
 			return c.Name, nil
 		}
 	}
+	if len(sorted) == 1 {
+		return "", fmt.Errorf("DataStore %s is full: %d tenants, its limit is %d", sorted[0].Name, sorted[0].Tenants, sorted[0].Limit)
+	}
 	return "", fmt.Errorf("every DataStore is full (%d of them, each at its limit of tenants)", len(candidates))
 }

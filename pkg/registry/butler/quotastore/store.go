@@ -226,6 +226,14 @@ func (s *Store) Snapshot(ctx context.Context, namespace, name string) (*butler.T
 	return obj.(*butler.TenantClusterSnapshot), nil
 }
 
+func (s *Store) Snapshots(ctx context.Context, namespace string) ([]butler.TenantClusterSnapshot, error) {
+	obj, err := s.snapshots.List(genericapirequest.WithNamespace(ctx, namespace), &metainternalversion.ListOptions{}) // consistent
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*butler.TenantClusterSnapshotList).Items, nil
+}
+
 func (s *Store) UpdateTeam(ctx context.Context, name string, update func(*butler.Team) error) error {
 	return guaranteedUpdate(ctx, s.teams, "", name, &butler.Team{}, func(obj runtime.Object) error { return update(obj.(*butler.Team)) })
 }
