@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 
@@ -347,7 +348,8 @@ func caseVariants(v any, path string) error {
 	switch v := v.(type) {
 	case map[string]any:
 		seen := map[string]string{}
-		for k, child := range v {
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			child := v[k]
 			if other, ok := seen[strings.ToLower(k)]; ok {
 				return fmt.Errorf("%s has both %q and %q", orRoot(path), other, k)
 			}
