@@ -144,12 +144,6 @@ func (p *DataStoreUse) checkRoom(ctx context.Context, a admission.Attributes, tc
 // mayUpdate says whether the asker may update the DataStore: whoever may edit its allow-list
 // may use it.
 func (p *DataStoreUse) mayUpdate(ctx context.Context, a admission.Attributes, name string) bool {
-	if p.authorizer == nil || a.GetUserInfo() == nil {
-		return false
-	}
-	decision, _, err := p.authorizer.Authorize(ctx, authorizer.AttributesRecord{
-		User: a.GetUserInfo(), Verb: "update", APIGroup: external.DataStoreGVK.Group, APIVersion: "*",
-		Resource: "datastores", Name: name, ResourceRequest: true,
-	})
-	return err == nil && decision == authorizer.DecisionAllow
+	return p.authorizer != nil && authorize(ctx, p.authorizer, a,
+		authorizer.AttributesRecord{Verb: "update", APIGroup: external.DataStoreGVK.Group, Resource: "datastores", Name: name})
 }
