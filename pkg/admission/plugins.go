@@ -17,6 +17,7 @@
 //     frees its share at once.
 //   - butler.butlerlabs.dev/TeamInUse: a Team whose namespace holds TenantClusters cannot be deleted.
 //   - butler.butlerlabs.dev/SnapshotRestore: who may set spec.restoreFrom, and from what.
+//   - butler.butlerlabs.dev/SnapshotLimits: a TenantClusterSnapshot's cluster exists.
 //   - butler.butlerlabs.dev/ProviderSupport: a TenantCluster's machine OS must be one that can
 //     boot on its ProviderConfig's provider (a 422 with the reason otherwise).
 //
@@ -51,10 +52,11 @@ const (
 	ProviderSupportName   = "butler.butlerlabs.dev/ProviderSupport"
 	SnapshotRestoreName   = "butler.butlerlabs.dev/SnapshotRestore"
 	DataStoreUseName      = "butler.butlerlabs.dev/DataStoreUse"
+	SnapshotLimitsName    = "butler.butlerlabs.dev/SnapshotLimits"
 )
 
 // Names are the plugins in the order they run.
-var Names = []string{MultiTenancyName, ProviderConfigUseName, DataStoreUseName, AddonSourcesName, ProviderSupportName, SnapshotRestoreName, TeamLimitsName, TeamInUseName}
+var Names = []string{MultiTenancyName, ProviderConfigUseName, DataStoreUseName, AddonSourcesName, ProviderSupportName, SnapshotRestoreName, SnapshotLimitsName, TeamLimitsName, TeamInUseName}
 
 // Register registers the plugins.
 func Register(plugins *admission.Plugins) {
@@ -66,6 +68,7 @@ func Register(plugins *admission.Plugins) {
 	plugins.Register(ProviderSupportName, func(io.Reader) (admission.Interface, error) { return NewProviderSupport(), nil })
 	plugins.Register(SnapshotRestoreName, func(io.Reader) (admission.Interface, error) { return NewSnapshotRestore(), nil })
 	plugins.Register(DataStoreUseName, func(io.Reader) (admission.Interface, error) { return NewDataStoreUse(), nil })
+	plugins.Register(SnapshotLimitsName, func(io.Reader) (admission.Interface, error) { return NewSnapshotLimits(), nil })
 }
 
 // WantsLedger is a plugin that reads butler objects through the quota Ledger's Store.

@@ -168,7 +168,7 @@ func (c *Controller) take(ctx context.Context, tc *v1alpha1.TenantCluster, f fir
 		return nil
 	}
 	if apierrors.IsForbidden(err) {
-		// The Team is at its snapshot limits: this firing is skipped (retrying would not make room).
+		// Refused (a 403 of an admission policy): this firing is skipped; retrying would not change it.
 		logger.Info("Scheduled snapshot refused", "schedule", f.schedule, "err", err.Error())
 		c.events.Eventf(tc, nil, corev1.EventTypeWarning, "SnapshotRefused", "Snapshot", "schedule %s at %s: %v",
 			f.schedule, f.at.UTC().Format(time.RFC3339), err)
