@@ -5,6 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // LocalObjectReference names an object in the same namespace (or a cluster-scoped object).
@@ -59,6 +60,54 @@ type ButlerConfigSpec struct {
 	ControlPlaneExposure ControlPlaneExposure `json:"controlPlaneExposure,omitempty"`
 	ControlPlaneProvider ControlPlaneProvider `json:"controlPlaneProvider,omitempty"`
 	SnapshotStore        *SnapshotStore       `json:"snapshotStore,omitempty"`
+	// KubernetesVersions is the platform's version catalog (empty: none, any version is accepted).
+	KubernetesVersions []OfferedVersion `json:"kubernetesVersions,omitempty"`
+	// Maintenance is every TenantCluster's maintenance unless its Team or the cluster sets one.
+	Maintenance *MaintenanceSpec `json:"maintenance,omitempty"`
+}
+
+// OfferedVersion is one Kubernetes version of the catalog.
+type OfferedVersion struct {
+	Version string `json:"version"`
+	// ExpirationDate, once passed, makes the version expired: refused for new clusters and
+	// updated in each cluster's next maintenance window.
+	ExpirationDate *metav1.Time `json:"expirationDate,omitempty"`
+}
+
+// MaintenanceSpec is when a TenantCluster may be changed by the platform, and what it changes.
+type MaintenanceSpec struct {
+	Window     *MaintenanceWindow     `json:"window,omitempty"`
+	AutoUpdate *MaintenanceAutoUpdate `json:"autoUpdate,omitempty"`
+}
+
+// MaintenanceWindow is a daily or weekly window.
+type MaintenanceWindow struct {
+	// Days are the weekdays the window opens on; empty = every day.
+	Days []string `json:"days,omitempty"`
+	// Start is the time of day the window opens, HH:MM.
+	Start string `json:"start"`
+	// Duration is how long it stays open.
+	Duration metav1.Duration `json:"duration"`
+	// Location is an IANA time zone; empty = UTC.
+	Location string `json:"location,omitempty"`
+}
+
+// MaintenanceAutoUpdate is what maintenance updates by itself.
+type MaintenanceAutoUpdate struct {
+	// KubernetesVersion moves the cluster to the newest offered patch of its minor.
+	KubernetesVersion bool `json:"kubernetesVersion,omitempty"`
+}
+
+// MaintenanceStatus is the last maintenance and the next window.
+type MaintenanceStatus struct {
+	LastMaintenance *MaintenanceRecord `json:"lastMaintenance,omitempty"`
+	NextWindowStart *metav1.Time       `json:"nextWindowStart,omitempty"`
+}
+
+// MaintenanceRecord is what one maintenance did.
+type MaintenanceRecord struct {
+	Time        metav1.Time `json:"time"`
+	Description string      `json:"description"`
 }
 
 // MultiTenancyConfig configures tenancy enforcement.
@@ -180,6 +229,8 @@ type ClusterDefaults struct {
 	WorkerMemory      *resource.Quantity `json:"workerMemory,omitempty"`
 	WorkerDisk        *resource.Quantity `json:"workerDisk,omitempty"`
 	DefaultAddons     []string           `json:"defaultAddons,omitempty"`
+	// Maintenance is the Team's clusters' maintenance unless a cluster sets its own.
+	Maintenance *MaintenanceSpec `json:"maintenance,omitempty"`
 }
 
 // TeamPhase is the lifecycle phase of a Team.
@@ -251,6 +302,8 @@ type TenantClusterSpec struct {
 	RestoreFrom *RestoreSource   `json:"restoreFrom,omitempty"`
 	// Snapshots takes TenantClusterSnapshots of the cluster on schedules and keeps the newest.
 	Snapshots *SnapshotPolicy `json:"snapshots,omitempty"`
+	// Maintenance is the cluster's maintenance window and automatic updates.
+	Maintenance *MaintenanceSpec `json:"maintenance,omitempty"`
 }
 
 // SnapshotPolicy is when a cluster's snapshots are taken, how many are kept, and what happens
@@ -346,6 +399,23 @@ type WorkersSpec struct {
 	// Replicas is the number of workers (>= 0); the scale subresource maps to it.
 	Replicas        int32           `json:"replicas"`
 	MachineTemplate MachineTemplate `json:"machineTemplate,omitempty"`
+	// AutoRepair replaces workers whose nodes are unhealthy (a Cluster API MachineHealthCheck).
+	AutoRepair *AutoRepair `json:"autoRepair,omitempty"`
+}
+
+// AutoRepair is when a worker counts as unhealthy and how many may be replaced at once.
+type AutoRepair struct {
+	Enabled             bool                     `json:"enabled,omitempty"`
+	UnhealthyConditions []UnhealthyNodeCondition `json:"unhealthyConditions,omitempty"`
+	NodeStartupTimeout  *metav1.Duration         `json:"nodeStartupTimeout,omitempty"`
+	MaxUnhealthy        *intstr.IntOrString      `json:"maxUnhealthy,omitempty"`
+}
+
+// UnhealthyNodeCondition is a node condition that, held for Timeout, makes the node unhealthy.
+type UnhealthyNodeCondition struct {
+	Type    string          `json:"type"`
+	Status  string          `json:"status"`
+	Timeout metav1.Duration `json:"timeout"`
 }
 
 // MachineTemplate sizes a machine and picks its OS.
@@ -491,6 +561,7 @@ type TenantClusterStatus struct {
 	DataStoreName        string                   `json:"dataStoreName,omitempty"`
 	Restore              *RestoreStatus           `json:"restore,omitempty"`
 	Credentials          *TenantCredentialsStatus `json:"credentials,omitempty"`
+	Maintenance          *MaintenanceStatus       `json:"maintenance,omitempty"`
 }
 
 // TenantCredentialsStatus is what a TenantCluster's status says of its credentials.

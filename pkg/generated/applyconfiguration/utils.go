@@ -44,6 +44,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &butlerv1alpha1.AddonVersionsApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("AddressRange"):
 		return &butlerv1alpha1.AddressRangeApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("AutoRepair"):
+		return &butlerv1alpha1.AutoRepairApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("AWSConfig"):
 		return &butlerv1alpha1.AWSConfigApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("AzureConfig"):
@@ -110,6 +112,16 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &butlerv1alpha1.LocalObjectReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("MachineTemplate"):
 		return &butlerv1alpha1.MachineTemplateApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("MaintenanceAutoUpdate"):
+		return &butlerv1alpha1.MaintenanceAutoUpdateApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("MaintenanceRecord"):
+		return &butlerv1alpha1.MaintenanceRecordApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("MaintenanceSpec"):
+		return &butlerv1alpha1.MaintenanceSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("MaintenanceStatus"):
+		return &butlerv1alpha1.MaintenanceStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("MaintenanceWindow"):
+		return &butlerv1alpha1.MaintenanceWindowApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("MultiTenancyConfig"):
 		return &butlerv1alpha1.MultiTenancyConfigApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("NamespacedObjectReference"):
@@ -128,6 +140,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &butlerv1alpha1.ObservedAddonApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ObservedClusterState"):
 		return &butlerv1alpha1.ObservedClusterStateApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("OfferedVersion"):
+		return &butlerv1alpha1.OfferedVersionApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("OSSpec"):
 		return &butlerv1alpha1.OSSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PinnedRange"):
@@ -206,6 +220,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &butlerv1alpha1.TenantCredentialsStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("TenantIPQuota"):
 		return &butlerv1alpha1.TenantIPQuotaApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("UnhealthyNodeCondition"):
+		return &butlerv1alpha1.UnhealthyNodeConditionApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("VMIDRange"):
 		return &butlerv1alpha1.VMIDRangeApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("WorkerCounts"):

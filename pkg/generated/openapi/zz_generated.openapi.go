@@ -42,6 +42,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.AddonVersions{}.OpenAPIModelName():               schema_pkg_apis_butler_v1alpha1_AddonVersions(ref),
 		v1alpha1.AddonsSpec{}.OpenAPIModelName():                  schema_pkg_apis_butler_v1alpha1_AddonsSpec(ref),
 		v1alpha1.AddressRange{}.OpenAPIModelName():                schema_pkg_apis_butler_v1alpha1_AddressRange(ref),
+		v1alpha1.AutoRepair{}.OpenAPIModelName():                  schema_pkg_apis_butler_v1alpha1_AutoRepair(ref),
 		v1alpha1.AzureConfig{}.OpenAPIModelName():                 schema_pkg_apis_butler_v1alpha1_AzureConfig(ref),
 		v1alpha1.ButlerConfig{}.OpenAPIModelName():                schema_pkg_apis_butler_v1alpha1_ButlerConfig(ref),
 		v1alpha1.ButlerConfigList{}.OpenAPIModelName():            schema_pkg_apis_butler_v1alpha1_ButlerConfigList(ref),
@@ -79,6 +80,11 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.LoadBalancerAllocation{}.OpenAPIModelName():      schema_pkg_apis_butler_v1alpha1_LoadBalancerAllocation(ref),
 		v1alpha1.LocalObjectReference{}.OpenAPIModelName():        schema_pkg_apis_butler_v1alpha1_LocalObjectReference(ref),
 		v1alpha1.MachineTemplate{}.OpenAPIModelName():             schema_pkg_apis_butler_v1alpha1_MachineTemplate(ref),
+		v1alpha1.MaintenanceAutoUpdate{}.OpenAPIModelName():       schema_pkg_apis_butler_v1alpha1_MaintenanceAutoUpdate(ref),
+		v1alpha1.MaintenanceRecord{}.OpenAPIModelName():           schema_pkg_apis_butler_v1alpha1_MaintenanceRecord(ref),
+		v1alpha1.MaintenanceSpec{}.OpenAPIModelName():             schema_pkg_apis_butler_v1alpha1_MaintenanceSpec(ref),
+		v1alpha1.MaintenanceStatus{}.OpenAPIModelName():           schema_pkg_apis_butler_v1alpha1_MaintenanceStatus(ref),
+		v1alpha1.MaintenanceWindow{}.OpenAPIModelName():           schema_pkg_apis_butler_v1alpha1_MaintenanceWindow(ref),
 		v1alpha1.MultiTenancyConfig{}.OpenAPIModelName():          schema_pkg_apis_butler_v1alpha1_MultiTenancyConfig(ref),
 		v1alpha1.NamespacedObjectReference{}.OpenAPIModelName():   schema_pkg_apis_butler_v1alpha1_NamespacedObjectReference(ref),
 		v1alpha1.NetworkPool{}.OpenAPIModelName():                 schema_pkg_apis_butler_v1alpha1_NetworkPool(ref),
@@ -90,6 +96,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.OSSpec{}.OpenAPIModelName():                      schema_pkg_apis_butler_v1alpha1_OSSpec(ref),
 		v1alpha1.ObservedAddon{}.OpenAPIModelName():               schema_pkg_apis_butler_v1alpha1_ObservedAddon(ref),
 		v1alpha1.ObservedClusterState{}.OpenAPIModelName():        schema_pkg_apis_butler_v1alpha1_ObservedClusterState(ref),
+		v1alpha1.OfferedVersion{}.OpenAPIModelName():              schema_pkg_apis_butler_v1alpha1_OfferedVersion(ref),
 		v1alpha1.PinnedRange{}.OpenAPIModelName():                 schema_pkg_apis_butler_v1alpha1_PinnedRange(ref),
 		v1alpha1.PoolDefaults{}.OpenAPIModelName():                schema_pkg_apis_butler_v1alpha1_PoolDefaults(ref),
 		v1alpha1.PoolReference{}.OpenAPIModelName():               schema_pkg_apis_butler_v1alpha1_PoolReference(ref),
@@ -133,6 +140,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.TenantClusterStatus{}.OpenAPIModelName():         schema_pkg_apis_butler_v1alpha1_TenantClusterStatus(ref),
 		v1alpha1.TenantCredentialsStatus{}.OpenAPIModelName():     schema_pkg_apis_butler_v1alpha1_TenantCredentialsStatus(ref),
 		v1alpha1.TenantIPQuota{}.OpenAPIModelName():               schema_pkg_apis_butler_v1alpha1_TenantIPQuota(ref),
+		v1alpha1.UnhealthyNodeCondition{}.OpenAPIModelName():      schema_pkg_apis_butler_v1alpha1_UnhealthyNodeCondition(ref),
 		v1alpha1.VMIDRange{}.OpenAPIModelName():                   schema_pkg_apis_butler_v1alpha1_VMIDRange(ref),
 		v1alpha1.WorkerCounts{}.OpenAPIModelName():                schema_pkg_apis_butler_v1alpha1_WorkerCounts(ref),
 		v1alpha1.WorkersSpec{}.OpenAPIModelName():                 schema_pkg_apis_butler_v1alpha1_WorkersSpec(ref),
@@ -612,6 +620,58 @@ func schema_pkg_apis_butler_v1alpha1_AddressRange(ref common.ReferenceCallback) 
 	}
 }
 
+func schema_pkg_apis_butler_v1alpha1_AutoRepair(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "AutoRepair is when a worker counts as unhealthy and how many may be replaced at once.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"enabled": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Enabled turns auto-repair on.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"unhealthyConditions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "UnhealthyConditions make a worker unhealthy when its node holds one for its timeout. Default: Ready False or Unknown for 5m.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.UnhealthyNodeCondition{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"nodeStartupTimeout": {
+						SchemaProps: spec.SchemaProps{
+							Description: "NodeStartupTimeout makes a worker unhealthy when its node has not joined within it. Default 10m.",
+							Ref:         ref(metav1.Duration{}.OpenAPIModelName()),
+						},
+					},
+					"maxUnhealthy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MaxUnhealthy stops all repairs while more workers than this are unhealthy (a number or a percentage of the workers): many at once is a network or platform failure that replacing machines would not cure. Default 40%.",
+							Ref:         ref("k8s.io/apimachinery/pkg/util/intstr.IntOrString"),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.UnhealthyNodeCondition{}.OpenAPIModelName(), metav1.Duration{}.OpenAPIModelName(), "k8s.io/apimachinery/pkg/util/intstr.IntOrString"},
+	}
+}
+
 func schema_pkg_apis_butler_v1alpha1_AzureConfig(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -815,11 +875,38 @@ func schema_pkg_apis_butler_v1alpha1_ButlerConfigSpec(ref common.ReferenceCallba
 							Ref:         ref(v1alpha1.SnapshotStore{}.OpenAPIModelName()),
 						},
 					},
+					"kubernetesVersions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"version",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "KubernetesVersions is the platform's version catalog: the Kubernetes versions TenantClusters may run, each with an optional expiration date. A TenantCluster asking for a version the catalog does not offer, or for an expired one, is refused (422); a cluster that runs an expired version is updated to the newest offered patch of its minor in its next maintenance window. Empty: no catalog, any well-formed version is accepted.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.OfferedVersion{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"maintenance": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Maintenance is every TenantCluster's maintenance window and automatic updates; a Team's clusterDefaults.maintenance and a cluster's spec.maintenance set their own (window and autoUpdate each on its own).",
+							Ref:         ref(v1alpha1.MaintenanceSpec{}.OpenAPIModelName()),
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.AddonVersions{}.OpenAPIModelName(), v1alpha1.ControlPlaneExposure{}.OpenAPIModelName(), v1alpha1.MultiTenancyConfig{}.OpenAPIModelName(), v1alpha1.NamespacedObjectReference{}.OpenAPIModelName(), v1alpha1.ResourceLimits{}.OpenAPIModelName(), v1alpha1.SnapshotStore{}.OpenAPIModelName()},
+			v1alpha1.AddonVersions{}.OpenAPIModelName(), v1alpha1.ControlPlaneExposure{}.OpenAPIModelName(), v1alpha1.MaintenanceSpec{}.OpenAPIModelName(), v1alpha1.MultiTenancyConfig{}.OpenAPIModelName(), v1alpha1.NamespacedObjectReference{}.OpenAPIModelName(), v1alpha1.OfferedVersion{}.OpenAPIModelName(), v1alpha1.ResourceLimits{}.OpenAPIModelName(), v1alpha1.SnapshotStore{}.OpenAPIModelName()},
 	}
 }
 
@@ -1053,11 +1140,17 @@ func schema_pkg_apis_butler_v1alpha1_ClusterDefaults(ref common.ReferenceCallbac
 							},
 						},
 					},
+					"maintenance": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Maintenance is the maintenance of the Team's clusters that set none of their own (window and autoUpdate each on its own); ButlerConfig's where the Team sets none.",
+							Ref:         ref(v1alpha1.MaintenanceSpec{}.OpenAPIModelName()),
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			resource.Quantity{}.OpenAPIModelName()},
+			v1alpha1.MaintenanceSpec{}.OpenAPIModelName(), resource.Quantity{}.OpenAPIModelName()},
 	}
 }
 
@@ -2235,6 +2328,166 @@ func schema_pkg_apis_butler_v1alpha1_MachineTemplate(ref common.ReferenceCallbac
 	}
 }
 
+func schema_pkg_apis_butler_v1alpha1_MaintenanceAutoUpdate(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "MaintenanceAutoUpdate is what maintenance updates by itself inside the window.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kubernetesVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "KubernetesVersion moves the cluster to the newest patch of its minor version that the catalog offers (and that has not expired). Minor versions are never changed automatically.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_butler_v1alpha1_MaintenanceRecord(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "MaintenanceRecord is what one maintenance did.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"time": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Time is when it ran.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"description": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Description says what it changed and why, or why the change was refused.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"time", "description"},
+			},
+		},
+		Dependencies: []string{
+			metav1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_butler_v1alpha1_MaintenanceSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "MaintenanceSpec is when the platform may change a TenantCluster by itself, and what it changes.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"window": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Window is when maintenance runs. Without one, nothing is updated automatically.",
+							Ref:         ref(v1alpha1.MaintenanceWindow{}.OpenAPIModelName()),
+						},
+					},
+					"autoUpdate": {
+						SchemaProps: spec.SchemaProps{
+							Description: "AutoUpdate is what maintenance updates without being asked. An expired Kubernetes version is updated whatever it says.",
+							Ref:         ref(v1alpha1.MaintenanceAutoUpdate{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.MaintenanceAutoUpdate{}.OpenAPIModelName(), v1alpha1.MaintenanceWindow{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_butler_v1alpha1_MaintenanceStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "MaintenanceStatus is the last maintenance and when the next window opens.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"lastMaintenance": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LastMaintenance is the last change maintenance made (or tried to make).",
+							Ref:         ref(v1alpha1.MaintenanceRecord{}.OpenAPIModelName()),
+						},
+					},
+					"nextWindowStart": {
+						SchemaProps: spec.SchemaProps{
+							Description: "NextWindowStart is when the next maintenance window opens.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.MaintenanceRecord{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_butler_v1alpha1_MaintenanceWindow(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "MaintenanceWindow is a daily or weekly time window.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"days": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Days are the weekdays the window opens on (Monday ... Sunday); empty = every day.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"start": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Start is the time of day the window opens, HH:MM (24-hour) in location.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"duration": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Duration is how long the window stays open: 30m to 6h.",
+							Ref:         ref(metav1.Duration{}.OpenAPIModelName()),
+						},
+					},
+					"location": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Location is an IANA time zone such as Europe/Berlin; empty = UTC.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"start", "duration"},
+			},
+		},
+		Dependencies: []string{
+			metav1.Duration{}.OpenAPIModelName()},
+	}
+}
+
 func schema_pkg_apis_butler_v1alpha1_MultiTenancyConfig(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -2737,6 +2990,36 @@ func schema_pkg_apis_butler_v1alpha1_ObservedClusterState(ref common.ReferenceCa
 		},
 		Dependencies: []string{
 			v1alpha1.ObservedAddon{}.OpenAPIModelName(), v1alpha1.WorkerCounts{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_butler_v1alpha1_OfferedVersion(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "OfferedVersion is one Kubernetes version of the platform's catalog.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"version": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Version is vMAJOR.MINOR.PATCH.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"expirationDate": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ExpirationDate, once passed, makes the version expired: refused for new clusters and for upgrades, and updated in each cluster that runs it in its next maintenance window, even with automatic updates off. Empty: never expires.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"version"},
+			},
+		},
+		Dependencies: []string{
+			metav1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -4704,12 +4987,18 @@ func schema_pkg_apis_butler_v1alpha1_TenantClusterSpec(ref common.ReferenceCallb
 							Ref:         ref(v1alpha1.SnapshotPolicy{}.OpenAPIModelName()),
 						},
 					},
+					"maintenance": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Maintenance is the cluster's maintenance window and automatic updates; where it sets neither, its Team's clusterDefaults.maintenance or ButlerConfig's maintenance apply.",
+							Ref:         ref(v1alpha1.MaintenanceSpec{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"kubernetesVersion", "workers"},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.AddonsSpec{}.OpenAPIModelName(), v1alpha1.ControlPlaneSpec{}.OpenAPIModelName(), v1alpha1.HibernationSpec{}.OpenAPIModelName(), v1alpha1.LocalObjectReference{}.OpenAPIModelName(), v1alpha1.NamespacedObjectReference{}.OpenAPIModelName(), v1alpha1.NetworkingSpec{}.OpenAPIModelName(), v1alpha1.RestoreSource{}.OpenAPIModelName(), v1alpha1.SnapshotPolicy{}.OpenAPIModelName(), v1alpha1.WorkersSpec{}.OpenAPIModelName()},
+			v1alpha1.AddonsSpec{}.OpenAPIModelName(), v1alpha1.ControlPlaneSpec{}.OpenAPIModelName(), v1alpha1.HibernationSpec{}.OpenAPIModelName(), v1alpha1.LocalObjectReference{}.OpenAPIModelName(), v1alpha1.MaintenanceSpec{}.OpenAPIModelName(), v1alpha1.NamespacedObjectReference{}.OpenAPIModelName(), v1alpha1.NetworkingSpec{}.OpenAPIModelName(), v1alpha1.RestoreSource{}.OpenAPIModelName(), v1alpha1.SnapshotPolicy{}.OpenAPIModelName(), v1alpha1.WorkersSpec{}.OpenAPIModelName()},
 	}
 }
 
@@ -4816,11 +5105,17 @@ func schema_pkg_apis_butler_v1alpha1_TenantClusterStatus(ref common.ReferenceCal
 							Ref:         ref(v1alpha1.TenantCredentialsStatus{}.OpenAPIModelName()),
 						},
 					},
+					"maintenance": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Maintenance is the cluster's last maintenance and its next window.",
+							Ref:         ref(v1alpha1.MaintenanceStatus{}.OpenAPIModelName()),
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.LastOperation{}.OpenAPIModelName(), v1alpha1.LocalObjectReference{}.OpenAPIModelName(), v1alpha1.ObservedClusterState{}.OpenAPIModelName(), v1alpha1.RestoreStatus{}.OpenAPIModelName(), v1alpha1.TenantCredentialsStatus{}.OpenAPIModelName(), metav1.Condition{}.OpenAPIModelName()},
+			v1alpha1.LastOperation{}.OpenAPIModelName(), v1alpha1.LocalObjectReference{}.OpenAPIModelName(), v1alpha1.MaintenanceStatus{}.OpenAPIModelName(), v1alpha1.ObservedClusterState{}.OpenAPIModelName(), v1alpha1.RestoreStatus{}.OpenAPIModelName(), v1alpha1.TenantCredentialsStatus{}.OpenAPIModelName(), metav1.Condition{}.OpenAPIModelName()},
 	}
 }
 
@@ -4888,6 +5183,44 @@ func schema_pkg_apis_butler_v1alpha1_TenantIPQuota(ref common.ReferenceCallback)
 				},
 			},
 		},
+	}
+}
+
+func schema_pkg_apis_butler_v1alpha1_UnhealthyNodeCondition(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "UnhealthyNodeCondition is a node condition that, held for Timeout, makes the worker unhealthy.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"type": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Type is the node condition's type, such as Ready.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status is True, False or Unknown.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"timeout": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Timeout is how long the condition must hold (at least 30s).",
+							Ref:         ref(metav1.Duration{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"type", "status", "timeout"},
+			},
+		},
+		Dependencies: []string{
+			metav1.Duration{}.OpenAPIModelName()},
 	}
 }
 
@@ -4967,12 +5300,18 @@ func schema_pkg_apis_butler_v1alpha1_WorkersSpec(ref common.ReferenceCallback) c
 							Ref:     ref(v1alpha1.MachineTemplate{}.OpenAPIModelName()),
 						},
 					},
+					"autoRepair": {
+						SchemaProps: spec.SchemaProps{
+							Description: "AutoRepair replaces workers whose nodes are unhealthy, through a Cluster API MachineHealthCheck over the workers' machines. A hibernated cluster is never repaired.",
+							Ref:         ref(v1alpha1.AutoRepair{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"replicas"},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.MachineTemplate{}.OpenAPIModelName()},
+			v1alpha1.AutoRepair{}.OpenAPIModelName(), v1alpha1.MachineTemplate{}.OpenAPIModelName()},
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // LocalObjectReference names an object in the same namespace (or a cluster-scoped object).
@@ -74,6 +75,83 @@ type ButlerConfigSpec struct {
 	// SnapshotStore is where TenantClusterSnapshots keep their data.
 	// +optional
 	SnapshotStore *SnapshotStore `json:"snapshotStore,omitempty" protobuf:"bytes,8,opt,name=snapshotStore"`
+	// KubernetesVersions is the platform's version catalog: the Kubernetes versions TenantClusters
+	// may run, each with an optional expiration date. A TenantCluster asking for a version the
+	// catalog does not offer, or for an expired one, is refused (422); a cluster that runs an
+	// expired version is updated to the newest offered patch of its minor in its next maintenance
+	// window. Empty: no catalog, any well-formed version is accepted.
+	// +optional
+	// +listType=map
+	// +listMapKey=version
+	KubernetesVersions []OfferedVersion `json:"kubernetesVersions,omitempty" protobuf:"bytes,9,rep,name=kubernetesVersions"`
+	// Maintenance is every TenantCluster's maintenance window and automatic updates; a Team's
+	// clusterDefaults.maintenance and a cluster's spec.maintenance set their own (window and
+	// autoUpdate each on its own).
+	// +optional
+	Maintenance *MaintenanceSpec `json:"maintenance,omitempty" protobuf:"bytes,10,opt,name=maintenance"`
+}
+
+// OfferedVersion is one Kubernetes version of the platform's catalog.
+type OfferedVersion struct {
+	// Version is vMAJOR.MINOR.PATCH.
+	Version string `json:"version" protobuf:"bytes,1,opt,name=version"`
+	// ExpirationDate, once passed, makes the version expired: refused for new clusters and for
+	// upgrades, and updated in each cluster that runs it in its next maintenance window, even
+	// with automatic updates off. Empty: never expires.
+	// +optional
+	ExpirationDate *metav1.Time `json:"expirationDate,omitempty" protobuf:"bytes,2,opt,name=expirationDate"`
+}
+
+// MaintenanceSpec is when the platform may change a TenantCluster by itself, and what it changes.
+type MaintenanceSpec struct {
+	// Window is when maintenance runs. Without one, nothing is updated automatically.
+	// +optional
+	Window *MaintenanceWindow `json:"window,omitempty" protobuf:"bytes,1,opt,name=window"`
+	// AutoUpdate is what maintenance updates without being asked. An expired Kubernetes version
+	// is updated whatever it says.
+	// +optional
+	AutoUpdate *MaintenanceAutoUpdate `json:"autoUpdate,omitempty" protobuf:"bytes,2,opt,name=autoUpdate"`
+}
+
+// MaintenanceWindow is a daily or weekly time window.
+type MaintenanceWindow struct {
+	// Days are the weekdays the window opens on (Monday ... Sunday); empty = every day.
+	// +optional
+	// +listType=set
+	Days []string `json:"days,omitempty" protobuf:"bytes,1,rep,name=days"`
+	// Start is the time of day the window opens, HH:MM (24-hour) in location.
+	Start string `json:"start" protobuf:"bytes,2,opt,name=start"`
+	// Duration is how long the window stays open: 30m to 6h.
+	Duration metav1.Duration `json:"duration" protobuf:"bytes,3,opt,name=duration"`
+	// Location is an IANA time zone such as Europe/Berlin; empty = UTC.
+	// +optional
+	Location string `json:"location,omitempty" protobuf:"bytes,4,opt,name=location"`
+}
+
+// MaintenanceAutoUpdate is what maintenance updates by itself inside the window.
+type MaintenanceAutoUpdate struct {
+	// KubernetesVersion moves the cluster to the newest patch of its minor version that the
+	// catalog offers (and that has not expired). Minor versions are never changed automatically.
+	// +optional
+	KubernetesVersion bool `json:"kubernetesVersion,omitempty" protobuf:"varint,1,opt,name=kubernetesVersion"`
+}
+
+// MaintenanceStatus is the last maintenance and when the next window opens.
+type MaintenanceStatus struct {
+	// LastMaintenance is the last change maintenance made (or tried to make).
+	// +optional
+	LastMaintenance *MaintenanceRecord `json:"lastMaintenance,omitempty" protobuf:"bytes,1,opt,name=lastMaintenance"`
+	// NextWindowStart is when the next maintenance window opens.
+	// +optional
+	NextWindowStart *metav1.Time `json:"nextWindowStart,omitempty" protobuf:"bytes,2,opt,name=nextWindowStart"`
+}
+
+// MaintenanceRecord is what one maintenance did.
+type MaintenanceRecord struct {
+	// Time is when it ran.
+	Time metav1.Time `json:"time" protobuf:"bytes,1,opt,name=time"`
+	// Description says what it changed and why, or why the change was refused.
+	Description string `json:"description" protobuf:"bytes,2,opt,name=description"`
 }
 
 // MultiTenancyConfig configures tenancy enforcement.
@@ -249,6 +327,10 @@ type ClusterDefaults struct {
 	// +optional
 	// +listType=atomic
 	DefaultAddons []string `json:"defaultAddons,omitempty" protobuf:"bytes,6,rep,name=defaultAddons"`
+	// Maintenance is the maintenance of the Team's clusters that set none of their own (window
+	// and autoUpdate each on its own); ButlerConfig's where the Team sets none.
+	// +optional
+	Maintenance *MaintenanceSpec `json:"maintenance,omitempty" protobuf:"bytes,7,opt,name=maintenance"`
 }
 
 // TeamPhase is the lifecycle phase of a Team.
@@ -351,6 +433,10 @@ type TenantClusterSpec struct {
 	// Snapshots takes TenantClusterSnapshots of the cluster on schedules and keeps the newest.
 	// +optional
 	Snapshots *SnapshotPolicy `json:"snapshots,omitempty" protobuf:"bytes,10,opt,name=snapshots"`
+	// Maintenance is the cluster's maintenance window and automatic updates; where it sets
+	// neither, its Team's clusterDefaults.maintenance or ButlerConfig's maintenance apply.
+	// +optional
+	Maintenance *MaintenanceSpec `json:"maintenance,omitempty" protobuf:"bytes,11,opt,name=maintenance"`
 }
 
 // SnapshotPolicy is when a cluster's snapshots are taken, how many are kept, and what happens
@@ -482,6 +568,41 @@ type WorkersSpec struct {
 	Replicas int32 `json:"replicas" protobuf:"varint,1,opt,name=replicas"`
 	// +optional
 	MachineTemplate MachineTemplate `json:"machineTemplate,omitempty" protobuf:"bytes,2,opt,name=machineTemplate"`
+	// AutoRepair replaces workers whose nodes are unhealthy, through a Cluster API
+	// MachineHealthCheck over the workers' machines. A hibernated cluster is never repaired.
+	// +optional
+	AutoRepair *AutoRepair `json:"autoRepair,omitempty" protobuf:"bytes,3,opt,name=autoRepair"`
+}
+
+// AutoRepair is when a worker counts as unhealthy and how many may be replaced at once.
+type AutoRepair struct {
+	// Enabled turns auto-repair on.
+	// +optional
+	Enabled bool `json:"enabled,omitempty" protobuf:"varint,1,opt,name=enabled"`
+	// UnhealthyConditions make a worker unhealthy when its node holds one for its timeout.
+	// Default: Ready False or Unknown for 5m.
+	// +optional
+	// +listType=atomic
+	UnhealthyConditions []UnhealthyNodeCondition `json:"unhealthyConditions,omitempty" protobuf:"bytes,2,rep,name=unhealthyConditions"`
+	// NodeStartupTimeout makes a worker unhealthy when its node has not joined within it.
+	// Default 10m.
+	// +optional
+	NodeStartupTimeout *metav1.Duration `json:"nodeStartupTimeout,omitempty" protobuf:"bytes,3,opt,name=nodeStartupTimeout"`
+	// MaxUnhealthy stops all repairs while more workers than this are unhealthy (a number or a
+	// percentage of the workers): many at once is a network or platform failure that
+	// replacing machines would not cure. Default 40%.
+	// +optional
+	MaxUnhealthy *intstr.IntOrString `json:"maxUnhealthy,omitempty" protobuf:"bytes,4,opt,name=maxUnhealthy"`
+}
+
+// UnhealthyNodeCondition is a node condition that, held for Timeout, makes the worker unhealthy.
+type UnhealthyNodeCondition struct {
+	// Type is the node condition's type, such as Ready.
+	Type string `json:"type" protobuf:"bytes,1,opt,name=type"`
+	// Status is True, False or Unknown.
+	Status string `json:"status" protobuf:"bytes,2,opt,name=status"`
+	// Timeout is how long the condition must hold (at least 30s).
+	Timeout metav1.Duration `json:"timeout" protobuf:"bytes,3,opt,name=timeout"`
 }
 
 // MachineTemplate sizes a machine and picks its OS.
@@ -688,6 +809,9 @@ type TenantClusterStatus struct {
 	// CA and the service-account key.
 	// +optional
 	Credentials *TenantCredentialsStatus `json:"credentials,omitempty" protobuf:"bytes,13,opt,name=credentials"`
+	// Maintenance is the cluster's last maintenance and its next window.
+	// +optional
+	Maintenance *MaintenanceStatus `json:"maintenance,omitempty" protobuf:"bytes,14,opt,name=maintenance"`
 }
 
 // TenantCredentialsStatus is what a TenantCluster's status says of its credentials (never a

@@ -116,6 +116,16 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddGeneratedConversionFunc((*AutoRepair)(nil), (*butler.AutoRepair)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_AutoRepair_To_butler_AutoRepair(a.(*AutoRepair), b.(*butler.AutoRepair), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*butler.AutoRepair)(nil), (*AutoRepair)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_butler_AutoRepair_To_v1alpha1_AutoRepair(a.(*butler.AutoRepair), b.(*AutoRepair), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*AzureConfig)(nil), (*butler.AzureConfig)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1alpha1_AzureConfig_To_butler_AzureConfig(a.(*AzureConfig), b.(*butler.AzureConfig), scope)
 	}); err != nil {
@@ -486,6 +496,56 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddGeneratedConversionFunc((*MaintenanceAutoUpdate)(nil), (*butler.MaintenanceAutoUpdate)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_MaintenanceAutoUpdate_To_butler_MaintenanceAutoUpdate(a.(*MaintenanceAutoUpdate), b.(*butler.MaintenanceAutoUpdate), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*butler.MaintenanceAutoUpdate)(nil), (*MaintenanceAutoUpdate)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_butler_MaintenanceAutoUpdate_To_v1alpha1_MaintenanceAutoUpdate(a.(*butler.MaintenanceAutoUpdate), b.(*MaintenanceAutoUpdate), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*MaintenanceRecord)(nil), (*butler.MaintenanceRecord)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_MaintenanceRecord_To_butler_MaintenanceRecord(a.(*MaintenanceRecord), b.(*butler.MaintenanceRecord), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*butler.MaintenanceRecord)(nil), (*MaintenanceRecord)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_butler_MaintenanceRecord_To_v1alpha1_MaintenanceRecord(a.(*butler.MaintenanceRecord), b.(*MaintenanceRecord), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*MaintenanceSpec)(nil), (*butler.MaintenanceSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_MaintenanceSpec_To_butler_MaintenanceSpec(a.(*MaintenanceSpec), b.(*butler.MaintenanceSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*butler.MaintenanceSpec)(nil), (*MaintenanceSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_butler_MaintenanceSpec_To_v1alpha1_MaintenanceSpec(a.(*butler.MaintenanceSpec), b.(*MaintenanceSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*MaintenanceStatus)(nil), (*butler.MaintenanceStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_MaintenanceStatus_To_butler_MaintenanceStatus(a.(*MaintenanceStatus), b.(*butler.MaintenanceStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*butler.MaintenanceStatus)(nil), (*MaintenanceStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_butler_MaintenanceStatus_To_v1alpha1_MaintenanceStatus(a.(*butler.MaintenanceStatus), b.(*MaintenanceStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*MaintenanceWindow)(nil), (*butler.MaintenanceWindow)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_MaintenanceWindow_To_butler_MaintenanceWindow(a.(*MaintenanceWindow), b.(*butler.MaintenanceWindow), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*butler.MaintenanceWindow)(nil), (*MaintenanceWindow)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_butler_MaintenanceWindow_To_v1alpha1_MaintenanceWindow(a.(*butler.MaintenanceWindow), b.(*MaintenanceWindow), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*MultiTenancyConfig)(nil), (*butler.MultiTenancyConfig)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1alpha1_MultiTenancyConfig_To_butler_MultiTenancyConfig(a.(*MultiTenancyConfig), b.(*butler.MultiTenancyConfig), scope)
 	}); err != nil {
@@ -593,6 +653,16 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddGeneratedConversionFunc((*butler.ObservedClusterState)(nil), (*ObservedClusterState)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_butler_ObservedClusterState_To_v1alpha1_ObservedClusterState(a.(*butler.ObservedClusterState), b.(*ObservedClusterState), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*OfferedVersion)(nil), (*butler.OfferedVersion)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_OfferedVersion_To_butler_OfferedVersion(a.(*OfferedVersion), b.(*butler.OfferedVersion), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*butler.OfferedVersion)(nil), (*OfferedVersion)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_butler_OfferedVersion_To_v1alpha1_OfferedVersion(a.(*butler.OfferedVersion), b.(*OfferedVersion), scope)
 	}); err != nil {
 		return err
 	}
@@ -1026,6 +1096,16 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddGeneratedConversionFunc((*UnhealthyNodeCondition)(nil), (*butler.UnhealthyNodeCondition)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_UnhealthyNodeCondition_To_butler_UnhealthyNodeCondition(a.(*UnhealthyNodeCondition), b.(*butler.UnhealthyNodeCondition), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*butler.UnhealthyNodeCondition)(nil), (*UnhealthyNodeCondition)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_butler_UnhealthyNodeCondition_To_v1alpha1_UnhealthyNodeCondition(a.(*butler.UnhealthyNodeCondition), b.(*UnhealthyNodeCondition), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*VMIDRange)(nil), (*butler.VMIDRange)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1alpha1_VMIDRange_To_butler_VMIDRange(a.(*VMIDRange), b.(*butler.VMIDRange), scope)
 	}); err != nil {
@@ -1225,6 +1305,26 @@ func autoConvert_butler_AddressRange_To_v1alpha1_AddressRange(in *butler.Address
 // Convert_butler_AddressRange_To_v1alpha1_AddressRange is an autogenerated conversion function.
 func Convert_butler_AddressRange_To_v1alpha1_AddressRange(in *butler.AddressRange, out *AddressRange, s conversion.Scope) error {
 	return autoConvert_butler_AddressRange_To_v1alpha1_AddressRange(in, out, s)
+}
+
+func autoConvert_v1alpha1_AutoRepair_To_butler_AutoRepair(in *AutoRepair, out *butler.AutoRepair, s conversion.Scope) error {
+	*out = *(*butler.AutoRepair)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_AutoRepair_To_butler_AutoRepair is an autogenerated conversion function.
+func Convert_v1alpha1_AutoRepair_To_butler_AutoRepair(in *AutoRepair, out *butler.AutoRepair, s conversion.Scope) error {
+	return autoConvert_v1alpha1_AutoRepair_To_butler_AutoRepair(in, out, s)
+}
+
+func autoConvert_butler_AutoRepair_To_v1alpha1_AutoRepair(in *butler.AutoRepair, out *AutoRepair, s conversion.Scope) error {
+	*out = *(*AutoRepair)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_butler_AutoRepair_To_v1alpha1_AutoRepair is an autogenerated conversion function.
+func Convert_butler_AutoRepair_To_v1alpha1_AutoRepair(in *butler.AutoRepair, out *AutoRepair, s conversion.Scope) error {
+	return autoConvert_butler_AutoRepair_To_v1alpha1_AutoRepair(in, out, s)
 }
 
 func autoConvert_v1alpha1_AzureConfig_To_butler_AzureConfig(in *AzureConfig, out *butler.AzureConfig, s conversion.Scope) error {
@@ -2013,6 +2113,106 @@ func Convert_butler_MachineTemplate_To_v1alpha1_MachineTemplate(in *butler.Machi
 	return autoConvert_butler_MachineTemplate_To_v1alpha1_MachineTemplate(in, out, s)
 }
 
+func autoConvert_v1alpha1_MaintenanceAutoUpdate_To_butler_MaintenanceAutoUpdate(in *MaintenanceAutoUpdate, out *butler.MaintenanceAutoUpdate, s conversion.Scope) error {
+	*out = *(*butler.MaintenanceAutoUpdate)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_MaintenanceAutoUpdate_To_butler_MaintenanceAutoUpdate is an autogenerated conversion function.
+func Convert_v1alpha1_MaintenanceAutoUpdate_To_butler_MaintenanceAutoUpdate(in *MaintenanceAutoUpdate, out *butler.MaintenanceAutoUpdate, s conversion.Scope) error {
+	return autoConvert_v1alpha1_MaintenanceAutoUpdate_To_butler_MaintenanceAutoUpdate(in, out, s)
+}
+
+func autoConvert_butler_MaintenanceAutoUpdate_To_v1alpha1_MaintenanceAutoUpdate(in *butler.MaintenanceAutoUpdate, out *MaintenanceAutoUpdate, s conversion.Scope) error {
+	*out = *(*MaintenanceAutoUpdate)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_butler_MaintenanceAutoUpdate_To_v1alpha1_MaintenanceAutoUpdate is an autogenerated conversion function.
+func Convert_butler_MaintenanceAutoUpdate_To_v1alpha1_MaintenanceAutoUpdate(in *butler.MaintenanceAutoUpdate, out *MaintenanceAutoUpdate, s conversion.Scope) error {
+	return autoConvert_butler_MaintenanceAutoUpdate_To_v1alpha1_MaintenanceAutoUpdate(in, out, s)
+}
+
+func autoConvert_v1alpha1_MaintenanceRecord_To_butler_MaintenanceRecord(in *MaintenanceRecord, out *butler.MaintenanceRecord, s conversion.Scope) error {
+	*out = *(*butler.MaintenanceRecord)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_MaintenanceRecord_To_butler_MaintenanceRecord is an autogenerated conversion function.
+func Convert_v1alpha1_MaintenanceRecord_To_butler_MaintenanceRecord(in *MaintenanceRecord, out *butler.MaintenanceRecord, s conversion.Scope) error {
+	return autoConvert_v1alpha1_MaintenanceRecord_To_butler_MaintenanceRecord(in, out, s)
+}
+
+func autoConvert_butler_MaintenanceRecord_To_v1alpha1_MaintenanceRecord(in *butler.MaintenanceRecord, out *MaintenanceRecord, s conversion.Scope) error {
+	*out = *(*MaintenanceRecord)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_butler_MaintenanceRecord_To_v1alpha1_MaintenanceRecord is an autogenerated conversion function.
+func Convert_butler_MaintenanceRecord_To_v1alpha1_MaintenanceRecord(in *butler.MaintenanceRecord, out *MaintenanceRecord, s conversion.Scope) error {
+	return autoConvert_butler_MaintenanceRecord_To_v1alpha1_MaintenanceRecord(in, out, s)
+}
+
+func autoConvert_v1alpha1_MaintenanceSpec_To_butler_MaintenanceSpec(in *MaintenanceSpec, out *butler.MaintenanceSpec, s conversion.Scope) error {
+	*out = *(*butler.MaintenanceSpec)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_MaintenanceSpec_To_butler_MaintenanceSpec is an autogenerated conversion function.
+func Convert_v1alpha1_MaintenanceSpec_To_butler_MaintenanceSpec(in *MaintenanceSpec, out *butler.MaintenanceSpec, s conversion.Scope) error {
+	return autoConvert_v1alpha1_MaintenanceSpec_To_butler_MaintenanceSpec(in, out, s)
+}
+
+func autoConvert_butler_MaintenanceSpec_To_v1alpha1_MaintenanceSpec(in *butler.MaintenanceSpec, out *MaintenanceSpec, s conversion.Scope) error {
+	*out = *(*MaintenanceSpec)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_butler_MaintenanceSpec_To_v1alpha1_MaintenanceSpec is an autogenerated conversion function.
+func Convert_butler_MaintenanceSpec_To_v1alpha1_MaintenanceSpec(in *butler.MaintenanceSpec, out *MaintenanceSpec, s conversion.Scope) error {
+	return autoConvert_butler_MaintenanceSpec_To_v1alpha1_MaintenanceSpec(in, out, s)
+}
+
+func autoConvert_v1alpha1_MaintenanceStatus_To_butler_MaintenanceStatus(in *MaintenanceStatus, out *butler.MaintenanceStatus, s conversion.Scope) error {
+	*out = *(*butler.MaintenanceStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_MaintenanceStatus_To_butler_MaintenanceStatus is an autogenerated conversion function.
+func Convert_v1alpha1_MaintenanceStatus_To_butler_MaintenanceStatus(in *MaintenanceStatus, out *butler.MaintenanceStatus, s conversion.Scope) error {
+	return autoConvert_v1alpha1_MaintenanceStatus_To_butler_MaintenanceStatus(in, out, s)
+}
+
+func autoConvert_butler_MaintenanceStatus_To_v1alpha1_MaintenanceStatus(in *butler.MaintenanceStatus, out *MaintenanceStatus, s conversion.Scope) error {
+	*out = *(*MaintenanceStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_butler_MaintenanceStatus_To_v1alpha1_MaintenanceStatus is an autogenerated conversion function.
+func Convert_butler_MaintenanceStatus_To_v1alpha1_MaintenanceStatus(in *butler.MaintenanceStatus, out *MaintenanceStatus, s conversion.Scope) error {
+	return autoConvert_butler_MaintenanceStatus_To_v1alpha1_MaintenanceStatus(in, out, s)
+}
+
+func autoConvert_v1alpha1_MaintenanceWindow_To_butler_MaintenanceWindow(in *MaintenanceWindow, out *butler.MaintenanceWindow, s conversion.Scope) error {
+	*out = *(*butler.MaintenanceWindow)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_MaintenanceWindow_To_butler_MaintenanceWindow is an autogenerated conversion function.
+func Convert_v1alpha1_MaintenanceWindow_To_butler_MaintenanceWindow(in *MaintenanceWindow, out *butler.MaintenanceWindow, s conversion.Scope) error {
+	return autoConvert_v1alpha1_MaintenanceWindow_To_butler_MaintenanceWindow(in, out, s)
+}
+
+func autoConvert_butler_MaintenanceWindow_To_v1alpha1_MaintenanceWindow(in *butler.MaintenanceWindow, out *MaintenanceWindow, s conversion.Scope) error {
+	*out = *(*MaintenanceWindow)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_butler_MaintenanceWindow_To_v1alpha1_MaintenanceWindow is an autogenerated conversion function.
+func Convert_butler_MaintenanceWindow_To_v1alpha1_MaintenanceWindow(in *butler.MaintenanceWindow, out *MaintenanceWindow, s conversion.Scope) error {
+	return autoConvert_butler_MaintenanceWindow_To_v1alpha1_MaintenanceWindow(in, out, s)
+}
+
 func autoConvert_v1alpha1_MultiTenancyConfig_To_butler_MultiTenancyConfig(in *MultiTenancyConfig, out *butler.MultiTenancyConfig, s conversion.Scope) error {
 	*out = *(*butler.MultiTenancyConfig)(unsafe.Pointer(in))
 	return nil
@@ -2245,6 +2445,26 @@ func autoConvert_butler_ObservedClusterState_To_v1alpha1_ObservedClusterState(in
 // Convert_butler_ObservedClusterState_To_v1alpha1_ObservedClusterState is an autogenerated conversion function.
 func Convert_butler_ObservedClusterState_To_v1alpha1_ObservedClusterState(in *butler.ObservedClusterState, out *ObservedClusterState, s conversion.Scope) error {
 	return autoConvert_butler_ObservedClusterState_To_v1alpha1_ObservedClusterState(in, out, s)
+}
+
+func autoConvert_v1alpha1_OfferedVersion_To_butler_OfferedVersion(in *OfferedVersion, out *butler.OfferedVersion, s conversion.Scope) error {
+	*out = *(*butler.OfferedVersion)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_OfferedVersion_To_butler_OfferedVersion is an autogenerated conversion function.
+func Convert_v1alpha1_OfferedVersion_To_butler_OfferedVersion(in *OfferedVersion, out *butler.OfferedVersion, s conversion.Scope) error {
+	return autoConvert_v1alpha1_OfferedVersion_To_butler_OfferedVersion(in, out, s)
+}
+
+func autoConvert_butler_OfferedVersion_To_v1alpha1_OfferedVersion(in *butler.OfferedVersion, out *OfferedVersion, s conversion.Scope) error {
+	*out = *(*OfferedVersion)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_butler_OfferedVersion_To_v1alpha1_OfferedVersion is an autogenerated conversion function.
+func Convert_butler_OfferedVersion_To_v1alpha1_OfferedVersion(in *butler.OfferedVersion, out *OfferedVersion, s conversion.Scope) error {
+	return autoConvert_butler_OfferedVersion_To_v1alpha1_OfferedVersion(in, out, s)
 }
 
 func autoConvert_v1alpha1_PinnedRange_To_butler_PinnedRange(in *PinnedRange, out *butler.PinnedRange, s conversion.Scope) error {
@@ -3175,6 +3395,26 @@ func autoConvert_butler_TenantIPQuota_To_v1alpha1_TenantIPQuota(in *butler.Tenan
 // Convert_butler_TenantIPQuota_To_v1alpha1_TenantIPQuota is an autogenerated conversion function.
 func Convert_butler_TenantIPQuota_To_v1alpha1_TenantIPQuota(in *butler.TenantIPQuota, out *TenantIPQuota, s conversion.Scope) error {
 	return autoConvert_butler_TenantIPQuota_To_v1alpha1_TenantIPQuota(in, out, s)
+}
+
+func autoConvert_v1alpha1_UnhealthyNodeCondition_To_butler_UnhealthyNodeCondition(in *UnhealthyNodeCondition, out *butler.UnhealthyNodeCondition, s conversion.Scope) error {
+	*out = *(*butler.UnhealthyNodeCondition)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_UnhealthyNodeCondition_To_butler_UnhealthyNodeCondition is an autogenerated conversion function.
+func Convert_v1alpha1_UnhealthyNodeCondition_To_butler_UnhealthyNodeCondition(in *UnhealthyNodeCondition, out *butler.UnhealthyNodeCondition, s conversion.Scope) error {
+	return autoConvert_v1alpha1_UnhealthyNodeCondition_To_butler_UnhealthyNodeCondition(in, out, s)
+}
+
+func autoConvert_butler_UnhealthyNodeCondition_To_v1alpha1_UnhealthyNodeCondition(in *butler.UnhealthyNodeCondition, out *UnhealthyNodeCondition, s conversion.Scope) error {
+	*out = *(*UnhealthyNodeCondition)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_butler_UnhealthyNodeCondition_To_v1alpha1_UnhealthyNodeCondition is an autogenerated conversion function.
+func Convert_butler_UnhealthyNodeCondition_To_v1alpha1_UnhealthyNodeCondition(in *butler.UnhealthyNodeCondition, out *UnhealthyNodeCondition, s conversion.Scope) error {
+	return autoConvert_butler_UnhealthyNodeCondition_To_v1alpha1_UnhealthyNodeCondition(in, out, s)
 }
 
 func autoConvert_v1alpha1_VMIDRange_To_butler_VMIDRange(in *VMIDRange, out *butler.VMIDRange, s conversion.Scope) error {

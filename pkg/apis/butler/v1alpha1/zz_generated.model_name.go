@@ -62,6 +62,11 @@ func (in AddressRange) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in AutoRepair) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.AutoRepair"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in AzureConfig) OpenAPIModelName() string {
 	return "dev.butlerlabs.butler.v1alpha1.AzureConfig"
 }
@@ -247,6 +252,31 @@ func (in MachineTemplate) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in MaintenanceAutoUpdate) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.MaintenanceAutoUpdate"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in MaintenanceRecord) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.MaintenanceRecord"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in MaintenanceSpec) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.MaintenanceSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in MaintenanceStatus) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.MaintenanceStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in MaintenanceWindow) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.MaintenanceWindow"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in MultiTenancyConfig) OpenAPIModelName() string {
 	return "dev.butlerlabs.butler.v1alpha1.MultiTenancyConfig"
 }
@@ -299,6 +329,11 @@ func (in ObservedAddon) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ObservedClusterState) OpenAPIModelName() string {
 	return "dev.butlerlabs.butler.v1alpha1.ObservedClusterState"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in OfferedVersion) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.OfferedVersion"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
@@ -514,6 +549,11 @@ func (in TenantCredentialsStatus) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in TenantIPQuota) OpenAPIModelName() string {
 	return "dev.butlerlabs.butler.v1alpha1.TenantIPQuota"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in UnhealthyNodeCondition) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.UnhealthyNodeCondition"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

@@ -56,6 +56,8 @@ func validateButlerConfigSpec(spec *butler.ButlerConfigSpec, fldPath *field.Path
 	allErrs = append(allErrs, validateControlPlaneExposure(&spec.ControlPlaneExposure, fldPath.Child("controlPlaneExposure"))...)
 	allErrs = append(allErrs, validateOptionalEnum(spec.ControlPlaneProvider, controlPlaneProviders, fldPath.Child("controlPlaneProvider"))...)
 	allErrs = append(allErrs, validateSnapshotStore(spec.SnapshotStore, fldPath.Child("snapshotStore"))...)
+	allErrs = append(allErrs, validateVersionCatalog(spec.KubernetesVersions, fldPath.Child("kubernetesVersions"))...)
+	allErrs = append(allErrs, validateMaintenance(spec.Maintenance, fldPath.Child("maintenance"))...)
 	return allErrs
 }
 

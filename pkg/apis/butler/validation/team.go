@@ -146,5 +146,6 @@ func validateClusterDefaults(d *butler.ClusterDefaults, fldPath *field.Path) fie
 	allErrs = append(allErrs, validatePositiveQuantity(d.WorkerMemory, fldPath.Child("workerMemory"))...)
 	allErrs = append(allErrs, validatePositiveQuantity(d.WorkerDisk, fldPath.Child("workerDisk"))...)
 	allErrs = append(allErrs, validateNonEmptyStrings(d.DefaultAddons, fldPath.Child("defaultAddons"))...)
+	allErrs = append(allErrs, validateMaintenance(d.Maintenance, fldPath.Child("maintenance"))...)
 	return allErrs
 }

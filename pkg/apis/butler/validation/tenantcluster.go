@@ -197,6 +197,7 @@ func validateTenantClusterSpec(spec *butler.TenantClusterSpec, fldPath *field.Pa
 	workersPath := fldPath.Child("workers")
 	allErrs = append(allErrs, validateMinimum(spec.Workers.Replicas, 0, workersPath.Child("replicas"))...)
 	allErrs = append(allErrs, validateMachineTemplate(&spec.Workers.MachineTemplate, workersPath.Child("machineTemplate"))...)
+	allErrs = append(allErrs, validateAutoRepair(spec.Workers.AutoRepair, workersPath.Child("autoRepair"))...)
 
 	// Rocky images stop at v1.30.2. The version is what the user would change, so the error
 	// goes there rather than on os.type (which is immutable after create).
@@ -215,6 +216,7 @@ func validateTenantClusterSpec(spec *butler.TenantClusterSpec, fldPath *field.Pa
 	allErrs = append(allErrs, validateAddons(&spec.Addons, fldPath.Child("addons"))...)
 	allErrs = append(allErrs, validateHibernation(spec.Hibernation, fldPath.Child("hibernation"))...)
 	allErrs = append(allErrs, validateRestoreFrom(spec.RestoreFrom, fldPath.Child("restoreFrom"))...)
+	allErrs = append(allErrs, validateMaintenance(spec.Maintenance, fldPath.Child("maintenance"))...)
 	return allErrs
 }
 

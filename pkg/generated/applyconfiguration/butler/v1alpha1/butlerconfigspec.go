@@ -41,6 +41,16 @@ type ButlerConfigSpecApplyConfiguration struct {
 	ControlPlaneProvider *butlerv1alpha1.ControlPlaneProvider `json:"controlPlaneProvider,omitempty"`
 	// SnapshotStore is where TenantClusterSnapshots keep their data.
 	SnapshotStore *SnapshotStoreApplyConfiguration `json:"snapshotStore,omitempty"`
+	// KubernetesVersions is the platform's version catalog: the Kubernetes versions TenantClusters
+	// may run, each with an optional expiration date. A TenantCluster asking for a version the
+	// catalog does not offer, or for an expired one, is refused (422); a cluster that runs an
+	// expired version is updated to the newest offered patch of its minor in its next maintenance
+	// window. Empty: no catalog, any well-formed version is accepted.
+	KubernetesVersions []OfferedVersionApplyConfiguration `json:"kubernetesVersions,omitempty"`
+	// Maintenance is every TenantCluster's maintenance window and automatic updates; a Team's
+	// clusterDefaults.maintenance and a cluster's spec.maintenance set their own (window and
+	// autoUpdate each on its own).
+	Maintenance *MaintenanceSpecApplyConfiguration `json:"maintenance,omitempty"`
 }
 
 // ButlerConfigSpecApplyConfiguration constructs a declarative configuration of the ButlerConfigSpec type for use with
@@ -110,5 +120,26 @@ func (b *ButlerConfigSpecApplyConfiguration) WithControlPlaneProvider(value butl
 // If called multiple times, the SnapshotStore field is set to the value of the last call.
 func (b *ButlerConfigSpecApplyConfiguration) WithSnapshotStore(value *SnapshotStoreApplyConfiguration) *ButlerConfigSpecApplyConfiguration {
 	b.SnapshotStore = value
+	return b
+}
+
+// WithKubernetesVersions adds the given value to the KubernetesVersions field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the KubernetesVersions field.
+func (b *ButlerConfigSpecApplyConfiguration) WithKubernetesVersions(values ...*OfferedVersionApplyConfiguration) *ButlerConfigSpecApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithKubernetesVersions")
+		}
+		b.KubernetesVersions = append(b.KubernetesVersions, *values[i])
+	}
+	return b
+}
+
+// WithMaintenance sets the Maintenance field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Maintenance field is set to the value of the last call.
+func (b *ButlerConfigSpecApplyConfiguration) WithMaintenance(value *MaintenanceSpecApplyConfiguration) *ButlerConfigSpecApplyConfiguration {
+	b.Maintenance = value
 	return b
 }

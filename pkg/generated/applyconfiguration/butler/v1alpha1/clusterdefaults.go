@@ -33,6 +33,9 @@ type ClusterDefaultsApplyConfiguration struct {
 	WorkerMemory      *resource.Quantity `json:"workerMemory,omitempty"`
 	WorkerDisk        *resource.Quantity `json:"workerDisk,omitempty"`
 	DefaultAddons     []string           `json:"defaultAddons,omitempty"`
+	// Maintenance is the maintenance of the Team's clusters that set none of their own (window
+	// and autoUpdate each on its own); ButlerConfig's where the Team sets none.
+	Maintenance *MaintenanceSpecApplyConfiguration `json:"maintenance,omitempty"`
 }
 
 // ClusterDefaultsApplyConfiguration constructs a declarative configuration of the ClusterDefaults type for use with
@@ -88,5 +91,13 @@ func (b *ClusterDefaultsApplyConfiguration) WithDefaultAddons(values ...string) 
 	for i := range values {
 		b.DefaultAddons = append(b.DefaultAddons, values[i])
 	}
+	return b
+}
+
+// WithMaintenance sets the Maintenance field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Maintenance field is set to the value of the last call.
+func (b *ClusterDefaultsApplyConfiguration) WithMaintenance(value *MaintenanceSpecApplyConfiguration) *ClusterDefaultsApplyConfiguration {
+	b.Maintenance = value
 	return b
 }

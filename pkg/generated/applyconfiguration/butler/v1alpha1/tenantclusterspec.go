@@ -40,6 +40,9 @@ type TenantClusterSpecApplyConfiguration struct {
 	RestoreFrom *RestoreSourceApplyConfiguration `json:"restoreFrom,omitempty"`
 	// Snapshots takes TenantClusterSnapshots of the cluster on schedules and keeps the newest.
 	Snapshots *SnapshotPolicyApplyConfiguration `json:"snapshots,omitempty"`
+	// Maintenance is the cluster's maintenance window and automatic updates; where it sets
+	// neither, its Team's clusterDefaults.maintenance or ButlerConfig's maintenance apply.
+	Maintenance *MaintenanceSpecApplyConfiguration `json:"maintenance,omitempty"`
 }
 
 // TenantClusterSpecApplyConfiguration constructs a declarative configuration of the TenantClusterSpec type for use with
@@ -125,5 +128,13 @@ func (b *TenantClusterSpecApplyConfiguration) WithRestoreFrom(value *RestoreSour
 // If called multiple times, the Snapshots field is set to the value of the last call.
 func (b *TenantClusterSpecApplyConfiguration) WithSnapshots(value *SnapshotPolicyApplyConfiguration) *TenantClusterSpecApplyConfiguration {
 	b.Snapshots = value
+	return b
+}
+
+// WithMaintenance sets the Maintenance field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Maintenance field is set to the value of the last call.
+func (b *TenantClusterSpecApplyConfiguration) WithMaintenance(value *MaintenanceSpecApplyConfiguration) *TenantClusterSpecApplyConfiguration {
+	b.Maintenance = value
 	return b
 }

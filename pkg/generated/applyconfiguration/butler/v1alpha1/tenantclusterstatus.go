@@ -47,6 +47,8 @@ type TenantClusterStatusApplyConfiguration struct {
 	// Credentials are the tenant's credentials: when each expires, and the rotation of the tenant
 	// CA and the service-account key.
 	Credentials *TenantCredentialsStatusApplyConfiguration `json:"credentials,omitempty"`
+	// Maintenance is the cluster's last maintenance and its next window.
+	Maintenance *MaintenanceStatusApplyConfiguration `json:"maintenance,omitempty"`
 }
 
 // TenantClusterStatusApplyConfiguration constructs a declarative configuration of the TenantClusterStatus type for use with
@@ -158,5 +160,13 @@ func (b *TenantClusterStatusApplyConfiguration) WithRestore(value *RestoreStatus
 // If called multiple times, the Credentials field is set to the value of the last call.
 func (b *TenantClusterStatusApplyConfiguration) WithCredentials(value *TenantCredentialsStatusApplyConfiguration) *TenantClusterStatusApplyConfiguration {
 	b.Credentials = value
+	return b
+}
+
+// WithMaintenance sets the Maintenance field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Maintenance field is set to the value of the last call.
+func (b *TenantClusterStatusApplyConfiguration) WithMaintenance(value *MaintenanceStatusApplyConfiguration) *TenantClusterStatusApplyConfiguration {
+	b.Maintenance = value
 	return b
 }

@@ -26,6 +26,9 @@ type WorkersSpecApplyConfiguration struct {
 	// Replicas is the number of workers (>= 0); the scale subresource maps to it.
 	Replicas        *int32                             `json:"replicas,omitempty"`
 	MachineTemplate *MachineTemplateApplyConfiguration `json:"machineTemplate,omitempty"`
+	// AutoRepair replaces workers whose nodes are unhealthy, through a Cluster API
+	// MachineHealthCheck over the workers' machines. A hibernated cluster is never repaired.
+	AutoRepair *AutoRepairApplyConfiguration `json:"autoRepair,omitempty"`
 }
 
 // WorkersSpecApplyConfiguration constructs a declarative configuration of the WorkersSpec type for use with
@@ -47,5 +50,13 @@ func (b *WorkersSpecApplyConfiguration) WithReplicas(value int32) *WorkersSpecAp
 // If called multiple times, the MachineTemplate field is set to the value of the last call.
 func (b *WorkersSpecApplyConfiguration) WithMachineTemplate(value *MachineTemplateApplyConfiguration) *WorkersSpecApplyConfiguration {
 	b.MachineTemplate = value
+	return b
+}
+
+// WithAutoRepair sets the AutoRepair field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the AutoRepair field is set to the value of the last call.
+func (b *WorkersSpecApplyConfiguration) WithAutoRepair(value *AutoRepairApplyConfiguration) *WorkersSpecApplyConfiguration {
+	b.AutoRepair = value
 	return b
 }
