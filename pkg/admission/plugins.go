@@ -18,6 +18,9 @@
 //   - butler.butlerlabs.dev/TeamInUse: a Team whose namespace holds TenantClusters cannot be deleted.
 //   - butler.butlerlabs.dev/SnapshotRestore: who may set spec.restoreFrom, and from what.
 //   - butler.butlerlabs.dev/SnapshotLimits: a TenantClusterSnapshot's cluster exists.
+//   - butler.butlerlabs.dev/VersionCatalog: a TenantCluster's kubernetesVersion is one the platform's
+//     catalog (ButlerConfig's kubernetesVersions) offers and has not expired, on create and when
+//     it changes (a 422 on spec.kubernetesVersion).
 //   - butler.butlerlabs.dev/ProviderSupport: a TenantCluster's machine OS must be one that can
 //     boot on its ProviderConfig's provider (a 422 with the reason otherwise).
 //
@@ -53,10 +56,11 @@ const (
 	SnapshotRestoreName   = "butler.butlerlabs.dev/SnapshotRestore"
 	DataStoreUseName      = "butler.butlerlabs.dev/DataStoreUse"
 	SnapshotLimitsName    = "butler.butlerlabs.dev/SnapshotLimits"
+	VersionCatalogName    = "butler.butlerlabs.dev/VersionCatalog"
 )
 
 // Names are the plugins in the order they run.
-var Names = []string{MultiTenancyName, ProviderConfigUseName, DataStoreUseName, AddonSourcesName, ProviderSupportName, SnapshotRestoreName, SnapshotLimitsName, TeamLimitsName, TeamInUseName}
+var Names = []string{MultiTenancyName, ProviderConfigUseName, DataStoreUseName, AddonSourcesName, VersionCatalogName, ProviderSupportName, SnapshotRestoreName, SnapshotLimitsName, TeamLimitsName, TeamInUseName}
 
 // Register registers the plugins.
 func Register(plugins *admission.Plugins) {
@@ -69,6 +73,7 @@ func Register(plugins *admission.Plugins) {
 	plugins.Register(SnapshotRestoreName, func(io.Reader) (admission.Interface, error) { return NewSnapshotRestore(), nil })
 	plugins.Register(DataStoreUseName, func(io.Reader) (admission.Interface, error) { return NewDataStoreUse(), nil })
 	plugins.Register(SnapshotLimitsName, func(io.Reader) (admission.Interface, error) { return NewSnapshotLimits(), nil })
+	plugins.Register(VersionCatalogName, func(io.Reader) (admission.Interface, error) { return NewVersionCatalog(), nil })
 }
 
 // WantsLedger is a plugin that reads butler objects through the quota Ledger's Store.
