@@ -116,6 +116,9 @@ func (c *Controller) hostedReady(ctx context.Context, s *state, cp *unstructured
 	}
 	s.version, s.endpoint = version, endpoint
 	if state != steward.VersionStatusReady {
+		if reason, msg := providerFailure(cp, typed, s.tc.Spec.KubernetesVersion); reason != "" {
+			return steps.Failure(reason, "the control plane provider cannot run the cluster as asked (spec.kubernetesVersion %s): %s", s.tc.Spec.KubernetesVersion, msg), nil
+		}
 		why := ""
 		if msg := typed.Annotations[external.LocalProviderMessageAnnotation]; msg != "" {
 			why = ": " + msg // e.g. the version is being built, for minutes
@@ -192,4 +195,18 @@ func (c *Controller) cleanupControlPlane(ctx context.Context, s *state) (bool, e
 		gone = gone && ok
 	}
 	return gone, nil
+}
+
+// providerFailure is what the control plane's provider says it cannot do for the cluster's spec
+// (the control plane object's status.failureReason and failureMessage, Cluster API's contract):
+// a Kubernetes version no image or build of which exists stays so, and waiting for it would keep
+// the cluster Provisioning for ever. A failure is believed only once the TenantControlPlane asks
+// for the version the cluster asks for: an older one was about the spec before.
+func providerFailure(cp *unstructured.Unstructured, tcp *steward.TenantControlPlane, version string) (reason, message string) {
+	reason, _, _ = unstructured.NestedString(cp.Object, "status", "failureReason")
+	message, _, _ = unstructured.NestedString(cp.Object, "status", "failureMessage")
+	if reason == "" || tcp.Spec.Kubernetes.Version != version {
+		return "", ""
+	}
+	return reason, message
 }
