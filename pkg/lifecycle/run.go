@@ -18,6 +18,7 @@ import (
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/bootstrap"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/butlerconfig"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/maintenance"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/providerconfig"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/snapshotschedule"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/team"
@@ -102,6 +103,7 @@ var controllers = []worker.Controller{
 	{Name: "tenantaddon", New: worker.As(tenantaddon.New)},
 	{Name: "bootstrap", New: worker.As(bootstrap.New)},
 	{Name: "snapshotschedule", New: worker.As(snapshotschedule.New)},
+	{Name: "maintenance", New: worker.As(maintenance.New)},
 }
 
 // RunStandalone runs the workers that need no management cluster (the ButlerConfig's status)
