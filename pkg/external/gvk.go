@@ -24,8 +24,10 @@ const (
 var (
 	ClusterGVK           = schema.GroupVersionKind{Group: CAPIGroup, Version: "v1beta2", Kind: "Cluster"}
 	MachineDeploymentGVK = schema.GroupVersionKind{Group: CAPIGroup, Version: "v1beta2", Kind: "MachineDeployment"}
-	MachineSetGVK        = schema.GroupVersionKind{Group: CAPIGroup, Version: "v1beta2", Kind: "MachineSet"}
-	MachineGVK           = schema.GroupVersionKind{Group: CAPIGroup, Version: "v1beta2", Kind: "Machine"}
+	// MachineHealthCheckGVK is Cluster API's health check of a cluster's machines (auto-repair).
+	MachineHealthCheckGVK = schema.GroupVersionKind{Group: CAPIGroup, Version: "v1beta2", Kind: "MachineHealthCheck"}
+	MachineSetGVK         = schema.GroupVersionKind{Group: CAPIGroup, Version: "v1beta2", Kind: "MachineSet"}
+	MachineGVK            = schema.GroupVersionKind{Group: CAPIGroup, Version: "v1beta2", Kind: "Machine"}
 )
 
 // Control planes.
@@ -94,6 +96,7 @@ func (k Kind) GVR() schema.GroupVersionResource { return k.GVK.GroupVersion().Wi
 var Kinds = []Kind{
 	{GVK: ClusterGVK, Resource: "clusters"},
 	{GVK: MachineDeploymentGVK, Resource: "machinedeployments"},
+	{GVK: MachineHealthCheckGVK, Resource: "machinehealthchecks"},
 	{GVK: MachineSetGVK, Resource: "machinesets"},
 	{GVK: MachineGVK, Resource: "machines"},
 	{GVK: StewardControlPlaneGVK, Resource: "stewardcontrolplanes", CAPIReferenced: true},

@@ -41,6 +41,9 @@ var variants = []variant{
 		in.Config.Spec.ControlPlaneProvider = v1alpha1.ControlPlaneProviderKamaji
 		in.Cluster.Spec.ControlPlane.ServiceType = v1alpha1.ExposureGateway
 	}},
+	{"steward-autorepair", func(in *component.Input) {
+		in.Cluster.Spec.Workers.AutoRepair = &v1alpha1.AutoRepair{Enabled: true}
+	}},
 	{"standalone", func(in *component.Input) {
 		in.Cluster.Spec.ControlPlane.Type = v1alpha1.ControlPlaneStandalone
 		in.Cluster.Spec.ControlPlane.Replicas = ptrTo[int32](3)
@@ -76,6 +79,9 @@ func build(t *testing.T, in component.Input) map[string]*unstructured.Unstructur
 	}
 	md, err := workers.MachineDeployment(in)
 	add("machinedeployment", md, err)
+	if mhc, err := workers.MachineHealthCheck(in); mhc != nil || err != nil {
+		add("machinehealthcheck", mhc, err)
+	}
 	bt, err := workers.BootstrapTemplate(in)
 	add("bootstraptemplate", bt, err)
 	return objs
@@ -108,6 +114,8 @@ func TestEveryObjectValidatesAgainstItsCRD(t *testing.T) {
 						}
 					case name == "controlplanetemplate":
 						componenttest.Golden(t, fmt.Sprintf("%s-%s", p, name), o.Object)
+					case v.name == "steward-autorepair" && name != "machinehealthcheck":
+						// The same as steward-loadbalancer's but for the health check.
 					case p == v1alpha1.ProviderLocal:
 						componenttest.Golden(t, fmt.Sprintf("%s-%s", v.name, name), o.Object)
 					}

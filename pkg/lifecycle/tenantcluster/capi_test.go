@@ -21,6 +21,7 @@ import (
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external/steward"
 	butlerfake "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned/fake"
 	listers "github.com/butlerdotdev/butler-apiserver/pkg/generated/listers/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/componenttest"
@@ -426,5 +427,65 @@ func TestEnsureControlPlaneSetsClusterOwner(t *testing.T) {
 	want := metav1.OwnerReference{APIVersion: "cluster.x-k8s.io/v1beta2", Kind: "Cluster", Name: "prod", UID: "cluster-uid"}
 	if len(refs) != 1 || !reflect.DeepEqual(refs[0], want) {
 		t.Errorf("StewardControlPlane ownerReferences %+v, want [%+v]", refs, want)
+	}
+}
+
+// Auto-repair on: the workers step applies the MachineHealthCheck and says when it holds
+// repairs back; off, it removes it; asleep, the check is gone (a hibernated cluster's machines
+// are never remediated) and comes back on waking.
+func TestEnsureWorkersAutoRepair(t *testing.T) {
+	objs, client := fakeObjects(t)
+	c := &Controller{objects: objs}
+	s := stepState(v1alpha1.ProviderLocal)
+	ctx := context.Background()
+	mhcGVR := external.MustGVR(external.MachineHealthCheckGVK)
+	exists := func() bool {
+		_, err := client.Tracker().Get(mhcGVR, s.namespace, "prod-workers")
+		return err == nil
+	}
+	if _, err := c.ensureWorkers(ctx, s); err != nil || exists() {
+		t.Fatalf("auto-repair off: err %v, MachineHealthCheck made %v", err, exists())
+	}
+	s.tc.Spec.Workers.AutoRepair = &v1alpha1.AutoRepair{Enabled: true}
+	if _, err := c.ensureWorkers(ctx, s); err != nil || !exists() {
+		t.Fatalf("auto-repair on: err %v, MachineHealthCheck made %v", err, exists())
+	}
+	setStatus(t, client, external.MachineHealthCheckGVK, s.namespace, "prod-workers", map[string]any{
+		"expectedMachines": int64(3), "currentHealthy": int64(1),
+		"conditions": []any{map[string]any{"type": "RemediationAllowed", "status": "False", "reason": "TooManyUnhealthy",
+			"message": "Remediation is not allowed, the number of not started or unhealthy machines exceeds maxUnhealthy",
+			"lastTransitionTime": "2026-11-25T12:00:00Z"}}})
+	r, err := c.ensureWorkers(ctx, s)
+	if err != nil || !strings.Contains(r.Message, "auto-repair holds off: 2 of 3 workers unhealthy") {
+		t.Errorf("too many unhealthy: %q, %v", r.Message, err)
+	}
+	if r, err := c.ensureWorkersAsleep(ctx, s); err != nil || exists() {
+		t.Errorf("asleep: %+v, %v; MachineHealthCheck still there: %v", r, err, exists())
+	}
+	// The next run (the deletion's event) finds it gone and goes on to the workers.
+	r, err = c.ensureWorkersAsleep(ctx, s)
+	wantResult(t, "asleep, the check gone", r, err, true, "WorkersAtZero")
+	if _, err := c.ensureWorkers(ctx, s); err != nil || !exists() {
+		t.Errorf("awake again: err %v, MachineHealthCheck made %v", err, exists())
+	}
+	s.tc.Spec.Workers.AutoRepair.Enabled = false
+	if _, err := c.ensureWorkers(ctx, s); err != nil || exists() {
+		t.Errorf("auto-repair turned off: err %v, MachineHealthCheck left %v", err, exists())
+	}
+}
+
+// A provider's failure (status.failureReason of the control plane object) about the version the
+// cluster asks for fails the step (the phase is Failed), not a wait for ever; a failure about
+// the version asked before is not believed.
+func TestProviderFailureAboutTheVersionAsked(t *testing.T) {
+	cp := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{
+		"failureReason": "KubernetesVersionUnavailable", "failureMessage": "k8s.io/kubernetes v1.99.0: unknown revision"}}}
+	tcp := &steward.TenantControlPlane{}
+	tcp.Spec.Kubernetes.Version = "v1.99.0"
+	if reason, msg := providerFailure(cp, tcp, "v1.99.0"); reason != "KubernetesVersionUnavailable" || !strings.Contains(msg, "unknown revision") {
+		t.Errorf("the version asked: %q %q", reason, msg)
+	}
+	if reason, _ := providerFailure(cp, tcp, "v1.30.2"); reason != "" {
+		t.Errorf("a failure of the version asked before was believed: %q", reason)
 	}
 }

@@ -98,6 +98,10 @@ func (c *Controller) asleepPlan(tc *v1alpha1.TenantCluster) steps.Plan[*state] {
 // MachineSet) from the ordinary plan on its first start, and costs the management cluster
 // none of them, nor Cluster API's writes to them, while it has never run.
 func (c *Controller) ensureWorkersAsleep(ctx context.Context, s *state) (steps.Result, error) {
+	// Stopped workers would all look unhealthy: a sleeping cluster has no health check.
+	if gone, err := c.removeAutoRepair(ctx, s); err != nil || !gone {
+		return steps.Waiting("WorkersStopping", "removing the workers' MachineHealthCheck"), err
+	}
 	live, err := c.objects.get(ctx, external.MachineDeploymentGVK, s.namespace, component.WorkersName(s.in))
 	if err != nil {
 		return steps.Result{}, err

@@ -11,7 +11,7 @@ import (
 // watchedKinds are the external kinds whose changes bring a cluster back.
 func watchedKinds() []schema.GroupVersionKind {
 	kinds := []schema.GroupVersionKind{
-		external.ClusterGVK, external.MachineDeploymentGVK,
+		external.ClusterGVK, external.MachineDeploymentGVK, external.MachineHealthCheckGVK,
 		external.StewardControlPlaneGVK, external.KamajiControlPlaneGVK, external.KubeadmControlPlaneGVK,
 		external.TenantControlPlaneGVK, external.KamajiTenantControlPlaneGVK,
 		// The templates are watched only so that their applies, repeated on every reconcile

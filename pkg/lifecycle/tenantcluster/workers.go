@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -19,6 +21,10 @@ import (
 // control plane is ready at the asked version, so an upgrade moves the workers after it.
 func (c *Controller) ensureWorkers(ctx context.Context, s *state) (steps.Result, error) {
 	got, failed, err := c.applyWorkers(ctx, s, nil)
+	if failed != nil || err != nil {
+		return deref(failed), err
+	}
+	held, failed, err := c.ensureAutoRepair(ctx, s)
 	if failed != nil || err != nil {
 		return deref(failed), err
 	}
@@ -47,8 +53,11 @@ func (c *Controller) ensureWorkers(ctx context.Context, s *state) (steps.Result,
 		}
 		return steps.Ready("WorkersReady", "%d of %d workers ready at %s", ready, want, s.tc.Spec.KubernetesVersion), nil
 	}
-	return steps.Waiting("WorkersNotReady", "%d of %d workers ready, %d up to date (MachineDeployment %s/%s)",
-		ready, want, upToDate, got.GetNamespace(), got.GetName()), nil
+	if held != "" {
+		held = "; " + held
+	}
+	return steps.Waiting("WorkersNotReady", "%d of %d workers ready, %d up to date (MachineDeployment %s/%s)%s",
+		ready, want, upToDate, got.GetNamespace(), got.GetName(), held), nil
 }
 
 // atVersion says whether a MachineDeployment's status.versions puts all its want machines at
@@ -99,10 +108,49 @@ func (c *Controller) applyWorkers(ctx context.Context, s *state, replicas *int64
 }
 
 func (c *Controller) cleanupWorkers(ctx context.Context, s *state) (bool, error) {
+	if gone, err := c.removeAutoRepair(ctx, s); err != nil || !gone {
+		return false, err
+	}
 	gone, err := c.objects.remove(ctx, external.MachineDeploymentGVK, s.namespace, component.WorkersName(s.in))
 	if err != nil || !gone {
 		return false, err
 	}
 	_, err = c.objects.remove(ctx, external.BootstrapConfigTemplateGVK, s.namespace, component.WorkersName(s.in))
 	return err == nil, err
+}
+
+// ensureAutoRepair applies the workers' MachineHealthCheck when spec.workers.autoRepair is on
+// and removes it when off. It returns what the check says when it holds repairs back (too many
+// unhealthy), for the workers' message.
+func (c *Controller) ensureAutoRepair(ctx context.Context, s *state) (string, *steps.Result, error) {
+	mhc, err := workers.MachineHealthCheck(s.in)
+	if err != nil {
+		r := steps.Failure("InvalidSpec", "%v", err)
+		return "", &r, nil
+	}
+	if mhc == nil {
+		_, err := c.removeAutoRepair(ctx, s)
+		return "", nil, err
+	}
+	applied, failed, err := c.applyAll(ctx, mhc)
+	if failed != nil || err != nil {
+		return "", failed, err
+	}
+	typed, err := external.FromUnstructured[clusterv1.MachineHealthCheck](applied[0])
+	if err != nil {
+		return "", nil, err
+	}
+	cond := meta.FindStatusCondition(typed.Status.Conditions, clusterv1.MachineHealthCheckRemediationAllowedCondition)
+	if cond == nil || cond.Status == metav1.ConditionTrue {
+		return "", nil, nil
+	}
+	expected := ptr.Deref(typed.Status.ExpectedMachines, 0)
+	return fmt.Sprintf("auto-repair holds off: %d of %d workers unhealthy (%s)",
+		expected-ptr.Deref(typed.Status.CurrentHealthy, 0), expected, cond.Message), nil, nil
+}
+
+// removeAutoRepair deletes the workers' MachineHealthCheck: auto-repair is off, the cluster
+// sleeps (a stopped cluster's machines are never remediated) or goes away.
+func (c *Controller) removeAutoRepair(ctx context.Context, s *state) (bool, error) {
+	return c.objects.remove(ctx, external.MachineHealthCheckGVK, s.namespace, component.WorkersName(s.in))
 }
