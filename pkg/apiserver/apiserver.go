@@ -117,6 +117,7 @@ func newResources(optsGetter generic.RESTOptionsGetter, mgmt ManagementCluster, 
 	add(teams, err)
 	if err == nil {
 		add(tenantcluster.NewStorage(Scheme, optsGetter, teams.Team.Store, mgmt.Secrets, mgmt.KubeconfigMaxExpiration))
+		add(providerconfig.NewStorage(Scheme, optsGetter, teams.Team.Store))
 	}
 	add(tenantaddon.NewStorage(Scheme, optsGetter))
 	add(tenantclustersnapshot.NewStorage(Scheme, optsGetter))
@@ -126,6 +127,5 @@ func newResources(optsGetter generic.RESTOptionsGetter, mgmt ManagementCluster, 
 	if err == nil {
 		add(networkpool.NewStorage(Scheme, optsGetter, ipamStore, allocations.IPAllocation))
 	}
-	add(providerconfig.NewStorage(Scheme, optsGetter))
 	return resources, utilerrors.NewAggregate(errs)
 }

@@ -36,6 +36,12 @@ func TestTenancyProviderConfigUse(t *testing.T) {
 	mustApply(t, providerConfigManifest("tenancy-b", "b-cloud", "  scope: {type: team, teamRef: {name: tenancy-b}}\n",
 		"  credentialsRef: {name: b-cloud, namespace: tenancy-b, key: kubeconfig}\n"))
 	mustApply(t, providerConfigManifest(platform, "shared", "  scope: {type: platform}\n", "  limits: {maxClustersPerTeam: 3}\n"))
+	// One in B's namespace without spec.scope is shared with every Team (Butler's default): the
+	// platform admin who writes it is told so, naming spec.scope.
+	if out, err := kubectlAs(t, plane.kubeconfig, providerConfigManifest("tenancy-b", "b-unscoped", "", ""), "apply", "-f", "-"); err != nil ||
+		!strings.Contains(out, "Warning: spec.scope: this ProviderConfig is in Team tenancy-b's namespace but its scope is platform") {
+		t.Errorf("kubectl apply of a ProviderConfig without spec.scope in a Team's namespace: %v\n%s", err, out)
+	}
 
 	alice := clientset.NewForConfigOrDie(userConfig(t, "tenancy-a-admin")).ButlerV1alpha1().TenantClusters("tenancy-a")
 	using := func(name, ns, pc string) *v1alpha1.TenantCluster {

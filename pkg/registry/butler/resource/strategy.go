@@ -42,8 +42,9 @@ type Strategy[T Object, Spec, Status any] struct {
 	ValidateNew          func(obj T) field.ErrorList
 	ValidateChange       func(obj, old T) field.ErrorList
 	ValidateStatusChange func(obj, old T) field.ErrorList
-	// WarningsFor, if set, returns warnings for the client on create and update.
-	WarningsFor func(obj T) []string
+	// WarningsFor, if set, returns warnings for the client on create and update; ctx is the
+	// request's (its namespace, its user).
+	WarningsFor func(ctx context.Context, obj T) []string
 	// SelectableFields, if set, adds field selector fields beyond metadata.name/namespace.
 	SelectableFields func(obj T) fields.Set
 	// HasStatus is false for kinds without a status (AddonDefinition).
@@ -84,11 +85,11 @@ func (s Strategy[T, Spec, Status]) Validate(_ context.Context, obj runtime.Objec
 	return s.ValidateNew(obj.(T))
 }
 
-func (s Strategy[T, Spec, Status]) WarningsOnCreate(_ context.Context, obj runtime.Object) []string {
+func (s Strategy[T, Spec, Status]) WarningsOnCreate(ctx context.Context, obj runtime.Object) []string {
 	if s.WarningsFor == nil {
 		return nil
 	}
-	return s.WarningsFor(obj.(T))
+	return s.WarningsFor(ctx, obj.(T))
 }
 
 func (s Strategy[T, Spec, Status]) Canonicalize(runtime.Object) {}
@@ -101,11 +102,11 @@ func (s Strategy[T, Spec, Status]) ValidateUpdate(_ context.Context, obj, old ru
 	return s.ValidateChange(obj.(T), old.(T))
 }
 
-func (s Strategy[T, Spec, Status]) WarningsOnUpdate(_ context.Context, obj, _ runtime.Object) []string {
+func (s Strategy[T, Spec, Status]) WarningsOnUpdate(ctx context.Context, obj, _ runtime.Object) []string {
 	if s.WarningsFor == nil {
 		return nil
 	}
-	return s.WarningsFor(obj.(T))
+	return s.WarningsFor(ctx, obj.(T))
 }
 
 // GetResetFields tells server-side apply that status is not owned through the main resource.

@@ -2,6 +2,8 @@
 package tenantcluster
 
 import (
+	"context"
+
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/storage/names"
@@ -27,8 +29,10 @@ func NewStrategy(typer runtime.ObjectTyper) Strategy {
 		ValidateNew:          validation.ValidateTenantCluster,
 		ValidateChange:       validation.ValidateTenantClusterUpdate,
 		ValidateStatusChange: validation.ValidateTenantClusterStatusUpdate,
-		WarningsFor:          validation.TenantClusterWarnings,
-		SelectableFields:     selectableFields,
+		WarningsFor: func(_ context.Context, tc *butler.TenantCluster) []string {
+			return validation.TenantClusterWarnings(tc)
+		},
+		SelectableFields: selectableFields,
 	}
 }
 

@@ -20,9 +20,10 @@ type Storage struct {
 	Status *resource.StatusREST
 }
 
-// NewStorage returns the etcd-backed endpoints of providerconfigs.
-func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (Storage, error) {
-	strategy := providerconfig.NewStrategy(scheme)
+// NewStorage returns the etcd-backed endpoints of providerconfigs. teams reads Teams, to warn of
+// a ProviderConfig shared with the platform from a Team's namespace.
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, teams rest.Getter) (Storage, error) {
+	strategy := providerconfig.NewStrategy(scheme, teams)
 	main, err := resource.NewStore(optsGetter,
 		resource.Names{Plural: "providerconfigs", Singular: "providerconfig", ShortNames: []string{"pc"}},
 		func() runtime.Object { return &butler.ProviderConfig{} },
