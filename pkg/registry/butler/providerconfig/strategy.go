@@ -67,8 +67,9 @@ func scopeWarnings(ctx context.Context, teams rest.Getter, pc *butler.ProviderCo
 	if ns == "" {
 		return nil
 	}
-	// From the watch cache: a warning need not wait for a quorum read.
-	if _, err := teams.Get(ctx, ns, &metav1.GetOptions{ResourceVersion: "0"}); err != nil {
+	// A quorum read: a Team made a moment ago counts. Only a client's writes come here (the
+	// quota Ledger's go to storage), which are rare.
+	if _, err := teams.Get(ctx, ns, &metav1.GetOptions{}); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return []string{fmt.Sprintf("spec.scope: could not tell whether namespace %s is a Team's (%v); a ProviderConfig of scope platform is shared with every Team", ns, err)}
 		}
