@@ -69,6 +69,8 @@ func init() {
 type ManagementCluster struct {
 	// Secrets reads the Secrets that hold tenant clusters' kubeconfigs.
 	Secrets corev1client.SecretsGetter
+	// Events records break-glass kubeconfigs on their TenantClusters.
+	Events corev1client.EventsGetter
 	// KubeconfigMaxExpiration caps the validity of kubeconfigs tenantclusters/kubeconfig mints.
 	KubeconfigMaxExpiration time.Duration
 }
@@ -116,7 +118,7 @@ func newResources(optsGetter generic.RESTOptionsGetter, mgmt ManagementCluster, 
 	teams, err := team.NewStorage(Scheme, optsGetter)
 	add(teams, err)
 	if err == nil {
-		add(tenantcluster.NewStorage(Scheme, optsGetter, teams.Team.Store, mgmt.Secrets, mgmt.KubeconfigMaxExpiration))
+		add(tenantcluster.NewStorage(Scheme, optsGetter, teams.Team.Store, mgmt.Secrets, mgmt.Events, mgmt.KubeconfigMaxExpiration))
 		add(providerconfig.NewStorage(Scheme, optsGetter, teams.Team.Store))
 	}
 	add(tenantaddon.NewStorage(Scheme, optsGetter))

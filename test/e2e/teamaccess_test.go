@@ -130,6 +130,8 @@ func TestTeamKubeconfigs(t *testing.T) {
 		}
 	}
 
+	checkBreakGlass(t, team, name, "alice")
+
 	// otto leaves the Team: his kubeconfig, valid for an hour, stops working within seconds.
 	mustApply(t, teamManifest(team, "", member("alice", "admin"), member("vera", "viewer")))
 	removed := time.Now()

@@ -92,7 +92,7 @@ func Run(ctx context.Context, o *Options) error {
 		if err != nil {
 			return fmt.Errorf("creating the management cluster client: %w", err)
 		}
-		mgmt.Secrets = client.CoreV1()
+		mgmt.Secrets, mgmt.Events = client.CoreV1(), client.CoreV1()
 	}
 	resources, err := apiserver.InstallButlerAPI(server, config.RESTOptionsGetter, mgmt, o.IPAMRepair)
 	if err != nil {

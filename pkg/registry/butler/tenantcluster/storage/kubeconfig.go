@@ -27,7 +27,8 @@ import (
 // <cluster>-kubeconfig Secret, then a plain "kubeconfig".
 var KubeconfigSecretKeys = []string{"admin.conf", "value", "kubeconfig"}
 
-// KubeconfigREST is tenantclusters/kubeconfig and tenantclusters/viewerkubeconfig: create-only
+// KubeconfigREST is tenantclusters/kubeconfig and tenantclusters/viewerkubeconfig (and, made by
+// NewBreakGlassKubeconfigREST, tenantclusters/breakglasskubeconfig): create-only
 // subresources that answer a KubeconfigRequest with a kubeconfig minted for the asker: a client
 // certificate signed by the tenant CA (<tc>-ca) that carries identity only (package access: the
 // asker's name and the groups the cluster's Team lists them by, prefixed "butler:"), valid for
@@ -47,9 +48,12 @@ type KubeconfigREST struct {
 	secrets corev1client.SecretsGetter
 	// readOnly is viewerkubeconfig.
 	readOnly bool
-	// maxExpiration caps spec.expirationSeconds.
-	maxExpiration time.Duration
-	now           func() time.Time
+	// breakGlass is breakglasskubeconfig: the platform's way in, recorded by an Event in events.
+	breakGlass bool
+	events     corev1client.EventsGetter
+	// defaultExpiration is the validity when spec.expirationSeconds is unset; maxExpiration caps it.
+	defaultExpiration, maxExpiration time.Duration
+	now                              func() time.Time
 }
 
 // DefaultKubeconfigExpiration is how long a minted kubeconfig lasts when the request says nothing.
@@ -68,7 +72,8 @@ func NewKubeconfigREST(clusters, teams rest.Getter, secrets corev1client.Secrets
 	if maxExpiration <= 0 {
 		maxExpiration = 24 * time.Hour
 	}
-	return &KubeconfigREST{clusters: clusters, teams: teams, secrets: secrets, readOnly: readOnly, maxExpiration: maxExpiration, now: time.Now}
+	return &KubeconfigREST{clusters: clusters, teams: teams, secrets: secrets, readOnly: readOnly,
+		defaultExpiration: DefaultKubeconfigExpiration, maxExpiration: maxExpiration, now: time.Now}
 }
 
 // New returns an empty KubeconfigRequest.
@@ -83,6 +88,9 @@ func (r *KubeconfigREST) GroupVersionKind(schema.GroupVersion) schema.GroupVersi
 }
 
 func (r *KubeconfigREST) subresource() string {
+	if r.breakGlass {
+		return "tenantclusters/breakglasskubeconfig"
+	}
 	if r.readOnly {
 		return "tenantclusters/viewerkubeconfig"
 	}
@@ -175,7 +183,7 @@ func (r *KubeconfigREST) Create(ctx context.Context, name string, obj runtime.Ob
 			secretNS, caName))
 	}
 
-	ttl := DefaultKubeconfigExpiration
+	ttl := r.defaultExpiration
 	if s := req.Spec.ExpirationSeconds; s != nil {
 		ttl = time.Duration(*s) * time.Second
 	}
@@ -186,6 +194,11 @@ func (r *KubeconfigREST) Create(ctx context.Context, name string, obj runtime.Ob
 	minted, expiry, err := mintKubeconfig(kubeconfig, ca, id, ttl, r.now())
 	if err != nil {
 		return nil, apierrors.NewInternalError(fmt.Errorf("issuing a kubeconfig for %s/%s: %w", cluster.Namespace, name, err))
+	}
+	if r.breakGlass {
+		if err := r.recordBreakGlass(ctx, cluster, who.GetName(), id, expiry); err != nil {
+			return nil, err
+		}
 	}
 	out := req.DeepCopy()
 	if ns, ok := genericapirequest.NamespaceFrom(ctx); ok {
@@ -202,6 +215,9 @@ func (r *KubeconfigREST) Create(ctx context.Context, name string, obj runtime.Ob
 // Team (403 for anyone else, and for a viewer asking for more than read-only), or as a platform
 // admin for a cluster no Team owns.
 func (r *KubeconfigREST) identity(ctx context.Context, cluster *butler.TenantCluster, who user.Info) (access.Identity, error) {
+	if r.breakGlass {
+		return BreakGlassIdentity(who.GetName()), nil // RBAC on the subresource is the check
+	}
 	resource := v1alpha1.Resource(r.subresource())
 	team, err := r.teamOf(ctx, cluster)
 	if err != nil {

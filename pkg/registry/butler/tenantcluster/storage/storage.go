@@ -26,12 +26,16 @@ type Storage struct {
 	Kubeconfig *KubeconfigREST
 	// ViewerKubeconfig is tenantclusters/viewerkubeconfig: a read-only one, which viewers may mint.
 	ViewerKubeconfig *KubeconfigREST
+	// BreakGlassKubeconfig is tenantclusters/breakglasskubeconfig: the platform's short-lived way
+	// into a Team's cluster, recorded as an Event.
+	BreakGlassKubeconfig *KubeconfigREST
 }
 
 // NewStorage returns the etcd-backed endpoints of tenantclusters. teams reads the Teams that own
 // clusters; secrets reads kubeconfig Secrets in the management cluster (nil when there is none).
-// maxKubeconfigExpiration caps minted kubeconfigs.
-func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, teams rest.Getter, secrets corev1client.SecretsGetter, maxKubeconfigExpiration time.Duration) (Storage, error) {
+// events records break-glass kubeconfigs (nil with secrets). maxKubeconfigExpiration caps minted
+// kubeconfigs.
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, teams rest.Getter, secrets corev1client.SecretsGetter, events corev1client.EventsGetter, maxKubeconfigExpiration time.Duration) (Storage, error) {
 	strategy := tenantcluster.NewStrategy(scheme)
 	main, err := resource.NewStore(optsGetter,
 		resource.Names{Plural: "tenantclusters", Singular: "tenantcluster", ShortNames: []string{"tc"}},
@@ -46,16 +50,18 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, te
 	storage.Scale = NewScaleREST(main.Store)
 	storage.Kubeconfig = NewKubeconfigREST(main.Store, teams, secrets, maxKubeconfigExpiration, false)
 	storage.ViewerKubeconfig = NewKubeconfigREST(main.Store, teams, secrets, maxKubeconfigExpiration, true)
+	storage.BreakGlassKubeconfig = NewBreakGlassKubeconfigREST(main.Store, secrets, events, maxKubeconfigExpiration)
 	return storage, nil
 }
 
 // Endpoints maps each served path of tenantclusters to its storage.
 func (s Storage) Endpoints() map[string]rest.Storage {
 	return map[string]rest.Storage{
-		"tenantclusters":                  s.TenantCluster,
-		"tenantclusters/status":           s.Status,
-		"tenantclusters/scale":            s.Scale,
-		"tenantclusters/kubeconfig":       s.Kubeconfig,
-		"tenantclusters/viewerkubeconfig": s.ViewerKubeconfig,
+		"tenantclusters":                      s.TenantCluster,
+		"tenantclusters/status":               s.Status,
+		"tenantclusters/scale":                s.Scale,
+		"tenantclusters/kubeconfig":           s.Kubeconfig,
+		"tenantclusters/viewerkubeconfig":     s.ViewerKubeconfig,
+		"tenantclusters/breakglasskubeconfig": s.BreakGlassKubeconfig,
 	}
 }
