@@ -17,7 +17,8 @@
 //     frees its share at once.
 //   - butler.butlerlabs.dev/TeamInUse: a Team whose namespace holds TenantClusters cannot be deleted.
 //   - butler.butlerlabs.dev/SnapshotRestore: who may set spec.restoreFrom, and from what.
-//   - butler.butlerlabs.dev/SnapshotLimits: a TenantClusterSnapshot's cluster exists.
+//   - butler.butlerlabs.dev/SnapshotLimits: a TenantClusterSnapshot's cluster exists, and its
+//     Team's maxSnapshots and maxSnapshotBytes hold.
 //   - butler.butlerlabs.dev/VersionCatalog: a TenantCluster's kubernetesVersion is one the platform's
 //     catalog (ButlerConfig's kubernetesVersions) offers and has not expired, on create and when
 //     it changes (a 422 on spec.kubernetesVersion).

@@ -59,6 +59,12 @@ func EffectiveLimits(team *butler.Team, config *butler.ButlerConfig) *butler.Res
 		if l.DeniedAddons != nil {
 			out.DeniedAddons = l.DeniedAddons
 		}
+		if l.MaxSnapshots != nil {
+			out.MaxSnapshots = l.MaxSnapshots
+		}
+		if l.MaxSnapshotBytes != nil {
+			out.MaxSnapshotBytes = l.MaxSnapshotBytes
+		}
 	}
 	return out
 }

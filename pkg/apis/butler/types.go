@@ -219,6 +219,10 @@ type ResourceLimits struct {
 	AllowedProviders          []string           `json:"allowedProviders,omitempty"`
 	AllowedAddons             []string           `json:"allowedAddons,omitempty"`
 	DeniedAddons              []string           `json:"deniedAddons,omitempty"`
+	// MaxSnapshots bounds the Team's TenantClusterSnapshots; MaxSnapshotBytes the bytes they
+	// hold in the snapshot store (a new one is refused once they hold it).
+	MaxSnapshots     *int32             `json:"maxSnapshots,omitempty"`
+	MaxSnapshotBytes *resource.Quantity `json:"maxSnapshotBytes,omitempty"`
 }
 
 // ClusterDefaults fill in TenantClusters created by the Team.

@@ -310,6 +310,14 @@ type ResourceLimits struct {
 	// +optional
 	// +listType=set
 	DeniedAddons []string `json:"deniedAddons,omitempty" protobuf:"bytes,10,rep,name=deniedAddons"`
+	// MaxSnapshots bounds the TenantClusterSnapshots in the Team's namespace (by hand and
+	// scheduled, whatever their phase).
+	// +optional
+	MaxSnapshots *int32 `json:"maxSnapshots,omitempty"`
+	// MaxSnapshotBytes bounds the bytes the Team's snapshots hold in the snapshot store (the sum
+	// of their status.bytes): a new snapshot is refused once they hold it.
+	// +optional
+	MaxSnapshotBytes *resource.Quantity `json:"maxSnapshotBytes,omitempty"`
 }
 
 // ClusterDefaults fill in TenantClusters created by the Team.

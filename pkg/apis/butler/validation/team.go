@@ -97,6 +97,8 @@ func validateResourceLimits(limits *butler.ResourceLimits, fldPath *field.Path) 
 	allErrs = append(allErrs, validateNonNegativeQuantity(limits.MaxTotalCPU, fldPath.Child("maxTotalCPU"))...)
 	allErrs = append(allErrs, validateNonNegativeQuantity(limits.MaxTotalMemory, fldPath.Child("maxTotalMemory"))...)
 	allErrs = append(allErrs, validateNonNegativeQuantity(limits.MaxTotalStorage, fldPath.Child("maxTotalStorage"))...)
+	allErrs = append(allErrs, validateOptionalMinimum(limits.MaxSnapshots, 0, fldPath.Child("maxSnapshots"))...)
+	allErrs = append(allErrs, validateNonNegativeQuantity(limits.MaxSnapshotBytes, fldPath.Child("maxSnapshotBytes"))...)
 
 	versionsPath := fldPath.Child("allowedKubernetesVersions")
 	for i, v := range limits.AllowedKubernetesVersions {
