@@ -1975,6 +1975,16 @@ func (in *ResourceLimits) DeepCopyInto(out *ResourceLimits) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.MaxSnapshots != nil {
+		in, out := &in.MaxSnapshots, &out.MaxSnapshots
+		*out = new(int32)
+		**out = **in
+	}
+	if in.MaxSnapshotBytes != nil {
+		in, out := &in.MaxSnapshotBytes, &out.MaxSnapshotBytes
+		x := (*in).DeepCopy()
+		*out = &x
+	}
 	return
 }
 

@@ -3694,6 +3694,19 @@ func schema_pkg_apis_butler_v1alpha1_ResourceLimits(ref common.ReferenceCallback
 							},
 						},
 					},
+					"maxSnapshots": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MaxSnapshots bounds the TenantClusterSnapshots in the Team's namespace (by hand and scheduled, whatever their phase).",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"maxSnapshotBytes": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MaxSnapshotBytes bounds the bytes the Team's snapshots hold in the snapshot store (the sum of their status.bytes): a new snapshot is refused once they hold it.",
+							Ref:         ref(resource.Quantity{}.OpenAPIModelName()),
+						},
+					},
 				},
 			},
 		},

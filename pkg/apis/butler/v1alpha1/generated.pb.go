@@ -4292,6 +4292,23 @@ func (m *ResourceLimits) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	_ = i
 	var l int
 	_ = l
+	if m.MaxSnapshotBytes != nil {
+		{
+			size, err := m.MaxSnapshotBytes.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintGenerated(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x62
+	}
+	if m.MaxSnapshots != nil {
+		i = encodeVarintGenerated(dAtA, i, uint64(*m.MaxSnapshots))
+		i--
+		dAtA[i] = 0x58
+	}
 	if len(m.DeniedAddons) > 0 {
 		for iNdEx := len(m.DeniedAddons) - 1; iNdEx >= 0; iNdEx-- {
 			i -= len(m.DeniedAddons[iNdEx])
@@ -7788,6 +7805,13 @@ func (m *ResourceLimits) Size() (n int) {
 			n += 1 + l + sovGenerated(uint64(l))
 		}
 	}
+	if m.MaxSnapshots != nil {
+		n += 1 + sovGenerated(uint64(*m.MaxSnapshots))
+	}
+	if m.MaxSnapshotBytes != nil {
+		l = m.MaxSnapshotBytes.Size()
+		n += 1 + l + sovGenerated(uint64(l))
+	}
 	return n
 }
 
@@ -9541,6 +9565,8 @@ func (this *ResourceLimits) String() string {
 		`AllowedProviders:` + fmt.Sprintf("%v", this.AllowedProviders) + `,`,
 		`AllowedAddons:` + fmt.Sprintf("%v", this.AllowedAddons) + `,`,
 		`DeniedAddons:` + fmt.Sprintf("%v", this.DeniedAddons) + `,`,
+		`MaxSnapshots:` + valueToStringGenerated(this.MaxSnapshots) + `,`,
+		`MaxSnapshotBytes:` + strings.Replace(fmt.Sprintf("%v", this.MaxSnapshotBytes), "Quantity", "resource.Quantity", 1) + `,`,
 		`}`,
 	}, "")
 	return s
@@ -23275,6 +23301,62 @@ func (m *ResourceLimits) Unmarshal(dAtA []byte) error {
 				return io.ErrUnexpectedEOF
 			}
 			m.DeniedAddons = append(m.DeniedAddons, string(dAtA[iNdEx:postIndex]))
+			iNdEx = postIndex
+		case 11:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field MaxSnapshots", wireType)
+			}
+			var v int32
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.MaxSnapshots = &v
+		case 12:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field MaxSnapshotBytes", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.MaxSnapshotBytes == nil {
+				m.MaxSnapshotBytes = &resource.Quantity{}
+			}
+			if err := m.MaxSnapshotBytes.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
 			iNdEx = postIndex
 		default:
 			iNdEx = preIndex

@@ -313,11 +313,11 @@ type ResourceLimits struct {
 	// MaxSnapshots bounds the TenantClusterSnapshots in the Team's namespace (by hand and
 	// scheduled, whatever their phase).
 	// +optional
-	MaxSnapshots *int32 `json:"maxSnapshots,omitempty"`
+	MaxSnapshots *int32 `json:"maxSnapshots,omitempty" protobuf:"varint,11,opt,name=maxSnapshots"`
 	// MaxSnapshotBytes bounds the bytes the Team's snapshots hold in the snapshot store (the sum
 	// of their status.bytes): a new snapshot is refused once they hold it.
 	// +optional
-	MaxSnapshotBytes *resource.Quantity `json:"maxSnapshotBytes,omitempty"`
+	MaxSnapshotBytes *resource.Quantity `json:"maxSnapshotBytes,omitempty" protobuf:"bytes,12,opt,name=maxSnapshotBytes"`
 }
 
 // ClusterDefaults fill in TenantClusters created by the Team.

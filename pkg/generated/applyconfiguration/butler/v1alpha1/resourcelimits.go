@@ -37,6 +37,12 @@ type ResourceLimitsApplyConfiguration struct {
 	AllowedProviders          []string           `json:"allowedProviders,omitempty"`
 	AllowedAddons             []string           `json:"allowedAddons,omitempty"`
 	DeniedAddons              []string           `json:"deniedAddons,omitempty"`
+	// MaxSnapshots bounds the TenantClusterSnapshots in the Team's namespace (by hand and
+	// scheduled, whatever their phase).
+	MaxSnapshots *int32 `json:"maxSnapshots,omitempty"`
+	// MaxSnapshotBytes bounds the bytes the Team's snapshots hold in the snapshot store (the sum
+	// of their status.bytes): a new snapshot is refused once they hold it.
+	MaxSnapshotBytes *resource.Quantity `json:"maxSnapshotBytes,omitempty"`
 }
 
 // ResourceLimitsApplyConfiguration constructs a declarative configuration of the ResourceLimits type for use with
@@ -130,5 +136,21 @@ func (b *ResourceLimitsApplyConfiguration) WithDeniedAddons(values ...string) *R
 	for i := range values {
 		b.DeniedAddons = append(b.DeniedAddons, values[i])
 	}
+	return b
+}
+
+// WithMaxSnapshots sets the MaxSnapshots field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the MaxSnapshots field is set to the value of the last call.
+func (b *ResourceLimitsApplyConfiguration) WithMaxSnapshots(value int32) *ResourceLimitsApplyConfiguration {
+	b.MaxSnapshots = &value
+	return b
+}
+
+// WithMaxSnapshotBytes sets the MaxSnapshotBytes field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the MaxSnapshotBytes field is set to the value of the last call.
+func (b *ResourceLimitsApplyConfiguration) WithMaxSnapshotBytes(value resource.Quantity) *ResourceLimitsApplyConfiguration {
+	b.MaxSnapshotBytes = &value
 	return b
 }
