@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
 )
 
@@ -131,6 +132,7 @@ func TestTeamKubeconfigs(t *testing.T) {
 	}
 
 	checkBreakGlass(t, team, name, "alice")
+	operatorStaysOperator(t, team, name, kubeconfigs["alice"], kubeconfigs["otto"])
 
 	// otto leaves the Team: his kubeconfig, valid for an hour, stops working within seconds.
 	mustApply(t, teamManifest(team, "", member("alice", "admin"), member("vera", "viewer")))
@@ -144,6 +146,94 @@ func TestTeamKubeconfigs(t *testing.T) {
 		t.Errorf("alice after otto's removal: %v\n%s", err, out)
 	}
 	mustKubectl(t, "delete", "tc", name, "-n", team, "--wait=false")
+}
+
+// operatorStaysOperator tries, as the Team operator otto, the ways from edit to cluster-admin in
+// the tenant: impersonating a service account, reading the Secrets of a platform addon's
+// namespace (Helm's release Secret at least), and exec or a Pod running as a privileged service
+// account in a namespace a tenant admin marked protected. Each is refused by RBAC, while otto
+// still runs a Deployment in a namespace of his own. The namespaces are made before a Team
+// change, so the bindings are applied with them there.
+func operatorStaysOperator(t *testing.T, team, name, alice, otto string) {
+	const protected = "butler.butlerlabs.dev/protected"
+	repo := addonChartRepo(t, map[string][]string{"demo": {"0.1.0"}})
+	addonDefinition(t, team+"-platform", repo, "demo", "defaults: {namespace: platform-addon, createNamespace: true}")
+	mustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
+kind: TenantAddon
+metadata: {name: platform, namespace: %s}
+spec:
+  clusterRef: {name: %s}
+  addon: %s-platform
+`, team, name, team))
+	// alice's namespace with a cluster-admin service account, marked protected; one of otto's.
+	mustKubectlAs(t, alice, `apiVersion: v1
+kind: Namespace
+metadata: {name: guarded, labels: {`+protected+`: "true"}}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: workloads}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: powerful, namespace: guarded}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: guarded-powerful}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}
+subjects: [{kind: ServiceAccount, name: powerful, namespace: guarded}]
+`, "apply", "-f", "-")
+	waitAddon(t, team, "platform", v1alpha1.TenantAddonInstalled, "chart demo 0.1.0", 2*time.Minute)
+	// A new operator moves every operator binding: once walt may edit in workloads, the last
+	// namespace in the order they are applied, the namespaces above have theirs.
+	mustApply(t, teamManifest(team, "", member("alice", "admin"), member("otto", "operator"), member("vera", "viewer"), member("walt", "operator")))
+	poll(t, time.Minute, "the bindings of the new operator", func() bool {
+		out, _ := kubectlAs(t, alice, "", "auth", "can-i", "create", "deployments", "-n", "workloads", "--as", "butler:walt")
+		return strings.TrimSpace(out) == "yes"
+	})
+
+	for _, q := range [][]string{
+		{"impersonate", "serviceaccounts", "-n", "workloads"},
+		{"impersonate", "serviceaccounts", "-n", "default"},
+		{"get", "secrets", "-n", "platform-addon"},
+		{"create", "pods", "-n", "platform-addon"},
+		{"get", "secrets", "-n", "guarded"},
+		{"create", "pods/exec", "-n", "guarded"},
+		{"create", "serviceaccounts/token", "-n", "guarded"},
+		{"patch", "namespaces/guarded"},
+	} {
+		if out, _ := kubectlAs(t, otto, "", append([]string{"auth", "can-i"}, q...)...); strings.TrimSpace(out) != "no" {
+			t.Errorf("otto (operator): can-i %s: %s, want no", strings.Join(q, " "), strings.TrimSpace(out))
+		}
+	}
+	podAs := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"as-powerful","namespace":"guarded"},"spec":{"serviceAccountName":"powerful","containers":[{"name":"c","image":"pause"}]}}`
+	for what, args := range map[string][]string{
+		"reads the platform addon's Secrets":           {"get", "secrets", "-n", "platform-addon"},
+		"runs a Pod as a cluster-admin ServiceAccount": {"create", "-f", "-"},
+		"removes the protected label":                  {"label", "namespace", "guarded", protected + "-"},
+	} {
+		stdin := ""
+		if args[0] == "create" {
+			stdin = podAs
+		}
+		if out, err := kubectlAs(t, otto, stdin, args...); err == nil || !strings.Contains(out, "Forbidden") {
+			t.Errorf("otto (operator) %s: %v\n%s", what, err, out)
+		}
+	}
+	if out, err := kubectlAs(t, otto, "", "create", "deployment", "web", "--image=pause", "-n", "workloads"); err != nil {
+		t.Errorf("otto (operator) cannot create a Deployment in his own namespace: %v\n%s", err, out)
+	}
+}
+
+// mustKubectlAs runs kubectl with a kubeconfig and standard input, and fails the test if it fails.
+func mustKubectlAs(t *testing.T, kubeconfig, stdin string, args ...string) string {
+	t.Helper()
+	out, err := kubectlAs(t, kubeconfig, stdin, args...)
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
 }
 
 // poll calls ok every 200ms until it says true, and fails the test after timeout.
