@@ -26,6 +26,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned/fake"
 	butlerinformers "github.com/butlerdotdev/butler-apiserver/pkg/generated/informers/externalversions"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/access"
 )
 
 const ns = "team-a"
@@ -41,11 +42,16 @@ type fakeEngine struct {
 	action      addons.Action
 	applied     []*unstructured.Unstructured
 	applyErr    error
+	// applyErrKind, when set, limits applyErr to objects of that kind.
+	applyErrKind string
+	// appliedBefore is, for each Ensure, how many objects were applied before it.
+	appliedBefore []int
 }
 
 func (f *fakeEngine) Ensure(_ context.Context, req addons.Request, starting func(addons.Action)) (*addons.Result, error) {
 	f.mu.Lock()
 	f.ensured = append(f.ensured, req)
+	f.appliedBefore = append(f.appliedBefore, len(f.applied))
 	err, action := f.ensureErr, f.action
 	f.mu.Unlock()
 	if action == "" {
@@ -78,6 +84,9 @@ func (f *fakeEngine) Apply(_ context.Context, _ addons.Target, objs []*unstructu
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.applied = append(f.applied, objs...)
+	if f.applyErrKind != "" && objs[0].GetKind() != f.applyErrKind {
+		return nil
+	}
 	return f.applyErr
 }
 
@@ -464,15 +473,16 @@ func TestMetalLBGetsTheLoadBalancerAllocation(t *testing.T) {
 	if err := f.reconcile("lb"); err == nil || !strings.Contains(err.Error(), "look again in 10m") {
 		t.Fatalf("reconcile = %v", err)
 	}
-	if len(f.engine.applied) != 2 {
+	// The release namespace, marked protected, then the pool.
+	if len(f.engine.applied) != 3 || f.engine.applied[0].GetKind() != "Namespace" {
 		t.Fatalf("applied %d objects", len(f.engine.applied))
 	}
-	pool := f.engine.applied[0]
+	pool := f.engine.applied[1]
 	addrs, _, _ := unstructured.NestedStringSlice(pool.Object, "spec", "addresses")
 	if pool.GetKind() != "IPAddressPool" || pool.GetNamespace() != "demo-system" || !reflect.DeepEqual(addrs, []string{"10.0.1.10-10.0.1.20"}) {
 		t.Errorf("pool = %v", pool.Object)
 	}
-	if l2 := f.engine.applied[1]; l2.GetKind() != "L2Advertisement" {
+	if l2 := f.engine.applied[2]; l2.GetKind() != "L2Advertisement" {
 		t.Errorf("second object = %v", l2.Object)
 	}
 	if got := f.get("lb"); got.Status.Phase != v1alpha1.TenantAddonInstalled || !strings.Contains(got.Status.Message, "10.0.1.10-10.0.1.20") {
@@ -482,6 +492,7 @@ func TestMetalLBGetsTheLoadBalancerAllocation(t *testing.T) {
 	// A pool MetalLB refuses leaves the addon Degraded, not Installed.
 	f2 := newFixture(t, tc, def, a.DeepCopy(), nodes, lb)
 	f2.engine.applyErr = errors.New(`admission webhook "ipaddresspoolvalidationwebhook.metallb.io" denied the request`)
+	f2.engine.applyErrKind = "IPAddressPool"
 	_ = f2.reconcile("lb")
 	if got := f2.get("lb"); got.Status.Phase != v1alpha1.TenantAddonDegraded || ready(got).Reason != "LoadBalancerPoolFailed" {
 		t.Errorf("status = %+v", got.Status)
@@ -604,5 +615,42 @@ func TestTeamValuesRestrictCatalogCharts(t *testing.T) {
 				t.Errorf("Restriction = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// A catalog addon's release namespace is marked protected before its chart is installed (made
+// labelled when it is missing), so the Team's operators never hold it; a Team's own chart's
+// namespace, and a system namespace, are left as they are. A namespace that cannot be marked
+// installs nothing.
+func TestCatalogAddonNamespaceIsProtected(t *testing.T) {
+	helm := addon("own")
+	helm.Spec.Addon = ""
+	helm.Spec.Helm = &v1alpha1.HelmChartSpec{Repository: "https://charts.example.com", Chart: "web", Namespace: "apps"}
+	system := addon("cni")
+	system.Spec.Addon = "cilium"
+	cilium := definition()
+	cilium.Name, cilium.Spec.Defaults.Namespace = "cilium", "kube-system"
+	f := newFixture(t, cluster("c1", true), definition(), cilium, addon("a"), helm, system)
+	for _, name := range []string{"a", "own", "cni"} {
+		_ = f.reconcile(name)
+	}
+	if len(f.engine.applied) != 1 || len(f.engine.appliedBefore) != 3 || f.engine.appliedBefore[0] != 1 {
+		t.Fatalf("applied %d objects, %v before each install; want the catalog addon's namespace before its install, nothing else", len(f.engine.applied), f.engine.appliedBefore)
+	}
+	got := f.engine.applied[0]
+	if got.GetKind() != "Namespace" || got.GetName() != "demo-system" || got.GetLabels()[access.ProtectedLabel] != "true" {
+		t.Errorf("applied %v", got.Object)
+	}
+
+	f.engine.applyErr = errors.New("admission webhook denied the request")
+	f.engine.ensured = nil
+	if err := f.reconcile("a"); err == nil {
+		t.Error("a namespace that cannot be marked: no retry asked")
+	}
+	if len(f.engine.requests()) != 0 {
+		t.Error("installed into a namespace that could not be marked protected")
+	}
+	if got := f.get("a"); got.Status.Phase != v1alpha1.TenantAddonPending || ready(got).Reason != "NamespaceNotProtected" {
+		t.Errorf("status = %+v", got.Status)
 	}
 }

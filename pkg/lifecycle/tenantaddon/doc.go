@@ -21,6 +21,10 @@
 //     carrying spec.values or slot values whose AddonDefinition does not set trustTeamValues, is
 //     checked, on what Helm renders and sends, against the allow-list of a Team's chart and
 //     refused naming each object, reason Refused (restriction, addons/privilege.go);
+//   - a catalog addon's release namespace is server-side applied with the label
+//     butler.butlerlabs.dev/protected (made so when missing; not a system namespace): the Team's
+//     operators get no binding there (package access); one that cannot be marked is Pending,
+//     reason NamespaceNotProtected, and tried again after the backoff;
 //   - Ensure through the engine; phase Installing or Upgrading is written before Helm starts,
 //     Installed after it succeeded, Failed (or Degraded when a failed upgrade was rolled back
 //     and the previous revision still runs) with Helm's error text in status.message;

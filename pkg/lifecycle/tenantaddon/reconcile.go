@@ -101,6 +101,13 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 		Owner:       string(addon.UID),
 		Restriction: restriction(addon, want),
 	}
+	if err := c.protectNamespace(ctx, req.Target, want); err != nil {
+		// Not installed into a namespace the Team's operators may hold; tried again.
+		if werr := c.wait(ctx, addon, "NamespaceNotProtected", err.Error()); werr != nil {
+			return werr
+		}
+		return worker.RequeueAfter(c.backoff(key))
+	}
 	starting := func(a addons.Action) {
 		phase, reason, verb := v1alpha1.TenantAddonInstalling, "Installing", "installing"
 		if a == addons.ActionUpgrade {

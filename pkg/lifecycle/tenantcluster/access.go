@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -87,15 +89,16 @@ func (c *Controller) applyAccess(ctx context.Context, s *state) (steps.Result, e
 	if err != nil {
 		return steps.Result{}, fmt.Errorf("listing the tenant's namespaces: %w", err)
 	}
-	names := make([]string, 0, len(nsList.Items))
+	namespaces := make([]access.Namespace, 0, len(nsList.Items))
 	for _, ns := range nsList.Items {
 		if ns.DeletionTimestamp == nil {
-			names = append(names, ns.Name)
+			namespaces = append(namespaces, access.Namespace{Name: ns.Name, Protected: access.Protected(ns.Name, ns.Labels)})
 		}
 	}
-	sort.Strings(names)
-	crbs, rbs := access.Bindings(members, names)
-	digest := fmt.Sprintf("%x", sha256.Sum256([]byte(fmt.Sprint(crbs, rbs, restoredAt(s.tc)))))
+	slices.SortFunc(namespaces, func(a, b access.Namespace) int { return strings.Compare(a.Name, b.Name) })
+	roles := access.ClusterRoles()
+	crbs, rbs := access.Bindings(members, namespaces)
+	digest := fmt.Sprintf("%x", sha256.Sum256([]byte(fmt.Sprint(roles, crbs, rbs, restoredAt(s.tc)))))
 	uid := string(s.tc.UID)
 	now := c.clock.Now()
 	c.access.mu.Lock()
@@ -109,6 +112,9 @@ func (c *Controller) applyAccess(ctx context.Context, s *state) (steps.Result, e
 		applied = false // put right what was changed in the tenant since
 	}
 	if !applied {
+		if err := applyRoles(ctx, tenant, roles); err != nil {
+			return steps.Result{}, err
+		}
 		if err := applyBindings(ctx, tenant, crbs, rbs); err != nil {
 			return steps.Result{}, err
 		}
@@ -123,7 +129,7 @@ func (c *Controller) applyAccess(ctx context.Context, s *state) (steps.Result, e
 			return steps.Result{}, err
 		}
 		s.recheckWithin(rolesRecheck)
-		return steps.Waiting("WaitingForRoles", "ClusterRole %s in the tenant grants nothing yet (the tenant's kube-controller-manager aggregates view and edit once it runs)", role), nil
+		return steps.Waiting("WaitingForRoles", "ClusterRole %s in the tenant grants nothing yet (the tenant's kube-controller-manager aggregates view, edit and butler:operator once it runs)", role), nil
 	}
 	c.access.mu.Lock()
 	c.access.granted[uid] = grant{digest: digest, at: now}
@@ -151,6 +157,17 @@ func (c *Controller) accessWhilePaused(ctx context.Context, tc *v1alpha1.TenantC
 	return nil
 }
 
+// applyRoles applies the operators' ClusterRoles in the tenant, before the bindings that name
+// them.
+func applyRoles(ctx context.Context, tenant kubernetes.Interface, roles []*rbacv1.ClusterRole) error {
+	for _, r := range roles {
+		if _, err := tenant.RbacV1().ClusterRoles().Apply(ctx, clusterRoleAC(r), external.Workers.ApplyOptions()); err != nil {
+			return fmt.Errorf("ClusterRole %s in the tenant: %w", r.Name, err)
+		}
+	}
+	return nil
+}
+
 // applyBindings applies the bindings in the tenant, and deletes those with no subjects: an
 // applied empty list is left out of the request, so the apply would own no subjects, and ones a
 // tenant admin added to the binding would stay.
@@ -172,7 +189,7 @@ func applyBindings(ctx context.Context, tenant kubernetes.Interface, crbs []*rba
 		if len(b.Subjects) == 0 {
 			err = tenant.RbacV1().RoleBindings(b.Namespace).Delete(ctx, b.Name, metav1.DeleteOptions{})
 		} else {
-			_, err = tenant.RbacV1().RoleBindings(b.Namespace).Apply(ctx, roleBindingAC(b), opts)
+			err = applyRoleBinding(ctx, tenant, b)
 		}
 		// A namespace that went, or is going, since the list needs no binding.
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
@@ -180,6 +197,25 @@ func applyBindings(ctx context.Context, tenant kubernetes.Interface, crbs []*rba
 		}
 	}
 	return nil
+}
+
+// applyRoleBinding applies a RoleBinding, replacing one that refers to another role: a
+// binding's roleRef cannot change, and the operators' were bound to edit before butler:operator.
+func applyRoleBinding(ctx context.Context, tenant kubernetes.Interface, b *rbacv1.RoleBinding) error {
+	rbs := tenant.RbacV1().RoleBindings(b.Namespace)
+	_, err := rbs.Apply(ctx, roleBindingAC(b), external.Workers.ApplyOptions())
+	if !apierrors.IsInvalid(err) {
+		return err
+	}
+	old, getErr := rbs.Get(ctx, b.Name, metav1.GetOptions{})
+	if getErr != nil || old.RoleRef == b.RoleRef {
+		return err
+	}
+	if err := rbs.Delete(ctx, b.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &old.UID}}); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	_, err = rbs.Apply(ctx, roleBindingAC(b), external.Workers.ApplyOptions())
+	return err
 }
 
 // rolesRecheck is how soon the access step looks again at roles that grant nothing yet: a new
@@ -321,6 +357,25 @@ func (c *Controller) forgetAccess(uid string) {
 	delete(c.access.granted, uid)
 	delete(c.access.clients, uid)
 	c.access.mu.Unlock()
+}
+
+func clusterRoleAC(r *rbacv1.ClusterRole) *rbacv1ac.ClusterRoleApplyConfiguration {
+	ac := rbacv1ac.ClusterRole(r.Name).WithLabels(r.Labels)
+	for _, rule := range r.Rules {
+		ac.WithRules(rbacv1ac.PolicyRule().WithVerbs(rule.Verbs...).WithAPIGroups(rule.APIGroups...).WithResources(rule.Resources...))
+	}
+	if a := r.AggregationRule; a != nil {
+		agg := rbacv1ac.AggregationRule()
+		for _, sel := range a.ClusterRoleSelectors {
+			ls := metav1ac.LabelSelector().WithMatchLabels(sel.MatchLabels)
+			for _, e := range sel.MatchExpressions {
+				ls.WithMatchExpressions(metav1ac.LabelSelectorRequirement().WithKey(e.Key).WithOperator(e.Operator).WithValues(e.Values...))
+			}
+			agg.WithClusterRoleSelectors(ls)
+		}
+		ac.WithAggregationRule(agg)
+	}
+	return ac
 }
 
 func clusterRoleBindingAC(b *rbacv1.ClusterRoleBinding) *rbacv1ac.ClusterRoleBindingApplyConfiguration {

@@ -2,6 +2,7 @@ package tenantcluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -10,9 +11,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -57,7 +60,8 @@ func TestEnsureAccessFollowsTheTeam(t *testing.T) {
 	}
 	s.kubeconfigSecret = "prod-admin-kubeconfig"
 	subjects := func(crb string) []string { return subjectsOf(t, tenant, crb) }
-	// The bindings are there, but view and edit grant nothing yet: not done, and looked at again.
+	// The bindings are there, but view, edit and butler:operator grant nothing yet: not done, and
+	// looked at again.
 	if r, err := c.ensureAccess(ctx, s); err != nil || r.Done || r.Reason != "WaitingForRoles" || s.recheckAfter == 0 {
 		t.Fatalf("before view and edit are aggregated: %+v, %v (recheck after %s)", r, err, s.recheckAfter)
 	}
@@ -71,7 +75,7 @@ func TestEnsureAccessFollowsTheTeam(t *testing.T) {
 			t.Errorf("a look while waiting for the roles sent %s %s", a.GetVerb(), a.GetResource().Resource)
 		}
 	}
-	for _, name := range []string{"view", "edit"} {
+	for _, name := range []string{"view", "edit", access.OperatorRole} {
 		role := aggregated(name)
 		role.Rules = rules
 		if _, err := tenant.RbacV1().ClusterRoles().Update(ctx, role, metav1.UpdateOptions{}); err != nil {
@@ -284,7 +288,8 @@ func TestAccessWhilePaused(t *testing.T) {
 	}
 }
 
-// accessFixture is a controller whose access step reaches tenant (view and edit aggregated),
+// accessFixture is a controller whose access step reaches tenant (view, edit and
+// butler:operator aggregated),
 // through the admin kubeconfig Secret prod-admin-kubeconfig in namespace ns, at the time *clock.
 func accessFixture(t *testing.T, teams cache.Indexer, ns string, clock *time.Time, objects ...runtime.Object) (*Controller, *kubefake.Clientset) {
 	rules := []rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"pods"}}}
@@ -292,7 +297,8 @@ func accessFixture(t *testing.T, teams cache.Indexer, ns string, clock *time.Tim
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "cluster-admin"}, Rules: rules},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "view"}, Rules: rules},
-		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "edit"}, Rules: rules}}, objects...)...)
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "edit"}, Rules: rules},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: access.OperatorRole}, Rules: rules}}, objects...)...)
 	mgmt := kubefake.NewClientset(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "prod-admin-kubeconfig", Namespace: ns},
 		Data: map[string][]byte{"admin.conf": []byte("kubeconfig")}})
 	return &Controller{kube: mgmt, teams: listers.NewTeamLister(teams),
@@ -312,4 +318,60 @@ func subjectsOf(t *testing.T, tenant kubernetes.Interface, name string) []string
 		out = append(out, s.Name)
 	}
 	return out
+}
+
+// Operators are bound to butler:operator in the namespaces that are not protected, and lose the
+// binding they had in a namespace labelled protected since and in the system ones; a binding to
+// edit of before is replaced (its roleRef cannot change, kube-apiserver refuses the apply). The
+// operators' ClusterRoles are applied in the tenant.
+func TestOperatorsLeaveProtectedNamespaces(t *testing.T) {
+	ctx := context.Background()
+	team := &v1alpha1.Team{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}, Spec: v1alpha1.TeamSpec{Access: v1alpha1.TeamAccess{
+		Users: []v1alpha1.TeamMember{{Name: "otto", Role: v1alpha1.TeamRoleOperator}}}}}
+	operators := func(ns, role string) *rbacv1.RoleBinding {
+		return &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: access.OperatorsBinding, Namespace: ns},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "butler:otto"}}}
+	}
+	now := time.Now()
+	c, tenant := accessFixture(t, indexer(team), "tenant-ns", &now,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-system"}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "apps"}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "flux-system", Labels: map[string]string{access.ProtectedLabel: "true"}}},
+		operators("apps", "edit"), operators("flux-system", "edit"), operators("kube-system", "edit"))
+	tenant.PrependReactor("patch", "rolebindings", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		p := a.(k8stesting.PatchAction)
+		old, err := tenant.Tracker().Get(rbacv1.SchemeGroupVersion.WithResource("rolebindings"), p.GetNamespace(), p.GetName())
+		var applied rbacv1.RoleBinding
+		if err != nil || json.Unmarshal(p.GetPatch(), &applied) != nil || old.(*rbacv1.RoleBinding).RoleRef == applied.RoleRef {
+			return false, nil, nil
+		}
+		return true, nil, apierrors.NewInvalid(rbacv1.SchemeGroupVersion.WithKind("RoleBinding").GroupKind(), p.GetName(),
+			field.ErrorList{field.Invalid(field.NewPath("roleRef"), applied.RoleRef, "cannot change roleRef")})
+	})
+	s := &state{tc: &v1alpha1.TenantCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod", Namespace: "team-a", UID: "uid-1"}},
+		namespace: "tenant-ns", kubeconfigSecret: "prod-admin-kubeconfig"}
+	if r, err := c.ensureAccess(ctx, s); err != nil || !r.Done {
+		t.Fatalf("%+v, %v", r, err)
+	}
+	for ns, want := range map[string]string{"default": access.OperatorRole, "apps": access.OperatorRole, "flux-system": "", "kube-system": ""} {
+		rb, err := tenant.RbacV1().RoleBindings(ns).Get(ctx, access.OperatorsBinding, metav1.GetOptions{})
+		switch {
+		case want == "" && !apierrors.IsNotFound(err):
+			t.Errorf("operators in %s: %v, %v; want none", ns, rb, err)
+		case want != "" && (err != nil || rb.RoleRef.Name != want || len(rb.Subjects) != 1):
+			t.Errorf("operators in %s: %v, %v; want otto bound to %s", ns, rb, err, want)
+		}
+	}
+	for _, want := range access.ClusterRoles() {
+		got, err := tenant.RbacV1().ClusterRoles().Get(ctx, want.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Errorf("ClusterRole %s: %v", want.Name, err)
+			continue
+		}
+		if !equality.Semantic.DeepEqual(got.AggregationRule, want.AggregationRule) ||
+			(len(want.Rules) > 0 && !equality.Semantic.DeepEqual(got.Rules, want.Rules)) {
+			t.Errorf("ClusterRole %s in the tenant: %+v, want %+v", want.Name, got, want)
+		}
+	}
 }

@@ -5,10 +5,38 @@
 // comes from bindings in the tenant, kept in step with the Team, so a demotion or a removal takes
 // effect as soon as the bindings are applied, not when the certificate expires:
 //   - admin: ClusterRoleBinding to cluster-admin;
-//   - operator: RoleBinding to edit in every namespace but kube-system, kube-public and
-//     kube-node-lease (an operator must not run Pods as the system's service accounts), and view
-//     across the cluster;
+//   - operator: RoleBinding to butler:operator (edit without impersonate) in every namespace that
+//     is not protected, and view across the cluster;
 //   - viewer: ClusterRoleBinding to view.
+//
+// # Operators
+//
+// The built-in edit lets its holder act as any service account of the namespace: impersonate it,
+// mint its tokens, run a Pod as it, exec into a Pod that runs as it, read its token Secrets. In a
+// namespace where a platform addon (a Flux controller, cert-manager) or a tenant admin runs a
+// privileged service account, edit is that account's rights. RBAC only adds, so an operator's
+// role is bound per namespace, never cluster-wide, and a namespace is left out by a label: the
+// system namespaces always, and any namespace labelled ProtectedLabel (whatever its value), which
+// the TenantAddon worker sets on the release namespace of every platform catalog addon and a
+// tenant admin sets on any other. There an operator keeps view: no Secrets, Pods, exec, tokens
+// or service accounts. Operators cannot remove the label: nothing they hold updates or patches a
+// Namespace, nor makes one. A label, rather than a list the catalog declares per addon, because
+// a tenant admin's own privileged namespaces need the same and the label is where both can put
+// it; rather than operator-made namespaces only, because operators make none.
+//
+// What it gives up: a protected namespace is closed to operators whole, the addon's own objects
+// and any workload there alike; the label takes effect at the next access step (at once for an
+// addon's namespace, labelled before its chart is installed; within the access step's resync
+// for a tenant admin's label on an existing namespace, sooner on any change of the Team); a
+// chart that makes other namespaces than its release namespace gets them unprotected; and in a
+// namespace that is not protected an operator still runs Pods as any of its service accounts
+// (Pod Security and what runs there are the tenant admin's).
+//
+// butler:operator is aggregated by the tenant's kube-controller-manager from
+// butler:aggregate-to-operator (edit's own rules without impersonate, OperatorRules) and from
+// every ClusterRole labelled to aggregate to edit that is not one of Kubernetes' bootstrap roles
+// (the edit rules a CRD's chart adds, as cert-manager's do), so operators keep editing the
+// custom resources edit would give them.
 //
 // A read-only kubeconfig (tenantclusters/viewerkubeconfig) carries the same names with the suffix
 // ":readonly", which only the view binding names, whatever the member's role.
@@ -36,14 +64,35 @@ const (
 	ManagedBy      = "butler-team-access"
 )
 
-// SystemNamespaces are where an operator gets no edit: their service accounts are the system's.
+// SystemNamespaces are always protected: their service accounts are the system's.
 var SystemNamespaces = []string{"kube-system", "kube-public", "kube-node-lease"}
+
+// ProtectedLabel marks a namespace whose service accounts and Secrets are not the operators'.
+const ProtectedLabel = "butler.butlerlabs.dev/protected"
+
+// Namespace is a tenant namespace as the bindings need it.
+type Namespace struct {
+	Name      string
+	Protected bool
+}
+
+// Protected says whether a namespace of that name and labels is closed to operators.
+func Protected(name string, labels map[string]string) bool {
+	_, labelled := labels[ProtectedLabel]
+	return labelled || slices.Contains(SystemNamespaces, name)
+}
 
 // Names of the bindings in a tenant.
 const (
 	AdminsBinding    = Prefix + "team-admins"
 	OperatorsBinding = Prefix + "team-operators"
-	ViewersBinding   = Prefix + "team-viewers"
+	// OperatorRole is the operators' ClusterRole, bound per namespace.
+	OperatorRole = Prefix + "operator"
+	// OperatorRulesRole holds OperatorRules, aggregated into OperatorRole.
+	OperatorRulesRole = Prefix + "aggregate-to-operator"
+	// AggregateToOperatorLabel selects the ClusterRoles OperatorRole aggregates, besides edit's.
+	AggregateToOperatorLabel = "butler.butlerlabs.dev/aggregate-to-operator"
+	ViewersBinding           = Prefix + "team-viewers"
 	// PlatformAdmins is the group of who mints a kubeconfig of a cluster that no Team owns (whom
 	// the management cluster's RBAC lets do so), bound to cluster-admin in every tenant.
 	PlatformAdmins        = Prefix + "platform-admins"
@@ -142,9 +191,10 @@ func IdentityOf(team Members, user string, groups []string, readOnly bool) (Iden
 }
 
 // Bindings are the tenant's bindings for team: the admins' and viewers' ClusterRoleBindings and
-// the operators' RoleBinding in each of namespaces that is not a system one. A role nobody has
-// gets a binding with no subjects, which the access step deletes (the last member goes with it).
-func Bindings(team Members, namespaces []string) ([]*rbacv1.ClusterRoleBinding, []*rbacv1.RoleBinding) {
+// the operators' RoleBinding in each namespace. A role nobody has gets a binding with no
+// subjects, which the access step deletes (the last member goes with it); so does a protected
+// namespace, so that a namespace labelled since loses the binding it had.
+func Bindings(team Members, namespaces []Namespace) ([]*rbacv1.ClusterRoleBinding, []*rbacv1.RoleBinding) {
 	subjects := map[v1alpha1.TeamRole][]rbacv1.Subject{}
 	var readOnly []rbacv1.Subject
 	add := func(kind, name string, role v1alpha1.TeamRole) {
@@ -157,10 +207,8 @@ func Bindings(team Members, namespaces []string) ([]*rbacv1.ClusterRoleBinding, 
 	for _, m := range team.Groups {
 		add(rbacv1.GroupKind, GroupPrefix+m.Name, m.Role)
 	}
-	meta := func(name, ns string) metav1.ObjectMeta {
-		return metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{ManagedByLabel: ManagedBy}}
-	}
-	// Operators read everything, as viewers do; what they may change is edit per namespace.
+	// Operators read everything, as viewers do; what they may change is OperatorRole per
+	// namespace.
 	view := append(append(append([]rbacv1.Subject{}, subjects[v1alpha1.TeamRoleViewer]...), subjects[v1alpha1.TeamRoleOperator]...), readOnly...)
 	view = append(view, rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: PlatformAdmins + ReadOnlySuffix})
 	crbs := []*rbacv1.ClusterRoleBinding{
@@ -171,13 +219,65 @@ func Bindings(team Members, namespaces []string) ([]*rbacv1.ClusterRoleBinding, 
 	}
 	var rbs []*rbacv1.RoleBinding
 	for _, ns := range namespaces {
-		if slices.Contains(SystemNamespaces, ns) {
-			continue
+		rb := &rbacv1.RoleBinding{ObjectMeta: meta(OperatorsBinding, ns.Name), RoleRef: clusterRole(OperatorRole)}
+		if !ns.Protected {
+			rb.Subjects = subjects[v1alpha1.TeamRoleOperator]
 		}
-		rbs = append(rbs, &rbacv1.RoleBinding{ObjectMeta: meta(OperatorsBinding, ns), RoleRef: clusterRole("edit"),
-			Subjects: subjects[v1alpha1.TeamRoleOperator]})
+		rbs = append(rbs, rb)
 	}
 	return crbs, rbs
+}
+
+// ClusterRoles are the operators' roles in the tenant: OperatorRole, which the tenant's
+// kube-controller-manager aggregates (package doc), and OperatorRulesRole, edit's rules without
+// impersonate, which it aggregates among others.
+func ClusterRoles() []*rbacv1.ClusterRole {
+	base := &rbacv1.ClusterRole{ObjectMeta: meta(OperatorRulesRole, ""), Rules: OperatorRules()}
+	base.Labels[AggregateToOperatorLabel] = "true"
+	return []*rbacv1.ClusterRole{base, {
+		ObjectMeta: meta(OperatorRole, ""),
+		AggregationRule: &rbacv1.AggregationRule{ClusterRoleSelectors: []metav1.LabelSelector{
+			{MatchLabels: map[string]string{AggregateToOperatorLabel: "true"}},
+			// edit's additions but its own (system:aggregate-to-edit holds impersonate, and view,
+			// bound cluster-wide already, is labelled to aggregate to edit too).
+			{MatchLabels: map[string]string{"rbac.authorization.k8s.io/aggregate-to-edit": "true"},
+				MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "kubernetes.io/bootstrapping", Operator: metav1.LabelSelectorOpDoesNotExist}}},
+		}},
+	}}
+}
+
+// OperatorRules are the rules of Kubernetes' system:aggregate-to-edit (v1.36) without
+// impersonate: what edit lets a user do in a namespace, but act as another identity.
+func OperatorRules() []rbacv1.PolicyRule {
+	read := []string{"get", "list", "watch"}
+	write := []string{"create", "update", "patch", "delete", "deletecollection"}
+	rule := func(verbs []string, groups []string, resources ...string) rbacv1.PolicyRule {
+		return rbacv1.PolicyRule{Verbs: verbs, APIGroups: groups, Resources: resources}
+	}
+	core := []string{""}
+	return []rbacv1.PolicyRule{
+		rule(read, core, "pods/attach", "pods/proxy", "pods/exec", "pods/portforward", "secrets", "services/proxy"),
+		rule(write, core, "pods", "pods/attach", "pods/proxy", "pods/exec", "pods/portforward"),
+		rule([]string{"create"}, core, "pods/eviction"),
+		rule(write, core, "replicationcontrollers", "replicationcontrollers/scale", "serviceaccounts",
+			"services", "services/proxy", "persistentvolumeclaims", "configmaps", "secrets"),
+		rule([]string{"create"}, core, "serviceaccounts/token"),
+		rule(write, []string{"", "events.k8s.io"}, "events"),
+		rule(write, []string{"apps"}, "statefulsets", "statefulsets/scale", "daemonsets", "deployments", "deployments/scale",
+			"deployments/rollback", "replicasets", "replicasets/scale"),
+		rule(write, []string{"autoscaling"}, "horizontalpodautoscalers"),
+		rule(write, []string{"batch"}, "jobs", "cronjobs"),
+		rule(write, []string{"extensions"}, "daemonsets", "deployments", "deployments/scale", "deployments/rollback", "ingresses",
+			"replicasets", "replicasets/scale", "replicationcontrollers/scale", "networkpolicies"),
+		rule(write, []string{"policy"}, "poddisruptionbudgets"),
+		rule(write, []string{"networking.k8s.io"}, "networkpolicies", "ingresses"),
+		rule(append(read, write...), []string{"coordination.k8s.io"}, "leases"),
+		rule(write, []string{"resource.k8s.io"}, "resourceclaims", "resourceclaimtemplates"),
+	}
+}
+
+func meta(name, ns string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{ManagedByLabel: ManagedBy}}
 }
 
 func clusterRole(name string) rbacv1.RoleRef {

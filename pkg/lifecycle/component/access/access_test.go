@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 )
@@ -17,15 +19,24 @@ func names(subjects []rbacv1.Subject) []string {
 	return out
 }
 
-// Each role is bound where it belongs: admins to cluster-admin, operators to edit outside the
-// system namespaces (and view), viewers and every read-only identity to view; a role nobody has
-// still gets its binding, empty, so a removal is applied.
+// Each role is bound where it belongs: admins to cluster-admin, operators to butler:operator in
+// each namespace but the protected ones (and view), viewers and every read-only identity to
+// view; a role nobody has, and the operators in a protected namespace, still get a binding,
+// empty, so a removal is applied.
 func TestBindings(t *testing.T) {
 	team := Members{
 		Users:  []Member{{Name: "alice", Role: v1alpha1.TeamRoleAdmin}, {Name: "otto", Role: v1alpha1.TeamRoleMember}, {Name: "vera"}},
 		Groups: []Member{{Name: "ops", Role: v1alpha1.TeamRoleOperator}},
 	}
-	crbs, rbs := Bindings(team, []string{"default", "kube-system", "kube-public", "kube-node-lease", "apps"})
+	var namespaces []Namespace
+	for _, ns := range []string{"default", "kube-system", "kube-public", "kube-node-lease", "apps", "flux-system"} {
+		var labels map[string]string
+		if ns == "flux-system" {
+			labels = map[string]string{ProtectedLabel: ""}
+		}
+		namespaces = append(namespaces, Namespace{Name: ns, Protected: Protected(ns, labels)})
+	}
+	crbs, rbs := Bindings(team, namespaces)
 	got := map[string][]string{}
 	for _, b := range crbs {
 		got[b.Name+"->"+b.RoleRef.Name] = names(b.Subjects)
@@ -42,19 +53,119 @@ func TestBindings(t *testing.T) {
 			t.Errorf("%s: %v, want %v", k, got[k], v)
 		}
 	}
-	var nss []string
+	var bound []string
 	for _, b := range rbs {
-		nss = append(nss, b.Namespace)
-		if b.RoleRef.Name != "edit" || !slices.Equal(names(b.Subjects), []string{"User:butler:otto", "Group:butler:group:ops"}) {
-			t.Errorf("operators' RoleBinding in %s: %v -> %s", b.Namespace, names(b.Subjects), b.RoleRef.Name)
+		if b.RoleRef.Name != OperatorRole {
+			t.Errorf("operators' RoleBinding in %s refers to %s", b.Namespace, b.RoleRef.Name)
+		}
+		if len(b.Subjects) > 0 {
+			bound = append(bound, b.Namespace)
+			if !slices.Equal(names(b.Subjects), []string{"User:butler:otto", "Group:butler:group:ops"}) {
+				t.Errorf("operators' RoleBinding in %s: %v", b.Namespace, names(b.Subjects))
+			}
 		}
 	}
-	if !slices.Equal(nss, []string{"default", "apps"}) {
-		t.Errorf("operators get edit in %v, want default and apps only", nss)
+	if len(rbs) != len(namespaces) || !slices.Equal(bound, []string{"default", "apps"}) {
+		t.Errorf("operators are bound in %v of %d bindings, want default and apps of %d", bound, len(rbs), len(namespaces))
 	}
 	crbs, _ = Bindings(Members{}, nil)
 	if len(crbs[0].Subjects) != 0 {
 		t.Errorf("a Team without admins binds %v", crbs[0].Subjects)
+	}
+}
+
+// allows says whether rules let verb on group/resource.
+func allows(rules []rbacv1.PolicyRule, verb, group, resource string) bool {
+	for _, r := range rules {
+		if (slices.Contains(r.Verbs, verb) || slices.Contains(r.Verbs, "*")) &&
+			(slices.Contains(r.APIGroups, group) || slices.Contains(r.APIGroups, "*")) &&
+			(slices.Contains(r.Resources, resource) || slices.Contains(r.Resources, "*")) {
+			return true
+		}
+	}
+	return false
+}
+
+// An operator edits workloads but acts as no one else and changes neither namespaces (their
+// protection label) nor RBAC: the rules hold no impersonate and nothing cluster-wide, and the
+// aggregation takes edit's additions but Kubernetes' own edit rules (which impersonate).
+func TestOperatorRole(t *testing.T) {
+	rules := OperatorRules()
+	for _, r := range rules {
+		if slices.Contains(r.Verbs, "impersonate") || slices.Contains(r.Verbs, "*") || slices.Contains(r.APIGroups, "*") || slices.Contains(r.Resources, "*") {
+			t.Errorf("rule %+v", r)
+		}
+	}
+	for _, denied := range [][3]string{
+		{"impersonate", "", "serviceaccounts"}, {"impersonate", "", "users"}, {"impersonate", "", "groups"},
+		{"impersonate", "authentication.k8s.io", "uids"}, {"impersonate", "authentication.k8s.io", "userextras"},
+		{"update", "", "namespaces"}, {"patch", "", "namespaces"}, {"create", "", "namespaces"},
+		{"create", "rbac.authorization.k8s.io", "rolebindings"}, {"escalate", "rbac.authorization.k8s.io", "roles"},
+		{"bind", "rbac.authorization.k8s.io", "clusterroles"}, {"update", "", "resourcequotas"}, {"update", "", "pods/status"},
+	} {
+		if allows(rules, denied[0], denied[1], denied[2]) {
+			t.Errorf("operators may %s %s in group %q", denied[0], denied[2], denied[1])
+		}
+	}
+	for _, allowed := range [][3]string{
+		{"create", "apps", "deployments"}, {"delete", "", "pods"}, {"get", "", "secrets"}, {"create", "", "pods/exec"},
+		{"create", "batch", "jobs"}, {"create", "networking.k8s.io", "ingresses"}, {"get", "coordination.k8s.io", "leases"},
+	} {
+		if !allows(rules, allowed[0], allowed[1], allowed[2]) {
+			t.Errorf("operators may not %s %s in group %q", allowed[0], allowed[2], allowed[1])
+		}
+	}
+
+	roles := ClusterRoles()
+	base, aggregated := roles[0], roles[1]
+	if base.Name != OperatorRulesRole || base.Labels[AggregateToOperatorLabel] != "true" || aggregated.Name != OperatorRole || len(aggregated.Rules) != 0 {
+		t.Fatalf("roles %+v", roles)
+	}
+	selects := func(roleLabels map[string]string) bool {
+		for _, sel := range aggregated.AggregationRule.ClusterRoleSelectors {
+			s, err := metav1.LabelSelectorAsSelector(&sel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Matches(labels.Set(roleLabels)) {
+				return true
+			}
+		}
+		return false
+	}
+	const toEdit, bootstrap = "rbac.authorization.k8s.io/aggregate-to-edit", "kubernetes.io/bootstrapping"
+	for what, c := range map[string]struct {
+		labels map[string]string
+		want   bool
+	}{
+		"butler:aggregate-to-operator":                    {base.Labels, true},
+		"a CRD's edit rules (cert-manager-edit)":          {map[string]string{toEdit: "true"}, true},
+		"system:aggregate-to-edit (impersonate)":          {map[string]string{toEdit: "true", bootstrap: "rbac-defaults"}, false},
+		"view (labelled to aggregate to edit)":            {map[string]string{toEdit: "true", bootstrap: "rbac-defaults"}, false},
+		"system:aggregate-to-admin (roles, rolebindings)": {map[string]string{"rbac.authorization.k8s.io/aggregate-to-admin": "true", bootstrap: "rbac-defaults"}, false},
+		"a CRD's admin rules":                             {map[string]string{"rbac.authorization.k8s.io/aggregate-to-admin": "true"}, false},
+	} {
+		if got := selects(c.labels); got != c.want {
+			t.Errorf("butler:operator aggregates %s: %v, want %v", what, got, c.want)
+		}
+	}
+}
+
+// The system namespaces are protected whatever their labels; another by the label, whatever its
+// value.
+func TestProtected(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+		want   bool
+	}{
+		{"kube-system", nil, true}, {"kube-public", nil, true}, {"kube-node-lease", nil, true},
+		{"default", nil, false}, {"apps", map[string]string{"other": "true"}, false},
+		{"flux-system", map[string]string{ProtectedLabel: "true"}, true}, {"secrets", map[string]string{ProtectedLabel: ""}, true},
+	} {
+		if got := Protected(c.name, c.labels); got != c.want {
+			t.Errorf("Protected(%s, %v) = %v", c.name, c.labels, got)
+		}
 	}
 }
 

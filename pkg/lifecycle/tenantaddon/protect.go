@@ -1,0 +1,33 @@
+package tenantaddon
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/addons"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/access"
+)
+
+// protectNamespace marks the release namespace of a platform catalog addon as the platform's
+// (access.ProtectedLabel), server-side applied before its chart is installed, so it is made
+// labelled: the Team's operators get no binding there, hence neither its Secrets nor its
+// service accounts (a Flux controller's is cluster-admin). A Team's own chart (spec.helm) is no
+// more than edit and its namespace stays the operators'; the system namespaces are protected
+// anyway.
+func (c *Controller) protectNamespace(ctx context.Context, target addons.Target, want *desired) error {
+	ns := want.release.Namespace
+	if want.definition == nil || slices.Contains(access.SystemNamespaces, ns) {
+		return nil
+	}
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Namespace",
+		"metadata": map[string]any{"name": ns, "labels": map[string]any{access.ProtectedLabel: "true"}},
+	}}
+	if err := c.engine.Apply(ctx, target, []*unstructured.Unstructured{obj}); err != nil {
+		return fmt.Errorf("marking the release namespace %s protected: %w", ns, err)
+	}
+	return nil
+}
