@@ -7,14 +7,18 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/access"
 )
 
 // mintAs asks the subresource (kubeconfig or viewerkubeconfig) of a TenantCluster as user (by
@@ -155,7 +159,6 @@ func TestTeamKubeconfigs(t *testing.T) {
 // still runs a Deployment in a namespace of his own. The namespaces are made before a Team
 // change, so the bindings are applied with them there.
 func operatorStaysOperator(t *testing.T, team, name, alice, otto string) {
-	const protected = "butler.butlerlabs.dev/protected"
 	repo := addonChartRepo(t, map[string][]string{"demo": {"0.1.0"}})
 	addonDefinition(t, team+"-platform", repo, "demo", "defaults: {namespace: platform-addon, createNamespace: true}")
 	mustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
@@ -168,7 +171,7 @@ spec:
 	// alice's namespace with a cluster-admin service account, marked protected; one of otto's.
 	mustKubectlAs(t, alice, `apiVersion: v1
 kind: Namespace
-metadata: {name: guarded, labels: {`+protected+`: "true"}}
+metadata: {name: guarded, labels: {`+access.ProtectedLabel+`: "true"}}
 ---
 apiVersion: v1
 kind: Namespace
@@ -211,7 +214,7 @@ subjects: [{kind: ServiceAccount, name: powerful, namespace: guarded}]
 	for what, args := range map[string][]string{
 		"reads the platform addon's Secrets":           {"get", "secrets", "-n", "platform-addon"},
 		"runs a Pod as a cluster-admin ServiceAccount": {"create", "-f", "-"},
-		"removes the protected label":                  {"label", "namespace", "guarded", protected + "-"},
+		"removes the protected label":                  {"label", "namespace", "guarded", access.ProtectedLabel + "-"},
 	} {
 		stdin := ""
 		if args[0] == "create" {
@@ -223,6 +226,36 @@ subjects: [{kind: ServiceAccount, name: powerful, namespace: guarded}]
 	}
 	if out, err := kubectlAs(t, otto, "", "create", "deployment", "web", "--image=pause", "-n", "workloads"); err != nil {
 		t.Errorf("otto (operator) cannot create a Deployment in his own namespace: %v\n%s", err, out)
+	}
+	operatorRulesAreEdits(t, alice)
+}
+
+// operatorRulesAreEdits: butler:operator's own rules are this Kubernetes version's
+// system:aggregate-to-edit without impersonate, no more and no less (a new version's edit
+// changes fail here).
+func operatorRulesAreEdits(t *testing.T, admin string) {
+	var edit rbacv1.ClusterRole
+	if err := json.Unmarshal([]byte(mustKubectlAs(t, admin, "", "get", "clusterrole", "system:aggregate-to-edit", "-o", "json")), &edit); err != nil {
+		t.Fatal(err)
+	}
+	flat := func(rules []rbacv1.PolicyRule) []string {
+		var out []string
+		for _, r := range rules {
+			for _, v := range r.Verbs {
+				for _, g := range r.APIGroups {
+					for _, res := range r.Resources {
+						if v != "impersonate" {
+							out = append(out, v+" "+g+"/"+res)
+						}
+					}
+				}
+			}
+		}
+		sort.Strings(out)
+		return slices.Compact(out)
+	}
+	if got, want := flat(access.OperatorRules()), flat(edit.Rules); !slices.Equal(got, want) {
+		t.Errorf("butler:operator's rules\n%v\nare not system:aggregate-to-edit's without impersonate\n%v", got, want)
 	}
 }
 
