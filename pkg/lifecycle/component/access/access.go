@@ -191,9 +191,9 @@ func IdentityOf(team Members, user string, groups []string, readOnly bool) (Iden
 }
 
 // Bindings are the tenant's bindings for team: the admins' and viewers' ClusterRoleBindings and
-// the operators' RoleBinding in each namespace. A role nobody has gets a binding with no
-// subjects, which the access step deletes (the last member goes with it); so does a protected
-// namespace, so that a namespace labelled since loses the binding it had.
+// the operators' RoleBinding in each namespace but the system ones. A role nobody has gets a
+// binding with no subjects, which the access step deletes (the last member goes with it); so
+// does a protected namespace, so that a namespace labelled since loses the binding it had.
 func Bindings(team Members, namespaces []Namespace) ([]*rbacv1.ClusterRoleBinding, []*rbacv1.RoleBinding) {
 	subjects := map[v1alpha1.TeamRole][]rbacv1.Subject{}
 	var readOnly []rbacv1.Subject
@@ -219,6 +219,9 @@ func Bindings(team Members, namespaces []Namespace) ([]*rbacv1.ClusterRoleBindin
 	}
 	var rbs []*rbacv1.RoleBinding
 	for _, ns := range namespaces {
+		if slices.Contains(SystemNamespaces, ns.Name) {
+			continue // never bound, nothing to take back
+		}
 		rb := &rbacv1.RoleBinding{ObjectMeta: meta(OperatorsBinding, ns.Name), RoleRef: clusterRole(OperatorRole)}
 		if !ns.Protected {
 			rb.Subjects = subjects[v1alpha1.TeamRoleOperator]
