@@ -32,7 +32,7 @@ func TestBindings(t *testing.T) {
 	for _, ns := range []string{"default", "kube-system", "kube-public", "kube-node-lease", "apps", "flux-system"} {
 		var labels map[string]string
 		if ns == "flux-system" {
-			labels = map[string]string{ProtectedLabel: ""}
+			labels = map[string]string{ProtectedLabel: "true"}
 		}
 		namespaces = append(namespaces, Namespace{Name: ns, Protected: Protected(ns, labels)})
 	}
@@ -151,8 +151,8 @@ func TestOperatorRole(t *testing.T) {
 	}
 }
 
-// The system namespaces are protected whatever their labels; another by the label, whatever its
-// value.
+// The system namespaces are protected whatever their labels; another by the label with the value
+// "true" (as the addon check reads it).
 func TestProtected(t *testing.T) {
 	for _, c := range []struct {
 		name   string
@@ -161,7 +161,7 @@ func TestProtected(t *testing.T) {
 	}{
 		{"kube-system", nil, true}, {"kube-public", nil, true}, {"kube-node-lease", nil, true},
 		{"default", nil, false}, {"apps", map[string]string{"other": "true"}, false},
-		{"flux-system", map[string]string{ProtectedLabel: "true"}, true}, {"secrets", map[string]string{ProtectedLabel: ""}, true},
+		{"flux-system", map[string]string{ProtectedLabel: "true"}, true}, {"secrets", map[string]string{ProtectedLabel: "yes"}, false},
 	} {
 		if got := Protected(c.name, c.labels); got != c.want {
 			t.Errorf("Protected(%s, %v) = %v", c.name, c.labels, got)
