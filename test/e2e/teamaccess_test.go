@@ -202,8 +202,8 @@ subjects: [{kind: ServiceAccount, name: powerful, namespace: guarded}]
 		{"get", "secrets", "-n", "platform-addon"},
 		{"create", "pods", "-n", "platform-addon"},
 		{"get", "secrets", "-n", "guarded"},
-		{"create", "pods/exec", "-n", "guarded"},
-		{"create", "serviceaccounts/token", "-n", "guarded"},
+		{"create", "pods", "--subresource=exec", "-n", "guarded"},
+		{"create", "serviceaccounts", "--subresource=token", "-n", "guarded"},
 		{"patch", "namespaces/guarded"},
 	} {
 		if out, _ := kubectlAs(t, otto, "", append([]string{"auth", "can-i"}, q...)...); strings.TrimSpace(out) != "no" {

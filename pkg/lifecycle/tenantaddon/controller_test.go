@@ -620,7 +620,8 @@ func TestTeamValuesRestrictCatalogCharts(t *testing.T) {
 
 // A catalog addon's release namespace is marked protected before its chart is installed (made
 // labelled when it is missing), so the Team's operators never hold it; a Team's own chart's
-// namespace, and a system namespace, are left as they are. A namespace that cannot be marked
+// namespace, a catalog chart's held to a Team's allow-list, and a system namespace, are left as
+// they are. A namespace that cannot be marked
 // installs nothing.
 func TestCatalogAddonNamespaceIsProtected(t *testing.T) {
 	helm := addon("own")
@@ -630,11 +631,13 @@ func TestCatalogAddonNamespaceIsProtected(t *testing.T) {
 	system.Spec.Addon = "cilium"
 	cilium := definition()
 	cilium.Name, cilium.Spec.Defaults.Namespace = "cilium", "kube-system"
-	f := newFixture(t, cluster("c1", true), definition(), cilium, addon("a"), helm, system)
-	for _, name := range []string{"a", "own", "cni"} {
+	tuned := addon("tuned")
+	tuned.Spec.Values = raw(`{"replicas": 2}`) // a Team's values: held to the allow-list
+	f := newFixture(t, cluster("c1", true), definition(), cilium, addon("a"), helm, system, tuned)
+	for _, name := range []string{"a", "own", "cni", "tuned"} {
 		_ = f.reconcile(name)
 	}
-	if len(f.engine.applied) != 1 || len(f.engine.appliedBefore) != 3 || f.engine.appliedBefore[0] != 1 {
+	if len(f.engine.applied) != 1 || len(f.engine.appliedBefore) != 4 || f.engine.appliedBefore[0] != 1 {
 		t.Fatalf("applied %d objects, %v before each install; want the catalog addon's namespace before its install, nothing else", len(f.engine.applied), f.engine.appliedBefore)
 	}
 	got := f.engine.applied[0]

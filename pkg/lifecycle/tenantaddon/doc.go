@@ -21,7 +21,7 @@
 //     carrying spec.values or slot values whose AddonDefinition does not set trustTeamValues, is
 //     checked, on what Helm renders and sends, against the allow-list of a Team's chart and
 //     refused naming each object, reason Refused (restriction, addons/privilege.go);
-//   - a catalog addon's release namespace is server-side applied with the label
+//   - the release namespace of a catalog addon without restriction is server-side applied with the label
 //     butler.butlerlabs.dev/protected (made so when missing; not a system namespace): the Team's
 //     operators get no binding there (package access); one that cannot be marked is Pending,
 //     reason NamespaceNotProtected, and tried again after the backoff;

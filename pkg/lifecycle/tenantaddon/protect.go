@@ -11,15 +11,16 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/access"
 )
 
-// protectNamespace marks the release namespace of a platform catalog addon as the platform's
-// (access.ProtectedLabel), server-side applied before its chart is installed, so it is made
-// labelled: the Team's operators get no binding there, hence neither its Secrets nor its
-// service accounts (a Flux controller's is cluster-admin). A Team's own chart (spec.helm) is no
-// more than edit and its namespace stays the operators'; the system namespaces are protected
-// anyway.
-func (c *Controller) protectNamespace(ctx context.Context, target addons.Target, want *desired) error {
+// protectNamespace marks the release namespace of a platform catalog addon installed as the
+// platform vetted it (no restriction) as the platform's (access.ProtectedLabel), server-side
+// applied before its chart is installed, so it is made labelled: the Team's operators get no
+// binding there, hence neither its Secrets nor its service accounts (a Flux controller's is
+// cluster-admin). A chart held to a Team's allow-list (spec.helm, or a catalog chart with a
+// Team's values) is no more than an operator's own, and its namespace stays the operators' (nor
+// is one made for a chart the check refuses); the system namespaces are protected anyway.
+func (c *Controller) protectNamespace(ctx context.Context, target addons.Target, want *desired, restriction string) error {
 	ns := want.release.Namespace
-	if want.definition == nil || slices.Contains(access.SystemNamespaces, ns) {
+	if want.definition == nil || restriction != "" || slices.Contains(access.SystemNamespaces, ns) {
 		return nil
 	}
 	obj := &unstructured.Unstructured{Object: map[string]any{

@@ -101,7 +101,7 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 		Owner:       string(addon.UID),
 		Restriction: restriction(addon, want),
 	}
-	if err := c.protectNamespace(ctx, req.Target, want); err != nil {
+	if err := c.protectNamespace(ctx, req.Target, want, req.Restriction); err != nil {
 		// Not installed into a namespace the Team's operators may hold; tried again.
 		if werr := c.wait(ctx, addon, "NamespaceNotProtected", err.Error()); werr != nil {
 			return werr
