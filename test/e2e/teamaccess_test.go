@@ -232,7 +232,9 @@ subjects: [{kind: ServiceAccount, name: powerful, namespace: guarded}]
 
 // operatorRulesAreEdits: butler:operator's own rules are this Kubernetes version's
 // system:aggregate-to-edit without impersonate, no more and no less (a new version's edit
-// changes fail here).
+// changes fail here). butler:operator aggregates them and only the ClusterRoles labelled
+// butler.butlerlabs.dev/aggregate-to-operator, not the other roles aggregated to edit (a CRD
+// chart's, such as flux-edit), so edit's own rules are the whole of what it compares.
 func operatorRulesAreEdits(t *testing.T, admin string) {
 	var edit rbacv1.ClusterRole
 	if err := json.Unmarshal([]byte(mustKubectlAs(t, admin, "", "get", "clusterrole", "system:aggregate-to-edit", "-o", "json")), &edit); err != nil {

@@ -34,9 +34,10 @@
 //
 // butler:operator is aggregated by the tenant's kube-controller-manager from
 // butler:aggregate-to-operator (edit's own rules without impersonate, OperatorRules) and from
-// every ClusterRole labelled to aggregate to edit that is not one of Kubernetes' bootstrap roles
-// (the edit rules a CRD's chart adds, as cert-manager's do), so operators keep editing the
-// custom resources edit would give them.
+// ClusterRoles labelled AggregateToOperatorLabel "true" only. The edit roles a CRD's chart
+// labels to aggregate to edit are not taken in: flux-edit, for one, writes Kustomizations that
+// kustomize-controller applies with its own rights. A catalog definition (or a tenant admin)
+// opts a CRD's edit role in by labelling it, after judging what its objects make a controller do.
 //
 // A read-only kubeconfig (tenantclusters/viewerkubeconfig) carries the same names with the suffix
 // ":readonly", which only the view binding names, whatever the member's role.
@@ -239,12 +240,11 @@ func ClusterRoles() []*rbacv1.ClusterRole {
 	base.Labels[AggregateToOperatorLabel] = "true"
 	return []*rbacv1.ClusterRole{base, {
 		ObjectMeta: meta(OperatorRole, ""),
+		// Only roles opted in by the label: a CRD's edit role may write objects its controller
+		// applies with more rights than an operator has (flux-edit), so it is never taken in
+		// just for aggregating to edit.
 		AggregationRule: &rbacv1.AggregationRule{ClusterRoleSelectors: []metav1.LabelSelector{
 			{MatchLabels: map[string]string{AggregateToOperatorLabel: "true"}},
-			// edit's additions but its own (system:aggregate-to-edit holds impersonate, and view,
-			// bound cluster-wide already, is labelled to aggregate to edit too).
-			{MatchLabels: map[string]string{"rbac.authorization.k8s.io/aggregate-to-edit": "true"},
-				MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "kubernetes.io/bootstrapping", Operator: metav1.LabelSelectorOpDoesNotExist}}},
 		}},
 	}}
 }

@@ -138,8 +138,12 @@ func TestOperatorRole(t *testing.T) {
 		labels map[string]string
 		want   bool
 	}{
-		"butler:aggregate-to-operator":                    {base.Labels, true},
-		"a CRD's edit rules (cert-manager-edit)":          {map[string]string{toEdit: "true"}, true},
+		"butler:aggregate-to-operator": {base.Labels, true},
+		// flux-edit writes Kustomizations and HelmReleases, which Flux's controllers apply with
+		// their own rights: aggregating it would make an operator as strong as Flux.
+		"a CRD's edit rules not opted in (flux-edit)":     {map[string]string{toEdit: "true"}, false},
+		"a CRD's edit rules opted in by its definition":   {map[string]string{AggregateToOperatorLabel: "true", toEdit: "true"}, true},
+		"opted in with another value":                     {map[string]string{AggregateToOperatorLabel: "yes"}, false},
 		"system:aggregate-to-edit (impersonate)":          {map[string]string{toEdit: "true", bootstrap: "rbac-defaults"}, false},
 		"view (labelled to aggregate to edit)":            {map[string]string{toEdit: "true", bootstrap: "rbac-defaults"}, false},
 		"system:aggregate-to-admin (roles, rolebindings)": {map[string]string{"rbac.authorization.k8s.io/aggregate-to-admin": "true", bootstrap: "rbac-defaults"}, false},
