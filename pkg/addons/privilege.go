@@ -77,6 +77,11 @@ var guardedGroups = []string{"rbac.authorization.k8s.io", "admissionregistration
 // namespace's Secrets holds its service accounts' tokens), node proxies and token requests.
 var guardedResources = []string{"secrets", "nodes/proxy", "serviceaccounts/token"}
 
+// remoteResources reach into pods and nodes (exec, attach, port-forward, proxy) even with get
+// alone (a websocket upgrade is a GET): a chart's role granting them is not bound cluster-wide,
+// where it would reach kube-system's pods.
+var remoteResources = []string{"pods/exec", "pods/attach", "pods/portforward", "pods/proxy", "services/proxy", "nodes/proxy"}
+
 var readVerbs = []string{"get", "list", "watch"}
 
 // privilegeCheck is the allow-list of one restricted action. It keeps the roles the chart
@@ -86,12 +91,13 @@ type privilegeCheck struct {
 	namespace string
 	// protected says whether a tenant namespace is marked protected (ProtectedNamespaceLabel).
 	protected func(namespace string) (bool, error)
-	// roles are the chart's roles that passed, by roleKey; true when read-only.
-	roles map[string]bool
+	// roles are the chart's roles that passed, by roleKey, with why they may not be bound
+	// cluster-wide ("" when they may).
+	roles map[string]string
 }
 
 func newPrivilegeCheck(namespace string, protected func(string) (bool, error)) *privilegeCheck {
-	return &privilegeCheck{namespace: namespace, protected: protected, roles: map[string]bool{}}
+	return &privilegeCheck{namespace: namespace, protected: protected, roles: map[string]string{}}
 }
 
 // object is what the check reads of every object, decoded case-sensitively.
@@ -99,8 +105,9 @@ type object struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
 	Metadata   struct {
-		Name      string `json:"name"`
-		Namespace string `json:"namespace"`
+		Name      string            `json:"name"`
+		Namespace string            `json:"namespace"`
+		Labels    map[string]string `json:"labels"`
 	} `json:"metadata"`
 	raw []byte
 	// invalid is why the object cannot be read as the API server reads it.
@@ -199,15 +206,58 @@ func (c *privilegeCheck) role(o *object) []string {
 	if r.AggregationRule != nil {
 		problems = append(problems, o.String()+" aggregates other roles")
 	}
-	readOnly := true
+	problems = append(problems, aggregationLabels(o)...)
+	clusterWide := ""
 	for _, rule := range r.Rules {
 		problems = append(problems, ruleProblems(o.String(), rule)...)
-		readOnly = readOnly && !slices.ContainsFunc(rule.Verbs, func(v string) bool { return !slices.Contains(readVerbs, v) })
+		if clusterWide == "" {
+			clusterWide = clusterWideProblem(rule)
+		}
 	}
 	if len(problems) == 0 {
-		c.roles[roleKey(o.Kind, o.Metadata.Namespace, o.Metadata.Name)] = readOnly
+		c.roles[roleKey(o.Kind, o.Metadata.Namespace, o.Metadata.Name)] = clusterWide
 	}
 	return problems
+}
+
+// aggregationLabels refuses a role labelled aggregate-to-* (the built-in view, edit and admin,
+// butler:operator): the clusterrole-aggregation-controller merges its rules into roles that
+// viewers and operators hold cluster-wide.
+func aggregationLabels(o *object) []string {
+	var problems []string
+	for _, k := range slices.Sorted(maps.Keys(o.Metadata.Labels)) {
+		_, name, _ := strings.Cut(k, "/")
+		if strings.HasPrefix(name, "aggregate-to-") || strings.HasPrefix(k, "aggregate-to-") {
+			problems = append(problems, fmt.Sprintf("%s aggregates into other roles (label %s)", o, k))
+		}
+	}
+	return problems
+}
+
+// clusterWideProblem says why a rule that passed may not be bound cluster-wide: it writes, or
+// it reaches into pods or nodes.
+func clusterWideProblem(r rbacv1.PolicyRule) string {
+	if slices.ContainsFunc(r.Verbs, func(v string) bool { return !slices.Contains(readVerbs, v) }) {
+		return "it writes"
+	}
+	for _, res := range r.Resources {
+		for _, remote := range remoteResources {
+			if matchesResource(res, remote) {
+				return "it grants " + remote
+			}
+		}
+	}
+	return ""
+}
+
+// matchesResource says whether a rule's resource grants resource as RBAC matches it: by name,
+// or as "*/sub" for any resource's subresource sub.
+func matchesResource(ruleResource, resource string) bool {
+	if ruleResource == resource {
+		return true
+	}
+	_, sub, ok := strings.Cut(resource, "/")
+	return ok && ruleResource == "*/"+sub
 }
 
 func ruleProblems(what string, r rbacv1.PolicyRule) []string {
@@ -227,8 +277,13 @@ func ruleProblems(what string, r rbacv1.PolicyRule) []string {
 		}
 	}
 	for _, res := range r.Resources {
-		if slices.Contains(guardedResources, res) {
-			problems = append(problems, fmt.Sprintf("%s grants %s", what, res))
+		for _, guarded := range guardedResources {
+			switch {
+			case res == guarded:
+				problems = append(problems, fmt.Sprintf("%s grants %s", what, res))
+			case matchesResource(res, guarded):
+				problems = append(problems, fmt.Sprintf("%s grants %s (as %q)", what, guarded, res))
+			}
 		}
 	}
 	if writes && len(r.NonResourceURLs) > 0 {
@@ -238,7 +293,8 @@ func ruleProblems(what string, r rbacv1.PolicyRule) []string {
 }
 
 // binding allows a binding of a role the chart defined and that passed, or of view; a
-// ClusterRoleBinding grants everywhere, kube-system included, so only a read-only role.
+// ClusterRoleBinding grants everywhere, kube-system included, so only a read-only role that
+// reaches into no pod or node.
 func (c *privilegeCheck) binding(o *object) []string {
 	var b rbacv1.RoleBinding // a ClusterRoleBinding has the same fields
 	if p := strictDecode(o, &b); p != "" {
@@ -253,14 +309,14 @@ func (c *privilegeCheck) binding(o *object) []string {
 	if ref.Kind == "ClusterRole" {
 		ns = ""
 	}
-	readOnly, defined := c.roles[roleKey(ref.Kind, ns, ref.Name)]
+	clusterWide, defined := c.roles[roleKey(ref.Kind, ns, ref.Name)]
 	switch {
 	case ref.APIGroup != rbacv1.GroupName || (ref.Kind != "Role" && ref.Kind != "ClusterRole"):
 		return []string{bound + ", which is not an RBAC role"}
 	case !defined:
 		return []string{bound + ", which the chart does not define: a Team's chart binds only its own roles and view"}
-	case o.Kind == "ClusterRoleBinding" && !readOnly:
-		return []string{bound + " in every namespace, and it writes: a Team's chart binds cluster-wide only read-only roles"}
+	case o.Kind == "ClusterRoleBinding" && clusterWide != "":
+		return []string{bound + " in every namespace, and " + clusterWide + ": a Team's chart binds cluster-wide only read-only roles without exec, attach, port-forward or proxy"}
 	}
 	return nil
 }
