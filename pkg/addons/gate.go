@@ -26,6 +26,8 @@ import (
 	"helm.sh/helm/v3/pkg/kube"
 	"helm.sh/helm/v3/pkg/postrender"
 	"helm.sh/helm/v3/pkg/release"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 )
 
 // PrivilegeError is a restricted chart refused by the allow-list (privilege.go): Problems names
@@ -331,7 +333,7 @@ func (e *Engine) protectedNamespaces(ctx context.Context, target Target) func(st
 		if err != nil {
 			return false, err
 		}
-		seen[namespace] = labels[ProtectedNamespaceLabel] == "true"
+		seen[namespace] = labels[external.ProtectedNamespaceLabel] == "true"
 		return seen[namespace], nil
 	}
 }

@@ -16,6 +16,8 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 )
 
 // The least privilege of a restricted addon (Request.Restriction: a chart a Team installs from a
@@ -26,14 +28,10 @@ import (
 // differently from the API server (a `roleref` beside `roleRef`) gets through.
 //
 // A Team's chart may create the kinds of teamKinds, in namespaces that are neither system
-// namespaces nor marked protected (ProtectedNamespaceLabel); its roles grant no more than edit
-// minus Secrets, and its bindings bind only roles the chart itself defines (or view), cluster-wide
-// only read-only ones. Everything else is refused, before Helm writes anything, naming each object.
-
-// ProtectedNamespaceLabel marks a tenant namespace (with the value "true") as a tenant admin's or
-// a platform addon's own: a Team's chart creates nothing there, since any workload there can
-// run as any of its service accounts.
-const ProtectedNamespaceLabel = "butler.butlerlabs.dev/protected"
+// namespaces nor marked protected (external.ProtectedNamespaceLabel: any workload there can run
+// as any of its service accounts); its roles grant no more than edit minus Secrets, and its
+// bindings bind only roles the chart itself defines (or view), cluster-wide only read-only ones.
+// Everything else is refused, before Helm writes anything, naming each object.
 
 // systemNamespaces are Kubernetes' own: their service accounts are the controllers' (the
 // clusterrole-aggregation-controller holds escalate), so a chart's object there acts as them.
@@ -89,7 +87,7 @@ var readVerbs = []string{"get", "list", "watch"}
 type privilegeCheck struct {
 	// namespace is the release's: where a namespaced object without one goes.
 	namespace string
-	// protected says whether a tenant namespace is marked protected (ProtectedNamespaceLabel).
+	// protected says whether a tenant namespace is marked protected (external.ProtectedNamespaceLabel).
 	protected func(namespace string) (bool, error)
 	// roles are the chart's roles that passed, by roleKey, with why they may not be bound
 	// cluster-wide ("" when they may).
@@ -189,7 +187,7 @@ func (c *privilegeCheck) namespaceProblem(o *object) string {
 		return fmt.Sprintf("%s: whether namespace %s is protected is unknown: %v", o, ns, err)
 	}
 	if protected {
-		return fmt.Sprintf("%s is in %s, a protected namespace (%s=true)", o, ns, ProtectedNamespaceLabel)
+		return fmt.Sprintf("%s is in %s, a protected namespace (%s=true)", o, ns, external.ProtectedNamespaceLabel)
 	}
 	return ""
 }

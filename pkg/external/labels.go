@@ -22,4 +22,9 @@ const (
 	// still); the local provider neither wakes it nor puts it to sleep on its endpoint's use. A
 	// deletion still runs.
 	TenantClusterPausedAnnotation = "butler.butlerlabs.dev/paused"
+	// ProtectedNamespaceLabel, with the value "true", marks a namespace in a tenant cluster as a
+	// tenant admin's or a platform addon's own: operators get no edit there (component/access)
+	// and a Team's chart creates nothing there (addons' privilege check). Tenant admins and the
+	// TenantAddon worker set it; an in-place restore keeps it as it is now.
+	ProtectedNamespaceLabel = "butler.butlerlabs.dev/protected"
 )

@@ -14,7 +14,7 @@ import (
 // controller spelling one again is the drift the contract is there to stop.
 var contractLiterals = []string{
 	`"butler-apiserver"`, `"butler-localprovider"`, // the field managers
-	`"butler.butlerlabs.dev/tenant-cluster-namespace"`,
+	`"butler.butlerlabs.dev/tenant-cluster-namespace"`, `"butler.butlerlabs.dev/protected"`,
 	`"app.kubernetes.io/managed-by"`,
 	`"cluster.x-k8s.io/cluster-name"`, `"cluster.x-k8s.io/secret"`,
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/access"
 )
 
@@ -171,7 +172,7 @@ spec:
 	// alice's namespace with a cluster-admin service account, marked protected; one of otto's.
 	mustKubectlAs(t, alice, `apiVersion: v1
 kind: Namespace
-metadata: {name: guarded, labels: {`+access.ProtectedLabel+`: "true"}}
+metadata: {name: guarded, labels: {`+external.ProtectedNamespaceLabel+`: "true"}}
 ---
 apiVersion: v1
 kind: Namespace
@@ -214,7 +215,7 @@ subjects: [{kind: ServiceAccount, name: powerful, namespace: guarded}]
 	for what, args := range map[string][]string{
 		"reads the platform addon's Secrets":           {"get", "secrets", "-n", "platform-addon"},
 		"runs a Pod as a cluster-admin ServiceAccount": {"create", "-f", "-"},
-		"removes the protected label":                  {"label", "namespace", "guarded", access.ProtectedLabel + "-"},
+		"removes the protected label":                  {"label", "namespace", "guarded", external.ProtectedNamespaceLabel + "-"},
 	} {
 		stdin := ""
 		if args[0] == "create" {

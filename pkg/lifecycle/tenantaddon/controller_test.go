@@ -24,9 +24,9 @@ import (
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/addons"
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned/fake"
 	butlerinformers "github.com/butlerdotdev/butler-apiserver/pkg/generated/informers/externalversions"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/access"
 )
 
 const ns = "team-a"
@@ -641,7 +641,7 @@ func TestCatalogAddonNamespaceIsProtected(t *testing.T) {
 		t.Fatalf("applied %d objects, %v before each install; want the catalog addon's namespace before its install, nothing else", len(f.engine.applied), f.engine.appliedBefore)
 	}
 	got := f.engine.applied[0]
-	if got.GetKind() != "Namespace" || got.GetName() != "demo-system" || got.GetLabels()[access.ProtectedLabel] != "true" {
+	if got.GetKind() != "Namespace" || got.GetName() != "demo-system" || got.GetLabels()[external.ProtectedNamespaceLabel] != "true" {
 		t.Errorf("applied %v", got.Object)
 	}
 

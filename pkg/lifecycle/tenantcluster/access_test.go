@@ -337,7 +337,7 @@ func TestOperatorsLeaveProtectedNamespaces(t *testing.T) {
 	c, tenant := accessFixture(t, indexer(team), "tenant-ns", &now,
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-system"}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "apps"}},
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "flux-system", Labels: map[string]string{access.ProtectedLabel: "true"}}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "flux-system", Labels: map[string]string{external.ProtectedNamespaceLabel: "true"}}},
 		operators("apps", "edit"), operators("flux-system", "edit"))
 	tenant.PrependReactor("patch", "rolebindings", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		p := a.(k8stesting.PatchAction)

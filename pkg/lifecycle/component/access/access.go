@@ -16,7 +16,7 @@
 // namespace where a platform addon (a Flux controller, cert-manager) or a tenant admin runs a
 // privileged service account, edit is that account's rights. RBAC only adds, so an operator's
 // role is bound per namespace, never cluster-wide, and a namespace is left out by a label: the
-// system namespaces always, and any namespace labelled ProtectedLabel=true, which
+// system namespaces always, and any namespace labelled external.ProtectedNamespaceLabel=true, which
 // the TenantAddon worker sets on the release namespace of every platform catalog addon and a
 // tenant admin sets on any other. There an operator keeps view: no Secrets, Pods, exec, tokens
 // or service accounts. Operators cannot remove the label: nothing they hold updates or patches a
@@ -51,6 +51,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 )
 
 const (
@@ -68,10 +69,6 @@ const (
 // SystemNamespaces are always protected: their service accounts are the system's.
 var SystemNamespaces = []string{"kube-system", "kube-public", "kube-node-lease"}
 
-// ProtectedLabel, with the value "true", marks a namespace whose service accounts and Secrets are
-// not the operators' (the addon check, addons.ProtectedNamespaceLabel, reads the same label).
-const ProtectedLabel = "butler.butlerlabs.dev/protected"
-
 // Namespace is a tenant namespace as the bindings need it.
 type Namespace struct {
 	Name      string
@@ -80,7 +77,7 @@ type Namespace struct {
 
 // Protected says whether a namespace of that name and labels is closed to operators.
 func Protected(name string, labels map[string]string) bool {
-	return labels[ProtectedLabel] == "true" || slices.Contains(SystemNamespaces, name)
+	return labels[external.ProtectedNamespaceLabel] == "true" || slices.Contains(SystemNamespaces, name)
 }
 
 // Names of the bindings in a tenant.

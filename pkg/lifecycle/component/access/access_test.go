@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 )
 
 func names(subjects []rbacv1.Subject) []string {
@@ -32,7 +33,7 @@ func TestBindings(t *testing.T) {
 	for _, ns := range []string{"default", "kube-system", "kube-public", "kube-node-lease", "apps", "flux-system"} {
 		var labels map[string]string
 		if ns == "flux-system" {
-			labels = map[string]string{ProtectedLabel: "true"}
+			labels = map[string]string{external.ProtectedNamespaceLabel: "true"}
 		}
 		namespaces = append(namespaces, Namespace{Name: ns, Protected: Protected(ns, labels)})
 	}
@@ -165,7 +166,7 @@ func TestProtected(t *testing.T) {
 	}{
 		{"kube-system", nil, true}, {"kube-public", nil, true}, {"kube-node-lease", nil, true},
 		{"default", nil, false}, {"apps", map[string]string{"other": "true"}, false},
-		{"flux-system", map[string]string{ProtectedLabel: "true"}, true}, {"secrets", map[string]string{ProtectedLabel: "yes"}, false},
+		{"flux-system", map[string]string{external.ProtectedNamespaceLabel: "true"}, true}, {"secrets", map[string]string{external.ProtectedNamespaceLabel: "yes"}, false},
 	} {
 		if got := Protected(c.name, c.labels); got != c.want {
 			t.Errorf("Protected(%s, %v) = %v", c.name, c.labels, got)
