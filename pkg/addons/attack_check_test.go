@@ -1,8 +1,18 @@
 package addons
 
 import (
+	"context"
+	"errors"
+	"io"
 	"strings"
 	"testing"
+
+	"helm.sh/helm/v3/pkg/chart"
+	kube2 "helm.sh/helm/v3/pkg/kube"
+	kubefake "helm.sh/helm/v3/pkg/kube/fake"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // checkCase is a manifest the allow-list must refuse naming want, or allow when want is "".
@@ -59,4 +69,36 @@ func TestAttackClusterWideExec(t *testing.T) {
 		cases = append(cases, checkCase{res + " in a namespace", ns, ""})
 	}
 	runCheckCases(t, cases)
+}
+
+// TestAttackDeleteHook: Helm post-renders no hook, and a pre-delete hook is created only at
+// uninstall: a ClusterRoleBinding to cluster-admin as a pre-delete hook is refused at install.
+func TestAttackDeleteHook(t *testing.T) {
+	hook := strings.Replace(clusterAdminBinding, "metadata: {name: crb}", "metadata: {name: crb, annotations: {helm.sh/hook: pre-delete}}", 1)
+	e, req := attackEngine(t, []*chart.Chart{attackChart("0.1.0", map[string]string{
+		"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\n", "hook.yaml": hook}, nil)})
+	_, err := e.Ensure(context.Background(), req, nil)
+	wantRefused(t, err, "ClusterRoleBinding crb binds ClusterRole cluster-admin")
+}
+
+// TestAttackHookDeletesANamespace: a hook's before-hook-creation policy has Helm delete the
+// object first: a hook named like Namespace flux-system deletes it, unless the gate checks deletes.
+func TestAttackHookDeletesANamespace(t *testing.T) {
+	kube := &kubefake.FailingKubeClient{PrintingKubeClient: kubefake.PrintingKubeClient{Out: io.Discard}}
+	g := newGate(kube, newPrivilegeCheck("apps", nil), func(p []string) error { return errors.New(strings.Join(p, "; ")) })
+	ns := &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: "flux-system"}}
+	cm := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "kube-system"}}
+	for _, obj := range []runtime.Object{ns, cm} {
+		list := kube2.ResourceList{{Object: obj}}
+		if _, errs := g.Delete(list); len(errs) == 0 {
+			t.Errorf("Delete of %v: no error", obj.GetObjectKind().GroupVersionKind().Kind)
+		}
+		if _, errs := g.DeleteWithPropagationPolicy(list, metav1.DeletePropagationBackground); len(errs) == 0 {
+			t.Errorf("DeleteWithPropagationPolicy of %v: no error", obj.GetObjectKind().GroupVersionKind().Kind)
+		}
+	}
+	ok := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "apps"}}
+	if _, errs := g.Delete(kube2.ResourceList{{Object: ok}}); len(errs) != 0 {
+		t.Errorf("Delete of the chart's ConfigMap: %v", errs)
+	}
 }

@@ -27,6 +27,10 @@ const maxHistory = 10
 // objects asking for the same release in one cluster are told apart.
 const OwnerLabel = "butler.butlerlabs.dev/owner-uid"
 
+// RestrictedLabel marks (with "true") a release installed under the allow-list, so its
+// uninstall goes through the allow-list too.
+const RestrictedLabel = "butler.butlerlabs.dev/restricted"
+
 // Target is a tenant cluster as the engine reaches it.
 type Target struct {
 	// Cluster identifies the cluster for the Configuration cache, e.g. namespace/name/uid.
@@ -247,8 +251,12 @@ func (e *Engine) Ensure(ctx context.Context, req Request, starting func(Action))
 	if req.Owner != "" {
 		labels[OwnerLabel] = req.Owner
 	}
+	if req.Restriction != "" {
+		labels[RestrictedLabel] = "true"
+	}
 	run := perAction(cfg)
 	run.KubeClient = g
+	run.Releases = gatedStorage(cfg.Releases, g)
 	run.RESTClientGetter = gatedGetter{RESTClientGetter: cfg.RESTClientGetter, gate: g}
 	// Helm gets a context that is never cancelled: its Install and Upgrade watch the context
 	// in a goroutine that outlives the call, and a cancel seen after success (even our own
@@ -318,7 +326,11 @@ func (e *Engine) Ensure(ctx context.Context, req Request, starting func(Action))
 		return nil, opErr
 	}
 	if deployed != nil {
-		rollback := action.NewRollback(perAction(cfg))
+		rb := perAction(cfg)
+		if req.Restriction != "" {
+			rb.KubeClient = e.restrictedGate(ctx, req.Target, req.Release.Namespace, cfg, refuser(ch.Metadata.Name, ch.Metadata.Version, req.Restriction))
+		}
+		rollback := action.NewRollback(rb)
 		rollback.Version = deployed.Version
 		rollback.Timeout, rollback.Wait = timeout, req.Wait
 		rollback.MaxHistory = maxHistory
@@ -354,7 +366,14 @@ func (e *Engine) Uninstall(ctx context.Context, target Target, key ReleaseKey, t
 	if err != nil {
 		return err
 	}
-	uninstall := action.NewUninstall(perAction(cfg))
+	run := perAction(cfg)
+	// A restricted release's hooks (pre-delete ones run now) and deletes go through the
+	// allow-list: one recorded before its hooks were checked may hold any object.
+	if last, err := lastRevision(cfg, key.Name); err == nil && last != nil && last.Labels[RestrictedLabel] == "true" && last.Chart != nil {
+		run.KubeClient = e.restrictedGate(ctx, target, key.Namespace, cfg,
+			refuser(last.Chart.Metadata.Name, last.Chart.Metadata.Version, "a restricted release"))
+	}
+	uninstall := action.NewUninstall(run)
 	uninstall.IgnoreNotFound = true
 	uninstall.Wait = true
 	uninstall.Timeout = timeout

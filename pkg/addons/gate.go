@@ -26,6 +26,8 @@ import (
 	"helm.sh/helm/v3/pkg/kube"
 	"helm.sh/helm/v3/pkg/postrender"
 	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage"
+	"helm.sh/helm/v3/pkg/storage/driver"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 )
@@ -267,7 +269,79 @@ func (g *gate) OutputContainerLogsForPodList(pods *v1.PodList, namespace string,
 	return c.OutputContainerLogsForPodList(pods, namespace, w)
 }
 
+// Delete and DeleteWithPropagationPolicy refuse deleting what a Team's chart may not create:
+// a hook's before-hook-creation policy deletes an object of the hook's kind and name first,
+// whatever it is (Namespace flux-system).
+func (g *gate) Delete(resources kube.ResourceList) (*kube.Result, []error) {
+	if err := g.checkDeletes(resources); err != nil {
+		return nil, []error{err}
+	}
+	return g.Interface.Delete(resources)
+}
+
+func (g *gate) checkDeletes(resources kube.ResourceList) error {
+	if g.check == nil {
+		return nil
+	}
+	var problems []string
+	for _, info := range resources {
+		m, err := meta.Accessor(info.Object)
+		if err != nil {
+			return err
+		}
+		gvk := info.Object.GetObjectKind().GroupVersionKind()
+		o := &object{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind}
+		o.Metadata.Name, o.Metadata.Namespace = m.GetName(), m.GetNamespace()
+		if p := g.check.placement(o); p != "" {
+			problems = append(problems, "deleting "+p)
+		}
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return g.refuse(problems)
+}
+
+// checkHooks checks a release's hooks before Helm records it: Helm does not post-render them,
+// and creates a pre-delete or pre-rollback hook only when the release is deleted or rolled
+// back, so the chart is refused at install rather than then.
+func (g *gate) checkHooks(rel *release.Release) error {
+	if g.check == nil {
+		return nil
+	}
+	var stream bytes.Buffer
+	for _, h := range rel.Hooks {
+		stream.WriteString("\n---\n")
+		stream.WriteString(h.Manifest)
+	}
+	return g.checkManifest(stream.Bytes())
+}
+
+// gatedDriver is Helm's release storage for one action: it checks the hooks of a release Helm
+// is about to record, which Install and Upgrade do before they create anything of it.
+type gatedDriver struct {
+	driver.Driver
+	gate *gate
+}
+
+func (d gatedDriver) Create(key string, rls *release.Release) error {
+	if err := d.gate.checkHooks(rls); err != nil {
+		return err
+	}
+	return d.Driver.Create(key, rls)
+}
+
+// gatedStorage is s recording through the gate.
+func gatedStorage(s *storage.Storage, g *gate) *storage.Storage {
+	gated := *s
+	gated.Driver = gatedDriver{Driver: s.Driver, gate: g}
+	return &gated
+}
+
 func (g *gate) DeleteWithPropagationPolicy(resources kube.ResourceList, policy metav1.DeletionPropagation) (*kube.Result, []error) {
+	if err := g.checkDeletes(resources); err != nil {
+		return nil, []error{err}
+	}
 	c, ok := g.Interface.(kube.InterfaceDeletionPropagation)
 	if !ok {
 		return g.Interface.Delete(resources)
@@ -297,9 +371,7 @@ func (e *renderTimeout) Error() string {
 // gateFor returns the gate of one action on req: with the allow-list when req is restricted,
 // after checking the chart's crds/ files (Helm installs them as they are, before it renders).
 func (e *Engine) gateFor(ctx context.Context, req Request, ch *chart.Chart, cfg *action.Configuration) (*gate, error) {
-	refuse := func(problems []string) error {
-		return &PrivilegeError{Chart: ch.Metadata.Name, Version: ch.Metadata.Version, Who: req.Restriction, Problems: problems}
-	}
+	refuse := refuser(ch.Metadata.Name, ch.Metadata.Version, req.Restriction)
 	if req.Restriction == "" {
 		return newGate(cfg.KubeClient, nil, refuse), nil
 	}
@@ -320,6 +392,19 @@ func (e *Engine) gateFor(ctx context.Context, req Request, ch *chart.Chart, cfg 
 		return nil, refuse(problems)
 	}
 	return newGate(cfg.KubeClient, check, refuse), nil
+}
+
+// refuser builds the allow-list's refusal of a chart.
+func refuser(chart, version, who string) func([]string) error {
+	return func(problems []string) error {
+		return &PrivilegeError{Chart: chart, Version: version, Who: who, Problems: problems}
+	}
+}
+
+// restrictedGate is the gate of a restricted release's rollback or uninstall: Helm post-renders
+// nothing there, so only its kube client checks the hooks it creates and what it deletes.
+func (e *Engine) restrictedGate(ctx context.Context, target Target, namespace string, cfg *action.Configuration, refuse func([]string) error) *gate {
+	return newGate(cfg.KubeClient, newPrivilegeCheck(namespace, e.protectedNamespaces(ctx, target)), refuse)
 }
 
 // protectedNamespaces answers, once per namespace, whether the tenant marks it protected.

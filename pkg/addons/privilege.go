@@ -146,22 +146,8 @@ func (c *privilegeCheck) object(o *object) []string {
 	if o.invalid != nil {
 		return []string{fmt.Sprintf("%s: %v", o, o.invalid)}
 	}
-	gv, err := schema.ParseGroupVersion(o.APIVersion)
-	if err != nil {
-		return []string{fmt.Sprintf("%s: %v", o, err)}
-	}
-	if !teamKinds[gv.WithKind(o.Kind).GroupKind()] {
-		return []string{fmt.Sprintf("%s (%s) is not a kind a Team's chart may create", o, o.APIVersion)}
-	}
-	if slices.Contains(clusterScoped, o.Kind) {
-		o.Metadata.Namespace = ""
-	} else {
-		if o.Metadata.Namespace == "" {
-			o.Metadata.Namespace = c.namespace
-		}
-		if p := c.namespaceProblem(o); p != "" {
-			return []string{p}
-		}
+	if p := c.placement(o); p != "" {
+		return []string{p}
 	}
 	switch o.Kind {
 	case "Role", "ClusterRole":
@@ -170,6 +156,26 @@ func (c *privilegeCheck) object(o *object) []string {
 		return c.binding(o)
 	}
 	return nil
+}
+
+// placement refuses an object of a kind a Team's chart may not create or in a namespace it may
+// not write (defaulting the namespace to the release's): what a delete is checked for too.
+func (c *privilegeCheck) placement(o *object) string {
+	gv, err := schema.ParseGroupVersion(o.APIVersion)
+	if err != nil {
+		return fmt.Sprintf("%s: %v", o, err)
+	}
+	if !teamKinds[gv.WithKind(o.Kind).GroupKind()] {
+		return fmt.Sprintf("%s (%s) is not a kind a Team's chart may create", o, o.APIVersion)
+	}
+	if slices.Contains(clusterScoped, o.Kind) {
+		o.Metadata.Namespace = ""
+		return ""
+	}
+	if o.Metadata.Namespace == "" {
+		o.Metadata.Namespace = c.namespace
+	}
+	return c.namespaceProblem(o)
 }
 
 // namespaceProblem refuses objects in system and protected namespaces: a workload there runs
