@@ -63,7 +63,7 @@ func (c *Controller) ensureWakeProxy(ctx context.Context, tcp *unstructured.Unst
 		}
 		tc, uid := tenantClusterOf(tcp), rec.UID
 		p, err := startWakeProxy(endpointString(pl.address(), rec.Port), wakeTarget{
-			uid: uid, backend: endpointString(pl.address(), rec.InternalPort), ready: pl.admitting,
+			uid: uid, team: tcp.GetNamespace(), backend: endpointString(pl.address(), rec.InternalPort), ready: pl.admitting,
 			wake: func(ctx context.Context, remote string) error { return c.recordWake(ctx, tc, pl, remote) },
 			idle: func(ctx context.Context, d time.Duration) error { return c.recordIdle(ctx, tc, d) },
 		}, c.wakeGate)

@@ -15,6 +15,11 @@ type WakeLimits struct {
 	// MaxAwake is how many clusters may be awake because of a request (woken by a connection and
 	// not asleep since); a user's hibernated: false does not count.
 	MaxAwake int
+	// MaxAwakePerTeam is how many of them may be one Team's (namespace's). The listeners are
+	// reachable without credentials, so one client completing handshakes with a Team's
+	// endpoints would otherwise hold every Team's slots; with a share it needs the endpoints of
+	// MaxAwake/MaxAwakePerTeam Teams.
+	MaxAwakePerTeam int
 	// PerSource is how many connections one client address may have open at once, over every
 	// listener, that have not yet completed a TLS handshake with the tenant (waiting for a wake
 	// or in the handshake).
@@ -22,20 +27,20 @@ type WakeLimits struct {
 }
 
 // DefaultWakeLimits are the provider's defaults (its flags).
-var DefaultWakeLimits = WakeLimits{MaxWaking: 4, MaxAwake: 16, PerSource: 32}
+var DefaultWakeLimits = WakeLimits{MaxWaking: 4, MaxAwake: 16, MaxAwakePerTeam: 4, PerSource: 32}
 
 // wakeGate holds the counts behind WakeLimits, shared by every listener of the provider.
 type wakeGate struct {
 	limits WakeLimits
 
 	mu      sync.Mutex
-	waking  map[string]bool // tenant UIDs asked to wake, not yet serving
-	awake   map[string]bool // tenant UIDs woken by a request, not asleep since
-	pending map[string]int  // connections not yet established, by client address
+	waking  map[string]bool   // tenant UIDs asked to wake, not yet serving
+	awake   map[string]string // tenant UIDs woken by a request, not asleep since: their Team
+	pending map[string]int    // connections not yet established, by client address
 }
 
 func newWakeGate(l WakeLimits) *wakeGate {
-	return &wakeGate{limits: l, waking: map[string]bool{}, awake: map[string]bool{}, pending: map[string]int{}}
+	return &wakeGate{limits: l, waking: map[string]bool{}, awake: map[string]string{}, pending: map[string]int{}}
 }
 
 // admit counts a new connection from remote against its source's bound; release (once) when
@@ -65,10 +70,10 @@ func (g *wakeGate) admit(remote string) (release func(), err error) {
 
 // startWake counts a wake of tenant uid, unless a bound is reached; a tenant already counted
 // passes again.
-func (g *wakeGate) startWake(uid string) error {
+func (g *wakeGate) startWake(uid, team string) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.awake[uid] { // every waking tenant is counted awake too
+	if _, ok := g.awake[uid]; ok { // every waking tenant is counted awake too
 		return nil
 	}
 	if n := len(g.waking); g.limits.MaxWaking > 0 && n >= g.limits.MaxWaking {
@@ -77,8 +82,21 @@ func (g *wakeGate) startWake(uid string) error {
 	if n := len(g.awake); g.limits.MaxAwake > 0 && n >= g.limits.MaxAwake {
 		return fmt.Errorf("%d clusters are awake on request already (bound %d)", n, g.limits.MaxAwake)
 	}
-	g.waking[uid], g.awake[uid] = true, true
+	if n := g.awakeOf(team); g.limits.MaxAwakePerTeam > 0 && n >= g.limits.MaxAwakePerTeam {
+		return fmt.Errorf("%d clusters of this Team are awake on request already (bound %d)", n, g.limits.MaxAwakePerTeam)
+	}
+	g.waking[uid], g.awake[uid] = true, team
 	return nil
+}
+
+// awakeOf counts team's tenants awake by request; g.mu is held.
+func (g *wakeGate) awakeOf(team string) (n int) {
+	for _, t := range g.awake {
+		if t == team {
+			n++
+		}
+	}
+	return n
 }
 
 // woke says tenant uid serves: it no longer counts as waking (it stays awake by request).

@@ -31,6 +31,7 @@ import (
 type wakeProxy struct {
 	ln      net.Listener
 	uid     string
+	team    string // the tenant's namespace, whose share of the awake slots it counts in
 	backend string
 	gate    *wakeGate
 	// ready says whether kube-apiserver serves on backend, and returns a channel closed once it
@@ -51,9 +52,11 @@ type wakeProxy struct {
 	wg          sync.WaitGroup
 }
 
+// wakeWait bounds how long a connection waits for the control plane to serve (a variable for
+// tests).
+var wakeWait = 3 * time.Minute
+
 const (
-	// wakeWait bounds how long a connection waits for the control plane to serve.
-	wakeWait = 3 * time.Minute
 	// wakeAskAgain is how long after a wake request another connection asks again.
 	wakeAskAgain = 10 * time.Second
 	// wakeGrace is how long a cluster woken on request stays awake with no connection
@@ -66,10 +69,10 @@ const (
 // wakeTarget is what a listener serves: the tenant, kube-apiserver's internal address, whether
 // it serves, and what a wake and an idle spell write.
 type wakeTarget struct {
-	uid, backend string
-	ready        func() (bool, <-chan struct{})
-	wake         func(context.Context, string) error
-	idle         func(context.Context, time.Duration) error
+	uid, team, backend string
+	ready              func() (bool, <-chan struct{})
+	wake               func(context.Context, string) error
+	idle               func(context.Context, time.Duration) error
 }
 
 func startWakeProxy(addr string, t wakeTarget, gate *wakeGate) (*wakeProxy, error) {
@@ -77,7 +80,7 @@ func startWakeProxy(addr string, t wakeTarget, gate *wakeGate) (*wakeProxy, erro
 	if err != nil {
 		return nil, err
 	}
-	p := &wakeProxy{ln: ln, uid: t.uid, backend: t.backend, gate: gate, ready: t.ready, wake: t.wake, idle: t.idle,
+	p := &wakeProxy{ln: ln, uid: t.uid, team: t.team, backend: t.backend, gate: gate, ready: t.ready, wake: t.wake, idle: t.idle,
 		last: time.Now(), done: make(chan struct{})}
 	p.wg.Add(2)
 	go p.accept()
@@ -202,7 +205,7 @@ func (p *wakeProxy) waitAwake(remote string) bool {
 		case <-ctx.Done():
 		}
 	}()
-	if err := p.gate.startWake(p.uid); err != nil {
+	if err := p.gate.startWake(p.uid, p.team); err != nil {
 		klog.InfoS("Wake-on-request: not woken; closing the connection", "uid", p.uid, "remote", remote, "reason", err)
 		return false
 	}
@@ -236,8 +239,13 @@ func (p *wakeProxy) waitAwake(remote string) bool {
 		select {
 		case <-ctx.Done():
 			klog.InfoS("Wake-on-request: the control plane did not serve in time; closing the connection", "uid", p.uid, "remote", remote, "waited", wakeWait)
-			// A tenant that does not come up must not hold a waking slot for good.
-			p.gate.woke(p.uid)
+			// A tenant that does not come up must hold neither a waking nor an awake slot for
+			// good (it would never sleep by idleness, having never served).
+			if serving, _ := p.ready(); serving {
+				p.gate.woke(p.uid)
+			} else {
+				p.gate.slept(p.uid)
+			}
 			return false
 		case <-ch:
 		}

@@ -302,3 +302,55 @@ func closed(ch <-chan struct{}) bool {
 		return false
 	}
 }
+
+// TestWakeTimeoutFreesTheAwakeSlot: a tenant that never serves after a wake must not hold its
+// awake-by-request slot for good (one per MaxAwake would starve every other cluster's wake).
+func TestWakeTimeoutFreesTheAwakeSlot(t *testing.T) {
+	defer func(d time.Duration) { wakeWait = d }(wakeWait)
+	wakeWait = 200 * time.Millisecond
+	gate := newWakeGate(WakeLimits{MaxAwake: 1})
+	var n counter
+	never := func() (bool, <-chan struct{}) { return false, make(chan struct{}) }
+	p := startTestProxy(t, n.target("broken", echoBackend(t), never), gate)
+	c, err := net.Dial("tcp", p.ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write(clientHello); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("the connection was not closed at the wake's timeout: %v", err)
+	}
+	waitFor(t, "the wake's timeout to free the slot", func() bool { _, awake := gate.counts(); return awake == 0 })
+	if err := gate.startWake("other", "team-b"); err != nil {
+		t.Errorf("another cluster cannot wake after the broken one timed out: %v", err)
+	}
+}
+
+// TestWakeGateSharesAwakeSlotsByTeam: a client without credentials that wakes (and completes
+// handshakes with) every cluster of one Team holds at most MaxAwakePerTeam of the MaxAwake
+// slots; another Team's clusters still wake.
+func TestWakeGateSharesAwakeSlotsByTeam(t *testing.T) {
+	gate := newWakeGate(WakeLimits{MaxAwake: 16, MaxAwakePerTeam: 4})
+	woke := 0
+	for i := range 16 {
+		uid := fmt.Sprint("a", i)
+		if gate.startWake(uid, "team-a") == nil {
+			gate.woke(uid)
+			woke++
+		}
+	}
+	if woke != 4 {
+		t.Errorf("one Team's clusters took %d awake slots, want MaxAwakePerTeam 4", woke)
+	}
+	if err := gate.startWake("b0", "team-b"); err != nil {
+		t.Errorf("another Team's cluster cannot wake: %v", err)
+	}
+	gate.slept("a0")
+	if err := gate.startWake("a99", "team-a"); err != nil {
+		t.Errorf("a slot freed by a cluster of team-a is not given back to it: %v", err)
+	}
+}
