@@ -95,6 +95,7 @@ kube::codegen::gen_openapi \
     --report-filename "${ROOT}/hack/api-rule-violations.list" \
     --update-report \
     --extra-pkgs k8s.io/api/autoscaling/v1 \
+    --extra-pkgs k8s.io/apimachinery/pkg/util/intstr \
     --output-model-name-file "zz_generated.model_name.go" \
     --boilerplate "${ROOT}/hack/boilerplate.go.txt" \
     "${ROOT}/pkg/apis"
