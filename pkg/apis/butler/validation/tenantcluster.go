@@ -223,6 +223,10 @@ func validateTenantClusterSpec(spec *butler.TenantClusterSpec, fldPath *field.Pa
 // minIdleTimeout keeps a cluster from being put to sleep between one kubectl call and the next.
 const minIdleTimeout = 10 * time.Second
 
+// maxIdleTimeout bounds how long a cluster woken on request stays awake unused: it holds one of
+// the provider's awake-by-request slots meanwhile, which a longer wait would keep for good.
+const maxIdleTimeout = 24 * time.Hour
+
 func validateHibernation(h *butler.HibernationSpec, fldPath *field.Path) field.ErrorList {
 	if h == nil {
 		return nil
@@ -252,6 +256,8 @@ func validateHibernation(h *butler.HibernationSpec, fldPath *field.Path) field.E
 			allErrs = append(allErrs, field.Invalid(p, h.IdleTimeout.Duration.String(), "needs wakeOnRequest: only the wake-on-request listener sees whether the cluster is used"))
 		case h.IdleTimeout.Duration < minIdleTimeout:
 			allErrs = append(allErrs, field.Invalid(p, h.IdleTimeout.Duration.String(), "must be at least "+minIdleTimeout.String()))
+		case h.IdleTimeout.Duration > maxIdleTimeout:
+			allErrs = append(allErrs, field.Invalid(p, h.IdleTimeout.Duration.String(), "must be at most "+maxIdleTimeout.String()+" (a cluster woken on request holds a slot of the wake listener's bound while awake)"))
 		}
 	}
 	return allErrs

@@ -128,6 +128,13 @@ func TestValidateTenantCluster(t *testing.T) {
 		{"idle timeout too short", func(o *butler.TenantCluster) {
 			o.Spec.Hibernation = &butler.HibernationSpec{WakeOnRequest: true, IdleTimeout: &metav1.Duration{Duration: time.Second}}
 		}, []fieldErr{invalid("spec.hibernation.idleTimeout")}},
+		// A woken cluster that never sleeps by idleness holds an awake-by-request slot for good.
+		{"idle timeout of a year", func(o *butler.TenantCluster) {
+			o.Spec.Hibernation = &butler.HibernationSpec{WakeOnRequest: true, IdleTimeout: &metav1.Duration{Duration: 8760 * time.Hour}}
+		}, []fieldErr{invalid("spec.hibernation.idleTimeout")}},
+		{"idle timeout of a day", func(o *butler.TenantCluster) {
+			o.Spec.Hibernation = &butler.HibernationSpec{WakeOnRequest: true, IdleTimeout: &metav1.Duration{Duration: 24 * time.Hour}}
+		}, nil},
 		{"hosted 3 replicas", func(o *butler.TenantCluster) { o.Spec.ControlPlane.Replicas = ptr.To[int32](3) }, nil},
 		{"hosted 0 replicas (stopped)", func(o *butler.TenantCluster) { o.Spec.ControlPlane.Replicas = ptr.To[int32](0) }, nil},
 		{"hosted -1 replicas", func(o *butler.TenantCluster) { o.Spec.ControlPlane.Replicas = ptr.To[int32](-1) }, []fieldErr{invalid("spec.controlPlane.replicas")}},
