@@ -6,3 +6,29 @@ const (
 	LocalProviderReasonAnnotation  = "localprovider.butlerlabs.dev/reason"
 	LocalProviderMessageAnnotation = "localprovider.butlerlabs.dev/message"
 )
+
+// LocalProviderCapabilitiesAnnotation lists, on a TenantControlPlane, what the provider running
+// it does beyond the Steward/Kamaji contract (comma-separated Capability values). The local
+// stand-in sets it; a real Steward or Kamaji does not, and has none of them.
+const LocalProviderCapabilitiesAnnotation = "localprovider.butlerlabs.dev/capabilities"
+
+// Capability is a feature butler asks of a hosted control plane provider that the Steward and
+// Kamaji contracts have no field for.
+type Capability string
+
+const (
+	// CapabilityWakeOnRequest: a sleeping control plane's endpoint kept, and a connection to it
+	// wakes it (spec.hibernation.wakeOnRequest).
+	CapabilityWakeOnRequest Capability = "wake-on-request"
+	// CapabilityRestore: a control plane started from a snapshot (spec.restoreFrom).
+	CapabilityRestore Capability = "restore"
+	// CapabilitySnapshots: the tenant's prefix read from its datastore (TenantClusterSnapshots,
+	// spec.snapshots).
+	CapabilitySnapshots Capability = "snapshots"
+	// CapabilityCredentialRotation: the two-phase rotation of the tenant CA and service-account
+	// key (CredentialsRotationAnnotation answered by CredentialsRotatedAnnotation).
+	CapabilityCredentialRotation Capability = "credential-rotation"
+)
+
+// LocalProviderCapabilities are the local stand-in's, in the annotation's order.
+var LocalProviderCapabilities = []Capability{CapabilityWakeOnRequest, CapabilityRestore, CapabilitySnapshots, CapabilityCredentialRotation}

@@ -136,7 +136,17 @@ type KubernetesVersion struct {
 type StewardControlPlane struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
-	Spec              StewardControlPlaneSpec `json:"spec,omitempty"`
+	Spec              StewardControlPlaneSpec   `json:"spec,omitempty"`
+	Status            StewardControlPlaneStatus `json:"status,omitempty"`
+}
+
+// ConditionTenantControlPlaneCreated is the StewardControlPlane condition capi-steward (and the
+// local stand-in) sets False, with why, when the TenantControlPlane cannot be created.
+const ConditionTenantControlPlaneCreated = "TenantControlPlaneCreated"
+
+// StewardControlPlaneStatus is the part of a StewardControlPlane's status butler reads.
+type StewardControlPlaneStatus struct {
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // StewardControlPlaneSpec is the part of a StewardControlPlane's spec butler sets (the workers)

@@ -95,6 +95,12 @@ func (c *Controller) hostedReady(ctx context.Context, s *state, cp *unstructured
 		return steps.Result{}, err
 	}
 	if tcp == nil {
+		if why := notCreatedBecause(cp); why != "" {
+			// Refused (a version Steward cannot run, a DataStore that does not exist) or its
+			// webhook down: the provider says so only in its object's condition.
+			return steps.Waiting("TenantControlPlaneNotCreated", "the %s provider could not create TenantControlPlane %s/%s: %s",
+				cp.GetKind(), s.namespace, s.tc.Name, why), nil
+		}
 		return steps.Waiting("WaitingForTenantControlPlane", "waiting for the %s provider to create TenantControlPlane %s/%s",
 			cp.GetKind(), s.namespace, s.tc.Name), nil
 	}
@@ -103,6 +109,8 @@ func (c *Controller) hostedReady(ctx context.Context, s *state, cp *unstructured
 		return steps.Result{}, err
 	}
 	s.rotated = typed.Annotations[external.CredentialsRotatedAnnotation]
+	capable := capabilityCondition(s.in, typed.Annotations)
+	s.capable = &capable
 	status := typed.Status
 	version, state, endpoint := status.KubernetesResources.Version.Version, status.KubernetesResources.Version.Status, status.ControlPlaneEndpoint
 	secret := status.Kubeconfig.Admin.SecretName
@@ -133,6 +141,20 @@ func (c *Controller) hostedReady(ctx context.Context, s *state, cp *unstructured
 	}
 	s.kubeconfigSecret = secret
 	return steps.Ready("TenantControlPlaneReady", "TenantControlPlane %s/%s serves %s at %s", s.namespace, s.tc.Name, version, endpoint), nil
+}
+
+// notCreatedBecause is the message of a hosted control plane object's TenantControlPlaneCreated
+// condition when False (capi-steward's and the local stand-in's), else "".
+func notCreatedBecause(cp *unstructured.Unstructured) string {
+	typed, err := external.FromUnstructured[steward.StewardControlPlane](cp)
+	if err != nil {
+		return ""
+	}
+	c := meta.FindStatusCondition(typed.Status.Conditions, steward.ConditionTenantControlPlaneCreated)
+	if c == nil || c.Status != metav1.ConditionFalse {
+		return ""
+	}
+	return orDefault(c.Message, c.Reason)
 }
 
 // standaloneReady reads a KubeadmControlPlane's cluster: initialized, at the asked version, with

@@ -3,6 +3,8 @@ package tenantcluster
 import (
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component"
 )
@@ -28,6 +30,9 @@ type state struct {
 	// rotation the rotation moved on by it, nil when it stays as stored.
 	rotated  string
 	rotation *v1alpha1.CredentialsRotation
+	// capable is what the hosted control plane's provider can do of what the cluster asks
+	// (ConditionProviderCapable), once its TenantControlPlane is read; nil before.
+	capable *metav1.Condition
 	// recheckAfter, when set, brings the cluster back after it: a step waits for what no watch
 	// announces.
 	recheckAfter time.Duration

@@ -57,6 +57,9 @@ func (c *Controller) status(tc *v1alpha1.TenantCluster, s *state, out steps.Outc
 	st.ObservedState = observed
 
 	steps.SetConditions(&st.Conditions, out.Conditions...)
+	if s.capable != nil {
+		steps.SetConditions(&st.Conditions, *s.capable)
+	}
 	ready := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: "Ready",
 		Message: "the cluster is ready", ObservedGeneration: tc.Generation}
 	if out.First != "" {

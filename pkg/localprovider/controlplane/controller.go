@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -58,6 +59,15 @@ type Options struct {
 	Workers int
 	// WakeLimits bound the wake-on-request listeners (DefaultWakeLimits on the command line).
 	WakeLimits WakeLimits
+	// ExternalNamespaces are namespaces whose hosted control planes a real Steward and its
+	// Cluster API provider run: their StewardControlPlanes and TenantControlPlanes are left
+	// alone here, and only their machines are this provider's.
+	ExternalNamespaces []string
+}
+
+// external says whether namespace's control planes are a real Steward's (Options.ExternalNamespaces).
+func (o Options) external(namespace string) bool {
+	return slices.Contains(o.ExternalNamespaces, namespace)
 }
 
 // Controller runs the StewardControlPlane and TenantControlPlane controllers.

@@ -50,6 +50,10 @@ func (c *Controller) reconcileSCP(ctx context.Context, key string) error {
 		return nil
 	}
 	logger := klog.FromContext(ctx)
+	if c.opts.external(scp.GetNamespace()) {
+		logger.V(2).Info("A real Steward's namespace; leaving its control plane alone")
+		return nil
+	}
 	// Cluster API's Cluster controller sets the ownerReference; until then, nothing is known of
 	// the cluster it is for.
 	clusterName := ownerCluster(scp)
@@ -306,9 +310,13 @@ func desiredTCP(scp, cluster *unstructured.Unstructured) (*unstructured.Unstruct
 			annotations[k] = v
 		}
 	}
-	if len(annotations) > 0 {
-		meta["annotations"] = annotations
+	// What this stand-in does beyond Steward's contract, for the workers to tell it from Steward.
+	caps := make([]string, 0, len(external.LocalProviderCapabilities))
+	for _, c := range external.LocalProviderCapabilities {
+		caps = append(caps, string(c))
 	}
+	annotations[external.LocalProviderCapabilitiesAnnotation] = strings.Join(caps, ",")
+	meta["annotations"] = annotations
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": tenantControlPlaneAPIVersion, "kind": tenantControlPlaneKind,
 		"metadata": meta, "spec": spec,

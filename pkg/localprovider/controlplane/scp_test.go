@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external/crdtest"
 )
 
@@ -223,5 +224,22 @@ func TestSCPStatusEqual(t *testing.T) {
 	have["ready"] = false
 	if scpStatusEqual(want, have) {
 		t.Error("ready differs but the statuses are equal")
+	}
+}
+
+// A namespace named in ExternalNamespaces is a real Steward's: neither its StewardControlPlanes
+// nor its TenantControlPlanes are this stand-in's, though its clusters are on LocalClusters.
+// The TenantControlPlanes this stand-in makes say what it does beyond Steward's contract.
+func TestExternalNamespacesAndCapabilities(t *testing.T) {
+	o := Options{ExternalNamespaces: []string{"steward-demo"}}
+	if !o.external("steward-demo") || o.external("local-demo") {
+		t.Errorf("external(steward-demo) = %v, external(local-demo) = %v", o.external("steward-demo"), o.external("local-demo"))
+	}
+	tcp, err := desiredTCP(testSCP(), testCluster())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tcp.GetAnnotations()[external.LocalProviderCapabilitiesAnnotation]; got != "wake-on-request,restore,snapshots,credential-rotation" {
+		t.Errorf("capabilities annotation %q", got)
 	}
 }
