@@ -102,3 +102,14 @@ func TestAttackHookDeletesANamespace(t *testing.T) {
 		t.Errorf("Delete of the chart's ConfigMap: %v", errs)
 	}
 }
+
+// TestAttackEmptyList: an object of any kind ending in List was taken for a list and, without
+// items, nothing of it was checked; kubectl and Helm expand only real lists.
+func TestAttackEmptyList(t *testing.T) {
+	runCheckCases(t, []checkCase{
+		{"EvilList", "apiVersion: example.com/v1\nkind: EvilList\nmetadata: {name: x}\nspec: {}", "EvilList x (example.com/v1) is not a kind"},
+		{"v1 List", "apiVersion: v1\nkind: List\nitems: []", ""},
+		{"RoleBindingList", rbacV1 + "kind: RoleBindingList\nitems: [{apiVersion: rbac.authorization.k8s.io/v1, kind: RoleBinding, metadata: {name: b}, roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: admin}}]",
+			"RoleBinding apps/b binds ClusterRole admin, which the chart does not define"},
+	})
+}

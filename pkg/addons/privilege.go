@@ -369,6 +369,14 @@ func decodeObjects(stream []byte) ([]*object, error) {
 	}
 }
 
+// listKinds are the lists whose items are checked one by one: v1 List (what kubectl and Helm
+// send for a List) and RBAC's. Any other kind ending in List is checked as an object, and so
+// refused: taking it for a list, an empty one passed unchecked.
+var listKinds = map[schema.GroupKind]bool{
+	{Kind: "List"}: true, {Group: rbacv1.GroupName, Kind: "RoleList"}: true, {Group: rbacv1.GroupName, Kind: "ClusterRoleList"}: true,
+	{Group: rbacv1.GroupName, Kind: "RoleBindingList"}: true, {Group: rbacv1.GroupName, Kind: "ClusterRoleBindingList"}: true,
+}
+
 // decodeJSON decodes one object (or the items of a List, which kubectl's builder expands).
 func decodeJSON(data []byte) ([]*object, error) {
 	var fields map[string]any
@@ -382,7 +390,7 @@ func decodeJSON(data []byte) ([]*object, error) {
 	if o.invalid = caseVariants(fields, ""); o.invalid != nil {
 		return []*object{o}, nil
 	}
-	if !strings.HasSuffix(o.Kind, "List") {
+	if !listKinds[schema.FromAPIVersionAndKind(o.APIVersion, o.Kind).GroupKind()] {
 		return []*object{o}, nil
 	}
 	var list struct {
