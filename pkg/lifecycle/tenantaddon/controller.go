@@ -49,18 +49,20 @@ type Engine interface {
 
 // Controller reconciles TenantAddons.
 type Controller struct {
-	butler      clientset.Interface
-	kube        kubernetes.Interface
-	engine      Engine
-	addons      listers.TenantAddonLister
-	addonIndex  cache.Indexer
-	clusters    listers.TenantClusterLister
-	definitions listers.AddonDefinitionLister
-	configs     listers.ButlerConfigLister
-	allocations listers.IPAllocationLister
-	synced      []cache.InformerSynced
-	queue       *worker.Queue
-	workers     int
+	butler clientset.Interface
+	kube   kubernetes.Interface
+	engine Engine
+	// namespaceLabels reads a namespace of the tenant: its labels and whether it exists.
+	namespaceLabels func(ctx context.Context, target addons.Target, name string) (map[string]string, bool, error)
+	addons          listers.TenantAddonLister
+	addonIndex      cache.Indexer
+	clusters        listers.TenantClusterLister
+	definitions     listers.AddonDefinitionLister
+	configs         listers.ButlerConfigLister
+	allocations     listers.IPAllocationLister
+	synced          []cache.InformerSynced
+	queue           *worker.Queue
+	workers         int
 	// events records the addon's phase and reason changes (a no-op recorder until set).
 	events events.EventRecorder
 	// written tells an addon's stale informer copy (one this process's own write replaced)
@@ -99,7 +101,7 @@ func NewController(butlerClient clientset.Interface, kube kubernetes.Interface, 
 	definitions butlerinformers.AddonDefinitionInformer, configs butlerinformers.ButlerConfigInformer,
 	allocations butlerinformers.IPAllocationInformer) (*Controller, error) {
 	c := &Controller{
-		butler: butlerClient, kube: kube, engine: engine,
+		butler: butlerClient, kube: kube, engine: engine, namespaceLabels: tenantNamespaceLabels,
 		addons: tenantAddons.Lister(), addonIndex: tenantAddons.Informer().GetIndexer(),
 		clusters: clusters.Lister(), definitions: definitions.Lister(), configs: configs.Lister(),
 		allocations: allocations.Lister(),

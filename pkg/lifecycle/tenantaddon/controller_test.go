@@ -101,6 +101,8 @@ type fixture struct {
 	butler *fake.Clientset
 	engine *fakeEngine
 	c      *Controller
+	// tenantNamespaces are the tenant's namespaces and their labels.
+	tenantNamespaces map[string]map[string]string
 }
 
 func raw(s string) *runtime.RawExtension { return &runtime.RawExtension{Raw: []byte(s)} }
@@ -149,11 +151,16 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 		Data:       map[string][]byte{"admin.conf": []byte("apiVersion: v1\nkind: Config\n")},
 	})
 	engine := &fakeEngine{}
+	tenantNamespaces := map[string]map[string]string{}
 	f := butlerinformers.NewSharedInformerFactory(butler, 0)
 	b := f.Butler().V1alpha1()
 	c, err := NewController(butler, kube, engine, b.TenantAddons(), b.TenantClusters(), b.AddonDefinitions(), b.ButlerConfigs(), b.IPAllocations())
 	if err != nil {
 		t.Fatal(err)
+	}
+	c.namespaceLabels = func(_ context.Context, _ addons.Target, name string) (map[string]string, bool, error) {
+		l, ok := tenantNamespaces[name]
+		return l, ok, nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -163,7 +170,7 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 			t.Fatalf("%v did not sync", typ)
 		}
 	}
-	return &fixture{t: t, butler: butler, engine: engine, c: c}
+	return &fixture{t: t, butler: butler, engine: engine, c: c, tenantNamespaces: tenantNamespaces}
 }
 
 // reconcile runs one reconcile of name once the informers show every write made so far.
@@ -655,5 +662,30 @@ func TestCatalogAddonNamespaceIsProtected(t *testing.T) {
 	}
 	if got := f.get("a"); got.Status.Phase != v1alpha1.TenantAddonPending || ready(got).Reason != "NamespaceNotProtected" {
 		t.Errorf("status = %+v", got.Status)
+	}
+}
+
+// TestCatalogAddonWaitsForAnUnlabelledNamespace: an operator prepared the namespace of a catalog
+// addon before it installs (a Deployment waiting for the ServiceAccount its chart makes); the
+// label would close the namespace to operators but leave their Deployment, which would get the
+// account's token. The addon waits instead, until a tenant admin labels the namespace (after
+// clearing it); a namespace that does not exist, or is labelled, is installed into.
+func TestCatalogAddonWaitsForAnUnlabelledNamespace(t *testing.T) {
+	f := newFixture(t, cluster("c1", true), definition(), addon("a"))
+	f.tenantNamespaces["demo-system"] = map[string]string{"team": "ops"}
+	if err := f.reconcile("a"); err == nil {
+		t.Error("no retry asked")
+	}
+	if len(f.engine.requests()) != 0 || len(f.engine.applied) != 0 {
+		t.Fatalf("installed (%d) or labelled (%d objects) an existing namespace an operator may have filled", len(f.engine.requests()), len(f.engine.applied))
+	}
+	got := f.get("a")
+	if c := ready(got); got.Status.Phase != v1alpha1.TenantAddonPending || c.Reason != "NamespaceNotProtected" || !strings.Contains(c.Message, "tenant admin") {
+		t.Errorf("status = %+v", got.Status)
+	}
+	f.tenantNamespaces["demo-system"][external.ProtectedNamespaceLabel] = "true"
+	_ = f.reconcile("a") // asks to look again later (resync)
+	if len(f.engine.requests()) != 1 {
+		t.Error("not installed once a tenant admin labelled the namespace")
 	}
 }

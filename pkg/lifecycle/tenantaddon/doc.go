@@ -23,8 +23,9 @@
 //     refused naming each object, reason Refused (restriction, addons/privilege.go);
 //   - the release namespace of a catalog addon without restriction is server-side applied with the label
 //     butler.butlerlabs.dev/protected (made so when missing; not a system namespace): the Team's
-//     operators get no binding there (package access); one that cannot be marked is Pending,
-//     reason NamespaceNotProtected, and tried again after the backoff;
+//     operators get no binding there (package access); one that exists unlabelled (it may hold
+//     what operators left) or cannot be marked is Pending, reason NamespaceNotProtected, until a
+//     tenant admin labels it, and tried again after the backoff;
 //   - Ensure through the engine; phase Installing or Upgrading is written before Helm starts,
 //     Installed after it succeeded, Failed (or Degraded when a failed upgrade was rolled back
 //     and the previous revision still runs) with Helm's error text in status.message;
