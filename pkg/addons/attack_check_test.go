@@ -113,3 +113,16 @@ func TestAttackEmptyList(t *testing.T) {
 			"RoleBinding apps/b binds ClusterRole admin, which the chart does not define"},
 	})
 }
+
+// TestCaseVariantsOnlyInSchemaFields: keys of data, labels and annotations are the user's and
+// case-sensitive (kube-apiserver keeps HTTP_PROXY and http_proxy apart); schema fields that
+// differ only in case are still refused.
+func TestCaseVariantsOnlyInSchemaFields(t *testing.T) {
+	runCheckCases(t, []checkCase{
+		{"proxy variables", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, labels: {A: p, a: q}, annotations: {B: p, b: q}}\ndata: {HTTP_PROXY: p, http_proxy: q}", ""},
+		{"Secret stringData", "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\nstringData: {K: p, k: q}", ""},
+		{"roleref", rbacV1 + "kind: RoleBinding\nmetadata: {name: b}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: view}\nroleref: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: view}",
+			`has both "roleRef" and "roleref"`},
+		{"nested schema", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {serviceAccountName: a, serviceaccountname: b}", `spec has both`},
+	})
+}

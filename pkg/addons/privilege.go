@@ -410,8 +410,14 @@ func decodeJSON(data []byte) ([]*object, error) {
 	return objs, nil
 }
 
+// userKeyed are the fields whose keys are the user's, not the schema's (string maps the API
+// server keeps case-sensitively: HTTP_PROXY and http_proxy are two keys), so not checked.
+var userKeyed = map[string]bool{"data": true, "stringData": true, "binaryData": true, "labels": true, "annotations": true,
+	"matchLabels": true, "nodeSelector": true}
+
 // caseVariants refuses a mapping, at any depth, with two keys equal but for case: the API
-// server reads one of them, a case-insensitive reader may read the other.
+// server reads one of them, a case-insensitive reader may read the other. The contents of
+// userKeyed maps are left alone.
 func caseVariants(v any, path string) error {
 	switch v := v.(type) {
 	case map[string]any:
@@ -422,6 +428,9 @@ func caseVariants(v any, path string) error {
 				return fmt.Errorf("%s has both %q and %q", orRoot(path), other, k)
 			}
 			seen[strings.ToLower(k)] = k
+			if userKeyed[k] {
+				continue
+			}
 			if err := caseVariants(child, path+"."+k); err != nil {
 				return err
 			}
