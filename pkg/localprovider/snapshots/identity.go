@@ -1,9 +1,11 @@
 package snapshots
 
 import (
+	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/access"
@@ -98,6 +100,23 @@ func isFromNow(rec snapshot.Record) bool {
 		}
 	}
 	return false
+}
+
+// namespaceEncoder writes a Namespace as kube-apiserver stores it (protobuf).
+var namespaceEncoder = protobuf.NewSerializer(scheme.Scheme, scheme.Scheme)
+
+// decodeNamespace decodes a stored Namespace (protobuf or JSON), its kind set for encoding again.
+func decodeNamespace(value []byte) (*corev1.Namespace, error) {
+	obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(value, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	ns, ok := obj.(*corev1.Namespace)
+	if !ok {
+		return nil, fmt.Errorf("not a Namespace: %T", obj)
+	}
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	return ns, nil
 }
 
 func isServiceAccountToken(value []byte) bool {

@@ -1,6 +1,7 @@
 package snapshots
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -142,7 +143,8 @@ func (c *Controller) Restore(ctx context.Context, tcp *unstructured.Unstructured
 
 // restoreData writes the snapshot into store.Fresh: in place, with what fromNow names taken
 // from the data it replaces instead of from the snapshot (the Nodes of the Machines that exist,
-// RBAC, ServiceAccounts and their tokens of now); for a new cluster, without what carries the source's identity or
+// RBAC, ServiceAccounts and their tokens of now) and the namespaces protected now kept
+// protected (keepProtected); for a new cluster, without what carries the source's identity or
 // its Team's access.
 func restoreData(ctx context.Context, store controlplane.TenantStore, r *snapshot.Reader, inPlace bool) (snapshot.RestoreStats, error) {
 	if !inPlace {
@@ -189,7 +191,56 @@ func restoreData(ctx context.Context, store controlplane.TenantStore, r *snapsho
 	// The snapshot's Nodes, RBAC and accounts are replaced by those of now, not left out: Dropped
 	// counts only what a new cluster leaves out (status.restore.dropped).
 	stats.Dropped = 0
-	return stats, nil
+	return stats, keepProtected(ctx, store, namespaces)
+}
+
+// keepProtected labels external.ProtectedNamespaceLabel=true each restored namespace that is
+// protected now. The rule: a namespace protected now or in the snapshot is protected after the
+// restore. The label is only ever added, never removed, so a restore cannot reopen a namespace
+// to operators (their bindings of now were made knowing it closed).
+func keepProtected(ctx context.Context, store controlplane.TenantStore, namespaces map[string]bool) error {
+	resp, err := store.Client.Get(ctx, store.Prefix+"namespaces/", clientv3.WithPrefix())
+	if err != nil {
+		return err
+	}
+	for _, kv := range resp.Kvs {
+		key := strings.TrimPrefix(string(kv.Key), store.Prefix)
+		if !namespaces[strings.TrimPrefix(key, "namespaces/")] {
+			continue
+		}
+		now, err := decodeNamespace(kv.Value)
+		if err != nil {
+			return fmt.Errorf("%s of now: %w", key, err)
+		}
+		if now.Labels[external.ProtectedNamespaceLabel] == "true" {
+			if err := protect(ctx, store, key); err != nil {
+				return fmt.Errorf("%s restored: %w", key, err)
+			}
+		}
+	}
+	return nil
+}
+
+// protect sets external.ProtectedNamespaceLabel=true on the restored Namespace at key.
+func protect(ctx context.Context, store controlplane.TenantStore, key string) error {
+	resp, err := store.Client.Get(ctx, store.Fresh+key)
+	if err != nil {
+		return err
+	}
+	if len(resp.Kvs) == 0 {
+		return errors.New("not found")
+	}
+	ns, err := decodeNamespace(resp.Kvs[0].Value)
+	if err != nil || ns.Labels[external.ProtectedNamespaceLabel] == "true" {
+		return err
+	}
+	metav1.SetMetaDataLabel(&ns.ObjectMeta, external.ProtectedNamespaceLabel, "true")
+	var buf bytes.Buffer
+	if err := namespaceEncoder.Encode(ns, &buf); err != nil {
+		return err
+	}
+	_, err = store.Client.Put(ctx, store.Fresh+key, buf.String())
+	return err
 }
 
 func verify(ctx context.Context, st snapshot.Store, snap *v1alpha1.TenantClusterSnapshot) error {

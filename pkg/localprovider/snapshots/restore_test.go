@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/etcdtest"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/controlplane"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/datastore"
 	"github.com/butlerdotdev/butler-apiserver/pkg/snapshot"
@@ -29,7 +30,9 @@ import (
 // snapshot, gets no binding), and a clone binds none of the source's Team. Every other RBAC
 // object, ServiceAccount and service-account token Secret is also the tenant's of now: mallory,
 // bound by a tenant admin at the snapshot and unbound since, is not bound again; nor does the
-// ServiceAccount ci deleted since, or its token, come back.
+// ServiceAccount ci deleted since, or its token, come back. A namespace protected now stays
+// protected: flux-system, labelled by a tenant admin after the snapshot, keeps the label (its
+// other labels are the snapshot's), or operators would be bound where a privileged account runs.
 func TestInPlaceRestoreKeepsTheMachinesNodesAndTheTeamsBindings(t *testing.T) {
 	ctx := context.Background()
 	c := etcdtest.Client(t)
@@ -46,6 +49,8 @@ func TestInPlaceRestoreKeepsTheMachinesNodesAndTheTeamsBindings(t *testing.T) {
 		"serviceaccounts/app/default":             "default of now",
 		"secrets/app/default-token":               string(secretOf(t, corev1.SecretTypeServiceAccountToken, "of now")),
 		"secrets/app/db":                          string(secretOf(t, corev1.SecretTypeOpaque, "of now")),
+		"namespaces/flux-system":                  string(namespaceObject(t, "flux-system", map[string]string{external.ProtectedNamespaceLabel: "true"})),
+		"namespaces/app":                          string(namespaceObject(t, "app", map[string]string{"team": "now"})),
 	}
 	for k, v := range now {
 		if _, err := c.Put(ctx, live+k, v); err != nil {
@@ -57,11 +62,19 @@ func TestInPlaceRestoreKeepsTheMachinesNodesAndTheTeamsBindings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"namespaces/app", "configmaps/app/cm", "leases/kube-node-lease/a", "leases/kube-system/kube-scheduler", "minions/a", "pods/app/p",
+	for _, k := range []string{"configmaps/app/cm", "leases/kube-node-lease/a", "leases/kube-system/kube-scheduler", "minions/a", "pods/app/p",
 		"clusterrolebindings/butler:team-admins", "clusterrolebindings/cluster-admin", "rolebindings/app/butler:team-operators",
 		"rolebindings/app/deploy-bot", "rolebindings/app/mallory-admin", "clusterrolebindings/mallory", "roles/app/secrets-reader",
 		"clusterroles/mallory-escalate", "serviceaccounts/app/ci", "serviceaccounts/app/default"} {
 		if err := w.Write(snapshot.Record{Key: k, Value: []byte("snapshot " + k)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k, ns := range map[string][]byte{
+		"namespaces/flux-system": namespaceObject(t, "flux-system", map[string]string{"owner": "snapshot"}),
+		"namespaces/app":         namespaceObject(t, "app", map[string]string{"team": "snapshot"}),
+	} {
+		if err := w.Write(snapshot.Record{Key: k, Value: ns}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -84,8 +97,8 @@ func TestInPlaceRestoreKeepsTheMachinesNodesAndTheTeamsBindings(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if inPlace && (st.Dropped != 0 || st.Written != 13) {
-			t.Errorf("in place: %+v, want 13 written (5 of the snapshot, 8 of now), none dropped", st)
+		if inPlace && (st.Dropped != 0 || st.Written != 14) {
+			t.Errorf("in place: %+v, want 14 written (6 of the snapshot, 8 of now), none dropped", st)
 		}
 		resp, err := c.Get(ctx, fresh, clientv3.WithPrefix())
 		if err != nil {
@@ -100,7 +113,8 @@ func TestInPlaceRestoreKeepsTheMachinesNodesAndTheTeamsBindings(t *testing.T) {
 
 	got := restore(true, datastore.Generation(live, 1))
 	want := map[string]string{
-		"namespaces/app":                         "snapshot namespaces/app",
+		"namespaces/app":                         string(namespaceObject(t, "app", map[string]string{"team": "snapshot"})),
+		"namespaces/flux-system":                 string(namespaceObject(t, "flux-system", map[string]string{"owner": "snapshot", external.ProtectedNamespaceLabel: "true"})),
 		"configmaps/app/cm":                      "snapshot configmaps/app/cm",
 		"leases/kube-system/kube-scheduler":      "snapshot leases/kube-system/kube-scheduler",
 		"pods/app/p":                             "snapshot pods/app/p",
@@ -132,6 +146,17 @@ func TestInPlaceRestoreKeepsTheMachinesNodesAndTheTeamsBindings(t *testing.T) {
 	if got["pods/app/p"] == "" || got["rolebindings/app/deploy-bot"] == "" || got["serviceaccounts/app/ci"] == "" {
 		t.Errorf("a new cluster lacks the snapshot's pod: %v", got)
 	}
+}
+
+// namespaceObject is a Namespace as kube-apiserver stores it (protobuf), with those labels.
+func namespaceObject(t *testing.T, name string, labels map[string]string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	ns := &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	if err := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme).Encode(runtime.Object(ns), &buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }
 
 // secretOf is a Secret of type typ as kube-apiserver stores it (protobuf), its data marked with
