@@ -296,3 +296,30 @@ func TestAttackRenderThatDoesNotEnd(t *testing.T) {
 		t.Errorf("%d abandoned renders after the loop ended", n)
 	}
 }
+
+// TestAttackNestedArchiveInDirectorySubchart: a subchart shipped as a directory
+// (charts/sub/) with archives of its own (charts/sub/charts/x.tgz) left them to Helm's
+// loader, which expands them with a fresh budget.
+func TestAttackNestedArchiveInDirectorySubchart(t *testing.T) {
+	zeros := make([]byte, 1<<20)
+	sub := map[string][]byte{"Chart.yaml": chartYAML("sub")}
+	for i := range 12 {
+		sub[fmt.Sprintf("files/%d", i)] = zeros
+	}
+	dir := map[string][]byte{"Chart.yaml": chartYAML("dir"), "charts/mid/Chart.yaml": chartYAML("mid")}
+	for i := range 3 { // 3 x 12 MiB
+		dir[fmt.Sprintf("charts/mid/charts/sub%d-0.1.0.tgz", i)] = tgz(t, "sub", sub)
+	}
+	charts, err := NewCharts(t.TempDir(), 0, FetchPolicy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := ChartRef{Repository: "https://charts.example", Name: "dir", Version: "0.1.0"}
+	if err := writeAtomic(charts.archivePath(ref), tgz(t, "dir", dir)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = charts.Load(context.Background(), ref)
+	if want := "the chart decompresses to more than 33554432 bytes"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Load = %v, want %q", err, want)
+	}
+}

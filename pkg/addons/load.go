@@ -141,16 +141,15 @@ func archiveName(raw string) (string, error) {
 	return n, nil
 }
 
-// nestedArchive says whether name is a subchart's archive (charts/<x>.tgz) and names the
-// directory it is expanded into (charts/<x>).
+// nestedArchive says whether name is a subchart's archive (charts/<x>.tgz, in the chart or in
+// a subchart shipped as a directory: charts/<sub>/charts/<x>.tgz, which Helm's loader would
+// expand with a fresh budget) and names the directory it is expanded into (charts/<x>).
 func nestedArchive(name string) (string, bool) {
-	if !strings.HasPrefix(name, "charts/") || strings.Count(name, "/") != 1 {
+	m := nestedArchiveName.FindStringSubmatch(name)
+	if m == nil {
 		return "", false
 	}
-	for _, ext := range []string{".tgz", ".tar.gz"} {
-		if base, ok := strings.CutSuffix(name, ext); ok {
-			return base, true
-		}
-	}
-	return "", false
+	return m[1], true
 }
+
+var nestedArchiveName = regexp.MustCompile(`^((?:charts/[^/]+/)*charts/[^/]+)\.(?:tgz|tar\.gz)$`)
