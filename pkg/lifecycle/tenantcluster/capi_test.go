@@ -453,7 +453,7 @@ func TestEnsureWorkersAutoRepair(t *testing.T) {
 	setStatus(t, client, external.MachineHealthCheckGVK, s.namespace, "prod-workers", map[string]any{
 		"expectedMachines": int64(3), "currentHealthy": int64(1),
 		"conditions": []any{map[string]any{"type": "RemediationAllowed", "status": "False", "reason": "TooManyUnhealthy",
-			"message": "Remediation is not allowed, the number of not started or unhealthy machines exceeds maxUnhealthy",
+			"message":            "Remediation is not allowed, the number of not started or unhealthy machines exceeds maxUnhealthy",
 			"lastTransitionTime": "2026-11-25T12:00:00Z"}}})
 	r, err := c.ensureWorkers(ctx, s)
 	if err != nil || !strings.Contains(r.Message, "auto-repair holds off: 2 of 3 workers unhealthy") {

@@ -225,10 +225,17 @@ func (c *Controller) cleanupControlPlane(ctx context.Context, s *state) (bool, e
 // the cluster Provisioning for ever. A failure is believed only once the TenantControlPlane asks
 // for the version the cluster asks for: an older one was about the spec before.
 func providerFailure(cp *unstructured.Unstructured, tcp *steward.TenantControlPlane, version string) (reason, message string) {
-	reason, _, _ = unstructured.NestedString(cp.Object, "status", "failureReason")
-	message, _, _ = unstructured.NestedString(cp.Object, "status", "failureMessage")
-	if reason == "" || tcp.Spec.Kubernetes.Version != version {
+	failed, err := external.FromUnstructured[controlPlaneFailure](cp)
+	if err != nil || failed.Status.FailureReason == "" || tcp.Spec.Kubernetes.Version != version {
 		return "", ""
 	}
-	return reason, message
+	return failed.Status.FailureReason, failed.Status.FailureMessage
+}
+
+// controlPlaneFailure is the part of Cluster API's control plane contract providerFailure reads.
+type controlPlaneFailure struct {
+	Status struct {
+		FailureReason  string `json:"failureReason,omitempty"`
+		FailureMessage string `json:"failureMessage,omitempty"`
+	} `json:"status"`
 }

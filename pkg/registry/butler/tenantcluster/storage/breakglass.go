@@ -14,6 +14,7 @@ import (
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/access"
 )
 
@@ -62,9 +63,9 @@ func (r *KubeconfigREST) recordBreakGlass(ctx context.Context, cluster *butler.T
 		InvolvedObject: corev1.ObjectReference{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "TenantCluster",
 			Namespace: cluster.Namespace, Name: cluster.Name, UID: cluster.UID, ResourceVersion: cluster.ResourceVersion},
 		Reason: BreakGlassReason, Message: msg, Type: corev1.EventTypeWarning,
-		Source:         corev1.EventSource{Component: "butler-apiserver"},
+		Source:         corev1.EventSource{Component: string(external.Workers)},
 		FirstTimestamp: now, LastTimestamp: now, Count: 1,
-		ReportingController: "butler-apiserver", ReportingInstance: "butler-apiserver",
+		ReportingController: string(external.Workers), ReportingInstance: string(external.Workers),
 	}
 	if _, err := r.events.Events(cluster.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
 		return apierrors.NewInternalError(fmt.Errorf("recording the break-glass kubeconfig as an Event on %s/%s (none was handed out): %w", cluster.Namespace, cluster.Name, err))
