@@ -25,6 +25,10 @@ import (
 
 // The slow hibernation checks run in make bench-hibernation, not in make test.
 
+// TestSlowHibernationWakeFlood is TestLocalWakeFlood at the size: 100 connections at
+// once to 20 clusters asleep.
+func TestSlowHibernationWakeFlood(t *testing.T) { wakeFlood(t, 20) }
+
 // TestSlowHibernationSchedule: a schedule takes a cluster down at its start time and up at its
 // end time; the lag after each time is reported (the goal: within a minute).
 func TestSlowHibernationSchedule(t *testing.T) {

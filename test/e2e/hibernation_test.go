@@ -2,13 +2,16 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,14 +39,30 @@ func hibernated(tc *v1alpha1.TenantCluster) bool {
 // kubectl get pods with the user's kubeconfig wakes it and succeeds on the first try; the
 // Deployment's pods run again on the new nodes; it sleeps again after its idle time, but not
 // while a watch is open; and deleting it while it sleeps does not wake it.
+//
+// The attacker's checks ride along: wakeOnRequest is turned on while the cluster runs (Cluster
+// API's client of the endpoint then must not wake it or keep it awake), and an nc -z loop
+// (plain TCP connect and close) neither wakes the sleeping cluster nor keeps the awake one
+// from its idle sleep.
 func TestLocalHibernationWakeOnRequest(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t, "e2e-hibernate")
 	const name = "sleepy"
-	applyHibernatingCluster(t, ns, name, 2, "{wakeOnRequest: true}")
+	applyHibernatingCluster(t, ns, name, 2, "{}")
 	tc := waitReady(t, ns, name, 2, 5*time.Minute)
 	endpoint := tc.Status.ControlPlaneEndpoint
 	kubeconfig, _ := mintKubeconfig(t, ns, name)
+	// Turned on while it runs: the endpoint refuses until Cluster API dropped its client of it.
+	start := time.Now()
+	mustKubectl(t, "patch", "tc", name, "-n", ns, "--type=merge", "-p", `{"spec":{"hibernation":{"wakeOnRequest":true}}}`)
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 4*time.Minute, false, func(context.Context) (bool, error) {
+		_, err := kubectlAs(t, kubeconfig, "", "get", "ns", "default", "--request-timeout=5s")
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("the endpoint did not answer again after wakeOnRequest was turned on: %v", err)
+	}
+	t.Logf("wakeOnRequest turned on -> the endpoint answers through the listener after %s", time.Since(start).Round(time.Second))
 	if out, err := kubectlAs(t, kubeconfig, "", "create", "deployment", "hello", "--image=registry.k8s.io/pause:3.10", "--replicas=2"); err != nil {
 		t.Fatalf("creating a Deployment in the tenant: %v\n%s", err, out)
 	}
@@ -71,7 +90,7 @@ func TestLocalHibernationWakeOnRequest(t *testing.T) {
 	}
 
 	// Hibernate: workers to zero, the control plane's processes stopped, the Cluster paused.
-	start := time.Now()
+	start = time.Now()
 	mustKubectl(t, "patch", "tc", name, "-n", ns, "--type=merge", "-p", `{"spec":{"hibernation":{"hibernated":true}}}`)
 	tc = waitCluster(t, ns, name, 3*time.Minute, "Hibernated", hibernated)
 	t.Logf("hibernate -> Hibernated in %s", time.Since(start).Round(100*time.Millisecond))
@@ -101,14 +120,16 @@ func TestLocalHibernationWakeOnRequest(t *testing.T) {
 		t.Errorf("hibernated: endpoint %s (was %s), %s", tc.Status.ControlPlaneEndpoint, endpoint, statusOf(tc))
 	}
 
-	// Nothing on the management side wakes it.
-	time.Sleep(15 * time.Second)
+	// Nothing on the management side wakes it (Cluster API probes every 10 s), nor an nc -z loop.
+	stopScan := connectLoop(t, endpoint)
+	time.Sleep(40 * time.Second)
+	stopScan()
 	tc, err = plane.butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil || !hibernated(tc) || !tc.Spec.Hibernation.Hibernated {
 		t.Fatalf("woke without a request: %s, annotation %q", statusOf(tc), tc.Annotations[hibernation.LastChangeAnnotation])
 	}
 	if procs := tenantProcesses(t, uid); len(procs) != 0 {
-		t.Errorf("tenant processes 15 s into hibernation: %v", procs)
+		t.Errorf("tenant processes 40 s into hibernation: %v", procs)
 	}
 	if exists(kwokDir) {
 		t.Errorf("kwok runs 15 s into hibernation (%s)", kwokDir)
@@ -123,8 +144,10 @@ func TestLocalHibernationWakeOnRequest(t *testing.T) {
 	}
 	t.Logf("kubectl get pods on the hibernated cluster answered in %s", wake.Round(100*time.Millisecond))
 	tc, _ = plane.butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, name, metav1.GetOptions{})
-	if tc.Spec.Hibernation.Hibernated || !strings.HasPrefix(tc.Annotations[hibernation.LastChangeAnnotation], "woken by a request") {
-		t.Errorf("the wake is not recorded in the TenantCluster: hibernated=%v, %q", tc.Spec.Hibernation.Hibernated, tc.Annotations[hibernation.LastChangeAnnotation])
+	if note := tc.Annotations[hibernation.LastChangeAnnotation]; tc.Spec.Hibernation.Hibernated || !strings.HasPrefix(note, "woken by a request") {
+		t.Errorf("the wake is not recorded in the TenantCluster: hibernated=%v, %q", tc.Spec.Hibernation.Hibernated, note)
+	} else if strings.Contains(note, "127.0.0.1") {
+		t.Errorf("the client's address is in an annotation every viewer reads: %q", note)
 	}
 	tc = waitReady(t, ns, name, 2, 4*time.Minute)
 	if tc.Status.ControlPlaneEndpoint != endpoint {
@@ -160,10 +183,12 @@ func TestLocalHibernationWakeOnRequest(t *testing.T) {
 	_ = watch.Process.Kill()
 	_ = watch.Wait()
 	start = time.Now()
-	tc = waitCluster(t, ns, name, 3*time.Minute, "Hibernated after the idle time", hibernated)
+	stopScan = connectLoop(t, endpoint) // not use: it must not keep the cluster awake
+	tc = waitCluster(t, ns, name, 3*time.Minute, "Hibernated after the idle time, an nc -z loop going", hibernated)
+	stopScan()
 	t.Logf("watch closed -> Hibernated by idleness in %s (idle timeout %s)", time.Since(start).Round(100*time.Millisecond), idle)
-	if !strings.HasPrefix(tc.Annotations[hibernation.LastChangeAnnotation], "idle for") {
-		t.Errorf("the idle sleep is not recorded: %q", tc.Annotations[hibernation.LastChangeAnnotation])
+	if note := tc.Annotations[hibernation.LastChangeAnnotation]; !strings.HasPrefix(note, "idle for") {
+		t.Errorf("the idle sleep is not recorded: %q", note)
 	}
 
 	// A delete while hibernated deletes without waking.
@@ -288,4 +313,89 @@ func tenantClusterEventReasons(t *testing.T, ns, name string) []string {
 		}
 	}
 	return reasons
+}
+
+// connectLoop is the attacker's nc -z: it connects to addr and closes at once, five times a
+// second, until the returned func is called.
+func connectLoop(t *testing.T, addr string) (stop func()) {
+	t.Helper()
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		for {
+			if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+				c.Close()
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
+// TestLocalWakeFlood: 100 TLS connections at once to the endpoints of clusters asleep since
+// their creation wake at most the provider's bound on clusters waking at once (its default,
+// 4), not all of them.
+func TestLocalWakeFlood(t *testing.T) { wakeFlood(t, 6) }
+
+// wakeFlood creates n clusters asleep with wake on request, sends 100 ClientHellos at once
+// round-robin to their endpoints (an attacker without credentials: the TLS handshake is all it
+// can do), and counts the clusters woken.
+func wakeFlood(t *testing.T, n int) {
+	const maxWaking, conns = 4, 100
+	ctx := context.Background()
+	ns := namespace(t, "e2e-wake-flood")
+	manifest := localProviderConfigManifest(ns)
+	for i := range n {
+		manifest += "---\n" + localClusterManifest(ns, fmt.Sprint("flood-", i), pinnedVersion, bootstrap.OSTalos, 0) +
+			"  hibernation: {hibernated: true, wakeOnRequest: true}\n"
+	}
+	start := time.Now()
+	mustApply(t, manifest)
+	endpoints := make([]string, n)
+	for i := range n {
+		endpoints[i] = waitCluster(t, ns, fmt.Sprint("flood-", i), 3*time.Minute, "Hibernated", hibernated).Status.ControlPlaneEndpoint
+	}
+	t.Logf("%d clusters created asleep in %s", n, time.Since(start).Round(100*time.Millisecond))
+
+	start = time.Now()
+	var wg sync.WaitGroup
+	for i := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d := &net.Dialer{Timeout: 5 * time.Second}
+			c, err := tls.DialWithDialer(d, "tcp", endpoints[i%n], &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // the attacker's client
+			if err == nil {
+				c.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("%d connections to %d endpoints done in %s", conns, n, time.Since(start).Round(100*time.Millisecond))
+	time.Sleep(10 * time.Second) // a wake refused now would not be written later
+	woken := 0
+	for i := range n {
+		tc, err := plane.butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, fmt.Sprint("flood-", i), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !tc.Spec.Hibernation.Hibernated {
+			woken++
+		}
+	}
+	t.Logf("a flood of %d connections woke %d of %d clusters", conns, woken, n)
+	if woken > maxWaking {
+		t.Errorf("%d of %d clusters woken by a flood, want at most %d (the bound on clusters waking at once)", woken, n, maxWaking)
+	}
+	if woken == 0 {
+		t.Errorf("no cluster woke: the flood's ClientHellos should wake up to %d", maxWaking)
+	}
+	start = time.Now()
+	mustKubectl(t, "delete", "tc", "--all", "-n", ns, "--wait=true", "--timeout=5m")
+	t.Logf("%d clusters (%d awake) deleted in %s", n, woken, time.Since(start).Round(100*time.Millisecond))
 }
