@@ -33,10 +33,6 @@ import (
 // bindings bind only roles the chart itself defines (or view), cluster-wide only read-only ones.
 // Everything else is refused, before Helm writes anything, naming each object.
 
-// systemNamespaces are Kubernetes' own: their service accounts are the controllers' (the
-// clusterrole-aggregation-controller holds escalate), so a chart's object there acts as them.
-var systemNamespaces = []string{"kube-system", "kube-public", "kube-node-lease"}
-
 // teamKinds are what a Team's chart may create: the namespaced objects of an application —
 // workloads, their configuration, Services and Ingresses, storage claims, autoscaling and
 // disruption budgets, network policies — which the built-in edit role writes too, and RBAC,
@@ -182,7 +178,7 @@ func (c *privilegeCheck) placement(o *object) string {
 // as any of the namespace's service accounts, a binding there grants in it.
 func (c *privilegeCheck) namespaceProblem(o *object) string {
 	ns := o.Metadata.Namespace
-	if slices.Contains(systemNamespaces, ns) {
+	if slices.Contains(external.TenantSystemNamespaces, ns) {
 		return fmt.Sprintf("%s is in %s, a system namespace", o, ns)
 	}
 	if c.protected == nil {

@@ -28,3 +28,8 @@ const (
 	// TenantAddon worker set it; an in-place restore keeps it as it is now.
 	ProtectedNamespaceLabel = "butler.butlerlabs.dev/protected"
 )
+
+// TenantSystemNamespaces are Kubernetes' own namespaces in a tenant: their service accounts are
+// the system's controllers', so operators are never bound there and a Team's chart creates
+// nothing there.
+var TenantSystemNamespaces = []string{"kube-system", "kube-public", "kube-node-lease"}

@@ -29,7 +29,7 @@ import (
 // token), which the label would not remove. Then it waits for a tenant admin to label it.
 func (c *Controller) protectNamespace(ctx context.Context, target addons.Target, want *desired, restriction string) error {
 	ns := want.release.Namespace
-	if want.definition == nil || restriction != "" || slices.Contains(access.SystemNamespaces, ns) {
+	if want.definition == nil || restriction != "" || slices.Contains(external.TenantSystemNamespaces, ns) {
 		return nil
 	}
 	labels, exists, err := c.namespaceLabels(ctx, target, ns)

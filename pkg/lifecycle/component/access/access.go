@@ -66,9 +66,6 @@ const (
 	ManagedBy      = "butler-team-access"
 )
 
-// SystemNamespaces are always protected: their service accounts are the system's.
-var SystemNamespaces = []string{"kube-system", "kube-public", "kube-node-lease"}
-
 // Namespace is a tenant namespace as the bindings need it.
 type Namespace struct {
 	Name      string
@@ -77,7 +74,7 @@ type Namespace struct {
 
 // Protected says whether a namespace of that name and labels is closed to operators.
 func Protected(name string, labels map[string]string) bool {
-	return labels[external.ProtectedNamespaceLabel] == "true" || slices.Contains(SystemNamespaces, name)
+	return labels[external.ProtectedNamespaceLabel] == "true" || slices.Contains(external.TenantSystemNamespaces, name)
 }
 
 // Names of the bindings in a tenant.
@@ -217,7 +214,7 @@ func Bindings(team Members, namespaces []Namespace) ([]*rbacv1.ClusterRoleBindin
 	}
 	var rbs []*rbacv1.RoleBinding
 	for _, ns := range namespaces {
-		if slices.Contains(SystemNamespaces, ns.Name) {
+		if slices.Contains(external.TenantSystemNamespaces, ns.Name) {
 			continue // never bound, nothing to take back
 		}
 		rb := &rbacv1.RoleBinding{ObjectMeta: meta(OperatorsBinding, ns.Name), RoleRef: clusterRole(OperatorRole)}
