@@ -18,6 +18,10 @@ import (
 func TestSnapshotLabelFinalizerAndFixedData(t *testing.T) {
 	ctx := context.Background()
 	snaps := shared.Client.ButlerV1alpha1().TenantClusterSnapshots("snapshots")
+	// A snapshot names a cluster that exists (SnapshotLimits refuses one of a missing cluster).
+	if _, err := shared.Client.ButlerV1alpha1().TenantClusters("snapshots").Create(ctx, exampleCluster(t, "snapshots", "prod"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	created, err := snaps.Create(ctx, &v1alpha1.TenantClusterSnapshot{
 		ObjectMeta: metav1.ObjectMeta{Name: "prod-0900"},
 		Spec:       v1alpha1.TenantClusterSnapshotSpec{ClusterRef: v1alpha1.LocalObjectReference{Name: "prod"}},
