@@ -170,7 +170,12 @@ func (v *versions) run(ctx context.Context) {
 func (v *versions) build(ctx context.Context, version string) error {
 	logger := klog.FromContext(ctx).WithValues("version", version)
 	started := time.Now()
-	root := filepath.Join(v.dir, version)
+	// Absolute: go runs in src, and a relative output path would land under it (make
+	// kube-versions passes _output/kube-versions, and bin stayed empty).
+	root, err := filepath.Abs(filepath.Join(v.dir, version))
+	if err != nil {
+		return err
+	}
 	src := filepath.Join(root, "src")
 	if err := os.MkdirAll(src, 0o755); err != nil {
 		return err
@@ -233,7 +238,9 @@ func (v *versions) build(ctx context.Context, version string) error {
 	}
 	m := versionPattern.FindStringSubmatch(version)
 	ldflags := fmt.Sprintf("-s -w -X k8s.io/component-base/version.gitVersion=%s -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=%s -X k8s.io/component-base/version.gitTreeState=clean", version, m[1])
-	if _, err := goCmd(nil, "build", "-trimpath", "-ldflags", ldflags, "-o", tmp+"/",
+	// Static (no cgo), as Kubernetes' own release binaries are: hack/build-steward.sh puts these
+	// same binaries into the images a Steward-hosted control plane runs, which have no libc.
+	if _, err := goCmd([]string{"CGO_ENABLED=0"}, "build", "-trimpath", "-ldflags", ldflags, "-o", tmp+"/",
 		"k8s.io/kubernetes/cmd/kube-apiserver", "k8s.io/kubernetes/cmd/kube-controller-manager", "k8s.io/kubernetes/cmd/kube-scheduler"); err != nil {
 		return err
 	}

@@ -127,3 +127,44 @@ func TestBuildVersions(t *testing.T) {
 		t.Errorf("something was made for v1.20.0 (%v)", err)
 	}
 }
+
+// TestBuildRelativeDir: a relative versions directory (make kube-versions passes
+// _output/kube-versions) gets its binaries in <dir>/<version>/bin, not under the build's own
+// working directory, and they are built without cgo (the Steward images have no libc). The go
+// command is a script that answers as go would and writes CGO_ENABLED into each "binary".
+func TestBuildRelativeDir(t *testing.T) {
+	work := t.TempDir()
+	kubeMod := filepath.Join(work, "kubernetes.mod")
+	if err := os.WriteFile(kubeMod, []byte(kubeGoMod), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fakeGo := filepath.Join(work, "go")
+	script := `#!/bin/sh
+case "$1 $2" in
+"mod download") echo '{"GoMod":"` + kubeMod + `"}' ;;
+"mod tidy") ;;
+*) while [ $# -gt 0 ]; do [ "$1" = -o ] && out=$2; shift; done
+   for c in kube-apiserver kube-controller-manager kube-scheduler; do
+     echo "CGO_ENABLED=$CGO_ENABLED" >"$out$c" && chmod +x "$out$c"
+   done ;;
+esac
+`
+	if err := os.WriteFile(fakeGo, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(work)
+	v := newVersions("", "", "kube-versions", nil)
+	v.goCmd = fakeGo
+	if err := v.build(context.Background(), "v1.30.2"); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(work, "kube-versions", "v1.30.2", "bin")
+	if !(binaries{dir: bin}).complete() {
+		entries, _ := os.ReadDir(bin)
+		t.Fatalf("%s is not complete: %v", bin, entries)
+	}
+	got, err := os.ReadFile(filepath.Join(bin, componentAPIServer))
+	if err != nil || strings.TrimSpace(string(got)) != "CGO_ENABLED=0" {
+		t.Errorf("kube-apiserver built with %q (%v), want CGO_ENABLED=0", got, err)
+	}
+}
