@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -61,13 +62,17 @@ type Options struct {
 	WakeLimits WakeLimits
 	// ExternalNamespaces are namespaces whose hosted control planes a real Steward and its
 	// Cluster API provider run: their StewardControlPlanes and TenantControlPlanes are left
-	// alone here, and only their machines are this provider's.
+	// alone here, and only their machines are this provider's. A TenantCluster's namespace
+	// counts for the objects butler makes for it in its tenant namespace (<tc>-<uid8>).
 	ExternalNamespaces []string
 }
 
-// external says whether namespace's control planes are a real Steward's (Options.ExternalNamespaces).
-func (o Options) external(namespace string) bool {
-	return slices.Contains(o.ExternalNamespaces, namespace)
+// external says whether obj's control plane is a real Steward's: its namespace, or the
+// namespace of the TenantCluster it was made for (its label, which the real provider copies
+// from the StewardControlPlane to the TenantControlPlane), is in Options.ExternalNamespaces.
+func (o Options) external(obj metav1.Object) bool {
+	return slices.Contains(o.ExternalNamespaces, obj.GetNamespace()) ||
+		slices.Contains(o.ExternalNamespaces, obj.GetLabels()[external.TenantClusterNamespaceLabel])
 }
 
 // Controller runs the StewardControlPlane and TenantControlPlane controllers.

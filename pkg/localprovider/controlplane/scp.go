@@ -50,7 +50,7 @@ func (c *Controller) reconcileSCP(ctx context.Context, key string) error {
 		return nil
 	}
 	logger := klog.FromContext(ctx)
-	if c.opts.external(scp.GetNamespace()) {
+	if c.opts.external(scp) {
 		logger.V(2).Info("A real Steward's namespace; leaving its control plane alone")
 		return nil
 	}

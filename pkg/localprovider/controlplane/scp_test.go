@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
@@ -228,12 +229,26 @@ func TestSCPStatusEqual(t *testing.T) {
 }
 
 // A namespace named in ExternalNamespaces is a real Steward's: neither its StewardControlPlanes
-// nor its TenantControlPlanes are this stand-in's, though its clusters are on LocalClusters.
+// nor its TenantControlPlanes are this stand-in's, though its clusters are on LocalClusters;
+// nor are those butler makes in the tenant namespace (<tc>-<uid8>) of a TenantCluster there.
 // The TenantControlPlanes this stand-in makes say what it does beyond Steward's contract.
 func TestExternalNamespacesAndCapabilities(t *testing.T) {
 	o := Options{ExternalNamespaces: []string{"steward-demo"}}
-	if !o.external("steward-demo") || o.external("local-demo") {
-		t.Errorf("external(steward-demo) = %v, external(local-demo) = %v", o.external("steward-demo"), o.external("local-demo"))
+	obj := func(namespace, tcNamespace string) *metav1.ObjectMeta {
+		return &metav1.ObjectMeta{Namespace: namespace, Labels: map[string]string{external.TenantClusterNamespaceLabel: tcNamespace}}
+	}
+	for _, c := range []struct {
+		obj  *metav1.ObjectMeta
+		want bool
+	}{
+		{&metav1.ObjectMeta{Namespace: "steward-demo"}, true},
+		{obj("demo-0a1b2c3d", "steward-demo"), true},
+		{obj("demo-4e5f6a7b", "local-demo"), false},
+		{&metav1.ObjectMeta{Namespace: "local-demo"}, false},
+	} {
+		if got := o.external(c.obj); got != c.want {
+			t.Errorf("external(%s, TenantCluster in %q) = %v, want %v", c.obj.Namespace, c.obj.Labels[external.TenantClusterNamespaceLabel], got, c.want)
+		}
 	}
 	tcp, err := desiredTCP(testSCP(), testCluster())
 	if err != nil {

@@ -40,7 +40,7 @@ func (c *Controller) reconcileTCP(ctx context.Context, key string) error {
 		return err
 	}
 	tcp := obj.(*unstructured.Unstructured).DeepCopy()
-	if (!ownedBySCP(tcp) && !slices.Contains(tcp.GetFinalizers(), Finalizer)) || c.opts.external(tcp.GetNamespace()) {
+	if (!ownedBySCP(tcp) && !slices.Contains(tcp.GetFinalizers(), Finalizer)) || c.opts.external(tcp) {
 		return nil // not one of ours
 	}
 	uid := string(tcp.GetUID())
