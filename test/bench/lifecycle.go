@@ -47,43 +47,10 @@ var (
 // and RSS over each phase.
 func runLifecycle(ctx context.Context, p *plane, n int, out string, profileSeconds int, withFloor bool) error {
 	butler, kube, dyn := p.unthrottledClients()
-	ns := "bench-lifecycle"
-	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	// Credentials of CAPA's shape and the identity the AWSCluster names: ProviderConfig
-	// readiness checks both. The Secret is in butler-system: butler reads Secrets only there
-	// and in the tenant namespaces it made.
-	creds, _, _ := credentialstest.Data("aws")
-	if _, err := kube.CoreV1().Secrets(credentialsNamespace).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "bench-aws"},
-		StringData: creds}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	identity := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2", "kind": "AWSClusterStaticIdentity",
-		"metadata": map[string]any{"name": "bench-aws"}, "spec": map[string]any{"secretRef": "bench-aws"}}}
-	awsIdentities := schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Resource: "awsclusterstaticidentities"}
-	if _, err := dyn.Resource(awsIdentities).Create(ctx, identity, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	pc := &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "aws", Namespace: ns},
-		Spec: v1alpha1.ProviderConfigSpec{Provider: v1alpha1.ProviderAWS,
-			CredentialsRef: &v1alpha1.SecretKeyReference{Name: "bench-aws", Namespace: credentialsNamespace},
-			AWS:            &v1alpha1.AWSConfig{Region: "eu-west-1"}}}
-	if _, err := butler.ButlerV1alpha1().ProviderConfigs(ns).Create(ctx, pc, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		got, err := butler.ButlerV1alpha1().ProviderConfigs(ns).Get(ctx, "aws", metav1.GetOptions{})
-		return err == nil && got.Status.Ready, nil
-	}); err != nil {
-		return fmt.Errorf("the ProviderConfig never became ready: %w", err)
-	}
-	tenant, err := benchTenant(ctx, butler, kube)
+	ns, stopSteward, err := lifecycleSetup(ctx, p)
 	if err != nil {
 		return err
 	}
-	stopSteward := playSteward(ctx, kube, dyn, tenant)
 	defer stopSteward()
 	// The floor first, on the same plane: the same objects written and deleted without butler.
 	var fl floor
@@ -245,6 +212,52 @@ func runLifecycle(ctx context.Context, p *plane, n int, out string, profileSecon
 	table += "\nWhen the clusters' Events were first seen, after the first create (median / p90 / last, and how many clusters had one):\n\n" + timeline
 	fmt.Print(table)
 	return os.WriteFile(filepath.Join(out, fmt.Sprintf("lifecycle-n%d.md", n)), []byte(table), 0o644)
+}
+
+// lifecycleNamespace holds the bench's TenantClusters and their ProviderConfig.
+const lifecycleNamespace = "bench-lifecycle"
+
+// lifecycleSetup readies plane p for the lifecycle's clusters: their namespace, an AWS
+// ProviderConfig that is Ready, the one real tenant, and the Steward stand-in (stop ends it).
+func lifecycleSetup(ctx context.Context, p *plane) (ns string, stop func(), err error) {
+	ns = lifecycleNamespace
+	butler, kube, dyn := p.unthrottledClients()
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return "", nil, err
+	}
+	// Credentials of CAPA's shape and the identity the AWSCluster names: ProviderConfig
+	// readiness checks both. The Secret is in butler-system: butler reads Secrets only there
+	// and in the tenant namespaces it made.
+	creds, _, _ := credentialstest.Data("aws")
+	if _, err := kube.CoreV1().Secrets(credentialsNamespace).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "bench-aws"},
+		StringData: creds}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", nil, err
+	}
+	identity := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2", "kind": "AWSClusterStaticIdentity",
+		"metadata": map[string]any{"name": "bench-aws"}, "spec": map[string]any{"secretRef": "bench-aws"}}}
+	awsIdentities := schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Resource: "awsclusterstaticidentities"}
+	if _, err := dyn.Resource(awsIdentities).Create(ctx, identity, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", nil, err
+	}
+	pc := &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "aws", Namespace: ns},
+		Spec: v1alpha1.ProviderConfigSpec{Provider: v1alpha1.ProviderAWS,
+			CredentialsRef: &v1alpha1.SecretKeyReference{Name: "bench-aws", Namespace: credentialsNamespace},
+			AWS:            &v1alpha1.AWSConfig{Region: "eu-west-1"}}}
+	if _, err := butler.ButlerV1alpha1().ProviderConfigs(ns).Create(ctx, pc, metav1.CreateOptions{}); err != nil {
+		return "", nil, err
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		got, err := butler.ButlerV1alpha1().ProviderConfigs(ns).Get(ctx, "aws", metav1.GetOptions{})
+		return err == nil && got.Status.Ready, nil
+	}); err != nil {
+		return "", nil, fmt.Errorf("the ProviderConfig never became ready: %w", err)
+	}
+	tenant, err := benchTenant(ctx, butler, kube)
+	if err != nil {
+		return "", nil, err
+	}
+	return ns, playSteward(ctx, kube, dyn, tenant), nil
 }
 
 // lifecycleClients create the TenantClusters at once (and write the floor's objects).

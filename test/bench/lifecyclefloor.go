@@ -16,7 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
@@ -53,43 +55,17 @@ type floor struct {
 func runFloor(ctx context.Context, butlerc clientset.Interface, kube kubernetes.Interface, dyn dynamic.Interface, ns string, n, clients int,
 	tmpl func(i int64) *v1alpha1.TenantCluster) (floor, error) {
 	var f floor
-	pc, err := butlerc.ButlerV1alpha1().ProviderConfigs(ns).Get(ctx, "aws", metav1.GetOptions{})
+	inputs, err := floorInputs(ctx, butlerc, ns, n, tmpl)
 	if err != nil {
 		return f, err
 	}
-	cfg, err := butlerc.ButlerV1alpha1().ButlerConfigs().Get(ctx, butler.ButlerConfigName, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		cfg, err = nil, nil
-	}
-	if err != nil {
-		return f, err
-	}
-	// The objects of every cluster, built before the clock starts.
-	inputs := make([]component.Input, n)
-	for i := range n {
-		tc := tmpl(int64(i + 1))
-		tc.Name = fmt.Sprintf("floor-%04d", i+1)
-		stored, err := butlerc.ButlerV1alpha1().TenantClusters(ns).Create(ctx, tc, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		if err != nil {
-			return f, fmt.Errorf("dry-run create of the floor's cluster: %w", err)
-		}
-		if stored.UID == "" {
-			stored.UID = "f100r000-0000-0000-0000-000000000000"
-		}
-		inputs[i] = component.Input{Cluster: stored, Namespace: tenantcluster.TenantNamespace(stored), Provider: pc, Config: cfg}
-	}
-
 	start := time.Now()
-	var applies atomic.Int64
-	if err := inParallel(n, clients, func(i int) error {
-		sent, err := writeFloorCluster(ctx, kube, dyn, inputs[i])
-		applies.Add(int64(sent))
-		return err
-	}); err != nil {
+	sent, err := writeFloor(ctx, kube, dyn, inputs, clients)
+	if err != nil {
 		return f, fmt.Errorf("the floor's writes: %w", err)
 	}
 	f.written = time.Since(start)
-	f.applies = int(applies.Load()) / n
+	f.applies = sent / n
 
 	dstart := time.Now()
 	if err := inParallel(n, clients, func(i int) error { return deleteFloorCluster(ctx, dyn, inputs[i]) }); err != nil {
@@ -148,6 +124,37 @@ func runFloor(ctx context.Context, butlerc clientset.Interface, kube kubernetes.
 	return f, nil
 }
 
+// floorInputs are the workers' inputs for n clusters like tcs of namespace ns (each the
+// TenantCluster butler would store, defaults applied: a dry-run create), built before a clock starts.
+func floorInputs(ctx context.Context, butlerc clientset.Interface, ns string, n int, tmpl func(i int64) *v1alpha1.TenantCluster) ([]component.Input, error) {
+	pc, err := butlerc.ButlerV1alpha1().ProviderConfigs(ns).Get(ctx, "aws", metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := butlerc.ButlerV1alpha1().ButlerConfigs().Get(ctx, butler.ButlerConfigName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		cfg, err = nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	inputs := make([]component.Input, n)
+	for i := range n {
+		tc := tmpl(int64(i + 1))
+		tc.Name = fmt.Sprintf("floor-%04d", i+1)
+		stored, err := butlerc.ButlerV1alpha1().TenantClusters(ns).Create(ctx, tc, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return nil, fmt.Errorf("dry-run create of the floor's cluster: %w", err)
+		}
+		if stored.UID == "" {
+			stored.UID = "f100r000-0000-0000-0000-000000000000"
+		}
+		inputs[i] = component.Input{Cluster: stored, Namespace: tenantcluster.TenantNamespace(stored), Provider: pc, Config: cfg}
+	}
+
+	return inputs, nil
+}
+
 // floorSubject stands for butler-apiserver's user name in the Secrets RoleBinding it writes.
 const floorSubject = "system:serviceaccount:butler-system:butler-apiserver"
 
@@ -185,9 +192,111 @@ func floorLabels(in component.Input) map[string]string {
 	}
 }
 
-// writeFloorCluster writes one cluster's objects in the workers' order, and says how many
+// floorJob is one cluster's part of the floor: its control plane's objects, or (workers) the
+// objects butler writes once that control plane is Ready.
+type floorJob struct {
+	i       int
+	workers bool
+}
+
+// writeFloor writes the floor's objects for inputs from clients goroutines in the workers'
+// order: each cluster's namespace, Secrets RoleBinding, Cluster, StewardControlPlane, AWSCluster
+// and machine template, then, once a watch sees its TenantControlPlane Ready (the workers' plan
+// starts the workers step after the control plane step), its BootstrapConfigTemplate and
+// MachineDeployment. Written all at once instead, Cluster API's work on every
+// MachineDeployment fell inside the floor's window and outside butler's. It says how many
 // requests it sent.
-func writeFloorCluster(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, in component.Input) (int, error) {
+func writeFloor(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, inputs []component.Input, clients int) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Minute)
+	defer cancel()
+	jobs := make(chan floorJob, 2*len(inputs))
+	for i := range inputs {
+		jobs <- floorJob{i: i}
+	}
+	stop, err := onControlPlanesReady(ctx, dyn, inputs, func(i int) { jobs <- floorJob{i: i, workers: true} })
+	if err != nil {
+		return 0, err
+	}
+	defer stop()
+
+	var sent, done atomic.Int64
+	finished := make(chan struct{})
+	errs := make(chan error, clients)
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() {
+			for {
+				var j floorJob
+				select {
+				case <-ctx.Done():
+					errs <- fmt.Errorf("%d of %d clusters' workers written: %w", done.Load(), len(inputs), ctx.Err())
+					return
+				case <-finished:
+					return
+				case j = <-jobs:
+				}
+				write := writeFloorControlPlane
+				if j.workers {
+					write = writeFloorWorkers
+				}
+				n, err := write(ctx, kube, dyn, inputs[j.i])
+				sent.Add(int64(n))
+				if err != nil {
+					errs <- err
+					cancel()
+					return
+				}
+				if j.workers && done.Add(1) == int64(len(inputs)) {
+					close(finished)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return int(sent.Load()), <-errs
+}
+
+// onControlPlanesReady calls ready(i) once for each of inputs whose TenantControlPlane a watch
+// sees Ready (the status the Steward stand-in writes after the admin kubeconfig Secret).
+func onControlPlanesReady(ctx context.Context, dyn dynamic.Interface, inputs []component.Input, ready func(i int)) (stop func(), err error) {
+	index := map[string]int{}
+	for i, in := range inputs {
+		index[in.Namespace+"/"+in.Cluster.Name] = i
+	}
+	var mu sync.Mutex
+	told := map[int]bool{}
+	seen := func(obj any) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return
+		}
+		i, ours := index[u.GetNamespace()+"/"+u.GetName()]
+		status, _, _ := unstructured.NestedString(u.Object, "status", "kubernetesResources", "version", "status")
+		if !ours || status != "Ready" {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !told[i] {
+			told[i] = true
+			ready(i)
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	factory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
+	if _, err := factory.ForResource(tenantControlPlanes).Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: seen, UpdateFunc: func(_, obj any) { seen(obj) }}); err != nil {
+		cancel()
+		return nil, err
+	}
+	factory.Start(ctx.Done())
+	return func() { cancel(); factory.Shutdown() }, nil
+}
+
+// writeFloorControlPlane writes one cluster's objects up to its control plane, in the workers'
+// order, and says how many requests it sent.
+func writeFloorControlPlane(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, in component.Input) (int, error) {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: in.Namespace, Labels: floorLabels(in)}}
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		return 0, err
@@ -200,43 +309,54 @@ func writeFloorCluster(ctx context.Context, kube kubernetes.Interface, dyn dynam
 	if _, err := kube.RbacV1().RoleBindings(in.Namespace).Apply(ctx, rb, external.Workers.ApplyOptions()); err != nil {
 		return 1, err
 	}
-	sent := 2
-	apply := func(obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-		obj.SetLabels(floorLabels(in))
-		sent++
-		return external.Workers.Apply(ctx, dyn.Resource(external.MustGVR(obj.GroupVersionKind())).Namespace(in.Namespace), obj)
-	}
 	cluster, err := controlplane.Cluster(in)
 	if err != nil {
-		return sent, err
+		return 2, err
 	}
 	cp, err := controlplane.ControlPlane(in)
 	if err != nil {
-		return sent, err
+		return 2, err
 	}
 	infraCluster, template, err := infra.ForProvider(in)
 	if err != nil {
-		return sent, err
+		return 2, err
 	}
-	bootstrap, err := workers.BootstrapTemplate(in)
+	applied, err := applyFloor(ctx, dyn, in, cluster)
 	if err != nil {
-		return sent, err
-	}
-	md, err := workers.MachineDeployment(in)
-	if err != nil {
-		return sent, err
-	}
-	applied, err := apply(cluster)
-	if err != nil {
-		return sent, err
+		return 3, err
 	}
 	controlplane.SetClusterOwner(cp, applied)
-	for _, obj := range []*unstructured.Unstructured{cp, infraCluster, template, bootstrap, md} {
-		if _, err := apply(obj); err != nil {
+	sent := 3
+	for _, obj := range []*unstructured.Unstructured{cp, infraCluster, template} {
+		sent++
+		if _, err := applyFloor(ctx, dyn, in, obj); err != nil {
 			return sent, err
 		}
 	}
 	return sent, nil
+}
+
+// writeFloorWorkers writes one cluster's BootstrapConfigTemplate and MachineDeployment.
+func writeFloorWorkers(ctx context.Context, _ kubernetes.Interface, dyn dynamic.Interface, in component.Input) (int, error) {
+	bootstrap, err := workers.BootstrapTemplate(in)
+	if err != nil {
+		return 0, err
+	}
+	md, err := workers.MachineDeployment(in)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := applyFloor(ctx, dyn, in, bootstrap); err != nil {
+		return 1, err
+	}
+	_, err = applyFloor(ctx, dyn, in, md)
+	return 2, err
+}
+
+// applyFloor server-side applies obj with the floor's labels, as the workers' field manager.
+func applyFloor(ctx context.Context, dyn dynamic.Interface, in component.Input, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	obj.SetLabels(floorLabels(in))
+	return external.Workers.Apply(ctx, dyn.Resource(external.MustGVR(obj.GroupVersionKind())).Namespace(in.Namespace), obj)
 }
 
 // deleteFloorCluster deletes one cluster's objects as the workers' cleanup does (in the

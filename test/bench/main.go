@@ -59,8 +59,13 @@ type options struct {
 	keep, teams                                                           bool
 	lifecycle                                                             int
 	lifecycleFloor                                                        bool
-	local                                                                 localOptions
-	density                                                               densityOptions
+	// lifecyclePair runs one pair of P9 (>= 0) into <out>/figures/P9.json; report renders
+	// every figure there into a document (make bench-report).
+	lifecyclePair             int
+	report, commit, reportRan string
+	reportTook                time.Duration
+	local                     localOptions
+	density                   densityOptions
 }
 
 func main() {
@@ -89,6 +94,12 @@ func main() {
 		"if > 0, measure the TenantCluster worker instead: this many TenantClusters created at once, until all their objects are written, then deleted")
 	flag.BoolVar(&o.lifecycleFloor, "lifecycle-floor", true,
 		"with -lifecycle, first measure the floor on the same plane: the same objects written straight to kube-apiserver and deleted, without butler")
+	flag.IntVar(&o.lifecyclePair, "lifecycle-pair", -1,
+		"if >= 0, run pair number k of P9 with -lifecycle clusters (butler and the floor, each on a fresh plane, in the order of k) and add it to <out>/figures/P9.json (k=0 starts it anew)")
+	flag.StringVar(&o.report, "report", "", "render every figure under <out>/figures into this file (docs/performance.md) and stop")
+	flag.StringVar(&o.commit, "commit", "", "the commit the figures are of (git describe), for the report")
+	flag.StringVar(&o.reportRan, "report-ran", "", "with -report: the figures this bench-report ran (ONLY)")
+	flag.DurationVar(&o.reportTook, "report-took", 0, "with -report: how long the whole bench-report took")
 	flag.IntVar(&o.local.n, "local", 0,
 		"if > 0, measure the local provider instead: this many local TenantClusters created one after the other (each deleted before the next), "+
 			"create -> control plane Ready and -> Ready with -local-workers workers, and where the time goes")
@@ -143,6 +154,15 @@ func run(ctx context.Context, o options) error {
 	}
 	if o.updates > o.n {
 		o.updates = o.n
+	}
+	if o.report != "" {
+		return writeReport(filepath.Join(o.out, "figures"), o.report, o.commit, o.reportRan, o.reportTook)
+	}
+	if o.lifecyclePair >= 0 {
+		if o.lifecycle <= 0 {
+			return errors.New("-lifecycle-pair needs -lifecycle N")
+		}
+		return runLifecyclePair(ctx, o, root, o.lifecyclePair, o.lifecycle, figurePath(o.out, "P9"))
 	}
 	loadBefore := loadavg()
 

@@ -178,15 +178,13 @@ type sample struct {
 
 func (s *sample) add(d time.Duration) { s.durations = append(s.durations, d) }
 
-// percentile is the nearest-rank percentile p (0-100).
+// percentile is the nearest-rank percentile p (0-100), by stats.go's arithmetic.
 func (s *sample) percentile(p float64) time.Duration {
-	if len(s.durations) == 0 {
-		return 0
+	xs := make([]float64, len(s.durations))
+	for i, d := range s.durations {
+		xs[i] = float64(d)
 	}
-	d := slices.Clone(s.durations)
-	slices.Sort(d)
-	i := int(float64(len(d))*p/100+0.999999) - 1
-	return d[max(0, min(i, len(d)-1))]
+	return time.Duration(percentile(xs, p))
 }
 
 func (s *sample) median() time.Duration { return s.percentile(50) }

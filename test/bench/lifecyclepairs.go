@@ -1,0 +1,215 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+)
+
+// P9 as bench-report runs it: one pair a process, butler's workers and the floor each on a
+// fresh plane, in the order of the pair, both clocks stopped when a watch has seen every
+// cluster's MachineDeployment (the last object both write), and what each side made counted.
+
+const (
+	sideButler = "butler"
+	sideFloor  = "the floor"
+)
+
+// p9 is the figure's definition; the runs are added pair by pair.
+func p9(n int) figure {
+	return figure{
+		ID:    "P9",
+		Title: fmt.Sprintf("The TenantCluster worker writing %d clusters' objects, against the same objects written without it.", n),
+		What: fmt.Sprintf("%d TenantClusters (AWS provider, two workers, a CNI addon) created by %d clients; butler's workers write each one's "+
+			"namespace, Secrets RoleBinding, Cluster, StewardControlPlane, AWSCluster and machine template, then, once the bench's Steward "+
+			"stand-in has made its TenantControlPlane Ready, its BootstrapConfigTemplate and MachineDeployment (and a TenantAddon in "+
+			"butler's own API, which the floor has no counterpart of). Clock: from the first create until a watch on MachineDeployments "+
+			"has seen all %d", n, lifecycleClients, n),
+		Baseline: fmt.Sprintf("the same objects, built by the workers' own builders from the TenantClusters butler would store (dry-run "+
+			"creates, before the clock), server-side applied straight to kube-apiserver by %d clients in the workers' order: each "+
+			"BootstrapConfigTemplate and MachineDeployment only once a watch saw that cluster's TenantControlPlane Ready. Cluster API, "+
+			"butler's workers and the Steward stand-in run as for butler. Clock: from the first write until the same watch has seen "+
+			"all %d MachineDeployments", lifecycleClients, n),
+		Subject: sideButler, Base: sideFloor, Unit: "s", Better: "lower",
+		Command: fmt.Sprintf("make bench-report ONLY=P9 BENCH_P9_N=%d", n),
+		Notes: []string{"Each side runs on a plane of its own, started for it and stopped after it (hack/local-up.sh; one real local " +
+			"tenant made before the clock, whose kubeconfig the Steward stand-in hands to every TenantControlPlane). Deletion is " +
+			"not part of this figure: `make bench-lifecycle` still measures it, in one run against a floor on the same plane."},
+	}
+}
+
+// runLifecyclePair runs pair number k of P9 with n clusters and adds it to the figure's file.
+func runLifecyclePair(ctx context.Context, o options, root string, k, n int, path string) error {
+	fig, err := loadFigure(path, k == 0, p9(n))
+	if err != nil {
+		return err
+	}
+	order := []string{sideFloor, sideButler}
+	if pairOrder(k) {
+		order = []string{sideButler, sideFloor}
+	}
+	run := pair{SubjectFirst: pairOrder(k), Started: time.Now(), Load: loadavg()}
+	for _, side := range order {
+		secs, work, err := lifecycleOnFreshPlane(ctx, o, root, side, n)
+		if err != nil {
+			return fmt.Errorf("P9 pair %d, %s: %w", k+1, side, err)
+		}
+		logf("P9 pair %d: %s wrote %d clusters in %.2f s; made %v", k+1, side, n, secs, work)
+		if side == sideButler {
+			run.Subject = secs
+		} else {
+			run.Baseline = secs
+		}
+		fig.addWork(side, work)
+	}
+	run.Took = time.Since(run.Started).Seconds()
+	fig.Runs = append(fig.Runs, run)
+	fig.Commit, fig.Machine = o.commit, machine()
+	return fig.save(path)
+}
+
+// lifecycleOnFreshPlane starts a plane, measures one side on it and stops it.
+func lifecycleOnFreshPlane(ctx context.Context, o options, root, side string, n int) (float64, map[string]int, error) {
+	dir, err := os.MkdirTemp("", "butler-bench-")
+	if err != nil {
+		return 0, nil, err
+	}
+	defer os.RemoveAll(dir)
+	p, err := startPlane(root, dir, o.butlerArgs)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer p.stop()
+	return lifecycleSide(ctx, p, side, n)
+}
+
+// lifecycleSide measures one side of P9 on plane p: seconds from the first write until a watch
+// saw all n MachineDeployments, and the objects the side made by then.
+func lifecycleSide(ctx context.Context, p *plane, side string, n int) (float64, map[string]int, error) {
+	ns, stopSteward, err := lifecycleSetup(ctx, p)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer stopSteward()
+	butler, kube, dyn := p.unthrottledClients()
+	selector := external.TenantClusterNamespaceLabel + "=" + ns
+	var write func() error
+	if side == sideFloor {
+		selector = floorLabel + "=" + ns
+		in, err := floorInputs(ctx, butler, ns, n, func(i int64) *v1alpha1.TenantCluster { return benchCluster(ns, i) })
+		if err != nil {
+			return 0, nil, err
+		}
+		write = func() error { _, err := writeFloor(ctx, kube, dyn, in, lifecycleClients); return err }
+	} else {
+		write = func() error {
+			return inParallel(n, lifecycleClients, func(i int) error {
+				_, err := butler.ButlerV1alpha1().TenantClusters(ns).Create(ctx, benchCluster(ns, int64(i+1)), metav1.CreateOptions{})
+				return err
+			})
+		}
+	}
+	all, stop, err := seeAll(ctx, dyn, external.MachineDeploymentGVK, selector, n)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer stop()
+	start := time.Now()
+	if err := write(); err != nil {
+		return 0, nil, err
+	}
+	var at time.Time
+	select {
+	case at = <-all:
+	case <-time.After(20 * time.Minute):
+		return 0, nil, fmt.Errorf("not all %d MachineDeployments were seen in 20 minutes", n)
+	case <-ctx.Done():
+		return 0, nil, ctx.Err()
+	}
+	work, err := countWork(ctx, dyn, selector)
+	return at.Sub(start).Seconds(), work, err
+}
+
+// seeAll sends on the channel when a watch of gvk's objects matching selector has seen n of
+// them, the time it saw the last.
+func seeAll(ctx context.Context, dyn dynamic.Interface, gvk schema.GroupVersionKind, selector string, n int) (<-chan time.Time, func(), error) {
+	all := make(chan time.Time, 1)
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	ctx, cancel := context.WithCancel(ctx)
+	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, metav1.NamespaceAll,
+		func(o *metav1.ListOptions) { o.LabelSelector = selector })
+	if _, err := factory.ForResource(external.MustGVR(gvk)).Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
+		now := time.Now()
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		seen[u.GetNamespace()+"/"+u.GetName()] = true
+		if len(seen) == n {
+			all <- now
+		}
+	}}); err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	factory.Start(ctx.Done())
+	return all, func() { cancel(); factory.Shutdown() }, nil
+}
+
+// workKinds are what a P9 side is counted by: what the workers (or the floor) write, what the
+// Steward stand-in makes for each control plane, and Cluster API's first reaction.
+var workKinds = map[string]schema.GroupVersionResource{
+	"RoleBinding":             {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"},
+	"Secret":                  {Version: "v1", Resource: "secrets"},
+	"Cluster":                 external.MustGVR(external.ClusterGVK),
+	"StewardControlPlane":     external.MustGVR(external.StewardControlPlaneGVK),
+	"TenantControlPlane":      tenantControlPlanes,
+	"AWSCluster":              external.MustGVR(external.AWSClusterGVK),
+	"AWSMachineTemplate":      external.MustGVR(external.AWSMachineTemplateGVK),
+	"BootstrapConfigTemplate": external.MustGVR(external.BootstrapConfigTemplateGVK),
+	"MachineDeployment":       external.MustGVR(external.MachineDeploymentGVK),
+}
+
+// countWork counts the namespaces labelled selector and, by kind, the objects in them.
+func countWork(ctx context.Context, dyn dynamic.Interface, selector string) (map[string]int, error) {
+	namespaces, err := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return nil, err
+	}
+	ours := map[string]bool{}
+	for _, ns := range namespaces.Items {
+		ours[ns.GetName()] = true
+	}
+	counts := map[string]int{"Namespace": len(ours)}
+	for kind, gvr := range workKinds {
+		list, err := dyn.Resource(gvr).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("counting %s: %w", kind, err)
+		}
+		for _, o := range list.Items {
+			if ours[o.GetNamespace()] {
+				counts[kind]++
+			}
+		}
+	}
+	return counts, nil
+}
+
+// figurePath is where figure id's runs are kept between the processes of one report.
+func figurePath(out, id string) string { return filepath.Join(out, "figures", id+".json") }
