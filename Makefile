@@ -196,7 +196,7 @@ bench: build bench-bin
 ## BENCH_LOCK="flock /tmp/heavy.lock"). ONLY=P9 runs only the figures named; the document keeps
 ## the last runs of the others, each with its commit. Figures not yet reproduced are listed in the
 ## document with why. Not part of `make test`.
-BENCH_REPORT_FIGURES := P9
+BENCH_REPORT_FIGURES := P3 P9
 ONLY        ?= $(BENCH_REPORT_FIGURES)
 BENCH_PAIRS ?= 3
 BENCH_P9_N  ?= 200
@@ -210,6 +210,9 @@ bench-report: build bench-bin
 	  P9) for k in $$(seq 0 $$(( $(BENCH_PAIRS) - 1 ))); do \
 	        $(BENCH_LOCK) $(BIN)/bench -lifecycle $(BENCH_P9_N) -lifecycle-pair $$k -commit $(BENCH_COMMIT) $(BENCH_ARGS) || exit 1; \
 	      done ;; \
+	  P3) $(BENCH_LOCK) env P3_PAIRS=$(BENCH_PAIRS) P3_PAIRS_OUT=_output/bench/p3-pairs.tsv \
+	        $(GO) test -count=1 -timeout 20m -run '^$$' -bench AllocationRate -benchtime $$(( $(BENCH_PAIRS) * 1000 ))x ./test/e2e/ || exit 1; \
+	      $(BIN)/bench -p3-pairs _output/bench/p3-pairs.tsv -commit $(BENCH_COMMIT) || exit 1 ;; \
 	  *) echo "bench-report: $$fig is not reproduced yet (docs/performance.md says why)" ;; \
 	  esac; \
 	done; \
@@ -239,7 +242,7 @@ bench-local: build bench-bin
 bench-bin:
 	$(GO) build -o $(BIN)/bench ./test/bench
 
-## bench-ipam: the allocator micro-benchmark, then allocations/s on two replicas vs kube-apiserver's ClusterIPs/s
+## bench-ipam: the allocator micro-benchmark, then P3: allocations/s vs ClusterIPs/s through one kube-apiserver, in alternating pairs
 bench-ipam: build
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./pkg/ipam/
 	$(GO) test -run '^$$' -bench AllocationRate -benchtime 2000x ./test/e2e/

@@ -63,6 +63,7 @@ type options struct {
 	// every figure there into a document (make bench-report).
 	lifecyclePair             int
 	report, commit, reportRan string
+	p3Pairs                   string
 	reportTook                time.Duration
 	local                     localOptions
 	density                   densityOptions
@@ -98,6 +99,7 @@ func main() {
 		"if >= 0, run pair number k of P9 with -lifecycle clusters (butler and the floor, each on a fresh plane, in the order of k) and add it to <out>/figures/P9.json (k=0 starts it anew)")
 	flag.StringVar(&o.report, "report", "", "render every figure under <out>/figures into this file (docs/performance.md) and stop")
 	flag.StringVar(&o.commit, "commit", "", "the commit the figures are of (git describe), for the report")
+	flag.StringVar(&o.p3Pairs, "p3-pairs", "", "make figure P3 of this file of the e2e benchmark's pairs (P3_PAIRS_OUT) in <out>/figures and stop")
 	flag.StringVar(&o.reportRan, "report-ran", "", "with -report: the figures this bench-report ran (ONLY)")
 	flag.DurationVar(&o.reportTook, "report-took", 0, "with -report: how long the whole bench-report took")
 	flag.IntVar(&o.local.n, "local", 0,
@@ -157,6 +159,9 @@ func run(ctx context.Context, o options) error {
 	}
 	if o.report != "" {
 		return writeReport(filepath.Join(o.out, "figures"), o.report, o.commit, o.reportRan, o.reportTook)
+	}
+	if o.p3Pairs != "" {
+		return importP3(o.p3Pairs, o.out, o.commit)
 	}
 	if o.lifecyclePair >= 0 {
 		if o.lifecycle <= 0 {

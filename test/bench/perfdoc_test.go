@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -79,5 +80,25 @@ func TestFigureFileRoundTripsAndAppends(t *testing.T) {
 	}
 	if _, err := loadFigure(path, false, figure{ID: "P8"}); err == nil {
 		t.Error("P9's file was read as P8's")
+	}
+}
+
+func TestP3PairsFromTheBenchmark(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "p3.tsv")
+	if err := os.WriteFile(path, []byte("700.5\t140.1\tfalse\n650\t130\ttrue\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runs, err := readPairs(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 2 || runs[0].Subject != 700.5 || runs[0].Baseline != 140.1 || runs[0].SubjectFirst || !runs[1].SubjectFirst {
+		t.Errorf("pairs %+v", runs)
+	}
+	if err := os.WriteFile(path, []byte("700.5 140.1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readPairs(path); err == nil {
+		t.Error("a line without three fields was read")
 	}
 }
