@@ -210,6 +210,13 @@ func runDensity(ctx context.Context, p *plane, o densityOptions, out string) err
 	}
 	fmt.Fprintf(&b, "| **all** | %s | %s | **%s** | %s | %s | **%s** |\n", mib(rssB), mib(rssA), per(rssA-rssB),
 		share(cpuB), share(cpuA), perCPU(cpuA-cpuB))
+	// PSS, summed: each page shared by processes (the binaries of kube-apiserver and etcd every
+	// tenant runs) counted once, which the RSS sum above counts once per process.
+	var pssB, pssA int64
+	for _, name := range planeProcesses {
+		pssB, pssA = pssB+before[name].pss, pssA+after[name].pss
+	}
+	fmt.Fprintf(&b, "\nPSS of the same processes, summed (shared pages counted once): %s before, %s after, **%s per cluster**.\n", mib(pssB), mib(pssA), per(pssA-pssB))
 	if o.late > 0 {
 		// The Go runtime of each process gives the heap of the creates back over minutes (the
 		// scavenger, a forced collection every 2 min): the same RSS again, later, nothing asked.
@@ -330,8 +337,8 @@ func hibernatedNow(tc *v1alpha1.TenantCluster) bool {
 
 // usage is a process's RSS and the CPU it used over a window.
 type usage struct {
-	rss int64
-	cpu time.Duration
+	rss, pss int64
+	cpu      time.Duration
 }
 
 // measurePlane reads each plane process's CPU time over idle, then its RSS.
@@ -345,7 +352,7 @@ func measurePlane(procs map[string]int, idle time.Duration) map[string]usage {
 	for name, pid := range procs {
 		t, _ := cpuTime(pid)
 		m, _ := residentMemory(pid)
-		out[name] = usage{rss: m.rss, cpu: t - cpu[name]}
+		out[name] = usage{rss: m.rss, pss: m.pss, cpu: t - cpu[name]}
 	}
 	return out
 }

@@ -183,6 +183,10 @@ type memory struct {
 	rss  int64 // VmRSS
 	file int64 // RssFile: pages of mapped files, mostly the binary itself
 	peak int64 // VmHWM: the highest VmRSS so far
+	// pss is the proportional set size (/proc/<pid>/smaps_rollup): each shared page divided
+	// among the processes that map it, so a sum over processes counts the binaries' shared
+	// pages once, where a sum of VmRSS counts them once per process. 0 when unreadable.
+	pss int64
 }
 
 // residentMemory reads VmRSS, RssFile and VmHWM from /proc/<pid>/status.
@@ -209,7 +213,23 @@ func residentMemory(pid int) (memory, error) {
 	if m.rss == 0 {
 		return memory{}, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
 	}
+	if rollup, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid)); err == nil {
+		m.pss = pssOf(string(rollup))
+	}
 	return m, s.Err()
+}
+
+// pssOf reads the Pss line of an smaps_rollup, in bytes (0 without one).
+func pssOf(rollup string) int64 {
+	for line := range strings.SplitSeq(rollup, "\n") {
+		if v, ok := strings.CutPrefix(line, "Pss:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err == nil {
+				return kb * 1024
+			}
+		}
+	}
+	return 0
 }
 
 // cpuTime is the CPU time (user + system) a process has used, from /proc/<pid>/stat.

@@ -101,3 +101,13 @@ func TestSamplePercentileIsTheSameArithmetic(t *testing.T) {
 		t.Errorf("sample: median %v p95 %v p30 %v", s.median(), s.p95(), s.percentile(30))
 	}
 }
+
+func TestPssOfSmapsRollup(t *testing.T) {
+	rollup := "55a4c0000000-7ffd1a5f1000 ---p 00000000 00:00 0                          [rollup]\nRss:              102400 kB\nPss:               40960 kB\nPss_Anon:          30000 kB\n"
+	if got := pssOf(rollup); got != 40960*1024 {
+		t.Errorf("pss = %d", got)
+	}
+	if got := pssOf("Rss: 1 kB\n"); got != 0 {
+		t.Errorf("pss without a Pss line = %d", got)
+	}
+}
