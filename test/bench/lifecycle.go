@@ -202,7 +202,7 @@ func runLifecycle(ctx context.Context, p *plane, n int, out string, profileSecon
 	table += fmt.Sprintf("| butler's Events per cluster while writing: created / updated (series), by what they regard | %s |\n", events1.sub(events0, n))
 	table += fmt.Sprintf("| butler's Events per cluster while deleting: created / updated (series) | %s |\n", events2.sub(events1, n))
 	if withFloor {
-		table += fmt.Sprintf(`| the floor: the same objects server-side applied straight to kube-apiserver by %d clients (%d requests per cluster), Cluster API, butler and the Steward stand-in running | %s |
+		table += fmt.Sprintf(`| the floor: the same objects server-side applied straight to kube-apiserver by %d clients in the workers' order (%d requests per cluster), Cluster API, butler and the Steward stand-in running; run first, on the same plane, its clock stopped when its writes return (make bench-report ONLY=P9 compares on fresh planes, both clocks on one watch) | %s |
 | the floor: delete the same objects -> all gone / their namespaces removed | %s / %s |
 | butler / the floor: written | %.2f |
 | butler / the floor: every TenantCluster gone / the namespaces removed | %.2f |

@@ -41,7 +41,8 @@ const floorLabel = "bench.butlerlabs.dev/floor-of"
 // clusters (the tenant namespace, butler's Secrets RoleBinding in it, the Cluster, the
 // StewardControlPlane, the AWSCluster and machine template, the BootstrapConfigTemplate and the
 // MachineDeployment), built by the workers' own builders and server-side applied straight to
-// kube-apiserver by as many clients as create the TenantClusters, on the same plane (Cluster
+// kube-apiserver in the workers' order (writeFloor) by as many clients as create the
+// TenantClusters, on the same plane (Cluster
 // API's manager, butler's workers and the Steward stand-in all running, reacting as they do
 // to butler's objects). Then the same objects deleted, waited for until gone and their
 // namespaces removed.
