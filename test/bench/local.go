@@ -247,8 +247,11 @@ type capacityRow struct {
 	clusters, ready, processes                  int
 	readyIn                                     time.Duration
 	tenantsRSS, provider, apiserver, management int64
-	cpu                                         map[string]time.Duration // over the idle window
-	available                                   int64
+	// tenantsPSS is the PSS of every tenant process and of the tenants' datastore (the local
+	// provider's etcd), summed: what the awake tenants cost, shared pages counted once.
+	tenantsPSS int64
+	cpu        map[string]time.Duration // over the idle window
+	available  int64
 }
 
 // capacity creates clusters o.capacityStep at a time until o.capacityMax, a step not Ready
@@ -309,25 +312,25 @@ func capacity(ctx context.Context, butler clientset.Interface, p *plane, plane m
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Capacity: clusters held Ready at once\n\n"+
 		"TenantClusters of %d Talos worker(s) each, %d at a time, each step waited for until every cluster is Ready with its workers (at most %s). "+
-		"RSS after each step: every tenant's kube-apiserver, kube-controller-manager and kube-scheduler (processes under LOCAL_DIR/tenants); "+
+		"RSS after each step: every tenant's kube-apiserver, kube-controller-manager and kube-scheduler (processes under LOCAL_DIR/tenants), and their PSS with the tenants' datastore's (the local provider's etcd), shared pages counted once; "+
 		"management = etcd + kube-apiserver + kube-controller-manager + capi-manager. Idle CPU: CPU time over %s with nothing happening, as a share of %d cores.\n\n",
 		o.capacityWork, o.capacityStep, o.stepTimeout, o.idle, runtime.NumCPU())
-	b.WriteString("| clusters (Ready) | step Ready in | tenant processes | tenants RSS (per cluster) | butler-localprovider RSS | butler-apiserver RSS | management RSS | " +
-		"idle CPU: tenants / localprovider / butler-apiserver / management / all | MemAvailable |\n|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| clusters (Ready) | step Ready in | tenant processes | tenants RSS (per cluster) | tenants and their datastore, PSS (per cluster) | butler-localprovider RSS | butler-apiserver RSS | management RSS | " +
+		"idle CPU: tenants / localprovider / butler-apiserver / management / all | MemAvailable |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	share := func(d time.Duration) string {
 		return fmt.Sprintf("%.1f%%", 100*d.Seconds()/o.idle.Seconds()/float64(runtime.NumCPU()))
 	}
 	for _, r := range rows {
-		per := int64(0)
+		per, perPSS := int64(0), int64(0)
 		if r.clusters > 0 {
-			per = r.tenantsRSS / int64(r.clusters)
+			per, perPSS = r.tenantsRSS/int64(r.clusters), r.tenantsPSS/int64(r.clusters)
 		}
 		var all time.Duration
 		for _, d := range r.cpu {
 			all += d
 		}
-		fmt.Fprintf(&b, "| %d (%d) | %s | %d | %s (%s) | %s | %s | %s | %s / %s / %s / %s / %s | %s |\n",
-			r.clusters, r.ready, secs(r.readyIn), r.processes, mib(r.tenantsRSS), mib(per), mib(r.provider), mib(r.apiserver), mib(r.management),
+		fmt.Fprintf(&b, "| %d (%d) | %s | %d | %s (%s) | %s (%s) | %s | %s | %s | %s / %s / %s / %s / %s | %s |\n",
+			r.clusters, r.ready, secs(r.readyIn), r.processes, mib(r.tenantsRSS), mib(per), mib(r.tenantsPSS), mib(perPSS), mib(r.provider), mib(r.apiserver), mib(r.management),
 			share(r.cpu["tenants"]), share(r.cpu["butler-localprovider"]), share(r.cpu["butler-apiserver"]), share(r.cpu["management"]), share(all),
 			mib(r.available))
 	}
@@ -367,12 +370,21 @@ func measureCapacity(p *plane, plane map[string]int, idle time.Duration) capacit
 		}
 		return sum
 	}
+	pss := func(pids ...int) int64 {
+		var sum int64
+		for _, pid := range pids {
+			m, _ := residentMemory(pid)
+			sum += m.pss
+		}
+		return sum
+	}
 	before := cpu()
 	time.Sleep(idle)
 	after := cpu()
 	r := capacityRow{processes: len(g["tenants"]), cpu: map[string]time.Duration{},
 		tenantsRSS: rss(g["tenants"]), provider: rss(g["butler-localprovider"]), apiserver: rss(g["butler-apiserver"]),
-		management: rss(g["management"]), available: memAvailable()}
+		management: rss(g["management"]), available: memAvailable(),
+		tenantsPSS: pss(append(g["tenants"], plane["butler-localprovider etcd"])...)}
 	for name := range g {
 		r.cpu[name] = after[name] - before[name]
 	}
