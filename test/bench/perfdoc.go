@@ -26,6 +26,8 @@ var catalog = []catalogEntry{
 	{"P2b", "1,000 updates reaching a watcher, aggregated against CRDs", "make bench",
 		"not yet in bench-report: 3 rounds a side in one run, the CRD side first in 2 of 3"},
 	{"P3", "IPAM allocations/s against kube-apiserver's Service ClusterIPs/s, both through one kube-apiserver", "make bench-report ONLY=P3", ""},
+	{"P4", "the TenantCluster worker deleting N clusters' objects, against the same objects deleted without it", "make bench-lifecycle",
+		"not yet in bench-report: one run, the floor first on the same plane; the floor deletes all at once, the clock stops on a poll"},
 	{"P5", "butler-apiserver's RSS growth loading N, against kube-apiserver's for the CRD copy", "make bench",
 		"not yet in bench-report: RSS, not PSS or cgroup memory; one run"},
 	{"P6", "create -> control plane Ready of a local TenantCluster", "make bench-local, hack/bench-datastore.sh",
@@ -57,7 +59,8 @@ report: subject and baseline run in pairs, back to back on equally fresh planes,
 alternating from pair to pair, both clocks stopped on the same watched condition. Each row gives
 the median and the spread (least - greatest) of **all** runs, and every run in the order it
 ran; a ratio is taken within each pair, then summarised. A spread wider than %.0f%% of the
-median asks for 5 pairs rather than 3.
+median asks for 5 pairs rather than 3. P1, P2, P2b and P5 are numbered as in issue 6, P3 and
+P6-P11 as issue 40 names them; P4 and P10 are this document's.
 
 - commit: %s
 - machine: %s
