@@ -86,7 +86,7 @@ render-deploy:
 	hack/render-deploy.sh
 
 test-unit:
-	$(GO) test ./pkg/... ./cmd/... ./test/architecture/
+	$(GO) test ./pkg/... ./cmd/... ./test/architecture/ ./test/bench/
 	$(GO) test -race -run '^TestPlaceTenantsAtOnce$$' ./pkg/localprovider/controlplane/
 	cd hack/dist && $(GO) test ./...
 
