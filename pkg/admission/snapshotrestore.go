@@ -16,6 +16,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/snapshot"
 )
 
@@ -28,6 +29,12 @@ import (
 // not), and the snapshot is Ready, not of a newer
 // Kubernetes version than the cluster, and its stored data matches its checksum (read from the
 // snapshot store when this server can reach it) — a 422 at spec.restoreFrom.name otherwise.
+//
+// It also pins the restore to the snapshot it admits: Admit records that snapshot's cluster and
+// UID in v1alpha1.RestorePinAnnotation, Validate refuses (409) when the snapshot it checks is no
+// longer that one, and the worker restores only the pinned snapshot. An operator may delete
+// snapshots and take new ones, so without the pin they could put another snapshot under the
+// admitted name before the worker reads it.
 type SnapshotRestore struct {
 	base
 	authorizer authorizer.Authorizer
@@ -37,6 +44,7 @@ type SnapshotRestore struct {
 }
 
 var (
+	_ admission.MutationInterface   = &SnapshotRestore{}
 	_ admission.ValidationInterface = &SnapshotRestore{}
 	_ initializer.WantsAuthorizer   = &SnapshotRestore{}
 	_ WantsSnapshotDir              = &SnapshotRestore{}
@@ -56,8 +64,9 @@ func (p *SnapshotRestore) SetAuthorizer(a authorizer.Authorizer) { p.authorizer 
 // SetSnapshotDir implements WantsSnapshotDir.
 func (p *SnapshotRestore) SetSnapshotDir(dir string) { p.dir = dir }
 
-// Validate implements admission.ValidationInterface.
-func (p *SnapshotRestore) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+// restoreToDecide is the TenantCluster of a request that sets or changes spec.restoreFrom; nil
+// for any other request (an unchanged restoreFrom was decided, and pinned, when it was set).
+func restoreToDecide(a admission.Attributes) *butler.TenantCluster {
 	if a.GetResource().GroupResource() != tenantClusters || a.GetSubresource() != "" {
 		return nil
 	}
@@ -66,7 +75,44 @@ func (p *SnapshotRestore) Validate(ctx context.Context, a admission.Attributes, 
 		return nil
 	}
 	if old, ok := a.GetOldObject().(*butler.TenantCluster); ok && old != nil && old.Spec.RestoreFrom != nil && old.Spec.RestoreFrom.Name == tc.Spec.RestoreFrom.Name {
-		return nil // decided when it was set
+		return nil
+	}
+	return tc
+}
+
+// Admit implements admission.MutationInterface: it pins the restore to the snapshot of that name
+// now (none when it does not exist; Validate then refuses). Whatever a client sent there is
+// replaced.
+func (p *SnapshotRestore) Admit(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	tc := restoreToDecide(a)
+	if tc == nil {
+		return nil
+	}
+	snap, err := p.store().Snapshot(ctx, a.GetNamespace(), tc.Spec.RestoreFrom.Name)
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	annotations := tc.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	delete(annotations, v1alpha1.RestorePinAnnotation)
+	if snap != nil {
+		annotations[v1alpha1.RestorePinAnnotation] = pinOf(snap)
+	}
+	tc.SetAnnotations(annotations)
+	return nil
+}
+
+func pinOf(snap *butler.TenantClusterSnapshot) string {
+	return v1alpha1.RestorePin(snap.Spec.ClusterRef.Name, string(snap.UID))
+}
+
+// Validate implements admission.ValidationInterface.
+func (p *SnapshotRestore) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	tc := restoreToDecide(a)
+	if tc == nil {
+		return nil
 	}
 	name := tc.Spec.RestoreFrom.Name
 	if !p.allowed(ctx, a, authorizer.AttributesRecord{Verb: "create", Resource: "tenantclusters", Subresource: RestoreSubresource, Name: tc.Name}) {
@@ -89,6 +135,9 @@ func (p *SnapshotRestore) Validate(ctx context.Context, a admission.Attributes, 
 		return apierrors.NewInvalid(tenantClusterKind, tc.Name, field.ErrorList{field.NotFound(path, name)})
 	case snap.Status.Phase != butler.SnapshotReady:
 		return invalid(fmt.Sprintf("the snapshot is %q, not Ready: only a Ready snapshot can be restored", snap.Status.Phase))
+	case tc.Annotations[v1alpha1.RestorePinAnnotation] != pinOf(snap):
+		return apierrors.NewConflict(tenantClusters, tc.Name, fmt.Errorf(
+			"spec.restoreFrom.name: TenantClusterSnapshot %q was deleted and made again while this request was admitted: send it again to restore the one there now", name))
 	}
 	if from, errF := version.ParseSemantic(snap.Status.KubernetesVersion); errF == nil {
 		if to, errT := version.ParseSemantic(tc.Spec.KubernetesVersion); errT == nil && from.GreaterThan(to) {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/quota"
 	"github.com/butlerdotdev/butler-apiserver/pkg/snapshot"
 )
@@ -75,7 +76,7 @@ func TestSnapshotRestore(t *testing.T) {
 		if old != nil {
 			op = admission.Update
 		}
-		return p.Validate(context.Background(), attrs(obj, old, "team-a", "clone", tcResource, "", op, false), nil)
+		return admitAndValidate(p, attrs(obj, old, "team-a", "clone", tcResource, "", op, false))
 	}
 	expect(t, restore("good", nil), nil, "")
 	expect(t, restore("secret", nil), apierrors.IsForbidden, `restoring from TenantClusterSnapshot "secret" needs get on it`)
@@ -116,9 +117,50 @@ func TestSnapshotRestoreNeedsTheRestoreVerb(t *testing.T) {
 			op = admission.Update
 		}
 		a := admission.NewAttributesRecord(obj, old, schema.GroupVersionKind{}, "team-a", "src", tcResource, "", op, nil, false, &user.DefaultInfo{Name: name})
-		return p.Validate(context.Background(), a, nil)
+		return admitAndValidate(p, a)
 	}
 	expect(t, restoreAs("operator", tc("team-a", "src", 1)), apierrors.IsForbidden, "needs create on tenantclusters/restore")
 	expect(t, restoreAs("operator", nil), apierrors.IsForbidden, "needs create on tenantclusters/restore")
 	expect(t, restoreAs("admin", tc("team-a", "src", 1)), nil, "")
+}
+
+// admitAndValidate runs the plugin as the server does: Admit, then Validate.
+func admitAndValidate(p *SnapshotRestore, a admission.Attributes) error {
+	if err := p.Admit(context.Background(), a, nil); err != nil {
+		return err
+	}
+	return p.Validate(context.Background(), a, nil)
+}
+
+// The attack: an operator (who may delete and take snapshots, not restore) waits for the Team
+// admin's restoreFrom "good" to be admitted, then deletes "good" and takes another snapshot of
+// that name (of another cluster, or of now) before the worker restores. The restore is pinned to
+// the snapshot admitted: Admit records its cluster and UID whatever the client sent, and a
+// snapshot swapped between Admit and Validate is a 409. (The worker's refusal of a snapshot
+// swapped after admission: TestRestoreRefusesASnapshotNotTheOneAdmitted in
+// pkg/localprovider/snapshots; the registry keeps the pin from clients: TestRestorePinKeptFromClients.)
+func TestRestorePinnedToTheSnapshotAdmitted(t *testing.T) {
+	fake := newStore()
+	good := &butler.TenantClusterSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "good", UID: "uid-1"},
+		Spec:   butler.TenantClusterSnapshotSpec{ClusterRef: butler.LocalObjectReference{Name: "src"}},
+		Status: butler.TenantClusterSnapshotStatus{Phase: butler.SnapshotReady, KubernetesVersion: "v1.31.4"}}
+	fake.snapshots = map[string]*butler.TenantClusterSnapshot{"team-a/good": good}
+	p := NewSnapshotRestore()
+	p.SetLedger(&quota.Ledger{Store: fake})
+	obj := tc("team-a", "clone", 1)
+	obj.Spec.RestoreFrom = &butler.RestoreSource{Name: "good"}
+	obj.Annotations = map[string]string{v1alpha1.RestorePinAnnotation: "src/uid-forged"}
+	a := attrs(obj, nil, "team-a", "clone", tcResource, "", admission.Create, false)
+	expect(t, admitAndValidate(p, a), nil, "")
+	if got := obj.Annotations[v1alpha1.RestorePinAnnotation]; got != "src/uid-1" {
+		t.Errorf("pin after admission %q, want src/uid-1 (the snapshot admitted, not the client's)", got)
+	}
+	// Swapped between the two phases: deleted and taken again, of another cluster.
+	obj.Spec.RestoreFrom.Name = "good"
+	if err := p.Admit(context.Background(), a, nil); err != nil {
+		t.Fatal(err)
+	}
+	fake.snapshots["team-a/good"] = &butler.TenantClusterSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "good", UID: "uid-2"},
+		Spec: butler.TenantClusterSnapshotSpec{ClusterRef: butler.LocalObjectReference{Name: "other"}}, Status: good.Status}
+	expect(t, p.Validate(context.Background(), a, nil), apierrors.IsConflict, `TenantClusterSnapshot "good" was deleted and made again while this request was admitted`)
 }

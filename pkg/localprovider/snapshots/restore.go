@@ -60,6 +60,9 @@ func (c *Controller) Restore(ctx context.Context, tcp *unstructured.Unstructured
 	if err != nil {
 		return true, "", err
 	}
+	if msg := notAdmitted(tc, snap); msg != "" {
+		return true, "restore from " + from + " refused: " + msg, nil
+	}
 	if rec != nil && rec.SnapshotUID == string(snap.UID) && rec.Phase == v1alpha1.RestoreFailed {
 		return true, "restore from " + from + " failed: " + rec.Message, nil
 	}
@@ -140,6 +143,26 @@ func (c *Controller) Restore(ctx context.Context, tcp *unstructured.Unstructured
 	}
 	return false, "", nil
 }
+
+// notAdmitted says why snap is not the snapshot admission admitted for tc's spec.restoreFrom
+// (v1alpha1.RestorePinAnnotation): one deleted and made again under the name since, by someone
+// who may take snapshots but not restore, or a restoreFrom set before restores were pinned. ""
+// when it is the one. Nothing is written: the control plane waits with this message until a
+// Team admin sets spec.restoreFrom again.
+func notAdmitted(tc *v1alpha1.TenantCluster, snap *v1alpha1.TenantClusterSnapshot) string {
+	pinned, found := tc.Annotations[v1alpha1.RestorePinAnnotation], v1alpha1.RestorePin(snap.Spec.ClusterRef.Name, string(snap.UID))
+	switch {
+	case pinned == "":
+		return fmt.Sprintf("no snapshot was pinned when spec.restoreFrom was admitted (annotation %s): %s", v1alpha1.RestorePinAnnotation, setAgain)
+	case pinned != found:
+		return fmt.Sprintf("TenantClusterSnapshot %s is not the one admitted (cluster/uid %s; it is %s): it was deleted and made again since; %s",
+			snap.Name, pinned, found, setAgain)
+	}
+	return ""
+}
+
+// setAgain is how a Team admin restores the snapshot there now.
+const setAgain = "to restore it a Team admin sets spec.restoreFrom again (in place: remove it, then set it; a new cluster: make it again)"
 
 // restoreData writes the snapshot into store.Fresh: in place, with what fromNow names taken
 // from the data it replaces instead of from the snapshot (the Nodes of the Machines that exist,

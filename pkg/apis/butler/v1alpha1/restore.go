@@ -11,3 +11,7 @@ func (tc *TenantCluster) RestorePending() bool {
 	r := tc.Status.Restore
 	return r == nil || r.SnapshotName != tc.Spec.RestoreFrom.Name || r.Phase != RestoreSucceeded
 }
+
+// RestorePin is what RestorePinAnnotation records of a snapshot: its cluster and its UID, which
+// no snapshot made again under the same name shares.
+func RestorePin(cluster, uid string) string { return cluster + "/" + uid }

@@ -1747,6 +1747,11 @@ const (
 	// it the TenantControlPlane) names the snapshot its spec.restoreFrom names: a provider that
 	// restores tenants (the local one) looks at the cluster only when it is there.
 	RestoreFromAnnotation = "butler.butlerlabs.dev/restore-from"
+	// RestorePinAnnotation on a TenantCluster names the TenantClusterSnapshot admission admitted
+	// for its spec.restoreFrom, as "<cluster>/<uid>" (RestorePin): a snapshot deleted and made
+	// again under the same name since is another one, and the worker refuses it. Admission
+	// writes it; the registry keeps it from clients.
+	RestorePinAnnotation = "butler.butlerlabs.dev/restore-pin"
 
 	RestoreRunning   = "Running"
 	RestoreSucceeded = "Succeeded"

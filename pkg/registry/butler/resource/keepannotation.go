@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/rest"
 )
@@ -42,14 +43,19 @@ func (s KeepAnnotation) PrepareForUpdate(ctx context.Context, obj, old runtime.O
 	if err1 != nil || err2 != nil {
 		return
 	}
-	a := newMeta.GetAnnotations()
-	if v, ok := oldMeta.GetAnnotations()[s.Key]; ok {
+	KeepStoredAnnotation(newMeta, oldMeta, s.Key)
+}
+
+// KeepStoredAnnotation sets obj's annotation key to old's, or removes it when old has none.
+func KeepStoredAnnotation(obj, old metav1.Object, key string) {
+	a := obj.GetAnnotations()
+	if v, ok := old.GetAnnotations()[key]; ok {
 		if a == nil {
 			a = map[string]string{}
 		}
-		a[s.Key] = v
+		a[key] = v
 	} else {
-		delete(a, s.Key)
+		delete(a, key)
 	}
-	newMeta.SetAnnotations(a)
+	obj.SetAnnotations(a)
 }

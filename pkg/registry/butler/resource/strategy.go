@@ -51,6 +51,9 @@ type Strategy[T Object, Spec, Status any] struct {
 	HasStatus bool
 	// PrepareNew, if set, completes a new object before validation (labels, finalizers).
 	PrepareNew func(obj T)
+	// PrepareChange, if set, completes an updated object before validation (what the client
+	// may not change).
+	PrepareChange func(obj, old T)
 }
 
 func (s Strategy[T, Spec, Status]) NamespaceScoped() bool { return s.Namespaced }
@@ -78,6 +81,9 @@ func (s Strategy[T, Spec, Status]) PrepareForUpdate(_ context.Context, obj, old 
 		newObj.SetGeneration(oldObj.GetGeneration())
 	} else {
 		newObj.SetGeneration(oldObj.GetGeneration() + 1)
+	}
+	if s.PrepareChange != nil {
+		s.PrepareChange(newObj, oldObj)
 	}
 }
 

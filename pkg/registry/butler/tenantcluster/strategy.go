@@ -9,6 +9,7 @@ import (
 	"k8s.io/apiserver/pkg/storage/names"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/validation"
 	"github.com/butlerdotdev/butler-apiserver/pkg/registry/butler/resource"
 )
@@ -33,6 +34,23 @@ func NewStrategy(typer runtime.ObjectTyper) Strategy {
 			return validation.TenantClusterWarnings(tc)
 		},
 		SelectableFields: selectableFields,
+		PrepareNew:       func(tc *butler.TenantCluster) { keepRestorePin(tc, nil) },
+		PrepareChange:    keepRestorePin,
+	}
+}
+
+// keepRestorePin keeps v1alpha1.RestorePinAnnotation what admission (SnapshotRestore, which runs
+// before the strategy) made it: it goes with spec.restoreFrom, and an update that keeps
+// restoreFrom keeps the stored pin, whatever the client sent. Only a new or changed restoreFrom
+// carries admission's pin (which SnapshotRestore's Validate checks against the snapshot).
+func keepRestorePin(tc, old *butler.TenantCluster) {
+	switch r := tc.Spec.RestoreFrom; {
+	case r == nil:
+		a := tc.GetAnnotations()
+		delete(a, v1alpha1.RestorePinAnnotation)
+		tc.SetAnnotations(a)
+	case old != nil && old.Spec.RestoreFrom != nil && old.Spec.RestoreFrom.Name == r.Name:
+		resource.KeepStoredAnnotation(tc, old, v1alpha1.RestorePinAnnotation)
 	}
 }
 
