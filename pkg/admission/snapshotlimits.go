@@ -18,22 +18,29 @@ import (
 // spec.clusterRef.name otherwise, as a restoreFrom of a missing snapshot is), and the Team of
 // its namespace is within its snapshot limits (resourceLimits, else ButlerConfig's
 // defaultTeamLimits): fewer than maxSnapshots snapshots, and less than maxSnapshotBytes stored
-// (a 403 naming the limit). A snapshot's size is known once taken, so the bytes limit refuses
-// the next snapshot, not the one that crosses it. Concurrent creates are counted each against
-// what is stored, so as many as come at once may pass the count together.
+// (a 403 naming the limit). The count is reserved through the quota Ledger (a compare-and-swap
+// on the Team, as cluster counts are), so concurrent creates never pass it together; a delete
+// drops its snapshot's reservation. A snapshot's size is known once taken, so the bytes limit
+// refuses the next snapshot, not the one that crosses it.
 type SnapshotLimits struct{ base }
 
 var _ admission.ValidationInterface = &SnapshotLimits{}
 
 // NewSnapshotLimits returns the plugin.
 func NewSnapshotLimits() *SnapshotLimits {
-	return &SnapshotLimits{base{Handler: admission.NewHandler(admission.Create)}}
+	return &SnapshotLimits{base{Handler: admission.NewHandler(admission.Create, admission.Delete)}}
 }
 
 // Validate implements admission.ValidationInterface.
 func (p *SnapshotLimits) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	if a.GetResource().GroupResource() != tenantClusterSnapshots || a.GetSubresource() != "" {
+		return nil
+	}
+	if a.GetOperation() == admission.Delete {
+		return p.resolveOnDelete(ctx, a)
+	}
 	snap, ok := a.GetObject().(*butler.TenantClusterSnapshot)
-	if !ok || a.GetResource().GroupResource() != tenantClusterSnapshots || a.GetSubresource() != "" {
+	if !ok {
 		return nil
 	}
 	cluster := snap.Spec.ClusterRef.Name
@@ -51,25 +58,47 @@ func (p *SnapshotLimits) Validate(ctx context.Context, a admission.Attributes, _
 		return apierrors.NewInternalError(err)
 	}
 	limits := quota.EffectiveLimits(team, config)
-	if limits.MaxSnapshots == nil && limits.MaxSnapshotBytes == nil {
+	if max := limits.MaxSnapshotBytes; max != nil {
+		if err := p.checkBytes(ctx, a, team.Name, max); err != nil {
+			return err
+		}
+	}
+	if limits.MaxSnapshots == nil {
 		return nil
 	}
+	return p.ledger.AdmitSnapshot(ctx, quota.SnapshotRequest{Team: team.Name, Namespace: a.GetNamespace(), Name: snap.Name,
+		UID: string(snap.UID), Config: config, DryRun: a.IsDryRun()})
+}
+
+// checkBytes refuses a snapshot while the namespace's stored snapshots hold max or more.
+func (p *SnapshotLimits) checkBytes(ctx context.Context, a admission.Attributes, team string, max *resource.Quantity) error {
 	snaps, err := p.store().Snapshots(ctx, a.GetNamespace())
 	if err != nil {
 		return apierrors.NewInternalError(err)
 	}
-	if max := limits.MaxSnapshots; max != nil && int64(len(snaps)) >= int64(*max) {
-		return admission.NewForbidden(a, fmt.Errorf("team %q has %d TenantClusterSnapshots, its maxSnapshots is %d: delete one first", team.Name, len(snaps), *max))
+	var stored int64
+	for _, s := range snaps {
+		stored += s.Status.Bytes
 	}
-	if max := limits.MaxSnapshotBytes; max != nil {
-		var stored int64
-		for _, s := range snaps {
-			stored += s.Status.Bytes
-		}
-		if stored >= max.Value() {
-			return admission.NewForbidden(a, fmt.Errorf("team %q: its snapshots hold %s in the snapshot store, at its maxSnapshotBytes of %s: delete one first",
-				team.Name, resource.NewQuantity(stored, resource.BinarySI), max))
-		}
+	if stored >= max.Value() {
+		return admission.NewForbidden(a, fmt.Errorf("team %q: its snapshots hold %s in the snapshot store, at its maxSnapshotBytes of %s: delete one first",
+			team, resource.NewQuantity(stored, resource.BinarySI), max))
+	}
+	return nil
+}
+
+// resolveOnDelete frees at once the place a deleted snapshot's create reserved.
+func (p *SnapshotLimits) resolveOnDelete(ctx context.Context, a admission.Attributes) error {
+	snap, ok := a.GetOldObject().(*butler.TenantClusterSnapshot)
+	if !ok || a.IsDryRun() {
+		return nil
+	}
+	team, err := p.teamOf(ctx, a.GetNamespace())
+	if team == nil || err != nil {
+		return err
+	}
+	if err := p.ledger.ResolveSnapshot(ctx, team.Name, string(snap.UID)); err != nil && !apierrors.IsNotFound(err) {
+		return apierrors.NewInternalError(err)
 	}
 	return nil
 }

@@ -143,17 +143,9 @@ func (l *Ledger) Admit(ctx context.Context, req Request) error {
 		}
 		return live, nil
 	}
-	if req.DryRun {
-		team, err := l.Store.Team(ctx, req.Team)
-		if err != nil {
-			return err
-		}
-		_, err = check(team)
-		return err
-	}
-	return l.Store.UpdateTeam(ctx, req.Team, func(team *butler.Team) error {
+	return l.onTeam(ctx, req.Team, req.DryRun, func(team *butler.Team, reserve bool) error {
 		live, err := check(team)
-		if err != nil {
+		if err != nil || !reserve {
 			return err
 		}
 		live = append(live, Reservation{
@@ -174,13 +166,35 @@ func (l *Ledger) ResolveCreate(ctx context.Context, team, uid string) error {
 	if l.Store == nil || uid == "" {
 		return nil
 	}
-	return l.Store.UpdateTeam(ctx, team, func(t *butler.Team) error {
-		rs := Reservations(t)
-		kept := slices.DeleteFunc(slices.Clone(rs), func(r Reservation) bool { return r.UID == uid })
+	return dropReservations(ctx, l.Store, team, func(t *butler.Team) []Reservation { return Reservations(t) },
+		func(t *butler.Team, rs []Reservation) error { return SetReservations(t, rs) },
+		func(r Reservation) bool { return r.UID == uid })
+}
+
+// onTeam runs admit on the Team: read alone for a dry run (reserve false), else inside a
+// compare-and-swap that writes what admit made of it (reserve true).
+func (l *Ledger) onTeam(ctx context.Context, name string, dryRun bool, admit func(team *butler.Team, reserve bool) error) error {
+	if dryRun {
+		team, err := l.Store.Team(ctx, name)
+		if err != nil {
+			return err
+		}
+		return admit(team, false)
+	}
+	return l.Store.UpdateTeam(ctx, name, func(team *butler.Team) error { return admit(team, true) })
+}
+
+// dropReservations removes a Team's reservations that drop matches; nothing is written when
+// none does.
+func dropReservations[R any](ctx context.Context, store Store, team string, read func(*butler.Team) []R,
+	write func(*butler.Team, []R) error, drop func(R) bool) error {
+	return store.UpdateTeam(ctx, team, func(t *butler.Team) error {
+		rs := read(t)
+		kept := slices.DeleteFunc(slices.Clone(rs), drop)
 		if len(kept) == len(rs) {
 			return nil // unchanged: the store writes nothing
 		}
-		return SetReservations(t, kept)
+		return write(t, kept)
 	})
 }
 

@@ -11,6 +11,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
@@ -207,22 +208,28 @@ func TestTeamWithClustersCannotBeDeleted(t *testing.T) {
 func TestQuotaReservationsAreNotWritableByClients(t *testing.T) {
 	ctx := context.Background()
 	teams := shared.Client.ButlerV1alpha1().Teams()
+	keys := []string{quota.ReservationsAnnotation, quota.SnapshotReservationsAnnotation}
 	team := &v1alpha1.Team{ObjectMeta: metav1.ObjectMeta{Name: "iq-annotation",
-		Annotations: map[string]string{quota.ReservationsAnnotation: `[{"key":"x/y","usage":{"c":99},"exp":99999999999}]`}}}
+		Annotations: map[string]string{quota.ReservationsAnnotation: `[{"key":"x/y","usage":{"c":99},"exp":99999999999}]`,
+			quota.SnapshotReservationsAnnotation: `[{"uid":"x","exp":99999999999}]`}}}
 	created, err := teams.Create(ctx, team, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := created.Annotations[quota.ReservationsAnnotation]; ok {
-		t.Error("create kept a client-written reservation")
+	for _, k := range keys {
+		if _, ok := created.Annotations[k]; ok {
+			t.Errorf("create kept a client-written %s", k)
+		}
 	}
-	created.Annotations = map[string]string{quota.ReservationsAnnotation: `[]`}
+	created.Annotations = map[string]string{quota.ReservationsAnnotation: `[]`, quota.SnapshotReservationsAnnotation: `[]`}
 	updated, err := teams.Update(ctx, created, metav1.UpdateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := updated.Annotations[quota.ReservationsAnnotation]; ok {
-		t.Error("update wrote a reservation")
+	for _, k := range keys {
+		if _, ok := updated.Annotations[k]; ok {
+			t.Errorf("update wrote %s", k)
+		}
 	}
 }
 
@@ -366,5 +373,60 @@ func TestTeamQuotaFreedByADeleteAtOnce(t *testing.T) {
 		if err := clusters.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// Many concurrent snapshot creates against maxSnapshots 2, through the server: exactly 2 are
+// stored (each create was counted against what was stored, so all passed together before the
+// count was reserved on the Team); a delete frees a place at once.
+func TestSnapshotQuotaConcurrentCreates(t *testing.T) {
+	ctx := context.Background()
+	const team, clients = "iq-snap-race", 24
+	createTeam(t, team, &v1alpha1.ResourceLimits{MaxSnapshots: ptr.To[int32](2)})
+	if _, err := shared.Client.ButlerV1alpha1().TenantClusters(team).Create(ctx, exampleCluster(t, team, "src"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.CopyConfig(shared.Config)
+	cfg.QPS, cfg.Burst = -1, 0
+	snaps := clientset.NewForConfigOrDie(cfg).ButlerV1alpha1().TenantClusterSnapshots(team)
+	take := func(name string) error {
+		_, err := snaps.Create(ctx, &v1alpha1.TenantClusterSnapshot{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: v1alpha1.TenantClusterSnapshotSpec{ClusterRef: v1alpha1.LocalObjectReference{Name: "src"}}}, metav1.CreateOptions{})
+		return err
+	}
+	var wg sync.WaitGroup
+	var ok, forbidden atomic.Int32
+	for i := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			switch err := take(fmt.Sprint("s", i)); {
+			case err == nil:
+				ok.Add(1)
+			case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "its maxSnapshots is 2"):
+				forbidden.Add(1)
+			default:
+				t.Errorf("create s%d: %v", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	list, err := snaps.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok.Load() != 2 || len(list.Items) != 2 {
+		t.Fatalf("%d concurrent snapshot creates at maxSnapshots 2: %d admitted, %d refused, %d stored; want 2", clients, ok.Load(), forbidden.Load(), len(list.Items))
+	}
+	// A delete frees its place at once (the finalizer is the provider's; none runs here).
+	gone := list.Items[0].Name
+	if err := snaps.Delete(ctx, gone, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := snaps.Patch(ctx, gone, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := take("after-delete"); err != nil {
+		t.Errorf("a create after a delete: %v", err)
 	}
 }

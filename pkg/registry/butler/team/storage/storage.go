@@ -31,7 +31,8 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (S
 	if err != nil {
 		return Storage{}, err
 	}
-	keep := resource.KeepAnnotation{CreateUpdateStrategy: strategy, Key: quota.ReservationsAnnotation}
+	keep := resource.KeepAnnotation{Key: quota.SnapshotReservationsAnnotation,
+		CreateUpdateStrategy: resource.KeepAnnotation{CreateUpdateStrategy: strategy, Key: quota.ReservationsAnnotation}}
 	main.Store.CreateStrategy, main.Store.UpdateStrategy = keep, keep
 	storage := Storage{Team: main}
 	storage.Status = resource.NewStatusREST(main, strategy)
