@@ -1,6 +1,7 @@
 package addons
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -356,7 +357,11 @@ func sameRevision(after, before *release.Release) bool {
 }
 
 // Uninstall removes the release (a missing one is no error) and waits for its resources to go.
-func (e *Engine) Uninstall(ctx context.Context, target Target, key ReleaseKey, timeout time.Duration) error {
+// A release labelled RestrictedLabel, or any release when restriction is set (who may not, as
+// Request.Restriction says it: the caller knows the release is a Team's untrusted one, which a
+// release recorded before the label existed does not say), is uninstalled through the
+// allow-list: its hooks and deletes are checked.
+func (e *Engine) Uninstall(ctx context.Context, target Target, key ReleaseKey, timeout time.Duration, restriction string) error {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
@@ -369,9 +374,10 @@ func (e *Engine) Uninstall(ctx context.Context, target Target, key ReleaseKey, t
 	run := perAction(cfg)
 	// A restricted release's hooks (pre-delete ones run now) and deletes go through the
 	// allow-list: one recorded before its hooks were checked may hold any object.
-	if last, err := lastRevision(cfg, key.Name); err == nil && last != nil && last.Labels[RestrictedLabel] == "true" && last.Chart != nil {
+	if last, err := lastRevision(cfg, key.Name); err == nil && last != nil && last.Chart != nil &&
+		(restriction != "" || last.Labels[RestrictedLabel] == "true") {
 		run.KubeClient = e.restrictedGate(ctx, target, key.Namespace, cfg,
-			refuser(last.Chart.Metadata.Name, last.Chart.Metadata.Version, "a restricted release"))
+			refuser(last.Chart.Metadata.Name, last.Chart.Metadata.Version, cmp.Or(restriction, "a restricted release")))
 	}
 	uninstall := action.NewUninstall(run)
 	uninstall.IgnoreNotFound = true

@@ -227,7 +227,7 @@ func TestAddonsHelmLifecycle(t *testing.T) {
 	})
 
 	t.Run("uninstall removes the release and its objects", func(t *testing.T) {
-		if err := engine.Uninstall(ctx, target, key, time.Minute); err != nil {
+		if err := engine.Uninstall(ctx, target, key, time.Minute, ""); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := plane.kube.CoreV1().ConfigMaps(ns).Get(ctx, "demo-rendered", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
@@ -240,7 +240,7 @@ func TestAddonsHelmLifecycle(t *testing.T) {
 		if err != nil || len(secrets.Items) != 0 {
 			t.Errorf("release records left: %d, %v", len(secrets.Items), err)
 		}
-		if err := engine.Uninstall(ctx, target, key, time.Minute); err != nil {
+		if err := engine.Uninstall(ctx, target, key, time.Minute, ""); err != nil {
 			t.Errorf("uninstalling a missing release: %v", err)
 		}
 	})
@@ -275,7 +275,7 @@ func TestAddonsHelmFailingChart(t *testing.T) {
 		}
 		t.Logf("attempt %d: %v", attempt, err)
 	}
-	if err := engine.Uninstall(ctx, target, req.Release, time.Minute); err != nil {
+	if err := engine.Uninstall(ctx, target, req.Release, time.Minute, ""); err != nil {
 		t.Errorf("uninstalling the failed release: %v", err)
 	}
 }
@@ -331,7 +331,7 @@ func TestAddonsHelmParallelThenDependent(t *testing.T) {
 		t.Errorf("dependent rendered %v", dep)
 	}
 	for _, name := range []string{"independent-a", "independent-b", "dependent"} {
-		if err := engine.Uninstall(ctx, target, addons.ReleaseKey{Name: name, Namespace: ns}, time.Minute); err != nil {
+		if err := engine.Uninstall(ctx, target, addons.ReleaseKey{Name: name, Namespace: ns}, time.Minute, ""); err != nil {
 			t.Error(err)
 		}
 	}
@@ -356,7 +356,7 @@ func TestAddonsHelmDeploymentWithoutWait(t *testing.T) {
 	if d.Labels["app.kubernetes.io/managed-by"] != "Helm" || d.Annotations["meta.helm.sh/release-name"] != "withdeploy" {
 		t.Errorf("the Deployment is not Helm's: %v %v", d.Labels, d.Annotations)
 	}
-	if err := engine.Uninstall(ctx, target, req.Release, time.Minute); err != nil {
+	if err := engine.Uninstall(ctx, target, req.Release, time.Minute, ""); err != nil {
 		t.Error(err)
 	}
 }
@@ -423,7 +423,7 @@ func TestAddonsHelmMemory(t *testing.T) {
 		}
 	}
 	for _, j := range jobs {
-		if err := engine.Uninstall(ctx, j.target, j.key, time.Minute); err != nil {
+		if err := engine.Uninstall(ctx, j.target, j.key, time.Minute, ""); err != nil {
 			t.Error(err)
 		}
 	}

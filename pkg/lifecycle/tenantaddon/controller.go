@@ -42,7 +42,7 @@ const (
 // Engine is what the controller needs of pkg/addons (an interface so tests can fake Helm).
 type Engine interface {
 	Ensure(ctx context.Context, req addons.Request, starting func(addons.Action)) (*addons.Result, error)
-	Uninstall(ctx context.Context, target addons.Target, key addons.ReleaseKey, timeout time.Duration) error
+	Uninstall(ctx context.Context, target addons.Target, key addons.ReleaseKey, timeout time.Duration, restriction string) error
 	Apply(ctx context.Context, target addons.Target, objs []*unstructured.Unstructured) error
 	Forget(cluster string)
 }

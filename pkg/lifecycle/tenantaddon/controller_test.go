@@ -37,11 +37,13 @@ type fakeEngine struct {
 	ensured     []addons.Request
 	actions     []addons.Action
 	uninstalled []addons.ReleaseKey
-	ensureErr   error
-	uninstErr   error
-	action      addons.Action
-	applied     []*unstructured.Unstructured
-	applyErr    error
+	// uninstallRestrictions is, for each Uninstall, the restriction it was given.
+	uninstallRestrictions []string
+	ensureErr             error
+	uninstErr             error
+	action                addons.Action
+	applied               []*unstructured.Unstructured
+	applyErr              error
 	// applyErrKind, when set, limits applyErr to objects of that kind.
 	applyErrKind string
 	// appliedBefore is, for each Ensure, how many objects were applied before it.
@@ -71,10 +73,11 @@ func (f *fakeEngine) Ensure(_ context.Context, req addons.Request, starting func
 		Chart: req.Chart.Name, ChartVersion: version, Revision: 1, Status: "deployed", ValuesHash: addons.Hash(req.Values)}}, nil
 }
 
-func (f *fakeEngine) Uninstall(_ context.Context, _ addons.Target, key addons.ReleaseKey, _ time.Duration) error {
+func (f *fakeEngine) Uninstall(_ context.Context, _ addons.Target, key addons.ReleaseKey, _ time.Duration, restriction string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.uninstalled = append(f.uninstalled, key)
+	f.uninstallRestrictions = append(f.uninstallRestrictions, restriction)
 	return f.uninstErr
 }
 
@@ -402,6 +405,41 @@ func TestDeleteUninstallsThenReleases(t *testing.T) {
 	}
 	if got, err := f.butler.ButlerV1alpha1().TenantAddons(ns).Get(context.Background(), "a", metav1.GetOptions{}); err == nil && len(got.Finalizers) != 0 {
 		t.Errorf("finalizers left: %v", got.Finalizers)
+	}
+}
+
+// A Team's untrusted addon is uninstalled through the allow-list whatever Helm's record says: a
+// release recorded before addons.RestrictedLabel existed has no label, and its pre-delete hooks
+// ran ungated. The controller passes the restriction it installs with (a chart from a
+// repository, a catalog chart with a Team's values); a catalog chart with the platform's values
+// alone is not restricted.
+func TestDeleteUninstallsATeamsAddonRestricted(t *testing.T) {
+	now := metav1.Now()
+	for _, c := range []struct {
+		name   string
+		change func(*v1alpha1.TenantAddon)
+		want   string
+	}{
+		{"a chart from a repository", func(a *v1alpha1.TenantAddon) {
+			a.Spec.Addon = ""
+			a.Spec.Helm = &v1alpha1.HelmChartSpec{Repository: "https://charts.example.com", Chart: "demo-chart"}
+		}, "a chart from a repository (not a platform AddonDefinition)"},
+		{"a catalog chart with a Team's values", func(a *v1alpha1.TenantAddon) { a.Spec.Values = raw(`{"x": 1}`) }, "a catalog chart with a Team's values (spec.values)"},
+		{"a catalog chart with the platform's values", func(*v1alpha1.TenantAddon) {}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a := addon("a")
+			c.change(a)
+			a.Finalizers, a.DeletionTimestamp = []string{Finalizer}, &now
+			a.Status.HelmRelease = &v1alpha1.HelmReleaseStatus{Name: "a", Namespace: "demo-system"}
+			f := newFixture(t, cluster("c1", true), definition(), a)
+			if err := f.reconcile("a"); err != nil {
+				t.Fatal(err)
+			}
+			if got := f.engine.uninstallRestrictions; len(got) != 1 || (c.want == "") != (got[0] == "") || !strings.Contains(got[0], c.want) {
+				t.Errorf("Uninstall restrictions %q, want one saying %q", got, c.want)
+			}
+		})
 	}
 }
 

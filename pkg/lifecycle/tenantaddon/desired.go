@@ -129,6 +129,18 @@ func restriction(addon *v1alpha1.TenantAddon, d *desired) string {
 	return ""
 }
 
+// uninstallRestriction is the allow-list a release's uninstall goes through: the restriction
+// the addon installs with, whatever label Helm's record of the release carries (a release
+// recorded before addons.RestrictedLabel existed has none, and its hooks would run ungated).
+// When the addon's release can no longer be worked out (its AddonDefinition gone), only a Team's
+// own chart (spec.helm) is known to be restricted.
+func uninstallRestriction(addon *v1alpha1.TenantAddon, want *desired, err error) string {
+	if err != nil || want == nil {
+		want = &desired{}
+	}
+	return restriction(addon, want)
+}
+
 // platformVersion is the ButlerConfig's default version for a catalog addon, if it has one.
 func (c *Controller) platformVersion(definition string) string {
 	cfg, err := c.configs.Get(butler.ButlerConfigName)

@@ -236,12 +236,13 @@ func (c *Controller) remove(ctx context.Context, key string, addon *v1alpha1.Ten
 	}
 	key2 := addons.ReleaseKey{Name: addon.Name, Namespace: "default"}
 	timeout := addons.DefaultTimeout
+	want, wantErr := c.desiredRelease(addon, tc)
 	if rel := addon.Status.HelmRelease; rel != nil && rel.Name != "" {
 		key2 = addons.ReleaseKey{Name: rel.Name, Namespace: rel.Namespace}
-	} else if want, err := c.desiredRelease(addon, tc); err == nil {
+	} else if wantErr == nil {
 		key2, timeout = want.release, want.timeout
 	}
-	err = c.engine.Uninstall(ctx, addons.Target{Cluster: clusterID(tc), Kubeconfig: kubeconfig}, key2, timeout)
+	err = c.engine.Uninstall(ctx, addons.Target{Cluster: clusterID(tc), Kubeconfig: kubeconfig}, key2, timeout, uninstallRestriction(addon, want, wantErr))
 	if err != nil && clusterDeleting && unreachable(err) {
 		logger.Info("TenantCluster is being deleted and its control plane is unreachable: releasing the addon without uninstalling", "cluster", tc.Name, "err", err)
 		_ = c.writeStatus(ctx, addon, v1alpha1.TenantAddonDeleting, "ClusterUnreachable",
