@@ -7,7 +7,7 @@ PORT     ?= 8443
 
 LOCAL_DIR ?= _output/local
 
-.PHONY: weed test-s3 kube-versions cluster test-cluster images verify-images verify-chart render-deploy fuzz test-faults test-starts bench-bin bench-report bench-lifecycle bench-local bench-hibernation bench-density bench-snapshot bench-restore bench-ipam all build build-butler build-kube build-capi run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e bench clean
+.PHONY: weed test-s3 kube-versions cluster test-cluster images verify-images verify-chart render-deploy fuzz test-faults test-starts bench-bin bench-report bench-lifecycle bench-local bench-hibernation bench-density bench-snapshot bench-restore bench-ipam all build build-butler kubectl-butler build-kube build-capi run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e bench clean
 
 all: build
 
@@ -17,6 +17,10 @@ build: build-butler build-kube build-capi
 
 build-butler:
 	$(GO) build -o $(BIN)/butler-apiserver ./cmd/butler-apiserver
+
+## kubectl-butler: the kubectl plugin into $(GOBIN) (or ~/go/bin): `kubectl butler` once it is on PATH
+kubectl-butler:
+	$(GO) install ./cmd/kubectl-butler
 
 build-kube:
 	hack/build-kube.sh
