@@ -34,12 +34,20 @@ func ValidateTenantAddon(obj *butler.TenantAddon) field.ErrorList {
 	return allErrs
 }
 
-// ValidateTenantAddonUpdate validates a TenantAddon on update; it stays bound to its cluster.
+// ValidateTenantAddonUpdate validates a TenantAddon on update; it stays bound to its cluster,
+// and a Team's own chart (spec.helm) stays one.
 func ValidateTenantAddonUpdate(obj, old *butler.TenantAddon) field.ErrorList {
 	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(&obj.ObjectMeta, &old.ObjectMeta, field.NewPath("metadata"))
 	specPath := field.NewPath("spec")
 	allErrs = append(allErrs, validateTenantAddonSpec(&obj.Spec, obj.Name, specPath)...)
 	allErrs = append(allErrs, apimachineryvalidation.ValidateImmutableField(obj.Spec.ClusterRef, old.Spec.ClusterRef, specPath.Child("clusterRef"))...)
+	// The uninstall's allow-list is decided from the spec at delete time: a release of a Team's
+	// chart recorded before releases were labelled restricted would lose it if spec.helm could
+	// be swapped for a catalog addon before the delete.
+	if old.Spec.Helm != nil && obj.Spec.Helm == nil {
+		allErrs = append(allErrs, field.Forbidden(specPath.Child("helm"),
+			"a TenantAddon of a chart from a repository stays one (its uninstall is checked as a Team's chart): delete it and create the catalog addon"))
+	}
 	return allErrs
 }
 

@@ -86,6 +86,16 @@ func TestValidateTenantAddonUpdate(t *testing.T) {
 	})
 }
 
+// A Team operator swaps their own chart for a catalog addon (a definition that may not exist)
+// and deletes the TenantAddon before the switch is installed: the uninstall, decided from the
+// spec, ran the old release's hooks ungated when Helm's record carried no restricted label.
+func TestAttackTeamChartSwappedForCatalogBeforeDelete(t *testing.T) {
+	runUpdateCases(t, validHelmAddon, ValidateTenantAddonUpdate, []updateCase[butler.TenantAddon]{
+		{"swap spec.helm for a catalog addon", func(o *butler.TenantAddon) { o.Spec.Helm, o.Spec.Addon = nil, "cert-manager" }, []fieldErr{forbidden("spec.helm")}},
+		{"another chart from a repository", func(o *butler.TenantAddon) { o.Spec.Helm.Chart = "other" }, nil},
+	})
+}
+
 func TestValidateTenantAddonStatusUpdate(t *testing.T) {
 	runUpdateCases(t, validCatalogAddon, ValidateTenantAddonStatusUpdate, []updateCase[butler.TenantAddon]{
 		{"installed", func(o *butler.TenantAddon) {
