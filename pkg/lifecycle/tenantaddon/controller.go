@@ -43,6 +43,7 @@ const (
 type Engine interface {
 	Ensure(ctx context.Context, req addons.Request, starting func(addons.Action)) (*addons.Result, error)
 	Uninstall(ctx context.Context, target addons.Target, key addons.ReleaseKey, timeout time.Duration, restriction string) error
+	Get(ctx context.Context, target addons.Target, key addons.ReleaseKey) (*addons.ReleaseInfo, error)
 	Apply(ctx context.Context, target addons.Target, objs []*unstructured.Unstructured) error
 	Forget(cluster string)
 }

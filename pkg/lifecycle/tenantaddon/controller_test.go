@@ -48,6 +48,14 @@ type fakeEngine struct {
 	applyErrKind string
 	// appliedBefore is, for each Ensure, how many objects were applied before it.
 	appliedBefore []int
+	// release is what Get returns (nil: no release).
+	release *addons.ReleaseInfo
+}
+
+func (f *fakeEngine) Get(context.Context, addons.Target, addons.ReleaseKey) (*addons.ReleaseInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.release, nil
 }
 
 func (f *fakeEngine) Ensure(_ context.Context, req addons.Request, starting func(addons.Action)) (*addons.Result, error) {
@@ -433,6 +441,45 @@ func TestDeleteUninstallsATeamsAddonRestricted(t *testing.T) {
 			a.Finalizers, a.DeletionTimestamp = []string{Finalizer}, &now
 			a.Status.HelmRelease = &v1alpha1.HelmReleaseStatus{Name: "a", Namespace: "demo-system"}
 			f := newFixture(t, cluster("c1", true), definition(), a)
+			if err := f.reconcile("a"); err != nil {
+				t.Fatal(err)
+			}
+			if got := f.engine.uninstallRestrictions; len(got) != 1 || (c.want == "") != (got[0] == "") || !strings.Contains(got[0], c.want) {
+				t.Errorf("Uninstall restrictions %q, want one saying %q", got, c.want)
+			}
+		})
+	}
+}
+
+// A Team operator removes the Team's values from a catalog addon whose release was recorded
+// before addons.RestrictedLabel existed and deletes it before the controller upgrades (the
+// cluster hibernated, say): the restriction, read from the spec, was none, and the hooks the
+// Team's values made ran ungated. A release made with other values than the spec's now is
+// uninstalled restricted; one made with them is not.
+func TestAttackTeamValuesRemovedBeforeDelete(t *testing.T) {
+	now := metav1.Now()
+	for _, c := range []struct {
+		name     string
+		recorded addons.Values
+		want     string
+	}{
+		{"recorded with a Team's values, removed since", addons.Values{"extraObjects": []any{"x"}}, "made with other values than the spec's now"},
+		{"recorded with the spec's values", nil, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a := addon("a")
+			a.Finalizers, a.DeletionTimestamp = []string{Finalizer}, &now
+			a.Status.HelmRelease = &v1alpha1.HelmReleaseStatus{Name: "a", Namespace: "demo-system"}
+			f := newFixture(t, cluster("c1", true), definition(), a)
+			recorded := c.recorded
+			if recorded == nil {
+				want, err := f.c.desiredRelease(a, cluster("c1", true))
+				if err != nil {
+					t.Fatal(err)
+				}
+				recorded = want.values
+			}
+			f.engine.release = &addons.ReleaseInfo{Name: "a", Namespace: "demo-system", Status: "deployed", ValuesHash: addons.Hash(recorded)}
 			if err := f.reconcile("a"); err != nil {
 				t.Fatal(err)
 			}

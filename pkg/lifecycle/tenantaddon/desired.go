@@ -1,6 +1,7 @@
 package tenantaddon
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -139,6 +140,24 @@ func uninstallRestriction(addon *v1alpha1.TenantAddon, want *desired, err error)
 		want = &desired{}
 	}
 	return restriction(addon, want)
+}
+
+// recordedRestriction is the restriction of an uninstall the spec says is the platform's: none
+// when Helm's record of the release was made with the values the spec gives now. One made with
+// others may hold what a Team's values made (the values were removed, and the addon deleted,
+// before an upgrade replaced them), and a release recorded before addons.RestrictedLabel existed
+// does not say so itself. A record that cannot be read restricts too (the uninstall then meets
+// the same error, which remove handles).
+func (c *Controller) recordedRestriction(ctx context.Context, target addons.Target, key addons.ReleaseKey, want *desired) string {
+	rel, err := c.engine.Get(ctx, target, key)
+	switch {
+	case err != nil:
+		return "a release whose record could not be read (" + err.Error() + ")"
+	case rel == nil || rel.ValuesHash == addons.Hash(want.values):
+		return ""
+	}
+	return fmt.Sprintf("a release made with other values than the spec's now (values sha256:%.12s, the spec's %.12s), perhaps a Team's,",
+		rel.ValuesHash, addons.Hash(want.values))
 }
 
 // platformVersion is the ButlerConfig's default version for a catalog addon, if it has one.

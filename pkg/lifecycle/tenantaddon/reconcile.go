@@ -242,7 +242,12 @@ func (c *Controller) remove(ctx context.Context, key string, addon *v1alpha1.Ten
 	} else if wantErr == nil {
 		key2, timeout = want.release, want.timeout
 	}
-	err = c.engine.Uninstall(ctx, addons.Target{Cluster: clusterID(tc), Kubeconfig: kubeconfig}, key2, timeout, uninstallRestriction(addon, want, wantErr))
+	target := addons.Target{Cluster: clusterID(tc), Kubeconfig: kubeconfig}
+	restriction := uninstallRestriction(addon, want, wantErr)
+	if restriction == "" && wantErr == nil {
+		restriction = c.recordedRestriction(ctx, target, key2, want)
+	}
+	err = c.engine.Uninstall(ctx, target, key2, timeout, restriction)
 	if err != nil && clusterDeleting && unreachable(err) {
 		logger.Info("TenantCluster is being deleted and its control plane is unreachable: releasing the addon without uninstalling", "cluster", tc.Name, "err", err)
 		_ = c.writeStatus(ctx, addon, v1alpha1.TenantAddonDeleting, "ClusterUnreachable",

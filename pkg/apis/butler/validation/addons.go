@@ -43,10 +43,14 @@ func ValidateTenantAddonUpdate(obj, old *butler.TenantAddon) field.ErrorList {
 	allErrs = append(allErrs, apimachineryvalidation.ValidateImmutableField(obj.Spec.ClusterRef, old.Spec.ClusterRef, specPath.Child("clusterRef"))...)
 	// The uninstall's allow-list is decided from the spec at delete time: a release of a Team's
 	// chart recorded before releases were labelled restricted would lose it if spec.helm could
-	// be swapped for a catalog addon before the delete.
-	if old.Spec.Helm != nil && obj.Spec.Helm == nil {
+	// be swapped for a catalog addon, or a catalog addon for one that does not exist (whose
+	// values, and so whether they were a Team's, cannot be worked out), before the delete.
+	switch {
+	case old.Spec.Helm != nil && obj.Spec.Helm == nil:
 		allErrs = append(allErrs, field.Forbidden(specPath.Child("helm"),
 			"a TenantAddon of a chart from a repository stays one (its uninstall is checked as a Team's chart): delete it and create the catalog addon"))
+	case old.Spec.Addon != "" && obj.Spec.Addon != "":
+		allErrs = append(allErrs, apimachineryvalidation.ValidateImmutableField(obj.Spec.Addon, old.Spec.Addon, specPath.Child("addon"))...)
 	}
 	return allErrs
 }

@@ -94,6 +94,9 @@ func TestAttackTeamChartSwappedForCatalogBeforeDelete(t *testing.T) {
 		{"swap spec.helm for a catalog addon", func(o *butler.TenantAddon) { o.Spec.Helm, o.Spec.Addon = nil, "cert-manager" }, []fieldErr{forbidden("spec.helm")}},
 		{"another chart from a repository", func(o *butler.TenantAddon) { o.Spec.Helm.Chart = "other" }, nil},
 	})
+	runUpdateCases(t, validCatalogAddon, ValidateTenantAddonUpdate, []updateCase[butler.TenantAddon]{
+		{"swap the catalog addon for another (one that does not exist)", func(o *butler.TenantAddon) { o.Spec.Addon = "no-such-definition" }, []fieldErr{invalid("spec.addon")}},
+	})
 }
 
 func TestValidateTenantAddonStatusUpdate(t *testing.T) {
