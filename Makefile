@@ -7,7 +7,7 @@ PORT     ?= 8443
 
 LOCAL_DIR ?= _output/local
 
-.PHONY: weed test-s3 kube-versions cluster test-cluster images verify-images verify-chart render-deploy fuzz test-faults test-starts bench-bin bench-report bench-lifecycle bench-local bench-hibernation bench-density bench-snapshot bench-restore bench-ipam all build build-butler kubectl-butler build-kube build-capi run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e bench clean
+.PHONY: weed test-s3 kube-versions cluster test-cluster build-steward images verify-images verify-chart render-deploy fuzz test-faults test-starts bench-bin bench-report bench-lifecycle bench-local bench-hibernation bench-density bench-snapshot bench-restore bench-ipam all build build-butler kubectl-butler build-kube build-capi run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e bench clean
 
 all: build
 
@@ -48,6 +48,12 @@ cluster:
 test-cluster:
 	hack/install-cluster-deps.sh
 	hack/test-cluster.sh
+
+## build-steward: the real engine from ../shared/third_party (hack/build-steward.sh): Steward's
+## manager, the Cluster API Steward provider and the tenant's kube-apiserver, kube-controller-manager
+## and kube-scheduler (STEWARD_KUBE_VERSIONS), static, as images in _output/images/steward
+build-steward:
+	hack/build-steward.sh
 
 ## verify-images: two image builds of this commit give the same digests (CI runs it)
 verify-images:

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Builds the real hosted control plane engine from ../shared/third_party (or THIRD_PARTY_DIR):
+# Steward's manager and the Cluster API Steward control-plane provider, and the images a
+# Steward-hosted tenant control plane runs (kube-apiserver, kube-controller-manager and
+# kube-scheduler of each STEWARD_KUBE_VERSIONS version). Nothing is pulled from a registry and
+# nothing of theirs enters this repository:
+#   - each source archive is unpacked into _output/third_party (again when the archive changes);
+#     the provider's go.mod gets `replace github.com/butlerdotdev/steward => ../steward` there,
+#     in that build-only copy (the proxy serves neither project); their own modules come from
+#     the Go module proxy;
+#   - static binaries (CGO_ENABLED=0: the images have no libc), -trimpath, no build id;
+#   - images by hack/dist/cmd/oci-image, as hack/build-images.sh makes butler-apiserver's: the
+#     binary in /usr/local/bin (the entrypoint), user 65532, every time the archive's commit
+#     date, so one input gives one digest;
+#   - the kube images wrap the binaries butler-localprovider build-kube makes of the version for
+#     local tenants (_output/kube-versions/<v>/bin, static; built first when missing): one build
+#     per version for both, named as Steward's TenantControlPlane defaults name them:
+#     registry.k8s.io/kube-apiserver:<v>, ...
+# Archives in IMAGES_DIR (default _output/images/steward): steward.oci.tar,
+# capi-steward.oci.tar, kube-{apiserver,controller-manager,scheduler}-<v>.oci.tar.
+#
+# Environment (all optional):
+#   THIRD_PARTY_DIR        default ../shared/third_party beside the repository (/work/shared/third_party)
+#   STEWARD_KUBE_VERSIONS  tenant versions to make images of (default v1.30.2)
+#   IMAGES_DIR             default _output/images/steward
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "${ROOT}"
+THIRD_PARTY_DIR="${THIRD_PARTY_DIR:-/work/shared/third_party}"
+STEWARD_KUBE_VERSIONS="${STEWARD_KUBE_VERSIONS:-v1.30.2}"
+IMAGES_DIR="${IMAGES_DIR:-${ROOT}/_output/images/steward}"
+KUBE_VERSIONS_DIR="${KUBE_VERSIONS_DIR:-${ROOT}/_output/kube-versions}"
+SRC="${ROOT}/_output/third_party"
+BIN="${ROOT}/_output/bin"
+arch="$(go env GOARCH)"
+log() { echo "build-steward: $*" >&2; }
+mkdir -p "${SRC}" "${IMAGES_DIR}/bin" "${BIN}"
+start=${SECONDS}
+
+# unpack ARCHIVE_GLOB DIR: the archive into _output/third_party/DIR, unless that copy came from
+# this very archive (its checksum is kept beside it).
+unpack() {
+  local archive sum
+  archive=$(ls "${THIRD_PARTY_DIR}"/$1 2>/dev/null | head -n 1)
+  [[ -f "${archive}" ]] || { log "no ${THIRD_PARTY_DIR}/$1 (see ${THIRD_PARTY_DIR}/README.md)"; exit 1; }
+  sum=$(sha256sum "${archive}" | cut -d' ' -f1)
+  if [[ "$(cat "${SRC}/$2.sha256" 2>/dev/null)" != "${sum}" ]]; then
+    rm -rf "${SRC:?}/$2"
+    tar -xzf "${archive}" -C "${SRC}"
+    echo "${sum}" >"${SRC}/$2.sha256"
+  fi
+  # The commit is in the archive's name (<project>-<short commit>.tar.gz).
+  commit="${archive##*-}"; commit="${commit%.tar.gz}"
+}
+# created DIR: the newest modification time in the unpacked tree (the commit's date in a git
+# archive), for the image timestamps.
+created() { find "$1" -type f -printf '%T@\n' | sort -n | tail -n 1 | cut -d. -f1; }
+
+# go_static DIR OUT PACKAGE [LDFLAGS]: a static, reproducible build.
+go_static() {
+  (cd "$1" && CGO_ENABLED=0 GOOS=linux GOARCH="${arch}" go build -trimpath -buildvcs=false \
+    -ldflags "-s -w -buildid= ${4:-}" -o "$2" "$3")
+}
+
+# image NAME REPOSITORY TAG BINARY CREATED REVISION SOURCE
+image() {
+  "${BIN}/oci-image" --out "${IMAGES_DIR}/$1" --archive "${IMAGES_DIR}/$1.oci.tar" \
+    --repository "$2" --tag "$3" --created "$5" --revision "$6" --source "$7" \
+    --binary "linux/${arch}=$4" >/dev/null
+}
+
+(cd hack/dist && go build -o "${BIN}/oci-image" ./cmd/oci-image)
+
+# --- Steward ---------------------------------------------------------------------------------
+unpack 'steward-*.tar.gz' steward
+steward_commit=${commit}
+t=${SECONDS}
+mkdir -p "${IMAGES_DIR}/bin/steward"
+go_static "${SRC}/steward" "${IMAGES_DIR}/bin/steward/steward" . \
+  "-X github.com/butlerdotdev/steward/internal.GitTag=${steward_commit} -X github.com/butlerdotdev/steward/internal.GitCommit=${steward_commit} -X github.com/butlerdotdev/steward/internal.GitDirty= -X github.com/butlerdotdev/steward/internal.GitRepo=https://github.com/butlerdotdev/steward"
+image steward docker.io/butlerlabs/steward "${steward_commit}" "${IMAGES_DIR}/bin/steward/steward" \
+  "$(created "${SRC}/steward")" "${steward_commit}" https://github.com/butlerdotdev/steward
+log "Steward ${steward_commit} in $((SECONDS - t)) s"
+
+# --- the Cluster API provider ----------------------------------------------------------------
+unpack 'cluster-api-control-plane-provider-steward-*.tar.gz' cluster-api-control-plane-provider-steward
+provider_commit=${commit}
+t=${SECONDS}
+provider="${SRC}/cluster-api-control-plane-provider-steward"
+(cd "${provider}" && go mod edit -replace github.com/butlerdotdev/steward=../steward)
+mkdir -p "${IMAGES_DIR}/bin/capi-steward"
+go_static "${provider}" "${IMAGES_DIR}/bin/capi-steward/capi-steward" .
+image capi-steward docker.io/butlerlabs/cluster-api-control-plane-provider-steward "${provider_commit}" \
+  "${IMAGES_DIR}/bin/capi-steward/capi-steward" "$(created "${provider}")" "${provider_commit}" \
+  https://github.com/butlerdotdev/cluster-api-control-plane-provider-steward
+log "the Cluster API Steward provider ${provider_commit} in $((SECONDS - t)) s"
+
+# --- the tenant's Kubernetes -----------------------------------------------------------------
+# The binaries the local provider runs for that version (static: it builds them with
+# CGO_ENABLED=0), built first when missing or when an older provider built them with cgo.
+for version in ${STEWARD_KUBE_VERSIONS}; do
+  t=${SECONDS}
+  bin="${KUBE_VERSIONS_DIR}/${version}/bin"
+  if [[ -x "${bin}/kube-apiserver" ]] && od -An -c -N 1024 "${bin}/kube-apiserver" | tr -d ' \n' | grep -q 'ld-linux'; then
+    log "${bin} holds binaries linked with cgo (an older butler-localprovider built them): building ${version} again"
+    rm -rf "${bin}"
+  fi
+  if [[ ! -x "${bin}/kube-apiserver" || ! -x "${bin}/kube-controller-manager" || ! -x "${bin}/kube-scheduler" ]]; then
+    go build -o "${BIN}/butler-localprovider" ./cmd/butler-localprovider
+    "${BIN}/butler-localprovider" build-kube --kube-versions-dir "${KUBE_VERSIONS_DIR}" "${version}"
+  fi
+  for component in kube-apiserver kube-controller-manager kube-scheduler; do
+    image "${component}-${version}" "registry.k8s.io/${component}" "${version}" "${bin}/${component}" 0 "${version}" \
+      https://github.com/kubernetes/kubernetes
+  done
+  log "kube-apiserver, kube-controller-manager and kube-scheduler ${version} in $((SECONDS - t)) s"
+done
+log "done in $((SECONDS - start)) s: $(cd "${IMAGES_DIR}" && ls ./*.oci.tar | tr '\n' ' ')"
