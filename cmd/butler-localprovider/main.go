@@ -76,7 +76,7 @@ Flags:
 	flags.IntVar(&cp.WakeLimits.MaxWaking, "wake-max-waking", wl.MaxWaking, "clusters waking on request at once at most; a connection past it is closed (0: no bound)")
 	flags.IntVar(&cp.WakeLimits.MaxAwake, "wake-max-awake", wl.MaxAwake, "clusters awake because of a request at most (not those a user woke with hibernated: false; 0: no bound)")
 	flags.IntVar(&cp.WakeLimits.MaxAwakePerTeam, "wake-max-awake-per-team", wl.MaxAwakePerTeam, "of those, one Team's (namespace's) clusters at most, so a client reaching one Team's endpoints cannot hold every slot (0: no bound)")
-	flags.IntVar(&cp.WakeLimits.PerSource, "wake-per-source", wl.PerSource, "connections one client address may have open at once, over all wake-on-request endpoints, before their TLS handshake with the tenant completed (0: no bound)")
+	flags.IntVar(&cp.WakeLimits.PerSource, "wake-per-source", wl.PerSource, "connections one client (an IPv4 address, an IPv6 /64) may have open at once, over all wake-on-request endpoints, before their TLS handshake with the tenant completed (0: no bound)")
 	flags.StringSliceVar(&cp.ExternalNamespaces, "external-control-plane-namespaces", nil, "namespaces whose StewardControlPlanes and TenantControlPlanes a real Steward and its Cluster API provider run (this provider gives their clusters machines only)")
 	flags.StringVar(&snaps.Dir, "snapshot-dir", "", "the TenantClusterSnapshot store's directory unless ButlerConfig spec.snapshotStore names one (default: snapshots/ next to --state-dir)")
 	flags.Int64Var(&snaps.PageSize, "snapshot-page-size", 500, "keys one range read of a snapshot returns (the memory a snapshot holds at once)")

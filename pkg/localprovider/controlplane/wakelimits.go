@@ -3,6 +3,7 @@ package controlplane
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"sync"
 )
 
@@ -20,9 +21,9 @@ type WakeLimits struct {
 	// endpoints would otherwise hold every Team's slots; with a share it needs the endpoints of
 	// MaxAwake/MaxAwakePerTeam Teams.
 	MaxAwakePerTeam int
-	// PerSource is how many connections one client address may have open at once, over every
-	// listener, that have not yet completed a TLS handshake with the tenant (waiting for a wake
-	// or in the handshake).
+	// PerSource is how many connections one client (an IPv4 address, an IPv6 /64) may have
+	// open at once, over every listener, that have not yet completed a TLS handshake with the
+	// tenant (waiting for a wake or in the handshake).
 	PerSource int
 }
 
@@ -46,10 +47,7 @@ func newWakeGate(l WakeLimits) *wakeGate {
 // admit counts a new connection from remote against its source's bound; release (once) when
 // the connection is established or closed.
 func (g *wakeGate) admit(remote string) (release func(), err error) {
-	host, _, splitErr := net.SplitHostPort(remote)
-	if splitErr != nil {
-		host = remote
-	}
+	host := sourceOf(remote)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if n := g.pending[host]; g.limits.PerSource > 0 && n >= g.limits.PerSource {
@@ -66,6 +64,25 @@ func (g *wakeGate) admit(remote string) (release func(), err error) {
 			}
 		})
 	}, nil
+}
+
+// sourceOf is the client a connection from remote (host:port) is counted as: its IPv4 address
+// (an IPv4-mapped IPv6 one unmapped), or its IPv6 /64 — one client commonly holds a whole /64
+// and could send each connection from another address of it.
+func sourceOf(remote string) string {
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		host = remote
+	}
+	addr, err := netip.ParseAddr(host)
+	if err != nil {
+		return host
+	}
+	addr = addr.WithZone("").Unmap()
+	if addr.Is4() {
+		return addr.String()
+	}
+	return netip.PrefixFrom(addr, 64).Masked().String()
 }
 
 // startWake counts a wake of tenant uid, unless a bound is reached; a tenant already counted

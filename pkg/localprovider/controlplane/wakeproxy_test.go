@@ -354,3 +354,36 @@ func TestWakeGateSharesAwakeSlotsByTeam(t *testing.T) {
 		t.Errorf("a slot freed by a cluster of team-a is not given back to it: %v", err)
 	}
 }
+
+// A client with an IPv6 /64 (what one home or VM gets) sends each connection from another of
+// its 2^64 addresses: counted by address, none reached the per-source bound. Sources are counted
+// by /64 for IPv6 (by address for IPv4, an IPv4-mapped address as its IPv4 one).
+func TestAttackWakePerSourceByIPv6Prefix(t *testing.T) {
+	gate := newWakeGate(WakeLimits{PerSource: 4})
+	admitted := 0
+	for i := range 10 {
+		if _, err := gate.admit(fmt.Sprintf("[2001:db8:1:2::%x]:443", i+1)); err == nil {
+			admitted++
+		}
+	}
+	if admitted != 4 {
+		t.Errorf("%d of 10 connections from one /64 admitted, want 4 (the per-source bound)", admitted)
+	}
+	if _, err := gate.admit("[2001:db8:1:3::1]:443"); err != nil {
+		t.Errorf("another /64 refused: %v", err)
+	}
+	for i := range 4 {
+		if _, err := gate.admit(fmt.Sprintf("192.0.2.%d:443", i+1)); err != nil {
+			t.Errorf("IPv4 address %d refused: %v (IPv4 sources are counted by address)", i+1, err)
+		}
+	}
+	for range 3 {
+		if _, err := gate.admit("[::ffff:198.51.100.7]:443"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, _ = gate.admit("198.51.100.7:443")
+	if _, err := gate.admit("[::ffff:198.51.100.7]:443"); err == nil {
+		t.Error("an IPv4 address, mapped and not, admitted past the bound")
+	}
+}
