@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/datastore"
 	"github.com/butlerdotdev/butler-apiserver/pkg/pki"
 )
@@ -106,8 +107,9 @@ func (c *Controller) readSecretKey(ctx context.Context, namespace, name, key str
 // (the StewardControlPlane's dataStoreName, from the TenantCluster's dataStoreRef), else where it
 // was placed before (its record, or its status), else the etcd DataStore with the fewest tenants
 // below its limit (annotation localprovider.butlerlabs.dev/max-tenants, or the provider's
-// default). A placement is reserved at once, so tenants placed together count each other. A
-// DataStore named by spec.dataStore holds the same limit: a tenant not on it yet waits for room
+// default), none offered to named Teams only (admission's butler.butlerlabs.dev/teams: the
+// clusters that name it use it). A placement is reserved at once, so tenants placed together
+// count each other. A DataStore named by spec.dataStore holds the same limit: a tenant not on it yet waits for room
 // (admission refuses the name when it is full; this holds for requests admitted together).
 func (c *Controller) placeTenant(tcp *unstructured.Unstructured, spec tenantSpec, pl *plane) (string, error) {
 	pl.mu.Lock()
@@ -140,6 +142,9 @@ func (c *Controller) placeTenant(tcp *unstructured.Unstructured, spec tenantSpec
 		}
 		candidate := datastore.Candidate{Name: s.Name, Tenants: count[s.Name], Limit: limit}
 		if spec.DataStore == "" {
+			if offeredToSomeTeams(obj.(*unstructured.Unstructured)) {
+				continue // the platform offered it to Teams, who name it: placing others there would fill it
+			}
 			candidates = append(candidates, candidate)
 		} else if s.Name == spec.DataStore {
 			candidates = []datastore.Candidate{candidate}
@@ -154,6 +159,21 @@ func (c *Controller) placeTenant(tcp *unstructured.Unstructured, spec tenantSpec
 	}
 	c.placed[uid] = name
 	return name, nil
+}
+
+// offeredToSomeTeams says whether a DataStore is offered to named Teams only
+// (external.DataStoreTeamsAnnotation set, without "*"), as admission reads it.
+func offeredToSomeTeams(ds *unstructured.Unstructured) bool {
+	v, ok := ds.GetAnnotations()[external.DataStoreTeamsAnnotation]
+	if !ok {
+		return false
+	}
+	for _, t := range strings.Split(v, ",") {
+		if strings.TrimSpace(t) == "*" {
+			return false
+		}
+	}
+	return true
 }
 
 // tenantsPlaced is each tenant's datastore by TenantControlPlane UID: what the

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/datastore"
 )
 
@@ -117,5 +118,36 @@ func TestNamedDataStoreHoldsItsLimit(t *testing.T) {
 	}
 	if got, err := place(tcpObject("two", "a"), "a"); got != "a" || err != nil {
 		t.Errorf("a tenant already on a: %q, %v", got, err)
+	}
+}
+
+// A Team whose cluster names no DataStore was placed on the DataStore with the fewest tenants,
+// one the platform offers to another Team only (butler.butlerlabs.dev/teams) among them: a new,
+// dedicated DataStore, empty, drew every other Team's new clusters. Placement takes only
+// DataStores not offered to named Teams (or offered to every Team, "*"); a Team offered one
+// names it.
+func TestAttackPlacementOnAnotherTeamsDataStore(t *testing.T) {
+	dedicated := datastore.Object("team-b-only", []string{"127.0.0.1:1"}, "ns", "s")
+	dedicated.SetAnnotations(map[string]string{external.DataStoreTeamsAnnotation: "team-b"})
+	everyone := datastore.Object("everyone", []string{"127.0.0.1:3"}, "ns", "s")
+	everyone.SetAnnotations(map[string]string{external.DataStoreTeamsAnnotation: " * "})
+	c := &Controller{
+		opts:       Options{DataStoreMaxTenants: 5},
+		planes:     map[string]*plane{},
+		placed:     map[string]string{},
+		dataStores: storeOf(dedicated, datastore.Object("shared", []string{"127.0.0.1:2"}, "ns", "s"), everyone),
+		tcps:       storeOf(tcpObject("one", "shared"), tcpObject("two", "everyone")),
+	}
+	place := func(tcp *unstructured.Unstructured, ds string) (string, error) {
+		return c.placeTenant(tcp, tenantSpec{DataStore: ds}, &plane{rec: tenantRecord{UID: string(tcp.GetUID())}})
+	}
+	for i := range 4 {
+		got, err := place(tcpObject(fmt.Sprint("new-", i), ""), "")
+		if err != nil || got == "team-b-only" {
+			t.Fatalf("tenant %d placed on %q (%v), want shared or everyone: team-b-only is offered to team-b only", i, got, err)
+		}
+	}
+	if got, err := place(tcpObject("named", ""), "team-b-only"); got != "team-b-only" || err != nil {
+		t.Errorf("naming team-b-only (admitted for team-b): %q, %v", got, err)
 	}
 }
