@@ -126,3 +126,14 @@ func TestCaseVariantsOnlyInSchemaFields(t *testing.T) {
 		{"nested schema", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {serviceAccountName: a, serviceaccountname: b}", `spec has both`},
 	})
 }
+
+// A Team's chart makes a Service with spec.externalIPs (CVE-2020-8554): kube-proxy then sends
+// every Pod's traffic to that address, a protected namespace's (Flux fetching its sources) too,
+// to the chart's Pods. The tenant's kube-apiserver runs without DenyServiceExternalIPs.
+func TestAttackServiceExternalIPs(t *testing.T) {
+	runCheckCases(t, []checkCase{
+		{"externalIPs", "apiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec: {ports: [{port: 443}], externalIPs: [140.82.121.4]}",
+			"Service apps/s sets spec.externalIPs"},
+		{"a plain Service", "apiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec: {ports: [{port: 443}], type: LoadBalancer}", ""},
+	})
+}

@@ -150,6 +150,25 @@ func (c *privilegeCheck) object(o *object) []string {
 		return c.role(o)
 	case "RoleBinding", "ClusterRoleBinding":
 		return c.binding(o)
+	case "Service":
+		return externalIPs(o)
+	}
+	return nil
+}
+
+// externalIPs refuses a Service with spec.externalIPs: kube-proxy sends every Pod's traffic to
+// those addresses to the Service, other namespaces' too (CVE-2020-8554).
+func externalIPs(o *object) []string {
+	var svc struct {
+		Spec struct {
+			ExternalIPs []string `json:"externalIPs"`
+		} `json:"spec"`
+	}
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(o.raw, &svc); err != nil {
+		return []string{fmt.Sprintf("%s: %v", o, err)}
+	}
+	if len(svc.Spec.ExternalIPs) > 0 {
+		return []string{fmt.Sprintf("%s sets spec.externalIPs (%s): it would take other namespaces' traffic to them", o, strings.Join(svc.Spec.ExternalIPs, ", "))}
 	}
 	return nil
 }
