@@ -46,8 +46,12 @@ func NewBreakGlassKubeconfigREST(clusters rest.Getter, secrets corev1client.Secr
 // BreakGlassIdentity is a break-glass certificate's identity: its own user name, so the tenant's
 // audit log tells it from a Team member's, in the platform admins' group.
 func BreakGlassIdentity(user string) access.Identity {
-	return access.Identity{User: access.Prefix + "platform-admin:" + user, Groups: []string{access.PlatformAdmins}}
+	return access.Identity{User: access.Prefix + breakGlassUserPrefix + user, Groups: []string{access.PlatformAdmins}}
 }
+
+// breakGlassUserPrefix follows access.Prefix in a break-glass user's name; a member's name may
+// not begin with it (KubeconfigREST.identity), so the tenant's audit log tells them apart.
+const breakGlassUserPrefix = "platform-admin:"
 
 // recordBreakGlass writes the Event on the TenantCluster that says who entered and until when
 // (never the credential). A break-glass entry that leaves no record is refused.

@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -219,6 +220,10 @@ func (r *KubeconfigREST) identity(ctx context.Context, cluster *butler.TenantClu
 		return BreakGlassIdentity(who.GetName()), nil // RBAC on the subresource is the check
 	}
 	resource := v1alpha1.Resource(r.subresource())
+	if name := who.GetName(); strings.HasPrefix(name, breakGlassUserPrefix) || strings.HasSuffix(name, access.ReadOnlySuffix) {
+		return access.Identity{}, apierrors.NewForbidden(resource, cluster.Name, fmt.Errorf(
+			"user names beginning %q or ending %q are kept for butler's own identities in tenants (break-glass, read-only): %q gets no kubeconfig", breakGlassUserPrefix, access.ReadOnlySuffix, name))
+	}
 	team, err := r.teamOf(ctx, cluster)
 	if err != nil {
 		return access.Identity{}, err

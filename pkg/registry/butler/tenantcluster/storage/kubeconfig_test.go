@@ -325,3 +325,31 @@ func TestKubeconfigRESTTeamMembers(t *testing.T) {
 		})
 	}
 }
+
+// A Team lists a member whose management user name is platform-admin:<x> (or ends in
+// :readonly): the kubeconfig said butler:platform-admin:<x>, the break-glass name, so the
+// tenant's audit log showed a Team member's acts as the platform's break-glass entry (or
+// butler:<y>:readonly, another member's read-only name). Such names get no kubeconfig.
+func TestAttackMemberNamedLikeBreakGlass(t *testing.T) {
+	stored := kubeconfigWithCert(t, time.Now().Add(time.Hour))
+	certPEM, keyPEM, _ := tenantCA(t)
+	cluster := &butler.TenantCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "prod", Namespace: "team-a"},
+		Status: butler.TenantClusterStatus{Phase: "Ready", TenantNamespace: "prod-1234abcd",
+			KubeconfigSecretRef: &butler.LocalObjectReference{Name: "prod-admin-kubeconfig"}},
+	}
+	team := &butler.Team{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}, Spec: butler.TeamSpec{Access: butler.TeamAccess{
+		Users: []butler.TeamMember{{Name: "platform-admin:pat", Role: "admin"}, {Name: "vera:readonly", Role: "admin"}},
+	}}}
+	secrets := fake.NewClientset(
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "prod-admin-kubeconfig", Namespace: "prod-1234abcd"}, Data: map[string][]byte{"admin.conf": stored}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "prod-ca", Namespace: "prod-1234abcd"}, Data: map[string][]byte{"ca.crt": certPEM, "ca.key": keyPEM}}).CoreV1()
+	for _, name := range []string{"platform-admin:pat", "vera:readonly"} {
+		r := NewKubeconfigREST(clusterGetter{cluster}, teamGetter{team}, secrets, 0, false)
+		ctx := genericapirequest.WithUser(genericapirequest.WithNamespace(context.Background(), "team-a"), &user.DefaultInfo{Name: name})
+		_, err := r.Create(ctx, "prod", &butler.KubeconfigRequest{}, nil, &metav1.CreateOptions{})
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "kept for") {
+			t.Errorf("%s: %v, want a 403 saying the name is kept for butler's own identities", name, err)
+		}
+	}
+}
