@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -184,4 +185,21 @@ func obj(gvr schema.GroupVersionResource, kind, name string, fields map[string]a
 
 func cond(typ, status, reason string) map[string]any {
 	return map[string]any{"type": typ, "status": status, "reason": reason, "lastTransitionTime": "2026-01-01T00:00:00Z"}
+}
+
+// TestRestoreAsksForConfirmation: an in-place restore destroys what the cluster holds now, so the
+// plugin refuses it, before asking the API anything, unless --confirm repeats the cluster's name.
+func TestRestoreAsksForConfirmation(t *testing.T) {
+	for _, args := range [][]string{
+		{"restore", "demo", "--from", "snap"},
+		{"restore", "demo", "--from", "snap", "--confirm", "other"},
+	} {
+		var out bytes.Buffer
+		cmd := NewCommand(genericiooptions.IOStreams{Out: &out, ErrOut: &out})
+		cmd.SetArgs(append(args, "--kubeconfig", "/nonexistent"))
+		err := cmd.Execute()
+		if err == nil || !strings.Contains(err.Error(), "replaces every object") || !strings.Contains(err.Error(), "--confirm demo") {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
 }
