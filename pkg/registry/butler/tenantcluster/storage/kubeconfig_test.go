@@ -24,6 +24,7 @@ import (
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/warning"
 	"k8s.io/client-go/kubernetes/fake"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
@@ -266,9 +267,9 @@ func (g teamGetter) Get(_ context.Context, name string, _ *metav1.GetOptions) (r
 	return g.team.DeepCopy(), nil
 }
 
-// A Team's cluster: members get their identity (prefixed names, the Team's groups they are in,
-// no role), a viewer only a read-only one, and anyone else a 403.
-func TestKubeconfigRESTTeamMembers(t *testing.T) {
+// teamCluster is Team team-a's Ready cluster prod and the Secrets of its tenant namespace (the
+// admin kubeconfig and the CA that signs members' certificates).
+func teamCluster(t *testing.T) (*butler.TenantCluster, corev1client.CoreV1Interface) {
 	stored := kubeconfigWithCert(t, time.Now().Add(time.Hour))
 	certPEM, keyPEM, _ := tenantCA(t)
 	cluster := &butler.TenantCluster{
@@ -276,13 +277,20 @@ func TestKubeconfigRESTTeamMembers(t *testing.T) {
 		Status: butler.TenantClusterStatus{Phase: "Ready", TenantNamespace: "prod-1234abcd",
 			KubeconfigSecretRef: &butler.LocalObjectReference{Name: "prod-admin-kubeconfig"}},
 	}
+	secrets := fake.NewClientset(
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "prod-admin-kubeconfig", Namespace: "prod-1234abcd"}, Data: map[string][]byte{"admin.conf": stored}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "prod-ca", Namespace: "prod-1234abcd"}, Data: map[string][]byte{"ca.crt": certPEM, "ca.key": keyPEM}}).CoreV1()
+	return cluster, secrets
+}
+
+// A Team's cluster: members get their identity (prefixed names, the Team's groups they are in,
+// no role), a viewer only a read-only one, and anyone else a 403.
+func TestKubeconfigRESTTeamMembers(t *testing.T) {
 	team := &butler.Team{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}, Spec: butler.TeamSpec{Access: butler.TeamAccess{
 		Users:  []butler.TeamMember{{Name: "alice", Role: "admin"}, {Name: "vera", Role: "viewer"}},
 		Groups: []butler.TeamMember{{Name: "ops", Role: "operator"}},
 	}}}
-	secrets := fake.NewClientset(
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "prod-admin-kubeconfig", Namespace: "prod-1234abcd"}, Data: map[string][]byte{"admin.conf": stored}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "prod-ca", Namespace: "prod-1234abcd"}, Data: map[string][]byte{"ca.crt": certPEM, "ca.key": keyPEM}}).CoreV1()
+	cluster, secrets := teamCluster(t)
 	for _, tc := range []struct {
 		name       string
 		who        user.Info
@@ -331,19 +339,10 @@ func TestKubeconfigRESTTeamMembers(t *testing.T) {
 // tenant's audit log showed a Team member's acts as the platform's break-glass entry (or
 // butler:<y>:readonly, another member's read-only name). Such names get no kubeconfig.
 func TestAttackMemberNamedLikeBreakGlass(t *testing.T) {
-	stored := kubeconfigWithCert(t, time.Now().Add(time.Hour))
-	certPEM, keyPEM, _ := tenantCA(t)
-	cluster := &butler.TenantCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: "prod", Namespace: "team-a"},
-		Status: butler.TenantClusterStatus{Phase: "Ready", TenantNamespace: "prod-1234abcd",
-			KubeconfigSecretRef: &butler.LocalObjectReference{Name: "prod-admin-kubeconfig"}},
-	}
 	team := &butler.Team{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}, Spec: butler.TeamSpec{Access: butler.TeamAccess{
 		Users: []butler.TeamMember{{Name: "platform-admin:pat", Role: "admin"}, {Name: "vera:readonly", Role: "admin"}},
 	}}}
-	secrets := fake.NewClientset(
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "prod-admin-kubeconfig", Namespace: "prod-1234abcd"}, Data: map[string][]byte{"admin.conf": stored}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "prod-ca", Namespace: "prod-1234abcd"}, Data: map[string][]byte{"ca.crt": certPEM, "ca.key": keyPEM}}).CoreV1()
+	cluster, secrets := teamCluster(t)
 	for _, name := range []string{"platform-admin:pat", "vera:readonly"} {
 		r := NewKubeconfigREST(clusterGetter{cluster}, teamGetter{team}, secrets, 0, false)
 		ctx := genericapirequest.WithUser(genericapirequest.WithNamespace(context.Background(), "team-a"), &user.DefaultInfo{Name: name})
