@@ -134,6 +134,9 @@ func (f *figure) section() string {
 		loads = append(loads, fmt.Sprintf("%d: %s (%.0f s)", i+1, p.Load, p.Took))
 	}
 	fmt.Fprintf(&b, "\nOrder of the pairs: %s. Load average before each pair (its length): %s.\n", strings.Join(order, "; "), strings.Join(loads, "; "))
+	if len(ratios) < 3 {
+		fmt.Fprintf(&b, "\n**Only %d pair(s) completed; at least 3 are wanted: not yet a figure to quote.**\n", len(ratios))
+	}
 	if s := summarize(ratios); s.N < 5 && s.spread() > wide {
 		fmt.Fprintf(&b, "\n**The spread of the ratios is %.0f%% of their median: 5 pairs are wanted, %d ran.**\n", s.spread()*100, s.N)
 	}

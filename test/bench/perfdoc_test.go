@@ -52,6 +52,14 @@ func TestReportAsksForMorePairsWhenTheSpreadIsWide(t *testing.T) {
 	}
 }
 
+func TestReportSaysWhenTooFewPairsRan(t *testing.T) {
+	f := testFigure()
+	f.Runs = f.Runs[:2]
+	if doc := renderReport([]*figure{f}, "", "", "", time.Now(), 0); !strings.Contains(doc, "Only 2 pair(s) completed") {
+		t.Errorf("two pairs were not flagged:\n%s", doc)
+	}
+}
+
 func TestReportFlagsDifferentWork(t *testing.T) {
 	f := testFigure()
 	f.addWork(sideFloor, map[string]int{"MachineDeployment": 150})
