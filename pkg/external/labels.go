@@ -27,6 +27,11 @@ const (
 	// and a Team's chart creates nothing there (addons' privilege check). Tenant admins and the
 	// TenantAddon worker set it; an in-place restore keeps it as it is now.
 	ProtectedNamespaceLabel = "butler.butlerlabs.dev/protected"
+	// PodSecurityEnforceLabel is Kubernetes' Pod Security level of a namespace. A local tenant
+	// enforces "baseline" where the label is absent; a namespace labelled "privileged" is
+	// protected as ProtectedNamespaceLabel's are, since any Pod there may read its node's.
+	PodSecurityEnforceLabel = "pod-security.kubernetes.io/enforce"
+	PodSecurityPrivileged   = "privileged"
 )
 
 // TenantSystemNamespaces are Kubernetes' own namespaces in a tenant: their service accounts are

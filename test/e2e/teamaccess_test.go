@@ -228,6 +228,13 @@ subjects: [{kind: ServiceAccount, name: powerful, namespace: guarded}]
 			t.Errorf("otto (operator) %s: %v\n%s", what, err, out)
 		}
 	}
+	// A privileged Pod with the node's root mounted reads every Pod's token on its node (a Flux
+	// controller's is cluster-admin): the tenant enforces Pod Security baseline where operators
+	// are bound.
+	privileged := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"root","namespace":"workloads"},"spec":{"containers":[{"name":"c","image":"pause","securityContext":{"privileged":true},"volumeMounts":[{"name":"host","mountPath":"/host"}]}],"volumes":[{"name":"host","hostPath":{"path":"/"}}]}}`
+	if out, err := kubectlAs(t, otto, privileged, "create", "-f", "-"); err == nil || !strings.Contains(out, "violates PodSecurity") {
+		t.Errorf("otto (operator) runs a privileged Pod with the node's root mounted in his own namespace: %v\n%s", err, out)
+	}
 	if out, err := kubectlAs(t, otto, "", "create", "deployment", "web", "--image=pause", "-n", "workloads"); err != nil {
 		t.Errorf("otto (operator) cannot create a Deployment in his own namespace: %v\n%s", err, out)
 	}

@@ -22,7 +22,9 @@ import (
 // binding there, hence neither its Secrets nor its service accounts (a Flux controller's is
 // cluster-admin). A chart held to a Team's allow-list (spec.helm, or a catalog chart with a
 // Team's values) is no more than an operator's own, and its namespace stays the operators' (nor
-// is one made for a chart the check refuses); the system namespaces are protected anyway.
+// is one made for a chart the check refuses); the system namespaces are protected anyway. The
+// namespace it makes is also Pod Security privileged: a platform addon (a CNI, a CSI driver) may
+// need what the tenant's default level, baseline, refuses, and operators have no binding there.
 //
 // It labels only a namespace it makes: one that exists unlabelled may hold what the Team's
 // operators left there (a Deployment waiting for a ServiceAccount the chart makes would get its
@@ -44,7 +46,8 @@ func (c *Controller) protectNamespace(ctx context.Context, target addons.Target,
 	}
 	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "Namespace",
-		"metadata": map[string]any{"name": ns, "labels": map[string]any{external.ProtectedNamespaceLabel: "true"}},
+		"metadata": map[string]any{"name": ns, "labels": map[string]any{
+			external.ProtectedNamespaceLabel: "true", external.PodSecurityEnforceLabel: external.PodSecurityPrivileged}},
 	}}
 	if err := c.engine.Apply(ctx, target, []*unstructured.Unstructured{obj}); err != nil {
 		return fmt.Errorf("marking the release namespace %s protected: %w", ns, err)

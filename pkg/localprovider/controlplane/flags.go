@@ -26,6 +26,7 @@ func (p tenantPaths) kubeconfig(name string) string   { return filepath.Join(p.d
 func (p tenantPaths) log(component string) string     { return filepath.Join(p.dir, component+".log") }
 func (p tenantPaths) pidFile(component string) string { return filepath.Join(p.dir, component+".pid") }
 func (p tenantPaths) record() string                  { return filepath.Join(p.dir, "tenant.json") }
+func (p tenantPaths) admissionConfig() string         { return filepath.Join(p.dir, "admission.yaml") }
 
 // planeArgs is what the command lines of one tenant's processes are made of.
 type planeArgs struct {
@@ -69,6 +70,7 @@ func apiServerArgs(a planeArgs) []string {
 		"--client-ca-file=" + p.pkiFile(pki.CACert),
 		"--authorization-mode=Node,RBAC",
 		"--enable-admission-plugins=" + strings.Join(admission, ","),
+		"--admission-control-config-file=" + p.admissionConfig(),
 		"--enable-bootstrap-token-auth=true",
 		"--allow-privileged=true",
 		"--service-cluster-ip-range=" + a.Spec.ServiceCIDR,

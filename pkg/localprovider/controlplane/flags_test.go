@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -198,5 +199,27 @@ func TestArgsWhileRotating(t *testing.T) {
 	other.Credentials = "after-the-rotation"
 	if s.hash() == other.hash() {
 		t.Error("a process with other credentials keeps the same hash: it would not be restarted")
+	}
+}
+
+// The tenant's kube-apiserver reads an admission configuration that enforces Pod Security
+// baseline by default (an operator's privileged Pod is refused; e2e TestTeamKubeconfigs tries it).
+func TestAPIServerEnforcesPodSecurityBaseline(t *testing.T) {
+	paths := tenantPaths{dir: t.TempDir()}
+	if err := writeAdmissionConfig(paths); err != nil {
+		t.Fatal(err)
+	}
+	args := apiServerArgs(planeArgs{Spec: tenantSpec{ServiceCIDR: "10.96.0.0/12"}, Paths: paths})
+	if !slices.Contains(args, "--admission-control-config-file="+paths.admissionConfig()) {
+		t.Fatalf("no admission configuration in %v", args)
+	}
+	data, err := os.ReadFile(paths.admissionConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"name: PodSecurity", "enforce: baseline", "namespaces: [kube-system]"} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("admission configuration without %q:\n%s", want, data)
+		}
 	}
 }

@@ -35,7 +35,10 @@ func (c *Controller) ensureCredentials(ctx context.Context, tcp *unstructured.Un
 		return nil, tenantKubeconfigs{}, fmt.Errorf("certificates: %w", err)
 	}
 	kubeconfigs, err := c.writeKubeconfigs(tcp.GetName(), endpoint, apiEndpoint, pl.paths, certs)
-	return certs, kubeconfigs, err
+	if err != nil {
+		return nil, tenantKubeconfigs{}, err
+	}
+	return certs, kubeconfigs, writeAdmissionConfig(pl.paths)
 }
 
 // readyUnstarted readies a wake-on-request tenant that was created asleep and has never run,

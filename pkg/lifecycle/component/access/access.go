@@ -29,8 +29,11 @@
 // addon's namespace, labelled before its chart is installed; within the access step's resync
 // for a tenant admin's label on an existing namespace, sooner on any change of the Team); a
 // chart that makes other namespaces than its release namespace gets them unprotected; and in a
-// namespace that is not protected an operator still runs Pods as any of its service accounts
-// (Pod Security and what runs there are the tenant admin's).
+// namespace that is not protected an operator still runs Pods as any of its service accounts.
+// Pod Security bounds what those Pods may be: a local tenant enforces baseline in every namespace
+// without a level of its own (no privileged Pod, no hostPath: from a node's root an operator would
+// read every Pod's token there), and a namespace labelled privileged is protected, so a tenant
+// admin who opens one for a workload does not open it to operators.
 //
 // butler:operator is aggregated by the tenant's kube-controller-manager from
 // butler:aggregate-to-operator (edit's own rules without impersonate, OperatorRules) and from
@@ -74,7 +77,8 @@ type Namespace struct {
 
 // Protected says whether a namespace of that name and labels is closed to operators.
 func Protected(name string, labels map[string]string) bool {
-	return labels[external.ProtectedNamespaceLabel] == "true" || slices.Contains(external.TenantSystemNamespaces, name)
+	return labels[external.ProtectedNamespaceLabel] == "true" || labels[external.PodSecurityEnforceLabel] == external.PodSecurityPrivileged ||
+		slices.Contains(external.TenantSystemNamespaces, name)
 }
 
 // Names of the bindings in a tenant.

@@ -167,6 +167,9 @@ func TestProtected(t *testing.T) {
 		{"kube-system", nil, true}, {"kube-public", nil, true}, {"kube-node-lease", nil, true},
 		{"default", nil, false}, {"apps", map[string]string{"other": "true"}, false},
 		{"flux-system", map[string]string{external.ProtectedNamespaceLabel: "true"}, true}, {"secrets", map[string]string{external.ProtectedNamespaceLabel: "yes"}, false},
+		// A namespace where privileged Pods may run is no operator's: from a node's root they read every Pod's token there.
+		{"csi", map[string]string{external.PodSecurityEnforceLabel: external.PodSecurityPrivileged}, true},
+		{"web", map[string]string{external.PodSecurityEnforceLabel: "baseline"}, false},
 	} {
 		if got := Protected(c.name, c.labels); got != c.want {
 			t.Errorf("Protected(%s, %v) = %v", c.name, c.labels, got)
