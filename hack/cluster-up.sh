@@ -62,13 +62,8 @@ if [[ ! -x "${BIN}/kubelet" || ! -x "${BIN}/kube-proxy" ]]; then
   log "building the kubelet and kube-proxy (the first time takes minutes)"
   "${ROOT}/hack/build-kube.sh" kubelet kube-proxy
 fi
-PAUSE_DIR="${CLUSTER_DIR}/images"
-mkdir -p "${PAUSE_DIR}"
-(cd "${ROOT}/hack/dist" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w -buildid=' -o "${PAUSE_DIR}/bin/pause" ./cmd/pause \
-  && go build -o "${BIN}/oci-image" ./cmd/oci-image)
-"${BIN}/oci-image" --out "${PAUSE_DIR}/pause" --archive "${PAUSE_DIR}/pause.oci.tar" \
-  --repository "${PAUSE_IMAGE%:*}" --tag "${PAUSE_IMAGE##*:}" --created 0 \
-  --binary "linux/$(go env GOARCH)=${PAUSE_DIR}/bin/pause" >/dev/null
+# The pause image, built as the local provider's real nodes get it.
+PAUSE_ARCHIVE=$(NODE_IMAGES_DIR="${CLUSTER_DIR}/images" BIN="${BIN}" "${ROOT}/hack/build-node-images.sh")
 log "binaries ready in $((SECONDS - start_build)) s"
 
 # --- certificates ----------------------------------------------------------------------------
@@ -298,7 +293,7 @@ EOF
 start containerd containerd --config "${CLUSTER_DIR}/containerd/config.toml"
 wait_for containerd 30 ctr --address "${CONTAINERD_SOCK}" version
 import_start=${SECONDS}
-for archive in "${PAUSE_DIR}/pause.oci.tar" ${IMAGES:-"${ROOT}"/_output/images/*.oci.tar}; do
+for archive in "${PAUSE_ARCHIVE}" ${IMAGES:-"${ROOT}"/_output/images/*.oci.tar}; do
   [[ -f "${archive}" ]] || die "no image archive ${archive}: run make images"
   ctr --address "${CONTAINERD_SOCK}" -n k8s.io images import "${archive}" >/dev/null
 done

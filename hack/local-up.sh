@@ -29,6 +29,7 @@
 #                                 before the plane stops (default 3)
 #   TENANT_PORT_RANGE             loopback ports of the tenants' kube-apiservers (default 30000-32000)
 #   KUBE_VERSIONS_DIR             where other Kubernetes versions are built (default _output/kube-versions)
+#   NODE_IMAGES_DIR               the images real nodes import (hack/build-node-images.sh; default _output/node-images)
 #   KUBE_CONTROLLER_MANAGER_QPS   requests/s of each of kube-controller-manager's controllers
 #                                 (default 300, burst twice that); bench -lifecycle measures with more
 set -euo pipefail
@@ -345,6 +346,7 @@ run_butler_localprovider() {
     --bin-dir "${BIN}" --state-dir "${LOCAL_DIR}/tenants" \
     --kube-versions-dir "${KUBE_VERSIONS_DIR}" --snapshot-dir "${LOCAL_DIR}/snapshots" \
     --port-range "${TENANT_PORT_RANGE}" \
+    --node-bin-dir "${BIN}" --node-images "${NODE_IMAGES_DIR:-${ROOT}/_output/node-images}/pause.oci.tar,${NODE_IMAGES_DIR:-${ROOT}/_output/node-images}/echo.oci.tar" \
     ${BUTLER_LOCALPROVIDER_ARGS:-}
 }
 # The replicas beyond the first: butler-apiserver-1, ... on ports of their own.

@@ -266,6 +266,10 @@ write(crd("bootstrap.butlerlabs.dev", "BootstrapConfigTemplate", "bootstrapconfi
 
 local_machine_spec = obj({
     "providerID": s("local://<tenant namespace>/<machine name>; equals the Node's spec.providerID."),
+    "nodeType": s("kwok (default): a Node the tenant's kwok keeps Ready, nothing runs; real: a kubelet, "
+                  "containerd and runc in a network namespace of its own on this host, which runs the pods. Immutable.",
+                  enum=["kwok", "real"], **{"x-kubernetes-validations": [
+                      {"rule": "self == oldSelf", "message": "nodeType is immutable"}]}),
 }, desc="LocalMachineSpec: a machine simulated on this host that joins with its bootstrap data.")
 
 write(crd("infrastructure.butlerlabs.dev", "LocalCluster", "localclusters", "v1alpha1",

@@ -9,6 +9,7 @@ import (
 	"context"
 	goflag "flag"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -48,6 +49,8 @@ func main() {
 		cp         = controlplane.Options{}
 		portRange  string
 		snaps      = snapshots.Options{}
+		nodes      = machines.RealNodesOptions{}
+		nodeCIDR   string
 	)
 	flags := pflag.NewFlagSet("butler-localprovider", pflag.ExitOnError)
 	flags.Usage = func() {
@@ -80,6 +83,11 @@ Flags:
 	flags.StringSliceVar(&cp.ExternalNamespaces, "external-control-plane-namespaces", nil, "namespaces whose StewardControlPlanes and TenantControlPlanes a real Steward and its Cluster API provider run (this provider gives their clusters machines only)")
 	flags.StringVar(&snaps.Dir, "snapshot-dir", "", "the TenantClusterSnapshot store's directory unless ButlerConfig spec.snapshotStore names one (default: snapshots/ next to --state-dir)")
 	flags.Int64Var(&snaps.PageSize, "snapshot-page-size", 500, "keys one range read of a snapshot returns (the memory a snapshot holds at once)")
+	flags.StringVar(&nodes.BinDir, "node-bin-dir", "_output/bin", "where the kubelet of real nodes (LocalMachine spec.nodeType real) is: hack/build-kube.sh kubelet kube-proxy")
+	flags.StringSliceVar(&nodes.Images, "node-images", []string{"_output/node-images/pause.oci.tar", "_output/node-images/echo.oci.tar"}, "OCI archives imported into every real node's containerd, the pause image among them (hack/build-node-images.sh)")
+	flags.StringVar(&nodes.Bridge, "node-bridge", "butlern0", "the host's bridge real nodes' network namespaces are plugged into (made with the first node, removed with the last)")
+	flags.StringVar(&nodeCIDR, "node-bridge-cidr", "10.250.0.0/16", "the bridge's network: the host takes its first address, real nodes the next ones")
+	flags.StringVar(&nodes.RunDir, "node-run-dir", "/run/butler-nodes", "real nodes' sockets and address leases (a short path: a socket's path is at most 107 bytes)")
 	klogFlags := goflag.NewFlagSet("klog", goflag.ExitOnError)
 	klog.InitFlags(klogFlags)
 	flags.AddGoFlagSet(klogFlags)
@@ -95,6 +103,16 @@ Flags:
 	if snaps.Dir, err = filepath.Abs(snaps.Dir); err != nil {
 		fmt.Fprintf(os.Stderr, "--snapshot-dir: %v\n", err)
 		os.Exit(2)
+	}
+	if nodes.Prefix, err = netip.ParsePrefix(nodeCIDR); err != nil {
+		fmt.Fprintf(os.Stderr, "--node-bridge-cidr: %v\n", err)
+		os.Exit(2)
+	}
+	for i, a := range nodes.Images {
+		if nodes.Images[i], err = filepath.Abs(a); err != nil {
+			fmt.Fprintf(os.Stderr, "--node-images: %v\n", err)
+			os.Exit(2)
+		}
 	}
 	if cp.Ports, err = localports.ParseRange(portRange); err != nil {
 		fmt.Fprintf(os.Stderr, "--port-range: %v\n", err)
@@ -119,7 +137,7 @@ Flags:
 		}},
 		{Name: "machines", New: func(d *worker.Deps) (worker.Runner, error) {
 			// machines/ and kwok/ next to the tenants' state directory.
-			return machines.New(d, machines.Options{StateDir: filepath.Dir(cp.StateDir)})
+			return machines.New(d, machines.Options{StateDir: filepath.Dir(cp.StateDir), RealNodes: nodes})
 		}},
 	}
 

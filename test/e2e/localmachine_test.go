@@ -31,114 +31,9 @@ import (
 // removes its Node.
 func TestLocalMachineJoins(t *testing.T) {
 	ctx := context.Background()
-	dyn, err := dynamic.NewForConfig(plane.config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns := namespace(t, "lm-join")
-	const cluster, version = "lm", "v1.36.3"
-	mustApply(t, fmt.Sprintf(`apiVersion: cluster.x-k8s.io/v1beta2
-kind: Cluster
-metadata: {name: %[1]s, namespace: %[2]s}
-spec:
-  clusterNetwork:
-    services: {cidrBlocks: [10.96.0.0/12]}
-    pods: {cidrBlocks: [10.244.0.0/16]}
-    serviceDomain: cluster.local
-  controlPlaneRef: {apiGroup: controlplane.cluster.x-k8s.io, kind: StewardControlPlane, name: %[1]s}
-  infrastructureRef: {apiGroup: infrastructure.butlerlabs.dev, kind: LocalCluster, name: %[1]s}
----
-apiVersion: controlplane.cluster.x-k8s.io/v1alpha1
-kind: StewardControlPlane
-metadata: {name: %[1]s, namespace: %[2]s}
-spec: {version: %[3]s, replicas: 1} # the CRD's default, 2, is refused by the local provider
----
-apiVersion: infrastructure.butlerlabs.dev/v1alpha1
-kind: LocalCluster
-metadata: {name: %[1]s, namespace: %[2]s}
-`, cluster, ns, version))
-	t.Cleanup(func() {
-		_, _ = kubectl(t, "delete", "-n", ns, "--wait=false", "machines.cluster.x-k8s.io", "--all")
-		_, _ = kubectl(t, "delete", "-n", ns, "--wait=false", "clusters.cluster.x-k8s.io", cluster)
-	})
-
-	// The control plane: the stand-in patches the LocalCluster's endpoint, which makes it
-	// provisioned, and writes <cluster>-kubeconfig.
-	lmWait(t, 3*time.Minute, "the LocalCluster to be provisioned", func() (bool, string) {
-		u, err := dyn.Resource(external.LocalClusterGVR).Namespace(ns).Get(ctx, cluster, metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		p, _, _ := unstructured.NestedBool(u.Object, "status", "initialization", "provisioned")
-		return p, fmt.Sprint(u.Object["spec"], u.Object["status"])
-	})
-	u, _ := dyn.Resource(external.LocalClusterGVR).Namespace(ns).Get(ctx, cluster, metav1.GetOptions{})
-	host, _, _ := unstructured.NestedString(u.Object, "spec", "controlPlaneEndpoint", "host")
-	port, _, _ := unstructured.NestedInt64(u.Object, "spec", "controlPlaneEndpoint", "port")
-	endpoint := fmt.Sprintf("%s:%d", host, port)
-	var kubeconfig *corev1.Secret
-	lmWait(t, time.Minute, "the cluster's kubeconfig Secret", func() (bool, string) {
-		kubeconfig, err = plane.kube.CoreV1().Secrets(ns).Get(ctx, cluster+"-kubeconfig", metav1.GetOptions{})
-		return err == nil, fmt.Sprint(err)
-	})
-	tenantConfig, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig.Data["value"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	tenant := kubernetes.NewForConfigOrDie(tenantConfig)
-	caSecret, err := plane.kube.CoreV1().Secrets(ns).Get(ctx, cluster+"-ca", metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("the cluster's CA Secret: %v", err)
-	}
-	ca := caSecret.Data["tls.crt"]
-	if len(ca) == 0 {
-		ca = caSecret.Data["ca.crt"]
-	}
-
-	// A bootstrap token minted in the tenant as the bootstrap provider does.
-	token, err := bootstrap.GenerateToken()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tokenSecret, err := bootstrap.TokenSecret(token, time.Now().Add(15*time.Minute), "e2e TestLocalMachineJoins", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tenant.CoreV1().Secrets(metav1.NamespaceSystem).Create(ctx, tokenSecret, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("minting the bootstrap token in the tenant: %v", err)
-	}
-
-	machine := func(name, token string) {
-		t.Helper()
-		data, err := bootstrap.Render(bootstrap.OSRocky, bootstrap.Input{ClusterName: cluster, Endpoint: endpoint,
-			Token: token, CACert: ca, NodeName: name, KubernetesVersion: version,
-			NodeLabels: map[string]string{"butler.butlerlabs.dev/tenant-cluster": cluster},
-			NodeTaints: []corev1.Taint{{Key: "butler.butlerlabs.dev/e2e", Value: "yes", Effect: corev1.TaintEffectNoSchedule}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		secret := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
-				Labels:      map[string]string{"cluster.x-k8s.io/cluster-name": cluster},
-				Annotations: map[string]string{bootstrap.OSAnnotation: string(bootstrap.OSRocky)}},
-			Type: "cluster.x-k8s.io/secret", Data: map[string][]byte{"value": data, "format": []byte("cloud-config")}}
-		if _, err := plane.kube.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		mustApply(t, fmt.Sprintf(`apiVersion: cluster.x-k8s.io/v1beta2
-kind: Machine
-metadata: {name: %[1]s, namespace: %[2]s, labels: {cluster.x-k8s.io/cluster-name: %[3]s}}
-spec:
-  clusterName: %[3]s
-  version: %[4]s
-  bootstrap: {dataSecretName: %[1]s}
-  infrastructureRef: {apiGroup: infrastructure.butlerlabs.dev, kind: LocalMachine, name: %[1]s}
----
-apiVersion: infrastructure.butlerlabs.dev/v1alpha1
-kind: LocalMachine
-metadata: {name: %[1]s, namespace: %[2]s, labels: {cluster.x-k8s.io/cluster-name: %[3]s}}
-`, name, ns, cluster, version))
-	}
+	env := lmTenant(t, "lm-join", "lm")
+	dyn, ns, cluster, tenant, token := env.dyn, env.ns, env.cluster, env.tenant, env.token
+	machine := func(name, token string) { env.machine(t, name, token, "") }
 
 	// Three machines at once, as a MachineDeployment of three makes them.
 	started := time.Now()
@@ -256,6 +151,149 @@ metadata: {name: %[1]s, namespace: %[2]s, labels: {cluster.x-k8s.io/cluster-name
 		_, errLM := dyn.Resource(external.LocalMachineGVR).Namespace(ns).Get(ctx, "lm-worker-0", metav1.GetOptions{})
 		return apierrors.IsNotFound(errNode) && apierrors.IsNotFound(errLM), fmt.Sprint("node: ", errNode, "; localmachine: ", errLM)
 	})
+}
+
+// lmEnv is a Cluster API cluster of the local providers with its tenant control plane up: the
+// tenant's client, its endpoint and CA, and a bootstrap token minted in it.
+type lmEnv struct {
+	dyn              dynamic.Interface
+	ns, cluster      string
+	endpoint         string
+	ca               []byte
+	tenant           kubernetes.Interface
+	tenantKubeconfig []byte
+	token            string
+}
+
+// lmVersion is the tenants' Kubernetes version (the pinned one: the kubelet of real nodes is
+// built from it too).
+const lmVersion = "v1.36.3"
+
+// lmTenant makes a Cluster with a StewardControlPlane and a LocalCluster in a new namespace
+// and waits for its control plane, as the local stand-in runs it.
+func lmTenant(t *testing.T, nsPrefix, cluster string) *lmEnv {
+	t.Helper()
+	ctx := context.Background()
+	dyn, err := dynamic.NewForConfig(plane.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := namespace(t, nsPrefix)
+	version := lmVersion
+	mustApply(t, fmt.Sprintf(`apiVersion: cluster.x-k8s.io/v1beta2
+kind: Cluster
+metadata: {name: %[1]s, namespace: %[2]s}
+spec:
+  clusterNetwork:
+    services: {cidrBlocks: [10.96.0.0/12]}
+    pods: {cidrBlocks: [10.244.0.0/16]}
+    serviceDomain: cluster.local
+  controlPlaneRef: {apiGroup: controlplane.cluster.x-k8s.io, kind: StewardControlPlane, name: %[1]s}
+  infrastructureRef: {apiGroup: infrastructure.butlerlabs.dev, kind: LocalCluster, name: %[1]s}
+---
+apiVersion: controlplane.cluster.x-k8s.io/v1alpha1
+kind: StewardControlPlane
+metadata: {name: %[1]s, namespace: %[2]s}
+spec: {version: %[3]s, replicas: 1} # the CRD's default, 2, is refused by the local provider
+---
+apiVersion: infrastructure.butlerlabs.dev/v1alpha1
+kind: LocalCluster
+metadata: {name: %[1]s, namespace: %[2]s}
+`, cluster, ns, version))
+	t.Cleanup(func() {
+		_, _ = kubectl(t, "delete", "-n", ns, "--wait=false", "machines.cluster.x-k8s.io", "--all")
+		_, _ = kubectl(t, "delete", "-n", ns, "--wait=false", "clusters.cluster.x-k8s.io", cluster)
+	})
+
+	// The control plane: the stand-in patches the LocalCluster's endpoint, which makes it
+	// provisioned, and writes <cluster>-kubeconfig.
+	lmWait(t, 3*time.Minute, "the LocalCluster to be provisioned", func() (bool, string) {
+		u, err := dyn.Resource(external.LocalClusterGVR).Namespace(ns).Get(ctx, cluster, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		p, _, _ := unstructured.NestedBool(u.Object, "status", "initialization", "provisioned")
+		return p, fmt.Sprint(u.Object["spec"], u.Object["status"])
+	})
+	u, _ := dyn.Resource(external.LocalClusterGVR).Namespace(ns).Get(ctx, cluster, metav1.GetOptions{})
+	host, _, _ := unstructured.NestedString(u.Object, "spec", "controlPlaneEndpoint", "host")
+	port, _, _ := unstructured.NestedInt64(u.Object, "spec", "controlPlaneEndpoint", "port")
+	endpoint := fmt.Sprintf("%s:%d", host, port)
+	var kubeconfig *corev1.Secret
+	lmWait(t, time.Minute, "the cluster's kubeconfig Secret", func() (bool, string) {
+		kubeconfig, err = plane.kube.CoreV1().Secrets(ns).Get(ctx, cluster+"-kubeconfig", metav1.GetOptions{})
+		return err == nil, fmt.Sprint(err)
+	})
+	tenantConfig, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig.Data["value"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	tenant := kubernetes.NewForConfigOrDie(tenantConfig)
+	caSecret, err := plane.kube.CoreV1().Secrets(ns).Get(ctx, cluster+"-ca", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the cluster's CA Secret: %v", err)
+	}
+	ca := caSecret.Data["tls.crt"]
+	if len(ca) == 0 {
+		ca = caSecret.Data["ca.crt"]
+	}
+
+	// A bootstrap token minted in the tenant as the bootstrap provider does.
+	token, err := bootstrap.GenerateToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokenSecret, err := bootstrap.TokenSecret(token, time.Now().Add(15*time.Minute), "e2e TestLocalMachineJoins", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tenant.CoreV1().Secrets(metav1.NamespaceSystem).Create(ctx, tokenSecret, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("minting the bootstrap token in the tenant: %v", err)
+	}
+
+	return &lmEnv{dyn: dyn, ns: ns, cluster: cluster, endpoint: endpoint, ca: ca, tenant: tenant,
+		tenantKubeconfig: kubeconfig.Data["value"], token: token}
+}
+
+// machine makes a Machine of the cluster with bootstrap data (rocky) carrying token, and its
+// LocalMachine of nodeType (the default when empty).
+func (e *lmEnv) machine(t *testing.T, name, token, nodeType string) {
+	t.Helper()
+	ctx := context.Background()
+	ns, cluster, endpoint, ca, version := e.ns, e.cluster, e.endpoint, e.ca, lmVersion
+	spec := ""
+	if nodeType != "" {
+		spec = "\nspec: {nodeType: " + nodeType + "}"
+	}
+
+	data, err := bootstrap.Render(bootstrap.OSRocky, bootstrap.Input{ClusterName: cluster, Endpoint: endpoint,
+		Token: token, CACert: ca, NodeName: name, KubernetesVersion: version,
+		NodeLabels: map[string]string{"butler.butlerlabs.dev/tenant-cluster": cluster},
+		NodeTaints: []corev1.Taint{{Key: "butler.butlerlabs.dev/e2e", Value: "yes", Effect: corev1.TaintEffectNoSchedule}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
+			Labels:      map[string]string{"cluster.x-k8s.io/cluster-name": cluster},
+			Annotations: map[string]string{bootstrap.OSAnnotation: string(bootstrap.OSRocky)}},
+		Type: "cluster.x-k8s.io/secret", Data: map[string][]byte{"value": data, "format": []byte("cloud-config")}}
+	if _, err := plane.kube.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, fmt.Sprintf(`apiVersion: cluster.x-k8s.io/v1beta2
+kind: Machine
+metadata: {name: %[1]s, namespace: %[2]s, labels: {cluster.x-k8s.io/cluster-name: %[3]s}}
+spec:
+  clusterName: %[3]s
+  version: %[4]s
+  bootstrap: {dataSecretName: %[1]s}
+  infrastructureRef: {apiGroup: infrastructure.butlerlabs.dev, kind: LocalMachine, name: %[1]s}
+---
+apiVersion: infrastructure.butlerlabs.dev/v1alpha1
+kind: LocalMachine
+metadata: {name: %[1]s, namespace: %[2]s, labels: {cluster.x-k8s.io/cluster-name: %[3]s}}%[5]s
+`, name, ns, cluster, version, spec))
 }
 
 // lmWaitNode waits until the tenant's Node name is Ready.

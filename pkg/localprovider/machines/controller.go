@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -42,6 +44,8 @@ type Options struct {
 	// doubles with each failure of the same machine up to MaxRetryAfter.
 	RetryAfter    time.Duration
 	MaxRetryAfter time.Duration
+	// RealNodes configure the machines of spec.nodeType real.
+	RealNodes RealNodesOptions
 }
 
 // Controller reconciles LocalClusters and LocalMachines.
@@ -51,6 +55,7 @@ type Controller struct {
 	opts     Options
 	joiner   *Joiner
 	kwoks    *Kwoks
+	nodes    *RealNodes
 	clusters cache.GenericLister
 	// capiClusters are Cluster API's Clusters: a paused one (a hibernated tenant cluster) has
 	// no kwok.
@@ -94,6 +99,11 @@ func New(d *worker.Deps, opts Options) (*Controller, error) {
 	}
 	c := &Controller{kube: d.Kube, dyn: d.Dynamic, opts: opts, joiner: NewJoiner(), kwoks: kwoks}
 	c.machineQueue = worker.NewQueue("localmachine", c.reconcileMachine)
+	if opts.RealNodes.RunDir == "" {
+		opts.RealNodes.RunDir = "/run/butler-nodes"
+	}
+	// A node whose process exits is looked at again: its condition says so.
+	c.nodes = NewRealNodes(opts.RealNodes, opts.StateDir, c.machineQueue.Add)
 	c.clusterQueue = worker.NewQueue("localcluster", c.reconcileCluster)
 
 	lm := d.DynamicInformers.ForResource(LocalMachinesResource)
@@ -131,9 +141,10 @@ func New(d *worker.Deps, opts Options) (*Controller, error) {
 	return c, nil
 }
 
-// Run runs both queues until ctx is done, then stops every kwok.
+// Run runs both queues until ctx is done, then stops every kwok and every real node.
 func (c *Controller) Run(ctx context.Context) {
 	c.kwoks.setBase(ctx)
+	c.nodes.setBase(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -141,6 +152,7 @@ func (c *Controller) Run(ctx context.Context) {
 	}()
 	c.machineQueue.Run(ctx, c.opts.Workers, c.synced...)
 	<-done
+	c.nodes.StopAll(klog.NewContext(context.Background(), klog.FromContext(ctx)))
 }
 
 // indexByDataSecret is the Machine index namespace/spec.bootstrap.dataSecretName.
@@ -358,8 +370,9 @@ func (c *Controller) reconcileMachine(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
+	real := nodeTypeOf(obj) == NodeTypeReal
 	if lm.DeletionTimestamp != nil {
-		return c.deleteMachine(ctx, lm)
+		return c.deleteMachine(ctx, lm, real)
 	}
 	if m := c.ownerMachine(lm); m != nil && m.DeletionTimestamp != nil && !lm.Status.Provisioned() {
 		// A machine Cluster API is deleting never joins (nor, from a stale copy, comes back):
@@ -375,6 +388,11 @@ func (c *Controller) reconcileMachine(ctx context.Context, key string) error {
 	}
 	if lm.Status.Provisioned() {
 		c.joined.Delete(key)
+		if real {
+			if err := c.keepRealNode(ctx, key, lm); err != nil {
+				return err
+			}
+		}
 		return c.renewCertificate(ctx, key, lm)
 	}
 	if uid, ok := c.joined.Load(key); ok && uid == lm.UID {
@@ -392,19 +410,31 @@ func (c *Controller) reconcileMachine(ctx context.Context, key string) error {
 	if providerID == "" {
 		providerID = ProviderIDPrefix + lm.Namespace + "/" + lm.Name
 	}
-	joined, err := c.joiner.Join(ctx, *info, providerID, c.machineDir(lm))
+	reg := KwokNode(providerID)
+	if real {
+		ip, err := c.nodes.Address(key)
+		if err != nil {
+			return c.machineFailed(ctx, key, lm, &JoinError{Reason: ReasonNodeBootFailed, Err: err})
+		}
+		reg = Registration{ProviderID: providerID, Address: ip.String()}
+	}
+	joined, err := c.joiner.Join(ctx, *info, reg, c.machineDir(lm))
 	if err != nil {
 		var je *JoinError
 		if !errors.As(err, &je) {
 			return err
 		}
-		if err := c.setMachineCondition(ctx, lm, PhaseFailed, metav1.Condition{Type: ConditionReady,
-			Status: metav1.ConditionFalse, Reason: je.Reason, Message: je.Error()}); err != nil {
-			return err
+		return c.machineFailed(ctx, key, lm, je)
+	}
+	if real {
+		if err := c.bindProxy(ctx, lm); err != nil {
+			return c.machineFailed(ctx, key, lm, &JoinError{Reason: ReasonNodeBootFailed, Err: err})
 		}
-		after := c.retryAfter(key)
-		klog.FromContext(ctx).Info("Join failed; trying again later", "reason", je.Reason, "err", je.Err, "after", after)
-		return worker.RequeueAfter(after)
+		spec := BootSpec{MachineDir: c.machineDir(lm), Endpoint: info.Endpoint, NodeName: joined.Node.Name,
+			ProviderID: providerID, ClusterDNS: info.ClusterDNS, ClusterDomain: info.ClusterDomain}
+		if err := c.nodes.Boot(ctx, key, spec); err != nil {
+			return c.machineFailed(ctx, key, lm, &JoinError{Reason: ReasonNodeBootFailed, Err: err})
+		}
 	}
 	c.failures.Delete(key)
 	if err := c.applyMachine(ctx, lm, providerID, true); err != nil {
@@ -412,7 +442,7 @@ func (c *Controller) reconcileMachine(ctx context.Context, key string) error {
 	}
 	addresses := []any{
 		map[string]any{"type": string(clusterv1.MachineHostName), "address": joined.Node.Name},
-		map[string]any{"type": string(clusterv1.MachineInternalIP), "address": NodeIP},
+		map[string]any{"type": string(clusterv1.MachineInternalIP), "address": reg.Address},
 	}
 	cond := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonJoined,
 		Message: fmt.Sprintf("joined as Node %s with its %s bootstrap data", joined.Node.Name, info.Format)}
@@ -426,6 +456,18 @@ func (c *Controller) reconcileMachine(ctx context.Context, key string) error {
 	}
 	c.joined.Store(key, lm.UID)
 	return nil
+}
+
+// machineFailed records a failed join or boot in the machine's condition and tries again
+// later, as a kubelet (or a machine's first boot) retries.
+func (c *Controller) machineFailed(ctx context.Context, key string, lm *external.LocalMachine, je *JoinError) error {
+	if err := c.setMachineCondition(ctx, lm, PhaseFailed, metav1.Condition{Type: ConditionReady,
+		Status: metav1.ConditionFalse, Reason: je.Reason, Message: je.Error()}); err != nil {
+		return err
+	}
+	after := c.retryAfter(key)
+	klog.FromContext(ctx).Info("Join failed; trying again later", "reason", je.Reason, "err", je.Err, "after", after)
+	return worker.RequeueAfter(after)
 }
 
 // renewCertificate renews a joined machine's node client certificate when the cluster's CA
@@ -555,9 +597,14 @@ func hasFinalizer(lm *external.LocalMachine) bool {
 
 // deleteMachine removes the machine's Node from its tenant cluster, then its state, then the
 // finalizer.
-func (c *Controller) deleteMachine(ctx context.Context, lm *external.LocalMachine) error {
+func (c *Controller) deleteMachine(ctx context.Context, lm *external.LocalMachine, real bool) error {
 	if !hasFinalizer(lm) {
 		return nil
+	}
+	if real {
+		// First, so its kubelet does not update the Node deleted next; also when this process
+		// did not boot it (a provider killed midway left it).
+		c.nodes.Stop(ctx, lm.Namespace+"/"+lm.Name, c.machineDir(lm))
 	}
 	if err := c.deleteNode(ctx, lm); err != nil {
 		return err
@@ -700,4 +747,79 @@ func applyObject(kind, ns, name string) *unstructured.Unstructured {
 func conditionMap(c metav1.Condition) map[string]any {
 	m, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(&c)
 	return m
+}
+
+// --- real nodes -----------------------------------------------------------------------------
+
+// nodeTypeOf is a LocalMachine's spec.nodeType (kwok when unset).
+func nodeTypeOf(obj runtime.Object) string {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return NodeTypeKwok
+	}
+	t, _, _ := unstructured.NestedString(u.Object, "spec", "nodeType")
+	if t == "" {
+		return NodeTypeKwok
+	}
+	return t
+}
+
+// keepRealNode boots a joined real machine's node again when this process has not (the
+// provider restarted), from what its first boot recorded; a node whose process exited since is
+// the condition NodeDown, not restarted: as a machine whose kubelet died, it stays NotReady
+// until it is replaced.
+func (c *Controller) keepRealNode(ctx context.Context, key string, lm *external.LocalMachine) error {
+	booted, down := c.nodes.Status(key)
+	if booted && down == "" {
+		return c.routePods(ctx, key, lm, lm.Status.NodeName)
+	}
+	if down != "" {
+		return c.setMachineCondition(ctx, lm, PhaseFailed, metav1.Condition{Type: ConditionReady,
+			Status: metav1.ConditionFalse, Reason: ReasonNodeDown, Message: down})
+	}
+	if err := c.nodes.Reboot(ctx, key, c.machineDir(lm)); err != nil {
+		return c.machineFailed(ctx, key, lm, &JoinError{Reason: ReasonNodeBootFailed, Err: err})
+	}
+	if err := c.routePods(ctx, key, lm, lm.Status.NodeName); err != nil {
+		return err
+	}
+	return c.setMachineCondition(ctx, lm, PhaseRunning, metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue,
+		Reason: ReasonJoined, Message: fmt.Sprintf("booted again as Node %s", lm.Status.NodeName)})
+}
+
+// routePods reads the pod CIDR the tenant's kube-controller-manager allocated to the node's Node
+// and routes it between the cluster's real nodes. Until it is allocated the machine is looked at
+// again shortly.
+func (c *Controller) routePods(ctx context.Context, key string, lm *external.LocalMachine, nodeName string) error {
+	cluster := clusterOf(nil, lm.Labels, "")
+	client, err := c.tenantClient(lm, cluster)
+	if err != nil || client == nil {
+		return worker.RequeueAfter(2 * time.Second)
+	}
+	node, err := client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+	if err != nil || node.Spec.PodCIDR == "" {
+		return worker.RequeueAfter(time.Second)
+	}
+	return c.nodes.SetPodCIDR(ctx, key, lm.Namespace+"/"+cluster, node.Spec.PodCIDR)
+}
+
+// ProxyBinding is the tenant's ClusterRoleBinding that lets real nodes' kube-proxies, which run
+// with their node's credentials, read Services and EndpointSlices (kubeadm gives kube-proxy a
+// ServiceAccount of its own instead; a node may read Services already).
+const ProxyBinding = "butler:nodes:node-proxier"
+
+// bindProxy applies ProxyBinding in the machine's tenant cluster with its admin kubeconfig.
+func (c *Controller) bindProxy(ctx context.Context, lm *external.LocalMachine) error {
+	client, err := c.tenantClient(lm, clusterOf(nil, lm.Labels, ""))
+	if err != nil || client == nil {
+		return fmt.Errorf("no credentials of the tenant cluster to bind kube-proxy's role: %v", err)
+	}
+	binding := rbacv1ac.ClusterRoleBinding(ProxyBinding).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("ClusterRole").WithName("system:node-proxier")).
+		WithSubjects(rbacv1ac.Subject().WithAPIGroup(rbacv1.GroupName).WithKind(rbacv1.GroupKind).WithName("system:nodes"))
+	_, err = client.RbacV1().ClusterRoleBindings().Apply(ctx, binding, metav1.ApplyOptions{FieldManager: "butler-localprovider", Force: true})
+	if err != nil {
+		return fmt.Errorf("binding system:node-proxier to the nodes: %w", err)
+	}
+	return nil
 }

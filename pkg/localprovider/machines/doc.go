@@ -39,4 +39,36 @@
 // later, as a kubelet retries; a wrong endpoint, token or CA never gives a Node. A finalizer
 // keeps a LocalMachine until its Node is deleted (with the cluster's admin kubeconfig, or the
 // node's own credentials) and its state directory removed.
+//
+// # Real nodes
+//
+// A LocalMachine of spec.nodeType real (kwok stays the default: a real node costs a kubelet and
+// a containerd, kwok nodes cost nearly nothing) joins exactly as above, through the same Joiner,
+// except that its Node carries no kwok annotation and its InternalIP is its own address. Then it
+// boots (RealNodes):
+//
+//   - a network namespace of its own (butler-<id>), plugged by a veth into the host's bridge
+//     (--node-bridge, one per host, made with the first node and removed with the last), with
+//     the next free address of --node-bridge-cidr. A tenant endpoint on the host's loopback (the
+//     default) is forwarded into the namespace's loopback by this process, so the kubelet dials
+//     the endpoint of its bootstrap data unchanged; the tenant's kube-apiserver reaches the
+//     kubelet on the node's address with its kubelet client certificate (logs, exec).
+//   - one containerd per node, in the node's namespace, with its own root, state and socket.
+//     Not one containerd shared with a namespace per node: CRI uses the containerd namespace
+//     k8s.io whatever the client, and runs the CNI plugins in containerd's own network
+//     namespace, so the pods' veths land where containerd is; per-node network namespaces need
+//     per-node containerds. Its CNI configuration is rendered by containerd from the pod CIDR the
+//     tenant's kube-controller-manager allocates to the Node. The images (pause, the project's
+//     echo image) are imported from OCI archives built from source (hack/build-node-images.sh).
+//   - the kubelet built from source (hack/build-kube.sh kubelet kube-proxy, as the one-node
+//     cluster's), in the namespace, with the join's client certificate and kubeconfig, its pods
+//     under the cgroup /butler-nodes/<id>.
+//
+// A node whose kubelet or containerd exits is reported (Ready False, NodeDown), not restarted:
+// its Node goes NotReady as a real machine's would. Deleting the machine (or stopping this
+// process) stops the processes and removes what they made: the processes left in the node's
+// cgroups and containerd's shims, mounts under its directories, its pods' network namespaces
+// and its own (veths, the pods' bridge and every iptables rule inside go with it), the cgroups,
+// the kubelet's links in /var/log/containers, its address and its state. The host's own
+// iptables are never written.
 package machines

@@ -98,7 +98,7 @@ const (
 // Join runs the whole join of one machine: dir is its state directory (created), providerID
 // what the Node registers. It is idempotent: the private key survives in dir, so a join
 // interrupted after its certificate request resumes with the same request.
-func (j *Joiner) Join(ctx context.Context, info bootstrap.JoinInfo, providerID, dir string) (*Joined, error) {
+func (j *Joiner) Join(ctx context.Context, info bootstrap.JoinInfo, reg Registration, dir string) (*Joined, error) {
 	logger := klog.FromContext(ctx).WithValues("node", info.NodeName, "endpoint", info.Endpoint)
 	caPEM, err := j.Discover(ctx, info)
 	if err != nil {
@@ -140,11 +140,11 @@ func (j *Joiner) Join(ctx context.Context, info bootstrap.JoinInfo, providerID, 
 			version = v.GitVersion
 		}
 	}
-	node, err := j.RegisterNode(ctx, nodeClient, NodeFor(info, providerID, version))
+	node, err := j.RegisterNode(ctx, nodeClient, NodeFor(info, reg, version))
 	if err != nil {
 		return nil, err
 	}
-	logger.Info("Node registered", "providerID", providerID)
+	logger.Info("Node registered", "providerID", reg.ProviderID)
 	return &Joined{Node: node}, nil
 }
 
@@ -288,10 +288,24 @@ func csrName(pub crypto.PublicKey, subject pkix.Name) (string, error) {
 	return "node-csr-" + base64.RawURLEncoding.EncodeToString(h.Sum(nil)), nil
 }
 
+// Registration is how a machine's Node registers: its provider ID, its InternalIP, and
+// whether the tenant's kwok keeps it (a real node's kubelet keeps its own).
+type Registration struct {
+	ProviderID string
+	Address    string
+	Kwok       bool
+}
+
+// KwokNode is the registration of a kwok node: on this host's loopback, kept by kwok.
+func KwokNode(providerID string) Registration {
+	return Registration{ProviderID: providerID, Address: NodeIP, Kwok: true}
+}
+
 // NodeFor is the Node a kubelet registers from the data: name, labels and taints from the
-// data, the well-known labels a kubelet adds, the provider ID, and the annotation that hands
-// the Node to the tenant's kwok. Heartbeats, conditions and capacity are kwok's.
-func NodeFor(info bootstrap.JoinInfo, providerID, kubeletVersion string) *corev1.Node {
+// data, the well-known labels a kubelet adds, the provider ID, and for a kwok node the
+// annotation that hands the Node to the tenant's kwok (heartbeats, conditions and capacity are
+// then kwok's; a real node's kubelet finds the Node registered and keeps it).
+func NodeFor(info bootstrap.JoinInfo, reg Registration, kubeletVersion string) *corev1.Node {
 	labels := map[string]string{}
 	for k, v := range info.NodeLabels {
 		labels[k] = v
@@ -299,16 +313,20 @@ func NodeFor(info bootstrap.JoinInfo, providerID, kubeletVersion string) *corev1
 	labels[corev1.LabelHostname] = info.NodeName
 	labels[corev1.LabelOSStable] = "linux"
 	labels[corev1.LabelArchStable] = "amd64"
+	var annotations map[string]string
+	if reg.Kwok {
+		annotations = map[string]string{KwokNodeAnnotation: KwokNodeValue}
+	}
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        info.NodeName,
 			Labels:      labels,
-			Annotations: map[string]string{KwokNodeAnnotation: KwokNodeValue},
+			Annotations: annotations,
 		},
-		Spec: corev1.NodeSpec{ProviderID: providerID, Taints: info.NodeTaints},
+		Spec: corev1.NodeSpec{ProviderID: reg.ProviderID, Taints: info.NodeTaints},
 		Status: corev1.NodeStatus{
 			Addresses: []corev1.NodeAddress{
-				{Type: corev1.NodeInternalIP, Address: NodeIP},
+				{Type: corev1.NodeInternalIP, Address: reg.Address},
 				{Type: corev1.NodeHostName, Address: info.NodeName},
 			},
 			NodeInfo: corev1.NodeSystemInfo{KubeletVersion: kubeletVersion, OperatingSystem: "linux",
@@ -317,7 +335,7 @@ func NodeFor(info bootstrap.JoinInfo, providerID, kubeletVersion string) *corev1
 	}
 }
 
-// NodeIP is every local machine's address: they all live on this host's loopback.
+// NodeIP is every kwok machine's address: they all live on this host's loopback.
 const NodeIP = "127.0.0.1"
 
 // RegisterNode creates node with the node's own credentials. A Node of that name that already

@@ -304,7 +304,7 @@ func TestJoin(t *testing.T) {
 	defer cancel()
 	f.approveAndSign(t, ctx, ca, nil)
 	dir := filepath.Join(t.TempDir(), "machine")
-	joined, err := f.joiner().Join(ctx, pinnedInfo(t, ca), "local://tenant/worker-0", dir)
+	joined, err := f.joiner().Join(ctx, pinnedInfo(t, ca), KwokNode("local://tenant/worker-0"), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +348,7 @@ func TestJoin(t *testing.T) {
 	}
 
 	// A join repeated after a restart finds its Node and its request again.
-	again, err := f.joiner().Join(ctx, pinnedInfo(t, ca), "local://tenant/worker-0", dir)
+	again, err := f.joiner().Join(ctx, pinnedInfo(t, ca), KwokNode("local://tenant/worker-0"), dir)
 	if err != nil || again.Node.Name != "worker-0" {
 		t.Fatalf("repeated join: %v", err)
 	}
@@ -361,7 +361,7 @@ func TestJoin(t *testing.T) {
 func TestRegisterNodeTakenByAnother(t *testing.T) {
 	existing := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "worker-0"}, Spec: corev1.NodeSpec{ProviderID: "local://other/worker-0"}}
 	f := newFakeCluster(existing)
-	_, err := f.joiner().RegisterNode(context.Background(), f.client, NodeFor(bootstrap.JoinInfo{NodeName: "worker-0"}, "local://tenant/worker-0", "v1.36.3"))
+	_, err := f.joiner().RegisterNode(context.Background(), f.client, NodeFor(bootstrap.JoinInfo{NodeName: "worker-0"}, KwokNode("local://tenant/worker-0"), "v1.36.3"))
 	if reasonOf(err) != ReasonNodeRegistrationFailed {
 		t.Fatalf("got %v, want %s", err, ReasonNodeRegistrationFailed)
 	}
@@ -421,7 +421,7 @@ func TestRenew(t *testing.T) {
 	defer cancel()
 	f.approveAndSign(t, ctx, oldCA, nil)
 	dir := filepath.Join(t.TempDir(), "machine")
-	if _, err := f.joiner().Join(ctx, pinnedInfo(t, oldCA), "local://tenant/worker-0", dir); err != nil {
+	if _, err := f.joiner().Join(ctx, pinnedInfo(t, oldCA), KwokNode("local://tenant/worker-0"), dir); err != nil {
 		t.Fatal(err)
 	}
 	before, err := clientcmd.LoadFromFile(filepath.Join(dir, kubeconfigFile))

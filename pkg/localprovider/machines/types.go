@@ -48,6 +48,10 @@ const (
 	ReasonCertificateNotIssued           = "CertificateNotIssued"
 	ReasonNodeRegistrationFailed         = "NodeRegistrationFailed"
 	ReasonJoined                         = "Joined"
+	// A real node that could not boot (its network, containerd or kubelet), or whose process
+	// exited since.
+	ReasonNodeBootFailed = "NodeBootFailed"
+	ReasonNodeDown       = "NodeDown"
 )
 
 // LocalMachine phases (status.phase, a column of kubectl get).

@@ -1,0 +1,437 @@
+package machines
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"k8s.io/klog/v2"
+)
+
+// Node types of a LocalMachine (spec.nodeType): kwok (the default) registers a Node the
+// tenant's kwok keeps Ready; real boots a kubelet that runs the pods.
+const (
+	NodeTypeKwok = "kwok"
+	NodeTypeReal = "real"
+)
+
+// RealNodesOptions configure the real nodes.
+type RealNodesOptions struct {
+	// BinDir holds the kubelet (hack/build-kube.sh kubelet kube-proxy).
+	BinDir string
+	// Images are OCI archives imported into every node's containerd (the pause image first).
+	Images []string
+	// Bridge is the host's bridge the nodes' network namespaces are plugged into, Prefix its
+	// network (the host takes the first address).
+	Bridge string
+	Prefix netip.Prefix
+	// RunDir keeps the nodes' sockets and address leases (a short path).
+	RunDir string
+}
+
+// RealNodes runs the real nodes of this host: per node a network namespace on the bridge, a
+// containerd and a kubelet in it, under a cgroup of its own.
+type RealNodes struct {
+	opts RealNodesOptions
+	// salt makes the nodes' ids differ between providers of one host (their state directories).
+	salt   string
+	bridge *bridgeNet
+	// exited is called with a node's key when one of its processes exits.
+	exited func(key string)
+
+	mu    sync.Mutex
+	base  context.Context
+	nodes map[string]*realNode
+}
+
+type nodeProc struct {
+	cmd  *exec.Cmd
+	done chan struct{} // closed once the process has been waited for
+}
+
+type realNode struct {
+	layout nodeLayout
+	ip     netip.Addr
+	cancel context.CancelFunc
+	procs  map[string]*nodeProc
+	// down says which process exited, and how, once one did.
+	down string
+	// cluster and podCIDR place the node among its tenant cluster's nodes for pod routes.
+	cluster, podCIDR string
+	wg               sync.WaitGroup
+}
+
+// NewRealNodes returns the runner of the provider whose state is in stateDir; exited is told
+// when a node's process exits.
+func NewRealNodes(opts RealNodesOptions, stateDir string, exited func(key string)) *RealNodes {
+	return &RealNodes{opts: opts, salt: stateDir, exited: exited, base: context.Background(), nodes: map[string]*realNode{},
+		bridge: &bridgeNet{name: opts.Bridge, prefix: opts.Prefix, leases: filepath.Join(opts.RunDir, "leases")}}
+}
+
+func (r *RealNodes) setBase(ctx context.Context) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.base = ctx
+}
+
+// nodeID is a short name for the machine key, unique on this host in practice: it names the
+// netns, the host's veth (at most 15 bytes) and the cgroup.
+func (r *RealNodes) nodeID(key string) string {
+	sum := sha256.Sum256([]byte(r.salt + "\x00" + key))
+	return hex.EncodeToString(sum[:])[:10]
+}
+
+func (r *RealNodes) layout(key, machineDir string) nodeLayout {
+	id := r.nodeID(key)
+	return nodeLayout{id: id, dir: filepath.Join(machineDir, "node"), run: filepath.Join(r.opts.RunDir, id)}
+}
+
+// Address is the bridge address the node of key holds (leased now if it holds none).
+func (r *RealNodes) Address(key string) (netip.Addr, error) {
+	return r.bridge.lease(r.nodeID(key))
+}
+
+// Status says whether the node of key was booted by this process and, if so, what is down.
+func (r *RealNodes) Status(key string) (booted bool, down string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n, ok := r.nodes[key]
+	if !ok {
+		return false, ""
+	}
+	return true, n.down
+}
+
+// BootSpec is what a node boots with: its state directory (the join's credentials are there),
+// the endpoint the kubelet dials, and what the kubelet registers.
+type BootSpec struct {
+	MachineDir    string
+	Endpoint      string
+	NodeName      string
+	ProviderID    string
+	ClusterDNS    []string
+	ClusterDomain string
+}
+
+// Boot starts the node of key: netns, containerd with the images, kubelet. A node booted
+// already is left as it is. Whatever fails is cleaned up before the error returns.
+func (r *RealNodes) Boot(ctx context.Context, key string, spec BootSpec) (err error) {
+	r.mu.Lock()
+	if _, ok := r.nodes[key]; ok {
+		r.mu.Unlock()
+		return nil
+	}
+	base := r.base
+	r.mu.Unlock()
+	for _, archive := range r.opts.Images {
+		if _, err := os.Stat(archive); err != nil {
+			return fmt.Errorf("the node image %s: %w (hack/build-node-images.sh builds it)", archive, err)
+		}
+	}
+	for _, bin := range []string{"kubelet", "kube-proxy"} {
+		if _, err := os.Stat(filepath.Join(r.opts.BinDir, bin)); err != nil {
+			return fmt.Errorf("no %s: %w (hack/build-kube.sh kubelet kube-proxy builds it)", bin, err)
+		}
+	}
+	l := r.layout(key, spec.MachineDir)
+	ip, err := r.bridge.lease(l.id)
+	if err != nil {
+		return err
+	}
+	nodeCtx, cancel := context.WithCancel(base)
+	n := &realNode{layout: l, ip: ip, cancel: cancel, procs: map[string]*nodeProc{}}
+	defer func() {
+		if err != nil {
+			r.stopNode(ctx, key, n)
+		}
+	}()
+	// A node of this machine left by a provider that was killed goes first.
+	cleanNode(ctx, l)
+	if err := r.startNetwork(ctx, nodeCtx, n, spec.Endpoint); err != nil {
+		return fmt.Errorf("the node's network: %w", err)
+	}
+	if err := r.startContainerd(ctx, key, n); err != nil {
+		return err
+	}
+	if err := r.startKubelet(key, n, spec); err != nil {
+		return err
+	}
+	if err := r.startKubeProxy(key, n, spec); err != nil {
+		return err
+	}
+	if err := writeBootSpec(spec); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.nodes[key] = n
+	r.mu.Unlock()
+	klog.FromContext(ctx).Info("Real node booted", "node", spec.NodeName, "address", ip, "netns", l.netnsName())
+	return nil
+}
+
+// bootSpecFile keeps, in the machine's state directory, what its node booted with.
+const bootSpecFile = "node.json"
+
+func writeBootSpec(spec BootSpec) error {
+	data, err := json.Marshal(spec)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(spec.MachineDir, bootSpecFile), data, 0o600)
+}
+
+// Reboot boots the node of key again with what its first boot recorded in machineDir.
+func (r *RealNodes) Reboot(ctx context.Context, key, machineDir string) error {
+	data, err := os.ReadFile(filepath.Join(machineDir, bootSpecFile))
+	if err != nil {
+		return fmt.Errorf("the node's boot record: %w", err)
+	}
+	var spec BootSpec
+	if err := json.Unmarshal(data, &spec); err != nil {
+		return fmt.Errorf("the node's boot record: %w", err)
+	}
+	spec.MachineDir = machineDir
+	return r.Boot(ctx, key, spec)
+}
+
+func (r *RealNodes) startNetwork(ctx, nodeCtx context.Context, n *realNode, endpoint string) error {
+	if err := r.bridge.ensure(ctx); err != nil {
+		return err
+	}
+	if err := r.bridge.plug(ctx, n.layout, n.ip); err != nil {
+		return err
+	}
+	if isLoopbackEndpoint(endpoint) {
+		return forwardLoopback(nodeCtx, n.layout, endpoint)
+	}
+	return nil
+}
+
+func (r *RealNodes) startContainerd(ctx context.Context, key string, n *realNode) error {
+	l := n.layout
+	for _, d := range []string{l.containerdDir(), l.cniDir(), l.run, l.podLogsDir()} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return err
+		}
+	}
+	files := map[string]string{
+		l.containerdConfig():                             containerdConfig(l, !canLowerOOMScore()),
+		filepath.Join(l.containerdDir(), "cni.template"): renderCNITemplate(l),
+	}
+	for path, content := range files {
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			return err
+		}
+	}
+	if err := r.start(key, n, "containerd", "containerd", "--config", l.containerdConfig()); err != nil {
+		return err
+	}
+	if err := waitFor(ctx, 30*time.Second, func() bool {
+		return run(ctx, "ctr", "--address", l.containerdSock(), "version") == nil
+	}); err != nil {
+		return fmt.Errorf("containerd did not answer: %s", lastLine(l.log("containerd")))
+	}
+	for _, archive := range r.opts.Images {
+		if err := run(ctx, "ctr", "--address", l.containerdSock(), "-n", "k8s.io", "images", "import", archive); err != nil {
+			return fmt.Errorf("importing %s: %w", archive, err)
+		}
+	}
+	return nil
+}
+
+func (r *RealNodes) startKubelet(key string, n *realNode, spec BootSpec) error {
+	l := n.layout
+	if err := createCgroup(l.cgroupRoot()); err != nil {
+		return fmt.Errorf("the node's cgroup: %w", err)
+	}
+	config := kubeletConfig(l, n.ip.String(), filepath.Join(spec.MachineDir, caFile), spec.ProviderID, spec.ClusterDNS, spec.ClusterDomain)
+	if err := os.WriteFile(l.kubeletConfig(), []byte(config), 0o600); err != nil {
+		return err
+	}
+	return r.start(key, n, "kubelet", filepath.Join(r.opts.BinDir, "kubelet"), "--config", l.kubeletConfig(),
+		"--kubeconfig", filepath.Join(spec.MachineDir, kubeconfigFile), "--root-dir", l.kubeletDir(),
+		"--hostname-override", spec.NodeName, "--node-ip", n.ip.String())
+}
+
+// startKubeProxy runs kube-proxy (iptables mode) in the node's namespace with the node's own
+// credentials (the tenant binds system:node-proxier to the nodes: ProxyBinding), so its rules
+// are the namespace's and go with it. It leaves the host-wide conntrack table size alone.
+func (r *RealNodes) startKubeProxy(key string, n *realNode, spec BootSpec) error {
+	return r.start(key, n, "kube-proxy", filepath.Join(r.opts.BinDir, "kube-proxy"),
+		"--kubeconfig", filepath.Join(spec.MachineDir, kubeconfigFile), "--hostname-override", spec.NodeName,
+		"--proxy-mode", "iptables", "--iptables-localhost-nodeports=false", "--conntrack-max-per-core", "0",
+		"--healthz-bind-address", "127.0.0.1:10256", "--metrics-bind-address", "127.0.0.1:10249")
+}
+
+// start runs a process of the node in its network namespace, in a session of its own, its
+// output in the node's log; its exit is recorded and reported.
+func (r *RealNodes) start(key string, n *realNode, name string, command string, args ...string) error {
+	logFile, err := os.OpenFile(n.layout.log(name), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("nsenter", append([]string{"--net=" + n.layout.netnsPath(), "--", command}, args...)...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return fmt.Errorf("starting %s: %w", name, err)
+	}
+	p := &nodeProc{cmd: cmd, done: make(chan struct{})}
+	n.procs[name] = p
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		err := cmd.Wait()
+		close(p.done)
+		logFile.Close()
+		r.mu.Lock()
+		if n.down == "" && n.cancel != nil {
+			n.down = fmt.Sprintf("%s exited (%v): %s", name, err, lastLine(n.layout.log(name)))
+		}
+		r.mu.Unlock()
+		if r.exited != nil {
+			r.exited(key)
+		}
+	}()
+	return nil
+}
+
+// SetPodCIDR records the pod CIDR the tenant allocated to the node of key (a node of cluster)
+// and routes it from the cluster's other nodes, and theirs from it.
+func (r *RealNodes) SetPodCIDR(ctx context.Context, key, cluster, cidr string) error {
+	r.mu.Lock()
+	n, ok := r.nodes[key]
+	if !ok || (n.cluster == cluster && n.podCIDR == cidr) {
+		r.mu.Unlock()
+		return nil
+	}
+	n.cluster, n.podCIDR = cluster, cidr
+	r.mu.Unlock()
+	return r.syncRoutes(ctx, cluster)
+}
+
+// syncRoutes sets, in each node of cluster, a route to every other node's pod CIDR through that
+// node's address on the bridge.
+func (r *RealNodes) syncRoutes(ctx context.Context, cluster string) error {
+	r.mu.Lock()
+	var members []*realNode
+	for _, n := range r.nodes {
+		if n.cluster == cluster && n.down == "" {
+			members = append(members, n)
+		}
+	}
+	r.mu.Unlock()
+	for _, n := range members {
+		routes := map[string]string{}
+		for _, m := range members {
+			if m != n && m.podCIDR != "" {
+				routes[m.podCIDR] = m.ip.String()
+			}
+		}
+		if err := setPodRoutes(ctx, n.layout, routes); err != nil {
+			return fmt.Errorf("routes of node %s: %w", n.layout.netnsName(), err)
+		}
+	}
+	return nil
+}
+
+// Stop stops the node of key and removes everything it made: processes, mounts, network
+// namespaces (its pods' and its own, with their veths and iptables rules), cgroups, logs'
+// links, its address and its state.
+func (r *RealNodes) Stop(ctx context.Context, key, machineDir string) {
+	r.mu.Lock()
+	n, ok := r.nodes[key]
+	delete(r.nodes, key)
+	r.mu.Unlock()
+	if !ok {
+		n = &realNode{layout: r.layout(key, machineDir)}
+	}
+	r.stopNode(ctx, key, n)
+	if n.cluster != "" {
+		if err := r.syncRoutes(ctx, n.cluster); err != nil {
+			klog.FromContext(ctx).Info("Removing the routes to a stopped node", "err", err)
+		}
+	}
+}
+
+// StopAll stops every node (the provider is stopping).
+func (r *RealNodes) StopAll(ctx context.Context) {
+	r.mu.Lock()
+	nodes := r.nodes
+	r.nodes = map[string]*realNode{}
+	r.mu.Unlock()
+	for key, n := range nodes {
+		r.stopNode(ctx, key, n)
+	}
+}
+
+func (r *RealNodes) stopNode(ctx context.Context, key string, n *realNode) {
+	r.mu.Lock()
+	cancel := n.cancel
+	n.cancel = nil // what exits from now on is being stopped, not down
+	r.mu.Unlock()
+	for _, name := range []string{"kube-proxy", "kubelet", "containerd"} {
+		if p := n.procs[name]; p != nil {
+			p.terminate(10 * time.Second)
+		}
+	}
+	n.wg.Wait()
+	if cancel != nil {
+		cancel()
+	}
+	cleanNode(ctx, n.layout)
+	r.bridge.release(ctx, n.layout.id)
+	_ = os.RemoveAll(n.layout.dir)
+	_ = os.RemoveAll(n.layout.run)
+	klog.FromContext(ctx).Info("Real node stopped and cleaned up", "machine", key, "netns", n.layout.netnsName())
+}
+
+// terminate sends SIGTERM to the process and SIGKILL after grace, and waits for its end.
+func (p *nodeProc) terminate(grace time.Duration) {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// canLowerOOMScore says whether this process may lower its oom_score_adj (CAP_SYS_RESOURCE),
+// which the kubelet asks of containerd for Pod sandboxes.
+func canLowerOOMScore() bool {
+	data, err := os.ReadFile("/proc/self/oom_score_adj")
+	if err != nil {
+		return false
+	}
+	if os.WriteFile("/proc/self/oom_score_adj", []byte("-1"), 0) != nil {
+		return false
+	}
+	_ = os.WriteFile("/proc/self/oom_score_adj", data, 0)
+	return true
+}
+
+func waitFor(ctx context.Context, timeout time.Duration, cond func() bool) error {
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timed out after %s", timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return nil
+}

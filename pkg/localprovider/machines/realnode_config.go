@@ -1,0 +1,129 @@
+package machines
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// The sandbox image every real node's containerd uses: the pause image hack/build-node-images.sh
+// builds from source under this name (as hack/cluster-up.sh's node).
+const PauseImage = "registry.k8s.io/pause:3.10"
+
+// nodeLayout is where one real node keeps its files. State goes under dir (the machine's state
+// directory); sockets go under run, a short path, because a unix socket's path has at most 107
+// bytes.
+type nodeLayout struct {
+	id  string // short, unique per machine: names the netns, the host's veth and the cgroup
+	dir string
+	run string
+}
+
+func (l nodeLayout) netnsName() string        { return "butler-" + l.id }
+func (l nodeLayout) netnsPath() string        { return filepath.Join("/var/run/netns", l.netnsName()) }
+func (l nodeLayout) hostVeth() string         { return "bn" + l.id }
+func (l nodeLayout) cgroupRoot() string       { return "/butler-nodes/" + l.id }
+func (l nodeLayout) containerdDir() string    { return filepath.Join(l.dir, "containerd") }
+func (l nodeLayout) containerdConfig() string { return filepath.Join(l.containerdDir(), "config.toml") }
+func (l nodeLayout) containerdSock() string   { return filepath.Join(l.run, "containerd.sock") }
+func (l nodeLayout) cniDir() string           { return filepath.Join(l.dir, "cni") }
+func (l nodeLayout) kubeletDir() string       { return filepath.Join(l.dir, "kubelet") }
+func (l nodeLayout) kubeletConfig() string    { return filepath.Join(l.dir, "kubelet-config.yaml") }
+func (l nodeLayout) podLogsDir() string       { return filepath.Join(l.dir, "pod-logs") }
+func (l nodeLayout) log(name string) string   { return filepath.Join(l.dir, name+".log") }
+
+// containerdConfig is a node's containerd 1.6 configuration: its own root, state and socket,
+// and CRI's CNI configuration rendered from a template once the kubelet hands it the Node's
+// pod CIDR (the kube-controller-manager allocates one per Node). The bridge in the template is
+// inside the node's network namespace, where containerd runs.
+func containerdConfig(l nodeLayout, restrictOOMScoreAdj bool) string {
+	return fmt.Sprintf(`version = 2
+root = %[1]q
+state = %[2]q
+[grpc]
+  address = %[3]q
+[ttrpc]
+  address = %[4]q
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = %[5]q
+  # Without CAP_SYS_RESOURCE no process may lower its oom_score_adj, which the kubelet asks
+  # for Pod sandboxes: keep them at containerd's own then.
+  restrict_oom_score_adj = %[6]t
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = %[7]q
+    conf_template = %[8]q
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+`, filepath.Join(l.containerdDir(), "root"), filepath.Join(l.containerdDir(), "state"),
+		l.containerdSock(), l.containerdSock()+".ttrpc", PauseImage, restrictOOMScoreAdj,
+		l.cniDir(), filepath.Join(l.containerdDir(), "cni.template"))
+}
+
+// cniTemplate is the node's CNI configuration (containerd's conf_template): a bridge of its own
+// in the node's network namespace holding the Node's pod CIDR, the node the gateway. Pods
+// reach other nodes' pods through the routes the provider sets in each node's namespace.
+const cniTemplate = `{
+  "cniVersion": "0.4.0",
+  "name": "butler-node",
+  "plugins": [
+    {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+     "ipam": {"type": "host-local", "dataDir": "{{.DataDir}}",
+              "ranges": [{{range $i, $r := .PodCIDRRanges}}{{if $i}},{{end}}[{"subnet": "{{$r}}"}]{{end}}],
+              "routes": [{"dst": "0.0.0.0/0"}]}},
+    {"type": "portmap", "capabilities": {"portMappings": true}},
+    {"type": "loopback"}
+  ]
+}
+`
+
+// renderCNITemplate fills in what containerd's template does not know: where host-local keeps
+// its leases (inside the node's directory, not the host's /var/lib/cni).
+func renderCNITemplate(l nodeLayout) string {
+	return strings.ReplaceAll(cniTemplate, "{{.DataDir}}", filepath.Join(l.dir, "cni-ipam"))
+}
+
+// kubeletConfig is the node's KubeletConfiguration. It listens on the node's own address (the
+// tenant's kube-apiserver reaches it there for logs, exec and port-forward with its kubelet
+// client certificate, which the tenant CA signed), runs its pods under a cgroup of its own,
+// and evicts nothing for disk on a shared development machine.
+func kubeletConfig(l nodeLayout, nodeIP, caFile, providerID string, clusterDNS []string, clusterDomain string) string {
+	dns := ""
+	if len(clusterDNS) > 0 {
+		dns = "clusterDNS: [" + strings.Join(clusterDNS, ", ") + "]\n"
+	}
+	if clusterDomain == "" {
+		clusterDomain = "cluster.local"
+	}
+	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+failCgroupV1: false
+cgroupDriver: cgroupfs
+cgroupRoot: %[1]s
+containerRuntimeEndpoint: unix://%[2]s
+address: %[3]s
+port: 10250
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: 10248
+providerID: %[4]q
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: %[5]s}
+authorization:
+  mode: Webhook
+failSwapOn: false
+evictionHard: {memory.available: "100Mi", nodefs.available: "0%%", imagefs.available: "0%%", nodefs.inodesFree: "0%%", imagefs.inodesFree: "0%%"}
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+resolvConf: /etc/resolv.conf
+podLogsDir: %[6]s
+maxPods: 30
+clusterDomain: %[7]s
+%[8]s`, l.cgroupRoot(), l.containerdSock(), nodeIP, providerID, caFile, l.podLogsDir(), clusterDomain, dns)
+}

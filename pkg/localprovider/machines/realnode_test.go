@@ -1,0 +1,106 @@
+package machines
+
+import (
+	"context"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
+)
+
+func TestBridgeLeases(t *testing.T) {
+	b := &bridgeNet{name: "test-no-such-bridge", prefix: netip.MustParsePrefix("10.250.0.0/30"), leases: t.TempDir()}
+	a, err := b.lease("node-a")
+	if err != nil || a.String() != "10.250.0.2" {
+		t.Fatalf("first lease: %v %v; want 10.250.0.2 (the host holds .1)", a, err)
+	}
+	again, _ := b.lease("node-a")
+	if again != a {
+		t.Errorf("a node leased again gets %v, not its %v", again, a)
+	}
+	c, err := b.lease("node-b")
+	if err != nil || c.String() != "10.250.0.3" {
+		t.Fatalf("second lease: %v %v", c, err)
+	}
+	if _, err := b.lease("node-c"); err == nil || !strings.Contains(err.Error(), "no free address") {
+		t.Errorf("a lease past the network: %v", err)
+	}
+	b.release(context.Background(), "node-a")
+	if d, err := b.lease("node-c"); err != nil || d != a {
+		t.Errorf("after a release the address is free again: %v %v", d, err)
+	}
+}
+
+func TestNodeIDsDifferPerProvider(t *testing.T) {
+	one := NewRealNodes(RealNodesOptions{}, "/state/one", nil)
+	two := NewRealNodes(RealNodesOptions{}, "/state/two", nil)
+	if one.nodeID("ns/m") == two.nodeID("ns/m") {
+		t.Error("two providers' machines of the same name share a node id (netns, veth, cgroup)")
+	}
+	if id := one.nodeID("ns/m"); len(one.layout("ns/m", "/m").hostVeth()) > 15 || id != one.nodeID("ns/m") {
+		t.Errorf("node id %q: not stable, or the veth name is longer than an interface name may be", id)
+	}
+}
+
+func TestRealNodeConfigs(t *testing.T) {
+	l := nodeLayout{id: "0123456789", dir: "/state/machines/ns/m/node", run: "/run/butler-nodes/0123456789"}
+	k := kubeletConfig(l, "10.250.0.2", "/state/machines/ns/m/ca.crt", "local://ns/m", []string{"10.96.0.10"}, "")
+	for _, want := range []string{"address: 10.250.0.2", "cgroupRoot: /butler-nodes/0123456789",
+		"containerRuntimeEndpoint: unix:///run/butler-nodes/0123456789/containerd.sock",
+		"clientCAFile: /state/machines/ns/m/ca.crt", `providerID: "local://ns/m"`, "clusterDNS: [10.96.0.10]",
+		"clusterDomain: cluster.local", "anonymous: {enabled: false}", `nodefs.available: "0%"`} {
+		if !strings.Contains(k, want) {
+			t.Errorf("kubelet configuration lacks %q:\n%s", want, k)
+		}
+	}
+	c := containerdConfig(l, true)
+	for _, want := range []string{`address = "/run/butler-nodes/0123456789/containerd.sock"`,
+		`root = "/state/machines/ns/m/node/containerd/root"`, `sandbox_image = "registry.k8s.io/pause:3.10"`,
+		`conf_template = "/state/machines/ns/m/node/containerd/cni.template"`, "restrict_oom_score_adj = true"} {
+		if !strings.Contains(c, want) {
+			t.Errorf("containerd configuration lacks %q:\n%s", want, c)
+		}
+	}
+	if tpl := renderCNITemplate(l); !strings.Contains(tpl, `"dataDir": "/state/machines/ns/m/node/cni-ipam"`) || !strings.Contains(tpl, "{{range $i, $r := .PodCIDRRanges}}") {
+		t.Errorf("CNI template: leases outside the node, or containerd's fields rendered away:\n%s", tpl)
+	}
+}
+
+func TestRealNodeRegistersWithoutKwok(t *testing.T) {
+	n := NodeFor(bootstrap.JoinInfo{NodeName: "w"}, Registration{ProviderID: "local://ns/w", Address: "10.250.0.2"}, "v1.36.3")
+	if _, ok := n.Annotations[KwokNodeAnnotation]; ok {
+		t.Error("a real node's Node is handed to kwok")
+	}
+	if n.Status.Addresses[0].Address != "10.250.0.2" {
+		t.Errorf("InternalIP %v, want the node's address on the bridge", n.Status.Addresses)
+	}
+	if k := NodeFor(bootstrap.JoinInfo{NodeName: "w"}, KwokNode("local://ns/w"), "v1.36.3"); k.Annotations[KwokNodeAnnotation] != KwokNodeValue || k.Status.Addresses[0].Address != NodeIP {
+		t.Errorf("a kwok node: %v %v", k.Annotations, k.Status.Addresses)
+	}
+}
+
+func TestNodeTypeOf(t *testing.T) {
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{}}}
+	if got := nodeTypeOf(u); got != NodeTypeKwok {
+		t.Errorf("unset: %q", got)
+	}
+	u.Object["spec"] = map[string]any{"nodeType": "real"}
+	if got := nodeTypeOf(u); got != NodeTypeReal {
+		t.Errorf("real: %q", got)
+	}
+}
+
+func TestLoopbackEndpointsAndMounts(t *testing.T) {
+	for ep, want := range map[string]bool{"127.0.0.1:30001": true, "localhost:6443": true, "[::1]:6443": true,
+		"10.244.0.1:30001": false, "garbage": false} {
+		if got := isLoopbackEndpoint(ep); got != want {
+			t.Errorf("isLoopbackEndpoint(%q) = %v", ep, got)
+		}
+	}
+	if got := unescapeMount(`/a\040b/c`); got != "/a b/c" {
+		t.Errorf("unescapeMount: %q", got)
+	}
+}

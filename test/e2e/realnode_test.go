@@ -1,0 +1,258 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+)
+
+// TestRealNodeRunsPods boots two LocalMachines of nodeType real: each a kubelet, containerd and
+// runc in a network namespace of its own on the nodes' bridge, joined with its bootstrap data as
+// a kwok machine joins. Both Nodes become Ready; the project's echo image (built from source and
+// imported, nothing pulled) runs on each; kubectl logs and exec reach the pods through the
+// tenant's kube-apiserver (its kubelet client certificate); a pod reaches the other node's pod
+// directly and both through a ClusterIP Service (kube-proxy); a node whose kubelet is killed goes
+// NotReady and its LocalMachine says so; deleting the Machines leaves no process, mount,
+// network namespace, cgroup, veth, bridge or iptables rule of the nodes.
+func TestRealNodeRunsPods(t *testing.T) {
+	for _, tool := range []string{"containerd", "runc", "nsenter", "ip", "iptables-save"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed (hack/install-cluster-deps.sh installs what real nodes need)", tool)
+		}
+	}
+	root, _ := filepath.Abs("../..")
+	for _, f := range []string{"_output/bin/kubelet", "_output/node-images/pause.oci.tar", "_output/node-images/echo.oci.tar"} {
+		if _, err := os.Stat(filepath.Join(root, f)); err != nil {
+			t.Skipf("%s is missing: hack/build-kube.sh kubelet kube-proxy and hack/build-node-images.sh build what real nodes run", f)
+		}
+	}
+	ctx := context.Background()
+	started := time.Now()
+	env := lmTenant(t, "realnode", "rn")
+	nodes := []string{"rn-0", "rn-1"}
+	for _, n := range nodes {
+		env.machine(t, n, env.token, "real")
+	}
+	for _, n := range nodes {
+		lmWaitNode(t, env.tenant, n, 3*time.Minute)
+	}
+	t.Logf("2 real nodes Ready %s after the cluster was applied", time.Since(started).Round(100*time.Millisecond))
+
+	// The echo image on each node.
+	for _, n := range nodes {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "echo-" + n, Namespace: metav1.NamespaceDefault, Labels: map[string]string{"app": "echo"}},
+			Spec: corev1.PodSpec{NodeName: n, Containers: []corev1.Container{{Name: "echo",
+				Image: "localhost/butler-echo:v1", ImagePullPolicy: corev1.PullNever}},
+				Tolerations: []corev1.Toleration{{Key: "butler.butlerlabs.dev/e2e", Operator: corev1.TolerationOpExists}}}}
+		if _, err := env.tenant.CoreV1().Pods(metav1.NamespaceDefault).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range nodes {
+		lmWait(t, 2*time.Minute, "the echo pod on "+n+" to be Running", func() (bool, string) {
+			p, err := env.tenant.CoreV1().Pods(metav1.NamespaceDefault).Get(ctx, "echo-"+n, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			return p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "", fmt.Sprint(p.Status)
+		})
+	}
+
+	// logs and exec through the tenant's kube-apiserver, with the cluster's kubeconfig.
+	kubeconfig := filepath.Join(t.TempDir(), "tenant.kubeconfig")
+	if err := os.WriteFile(kubeconfig, env.tenantKubeconfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := kubectlAs(t, kubeconfig, "", "logs", "echo-rn-0")
+	if err != nil || !strings.Contains(out, "serving on :8080") {
+		t.Errorf("kubectl logs: %v: %s", err, out)
+	}
+	out, err = kubectlAs(t, kubeconfig, "", "exec", "echo-rn-1", "--", "/usr/local/bin/echo", "-say", "hello from rn-1")
+	if err != nil || strings.TrimSpace(out) != "hello from rn-1" {
+		t.Errorf("kubectl exec: %v: %s", err, out)
+	}
+
+	// Attack: a pod reaches a service of the host listening on every address, through the
+	// host's end of the nodes' bridge. It must not (the node forwards nothing to the host).
+	hostListener, err := net.Listen("tcp", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hostListener.Close()
+	go func() {
+		for {
+			c, err := hostListener.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Write([]byte("HTTP/1.0 200 OK\r\n\r\nhost service\n"))
+			c.Close()
+		}
+	}()
+	hostPort := fmt.Sprint(hostListener.Addr().(*net.TCPAddr).Port)
+	for _, hostIP := range []string{"10.250.0.1", realNodeHostAddress(t)} {
+		out, err := kubectlAs(t, kubeconfig, "", "exec", "echo-rn-0", "--", "/usr/local/bin/echo", "-get", "http://"+net.JoinHostPort(hostIP, hostPort)+"/")
+		if err == nil || strings.Contains(out, "host service") {
+			t.Errorf("a pod on a real node reached a service of the host at %s:%s: %s", hostIP, hostPort, out)
+		}
+	}
+
+	// Pods reach each other across the nodes (each node routes the other's pod CIDR).
+	peer, err := env.tenant.CoreV1().Pods(metav1.NamespaceDefault).Get(ctx, "echo-rn-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + net.JoinHostPort(peer.Status.PodIP, "8080") + "/from-rn-0"
+	var got string
+	lmWait(t, 30*time.Second, "echo-rn-0 to reach echo-rn-1 at "+url, func() (bool, string) {
+		got, err = kubectlAs(t, kubeconfig, "", "exec", "echo-rn-0", "--", "/usr/local/bin/echo", "-get", url)
+		return err == nil && strings.Contains(got, "echo-rn-1 /from-rn-0"), fmt.Sprint(err, got)
+	})
+
+	// A ClusterIP Service in front of both (kube-proxy on each node): every answer comes from one
+	// of them, and both answer in a few tries.
+	svc, err := env.tenant.CoreV1().Services(metav1.NamespaceDefault).Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "echo"},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "echo"},
+			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svcURL := "http://" + net.JoinHostPort(svc.Spec.ClusterIP, "80") + "/via-service"
+	answered := map[string]bool{}
+	lmWait(t, time.Minute, "both pods to answer at "+svcURL+" from echo-rn-0", func() (bool, string) {
+		out, err := kubectlAs(t, kubeconfig, "", "exec", "echo-rn-0", "--", "/usr/local/bin/echo", "-get", svcURL)
+		if err == nil {
+			answered[strings.Fields(out + " -")[0]] = true
+		}
+		return answered["echo-rn-0"] && answered["echo-rn-1"], fmt.Sprint(err, out, answered)
+	})
+
+	// A node whose kubelet is killed: its LocalMachine says so at once, its Node goes NotReady
+	// (the tenant's node lifecycle controller, after its grace period).
+	killed := false
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range procs {
+		data, _ := os.ReadFile(f)
+		args := strings.Split(string(data), "\x00")
+		if strings.HasSuffix(args[0], "/kubelet") && strings.Contains(string(data), "/machines/"+env.ns+"/rn-1/") {
+			pid := filepath.Base(filepath.Dir(f))
+			if err := exec.Command("kill", "-KILL", pid).Run(); err != nil {
+				t.Fatal(err)
+			}
+			killed = true
+		}
+	}
+	if !killed {
+		t.Fatal("found no kubelet process of rn-1")
+	}
+	lmWait(t, 30*time.Second, "rn-1's LocalMachine to say its kubelet exited", func() (bool, string) {
+		u, err := env.dyn.Resource(external.LocalMachineGVR).Namespace(env.ns).Get(ctx, "rn-1", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		for _, c := range conds {
+			c := c.(map[string]any)
+			if c["type"] == "Ready" && c["status"] == "False" && c["reason"] == "NodeDown" &&
+				strings.Contains(fmt.Sprint(c["message"]), "kubelet exited") {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprint(u.Object["status"])
+	})
+	lmWait(t, 2*time.Minute, "Node rn-1 to be NotReady", func() (bool, string) {
+		n, err := env.tenant.CoreV1().Nodes().Get(ctx, "rn-1", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				return c.Status != corev1.ConditionTrue, string(c.Status)
+			}
+		}
+		return false, "no Ready condition"
+	})
+
+	// Delete: every trace of the nodes goes.
+	mustKubectl(t, "delete", "-n", env.ns, "machines.cluster.x-k8s.io", "--all", "--wait=false")
+	lmWait(t, 2*time.Minute, "the LocalMachines to be gone", func() (bool, string) {
+		l, err := env.dyn.Resource(external.LocalMachineGVR).Namespace(env.ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(l.Items) == 0, fmt.Sprint(len(l.Items), " left")
+	})
+	if _, err := env.tenant.CoreV1().Nodes().Get(ctx, "rn-0", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("Node rn-0 after its Machine was deleted: %v", err)
+	}
+	if left := realNodeLeftovers(); len(left) > 0 {
+		t.Errorf("the deleted real nodes left:\n  %s", strings.Join(left, "\n  "))
+	}
+}
+
+// realNodeHostAddress is the host's address on its default route's interface.
+func realNodeHostAddress(t *testing.T) string {
+	t.Helper()
+	c, err := net.Dial("udp", "1.1.1.1:9")
+	if err != nil {
+		return "127.0.0.1"
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).IP.String()
+}
+
+// realNodeLeftovers lists what real nodes of this plane left on the host.
+func realNodeLeftovers() []string {
+	var left []string
+	machines := filepath.Join(plane.dir, "machines") + "/"
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range procs {
+		data, err := os.ReadFile(f)
+		cmd := strings.ReplaceAll(string(data), "\x00", " ")
+		if err == nil && (strings.Contains(cmd, machines) || strings.Contains(cmd, "/run/butler-nodes/")) {
+			left = append(left, "process "+filepath.Base(filepath.Dir(f))+": "+cmd)
+		}
+	}
+	mounts, _ := os.ReadFile("/proc/self/mounts")
+	for _, m := range strings.Split(string(mounts), "\n") {
+		if strings.Contains(m, machines) || strings.Contains(m, "/run/butler-nodes/") || strings.Contains(m, "/var/run/netns/butler-") {
+			left = append(left, "mount "+m)
+		}
+	}
+	if ns, _ := filepath.Glob("/var/run/netns/butler-*"); len(ns) > 0 {
+		left = append(left, "network namespaces "+strings.Join(ns, " "))
+	}
+	if cg, _ := filepath.Glob("/sys/fs/cgroup/*/butler-nodes"); len(cg) > 0 {
+		left = append(left, "cgroups "+strings.Join(cg, " "))
+	}
+	if links, err := exec.Command("ip", "-o", "link", "show").Output(); err == nil {
+		for _, l := range strings.Split(string(links), "\n") {
+			if f := strings.Fields(l); len(f) > 1 && (strings.HasPrefix(f[1], "bn") || strings.HasPrefix(f[1], "butlern0")) {
+				left = append(left, "link "+f[1])
+			}
+		}
+	}
+	if rules, err := exec.Command("iptables-save").Output(); err == nil {
+		for _, r := range strings.Split(string(rules), "\n") {
+			if strings.Contains(r, "butlern0") || strings.Contains(r, "10.250.") {
+				left = append(left, "iptables "+r)
+			}
+		}
+	}
+	return left
+}
