@@ -7,7 +7,7 @@ PORT     ?= 8443
 
 LOCAL_DIR ?= _output/local
 
-.PHONY: weed test-s3 kube-versions cluster test-cluster build-steward images verify-images verify-chart render-deploy fuzz test-faults test-starts bench-bin bench-report bench-lifecycle bench-local bench-hibernation bench-density bench-snapshot bench-restore bench-ipam all build build-butler kubectl-butler build-kube build-capi run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e bench clean
+.PHONY: weed test-s3 test-realnode kube-versions cluster test-cluster build-steward images verify-images verify-chart render-deploy fuzz test-faults test-starts bench-bin bench-report bench-lifecycle bench-local bench-hibernation bench-density bench-snapshot bench-restore bench-ipam all build build-butler kubectl-butler build-kube build-capi run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e bench clean
 
 all: build
 
@@ -114,8 +114,17 @@ kube-versions:
 ## test-e2e: the standalone binary with kubectl, then the whole management plane (hack/local-up.sh)
 test-e2e: build kube-versions
 	test/e2e/standalone.sh $(BIN)/butler-apiserver
-	$(GO) test -count=1 -timeout 45m -skip '^(TestFault|TestSlow|TestS3)' ./test/e2e/...
+	$(GO) test -count=1 -timeout 45m -skip '^(TestFault|TestSlow|TestS3|TestRealNode)' ./test/e2e/...
 	$(GO) test -count=1 -timeout 20m -run '^TestPlaneStartFailsCleanly$$' ./test/starts/
+
+## test-realnode: real worker nodes (LocalMachine spec.nodeType real) on this machine (root;
+## Debian's containerd, runc and CNI plugins, installed when missing; the kubelet and kube-proxy
+## built from source as make cluster's; the pause and echo images of hack/build-node-images.sh)
+test-realnode: build kube-versions
+	hack/install-cluster-deps.sh
+	hack/build-kube.sh kubelet kube-proxy
+	hack/build-node-images.sh >/dev/null
+	BUTLER_E2E_REALNODE=1 $(GO) test -count=1 -timeout 15m -run '^TestRealNode' ./test/e2e/...
 
 ## test-starts: STARTS_N plane starts and stops in a row, then STARTS_TENANTS tenant control
 ## planes at once, under STARTS_CONNECTIONS held loopback connections (README "Reliability");

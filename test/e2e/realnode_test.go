@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,15 +31,20 @@ import (
 // NotReady and its LocalMachine says so; deleting the Machines leaves no process, mount,
 // network namespace, cgroup, veth, bridge or iptables rule of the nodes.
 func TestRealNodeRunsPods(t *testing.T) {
+	// make test-realnode provides everything: there a missing piece is a failure, not a skip.
+	skip := t.Skipf
+	if os.Getenv("BUTLER_E2E_REALNODE") != "" {
+		skip = t.Fatalf
+	}
 	for _, tool := range []string{"containerd", "runc", "nsenter", "ip", "iptables-save"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed (hack/install-cluster-deps.sh installs what real nodes need)", tool)
+			skip("%s is not installed (hack/install-cluster-deps.sh installs what real nodes need)", tool)
 		}
 	}
 	root, _ := filepath.Abs("../..")
 	for _, f := range []string{"_output/bin/kubelet", "_output/node-images/pause.oci.tar", "_output/node-images/echo.oci.tar"} {
 		if _, err := os.Stat(filepath.Join(root, f)); err != nil {
-			t.Skipf("%s is missing: hack/build-kube.sh kubelet kube-proxy and hack/build-node-images.sh build what real nodes run", f)
+			skip("%s is missing: hack/build-kube.sh kubelet kube-proxy and hack/build-node-images.sh build what real nodes run", f)
 		}
 	}
 	ctx := context.Background()
@@ -72,6 +79,8 @@ func TestRealNodeRunsPods(t *testing.T) {
 		})
 	}
 
+	t.Logf("memory of real node rn-0 with one echo pod: %s", realNodePSS(t, env.ns, "rn-0"))
+
 	// logs and exec through the tenant's kube-apiserver, with the cluster's kubeconfig.
 	kubeconfig := filepath.Join(t.TempDir(), "tenant.kubeconfig")
 	if err := os.WriteFile(kubeconfig, env.tenantKubeconfig, 0o600); err != nil {
@@ -84,6 +93,32 @@ func TestRealNodeRunsPods(t *testing.T) {
 	out, err = kubectlAs(t, kubeconfig, "", "exec", "echo-rn-1", "--", "/usr/local/bin/echo", "-say", "hello from rn-1")
 	if err != nil || strings.TrimSpace(out) != "hello from rn-1" {
 		t.Errorf("kubectl exec: %v: %s", err, out)
+	}
+
+	// Attack: the kubelet's API on the node's address, from the host, without a client
+	// certificate and with one of another CA (the management cluster's admin): 401 both times.
+	rn0, err := env.tenant.CoreV1().Nodes().Get(ctx, "rn-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodeIP := ""
+	for _, a := range rn0.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			nodeIP = a.Address
+		}
+	}
+	for who, certs := range map[string][]tls.Certificate{"no client certificate": nil, "another CA's admin": realNodeForeignCert(t)} {
+		c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+			InsecureSkipVerify: true, Certificates: certs}}} //nolint:gosec // the attacker does not verify the kubelet
+		resp, err := c.Get("https://" + net.JoinHostPort(nodeIP, "10250") + "/pods")
+		if err != nil {
+			t.Errorf("kubelet API with %s: %v", who, err)
+			continue
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("kubelet API of rn-0 at %s with %s: %s, want 401", nodeIP, who, resp.Status)
+		}
 	}
 
 	// Attack: a pod reaches a service of the host listening on every address, through the
@@ -205,6 +240,21 @@ func TestRealNodeRunsPods(t *testing.T) {
 	}
 }
 
+// realNodeForeignCert is the management cluster's admin client certificate: valid, but of
+// another CA than the tenant's.
+func realNodeForeignCert(t *testing.T) []tls.Certificate {
+	t.Helper()
+	cfg := plane.config
+	cert, err := tls.X509KeyPair(cfg.CertData, cfg.KeyData)
+	if err != nil && cfg.CertFile != "" {
+		cert, err = tls.LoadX509KeyPair(cfg.CertFile, cfg.KeyFile)
+	}
+	if err != nil {
+		t.Fatalf("the management cluster's admin certificate: %v", err)
+	}
+	return []tls.Certificate{cert}
+}
+
 // realNodeHostAddress is the host's address on its default route's interface.
 func realNodeHostAddress(t *testing.T) string {
 	t.Helper()
@@ -214,6 +264,66 @@ func realNodeHostAddress(t *testing.T) string {
 	}
 	defer c.Close()
 	return c.LocalAddr().(*net.UDPAddr).IP.String()
+}
+
+// realNodePSS sums the proportional set size of a real node's processes: its kubelet, kube-proxy
+// and containerd (found by the machine's directory in their command lines), containerd's shims
+// (by the socket in its configuration) and what runs under them (its pods).
+func realNodePSS(t *testing.T, ns, name string) string {
+	t.Helper()
+	dir := "/machines/" + ns + "/" + name + "/"
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	cmdline := func(p string) string {
+		data, _ := os.ReadFile(filepath.Join(p, "cmdline"))
+		return strings.ReplaceAll(string(data), "\x00", " ")
+	}
+	var sock string
+	counted := map[string]bool{}
+	for _, p := range procs {
+		cmd := cmdline(p)
+		if !strings.Contains(cmd, dir) {
+			continue
+		}
+		counted[p] = true
+		if f := strings.Fields(cmd); len(f) > 2 && strings.HasSuffix(f[0], "containerd") && f[1] == "--config" {
+			if conf, err := os.ReadFile(f[2]); err == nil {
+				for _, line := range strings.Split(string(conf), "\n") {
+					if strings.HasPrefix(strings.TrimSpace(line), "address = ") && sock == "" {
+						sock = strings.Trim(strings.TrimPrefix(strings.TrimSpace(line), "address = "), `"`)
+					}
+				}
+			}
+		}
+	}
+	shims := map[string]bool{}
+	for _, p := range procs {
+		if sock != "" && strings.Contains(cmdline(p), "-address "+sock+" ") {
+			counted[p], shims[filepath.Base(p)] = true, true
+		}
+	}
+	// The shims' descendants: the pods' processes.
+	for changed := true; changed; {
+		changed = false
+		for _, p := range procs {
+			stat, _ := os.ReadFile(filepath.Join(p, "stat"))
+			f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+			if len(f) > 1 && shims[f[1]] && !shims[filepath.Base(p)] {
+				counted[p], shims[filepath.Base(p)], changed = true, true, true
+			}
+		}
+	}
+	var kib int64
+	for p := range counted {
+		data, _ := os.ReadFile(filepath.Join(p, "smaps_rollup"))
+		for _, line := range strings.Split(string(data), "\n") {
+			if f := strings.Fields(line); len(f) >= 2 && f[0] == "Pss:" {
+				var v int64
+				fmt.Sscan(f[1], &v)
+				kib += v
+			}
+		}
+	}
+	return fmt.Sprintf("%.1f MiB PSS over %d processes", float64(kib)/1024, len(counted))
 }
 
 // realNodeLeftovers lists what real nodes of this plane left on the host.
