@@ -121,29 +121,50 @@ func TestRealNodeRunsPods(t *testing.T) {
 		}
 	}
 
-	// Attack: a pod reaches a service of the host listening on every address, through the
-	// host's end of the nodes' bridge. It must not (the node forwards nothing to the host).
-	hostListener, err := net.Listen("tcp", "0.0.0.0:0")
+	// Attack: a pod reaches services of the host listening on every address, through the host's
+	// end of the nodes' bridge or the host's own address: TCP (a connection) and UDP (a datagram
+	// needs no answer to arrive). Nothing may arrive.
+	hostTCP, err := net.Listen("tcp", "0.0.0.0:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer hostListener.Close()
+	defer hostTCP.Close()
+	hostUDP, err := net.ListenPacket("udp", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hostUDP.Close()
+	arrived := make(chan string, 16)
 	go func() {
 		for {
-			c, err := hostListener.Accept()
+			c, err := hostTCP.Accept()
 			if err != nil {
 				return
 			}
+			arrived <- "a TCP connection from " + c.RemoteAddr().String()
 			_, _ = c.Write([]byte("HTTP/1.0 200 OK\r\n\r\nhost service\n"))
 			c.Close()
 		}
 	}()
-	hostPort := fmt.Sprint(hostListener.Addr().(*net.TCPAddr).Port)
-	for _, hostIP := range []string{"10.250.0.1", realNodeHostAddress(t)} {
-		out, err := kubectlAs(t, kubeconfig, "", "exec", "echo-rn-0", "--", "/usr/local/bin/echo", "-get", "http://"+net.JoinHostPort(hostIP, hostPort)+"/")
-		if err == nil || strings.Contains(out, "host service") {
-			t.Errorf("a pod on a real node reached a service of the host at %s:%s: %s", hostIP, hostPort, out)
+	go func() {
+		buf := make([]byte, 512)
+		for {
+			n, from, err := hostUDP.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			arrived <- fmt.Sprintf("a UDP datagram %q from %s", buf[:n], from)
 		}
+	}()
+	tcpPort := fmt.Sprint(hostTCP.Addr().(*net.TCPAddr).Port)
+	udpPort := fmt.Sprint(hostUDP.LocalAddr().(*net.UDPAddr).Port)
+	for _, hostIP := range []string{"10.250.0.1", realNodeHostAddress(t)} {
+		_, _ = kubectlAs(t, kubeconfig, "", "exec", "echo-rn-0", "--", "/usr/local/bin/echo", "-send", net.JoinHostPort(hostIP, udpPort))
+		_, _ = kubectlAs(t, kubeconfig, "", "exec", "echo-rn-0", "--", "/usr/local/bin/echo", "-get", "http://"+net.JoinHostPort(hostIP, tcpPort)+"/")
+	}
+	time.Sleep(time.Second)
+	for len(arrived) > 0 {
+		t.Errorf("a pod on a real node reached a service of the host: %s", <-arrived)
 	}
 
 	// Pods reach each other across the nodes (each node routes the other's pod CIDR).
