@@ -28,7 +28,8 @@ import (
 // imported, nothing pulled) runs on each; kubectl logs and exec reach the pods through the
 // tenant's kube-apiserver (its kubelet client certificate); a pod reaches the other node's pod
 // directly and both through a ClusterIP Service (kube-proxy); a node whose kubelet is killed goes
-// NotReady and its LocalMachine says so; deleting the Machines leaves no process, mount,
+// NotReady and its LocalMachine says so; a paused (hibernated) cluster's nodes stop and leave
+// nothing, and boot again on the wake; deleting the Machines leaves no process, mount,
 // network namespace, cgroup, veth, bridge or iptables rule of the nodes.
 func TestRealNodeRunsPods(t *testing.T) {
 	// make test-realnode provides everything: there a missing piece is a failure, not a skip.
@@ -197,6 +198,23 @@ func TestRealNodeRunsPods(t *testing.T) {
 		}
 		return answered["echo-rn-0"] && answered["echo-rn-1"], fmt.Sprint(err, out, answered)
 	})
+
+	// Hibernation: the paused cluster's nodes stop and clean up, and boot again on the wake.
+	mustKubectl(t, "patch", "-n", env.ns, "clusters.cluster.x-k8s.io", env.cluster, "--type=merge", "-p", `{"spec":{"paused":true}}`)
+	lmWait(t, time.Minute, "the paused cluster's real nodes to be gone from the host", func() (bool, string) {
+		left := realNodeLeftovers()
+		return len(left) == 0, strings.Join(left, "; ")
+	})
+	mustKubectl(t, "patch", "-n", env.ns, "clusters.cluster.x-k8s.io", env.cluster, "--type=merge", "-p", `{"spec":{"paused":false}}`)
+	woke := time.Now()
+	for _, n := range nodes {
+		lmWaitNode(t, env.tenant, n, 2*time.Minute)
+	}
+	lmWait(t, 2*time.Minute, "the echo pods to run again after the wake", func() (bool, string) {
+		_, err := kubectlAs(t, kubeconfig, "", "exec", "echo-rn-0", "--", "/usr/local/bin/echo", "-get", svcURL)
+		return err == nil, fmt.Sprint(err)
+	})
+	t.Logf("woken: nodes Ready and the Service answering %s after the unpause", time.Since(woke).Round(100*time.Millisecond))
 
 	// A node whose kubelet is killed: its LocalMachine says so at once, its Node goes NotReady
 	// (the tenant's node lifecycle controller, after its grace period).

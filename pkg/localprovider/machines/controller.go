@@ -257,8 +257,10 @@ func (c *Controller) reconcileCluster(ctx context.Context, key string) error {
 	cluster := clusterOf(lc.OwnerReferences, lc.Labels, lc.Name)
 	if c.paused(lc, cluster) {
 		// A paused cluster (a hibernated one) is left alone, as Cluster API's contract asks of
-		// an infrastructure provider: its kwok would only dial a stopped kube-apiserver.
+		// an infrastructure provider: its kwok would only dial a stopped kube-apiserver. Its
+		// real nodes stop and clean up; they boot again on the wake.
 		c.kwoks.Stop(key)
+		c.nodes.StopCluster(ctx, key)
 		return nil
 	}
 	secret, err := c.secrets.Secrets(ns).Get(cluster + "-kubeconfig")
@@ -267,6 +269,7 @@ func (c *Controller) reconcileCluster(ctx context.Context, key string) error {
 	} else if err != nil {
 		return err
 	}
+	c.wakeRealNodes(ns, cluster)
 	provisioned, cond := clusterReadiness(lc, cluster, secret != nil)
 	if err := c.applyClusterStatus(ctx, lc, provisioned, cond); err != nil {
 		return err
@@ -430,7 +433,7 @@ func (c *Controller) reconcileMachine(ctx context.Context, key string) error {
 		if err := c.bindProxy(ctx, lm); err != nil {
 			return c.machineFailed(ctx, key, lm, &JoinError{Reason: ReasonNodeBootFailed, Err: err})
 		}
-		spec := BootSpec{MachineDir: c.machineDir(lm), Endpoint: info.Endpoint, NodeName: joined.Node.Name,
+		spec := BootSpec{Cluster: lm.Namespace + "/" + clusterOf(nil, lm.Labels, ""), MachineDir: c.machineDir(lm), Endpoint: info.Endpoint, NodeName: joined.Node.Name,
 			ProviderID: providerID, ClusterDNS: info.ClusterDNS, ClusterDomain: info.ClusterDomain}
 		if err := c.nodes.Boot(ctx, key, spec); err != nil {
 			return c.machineFailed(ctx, key, lm, &JoinError{Reason: ReasonNodeBootFailed, Err: err})
@@ -769,6 +772,9 @@ func nodeTypeOf(obj runtime.Object) string {
 // the condition NodeDown, not restarted: as a machine whose kubelet died, it stays NotReady
 // until it is replaced.
 func (c *Controller) keepRealNode(ctx context.Context, key string, lm *external.LocalMachine) error {
+	if cluster := clusterOf(nil, lm.Labels, ""); cluster != "" && c.clusterPaused(lm.Namespace, cluster) {
+		return nil // asleep: its node boots again on the wake
+	}
 	booted, down := c.nodes.Status(key)
 	if booted && down == "" {
 		return c.routePods(ctx, key, lm, lm.Status.NodeName)
@@ -800,7 +806,7 @@ func (c *Controller) routePods(ctx context.Context, key string, lm *external.Loc
 	if err != nil || node.Spec.PodCIDR == "" {
 		return worker.RequeueAfter(time.Second)
 	}
-	return c.nodes.SetPodCIDR(ctx, key, lm.Namespace+"/"+cluster, node.Spec.PodCIDR)
+	return c.nodes.SetPodCIDR(ctx, key, node.Spec.PodCIDR)
 }
 
 // ProxyBinding is the tenant's ClusterRoleBinding that lets real nodes' kube-proxies, which run
@@ -822,4 +828,27 @@ func (c *Controller) bindProxy(ctx context.Context, lm *external.LocalMachine) e
 		return fmt.Errorf("binding system:node-proxier to the nodes: %w", err)
 	}
 	return nil
+}
+
+// clusterPaused says whether Cluster API pauses the cluster (a hibernated tenant cluster).
+func (c *Controller) clusterPaused(ns, cluster string) bool {
+	obj, err := c.capiClusters.ByNamespace(ns).Get(cluster)
+	return err == nil && isPaused(obj, nil)
+}
+
+// wakeRealNodes looks again at the real machines of a running cluster: those whose nodes
+// stopped while it slept boot again.
+func (c *Controller) wakeRealNodes(ns, cluster string) {
+	selector := labels.SelectorFromSet(labels.Set{clusterv1.ClusterNameLabel: cluster})
+	machines, _ := c.machines.ByNamespace(ns).List(selector)
+	for _, m := range machines {
+		if nodeTypeOf(m) != NodeTypeReal {
+			continue
+		}
+		if acc, err := meta.Accessor(m); err == nil {
+			if booted, _ := c.nodes.Status(ns + "/" + acc.GetName()); !booted {
+				c.machineQueue.Add(ns + "/" + acc.GetName())
+			}
+		}
+	}
 }

@@ -114,6 +114,9 @@ func (r *RealNodes) Status(key string) (booted bool, down string) {
 // BootSpec is what a node boots with: its state directory (the join's credentials are there),
 // the endpoint the kubelet dials, and what the kubelet registers.
 type BootSpec struct {
+	// Cluster is the node's tenant cluster (namespace/name): its nodes route pods to each other
+	// and sleep together.
+	Cluster       string
 	MachineDir    string
 	Endpoint      string
 	NodeName      string
@@ -148,7 +151,7 @@ func (r *RealNodes) Boot(ctx context.Context, key string, spec BootSpec) (err er
 		return err
 	}
 	nodeCtx, cancel := context.WithCancel(base)
-	n := &realNode{layout: l, ip: ip, cancel: cancel, procs: map[string]*nodeProc{}}
+	n := &realNode{layout: l, ip: ip, cancel: cancel, procs: map[string]*nodeProc{}, cluster: spec.Cluster}
 	defer func() {
 		if err != nil {
 			r.stopNode(ctx, key, n)
@@ -207,7 +210,7 @@ func (r *RealNodes) startNetwork(ctx, nodeCtx context.Context, n *realNode, endp
 	if err := r.bridge.ensure(ctx); err != nil {
 		return err
 	}
-	if err := r.bridge.plug(ctx, n.layout, n.ip); err != nil {
+	if err := r.bridge.plug(ctx, n.layout, n.ip, endpoint); err != nil {
 		return err
 	}
 	if isLoopbackEndpoint(endpoint) {
@@ -306,16 +309,17 @@ func (r *RealNodes) start(key string, n *realNode, name string, command string, 
 	return nil
 }
 
-// SetPodCIDR records the pod CIDR the tenant allocated to the node of key (a node of cluster)
-// and routes it from the cluster's other nodes, and theirs from it.
-func (r *RealNodes) SetPodCIDR(ctx context.Context, key, cluster, cidr string) error {
+// SetPodCIDR records the pod CIDR the tenant allocated to the node of key and routes it from
+// its cluster's other nodes, and theirs from it.
+func (r *RealNodes) SetPodCIDR(ctx context.Context, key, cidr string) error {
 	r.mu.Lock()
 	n, ok := r.nodes[key]
-	if !ok || (n.cluster == cluster && n.podCIDR == cidr) {
+	if !ok || n.podCIDR == cidr {
 		r.mu.Unlock()
 		return nil
 	}
-	n.cluster, n.podCIDR = cluster, cidr
+	n.podCIDR = cidr
+	cluster := n.cluster
 	r.mu.Unlock()
 	return r.syncRoutes(ctx, cluster)
 }
@@ -361,6 +365,23 @@ func (r *RealNodes) Stop(ctx context.Context, key, machineDir string) {
 		if err := r.syncRoutes(ctx, n.cluster); err != nil {
 			klog.FromContext(ctx).Info("Removing the routes to a stopped node", "err", err)
 		}
+	}
+}
+
+// StopCluster stops every node of cluster (namespace/name) and removes what they made, as Stop;
+// their machines' credentials and boot records stay, so they boot again (Reboot) on the wake.
+func (r *RealNodes) StopCluster(ctx context.Context, cluster string) {
+	r.mu.Lock()
+	stopping := map[string]*realNode{}
+	for key, n := range r.nodes {
+		if n.cluster == cluster {
+			stopping[key] = n
+			delete(r.nodes, key)
+		}
+	}
+	r.mu.Unlock()
+	for key, n := range stopping {
+		r.stopNode(ctx, key, n)
 	}
 }
 
