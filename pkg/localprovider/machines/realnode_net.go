@@ -110,8 +110,12 @@ func (b *bridgeNet) release(ctx context.Context, id string) {
 }
 
 // plug makes the node's network namespace with one end of a veth pair in it (eth0, the node's
-// address, the host's bridge address its default gateway) and the other on the bridge.
-func (b *bridgeNet) plug(ctx context.Context, l nodeLayout, ip netip.Addr) error {
+// address) and the other on the bridge. The node has no default route: it reaches the other
+// nodes on the bridge and, when the tenant's endpoint is not on the host's loopback (which is
+// forwarded), that endpoint's address through the host. Pods never reach the host: forwarded
+// traffic to the host's bridge address is dropped, and to the endpoint's address on any other
+// port (the host serves more than the tenant's API there, such as a cluster's etcd).
+func (b *bridgeNet) plug(ctx context.Context, l nodeLayout, ip netip.Addr, endpoint string) error {
 	if _, err := os.Stat(l.netnsPath()); err != nil {
 		if err := run(ctx, "ip", "netns", "add", l.netnsName()); err != nil {
 			return err
@@ -133,9 +137,15 @@ func (b *bridgeNet) plug(ctx context.Context, l nodeLayout, ip netip.Addr) error
 		{"ip", "link", "set", "lo", "up"},
 		{"ip", "addr", "replace", fmt.Sprintf("%s/%d", ip, b.prefix.Bits()), "dev", "eth0"},
 		{"ip", "link", "set", "eth0", "up"},
-		{"ip", "route", "replace", "default", "via", b.hostIP().String()},
 		// The node routes its pods' traffic to other nodes' pods.
 		{"sysctl", "-qw", "net.ipv4.ip_forward=1"},
+		{"iptables", "-w", "-I", "FORWARD", "-d", b.hostIP().String(), "-j", "DROP"},
+	}
+	if host, port, err := net.SplitHostPort(endpoint); err == nil && !isLoopbackEndpoint(endpoint) {
+		inside = append(inside,
+			[]string{"ip", "route", "replace", host, "via", b.hostIP().String()},
+			[]string{"iptables", "-w", "-I", "FORWARD", "-d", host, "-p", "tcp", "!", "--dport", port, "-j", "DROP"},
+			[]string{"iptables", "-w", "-I", "FORWARD", "-d", host, "!", "-p", "tcp", "-j", "DROP"})
 	}
 	for _, s := range inside {
 		if err := inNode(ctx, l, s[0], s[1:]...); err != nil {
