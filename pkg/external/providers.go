@@ -100,15 +100,22 @@ type LocalClusterStatus struct {
 
 // LocalMachine is infrastructure.butlerlabs.dev/v1alpha1 LocalMachine: a machine simulated on
 // this host that joins its tenant with its bootstrap data. Its spec is the infrastructure
-// contract's.
+// contract's and its node type.
 //
 // +k8s:deepcopy-gen=true
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 type LocalMachine struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
-	Spec              InfrastructureMachineSpec `json:"spec,omitempty"`
-	Status            LocalMachineStatus        `json:"status,omitempty"`
+	Spec              LocalMachineSpec   `json:"spec,omitempty"`
+	Status            LocalMachineStatus `json:"status,omitempty"`
+}
+
+// LocalMachineSpec is the infrastructure contract's spec and the kind of node the machine is.
+type LocalMachineSpec struct {
+	InfrastructureMachineSpec `json:",inline"`
+	// NodeType is kwok (unset: a Node the tenant's kwok keeps) or real (a kubelet on this host).
+	NodeType string `json:"nodeType,omitempty"`
 }
 
 // LocalMachineStatus is the v1beta2 infrastructure contract's status, the Node the machine

@@ -756,15 +756,11 @@ func conditionMap(c metav1.Condition) map[string]any {
 
 // nodeTypeOf is a LocalMachine's spec.nodeType (kwok when unset).
 func nodeTypeOf(obj runtime.Object) string {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
+	lm, err := external.FromObject[external.LocalMachine](obj)
+	if err != nil || lm.Spec.NodeType == "" {
 		return NodeTypeKwok
 	}
-	t, _, _ := unstructured.NestedString(u.Object, "spec", "nodeType")
-	if t == "" {
-		return NodeTypeKwok
-	}
-	return t
+	return lm.Spec.NodeType
 }
 
 // keepRealNode boots a joined real machine's node again when this process has not (the
@@ -823,7 +819,7 @@ func (c *Controller) bindProxy(ctx context.Context, lm *external.LocalMachine) e
 	binding := rbacv1ac.ClusterRoleBinding(ProxyBinding).
 		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("ClusterRole").WithName("system:node-proxier")).
 		WithSubjects(rbacv1ac.Subject().WithAPIGroup(rbacv1.GroupName).WithKind(rbacv1.GroupKind).WithName("system:nodes"))
-	_, err = client.RbacV1().ClusterRoleBindings().Apply(ctx, binding, metav1.ApplyOptions{FieldManager: "butler-localprovider", Force: true})
+	_, err = client.RbacV1().ClusterRoleBindings().Apply(ctx, binding, metav1.ApplyOptions{FieldManager: string(external.LocalProvider), Force: true})
 	if err != nil {
 		return fmt.Errorf("binding system:node-proxier to the nodes: %w", err)
 	}
