@@ -967,6 +967,23 @@ type ProviderConfigSpec struct {
 	Network        ProviderNetwork     `json:"network,omitempty"`
 	Scope          ProviderScope       `json:"scope,omitempty"`
 	Limits         *ProviderLimits     `json:"limits,omitempty"`
+	Local          *LocalConfig        `json:"local,omitempty"`
+}
+
+// LocalNodeType is the kind of node a local machine is.
+type LocalNodeType string
+
+const (
+	// LocalNodeKwok is a Node the tenant's kwok keeps Ready: nothing runs.
+	LocalNodeKwok LocalNodeType = "kwok"
+	// LocalNodeReal is a kubelet, containerd and runc on the provider's host that runs the pods.
+	LocalNodeReal LocalNodeType = "real"
+)
+
+// LocalConfig are the local provider's settings.
+type LocalConfig struct {
+	// NodeType is what the workers of the clusters on this ProviderConfig are; kwok when empty.
+	NodeType LocalNodeType `json:"nodeType,omitempty"`
 }
 
 // SecretKeyReference names a key of a Secret.

@@ -108,6 +108,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &butlerv1alpha1.LoadBalancerAddonApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("LoadBalancerAllocation"):
 		return &butlerv1alpha1.LoadBalancerAllocationApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("LocalConfig"):
+		return &butlerv1alpha1.LocalConfigApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("LocalObjectReference"):
 		return &butlerv1alpha1.LocalObjectReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("MachineTemplate"):

@@ -79,6 +79,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.LastOperation{}.OpenAPIModelName():               schema_pkg_apis_butler_v1alpha1_LastOperation(ref),
 		v1alpha1.LoadBalancerAddon{}.OpenAPIModelName():           schema_pkg_apis_butler_v1alpha1_LoadBalancerAddon(ref),
 		v1alpha1.LoadBalancerAllocation{}.OpenAPIModelName():      schema_pkg_apis_butler_v1alpha1_LoadBalancerAllocation(ref),
+		v1alpha1.LocalConfig{}.OpenAPIModelName():                 schema_pkg_apis_butler_v1alpha1_LocalConfig(ref),
 		v1alpha1.LocalObjectReference{}.OpenAPIModelName():        schema_pkg_apis_butler_v1alpha1_LocalObjectReference(ref),
 		v1alpha1.MachineTemplate{}.OpenAPIModelName():             schema_pkg_apis_butler_v1alpha1_MachineTemplate(ref),
 		v1alpha1.MaintenanceAutoUpdate{}.OpenAPIModelName():       schema_pkg_apis_butler_v1alpha1_MaintenanceAutoUpdate(ref),
@@ -2269,6 +2270,26 @@ func schema_pkg_apis_butler_v1alpha1_LoadBalancerAllocation(ref common.Reference
 	}
 }
 
+func schema_pkg_apis_butler_v1alpha1_LocalConfig(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "LocalConfig are the local provider's settings. Real nodes run the tenants' pods as processes on the provider's host, so they are the platform's choice (a ProviderConfig offered to the Teams it trusts with them), not a TenantCluster field every operator could set.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"nodeType": {
+						SchemaProps: spec.SchemaProps{
+							Description: "NodeType is what the workers of the clusters on this ProviderConfig are: kwok (the default) or real. Immutable: the clusters' machines were made with it.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
 func schema_pkg_apis_butler_v1alpha1_LocalObjectReference(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -3292,12 +3313,18 @@ func schema_pkg_apis_butler_v1alpha1_ProviderConfigSpec(ref common.ReferenceCall
 							Ref: ref(v1alpha1.ProviderLimits{}.OpenAPIModelName()),
 						},
 					},
+					"local": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Local are the settings of provider local; only with it.",
+							Ref:         ref(v1alpha1.LocalConfig{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"provider"},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.AWSConfig{}.OpenAPIModelName(), v1alpha1.AzureConfig{}.OpenAPIModelName(), v1alpha1.GCPConfig{}.OpenAPIModelName(), v1alpha1.HarvesterConfig{}.OpenAPIModelName(), v1alpha1.NutanixConfig{}.OpenAPIModelName(), v1alpha1.ProviderLimits{}.OpenAPIModelName(), v1alpha1.ProviderNetwork{}.OpenAPIModelName(), v1alpha1.ProviderScope{}.OpenAPIModelName(), v1alpha1.ProxmoxConfig{}.OpenAPIModelName(), v1alpha1.SecretKeyReference{}.OpenAPIModelName()},
+			v1alpha1.AWSConfig{}.OpenAPIModelName(), v1alpha1.AzureConfig{}.OpenAPIModelName(), v1alpha1.GCPConfig{}.OpenAPIModelName(), v1alpha1.HarvesterConfig{}.OpenAPIModelName(), v1alpha1.LocalConfig{}.OpenAPIModelName(), v1alpha1.NutanixConfig{}.OpenAPIModelName(), v1alpha1.ProviderLimits{}.OpenAPIModelName(), v1alpha1.ProviderNetwork{}.OpenAPIModelName(), v1alpha1.ProviderScope{}.OpenAPIModelName(), v1alpha1.ProxmoxConfig{}.OpenAPIModelName(), v1alpha1.SecretKeyReference{}.OpenAPIModelName()},
 	}
 }
 

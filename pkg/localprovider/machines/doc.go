@@ -44,7 +44,11 @@
 //
 // A LocalMachine of spec.nodeType real (kwok stays the default: a real node costs a kubelet and
 // a containerd, kwok nodes cost nearly nothing) joins exactly as above, through the same Joiner,
-// except that its Node carries no kwok annotation and its InternalIP is its own address. Then it
+// except that its Node carries no kwok annotation and its InternalIP is its own address. A
+// TenantCluster gets real workers from its ProviderConfig (provider local, spec.local.nodeType
+// real), which the workers' LocalMachineTemplate carries: not from a TenantCluster field,
+// because a real node runs the tenant's pods as processes of this host, which is the platform
+// admin's to offer (only it writes ProviderConfigs), not every operator's to ask. Then it
 // boots (RealNodes):
 //
 //   - a network namespace of its own (butler-<id>), plugged by a veth into the host's bridge

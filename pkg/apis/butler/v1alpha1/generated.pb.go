@@ -125,6 +125,8 @@ func (m *LoadBalancerAddon) Reset() { *m = LoadBalancerAddon{} }
 
 func (m *LoadBalancerAllocation) Reset() { *m = LoadBalancerAllocation{} }
 
+func (m *LocalConfig) Reset() { *m = LocalConfig{} }
+
 func (m *LocalObjectReference) Reset() { *m = LocalObjectReference{} }
 
 func (m *MachineTemplate) Reset() { *m = MachineTemplate{} }
@@ -2711,6 +2713,34 @@ func (m *LoadBalancerAllocation) MarshalToSizedBuffer(dAtA []byte) (int, error) 
 	return len(dAtA) - i, nil
 }
 
+func (m *LocalConfig) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *LocalConfig) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *LocalConfig) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	i -= len(m.NodeType)
+	copy(dAtA[i:], m.NodeType)
+	i = encodeVarintGenerated(dAtA, i, uint64(len(m.NodeType)))
+	i--
+	dAtA[i] = 0xa
+	return len(dAtA) - i, nil
+}
+
 func (m *LocalObjectReference) Marshal() (dAtA []byte, err error) {
 	size := m.Size()
 	dAtA = make([]byte, size)
@@ -3824,6 +3854,18 @@ func (m *ProviderConfigSpec) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	_ = i
 	var l int
 	_ = l
+	if m.Local != nil {
+		{
+			size, err := m.Local.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintGenerated(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x62
+	}
 	if m.Limits != nil {
 		{
 			size, err := m.Limits.MarshalToSizedBuffer(dAtA[:i])
@@ -7180,6 +7222,17 @@ func (m *LoadBalancerAllocation) Size() (n int) {
 	return n
 }
 
+func (m *LocalConfig) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.NodeType)
+	n += 1 + l + sovGenerated(uint64(l))
+	return n
+}
+
 func (m *LocalObjectReference) Size() (n int) {
 	if m == nil {
 		return 0
@@ -7624,6 +7677,10 @@ func (m *ProviderConfigSpec) Size() (n int) {
 	n += 1 + l + sovGenerated(uint64(l))
 	if m.Limits != nil {
 		l = m.Limits.Size()
+		n += 1 + l + sovGenerated(uint64(l))
+	}
+	if m.Local != nil {
+		l = m.Local.Size()
 		n += 1 + l + sovGenerated(uint64(l))
 	}
 	return n
@@ -9116,6 +9173,16 @@ func (this *LoadBalancerAllocation) String() string {
 	}, "")
 	return s
 }
+func (this *LocalConfig) String() string {
+	if this == nil {
+		return "nil"
+	}
+	s := strings.Join([]string{`&LocalConfig{`,
+		`NodeType:` + fmt.Sprintf("%v", this.NodeType) + `,`,
+		`}`,
+	}, "")
+	return s
+}
 func (this *LocalObjectReference) String() string {
 	if this == nil {
 		return "nil"
@@ -9458,6 +9525,7 @@ func (this *ProviderConfigSpec) String() string {
 		`Network:` + strings.Replace(strings.Replace(this.Network.String(), "ProviderNetwork", "ProviderNetwork", 1), `&`, ``, 1) + `,`,
 		`Scope:` + strings.Replace(strings.Replace(this.Scope.String(), "ProviderScope", "ProviderScope", 1), `&`, ``, 1) + `,`,
 		`Limits:` + strings.Replace(this.Limits.String(), "ProviderLimits", "ProviderLimits", 1) + `,`,
+		`Local:` + strings.Replace(this.Local.String(), "LocalConfig", "LocalConfig", 1) + `,`,
 		`}`,
 	}, "")
 	return s
@@ -18171,6 +18239,88 @@ func (m *LoadBalancerAllocation) Unmarshal(dAtA []byte) error {
 	}
 	return nil
 }
+func (m *LocalConfig) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowGenerated
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: LocalConfig: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: LocalConfig: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NodeType", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.NodeType = LocalNodeType(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipGenerated(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
 func (m *LocalObjectReference) Unmarshal(dAtA []byte) error {
 	l := len(dAtA)
 	iNdEx := 0
@@ -21947,6 +22097,42 @@ func (m *ProviderConfigSpec) Unmarshal(dAtA []byte) error {
 				m.Limits = &ProviderLimits{}
 			}
 			if err := m.Limits.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 12:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Local", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Local == nil {
+				m.Local = &LocalConfig{}
+			}
+			if err := m.Local.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
 				return err
 			}
 			iNdEx = postIndex

@@ -1358,6 +1358,30 @@ type ProviderConfigSpec struct {
 	Scope ProviderScope `json:"scope,omitempty" protobuf:"bytes,10,opt,name=scope"`
 	// +optional
 	Limits *ProviderLimits `json:"limits,omitempty" protobuf:"bytes,11,opt,name=limits"`
+	// Local are the settings of provider local; only with it.
+	// +optional
+	Local *LocalConfig `json:"local,omitempty" protobuf:"bytes,12,opt,name=local"`
+}
+
+// LocalNodeType is the kind of node a local machine is.
+type LocalNodeType string
+
+const (
+	// LocalNodeKwok is a Node the tenant's kwok keeps Ready: nothing runs (cheap, for density).
+	LocalNodeKwok LocalNodeType = "kwok"
+	// LocalNodeReal is a kubelet, containerd and runc in a network namespace of its own on the
+	// local provider's host, which runs the pods.
+	LocalNodeReal LocalNodeType = "real"
+)
+
+// LocalConfig are the local provider's settings. Real nodes run the tenants' pods as processes
+// on the provider's host, so they are the platform's choice (a ProviderConfig offered to the
+// Teams it trusts with them), not a TenantCluster field every operator could set.
+type LocalConfig struct {
+	// NodeType is what the workers of the clusters on this ProviderConfig are: kwok (the
+	// default) or real. Immutable: the clusters' machines were made with it.
+	// +optional
+	NodeType LocalNodeType `json:"nodeType,omitempty" protobuf:"bytes,1,opt,name=nodeType,casttype=LocalNodeType"`
 }
 
 // SecretKeyReference names a key of a Secret.

@@ -242,6 +242,11 @@ func (in LoadBalancerAllocation) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in LocalConfig) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.LocalConfig"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in LocalObjectReference) OpenAPIModelName() string {
 	return "dev.butlerlabs.butler.v1alpha1.LocalObjectReference"
 }

@@ -23,6 +23,7 @@ var (
 	networkModes      = sets.New(butler.NetworkModeIPAM, butler.NetworkModeCloud)
 	lbAllocationModes = sets.New(butler.LBAllocationStatic, butler.LBAllocationElastic)
 	scopeTypes        = sets.New(butler.ScopePlatform, butler.ScopeTeam)
+	localNodeTypes    = sets.New(butler.LocalNodeKwok, butler.LocalNodeReal)
 )
 
 // ValidateProviderConfig validates a ProviderConfig on create.
@@ -36,7 +37,19 @@ func ValidateProviderConfig(obj *butler.ProviderConfig) field.ErrorList {
 func ValidateProviderConfigUpdate(obj, old *butler.ProviderConfig) field.ErrorList {
 	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(&obj.ObjectMeta, &old.ObjectMeta, field.NewPath("metadata"))
 	allErrs = append(allErrs, validateProviderConfigSpec(&obj.Spec, field.NewPath("spec"))...)
+	if localNodeType(&obj.Spec) != localNodeType(&old.Spec) {
+		allErrs = append(allErrs, field.Invalid(field.NewPath("spec", "local", "nodeType"), obj.Spec.Local,
+			"field is immutable: the clusters on this ProviderConfig made their machines with it (make another ProviderConfig)"))
+	}
 	return allErrs
+}
+
+// localNodeType is spec.local.nodeType, kwok when unset.
+func localNodeType(spec *butler.ProviderConfigSpec) butler.LocalNodeType {
+	if spec.Local == nil || spec.Local.NodeType == "" {
+		return butler.LocalNodeKwok
+	}
+	return spec.Local.NodeType
 }
 
 // ValidateProviderConfigStatusUpdate validates a write to ProviderConfig's status subresource.
@@ -89,25 +102,29 @@ func validateProviderConfigSpec(spec *butler.ProviderConfigSpec, fldPath *field.
 	return allErrs
 }
 
-// validateProviderBlocks requires the settings block of the chosen provider and forbids the
-// others, which would otherwise be silently ignored.
+// validateProviderBlocks requires the settings block of the chosen provider (local's is
+// optional: every setting of it has a default) and forbids the others, which would otherwise be
+// silently ignored.
 func validateProviderBlocks(spec *butler.ProviderConfigSpec, fldPath *field.Path) field.ErrorList {
 	blocks := []struct {
 		provider butler.ProviderType
 		set      bool
 		validate func(*field.Path) field.ErrorList
+		optional bool
 	}{
-		{butler.ProviderHarvester, spec.Harvester != nil, func(p *field.Path) field.ErrorList { return validateHarvester(spec.Harvester, p) }},
-		{butler.ProviderNutanix, spec.Nutanix != nil, func(p *field.Path) field.ErrorList { return validateNutanix(spec.Nutanix, p) }},
-		{butler.ProviderProxmox, spec.Proxmox != nil, func(p *field.Path) field.ErrorList { return validateProxmox(spec.Proxmox, p) }},
-		{butler.ProviderAWS, spec.AWS != nil, func(p *field.Path) field.ErrorList { return validateAWS(spec.AWS, p) }},
-		{butler.ProviderAzure, spec.Azure != nil, func(p *field.Path) field.ErrorList { return validateAzure(spec.Azure, p) }},
-		{butler.ProviderGCP, spec.GCP != nil, func(p *field.Path) field.ErrorList { return validateGCP(spec.GCP, p) }},
+		{butler.ProviderHarvester, spec.Harvester != nil, func(p *field.Path) field.ErrorList { return validateHarvester(spec.Harvester, p) }, false},
+		{butler.ProviderNutanix, spec.Nutanix != nil, func(p *field.Path) field.ErrorList { return validateNutanix(spec.Nutanix, p) }, false},
+		{butler.ProviderProxmox, spec.Proxmox != nil, func(p *field.Path) field.ErrorList { return validateProxmox(spec.Proxmox, p) }, false},
+		{butler.ProviderAWS, spec.AWS != nil, func(p *field.Path) field.ErrorList { return validateAWS(spec.AWS, p) }, false},
+		{butler.ProviderAzure, spec.Azure != nil, func(p *field.Path) field.ErrorList { return validateAzure(spec.Azure, p) }, false},
+		{butler.ProviderGCP, spec.GCP != nil, func(p *field.Path) field.ErrorList { return validateGCP(spec.GCP, p) }, false},
+		{butler.ProviderLocal, spec.Local != nil, func(p *field.Path) field.ErrorList { return validateLocal(spec.Local, p) }, true},
 	}
 	var allErrs field.ErrorList
 	for _, b := range blocks {
 		p := fldPath.Child(string(b.provider))
 		switch {
+		case b.provider == spec.Provider && !b.set && b.optional:
 		case b.provider == spec.Provider && !b.set:
 			allErrs = append(allErrs, field.Required(p, fmt.Sprintf("required when provider is %s", spec.Provider)))
 		case b.provider == spec.Provider:
@@ -117,6 +134,12 @@ func validateProviderBlocks(spec *butler.ProviderConfigSpec, fldPath *field.Path
 		}
 	}
 	return allErrs
+}
+
+// validateLocal checks the local provider's block; its node types are the ones the local
+// provider's LocalMachines boot.
+func validateLocal(l *butler.LocalConfig, fldPath *field.Path) field.ErrorList {
+	return validateOptionalEnum(l.NodeType, localNodeTypes, fldPath.Child("nodeType"))
 }
 
 func validateHarvester(h *butler.HarvesterConfig, fldPath *field.Path) field.ErrorList {

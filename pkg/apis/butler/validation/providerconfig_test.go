@@ -93,6 +93,15 @@ func TestValidateProviderConfig(t *testing.T) {
 		{"block of another provider", func(o *butler.ProviderConfig) { o.Spec.AWS = &butler.AWSConfig{Region: "us-east-1"} }, []fieldErr{forbidden("spec.aws")}},
 		{"local with a block", then(useProvider(butler.ProviderLocal), func(o *butler.ProviderConfig) { o.Spec.GCP = &butler.GCPConfig{} }),
 			[]fieldErr{forbidden("spec.gcp")}},
+		// Real nodes asked of a provider that cannot boot them: refused, not ignored.
+		{"real nodes of another provider", func(o *butler.ProviderConfig) { o.Spec.Local = &butler.LocalConfig{NodeType: butler.LocalNodeReal} },
+			[]fieldErr{forbidden("spec.local")}},
+		{"local with real nodes", then(useProvider(butler.ProviderLocal), func(o *butler.ProviderConfig) {
+			o.Spec.Local = &butler.LocalConfig{NodeType: butler.LocalNodeReal}
+		}), nil},
+		{"local with an unknown node type", then(useProvider(butler.ProviderLocal), func(o *butler.ProviderConfig) {
+			o.Spec.Local = &butler.LocalConfig{NodeType: "vm"}
+		}), []fieldErr{notSupp("spec.local.nodeType")}},
 
 		{"harvester network not namespaced", func(o *butler.ProviderConfig) { o.Spec.Harvester.NetworkName = "vlan40" }, []fieldErr{invalid("spec.harvester.networkName")}},
 		{"harvester network with extra slash", func(o *butler.ProviderConfig) { o.Spec.Harvester.NetworkName = "default/vlan/40" }, []fieldErr{invalid("spec.harvester.networkName")}},
@@ -161,6 +170,10 @@ func TestValidateProviderConfigUpdate(t *testing.T) {
 			o.Spec.Network.PoolRefs = append(o.Spec.Network.PoolRefs, butler.PoolReference{Name: "spare", Priority: 20})
 		}, nil},
 		{"spec rules apply", func(o *butler.ProviderConfig) { o.Spec.Network.PoolRefs = nil }, []fieldErr{required("spec.network.poolRefs")}},
+		// The clusters' machines were made with the old node type: kwok workers never become real.
+		{"node type changed", then(useProvider(butler.ProviderLocal), func(o *butler.ProviderConfig) {
+			o.Spec.Local = &butler.LocalConfig{NodeType: butler.LocalNodeReal}
+		}), []fieldErr{invalid("spec.local.nodeType")}},
 	})
 }
 

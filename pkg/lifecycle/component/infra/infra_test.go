@@ -114,6 +114,20 @@ func TestLocalNeedsNothing(t *testing.T) {
 	}
 }
 
+// spec.local.nodeType real: every machine of the workers' template is a real node.
+func TestLocalRealNodes(t *testing.T) {
+	in := componenttest.Input(v1alpha1.ProviderLocal)
+	in.Provider.Spec = v1alpha1.ProviderConfigSpec{Provider: v1alpha1.ProviderLocal, Local: &v1alpha1.LocalConfig{NodeType: v1alpha1.LocalNodeReal}}
+	in.Allocations = nil
+	_, tmpl, err := infra.ForProvider(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := str(t, tmpl, "spec", "template", "spec"); got != "map[nodeType:real]" {
+		t.Errorf("LocalMachineTemplate template spec %s, want map[nodeType:real]", got)
+	}
+}
+
 func ptrTo[T any](v T) *T { return &v }
 
 // str renders the field at path with fmt (maps print as map[k:v ...]), or "<none>".

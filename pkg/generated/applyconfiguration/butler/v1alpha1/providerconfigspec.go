@@ -39,6 +39,8 @@ type ProviderConfigSpecApplyConfiguration struct {
 	Network        *ProviderNetworkApplyConfiguration    `json:"network,omitempty"`
 	Scope          *ProviderScopeApplyConfiguration      `json:"scope,omitempty"`
 	Limits         *ProviderLimitsApplyConfiguration     `json:"limits,omitempty"`
+	// Local are the settings of provider local; only with it.
+	Local *LocalConfigApplyConfiguration `json:"local,omitempty"`
 }
 
 // ProviderConfigSpecApplyConfiguration constructs a declarative configuration of the ProviderConfigSpec type for use with
@@ -132,5 +134,13 @@ func (b *ProviderConfigSpecApplyConfiguration) WithScope(value *ProviderScopeApp
 // If called multiple times, the Limits field is set to the value of the last call.
 func (b *ProviderConfigSpecApplyConfiguration) WithLimits(value *ProviderLimitsApplyConfiguration) *ProviderConfigSpecApplyConfiguration {
 	b.Limits = value
+	return b
+}
+
+// WithLocal sets the Local field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Local field is set to the value of the last call.
+func (b *ProviderConfigSpecApplyConfiguration) WithLocal(value *LocalConfigApplyConfiguration) *ProviderConfigSpecApplyConfiguration {
+	b.Local = value
 	return b
 }
