@@ -45,6 +45,7 @@ func hibernated(tc *v1alpha1.TenantCluster) bool {
 // (plain TCP connect and close) neither wakes the sleeping cluster nor keeps the awake one
 // from its idle sleep.
 func TestLocalHibernationWakeOnRequest(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := namespace(t, "e2e-hibernate")
 	const name = "sleepy"

@@ -40,6 +40,7 @@ const (
 // Machines at v1.30.2 replace the old ones, the phase goes Updating -> Ready at the new
 // generation, and deletion leaves no process and no TenantCluster.
 func TestLocalTenantClusterRockyUpgrade(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := namespace(t, "e2e-rocky")
 	const name = "rocky"
