@@ -49,7 +49,8 @@ test-cluster:
 	hack/install-cluster-deps.sh
 	hack/test-cluster.sh
 
-## build-steward: the real engine from ../shared/third_party (hack/build-steward.sh): Steward's
+## build-steward: the real engine from the source archives in THIRD_PARTY_DIR (required; the
+## script names the upstream repositories and commits when they are missing): Steward's
 ## manager, the Cluster API Steward provider and the tenant's kube-apiserver, kube-controller-manager
 ## and kube-scheduler (STEWARD_KUBE_VERSIONS), static, as images in _output/images/steward
 build-steward:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the real hosted control plane engine from ../shared/third_party (or THIRD_PARTY_DIR):
+# Builds the real hosted control plane engine from the source archives in THIRD_PARTY_DIR:
 # Steward's manager and the Cluster API Steward control-plane provider, and the images a
 # Steward-hosted tenant control plane runs (kube-apiserver, kube-controller-manager and
 # kube-scheduler of each STEWARD_KUBE_VERSIONS version). Nothing is pulled from a registry and
@@ -19,15 +19,17 @@
 # Archives in IMAGES_DIR (default _output/images/steward): steward.oci.tar,
 # capi-steward.oci.tar, kube-{apiserver,controller-manager,scheduler}-<v>.oci.tar.
 #
-# Environment (all optional):
-#   THIRD_PARTY_DIR        default ../shared/third_party beside the repository (/work/shared/third_party)
+# Environment:
+#   THIRD_PARTY_DIR        (required) the directory holding steward-<commit>.tar.gz and
+#                          cluster-api-control-plane-provider-steward-<commit>.tar.gz; it lies
+#                          outside the repository, so there is no default
 #   STEWARD_KUBE_VERSIONS  tenant versions to make images of (default v1.30.2)
 #   IMAGES_DIR             default _output/images/steward
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"
-THIRD_PARTY_DIR="${THIRD_PARTY_DIR:-/work/shared/third_party}"
+THIRD_PARTY_DIR="${THIRD_PARTY_DIR:-}"
 STEWARD_KUBE_VERSIONS="${STEWARD_KUBE_VERSIONS:-v1.30.2}"
 IMAGES_DIR="${IMAGES_DIR:-${ROOT}/_output/images/steward}"
 KUBE_VERSIONS_DIR="${KUBE_VERSIONS_DIR:-${ROOT}/_output/kube-versions}"
@@ -35,6 +37,18 @@ SRC="${ROOT}/_output/third_party"
 BIN="${ROOT}/_output/bin"
 arch="$(go env GOARCH)"
 log() { echo "build-steward: $*" >&2; }
+# missing WHAT: what the build needs, where it comes from and how to name it; exits.
+missing() {
+  log "$1. Set THIRD_PARTY_DIR to a directory holding the source archives (each unpacking into a folder named after its project) of:
+  steward-d49041f.tar.gz: https://github.com/butlerdotdev/steward at d49041f76d50d549e9de8f34545ceb28b54d88e2
+  cluster-api-control-plane-provider-steward-78fc830.tar.gz: https://github.com/butlerdotdev/cluster-api-control-plane-provider-steward at 78fc830530d1af4200efbe9ff6e14f649adfaed6
+(the Go module proxy serves neither; both are Apache-2.0)"
+  exit 1
+}
+[[ -n "${THIRD_PARTY_DIR}" ]] || missing "THIRD_PARTY_DIR is not set"
+for archive in steward cluster-api-control-plane-provider-steward; do
+  compgen -G "${THIRD_PARTY_DIR}/${archive}-*.tar.gz" >/dev/null || missing "no ${THIRD_PARTY_DIR}/${archive}-*.tar.gz"
+done
 mkdir -p "${SRC}" "${IMAGES_DIR}/bin" "${BIN}"
 start=${SECONDS}
 
@@ -42,8 +56,7 @@ start=${SECONDS}
 # this very archive (its checksum is kept beside it).
 unpack() {
   local archive sum
-  archive=$(ls "${THIRD_PARTY_DIR}"/$1 2>/dev/null | head -n 1)
-  [[ -f "${archive}" ]] || { log "no ${THIRD_PARTY_DIR}/$1 (see ${THIRD_PARTY_DIR}/README.md)"; exit 1; }
+  archive=$(compgen -G "${THIRD_PARTY_DIR}/$1" | head -n 1)
   sum=$(sha256sum "${archive}" | cut -d' ' -f1)
   if [[ "$(cat "${SRC}/$2.sha256" 2>/dev/null)" != "${sum}" ]]; then
     rm -rf "${SRC:?}/$2"
