@@ -22,6 +22,8 @@
 //   - butler.butlerlabs.dev/VersionCatalog: a TenantCluster's kubernetesVersion is one the platform's
 //     catalog (ButlerConfig's kubernetesVersions) offers and has not expired, on create and when
 //     it changes (a 422 on spec.kubernetesVersion).
+//   - butler.butlerlabs.dev/UpdateRunRefs: an UpdateRun's strategyRef names an UpdateStrategy of
+//     its namespace and its target version is one the catalog offers (422s naming the field).
 //   - butler.butlerlabs.dev/ProviderSupport: a TenantCluster's machine OS must be one that can
 //     boot on its ProviderConfig's provider (a 422 with the reason otherwise).
 //
@@ -58,10 +60,11 @@ const (
 	DataStoreUseName      = "butler.butlerlabs.dev/DataStoreUse"
 	SnapshotLimitsName    = "butler.butlerlabs.dev/SnapshotLimits"
 	VersionCatalogName    = "butler.butlerlabs.dev/VersionCatalog"
+	UpdateRunRefsName     = "butler.butlerlabs.dev/UpdateRunRefs"
 )
 
 // Names are the plugins in the order they run.
-var Names = []string{MultiTenancyName, ProviderConfigUseName, DataStoreUseName, AddonSourcesName, VersionCatalogName, ProviderSupportName, SnapshotRestoreName, SnapshotLimitsName, TeamLimitsName, TeamInUseName}
+var Names = []string{MultiTenancyName, ProviderConfigUseName, DataStoreUseName, AddonSourcesName, VersionCatalogName, UpdateRunRefsName, ProviderSupportName, SnapshotRestoreName, SnapshotLimitsName, TeamLimitsName, TeamInUseName}
 
 // Register registers the plugins.
 func Register(plugins *admission.Plugins) {
@@ -75,6 +78,7 @@ func Register(plugins *admission.Plugins) {
 	plugins.Register(DataStoreUseName, func(io.Reader) (admission.Interface, error) { return NewDataStoreUse(), nil })
 	plugins.Register(SnapshotLimitsName, func(io.Reader) (admission.Interface, error) { return NewSnapshotLimits(), nil })
 	plugins.Register(VersionCatalogName, func(io.Reader) (admission.Interface, error) { return NewVersionCatalog(), nil })
+	plugins.Register(UpdateRunRefsName, func(io.Reader) (admission.Interface, error) { return NewUpdateRunRefs(), nil })
 }
 
 // WantsLedger is a plugin that reads butler objects through the quota Ledger's Store.

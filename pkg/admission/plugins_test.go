@@ -28,7 +28,13 @@ type fakeStore struct {
 	providers map[string]*butler.ProviderConfig
 	addons    []butler.AddonDefinition
 	snapshots map[string]*butler.TenantClusterSnapshot
-	writes    int
+	// strategies are UpdateStrategies by namespace/name.
+	strategies map[string]*butler.UpdateStrategy
+	writes     int
+}
+
+func (s *fakeStore) UpdateStrategy(_ context.Context, ns, name string) (*butler.UpdateStrategy, error) {
+	return s.strategies[ns+"/"+name], nil
 }
 
 func (s *fakeStore) Snapshot(_ context.Context, ns, name string) (*butler.TenantClusterSnapshot, error) {

@@ -31,6 +31,8 @@ import (
 	tenantaddon "github.com/butlerdotdev/butler-apiserver/pkg/registry/butler/tenantaddon/storage"
 	tenantcluster "github.com/butlerdotdev/butler-apiserver/pkg/registry/butler/tenantcluster/storage"
 	tenantclustersnapshot "github.com/butlerdotdev/butler-apiserver/pkg/registry/butler/tenantclustersnapshot/storage"
+	updaterun "github.com/butlerdotdev/butler-apiserver/pkg/registry/butler/updaterun/storage"
+	updatestrategy "github.com/butlerdotdev/butler-apiserver/pkg/registry/butler/updatestrategy/storage"
 )
 
 var (
@@ -123,6 +125,8 @@ func newResources(optsGetter generic.RESTOptionsGetter, mgmt ManagementCluster, 
 	}
 	add(tenantaddon.NewStorage(Scheme, optsGetter))
 	add(tenantclustersnapshot.NewStorage(Scheme, optsGetter))
+	add(updatestrategy.NewStorage(Scheme, optsGetter))
+	add(updaterun.NewStorage(Scheme, optsGetter))
 	add(addondefinition.NewStorage(Scheme, optsGetter))
 	allocations, err := ipallocation.NewStorage(Scheme, optsGetter, ipamStore)
 	add(allocations, err)

@@ -46,6 +46,8 @@ type Store interface {
 	Snapshot(ctx context.Context, namespace, name string) (*butler.TenantClusterSnapshot, error)
 	// Snapshots lists the TenantClusterSnapshots of a namespace, as of now.
 	Snapshots(ctx context.Context, namespace string) ([]butler.TenantClusterSnapshot, error)
+	// UpdateStrategy returns an UpdateStrategy, or nil when it does not exist.
+	UpdateStrategy(ctx context.Context, namespace, name string) (*butler.UpdateStrategy, error)
 	// UpdateTeam reads the Team, applies update and writes the result only if the Team did not
 	// change in between (compare-and-swap), retrying update on conflict. An error from update
 	// aborts with that error.

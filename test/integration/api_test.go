@@ -278,6 +278,7 @@ func TestDiscoveryNamesEveryKind(t *testing.T) {
 		"butlerconfigs": {"bc", false}, "teams": {"tm", false}, "tenantclusters": {"tc", true},
 		"tenantaddons": {"ta", true}, "addondefinitions": {"ad", false}, "networkpools": {"np", true},
 		"ipallocations": {"ipa", true}, "providerconfigs": {"pc", true}, "tenantclustersnapshots": {"tcs", true},
+		"updatestrategies": {"ustr", true}, "updateruns": {"ur", true},
 	}
 	for name, w := range want {
 		r, ok := byName[name]
@@ -289,14 +290,19 @@ func TestDiscoveryNamesEveryKind(t *testing.T) {
 			r.Namespaced != w.namespaced || r.SingularName == "" {
 			t.Errorf("%s: shortNames %v categories %v namespaced %v singular %q", name, r.ShortNames, r.Categories, r.Namespaced, r.SingularName)
 		}
-		if name != "addondefinitions" {
+		if name != "addondefinitions" && name != "updatestrategies" {
 			if _, ok := byName[name+"/status"]; !ok {
 				t.Errorf("%s/status not served", name)
 			}
 		}
 	}
-	if _, ok := byName["addondefinitions/status"]; ok {
-		t.Errorf("addondefinitions/status served, but AddonDefinition has no status")
+	for _, name := range []string{"addondefinitions", "updatestrategies"} {
+		if _, ok := byName[name+"/status"]; ok {
+			t.Errorf("%s/status served, but it has no status", name)
+		}
+	}
+	if r, ok := byName["updateruns/approve"]; !ok || !slices.Equal(r.Verbs, []string{"create"}) || r.Kind != "UpdateRunApproval" {
+		t.Errorf("updateruns/approve: %+v (served %v), want create of UpdateRunApproval", r, ok)
 	}
 }
 

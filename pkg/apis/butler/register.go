@@ -35,6 +35,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&NetworkPool{}, &NetworkPoolList{},
 		&IPAllocation{}, &IPAllocationList{},
 		&ProviderConfig{}, &ProviderConfigList{},
+		&UpdateStrategy{}, &UpdateStrategyList{},
+		&UpdateRun{}, &UpdateRunList{}, &UpdateRunApproval{},
 	)
 	return nil
 }

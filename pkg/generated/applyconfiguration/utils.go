@@ -62,6 +62,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &butlerv1alpha1.ChartReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ClusterDefaults"):
 		return &butlerv1alpha1.ClusterDefaultsApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ClusterUpdateStatus"):
+		return &butlerv1alpha1.ClusterUpdateStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("CNIAddon"):
 		return &butlerv1alpha1.CNIAddonApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ComponentResources"):
@@ -86,6 +88,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &butlerv1alpha1.GitRepositoryApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("HarvesterConfig"):
 		return &butlerv1alpha1.HarvesterConfigApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("HealthGate"):
+		return &butlerv1alpha1.HealthGateApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("HelmChartSpec"):
 		return &butlerv1alpha1.HelmChartSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("HelmReleaseStatus"):
@@ -188,8 +192,12 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &butlerv1alpha1.SnapshotScheduleApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SnapshotStore"):
 		return &butlerv1alpha1.SnapshotStoreApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("StageStatus"):
+		return &butlerv1alpha1.StageStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("StorageAddon"):
 		return &butlerv1alpha1.StorageAddonApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("TaskStatus"):
+		return &butlerv1alpha1.TaskStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Team"):
 		return &butlerv1alpha1.TeamApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("TeamAccess"):
@@ -224,8 +232,26 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &butlerv1alpha1.TenantIPQuotaApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("UnhealthyNodeCondition"):
 		return &butlerv1alpha1.UnhealthyNodeConditionApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("UpdateRun"):
+		return &butlerv1alpha1.UpdateRunApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("UpdateRunSpec"):
+		return &butlerv1alpha1.UpdateRunSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("UpdateRunStatus"):
+		return &butlerv1alpha1.UpdateRunStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("UpdateStage"):
+		return &butlerv1alpha1.UpdateStageApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("UpdateStrategy"):
+		return &butlerv1alpha1.UpdateStrategyApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("UpdateStrategySpec"):
+		return &butlerv1alpha1.UpdateStrategySpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("UpdateTarget"):
+		return &butlerv1alpha1.UpdateTargetApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("UpdateTask"):
+		return &butlerv1alpha1.UpdateTaskApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("VMIDRange"):
 		return &butlerv1alpha1.VMIDRangeApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("WaitTask"):
+		return &butlerv1alpha1.WaitTaskApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("WorkerCounts"):
 		return &butlerv1alpha1.WorkerCountsApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("WorkersSpec"):

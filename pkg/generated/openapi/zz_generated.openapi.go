@@ -43,6 +43,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.AddonVersions{}.OpenAPIModelName():               schema_pkg_apis_butler_v1alpha1_AddonVersions(ref),
 		v1alpha1.AddonsSpec{}.OpenAPIModelName():                  schema_pkg_apis_butler_v1alpha1_AddonsSpec(ref),
 		v1alpha1.AddressRange{}.OpenAPIModelName():                schema_pkg_apis_butler_v1alpha1_AddressRange(ref),
+		v1alpha1.ApprovalTask{}.OpenAPIModelName():                schema_pkg_apis_butler_v1alpha1_ApprovalTask(ref),
 		v1alpha1.AutoRepair{}.OpenAPIModelName():                  schema_pkg_apis_butler_v1alpha1_AutoRepair(ref),
 		v1alpha1.AzureConfig{}.OpenAPIModelName():                 schema_pkg_apis_butler_v1alpha1_AzureConfig(ref),
 		v1alpha1.ButlerConfig{}.OpenAPIModelName():                schema_pkg_apis_butler_v1alpha1_ButlerConfig(ref),
@@ -53,6 +54,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.CertManagerAddon{}.OpenAPIModelName():            schema_pkg_apis_butler_v1alpha1_CertManagerAddon(ref),
 		v1alpha1.ChartReference{}.OpenAPIModelName():              schema_pkg_apis_butler_v1alpha1_ChartReference(ref),
 		v1alpha1.ClusterDefaults{}.OpenAPIModelName():             schema_pkg_apis_butler_v1alpha1_ClusterDefaults(ref),
+		v1alpha1.ClusterUpdateStatus{}.OpenAPIModelName():         schema_pkg_apis_butler_v1alpha1_ClusterUpdateStatus(ref),
 		v1alpha1.ComponentResources{}.OpenAPIModelName():          schema_pkg_apis_butler_v1alpha1_ComponentResources(ref),
 		v1alpha1.ControlPlaneExposure{}.OpenAPIModelName():        schema_pkg_apis_butler_v1alpha1_ControlPlaneExposure(ref),
 		v1alpha1.ControlPlaneResources{}.OpenAPIModelName():       schema_pkg_apis_butler_v1alpha1_ControlPlaneResources(ref),
@@ -64,6 +66,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.GitOpsAddon{}.OpenAPIModelName():                 schema_pkg_apis_butler_v1alpha1_GitOpsAddon(ref),
 		v1alpha1.GitRepository{}.OpenAPIModelName():               schema_pkg_apis_butler_v1alpha1_GitRepository(ref),
 		v1alpha1.HarvesterConfig{}.OpenAPIModelName():             schema_pkg_apis_butler_v1alpha1_HarvesterConfig(ref),
+		v1alpha1.HealthGate{}.OpenAPIModelName():                  schema_pkg_apis_butler_v1alpha1_HealthGate(ref),
 		v1alpha1.HelmChartSpec{}.OpenAPIModelName():               schema_pkg_apis_butler_v1alpha1_HelmChartSpec(ref),
 		v1alpha1.HelmReleaseStatus{}.OpenAPIModelName():           schema_pkg_apis_butler_v1alpha1_HelmReleaseStatus(ref),
 		v1alpha1.HibernationSchedule{}.OpenAPIModelName():         schema_pkg_apis_butler_v1alpha1_HibernationSchedule(ref),
@@ -121,7 +124,9 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.SnapshotPolicy{}.OpenAPIModelName():              schema_pkg_apis_butler_v1alpha1_SnapshotPolicy(ref),
 		v1alpha1.SnapshotSchedule{}.OpenAPIModelName():            schema_pkg_apis_butler_v1alpha1_SnapshotSchedule(ref),
 		v1alpha1.SnapshotStore{}.OpenAPIModelName():               schema_pkg_apis_butler_v1alpha1_SnapshotStore(ref),
+		v1alpha1.StageStatus{}.OpenAPIModelName():                 schema_pkg_apis_butler_v1alpha1_StageStatus(ref),
 		v1alpha1.StorageAddon{}.OpenAPIModelName():                schema_pkg_apis_butler_v1alpha1_StorageAddon(ref),
+		v1alpha1.TaskStatus{}.OpenAPIModelName():                  schema_pkg_apis_butler_v1alpha1_TaskStatus(ref),
 		v1alpha1.Team{}.OpenAPIModelName():                        schema_pkg_apis_butler_v1alpha1_Team(ref),
 		v1alpha1.TeamAccess{}.OpenAPIModelName():                  schema_pkg_apis_butler_v1alpha1_TeamAccess(ref),
 		v1alpha1.TeamList{}.OpenAPIModelName():                    schema_pkg_apis_butler_v1alpha1_TeamList(ref),
@@ -143,7 +148,21 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.TenantCredentialsStatus{}.OpenAPIModelName():     schema_pkg_apis_butler_v1alpha1_TenantCredentialsStatus(ref),
 		v1alpha1.TenantIPQuota{}.OpenAPIModelName():               schema_pkg_apis_butler_v1alpha1_TenantIPQuota(ref),
 		v1alpha1.UnhealthyNodeCondition{}.OpenAPIModelName():      schema_pkg_apis_butler_v1alpha1_UnhealthyNodeCondition(ref),
+		v1alpha1.UpdateRun{}.OpenAPIModelName():                   schema_pkg_apis_butler_v1alpha1_UpdateRun(ref),
+		v1alpha1.UpdateRunApproval{}.OpenAPIModelName():           schema_pkg_apis_butler_v1alpha1_UpdateRunApproval(ref),
+		v1alpha1.UpdateRunApprovalSpec{}.OpenAPIModelName():       schema_pkg_apis_butler_v1alpha1_UpdateRunApprovalSpec(ref),
+		v1alpha1.UpdateRunApprovalStatus{}.OpenAPIModelName():     schema_pkg_apis_butler_v1alpha1_UpdateRunApprovalStatus(ref),
+		v1alpha1.UpdateRunList{}.OpenAPIModelName():               schema_pkg_apis_butler_v1alpha1_UpdateRunList(ref),
+		v1alpha1.UpdateRunSpec{}.OpenAPIModelName():               schema_pkg_apis_butler_v1alpha1_UpdateRunSpec(ref),
+		v1alpha1.UpdateRunStatus{}.OpenAPIModelName():             schema_pkg_apis_butler_v1alpha1_UpdateRunStatus(ref),
+		v1alpha1.UpdateStage{}.OpenAPIModelName():                 schema_pkg_apis_butler_v1alpha1_UpdateStage(ref),
+		v1alpha1.UpdateStrategy{}.OpenAPIModelName():              schema_pkg_apis_butler_v1alpha1_UpdateStrategy(ref),
+		v1alpha1.UpdateStrategyList{}.OpenAPIModelName():          schema_pkg_apis_butler_v1alpha1_UpdateStrategyList(ref),
+		v1alpha1.UpdateStrategySpec{}.OpenAPIModelName():          schema_pkg_apis_butler_v1alpha1_UpdateStrategySpec(ref),
+		v1alpha1.UpdateTarget{}.OpenAPIModelName():                schema_pkg_apis_butler_v1alpha1_UpdateTarget(ref),
+		v1alpha1.UpdateTask{}.OpenAPIModelName():                  schema_pkg_apis_butler_v1alpha1_UpdateTask(ref),
 		v1alpha1.VMIDRange{}.OpenAPIModelName():                   schema_pkg_apis_butler_v1alpha1_VMIDRange(ref),
+		v1alpha1.WaitTask{}.OpenAPIModelName():                    schema_pkg_apis_butler_v1alpha1_WaitTask(ref),
 		v1alpha1.WorkerCounts{}.OpenAPIModelName():                schema_pkg_apis_butler_v1alpha1_WorkerCounts(ref),
 		v1alpha1.WorkersSpec{}.OpenAPIModelName():                 schema_pkg_apis_butler_v1alpha1_WorkersSpec(ref),
 		v1.ContainerResourceMetricSource{}.OpenAPIModelName():     schema_k8sio_api_autoscaling_v1_ContainerResourceMetricSource(ref),
@@ -618,6 +637,17 @@ func schema_pkg_apis_butler_v1alpha1_AddressRange(ref common.ReferenceCallback) 
 					},
 				},
 				Required: []string{"start", "end"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_butler_v1alpha1_ApprovalTask(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ApprovalTask waits for an approval (updateruns/approve).",
+				Type:        []string{"object"},
 			},
 		},
 	}
@@ -1157,6 +1187,73 @@ func schema_pkg_apis_butler_v1alpha1_ClusterDefaults(ref common.ReferenceCallbac
 	}
 }
 
+func schema_pkg_apis_butler_v1alpha1_ClusterUpdateStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterUpdateStatus is one cluster's progress in a run.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name is namespace/name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"phase": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"fromVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "FromVersion is the cluster's version when the run moved it.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"snapshot": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Snapshot is the TenantClusterSnapshot taken before the move.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"startTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StartTime is when the run moved it; HealthySince when it last started passing the gate.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"healthySince": {
+						SchemaProps: spec.SchemaProps{
+							Ref: ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"completionTime": {
+						SchemaProps: spec.SchemaProps{
+							Ref: ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Message says what it waits for, or why it was skipped or failed.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"name"},
+			},
+		},
+		Dependencies: []string{
+			metav1.Time{}.OpenAPIModelName()},
+	}
+}
+
 func schema_pkg_apis_butler_v1alpha1_ComponentResources(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -1593,6 +1690,59 @@ func schema_pkg_apis_butler_v1alpha1_HarvesterConfig(ref common.ReferenceCallbac
 				Required: []string{"networkName"},
 			},
 		},
+	}
+}
+
+func schema_pkg_apis_butler_v1alpha1_HealthGate(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "HealthGate says when a moved cluster is healthy: its control plane at the target version, and its conditions True, held for a while.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"conditions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Conditions are TenantCluster condition types that must be True ([Ready] when empty).",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"holdFor": {
+						SchemaProps: spec.SchemaProps{
+							Description: "HoldFor is how long they must hold, unbroken, after the cluster reached the target.",
+							Ref:         ref(metav1.Duration{}.OpenAPIModelName()),
+						},
+					},
+					"timeout": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Timeout is how long a cluster may take from its move to passing the gate before it counts as failed (30m when unset).",
+							Ref:         ref(metav1.Duration{}.OpenAPIModelName()),
+						},
+					},
+					"maxFailed": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MaxFailed is how many of the stage's clusters may fail before the run applies its onFailure; with onFailure Continue the stage goes on while at most this many failed.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			metav1.Duration{}.OpenAPIModelName()},
 	}
 }
 
@@ -4091,6 +4241,70 @@ func schema_pkg_apis_butler_v1alpha1_SnapshotStore(ref common.ReferenceCallback)
 	}
 }
 
+func schema_pkg_apis_butler_v1alpha1_StageStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "StageStatus is one stage's progress.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Default: "",
+							Type:    []string{"string"},
+							Format:  "",
+						},
+					},
+					"phase": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"clusters": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.ClusterUpdateStatus{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"tasks": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Tasks are the stage's afterStage tasks' progress, in order.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.TaskStatus{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"name"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.ClusterUpdateStatus{}.OpenAPIModelName(), v1alpha1.TaskStatus{}.OpenAPIModelName()},
+	}
+}
+
 func schema_pkg_apis_butler_v1alpha1_StorageAddon(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -4121,6 +4335,54 @@ func schema_pkg_apis_butler_v1alpha1_StorageAddon(ref common.ReferenceCallback) 
 		},
 		Dependencies: []string{
 			runtime.RawExtension{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_butler_v1alpha1_TaskStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "TaskStatus is one afterStage task's progress.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"type": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Type is Wait or Approval.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"phase": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Phase is Pending, Waiting or Succeeded.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"startTime": {
+						SchemaProps: spec.SchemaProps{
+							Ref: ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"approvedBy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ApprovedBy is the user who approved (Approval).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"completionTime": {
+						SchemaProps: spec.SchemaProps{
+							Ref: ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"type"},
+			},
+		},
+		Dependencies: []string{
+			metav1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -5266,6 +5528,561 @@ func schema_pkg_apis_butler_v1alpha1_UnhealthyNodeCondition(ref common.Reference
 	}
 }
 
+func schema_pkg_apis_butler_v1alpha1_UpdateRun(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "UpdateRun upgrades the TenantClusters an UpdateStrategy selects to one Kubernetes version, stage by stage, through the same spec change a user makes. A run in a Team's namespace selects that namespace's clusters only; one in the platform namespace (butler-system) selects clusters of every namespace.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1alpha1.UpdateRunSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1alpha1.UpdateRunStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"spec"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.UpdateRunSpec{}.OpenAPIModelName(), v1alpha1.UpdateRunStatus{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_butler_v1alpha1_UpdateRunApproval(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "UpdateRunApproval approves a stage of an UpdateRun that waits for approval (the updateruns/approve subresource, create only, so RBAC can grant it alone).",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1alpha1.UpdateRunApprovalSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1alpha1.UpdateRunApprovalStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"spec"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.UpdateRunApprovalSpec{}.OpenAPIModelName(), v1alpha1.UpdateRunApprovalStatus{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_butler_v1alpha1_UpdateRunApprovalSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "UpdateRunApprovalSpec names the stage approved.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"stage": {
+						SchemaProps: spec.SchemaProps{
+							Default: "",
+							Type:    []string{"string"},
+							Format:  "",
+						},
+					},
+				},
+				Required: []string{"stage"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_butler_v1alpha1_UpdateRunApprovalStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "UpdateRunApprovalStatus records who approved and when.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"approvedBy": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"approvalTime": {
+						SchemaProps: spec.SchemaProps{
+							Ref: ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			metav1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_butler_v1alpha1_UpdateRunList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "UpdateRunList is a list of UpdateRuns.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.UpdateRun{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.UpdateRun{}.OpenAPIModelName(), metav1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_butler_v1alpha1_UpdateRunSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "UpdateRunSpec is what to upgrade to, in which order, and what to do when something fails. Only state may change after create.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"strategyRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StrategyRef names an UpdateStrategy in the run's namespace.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.LocalObjectReference{}.OpenAPIModelName()),
+						},
+					},
+					"target": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Target is where the clusters go.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.UpdateTarget{}.OpenAPIModelName()),
+						},
+					},
+					"snapshotBeforeUpgrade": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SnapshotBeforeUpgrade takes a TenantClusterSnapshot of each cluster, and waits for it to be Ready, before moving the cluster.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"onFailure": {
+						SchemaProps: spec.SchemaProps{
+							Description: "OnFailure is Pause (start no more clusters; the default), Abandon (stop for good) or Continue (go on while the stage's healthGate.maxFailed holds).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"state": {
+						SchemaProps: spec.SchemaProps{
+							Description: "State is Run (the default), Plan (compute the stages, move nothing), Pause or Abandon.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"strategyRef", "target"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.LocalObjectReference{}.OpenAPIModelName(), v1alpha1.UpdateTarget{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_butler_v1alpha1_UpdateRunStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "UpdateRunStatus shows per stage and per cluster what happened and why.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"strategy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Strategy is the strategy's spec as it was when the run started: the run follows it, not later edits.",
+							Ref:         ref(v1alpha1.UpdateStrategySpec{}.OpenAPIModelName()),
+						},
+					},
+					"phase": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Message says what the run waits for, or why it stopped.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"stages": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.StageStatus{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"notSelected": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "NotSelected are the clusters (namespace/name) the run could see that no stage selected: never moved, listed so that none is left behind silently.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"startTime": {
+						SchemaProps: spec.SchemaProps{
+							Ref: ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"completionTime": {
+						SchemaProps: spec.SchemaProps{
+							Ref: ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.StageStatus{}.OpenAPIModelName(), v1alpha1.UpdateStrategySpec{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_butler_v1alpha1_UpdateStage(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "UpdateStage is one group of clusters moved together.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name is a DNS label, unique in the strategy.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"selector": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Selector selects TenantClusters by label; empty selects every cluster not taken by an earlier stage.",
+							Ref:         ref(metav1.LabelSelector{}.OpenAPIModelName()),
+						},
+					},
+					"maxConcurrency": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MaxConcurrency is how many of the stage's clusters may be moving at once: a number, or a percentage of the stage's clusters (rounded down, at least 1). 1 when unset.",
+							Ref:         ref(intstr.IntOrString{}.OpenAPIModelName()),
+						},
+					},
+					"healthGate": {
+						SchemaProps: spec.SchemaProps{
+							Description: "HealthGate is what a moved cluster must show before it counts as done.",
+							Ref:         ref(v1alpha1.HealthGate{}.OpenAPIModelName()),
+						},
+					},
+					"afterStage": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "AfterStage are tasks run in order once every cluster of the stage is done, before the next stage starts.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.UpdateTask{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"name"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.HealthGate{}.OpenAPIModelName(), v1alpha1.UpdateTask{}.OpenAPIModelName(), metav1.LabelSelector{}.OpenAPIModelName(), intstr.IntOrString{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_butler_v1alpha1_UpdateStrategy(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "UpdateStrategy is a reusable order in which to upgrade clusters: stages of TenantClusters selected by label, each with its concurrency, its gate and the tasks that end it. An UpdateRun copies it when it starts, so editing it changes future runs only.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1alpha1.UpdateStrategySpec{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"spec"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.UpdateStrategySpec{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_butler_v1alpha1_UpdateStrategyList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "UpdateStrategyList is a list of UpdateStrategies.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.UpdateStrategy{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.UpdateStrategy{}.OpenAPIModelName(), metav1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_butler_v1alpha1_UpdateStrategySpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "UpdateStrategySpec lists the stages in the order they run.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"stages": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Stages run one after the other; a cluster belongs to the first stage whose selector matches it.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.UpdateStage{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"stages"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.UpdateStage{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_butler_v1alpha1_UpdateTarget(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "UpdateTarget is a run's target.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kubernetesVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "KubernetesVersion must be offered by the platform's version catalog, not expired.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"kubernetesVersion"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_butler_v1alpha1_UpdateTask(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "UpdateTask is one task after a stage: exactly one of its fields is set.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"wait": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Wait waits for a duration.",
+							Ref:         ref(v1alpha1.WaitTask{}.OpenAPIModelName()),
+						},
+					},
+					"approval": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Approval waits until someone allowed to create updateruns/approve approves the stage.",
+							Ref:         ref(v1alpha1.ApprovalTask{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.ApprovalTask{}.OpenAPIModelName(), v1alpha1.WaitTask{}.OpenAPIModelName()},
+	}
+}
+
 func schema_pkg_apis_butler_v1alpha1_VMIDRange(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -5291,6 +6108,27 @@ func schema_pkg_apis_butler_v1alpha1_VMIDRange(ref common.ReferenceCallback) com
 				Required: []string{"start", "end"},
 			},
 		},
+	}
+}
+
+func schema_pkg_apis_butler_v1alpha1_WaitTask(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "WaitTask waits.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"duration": {
+						SchemaProps: spec.SchemaProps{
+							Ref: ref(metav1.Duration{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"duration"},
+			},
+		},
+		Dependencies: []string{
+			metav1.Duration{}.OpenAPIModelName()},
 	}
 }
 

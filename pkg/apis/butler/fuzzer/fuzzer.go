@@ -48,6 +48,10 @@ var Funcs = func(runtimeserializer.CodecFactory) []any {
 			v1alpha1.SetDefaults_ProviderScope, v1alpha1.Convert_v1alpha1_ProviderScope_To_butler_ProviderScope),
 		defaulted(v1alpha1.Convert_butler_HelmChartSpec_To_v1alpha1_HelmChartSpec,
 			v1alpha1.SetDefaults_HelmChartSpec, v1alpha1.Convert_v1alpha1_HelmChartSpec_To_butler_HelmChartSpec),
+		defaulted(v1alpha1.Convert_butler_UpdateStage_To_v1alpha1_UpdateStage,
+			v1alpha1.SetDefaults_UpdateStage, v1alpha1.Convert_v1alpha1_UpdateStage_To_butler_UpdateStage),
+		defaulted(v1alpha1.Convert_butler_UpdateRunSpec_To_v1alpha1_UpdateRunSpec,
+			v1alpha1.SetDefaults_UpdateRunSpec, v1alpha1.Convert_v1alpha1_UpdateRunSpec_To_butler_UpdateRunSpec),
 	}
 }
 

@@ -17,10 +17,11 @@ var selectableFields = map[string][]string{
 	"TenantAddon":           {"status.phase", "spec.clusterRef.name"},
 	"IPAllocation":          {"status.phase", "spec.poolRef.name"},
 	"TenantClusterSnapshot": {"status.phase", "spec.clusterRef.name"},
+	"UpdateRun":             {"status.phase", "spec.strategyRef.name"},
 }
 
 var allKinds = []string{"ButlerConfig", "Team", "TenantCluster", "TenantAddon", "AddonDefinition",
-	"NetworkPool", "IPAllocation", "ProviderConfig", "TenantClusterSnapshot"}
+	"NetworkPool", "IPAllocation", "ProviderConfig", "TenantClusterSnapshot", "UpdateStrategy", "UpdateRun"}
 
 func addFieldLabelConversionFuncs(scheme *runtime.Scheme) error {
 	for _, kind := range allKinds {

@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 )
 
@@ -112,5 +113,20 @@ func SetDefaults_ProviderScope(obj *ProviderScope) {
 func SetDefaults_HelmChartSpec(obj *HelmChartSpec) {
 	if obj.CreateNamespace == nil {
 		obj.CreateNamespace = ptr.To(true)
+	}
+}
+
+func SetDefaults_UpdateRunSpec(obj *UpdateRunSpec) {
+	if obj.OnFailure == "" {
+		obj.OnFailure = UpdateFailurePause
+	}
+	if obj.State == "" {
+		obj.State = UpdateRunStateRun
+	}
+}
+
+func SetDefaults_UpdateStage(obj *UpdateStage) {
+	if obj.MaxConcurrency == nil {
+		obj.MaxConcurrency = ptr.To(intstr.FromInt32(1))
 	}
 }

@@ -36,6 +36,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&NetworkPool{}, &NetworkPoolList{},
 		&IPAllocation{}, &IPAllocationList{},
 		&ProviderConfig{}, &ProviderConfigList{},
+		&UpdateStrategy{}, &UpdateStrategyList{},
+		&UpdateRun{}, &UpdateRunList{}, &UpdateRunApproval{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

@@ -116,6 +116,16 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddGeneratedConversionFunc((*ApprovalTask)(nil), (*butler.ApprovalTask)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_ApprovalTask_To_butler_ApprovalTask(a.(*ApprovalTask), b.(*butler.ApprovalTask), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*butler.ApprovalTask)(nil), (*ApprovalTask)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_butler_ApprovalTask_To_v1alpha1_ApprovalTask(a.(*butler.ApprovalTask), b.(*ApprovalTask), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*AutoRepair)(nil), (*butler.AutoRepair)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1alpha1_AutoRepair_To_butler_AutoRepair(a.(*AutoRepair), b.(*butler.AutoRepair), scope)
 	}); err != nil {
@@ -213,6 +223,16 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddGeneratedConversionFunc((*butler.ClusterDefaults)(nil), (*ClusterDefaults)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_butler_ClusterDefaults_To_v1alpha1_ClusterDefaults(a.(*butler.ClusterDefaults), b.(*ClusterDefaults), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*ClusterUpdateStatus)(nil), (*butler.ClusterUpdateStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_ClusterUpdateStatus_To_butler_ClusterUpdateStatus(a.(*ClusterUpdateStatus), b.(*butler.ClusterUpdateStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*butler.ClusterUpdateStatus)(nil), (*ClusterUpdateStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_butler_ClusterUpdateStatus_To_v1alpha1_ClusterUpdateStatus(a.(*butler.ClusterUpdateStatus), b.(*ClusterUpdateStatus), scope)
 	}); err != nil {
 		return err
 	}
@@ -323,6 +343,16 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddGeneratedConversionFunc((*butler.HarvesterConfig)(nil), (*HarvesterConfig)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_butler_HarvesterConfig_To_v1alpha1_HarvesterConfig(a.(*butler.HarvesterConfig), b.(*HarvesterConfig), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*HealthGate)(nil), (*butler.HealthGate)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_HealthGate_To_butler_HealthGate(a.(*HealthGate), b.(*butler.HealthGate), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*butler.HealthGate)(nil), (*HealthGate)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_butler_HealthGate_To_v1alpha1_HealthGate(a.(*butler.HealthGate), b.(*HealthGate), scope)
 	}); err != nil {
 		return err
 	}
@@ -896,6 +926,16 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddGeneratedConversionFunc((*StageStatus)(nil), (*butler.StageStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_StageStatus_To_butler_StageStatus(a.(*StageStatus), b.(*butler.StageStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*butler.StageStatus)(nil), (*StageStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_butler_StageStatus_To_v1alpha1_StageStatus(a.(*butler.StageStatus), b.(*StageStatus), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*StorageAddon)(nil), (*butler.StorageAddon)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1alpha1_StorageAddon_To_butler_StorageAddon(a.(*StorageAddon), b.(*butler.StorageAddon), scope)
 	}); err != nil {
@@ -903,6 +943,16 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddGeneratedConversionFunc((*butler.StorageAddon)(nil), (*StorageAddon)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_butler_StorageAddon_To_v1alpha1_StorageAddon(a.(*butler.StorageAddon), b.(*StorageAddon), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*TaskStatus)(nil), (*butler.TaskStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_TaskStatus_To_butler_TaskStatus(a.(*TaskStatus), b.(*butler.TaskStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*butler.TaskStatus)(nil), (*TaskStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_butler_TaskStatus_To_v1alpha1_TaskStatus(a.(*butler.TaskStatus), b.(*TaskStatus), scope)
 	}); err != nil {
 		return err
 	}
@@ -1116,6 +1166,136 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddGeneratedConversionFunc((*UpdateRun)(nil), (*butler.UpdateRun)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_UpdateRun_To_butler_UpdateRun(a.(*UpdateRun), b.(*butler.UpdateRun), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*butler.UpdateRun)(nil), (*UpdateRun)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_butler_UpdateRun_To_v1alpha1_UpdateRun(a.(*butler.UpdateRun), b.(*UpdateRun), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*UpdateRunApproval)(nil), (*butler.UpdateRunApproval)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_UpdateRunApproval_To_butler_UpdateRunApproval(a.(*UpdateRunApproval), b.(*butler.UpdateRunApproval), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*butler.UpdateRunApproval)(nil), (*UpdateRunApproval)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_butler_UpdateRunApproval_To_v1alpha1_UpdateRunApproval(a.(*butler.UpdateRunApproval), b.(*UpdateRunApproval), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*UpdateRunApprovalSpec)(nil), (*butler.UpdateRunApprovalSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_UpdateRunApprovalSpec_To_butler_UpdateRunApprovalSpec(a.(*UpdateRunApprovalSpec), b.(*butler.UpdateRunApprovalSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*butler.UpdateRunApprovalSpec)(nil), (*UpdateRunApprovalSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_butler_UpdateRunApprovalSpec_To_v1alpha1_UpdateRunApprovalSpec(a.(*butler.UpdateRunApprovalSpec), b.(*UpdateRunApprovalSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*UpdateRunApprovalStatus)(nil), (*butler.UpdateRunApprovalStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_UpdateRunApprovalStatus_To_butler_UpdateRunApprovalStatus(a.(*UpdateRunApprovalStatus), b.(*butler.UpdateRunApprovalStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*butler.UpdateRunApprovalStatus)(nil), (*UpdateRunApprovalStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_butler_UpdateRunApprovalStatus_To_v1alpha1_UpdateRunApprovalStatus(a.(*butler.UpdateRunApprovalStatus), b.(*UpdateRunApprovalStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*UpdateRunList)(nil), (*butler.UpdateRunList)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_UpdateRunList_To_butler_UpdateRunList(a.(*UpdateRunList), b.(*butler.UpdateRunList), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*butler.UpdateRunList)(nil), (*UpdateRunList)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_butler_UpdateRunList_To_v1alpha1_UpdateRunList(a.(*butler.UpdateRunList), b.(*UpdateRunList), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*UpdateRunSpec)(nil), (*butler.UpdateRunSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_UpdateRunSpec_To_butler_UpdateRunSpec(a.(*UpdateRunSpec), b.(*butler.UpdateRunSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*butler.UpdateRunSpec)(nil), (*UpdateRunSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_butler_UpdateRunSpec_To_v1alpha1_UpdateRunSpec(a.(*butler.UpdateRunSpec), b.(*UpdateRunSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*UpdateRunStatus)(nil), (*butler.UpdateRunStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_UpdateRunStatus_To_butler_UpdateRunStatus(a.(*UpdateRunStatus), b.(*butler.UpdateRunStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*butler.UpdateRunStatus)(nil), (*UpdateRunStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_butler_UpdateRunStatus_To_v1alpha1_UpdateRunStatus(a.(*butler.UpdateRunStatus), b.(*UpdateRunStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*UpdateStage)(nil), (*butler.UpdateStage)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_UpdateStage_To_butler_UpdateStage(a.(*UpdateStage), b.(*butler.UpdateStage), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*butler.UpdateStage)(nil), (*UpdateStage)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_butler_UpdateStage_To_v1alpha1_UpdateStage(a.(*butler.UpdateStage), b.(*UpdateStage), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*UpdateStrategy)(nil), (*butler.UpdateStrategy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_UpdateStrategy_To_butler_UpdateStrategy(a.(*UpdateStrategy), b.(*butler.UpdateStrategy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*butler.UpdateStrategy)(nil), (*UpdateStrategy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_butler_UpdateStrategy_To_v1alpha1_UpdateStrategy(a.(*butler.UpdateStrategy), b.(*UpdateStrategy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*UpdateStrategyList)(nil), (*butler.UpdateStrategyList)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_UpdateStrategyList_To_butler_UpdateStrategyList(a.(*UpdateStrategyList), b.(*butler.UpdateStrategyList), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*butler.UpdateStrategyList)(nil), (*UpdateStrategyList)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_butler_UpdateStrategyList_To_v1alpha1_UpdateStrategyList(a.(*butler.UpdateStrategyList), b.(*UpdateStrategyList), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*UpdateStrategySpec)(nil), (*butler.UpdateStrategySpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_UpdateStrategySpec_To_butler_UpdateStrategySpec(a.(*UpdateStrategySpec), b.(*butler.UpdateStrategySpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*butler.UpdateStrategySpec)(nil), (*UpdateStrategySpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_butler_UpdateStrategySpec_To_v1alpha1_UpdateStrategySpec(a.(*butler.UpdateStrategySpec), b.(*UpdateStrategySpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*UpdateTarget)(nil), (*butler.UpdateTarget)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_UpdateTarget_To_butler_UpdateTarget(a.(*UpdateTarget), b.(*butler.UpdateTarget), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*butler.UpdateTarget)(nil), (*UpdateTarget)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_butler_UpdateTarget_To_v1alpha1_UpdateTarget(a.(*butler.UpdateTarget), b.(*UpdateTarget), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*UpdateTask)(nil), (*butler.UpdateTask)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_UpdateTask_To_butler_UpdateTask(a.(*UpdateTask), b.(*butler.UpdateTask), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*butler.UpdateTask)(nil), (*UpdateTask)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_butler_UpdateTask_To_v1alpha1_UpdateTask(a.(*butler.UpdateTask), b.(*UpdateTask), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*VMIDRange)(nil), (*butler.VMIDRange)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1alpha1_VMIDRange_To_butler_VMIDRange(a.(*VMIDRange), b.(*butler.VMIDRange), scope)
 	}); err != nil {
@@ -1123,6 +1303,16 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddGeneratedConversionFunc((*butler.VMIDRange)(nil), (*VMIDRange)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_butler_VMIDRange_To_v1alpha1_VMIDRange(a.(*butler.VMIDRange), b.(*VMIDRange), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*WaitTask)(nil), (*butler.WaitTask)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_WaitTask_To_butler_WaitTask(a.(*WaitTask), b.(*butler.WaitTask), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*butler.WaitTask)(nil), (*WaitTask)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_butler_WaitTask_To_v1alpha1_WaitTask(a.(*butler.WaitTask), b.(*WaitTask), scope)
 	}); err != nil {
 		return err
 	}
@@ -1315,6 +1505,26 @@ func autoConvert_butler_AddressRange_To_v1alpha1_AddressRange(in *butler.Address
 // Convert_butler_AddressRange_To_v1alpha1_AddressRange is an autogenerated conversion function.
 func Convert_butler_AddressRange_To_v1alpha1_AddressRange(in *butler.AddressRange, out *AddressRange, s conversion.Scope) error {
 	return autoConvert_butler_AddressRange_To_v1alpha1_AddressRange(in, out, s)
+}
+
+func autoConvert_v1alpha1_ApprovalTask_To_butler_ApprovalTask(in *ApprovalTask, out *butler.ApprovalTask, s conversion.Scope) error {
+	*out = *(*butler.ApprovalTask)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_ApprovalTask_To_butler_ApprovalTask is an autogenerated conversion function.
+func Convert_v1alpha1_ApprovalTask_To_butler_ApprovalTask(in *ApprovalTask, out *butler.ApprovalTask, s conversion.Scope) error {
+	return autoConvert_v1alpha1_ApprovalTask_To_butler_ApprovalTask(in, out, s)
+}
+
+func autoConvert_butler_ApprovalTask_To_v1alpha1_ApprovalTask(in *butler.ApprovalTask, out *ApprovalTask, s conversion.Scope) error {
+	*out = *(*ApprovalTask)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_butler_ApprovalTask_To_v1alpha1_ApprovalTask is an autogenerated conversion function.
+func Convert_butler_ApprovalTask_To_v1alpha1_ApprovalTask(in *butler.ApprovalTask, out *ApprovalTask, s conversion.Scope) error {
+	return autoConvert_butler_ApprovalTask_To_v1alpha1_ApprovalTask(in, out, s)
 }
 
 func autoConvert_v1alpha1_AutoRepair_To_butler_AutoRepair(in *AutoRepair, out *butler.AutoRepair, s conversion.Scope) error {
@@ -1529,6 +1739,26 @@ func autoConvert_butler_ClusterDefaults_To_v1alpha1_ClusterDefaults(in *butler.C
 // Convert_butler_ClusterDefaults_To_v1alpha1_ClusterDefaults is an autogenerated conversion function.
 func Convert_butler_ClusterDefaults_To_v1alpha1_ClusterDefaults(in *butler.ClusterDefaults, out *ClusterDefaults, s conversion.Scope) error {
 	return autoConvert_butler_ClusterDefaults_To_v1alpha1_ClusterDefaults(in, out, s)
+}
+
+func autoConvert_v1alpha1_ClusterUpdateStatus_To_butler_ClusterUpdateStatus(in *ClusterUpdateStatus, out *butler.ClusterUpdateStatus, s conversion.Scope) error {
+	*out = *(*butler.ClusterUpdateStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_ClusterUpdateStatus_To_butler_ClusterUpdateStatus is an autogenerated conversion function.
+func Convert_v1alpha1_ClusterUpdateStatus_To_butler_ClusterUpdateStatus(in *ClusterUpdateStatus, out *butler.ClusterUpdateStatus, s conversion.Scope) error {
+	return autoConvert_v1alpha1_ClusterUpdateStatus_To_butler_ClusterUpdateStatus(in, out, s)
+}
+
+func autoConvert_butler_ClusterUpdateStatus_To_v1alpha1_ClusterUpdateStatus(in *butler.ClusterUpdateStatus, out *ClusterUpdateStatus, s conversion.Scope) error {
+	*out = *(*ClusterUpdateStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_butler_ClusterUpdateStatus_To_v1alpha1_ClusterUpdateStatus is an autogenerated conversion function.
+func Convert_butler_ClusterUpdateStatus_To_v1alpha1_ClusterUpdateStatus(in *butler.ClusterUpdateStatus, out *ClusterUpdateStatus, s conversion.Scope) error {
+	return autoConvert_butler_ClusterUpdateStatus_To_v1alpha1_ClusterUpdateStatus(in, out, s)
 }
 
 func autoConvert_v1alpha1_ComponentResources_To_butler_ComponentResources(in *ComponentResources, out *butler.ComponentResources, s conversion.Scope) error {
@@ -1749,6 +1979,26 @@ func autoConvert_butler_HarvesterConfig_To_v1alpha1_HarvesterConfig(in *butler.H
 // Convert_butler_HarvesterConfig_To_v1alpha1_HarvesterConfig is an autogenerated conversion function.
 func Convert_butler_HarvesterConfig_To_v1alpha1_HarvesterConfig(in *butler.HarvesterConfig, out *HarvesterConfig, s conversion.Scope) error {
 	return autoConvert_butler_HarvesterConfig_To_v1alpha1_HarvesterConfig(in, out, s)
+}
+
+func autoConvert_v1alpha1_HealthGate_To_butler_HealthGate(in *HealthGate, out *butler.HealthGate, s conversion.Scope) error {
+	*out = *(*butler.HealthGate)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_HealthGate_To_butler_HealthGate is an autogenerated conversion function.
+func Convert_v1alpha1_HealthGate_To_butler_HealthGate(in *HealthGate, out *butler.HealthGate, s conversion.Scope) error {
+	return autoConvert_v1alpha1_HealthGate_To_butler_HealthGate(in, out, s)
+}
+
+func autoConvert_butler_HealthGate_To_v1alpha1_HealthGate(in *butler.HealthGate, out *HealthGate, s conversion.Scope) error {
+	*out = *(*HealthGate)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_butler_HealthGate_To_v1alpha1_HealthGate is an autogenerated conversion function.
+func Convert_butler_HealthGate_To_v1alpha1_HealthGate(in *butler.HealthGate, out *HealthGate, s conversion.Scope) error {
+	return autoConvert_butler_HealthGate_To_v1alpha1_HealthGate(in, out, s)
 }
 
 func autoConvert_v1alpha1_HelmChartSpec_To_butler_HelmChartSpec(in *HelmChartSpec, out *butler.HelmChartSpec, s conversion.Scope) error {
@@ -2951,6 +3201,26 @@ func Convert_butler_SnapshotStore_To_v1alpha1_SnapshotStore(in *butler.SnapshotS
 	return autoConvert_butler_SnapshotStore_To_v1alpha1_SnapshotStore(in, out, s)
 }
 
+func autoConvert_v1alpha1_StageStatus_To_butler_StageStatus(in *StageStatus, out *butler.StageStatus, s conversion.Scope) error {
+	*out = *(*butler.StageStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_StageStatus_To_butler_StageStatus is an autogenerated conversion function.
+func Convert_v1alpha1_StageStatus_To_butler_StageStatus(in *StageStatus, out *butler.StageStatus, s conversion.Scope) error {
+	return autoConvert_v1alpha1_StageStatus_To_butler_StageStatus(in, out, s)
+}
+
+func autoConvert_butler_StageStatus_To_v1alpha1_StageStatus(in *butler.StageStatus, out *StageStatus, s conversion.Scope) error {
+	*out = *(*StageStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_butler_StageStatus_To_v1alpha1_StageStatus is an autogenerated conversion function.
+func Convert_butler_StageStatus_To_v1alpha1_StageStatus(in *butler.StageStatus, out *StageStatus, s conversion.Scope) error {
+	return autoConvert_butler_StageStatus_To_v1alpha1_StageStatus(in, out, s)
+}
+
 func autoConvert_v1alpha1_StorageAddon_To_butler_StorageAddon(in *StorageAddon, out *butler.StorageAddon, s conversion.Scope) error {
 	*out = *(*butler.StorageAddon)(unsafe.Pointer(in))
 	return nil
@@ -2969,6 +3239,26 @@ func autoConvert_butler_StorageAddon_To_v1alpha1_StorageAddon(in *butler.Storage
 // Convert_butler_StorageAddon_To_v1alpha1_StorageAddon is an autogenerated conversion function.
 func Convert_butler_StorageAddon_To_v1alpha1_StorageAddon(in *butler.StorageAddon, out *StorageAddon, s conversion.Scope) error {
 	return autoConvert_butler_StorageAddon_To_v1alpha1_StorageAddon(in, out, s)
+}
+
+func autoConvert_v1alpha1_TaskStatus_To_butler_TaskStatus(in *TaskStatus, out *butler.TaskStatus, s conversion.Scope) error {
+	*out = *(*butler.TaskStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_TaskStatus_To_butler_TaskStatus is an autogenerated conversion function.
+func Convert_v1alpha1_TaskStatus_To_butler_TaskStatus(in *TaskStatus, out *butler.TaskStatus, s conversion.Scope) error {
+	return autoConvert_v1alpha1_TaskStatus_To_butler_TaskStatus(in, out, s)
+}
+
+func autoConvert_butler_TaskStatus_To_v1alpha1_TaskStatus(in *butler.TaskStatus, out *TaskStatus, s conversion.Scope) error {
+	*out = *(*TaskStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_butler_TaskStatus_To_v1alpha1_TaskStatus is an autogenerated conversion function.
+func Convert_butler_TaskStatus_To_v1alpha1_TaskStatus(in *butler.TaskStatus, out *TaskStatus, s conversion.Scope) error {
+	return autoConvert_butler_TaskStatus_To_v1alpha1_TaskStatus(in, out, s)
 }
 
 func autoConvert_v1alpha1_Team_To_butler_Team(in *Team, out *butler.Team, s conversion.Scope) error {
@@ -3447,6 +3737,300 @@ func Convert_butler_UnhealthyNodeCondition_To_v1alpha1_UnhealthyNodeCondition(in
 	return autoConvert_butler_UnhealthyNodeCondition_To_v1alpha1_UnhealthyNodeCondition(in, out, s)
 }
 
+func autoConvert_v1alpha1_UpdateRun_To_butler_UpdateRun(in *UpdateRun, out *butler.UpdateRun, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_v1alpha1_UpdateRunSpec_To_butler_UpdateRunSpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	if err := Convert_v1alpha1_UpdateRunStatus_To_butler_UpdateRunStatus(&in.Status, &out.Status, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_v1alpha1_UpdateRun_To_butler_UpdateRun is an autogenerated conversion function.
+func Convert_v1alpha1_UpdateRun_To_butler_UpdateRun(in *UpdateRun, out *butler.UpdateRun, s conversion.Scope) error {
+	return autoConvert_v1alpha1_UpdateRun_To_butler_UpdateRun(in, out, s)
+}
+
+func autoConvert_butler_UpdateRun_To_v1alpha1_UpdateRun(in *butler.UpdateRun, out *UpdateRun, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_butler_UpdateRunSpec_To_v1alpha1_UpdateRunSpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	if err := Convert_butler_UpdateRunStatus_To_v1alpha1_UpdateRunStatus(&in.Status, &out.Status, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_butler_UpdateRun_To_v1alpha1_UpdateRun is an autogenerated conversion function.
+func Convert_butler_UpdateRun_To_v1alpha1_UpdateRun(in *butler.UpdateRun, out *UpdateRun, s conversion.Scope) error {
+	return autoConvert_butler_UpdateRun_To_v1alpha1_UpdateRun(in, out, s)
+}
+
+func autoConvert_v1alpha1_UpdateRunApproval_To_butler_UpdateRunApproval(in *UpdateRunApproval, out *butler.UpdateRunApproval, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_v1alpha1_UpdateRunApprovalSpec_To_butler_UpdateRunApprovalSpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	if err := Convert_v1alpha1_UpdateRunApprovalStatus_To_butler_UpdateRunApprovalStatus(&in.Status, &out.Status, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_v1alpha1_UpdateRunApproval_To_butler_UpdateRunApproval is an autogenerated conversion function.
+func Convert_v1alpha1_UpdateRunApproval_To_butler_UpdateRunApproval(in *UpdateRunApproval, out *butler.UpdateRunApproval, s conversion.Scope) error {
+	return autoConvert_v1alpha1_UpdateRunApproval_To_butler_UpdateRunApproval(in, out, s)
+}
+
+func autoConvert_butler_UpdateRunApproval_To_v1alpha1_UpdateRunApproval(in *butler.UpdateRunApproval, out *UpdateRunApproval, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_butler_UpdateRunApprovalSpec_To_v1alpha1_UpdateRunApprovalSpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	if err := Convert_butler_UpdateRunApprovalStatus_To_v1alpha1_UpdateRunApprovalStatus(&in.Status, &out.Status, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_butler_UpdateRunApproval_To_v1alpha1_UpdateRunApproval is an autogenerated conversion function.
+func Convert_butler_UpdateRunApproval_To_v1alpha1_UpdateRunApproval(in *butler.UpdateRunApproval, out *UpdateRunApproval, s conversion.Scope) error {
+	return autoConvert_butler_UpdateRunApproval_To_v1alpha1_UpdateRunApproval(in, out, s)
+}
+
+func autoConvert_v1alpha1_UpdateRunApprovalSpec_To_butler_UpdateRunApprovalSpec(in *UpdateRunApprovalSpec, out *butler.UpdateRunApprovalSpec, s conversion.Scope) error {
+	*out = *(*butler.UpdateRunApprovalSpec)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_UpdateRunApprovalSpec_To_butler_UpdateRunApprovalSpec is an autogenerated conversion function.
+func Convert_v1alpha1_UpdateRunApprovalSpec_To_butler_UpdateRunApprovalSpec(in *UpdateRunApprovalSpec, out *butler.UpdateRunApprovalSpec, s conversion.Scope) error {
+	return autoConvert_v1alpha1_UpdateRunApprovalSpec_To_butler_UpdateRunApprovalSpec(in, out, s)
+}
+
+func autoConvert_butler_UpdateRunApprovalSpec_To_v1alpha1_UpdateRunApprovalSpec(in *butler.UpdateRunApprovalSpec, out *UpdateRunApprovalSpec, s conversion.Scope) error {
+	*out = *(*UpdateRunApprovalSpec)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_butler_UpdateRunApprovalSpec_To_v1alpha1_UpdateRunApprovalSpec is an autogenerated conversion function.
+func Convert_butler_UpdateRunApprovalSpec_To_v1alpha1_UpdateRunApprovalSpec(in *butler.UpdateRunApprovalSpec, out *UpdateRunApprovalSpec, s conversion.Scope) error {
+	return autoConvert_butler_UpdateRunApprovalSpec_To_v1alpha1_UpdateRunApprovalSpec(in, out, s)
+}
+
+func autoConvert_v1alpha1_UpdateRunApprovalStatus_To_butler_UpdateRunApprovalStatus(in *UpdateRunApprovalStatus, out *butler.UpdateRunApprovalStatus, s conversion.Scope) error {
+	*out = *(*butler.UpdateRunApprovalStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_UpdateRunApprovalStatus_To_butler_UpdateRunApprovalStatus is an autogenerated conversion function.
+func Convert_v1alpha1_UpdateRunApprovalStatus_To_butler_UpdateRunApprovalStatus(in *UpdateRunApprovalStatus, out *butler.UpdateRunApprovalStatus, s conversion.Scope) error {
+	return autoConvert_v1alpha1_UpdateRunApprovalStatus_To_butler_UpdateRunApprovalStatus(in, out, s)
+}
+
+func autoConvert_butler_UpdateRunApprovalStatus_To_v1alpha1_UpdateRunApprovalStatus(in *butler.UpdateRunApprovalStatus, out *UpdateRunApprovalStatus, s conversion.Scope) error {
+	*out = *(*UpdateRunApprovalStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_butler_UpdateRunApprovalStatus_To_v1alpha1_UpdateRunApprovalStatus is an autogenerated conversion function.
+func Convert_butler_UpdateRunApprovalStatus_To_v1alpha1_UpdateRunApprovalStatus(in *butler.UpdateRunApprovalStatus, out *UpdateRunApprovalStatus, s conversion.Scope) error {
+	return autoConvert_butler_UpdateRunApprovalStatus_To_v1alpha1_UpdateRunApprovalStatus(in, out, s)
+}
+
+func autoConvert_v1alpha1_UpdateRunList_To_butler_UpdateRunList(in *UpdateRunList, out *butler.UpdateRunList, s conversion.Scope) error {
+	out.ListMeta = in.ListMeta
+	out.Items = *(*[]butler.UpdateRun)(unsafe.Pointer(&in.Items))
+	return nil
+}
+
+// Convert_v1alpha1_UpdateRunList_To_butler_UpdateRunList is an autogenerated conversion function.
+func Convert_v1alpha1_UpdateRunList_To_butler_UpdateRunList(in *UpdateRunList, out *butler.UpdateRunList, s conversion.Scope) error {
+	return autoConvert_v1alpha1_UpdateRunList_To_butler_UpdateRunList(in, out, s)
+}
+
+func autoConvert_butler_UpdateRunList_To_v1alpha1_UpdateRunList(in *butler.UpdateRunList, out *UpdateRunList, s conversion.Scope) error {
+	out.ListMeta = in.ListMeta
+	out.Items = *(*[]UpdateRun)(unsafe.Pointer(&in.Items))
+	return nil
+}
+
+// Convert_butler_UpdateRunList_To_v1alpha1_UpdateRunList is an autogenerated conversion function.
+func Convert_butler_UpdateRunList_To_v1alpha1_UpdateRunList(in *butler.UpdateRunList, out *UpdateRunList, s conversion.Scope) error {
+	return autoConvert_butler_UpdateRunList_To_v1alpha1_UpdateRunList(in, out, s)
+}
+
+func autoConvert_v1alpha1_UpdateRunSpec_To_butler_UpdateRunSpec(in *UpdateRunSpec, out *butler.UpdateRunSpec, s conversion.Scope) error {
+	*out = *(*butler.UpdateRunSpec)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_UpdateRunSpec_To_butler_UpdateRunSpec is an autogenerated conversion function.
+func Convert_v1alpha1_UpdateRunSpec_To_butler_UpdateRunSpec(in *UpdateRunSpec, out *butler.UpdateRunSpec, s conversion.Scope) error {
+	return autoConvert_v1alpha1_UpdateRunSpec_To_butler_UpdateRunSpec(in, out, s)
+}
+
+func autoConvert_butler_UpdateRunSpec_To_v1alpha1_UpdateRunSpec(in *butler.UpdateRunSpec, out *UpdateRunSpec, s conversion.Scope) error {
+	*out = *(*UpdateRunSpec)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_butler_UpdateRunSpec_To_v1alpha1_UpdateRunSpec is an autogenerated conversion function.
+func Convert_butler_UpdateRunSpec_To_v1alpha1_UpdateRunSpec(in *butler.UpdateRunSpec, out *UpdateRunSpec, s conversion.Scope) error {
+	return autoConvert_butler_UpdateRunSpec_To_v1alpha1_UpdateRunSpec(in, out, s)
+}
+
+func autoConvert_v1alpha1_UpdateRunStatus_To_butler_UpdateRunStatus(in *UpdateRunStatus, out *butler.UpdateRunStatus, s conversion.Scope) error {
+	*out = *(*butler.UpdateRunStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_UpdateRunStatus_To_butler_UpdateRunStatus is an autogenerated conversion function.
+func Convert_v1alpha1_UpdateRunStatus_To_butler_UpdateRunStatus(in *UpdateRunStatus, out *butler.UpdateRunStatus, s conversion.Scope) error {
+	return autoConvert_v1alpha1_UpdateRunStatus_To_butler_UpdateRunStatus(in, out, s)
+}
+
+func autoConvert_butler_UpdateRunStatus_To_v1alpha1_UpdateRunStatus(in *butler.UpdateRunStatus, out *UpdateRunStatus, s conversion.Scope) error {
+	*out = *(*UpdateRunStatus)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_butler_UpdateRunStatus_To_v1alpha1_UpdateRunStatus is an autogenerated conversion function.
+func Convert_butler_UpdateRunStatus_To_v1alpha1_UpdateRunStatus(in *butler.UpdateRunStatus, out *UpdateRunStatus, s conversion.Scope) error {
+	return autoConvert_butler_UpdateRunStatus_To_v1alpha1_UpdateRunStatus(in, out, s)
+}
+
+func autoConvert_v1alpha1_UpdateStage_To_butler_UpdateStage(in *UpdateStage, out *butler.UpdateStage, s conversion.Scope) error {
+	*out = *(*butler.UpdateStage)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_UpdateStage_To_butler_UpdateStage is an autogenerated conversion function.
+func Convert_v1alpha1_UpdateStage_To_butler_UpdateStage(in *UpdateStage, out *butler.UpdateStage, s conversion.Scope) error {
+	return autoConvert_v1alpha1_UpdateStage_To_butler_UpdateStage(in, out, s)
+}
+
+func autoConvert_butler_UpdateStage_To_v1alpha1_UpdateStage(in *butler.UpdateStage, out *UpdateStage, s conversion.Scope) error {
+	*out = *(*UpdateStage)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_butler_UpdateStage_To_v1alpha1_UpdateStage is an autogenerated conversion function.
+func Convert_butler_UpdateStage_To_v1alpha1_UpdateStage(in *butler.UpdateStage, out *UpdateStage, s conversion.Scope) error {
+	return autoConvert_butler_UpdateStage_To_v1alpha1_UpdateStage(in, out, s)
+}
+
+func autoConvert_v1alpha1_UpdateStrategy_To_butler_UpdateStrategy(in *UpdateStrategy, out *butler.UpdateStrategy, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_v1alpha1_UpdateStrategySpec_To_butler_UpdateStrategySpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_v1alpha1_UpdateStrategy_To_butler_UpdateStrategy is an autogenerated conversion function.
+func Convert_v1alpha1_UpdateStrategy_To_butler_UpdateStrategy(in *UpdateStrategy, out *butler.UpdateStrategy, s conversion.Scope) error {
+	return autoConvert_v1alpha1_UpdateStrategy_To_butler_UpdateStrategy(in, out, s)
+}
+
+func autoConvert_butler_UpdateStrategy_To_v1alpha1_UpdateStrategy(in *butler.UpdateStrategy, out *UpdateStrategy, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_butler_UpdateStrategySpec_To_v1alpha1_UpdateStrategySpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_butler_UpdateStrategy_To_v1alpha1_UpdateStrategy is an autogenerated conversion function.
+func Convert_butler_UpdateStrategy_To_v1alpha1_UpdateStrategy(in *butler.UpdateStrategy, out *UpdateStrategy, s conversion.Scope) error {
+	return autoConvert_butler_UpdateStrategy_To_v1alpha1_UpdateStrategy(in, out, s)
+}
+
+func autoConvert_v1alpha1_UpdateStrategyList_To_butler_UpdateStrategyList(in *UpdateStrategyList, out *butler.UpdateStrategyList, s conversion.Scope) error {
+	out.ListMeta = in.ListMeta
+	out.Items = *(*[]butler.UpdateStrategy)(unsafe.Pointer(&in.Items))
+	return nil
+}
+
+// Convert_v1alpha1_UpdateStrategyList_To_butler_UpdateStrategyList is an autogenerated conversion function.
+func Convert_v1alpha1_UpdateStrategyList_To_butler_UpdateStrategyList(in *UpdateStrategyList, out *butler.UpdateStrategyList, s conversion.Scope) error {
+	return autoConvert_v1alpha1_UpdateStrategyList_To_butler_UpdateStrategyList(in, out, s)
+}
+
+func autoConvert_butler_UpdateStrategyList_To_v1alpha1_UpdateStrategyList(in *butler.UpdateStrategyList, out *UpdateStrategyList, s conversion.Scope) error {
+	out.ListMeta = in.ListMeta
+	out.Items = *(*[]UpdateStrategy)(unsafe.Pointer(&in.Items))
+	return nil
+}
+
+// Convert_butler_UpdateStrategyList_To_v1alpha1_UpdateStrategyList is an autogenerated conversion function.
+func Convert_butler_UpdateStrategyList_To_v1alpha1_UpdateStrategyList(in *butler.UpdateStrategyList, out *UpdateStrategyList, s conversion.Scope) error {
+	return autoConvert_butler_UpdateStrategyList_To_v1alpha1_UpdateStrategyList(in, out, s)
+}
+
+func autoConvert_v1alpha1_UpdateStrategySpec_To_butler_UpdateStrategySpec(in *UpdateStrategySpec, out *butler.UpdateStrategySpec, s conversion.Scope) error {
+	*out = *(*butler.UpdateStrategySpec)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_UpdateStrategySpec_To_butler_UpdateStrategySpec is an autogenerated conversion function.
+func Convert_v1alpha1_UpdateStrategySpec_To_butler_UpdateStrategySpec(in *UpdateStrategySpec, out *butler.UpdateStrategySpec, s conversion.Scope) error {
+	return autoConvert_v1alpha1_UpdateStrategySpec_To_butler_UpdateStrategySpec(in, out, s)
+}
+
+func autoConvert_butler_UpdateStrategySpec_To_v1alpha1_UpdateStrategySpec(in *butler.UpdateStrategySpec, out *UpdateStrategySpec, s conversion.Scope) error {
+	*out = *(*UpdateStrategySpec)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_butler_UpdateStrategySpec_To_v1alpha1_UpdateStrategySpec is an autogenerated conversion function.
+func Convert_butler_UpdateStrategySpec_To_v1alpha1_UpdateStrategySpec(in *butler.UpdateStrategySpec, out *UpdateStrategySpec, s conversion.Scope) error {
+	return autoConvert_butler_UpdateStrategySpec_To_v1alpha1_UpdateStrategySpec(in, out, s)
+}
+
+func autoConvert_v1alpha1_UpdateTarget_To_butler_UpdateTarget(in *UpdateTarget, out *butler.UpdateTarget, s conversion.Scope) error {
+	*out = *(*butler.UpdateTarget)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_UpdateTarget_To_butler_UpdateTarget is an autogenerated conversion function.
+func Convert_v1alpha1_UpdateTarget_To_butler_UpdateTarget(in *UpdateTarget, out *butler.UpdateTarget, s conversion.Scope) error {
+	return autoConvert_v1alpha1_UpdateTarget_To_butler_UpdateTarget(in, out, s)
+}
+
+func autoConvert_butler_UpdateTarget_To_v1alpha1_UpdateTarget(in *butler.UpdateTarget, out *UpdateTarget, s conversion.Scope) error {
+	*out = *(*UpdateTarget)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_butler_UpdateTarget_To_v1alpha1_UpdateTarget is an autogenerated conversion function.
+func Convert_butler_UpdateTarget_To_v1alpha1_UpdateTarget(in *butler.UpdateTarget, out *UpdateTarget, s conversion.Scope) error {
+	return autoConvert_butler_UpdateTarget_To_v1alpha1_UpdateTarget(in, out, s)
+}
+
+func autoConvert_v1alpha1_UpdateTask_To_butler_UpdateTask(in *UpdateTask, out *butler.UpdateTask, s conversion.Scope) error {
+	*out = *(*butler.UpdateTask)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_UpdateTask_To_butler_UpdateTask is an autogenerated conversion function.
+func Convert_v1alpha1_UpdateTask_To_butler_UpdateTask(in *UpdateTask, out *butler.UpdateTask, s conversion.Scope) error {
+	return autoConvert_v1alpha1_UpdateTask_To_butler_UpdateTask(in, out, s)
+}
+
+func autoConvert_butler_UpdateTask_To_v1alpha1_UpdateTask(in *butler.UpdateTask, out *UpdateTask, s conversion.Scope) error {
+	*out = *(*UpdateTask)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_butler_UpdateTask_To_v1alpha1_UpdateTask is an autogenerated conversion function.
+func Convert_butler_UpdateTask_To_v1alpha1_UpdateTask(in *butler.UpdateTask, out *UpdateTask, s conversion.Scope) error {
+	return autoConvert_butler_UpdateTask_To_v1alpha1_UpdateTask(in, out, s)
+}
+
 func autoConvert_v1alpha1_VMIDRange_To_butler_VMIDRange(in *VMIDRange, out *butler.VMIDRange, s conversion.Scope) error {
 	*out = *(*butler.VMIDRange)(unsafe.Pointer(in))
 	return nil
@@ -3465,6 +4049,26 @@ func autoConvert_butler_VMIDRange_To_v1alpha1_VMIDRange(in *butler.VMIDRange, ou
 // Convert_butler_VMIDRange_To_v1alpha1_VMIDRange is an autogenerated conversion function.
 func Convert_butler_VMIDRange_To_v1alpha1_VMIDRange(in *butler.VMIDRange, out *VMIDRange, s conversion.Scope) error {
 	return autoConvert_butler_VMIDRange_To_v1alpha1_VMIDRange(in, out, s)
+}
+
+func autoConvert_v1alpha1_WaitTask_To_butler_WaitTask(in *WaitTask, out *butler.WaitTask, s conversion.Scope) error {
+	*out = *(*butler.WaitTask)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_WaitTask_To_butler_WaitTask is an autogenerated conversion function.
+func Convert_v1alpha1_WaitTask_To_butler_WaitTask(in *WaitTask, out *butler.WaitTask, s conversion.Scope) error {
+	return autoConvert_v1alpha1_WaitTask_To_butler_WaitTask(in, out, s)
+}
+
+func autoConvert_butler_WaitTask_To_v1alpha1_WaitTask(in *butler.WaitTask, out *WaitTask, s conversion.Scope) error {
+	*out = *(*WaitTask)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_butler_WaitTask_To_v1alpha1_WaitTask is an autogenerated conversion function.
+func Convert_butler_WaitTask_To_v1alpha1_WaitTask(in *butler.WaitTask, out *WaitTask, s conversion.Scope) error {
+	return autoConvert_butler_WaitTask_To_v1alpha1_WaitTask(in, out, s)
 }
 
 func autoConvert_v1alpha1_WorkerCounts_To_butler_WorkerCounts(in *WorkerCounts, out *butler.WorkerCounts, s conversion.Scope) error {

@@ -41,6 +41,10 @@ func RegisterDefaults(scheme *runtime.Scheme) error {
 	scheme.AddTypeDefaultingFunc(&TenantAddonList{}, func(obj interface{}) { SetObjectDefaults_TenantAddonList(obj.(*TenantAddonList)) })
 	scheme.AddTypeDefaultingFunc(&TenantCluster{}, func(obj interface{}) { SetObjectDefaults_TenantCluster(obj.(*TenantCluster)) })
 	scheme.AddTypeDefaultingFunc(&TenantClusterList{}, func(obj interface{}) { SetObjectDefaults_TenantClusterList(obj.(*TenantClusterList)) })
+	scheme.AddTypeDefaultingFunc(&UpdateRun{}, func(obj interface{}) { SetObjectDefaults_UpdateRun(obj.(*UpdateRun)) })
+	scheme.AddTypeDefaultingFunc(&UpdateRunList{}, func(obj interface{}) { SetObjectDefaults_UpdateRunList(obj.(*UpdateRunList)) })
+	scheme.AddTypeDefaultingFunc(&UpdateStrategy{}, func(obj interface{}) { SetObjectDefaults_UpdateStrategy(obj.(*UpdateStrategy)) })
+	scheme.AddTypeDefaultingFunc(&UpdateStrategyList{}, func(obj interface{}) { SetObjectDefaults_UpdateStrategyList(obj.(*UpdateStrategyList)) })
 	return nil
 }
 
@@ -125,5 +129,36 @@ func SetObjectDefaults_TenantClusterList(in *TenantClusterList) {
 	for i := range in.Items {
 		a := &in.Items[i]
 		SetObjectDefaults_TenantCluster(a)
+	}
+}
+
+func SetObjectDefaults_UpdateRun(in *UpdateRun) {
+	SetDefaults_UpdateRunSpec(&in.Spec)
+	if in.Status.Strategy != nil {
+		for i := range in.Status.Strategy.Stages {
+			a := &in.Status.Strategy.Stages[i]
+			SetDefaults_UpdateStage(a)
+		}
+	}
+}
+
+func SetObjectDefaults_UpdateRunList(in *UpdateRunList) {
+	for i := range in.Items {
+		a := &in.Items[i]
+		SetObjectDefaults_UpdateRun(a)
+	}
+}
+
+func SetObjectDefaults_UpdateStrategy(in *UpdateStrategy) {
+	for i := range in.Spec.Stages {
+		a := &in.Spec.Stages[i]
+		SetDefaults_UpdateStage(a)
+	}
+}
+
+func SetObjectDefaults_UpdateStrategyList(in *UpdateStrategyList) {
+	for i := range in.Items {
+		a := &in.Items[i]
+		SetObjectDefaults_UpdateStrategy(a)
 	}
 }

@@ -62,6 +62,11 @@ func (in AddressRange) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ApprovalTask) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.ApprovalTask"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in AutoRepair) OpenAPIModelName() string {
 	return "dev.butlerlabs.butler.v1alpha1.AutoRepair"
 }
@@ -109,6 +114,11 @@ func (in ChartReference) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ClusterDefaults) OpenAPIModelName() string {
 	return "dev.butlerlabs.butler.v1alpha1.ClusterDefaults"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ClusterUpdateStatus) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.ClusterUpdateStatus"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
@@ -164,6 +174,11 @@ func (in GitRepository) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in HarvesterConfig) OpenAPIModelName() string {
 	return "dev.butlerlabs.butler.v1alpha1.HarvesterConfig"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in HealthGate) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.HealthGate"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
@@ -452,8 +467,18 @@ func (in SnapshotStore) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in StageStatus) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.StageStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in StorageAddon) OpenAPIModelName() string {
 	return "dev.butlerlabs.butler.v1alpha1.StorageAddon"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in TaskStatus) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.TaskStatus"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
@@ -562,8 +587,78 @@ func (in UnhealthyNodeCondition) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in UpdateRun) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.UpdateRun"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in UpdateRunApproval) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.UpdateRunApproval"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in UpdateRunApprovalSpec) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.UpdateRunApprovalSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in UpdateRunApprovalStatus) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.UpdateRunApprovalStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in UpdateRunList) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.UpdateRunList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in UpdateRunSpec) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.UpdateRunSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in UpdateRunStatus) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.UpdateRunStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in UpdateStage) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.UpdateStage"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in UpdateStrategy) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.UpdateStrategy"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in UpdateStrategyList) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.UpdateStrategyList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in UpdateStrategySpec) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.UpdateStrategySpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in UpdateTarget) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.UpdateTarget"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in UpdateTask) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.UpdateTask"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in VMIDRange) OpenAPIModelName() string {
 	return "dev.butlerlabs.butler.v1alpha1.VMIDRange"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in WaitTask) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.WaitTask"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

@@ -72,6 +72,9 @@ var fuzzKinds = []fuzzKind{
 	kindOf("IPAllocation", validation.ValidateIPAllocation, validation.ValidateIPAllocationUpdate, validation.ValidateIPAllocationStatusUpdate),
 	kindOf("ProviderConfig", validation.ValidateProviderConfig, validation.ValidateProviderConfigUpdate, validation.ValidateProviderConfigStatusUpdate),
 	kindOf("TenantClusterSnapshot", validation.ValidateTenantClusterSnapshot, validation.ValidateTenantClusterSnapshotUpdate, validation.ValidateTenantClusterSnapshotStatusUpdate),
+	kindOf("UpdateStrategy", validation.ValidateUpdateStrategy, validation.ValidateUpdateStrategyUpdate, nil),
+	kindOf("UpdateRun", validation.ValidateUpdateRun, validation.ValidateUpdateRunUpdate, validation.ValidateUpdateRunStatusUpdate),
+	kindOf("UpdateRunApproval", validation.ValidateUpdateRunApproval, nil, nil),
 }
 
 func FuzzDecodeJSON(f *testing.F)     { fuzzDecode(f, runtime.ContentTypeJSON) }

@@ -71,6 +71,10 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Butler().V1alpha1().TenantClusters().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("tenantclustersnapshots"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Butler().V1alpha1().TenantClusterSnapshots().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("updateruns"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Butler().V1alpha1().UpdateRuns().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("updatestrategies"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Butler().V1alpha1().UpdateStrategies().Informer()}, nil
 
 	}
 

@@ -42,8 +42,8 @@ import (
 // read per request. The Ledger's compare-and-swaps check aggregate limits against the Team or
 // ProviderConfig they swap, whatever admission read.
 type Store struct {
-	teams, clusters, configs, providers, definitions, snapshots *genericregistry.Store
-	absent                                                      *utilcache.LRUExpireCache
+	teams, clusters, configs, providers, definitions, snapshots, strategies *genericregistry.Store
+	absent                                                                  *utilcache.LRUExpireCache
 	// written is the resourceVersion of the last write through this server, per store.
 	written map[*genericregistry.Store]*atomic.Uint64
 }
@@ -74,7 +74,7 @@ func New(resources map[string]rest.Storage) (*Store, error) {
 		into **genericregistry.Store
 		name string
 	}{{&s.teams, "teams"}, {&s.clusters, "tenantclusters"}, {&s.configs, "butlerconfigs"}, {&s.providers, "providerconfigs"},
-		{&s.definitions, "addondefinitions"}, {&s.snapshots, "tenantclustersnapshots"}} {
+		{&s.definitions, "addondefinitions"}, {&s.snapshots, "tenantclustersnapshots"}, {&s.strategies, "updatestrategies"}} {
 		if *f.into, err = storeOf(resources, f.name); err != nil {
 			return nil, err
 		}
@@ -232,6 +232,17 @@ func (s *Store) Snapshots(ctx context.Context, namespace string) ([]butler.Tenan
 		return nil, err
 	}
 	return obj.(*butler.TenantClusterSnapshotList).Items, nil
+}
+
+func (s *Store) UpdateStrategy(ctx context.Context, namespace, name string) (*butler.UpdateStrategy, error) {
+	obj, err := get(ctx, s.strategies, namespace, name)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*butler.UpdateStrategy), nil
 }
 
 func (s *Store) UpdateTeam(ctx context.Context, name string, update func(*butler.Team) error) error {

@@ -77,3 +77,19 @@ type TenantClusterSnapshotListerExpansion interface{}
 // TenantClusterSnapshotNamespaceListerExpansion allows custom methods to be added to
 // TenantClusterSnapshotNamespaceLister.
 type TenantClusterSnapshotNamespaceListerExpansion interface{}
+
+// UpdateRunListerExpansion allows custom methods to be added to
+// UpdateRunLister.
+type UpdateRunListerExpansion interface{}
+
+// UpdateRunNamespaceListerExpansion allows custom methods to be added to
+// UpdateRunNamespaceLister.
+type UpdateRunNamespaceListerExpansion interface{}
+
+// UpdateStrategyListerExpansion allows custom methods to be added to
+// UpdateStrategyLister.
+type UpdateStrategyListerExpansion interface{}
+
+// UpdateStrategyNamespaceListerExpansion allows custom methods to be added to
+// UpdateStrategyNamespaceLister.
+type UpdateStrategyNamespaceListerExpansion interface{}

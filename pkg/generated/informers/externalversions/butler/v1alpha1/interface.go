@@ -42,6 +42,10 @@ type Interface interface {
 	TenantClusters() TypedTenantClusterInformer
 	// TenantClusterSnapshots returns a TenantClusterSnapshotInformer.
 	TenantClusterSnapshots() TypedTenantClusterSnapshotInformer
+	// UpdateRuns returns a UpdateRunInformer.
+	UpdateRuns() TypedUpdateRunInformer
+	// UpdateStrategies returns a UpdateStrategyInformer.
+	UpdateStrategies() TypedUpdateStrategyInformer
 }
 
 type version struct {
@@ -98,4 +102,14 @@ func (v *version) TenantClusters() TypedTenantClusterInformer {
 // TenantClusterSnapshots returns a TypedTenantClusterSnapshotInformer.
 func (v *version) TenantClusterSnapshots() TypedTenantClusterSnapshotInformer {
 	return &tenantClusterSnapshotInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// UpdateRuns returns a TypedUpdateRunInformer.
+func (v *version) UpdateRuns() TypedUpdateRunInformer {
+	return &updateRunInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// UpdateStrategies returns a TypedUpdateStrategyInformer.
+func (v *version) UpdateStrategies() TypedUpdateStrategyInformer {
+	return &updateStrategyInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }

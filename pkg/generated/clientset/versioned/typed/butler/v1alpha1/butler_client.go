@@ -37,6 +37,8 @@ type ButlerV1alpha1Interface interface {
 	TenantAddonsGetter
 	TenantClustersGetter
 	TenantClusterSnapshotsGetter
+	UpdateRunsGetter
+	UpdateStrategiesGetter
 }
 
 // ButlerV1alpha1Client is used to interact with features provided by the butler.butlerlabs.dev group.
@@ -78,6 +80,14 @@ func (c *ButlerV1alpha1Client) TenantClusters(namespace string) TenantClusterInt
 
 func (c *ButlerV1alpha1Client) TenantClusterSnapshots(namespace string) TenantClusterSnapshotInterface {
 	return newTenantClusterSnapshots(c, namespace)
+}
+
+func (c *ButlerV1alpha1Client) UpdateRuns(namespace string) UpdateRunInterface {
+	return newUpdateRuns(c, namespace)
+}
+
+func (c *ButlerV1alpha1Client) UpdateStrategies(namespace string) UpdateStrategyInterface {
+	return newUpdateStrategies(c, namespace)
 }
 
 // NewForConfig creates a new ButlerV1alpha1Client for the given config.

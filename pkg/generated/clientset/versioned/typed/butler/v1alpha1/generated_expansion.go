@@ -35,3 +35,7 @@ type TenantAddonExpansion interface{}
 type TenantClusterExpansion interface{}
 
 type TenantClusterSnapshotExpansion interface{}
+
+type UpdateRunExpansion interface{}
+
+type UpdateStrategyExpansion interface{}

@@ -64,6 +64,14 @@ func (c *FakeButlerV1alpha1) TenantClusterSnapshots(namespace string) v1alpha1.T
 	return newFakeTenantClusterSnapshots(c, namespace)
 }
 
+func (c *FakeButlerV1alpha1) UpdateRuns(namespace string) v1alpha1.UpdateRunInterface {
+	return newFakeUpdateRuns(c, namespace)
+}
+
+func (c *FakeButlerV1alpha1) UpdateStrategies(namespace string) v1alpha1.UpdateStrategyInterface {
+	return newFakeUpdateStrategies(c, namespace)
+}
+
 // RESTClient returns a RESTClient that is used to communicate
 // with API server by this client implementation.
 func (c *FakeButlerV1alpha1) RESTClient() rest.Interface {
