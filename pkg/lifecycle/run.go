@@ -24,6 +24,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/team"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/tenantaddon"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/tenantcluster"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/updaterun"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
 )
 
@@ -104,6 +105,7 @@ var controllers = []worker.Controller{
 	{Name: "bootstrap", New: worker.As(bootstrap.New)},
 	{Name: "snapshotschedule", New: worker.As(snapshotschedule.New)},
 	{Name: "maintenance", New: worker.As(maintenance.New)},
+	{Name: "updaterun", New: worker.As(updaterun.New)},
 }
 
 // RunStandalone runs the workers that need no management cluster (the ButlerConfig's status)

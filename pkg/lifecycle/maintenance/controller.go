@@ -167,6 +167,9 @@ func (c *Controller) maintain(ctx context.Context, tc *v1alpha1.TenantCluster, s
 	if busy := unsettled(tc); busy != "" {
 		return nil, busy
 	}
+	if run := tc.Annotations[v1alpha1.UpdateRunHeldAnnotation]; run != "" {
+		return nil, "update run " + run + " is moving the cluster"
+	}
 	updated := tc.DeepCopy()
 	updated.Spec.KubernetesVersion = update.Target
 	_, err := c.butler.ButlerV1alpha1().TenantClusters(tc.Namespace).Update(ctx, updated, metav1.UpdateOptions{})
