@@ -41,6 +41,7 @@ type Controller struct {
 	clusters listers.TenantClusterLister
 	teams    listers.TeamLister
 	configs  listers.ButlerConfigLister
+	runs     listers.UpdateRunLister
 	events   events.EventRecorder
 	clock    clock.PassiveClock
 	queue    *worker.Queue
@@ -52,7 +53,7 @@ type Controller struct {
 func New(d *worker.Deps) (*Controller, error) {
 	b := d.ButlerInformers.Butler().V1alpha1()
 	c := &Controller{butler: d.Butler, clusters: b.TenantClusters().Lister(), teams: b.Teams().Lister(),
-		configs: b.ButlerConfigs().Lister(), events: d.Recorder("butler-maintenance"), clock: d.Now()}
+		configs: b.ButlerConfigs().Lister(), runs: b.UpdateRuns().Lister(), events: d.Recorder("butler-maintenance"), clock: d.Now()}
 	c.queue = worker.NewQueue("maintenance", c.reconcile)
 	handlers := []struct {
 		inf cache.SharedIndexInformer
@@ -61,6 +62,7 @@ func New(d *worker.Deps) (*Controller, error) {
 		{b.TenantClusters().Informer(), c.queue.Handler(worker.ByKey)},
 		{b.Teams().Informer(), c.queue.Handler(c.clustersOfTeam)},
 		{b.ButlerConfigs().Informer(), c.queue.Handler(c.allClusters)},
+		{b.UpdateRuns().Informer(), c.queue.Handler(func(any) []string { return nil })},
 	}
 	for _, h := range handlers {
 		if _, err := h.inf.AddEventHandler(h.h); err != nil {
@@ -167,7 +169,7 @@ func (c *Controller) maintain(ctx context.Context, tc *v1alpha1.TenantCluster, s
 	if busy := unsettled(tc); busy != "" {
 		return nil, busy
 	}
-	if run := tc.Annotations[v1alpha1.UpdateRunHeldAnnotation]; run != "" {
+	if run := c.heldBy(tc); run != "" {
 		return nil, "update run " + run + " is moving the cluster"
 	}
 	updated := tc.DeepCopy()
@@ -187,6 +189,25 @@ func (c *Controller) maintain(ctx context.Context, tc *v1alpha1.TenantCluster, s
 	klog.FromContext(ctx).Info("Maintenance updated the Kubernetes version", "from", tc.Spec.KubernetesVersion, "to", update.Target, "reason", update.Reason)
 	c.events.Eventf(tc, nil, corev1.EventTypeNormal, "MaintenanceUpdate", "Maintain", "%s", worker.EventNote(record.Description))
 	return record, ""
+}
+
+// heldBy is the unfinished UpdateRun (namespace/name) whose claim the cluster carries: maintenance
+// leaves such a cluster to it. A claim of a run deleted or finished holds nothing.
+func (c *Controller) heldBy(tc *v1alpha1.TenantCluster) string {
+	holder := tc.Annotations[v1alpha1.UpdateRunHeldAnnotation]
+	if holder == "" {
+		return ""
+	}
+	ns, name, _ := strings.Cut(holder, "/")
+	run, err := c.runs.UpdateRuns(ns).Get(name)
+	if err != nil {
+		return ""
+	}
+	switch run.Status.Phase {
+	case v1alpha1.UpdateRunSucceeded, v1alpha1.UpdateRunFailed, v1alpha1.UpdateRunAbandoned:
+		return ""
+	}
+	return holder
 }
 
 // unsettled says why a cluster should not be moved now ("" when it may): a version change

@@ -62,7 +62,7 @@ func newFixture(t *testing.T, version string, teamAuto bool, own *v1alpha1.Maint
 			ObservedState: &v1alpha1.ObservedClusterState{KubernetesVersion: version}}}
 	f := &fixture{client: butlerfake.NewSimpleClientset(tc), clock: testingclock.NewFakePassiveClock(time.Time{})}
 	f.c = &Controller{butler: f.client, clusters: listers.NewTenantClusterLister(indexer(tc)),
-		teams: listers.NewTeamLister(indexer(team)), configs: listers.NewButlerConfigLister(indexer(config)),
+		teams: listers.NewTeamLister(indexer(team)), configs: listers.NewButlerConfigLister(indexer(config)), runs: listers.NewUpdateRunLister(indexer()),
 		events: &events.FakeRecorder{}, clock: f.clock}
 	f.c.queue = worker.NewQueue("test", f.c.reconcile)
 	return f
@@ -147,5 +147,26 @@ func TestMaintenanceWaitsForARollingUpgrade(t *testing.T) {
 	tc.Status.ObservedState.KubernetesVersion = "v1.31.3"
 	if got := f.runAt(t, "2026-11-25T02:10:00Z"); got.Spec.KubernetesVersion != "v1.31.4" {
 		t.Fatalf("updated to %s while the last upgrade rolls", got.Spec.KubernetesVersion)
+	}
+}
+
+// A cluster an unfinished UpdateRun holds is left to the run inside the window; the claim of a
+// run that finished (or was deleted) holds nothing.
+func TestMaintenanceLeavesAClusterAnUpdateRunHolds(t *testing.T) {
+	f := newFixture(t, "v1.30.1", false, nil) // expired: maintenance would move it
+	tc, _ := f.client.ButlerV1alpha1().TenantClusters("team-a").Get(context.Background(), "prod", metav1.GetOptions{})
+	tc.Annotations = map[string]string{v1alpha1.UpdateRunHeldAnnotation: "team-a/r1"}
+	if _, err := f.client.ButlerV1alpha1().TenantClusters("team-a").Update(context.Background(), tc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.c.clusters = listers.NewTenantClusterLister(indexer(tc))
+	run := &v1alpha1.UpdateRun{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "r1"}, Status: v1alpha1.UpdateRunStatus{Phase: v1alpha1.UpdateRunRunning}}
+	f.c.runs = listers.NewUpdateRunLister(indexer(run))
+	if got := f.runAt(t, "2026-11-25T02:00:00Z"); got.Spec.KubernetesVersion != "v1.30.1" {
+		t.Fatalf("maintenance moved a cluster a running update run holds, to %s", got.Spec.KubernetesVersion)
+	}
+	run.Status.Phase = v1alpha1.UpdateRunSucceeded
+	if got := f.runAt(t, "2026-11-25T02:01:00Z"); got.Spec.KubernetesVersion != "v1.30.2" {
+		t.Fatalf("a finished run's claim still held the cluster at %s", got.Spec.KubernetesVersion)
 	}
 }
