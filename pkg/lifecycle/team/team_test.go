@@ -59,6 +59,25 @@ func newStarted(ctx context.Context, t *testing.T, bc *butlerfake.Clientset, kub
 	return c
 }
 
+// markDeleted marks the Team deleted as the API server would (the fake clientset does not
+// implement finalizers) and returns it. The fake's status writes replace the whole object, so
+// the worker's status write racing the mark (the cluster just created wakes it) can drop it:
+// called until a condition holds, it sets the mark again whenever it is gone.
+func (f *fixture) markDeleted(ctx context.Context, t *testing.T, name string) *v1alpha1.Team {
+	t.Helper()
+	tm, err := f.butler.ButlerV1alpha1().Teams().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tm.DeletionTimestamp == nil {
+		tm.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+		if tm, err = f.butler.ButlerV1alpha1().Teams().Update(ctx, tm, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return tm
+}
+
 func (f *fixture) eventually(t *testing.T, what string, cond func(ctx context.Context) bool) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 10*time.Second, true,
@@ -190,14 +209,8 @@ func TestTeamDeletionWaitsForClustersThenCleansUp(t *testing.T) {
 	if _, err := f.butler.ButlerV1alpha1().TenantClusters("team-d").Create(ctx, tc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// The fake clientset does not implement finalizers: mark the Team deleted as the API server would.
-	tm, _ := f.butler.ButlerV1alpha1().Teams().Get(ctx, "team-d", metav1.GetOptions{})
-	tm.DeletionTimestamp = &metav1.Time{Time: time.Now()}
-	if _, err := f.butler.ButlerV1alpha1().Teams().Update(ctx, tm, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	f.eventually(t, "cleanup held back by the cluster", func(ctx context.Context) bool {
-		tm, _ := f.butler.ButlerV1alpha1().Teams().Get(ctx, "team-d", metav1.GetOptions{})
+		tm := f.markDeleted(ctx, t, "team-d")
 		for _, c := range tm.Status.Conditions {
 			if c.Type == conditionReady && c.Reason == "ClustersRemain" {
 				return tm.Status.Phase == v1alpha1.TeamPhaseTerminating
