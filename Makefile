@@ -115,7 +115,7 @@ kube-versions:
 ## test-e2e: the standalone binary with kubectl, then the whole management plane (hack/local-up.sh)
 test-e2e: build kube-versions
 	test/e2e/standalone.sh $(BIN)/butler-apiserver
-	$(GO) test -count=1 -timeout 45m -parallel 24 -skip '^(TestFault|TestSlow|TestS3|TestRealNode)' ./test/e2e/...
+	$(GO) test -count=1 -timeout 45m -parallel 4 -skip '^(TestFault|TestSlow|TestS3|TestRealNode)' ./test/e2e/...
 	$(GO) test -count=1 -timeout 20m -run '^TestPlaneStartFailsCleanly$$' ./test/starts/
 
 ## test-realnode: real worker nodes (LocalMachine spec.nodeType real) on this machine (root;

@@ -41,7 +41,6 @@ type datastoreTenant struct {
 // nothing A's processes name or A's state directory holds is B's or the datastore's CA key.
 // Deleting A removes its keys, its etcd user and its role, and leaves B's.
 func TestLocalTenantDataStoreIsolation(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	ns := namespace(t, "e2e-datastore")
 	tenants := map[string]*datastoreTenant{"a": {name: "iso-a"}, "b": {name: "iso-b"}}

@@ -126,7 +126,6 @@ func readyNodes(ctx context.Context, tenant kubernetes.Interface) ([]corev1.Node
 // with Helm and its Deployment runs, kubectl scale gives a third Node, and kubectl delete leaves
 // no process, no etcd key under the tenant's prefix and no namespace.
 func TestLocalTenantCluster(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	ns := namespace(t, "e2e-local")
 	const name = "demo"

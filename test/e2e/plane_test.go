@@ -3,9 +3,8 @@
 // it through the management cluster's endpoint only, with real kubectl and the generated clientset.
 //
 // A test that spends most of its time waiting on its own clusters (a timer, a cron minute, a
-// rollout) calls t.Parallel: Go runs those after the serial tests, all at once (make test-e2e
-// passes a -parallel above their number: with fewer slots the longest, the hibernation test,
-// may start last and add its whole length), which keeps the suite inside CI's budget. A test that kills or
+// rollout) calls t.Parallel: Go runs those after the serial tests, several at once (make
+// test-e2e passes -parallel), which keeps the suite inside CI's budget. A test that kills or
 // restarts the plane's processes, counts across namespaces, or measures a duration it asserts
 // stays serial.
 package e2e
