@@ -35,35 +35,23 @@ func hibernated(tc *v1alpha1.TenantCluster) bool {
 
 // TestLocalHibernationWakeOnRequest is the issue's "Done when" on the local provider: a cluster
 // with a Deployment hibernates (its processes and Machines gone, the CAPI Cluster paused,
-// kubectl get tc says Hibernated, the endpoint kept); nothing wakes it while nobody asks;
-// kubectl get pods with the user's kubeconfig wakes it and succeeds on the first try; the
-// Deployment's pods run again on the new nodes; it sleeps again after its idle time, but not
-// while a watch is open; and deleting it while it sleeps does not wake it.
+// kubectl get tc says Hibernated, the endpoint kept); nothing wakes it while nobody asks, an nc -z
+// loop (plain TCP connect and close) included; kubectl get pods with the user's kubeconfig wakes
+// it and succeeds on the first try; the Deployment's pods run again on the new nodes; it sleeps
+// again after its idle time, but not while a watch is open, and the nc -z loop does not keep it
+// from its idle sleep; and deleting it while it sleeps does not wake it.
 //
-// The attacker's checks ride along: wakeOnRequest is turned on while the cluster runs (Cluster
-// API's client of the endpoint then must not wake it or keep it awake), and an nc -z loop
-// (plain TCP connect and close) neither wakes the sleeping cluster nor keeps the awake one
-// from its idle sleep.
+// TestLocalWakeOnRequestTurnedOnWhileRunning tries the same with the listener put in front of a
+// cluster that served (it runs beside this one: it waits on Cluster API's probe).
 func TestLocalHibernationWakeOnRequest(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	ns := namespace(t, "e2e-hibernate")
 	const name = "sleepy"
-	applyHibernatingCluster(t, ns, name, 2, "{}")
+	applyHibernatingCluster(t, ns, name, 2, "{wakeOnRequest: true}")
 	tc := waitReady(t, ns, name, 2, 5*time.Minute)
 	endpoint := tc.Status.ControlPlaneEndpoint
 	kubeconfig, _ := mintKubeconfig(t, ns, name)
-	// Turned on while it runs: the endpoint refuses until Cluster API dropped its client of it.
-	start := time.Now()
-	mustKubectl(t, "patch", "tc", name, "-n", ns, "--type=merge", "-p", `{"spec":{"hibernation":{"wakeOnRequest":true}}}`)
-	err := wait.PollUntilContextTimeout(ctx, time.Second, 4*time.Minute, false, func(context.Context) (bool, error) {
-		_, err := kubectlAs(t, kubeconfig, "", "get", "ns", "default", "--request-timeout=5s")
-		return err == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("the endpoint did not answer again after wakeOnRequest was turned on: %v", err)
-	}
-	t.Logf("wakeOnRequest turned on -> the endpoint answers through the listener after %s", time.Since(start).Round(time.Second))
 	if out, err := kubectlAs(t, kubeconfig, "", "create", "deployment", "hello", "--image=registry.k8s.io/pause:3.10", "--replicas=2"); err != nil {
 		t.Fatalf("creating a Deployment in the tenant: %v\n%s", err, out)
 	}
@@ -91,7 +79,7 @@ func TestLocalHibernationWakeOnRequest(t *testing.T) {
 	}
 
 	// Hibernate: workers to zero, the control plane's processes stopped, the Cluster paused.
-	start = time.Now()
+	start := time.Now()
 	mustKubectl(t, "patch", "tc", name, "-n", ns, "--type=merge", "-p", `{"spec":{"hibernation":{"hibernated":true}}}`)
 	tc = waitCluster(t, ns, name, 3*time.Minute, "Hibernated", hibernated)
 	t.Logf("hibernate -> Hibernated in %s", time.Since(start).Round(100*time.Millisecond))
@@ -122,18 +110,9 @@ func TestLocalHibernationWakeOnRequest(t *testing.T) {
 	}
 
 	// Nothing on the management side wakes it (Cluster API probes every 10 s), nor an nc -z loop.
-	stopScan := connectLoop(t, endpoint)
-	time.Sleep(40 * time.Second)
-	stopScan()
-	tc, err = plane.butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, name, metav1.GetOptions{})
-	if err != nil || !hibernated(tc) || !tc.Spec.Hibernation.Hibernated {
-		t.Fatalf("woke without a request: %s, annotation %q", statusOf(tc), tc.Annotations[hibernation.LastChangeAnnotation])
-	}
-	if procs := tenantProcesses(t, uid); len(procs) != 0 {
-		t.Errorf("tenant processes 40 s into hibernation: %v", procs)
-	}
+	staysAsleep(t, ns, name, endpoint, uid)
 	if exists(kwokDir) {
-		t.Errorf("kwok runs 15 s into hibernation (%s)", kwokDir)
+		t.Errorf("kwok runs while hibernated (%s)", kwokDir)
 	}
 
 	// A user's kubectl wakes it and is answered on the first try.
@@ -183,14 +162,7 @@ func TestLocalHibernationWakeOnRequest(t *testing.T) {
 	}
 	_ = watch.Process.Kill()
 	_ = watch.Wait()
-	start = time.Now()
-	stopScan = connectLoop(t, endpoint) // not use: it must not keep the cluster awake
-	tc = waitCluster(t, ns, name, 3*time.Minute, "Hibernated after the idle time, an nc -z loop going", hibernated)
-	stopScan()
-	t.Logf("watch closed -> Hibernated by idleness in %s (idle timeout %s)", time.Since(start).Round(100*time.Millisecond), idle)
-	if note := tc.Annotations[hibernation.LastChangeAnnotation]; !strings.HasPrefix(note, "idle for") {
-		t.Errorf("the idle sleep is not recorded: %q", note)
-	}
+	sleepsWhenIdle(t, ns, name, endpoint, idle)
 
 	// A delete while hibernated deletes without waking.
 	mustKubectl(t, "delete", "tc", name, "-n", ns, "--wait=false")
@@ -205,6 +177,81 @@ func TestLocalHibernationWakeOnRequest(t *testing.T) {
 		tc, _ := plane.butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, name, metav1.GetOptions{})
 		t.Fatalf("delete while hibernated: %v; %s", err, statusOf(tc))
 	}
+}
+
+// TestLocalWakeOnRequestTurnedOnWhileRunning is the attacker's check of a listener put in front
+// of a cluster that served: Cluster API's client of the endpoint (it probes every 10 s and keeps
+// its connection) must neither keep the cluster awake nor wake it. The endpoint refuses until
+// Cluster API has dropped that client, then answers through the listener; the cluster sleeps
+// after its idle time with an nc -z loop going, and stays asleep.
+func TestLocalWakeOnRequestTurnedOnWhileRunning(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t, "e2e-wake-turned-on")
+	const name = "served"
+	applyHibernatingCluster(t, ns, name, 1, "{}")
+	tc := waitReady(t, ns, name, 1, 5*time.Minute)
+	endpoint := tc.Status.ControlPlaneEndpoint
+	kubeconfig, _ := mintKubeconfig(t, ns, name)
+	start := time.Now()
+	mustKubectl(t, "patch", "tc", name, "-n", ns, "--type=merge", "-p", `{"spec":{"hibernation":{"wakeOnRequest":true}}}`)
+	err := wait.PollUntilContextTimeout(context.Background(), time.Second, 4*time.Minute, false, func(context.Context) (bool, error) {
+		_, err := kubectlAs(t, kubeconfig, "", "get", "ns", "default", "--request-timeout=5s")
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("the endpoint did not answer again after wakeOnRequest was turned on: %v", err)
+	}
+	t.Logf("wakeOnRequest turned on -> the endpoint answers through the listener after %s", time.Since(start).Round(time.Second))
+	const idle = 20 * time.Second
+	mustKubectl(t, "patch", "tc", name, "-n", ns, "--type=merge", "-p", fmt.Sprintf(`{"spec":{"hibernation":{"idleTimeout":%q}}}`, idle))
+	sleepsWhenIdle(t, ns, name, endpoint, idle)
+	staysAsleep(t, ns, name, endpoint, tenantControlPlaneUID(t, ns, name))
+}
+
+// staysAsleep checks that a hibernated cluster stays asleep, its tenant processes gone, for 30 s
+// (three of Cluster API's probes) with an nc -z loop going.
+func staysAsleep(t *testing.T, ns, name, endpoint, uid string) {
+	t.Helper()
+	stopScan := connectLoop(t, endpoint)
+	time.Sleep(30 * time.Second)
+	stopScan()
+	tc, err := plane.butler.ButlerV1alpha1().TenantClusters(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil || !hibernated(tc) || !tc.Spec.Hibernation.Hibernated {
+		t.Fatalf("woke without a request: %s, annotation %q", statusOf(tc), tc.Annotations[hibernation.LastChangeAnnotation])
+	}
+	if procs := tenantProcesses(t, uid); len(procs) != 0 {
+		t.Errorf("tenant processes 30 s into hibernation: %v", procs)
+	}
+}
+
+// sleepsWhenIdle waits for an awake cluster with the given idle timeout to hibernate by
+// idleness while an nc -z loop connects to its endpoint (a connection is not use).
+func sleepsWhenIdle(t *testing.T, ns, name, endpoint string, idle time.Duration) {
+	t.Helper()
+	start := time.Now()
+	stopScan := connectLoop(t, endpoint)
+	tc := waitCluster(t, ns, name, 3*time.Minute, "Hibernated after the idle time, an nc -z loop going", hibernated)
+	stopScan()
+	t.Logf("Hibernated by idleness in %s (idle timeout %s)", time.Since(start).Round(100*time.Millisecond), idle)
+	if note := tc.Annotations[hibernation.LastChangeAnnotation]; !strings.HasPrefix(note, "idle for") {
+		t.Errorf("the idle sleep is not recorded: %q", note)
+	}
+}
+
+// tenantControlPlaneUID is the UID of the cluster's TenantControlPlane: the local provider's
+// directory and etcd prefix of the tenant.
+func tenantControlPlaneUID(t *testing.T, ns, name string) string {
+	t.Helper()
+	ctx := context.Background()
+	tc, err := plane.butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tcp, err := dynamicClient(t).Resource(tenantCPGVR).Namespace(tc.Status.TenantNamespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(tcp.GetUID())
 }
 
 // applyHibernatingCluster applies a local ProviderConfig and a local cluster with the given
