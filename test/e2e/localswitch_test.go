@@ -2,7 +2,10 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -53,13 +56,19 @@ func TestLocalControlPlaneSwitch(t *testing.T) {
 		}
 	}
 
-	// Off.
+	// Off: every process exits on its SIGTERM (kube-apiserver too: the provider kills none).
+	pids := lcpPids(t, filepath.Join(plane.dir, "tenants", uid))
 	mustKubectl(t, "patch", "tc", name, "-n", ns, "--type=merge", "-p", `{"spec":{"controlPlane":{"replicas":0}}}`)
 	stoppedAt := time.Now()
 	waitCluster(t, ns, name, time.Minute, "TenantControlPlane Sleeping with 0 replicas", tcpReports("Sleeping", 0))
 	t.Logf("stopped %.1fs after the patch", time.Since(stoppedAt).Seconds())
 	if got := tenantProcesses(t, uid); len(got) != 0 {
 		t.Errorf("processes still running with replicas 0: %v", got)
+	}
+	for component, pid := range pids {
+		if killedAfterGrace(t, pid) {
+			t.Errorf("%s (pid %d) did not exit on SIGTERM: the provider killed it after its grace", component, pid)
+		}
 	}
 	tc = waitCluster(t, ns, name, 30*time.Second, "ControlPlaneReady says stopped", func(tc *v1alpha1.TenantCluster) bool {
 		c := meta.FindStatusCondition(tc.Status.Conditions, "ControlPlaneReady")
@@ -108,4 +117,20 @@ func TestLocalControlPlaneSwitch(t *testing.T) {
 	}
 
 	deleteCluster(t, ns, name, uid)
+}
+
+// killedAfterGrace says whether the local provider's log tells of killing pid after its stop
+// grace (the process did not exit on SIGTERM).
+func killedAfterGrace(t *testing.T, pid int) bool {
+	t.Helper()
+	log, err := os.ReadFile(filepath.Join(plane.dir, "logs", "butler-localprovider.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(log), "\n") {
+		if strings.Contains(line, "did not exit within its grace") && strings.Contains(line, fmt.Sprintf(" pid=%d ", pid)) {
+			return true
+		}
+	}
+	return false
 }

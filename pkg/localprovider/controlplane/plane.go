@@ -384,8 +384,7 @@ func (pl *plane) probeLoop(ctx context.Context) {
 func (pl *plane) stop() { pl.stopWithin(stopGrace) }
 
 // kill stops the processes at once (SIGKILL): for a restore, which replaces everything they
-// would finish on a graceful stop. A graceful stop took the whole 15 s stopGrace there (a
-// process not gone on SIGTERM), most of an in-place restore's time.
+// would finish on a graceful stop.
 func (pl *plane) kill() { pl.stopWithin(0) }
 
 // stopWithin is stop with each process killed after grace.
