@@ -211,29 +211,42 @@ bench: build bench-bin
 	$(BIN)/bench -n $(BENCH_N) -butler-args=--enable-workers=false $(BENCH_ARGS)
 
 ## bench-report: runs the figures of docs/performance.md and writes it (generated; do not edit it
-## by hand): each figure in BENCH_PAIRS pairs of subject and baseline, each side on a fresh plane,
+## by hand): each figure in BENCH_PAIRS pairs of subject and baseline, each pair on a fresh plane,
 ## the order alternating, one bench process a pair, each wrapped in BENCH_LOCK (on a shared machine
 ## BENCH_LOCK="flock /tmp/heavy.lock"). ONLY=P9 runs only the figures named; the document keeps
-## the last runs of the others, each with its commit. Figures not yet reproduced are listed in the
-## document with why. Not part of `make test`.
-BENCH_REPORT_FIGURES := P3 P9
+## the last runs of the others, each with its commit. P1, P1p, P2 and P2b are measured together
+## (any of their names runs all four, BENCH_API_N TenantClusters a side), as are P11 and P11r
+## (BENCH_P11_N keys). Figures not yet reproduced are listed in the document with why. Not part of
+## `make test`.
+BENCH_REPORT_FIGURES := P2 P3 P9 P11
 ONLY        ?= $(BENCH_REPORT_FIGURES)
 BENCH_PAIRS ?= 3
 BENCH_P9_N  ?= 200
+BENCH_API_N ?= 5000
+BENCH_P11_N ?= 100000
 BENCH_LOCK  ?=
 BENCH_COMMIT = $(shell git describe --always --dirty)
 bench-report: build bench-bin
 	$(GO) build -o $(BIN)/butler-localprovider ./cmd/butler-localprovider
-	@mkdir -p _output/bench; start=$$(date +%s); failed=; \
+	@mkdir -p _output/bench; start=$$(date +%s); failed=; api=; snap=; \
 	for fig in $(ONLY); do \
 	  case $$fig in \
 	  P9) for k in $$(seq 0 $$(( $(BENCH_PAIRS) - 1 ))); do \
 	        $(BENCH_LOCK) $(BIN)/bench -lifecycle $(BENCH_P9_N) -lifecycle-pair $$k -commit $(BENCH_COMMIT) $(BENCH_ARGS) || { failed="$$failed P9"; break; }; \
 	      done ;; \
+	  P1|P1p|P2|P2b) [ -n "$$api" ] && continue; api=1; \
+	      for k in $$(seq 0 $$(( $(BENCH_PAIRS) - 1 ))); do \
+	        $(BENCH_LOCK) $(BIN)/bench -api-pair $$k -n $(BENCH_API_N) -rounds 10 -watch-rounds 2 -butler-args=--enable-workers=false \
+	          -commit $(BENCH_COMMIT) $(BENCH_ARGS) || { failed="$$failed P1-P2b"; break; }; \
+	      done ;; \
 	  P3) rm -f _output/bench/p3-pairs.tsv; \
 	      $(BENCH_LOCK) env P3_PAIRS=$(BENCH_PAIRS) P3_PAIRS_OUT=$(CURDIR)/_output/bench/p3-pairs.tsv \
 	        $(GO) test -count=1 -timeout 20m -run '^$$' -bench AllocationRate -benchtime $$(( $(BENCH_PAIRS) * 1000 ))x ./test/e2e/ && \
-	      $(BIN)/bench -p3-pairs _output/bench/p3-pairs.tsv -commit $(BENCH_COMMIT) || failed="$$failed P3" ;; \
+	      $(BIN)/bench -pairs P3=_output/bench/p3-pairs.tsv -commit $(BENCH_COMMIT) || failed="$$failed P3" ;; \
+	  P11|P11r) [ -n "$$snap" ] && continue; snap=1; rm -f _output/bench/p11-pairs.tsv _output/bench/p11r-pairs.tsv; \
+	      $(BENCH_LOCK) env SNAPSHOT_BENCH=1 SNAPSHOT_BENCH_SIZES=$(BENCH_P11_N) SNAPSHOT_PAIRS=$(BENCH_PAIRS) SNAPSHOT_PAIRS_OUT=$(CURDIR)/_output/bench \
+	        $(GO) test -count=1 -timeout 20m -run '^TestSnapshotFigures$$' -v ./pkg/snapshot/ && \
+	      $(BIN)/bench -pairs P11=_output/bench/p11-pairs.tsv,P11r=_output/bench/p11r-pairs.tsv -n $(BENCH_P11_N) -commit $(BENCH_COMMIT) || failed="$$failed P11" ;; \
 	  *) echo "bench-report: $$fig is not reproduced yet (docs/performance.md says why)" ;; \
 	  esac; \
 	done; \

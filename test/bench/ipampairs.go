@@ -7,8 +7,9 @@ import (
 	"strings"
 )
 
-// P3 is measured by a Go benchmark on the e2e plane (BenchmarkAllocationRateVsServiceClusterIPs
-// in test/e2e), which writes its pairs to a file; -p3-pairs turns that file into the figure.
+// Figures measured by a Go test or benchmark that writes its pairs to a file, which -pairs
+// turns into the figure: P3 by BenchmarkAllocationRateVsServiceClusterIPs on the e2e plane
+// (test/e2e), P11 and P11r by TestSnapshotFigures (pkg/snapshot).
 
 func p3(pairs int) figure {
 	return figure{
@@ -26,37 +27,101 @@ func p3(pairs int) figure {
 	}
 }
 
-// readPairs parses the benchmark's file: a pair a line, "subject<TAB>baseline<TAB>subjectFirst".
-func readPairs(path string) ([]pair, error) {
+// p11 is the tenant's snapshot against etcd's own snapshot of the whole datastore, measured by
+// pkg/snapshot's TestSnapshotFigures, which writes its pairs to a file.
+func p11(pairs, n int) figure {
+	return figure{
+		ID:    "P11",
+		Title: fmt.Sprintf("A tenant's snapshot of %d keys against etcd's own snapshot of the whole datastore.", n),
+		What: fmt.Sprintf("the tenant's snapshot (snapshot.Take of its prefix, paged, gzip'd, into a discarded stream) on one embedded etcd "+
+			"holding the tenant's %d keys among 9 other tenants of %d keys each; every value incompressible (450 random bytes, base64'd, "+
+			"about a small Kubernetes object)", n, n/9),
+		Baseline: "etcd's snapshot of the whole datastore (Maintenance.Snapshot, what etcdctl snapshot save streams) into a discarded " +
+			"stream, on the same etcd: not the same work (it holds every tenant, and etcd's history), what backing up one tenant " +
+			"costs without butler",
+		Subject: "tenant snapshot", Base: "whole datastore", Unit: "ms", Better: "lower",
+		Command: fmt.Sprintf("make bench-report ONLY=P11 BENCH_P11_N=%d (SNAPSHOT_BENCH=1 SNAPSHOT_PAIRS=%d go test -run '^TestSnapshotFigures$' ./pkg/snapshot/)", n, pairs),
+		Notes: []string{"Both sides run in one test process, on one embedded etcd, one after the other in each pair. Before issue 40 " +
+			"every value was 600 copies of one character, which gzip shrinks to nearly nothing."},
+	}
+}
+
+// p11r is the restore's write of that snapshot against plain writes of the same keys.
+func p11r(pairs, n int) figure {
+	return figure{
+		ID:    "P11r",
+		Title: fmt.Sprintf("A tenant's restore of %d keys against plain writes of the same keys.", n),
+		What: "the restore's write of P11's snapshot (snapshot.RestoreInto: read the stream, write it in batches of 100) into a fresh prefix " +
+			"of the same etcd, after P11's pairs (its writes would grow the whole datastore's snapshot)",
+		Baseline: "plain writes of the same keys and values, 100 a transaction, into another fresh prefix",
+		Subject:  "restore", Base: "plain writes", Unit: "ms", Better: "lower",
+		Command: fmt.Sprintf("make bench-report ONLY=P11 BENCH_P11_N=%d (SNAPSHOT_BENCH=1 SNAPSHOT_PAIRS=%d go test -run '^TestSnapshotFigures$' ./pkg/snapshot/)", n, pairs),
+		Notes:   []string{"Both sides run in one test process, on one embedded etcd, one after the other in each pair."},
+	}
+}
+
+// pairFigures are the figures made of a file of pairs (-pairs), by ID: the number of pairs and
+// the figure's N give the definition.
+var pairFigures = map[string]func(pairs, n int) figure{
+	"P3":   func(pairs, _ int) figure { return p3(pairs) },
+	"P11":  p11,
+	"P11r": p11r,
+}
+
+// readPairs parses a benchmark's file: a pair a line, "subject<TAB>baseline<TAB>subjectFirst",
+// optionally followed by "<TAB>kind<TAB>subject's count<TAB>baseline's count", the work each side
+// did; work is then each side's counts of every line (nil without them).
+func readPairs(path string) (runs []pair, work []map[string]map[string]int, err error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var out []pair
 	for n, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
 		f := strings.Split(line, "\t")
-		if len(f) != 3 {
-			return nil, fmt.Errorf("%s:%d: %q is not subject, baseline, subject first", path, n+1, line)
+		if len(f) != 3 && len(f) != 6 {
+			return nil, nil, fmt.Errorf("%s:%d: %q is not subject, baseline, subject first (and kind, subject's and baseline's counts)", path, n+1, line)
 		}
 		s, err1 := strconv.ParseFloat(f[0], 64)
 		b, err2 := strconv.ParseFloat(f[1], 64)
 		first, err3 := strconv.ParseBool(f[2])
 		if err1 != nil || err2 != nil || err3 != nil {
-			return nil, fmt.Errorf("%s:%d: %q: not numbers", path, n+1, line)
+			return nil, nil, fmt.Errorf("%s:%d: %q: not numbers", path, n+1, line)
 		}
-		out = append(out, pair{Subject: s, Baseline: b, SubjectFirst: first, Load: loadavg()})
+		runs = append(runs, pair{Subject: s, Baseline: b, SubjectFirst: first, Load: loadavg()})
+		if len(f) == 6 {
+			sw, err1 := strconv.Atoi(f[4])
+			bw, err2 := strconv.Atoi(f[5])
+			if err1 != nil || err2 != nil {
+				return nil, nil, fmt.Errorf("%s:%d: %q: counts are not numbers", path, n+1, line)
+			}
+			work = append(work, map[string]map[string]int{"subject": {f[3]: sw}, "baseline": {f[3]: bw}})
+		}
 	}
-	return out, nil
+	return runs, work, nil
 }
 
-// importP3 makes figure P3 of the benchmark's pairs file.
-func importP3(pairsFile, out, commit string) error {
-	runs, err := readPairs(pairsFile)
-	if err != nil {
-		return err
+// importPairs makes each figure of spec ("P3=file,P11=file") of its file of pairs, with N n.
+func importPairs(spec, out, commit string, n int) error {
+	for item := range strings.SplitSeq(spec, ",") {
+		id, file, ok := strings.Cut(item, "=")
+		def := pairFigures[id]
+		if !ok || def == nil {
+			return fmt.Errorf("-pairs %q: want ID=file with ID one of P3, P11, P11r", item)
+		}
+		runs, work, err := readPairs(file)
+		if err != nil {
+			return err
+		}
+		f := def(len(runs), n)
+		f.Runs, f.Commit, f.Machine = runs, commit, machine()
+		for _, w := range work {
+			f.addWork(f.Subject, w["subject"])
+			f.addWork(f.Base, w["baseline"])
+		}
+		f.Notes = append(f.Notes, "The load average given for each pair is the one when the benchmark had ended.")
+		if err := f.save(figurePath(out, id)); err != nil {
+			return err
+		}
 	}
-	f := p3(len(runs))
-	f.Runs, f.Commit, f.Machine = runs, commit, machine()
-	f.Notes = append(f.Notes, "The load average given for each pair is the one when the benchmark had ended.")
-	return f.save(figurePath(out, "P3"))
+	return nil
 }

@@ -17,6 +17,9 @@
 // while P2b's watch rounds are repeated on each side, and their heap profiles once N are loaded
 // (go tool pprof -top <file>).
 //
+// With -api-pair k (make bench-report), it runs one pair of P1, P1p, P2 and P2b instead, on a
+// plane of its own, with Teams, quotas and ProviderConfigs on both sides (apipairs.go).
+//
 // With -lifecycle it measures the TenantCluster worker instead (lifecycle.go); with -local and
 // -capacity, the local provider on the same plane (local.go): create -> Ready of local clusters
 // one after the other with a timeline of where the time goes, and how many clusters the machine
@@ -43,9 +46,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -61,9 +61,11 @@ type options struct {
 	lifecycleFloor                                                        bool
 	// lifecyclePair runs one pair of P9 (>= 0) into <out>/figures/P9.json; report renders
 	// every figure there into a document (make bench-report).
-	lifecyclePair             int
+	lifecyclePair int
+	// apiPair runs one pair of P1, P1p, P2 and P2b (>= 0) into <out>/figures (apipairs.go).
+	apiPair                   int
 	report, commit, reportRan string
-	p3Pairs                   string
+	pairs                     string
 	reportTook                time.Duration
 	local                     localOptions
 	density                   densityOptions
@@ -97,9 +99,13 @@ func main() {
 		"with -lifecycle, first measure the floor on the same plane: the same objects written straight to kube-apiserver and deleted, without butler")
 	flag.IntVar(&o.lifecyclePair, "lifecycle-pair", -1,
 		"if >= 0, run pair number k of P9 with -lifecycle clusters (butler and the floor, each on a fresh plane, in the order of k) and add it to <out>/figures/P9.json (k=0 starts it anew)")
+	flag.IntVar(&o.apiPair, "api-pair", -1,
+		"if >= 0, run pair number k of P1, P1p, P2 and P2b with -n TenantClusters a side (the aggregated API and the CRD copy on one fresh plane, "+
+			"Teams, quotas and ProviderConfigs on both, the side first in the order of k) and add it to <out>/figures (k=0 starts them anew)")
 	flag.StringVar(&o.report, "report", "", "render every figure under <out>/figures into this file (docs/performance.md) and stop")
 	flag.StringVar(&o.commit, "commit", "", "the commit the figures are of (git describe), for the report")
-	flag.StringVar(&o.p3Pairs, "p3-pairs", "", "make figure P3 of this file of the e2e benchmark's pairs (P3_PAIRS_OUT) in <out>/figures and stop")
+	flag.StringVar(&o.pairs, "pairs", "",
+		"ID=file,...: make each figure (P3, P11, P11r) of its file of pairs, written by its test (P3_PAIRS_OUT, SNAPSHOT_PAIRS_OUT), with N -n, in <out>/figures and stop")
 	flag.StringVar(&o.reportRan, "report-ran", "", "with -report: the figures this bench-report ran (ONLY)")
 	flag.DurationVar(&o.reportTook, "report-took", 0, "with -report: how long the whole bench-report took")
 	flag.IntVar(&o.local.n, "local", 0,
@@ -160,14 +166,17 @@ func run(ctx context.Context, o options) error {
 	if o.report != "" {
 		return writeReport(filepath.Join(o.out, "figures"), o.report, o.commit, o.reportRan, o.reportTook)
 	}
-	if o.p3Pairs != "" {
-		return importP3(o.p3Pairs, o.out, o.commit)
+	if o.pairs != "" {
+		return importPairs(o.pairs, o.out, o.commit, o.n)
 	}
 	if o.lifecyclePair >= 0 {
 		if o.lifecycle <= 0 {
 			return errors.New("-lifecycle-pair needs -lifecycle N")
 		}
 		return runLifecyclePair(ctx, o, root, o.lifecyclePair, o.lifecycle, figurePath(o.out, "P9"))
+	}
+	if o.apiPair >= 0 {
+		return runAPIPair(ctx, o, root, o.apiPair)
 	}
 	loadBefore := loadavg()
 
@@ -202,10 +211,7 @@ func run(ctx context.Context, o options) error {
 	}
 
 	// Sides and clients.
-	agg := side{name: "aggregated", group: "butler.butlerlabs.dev", base: p.kube.Host + "/apis/butler.butlerlabs.dev/v1alpha1",
-		etcdPrefix: "/registry/butler.butlerlabs.dev/"}
-	crd := side{name: "CRD", group: "crd.butlerlabs.dev", base: p.kube.Host + "/apis/crd.butlerlabs.dev/v1alpha1",
-		etcdPrefix: "/registry/crd.butlerlabs.dev/"}
+	agg, crd := p.sides()
 	directBase := p.direct.Host + "/apis/butler.butlerlabs.dev/v1alpha1/tenantclusters"
 
 	kube := kubernetes.NewForConfigOrDie(p.kube)
@@ -253,64 +259,12 @@ func run(ctx context.Context, o options) error {
 		return out
 	}
 
-	// The CRD copy and the namespaces.
-	if err := installCRDs(ctx, dyn, o.crds, agg.group, crd.group); err != nil {
+	// The CRD copy, the namespaces (Teams' with -teams) and each namespace's first object.
+	limit := func(int) int { return o.n }
+	all, timed, err := prepareSides(ctx, dyn, kube, lister, o.crds, o.n, o.namespaces, agg, crd, o.teams, limit)
+	if err != nil {
 		return err
 	}
-	if o.teams {
-		for i := range o.namespaces {
-			team := fmt.Appendf(nil, `{"apiVersion":"butler.butlerlabs.dev/v1alpha1","kind":"Team","metadata":{"name":"bench-%02d"},`+
-				`"spec":{"resourceLimits":{"maxClusters":%d}}}`, i, o.n)
-			if err := send(ctx, lister, http.MethodPost, agg.base+"/teams", contentJSON, team, http.StatusCreated); err != nil {
-				return err
-			}
-		}
-	}
-	for i := range o.namespaces {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bench-%02d", i)}}
-		if _, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return err
-		}
-		if o.teams {
-			// Kubernetes' own quota on the CRD side: its admission also takes a compare-and-swap
-			// on the quota object per create.
-			quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "bench"}, Spec: corev1.ResourceQuotaSpec{
-				Hard: corev1.ResourceList{corev1.ResourceName("count/tenantclusters." + crd.group): *resource.NewQuantity(int64(o.n), resource.DecimalSI)}}}
-			created, err := kube.CoreV1().ResourceQuotas(ns.Name).Create(ctx, quota, metav1.CreateOptions{})
-			if err != nil {
-				return err
-			}
-			// The status kube-controller-manager's quota controller would write first (the plane
-			// does not run it); from there kube-apiserver's admission keeps status.used.
-			created.Status = corev1.ResourceQuotaStatus{Hard: quota.Spec.Hard, Used: corev1.ResourceList{}}
-			for name := range quota.Spec.Hard {
-				created.Status.Used[name] = *resource.NewQuantity(0, resource.DecimalSI)
-			}
-			if _, err := kube.CoreV1().ResourceQuotas(ns.Name).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-				return err
-			}
-		}
-	}
-	all := keys(o.n, o.namespaces)
-	// The first object of each namespace is created before the clock starts, retried until
-	// both servers' admission knows the new namespaces.
-	first := all[:min(o.namespaces, o.n)]
-	for _, s := range []side{agg, crd} {
-		for _, k := range first {
-			deadline := time.Now().Add(time.Minute)
-			for {
-				err := send(ctx, lister, http.MethodPost, s.collection(k.namespace), contentJSON, tenantCluster(s.group, k), http.StatusCreated)
-				if err == nil {
-					break
-				}
-				if time.Now().After(deadline) {
-					return fmt.Errorf("first %s object: %w", s.name, err)
-				}
-				time.Sleep(250 * time.Millisecond)
-			}
-		}
-	}
-	timed := all[len(first):]
 
 	// Both sides warmed once (the CRD's first requests build its handler), then RSS.
 	for _, s := range []side{agg, crd} {
@@ -516,27 +470,33 @@ func tenantClustersPrefix(ctx context.Context, etcd *clientv3.Client, root strin
 
 // expectItems lists url as JSON and checks it holds n items.
 func expectItems(ctx context.Context, c *http.Client, url string, n int) error {
+	got, err := countItems(ctx, c, url)
+	if err == nil && got != n {
+		err = fmt.Errorf("GET %s: %d items, want %d", url, got, n)
+	}
+	return err
+}
+
+// countItems lists url as JSON and counts its items.
+func countItems(ctx context.Context, c *http.Client, url string) (int, error) {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	req.Header.Set("Accept", contentJSON)
 	resp, err := c.Do(req)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(resp.Body)
-		return fmt.Errorf("GET %s: %s: %s", url, resp.Status, body)
+		return 0, fmt.Errorf("GET %s: %s: %s", url, resp.Status, body)
 	}
 	var list struct {
 		Items []json.RawMessage `json:"items"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
-		return err
+		return 0, err
 	}
-	if len(list.Items) != n {
-		return fmt.Errorf("GET %s: %d items, want %d", url, len(list.Items), n)
-	}
-	return nil
+	return len(list.Items), nil
 }
 
 // profile repeats each HTTP List for o.profileSeconds while CPU profiles of butler-apiserver

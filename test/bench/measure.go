@@ -179,16 +179,21 @@ type sample struct {
 func (s *sample) add(d time.Duration) { s.durations = append(s.durations, d) }
 
 // percentile is the nearest-rank percentile p (0-100), by stats.go's arithmetic.
-func (s *sample) percentile(p float64) time.Duration {
+func (s *sample) percentile(p float64) time.Duration { return time.Duration(percentile(s.floats(), p)) }
+
+// median is the middle duration, the mean of the two middle ones when their number is even
+// (a pair's two watch rounds count both).
+func (s *sample) median() time.Duration { return time.Duration(median(s.floats())) }
+
+func (s *sample) floats() []float64 {
 	xs := make([]float64, len(s.durations))
 	for i, d := range s.durations {
 		xs[i] = float64(d)
 	}
-	return time.Duration(percentile(xs, p))
+	return xs
 }
 
-func (s *sample) median() time.Duration { return s.percentile(50) }
-func (s *sample) p95() time.Duration    { return s.percentile(95) }
+func (s *sample) p95() time.Duration { return s.percentile(95) }
 
 // listVariant is one way to read the whole collection.
 type listVariant struct {

@@ -96,8 +96,8 @@ func TestP3PairsFromTheBenchmark(t *testing.T) {
 	if err := os.WriteFile(path, []byte("700.5\t140.1\tfalse\n650\t130\ttrue\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	runs, err := readPairs(path)
-	if err != nil {
+	runs, work, err := readPairs(path)
+	if err != nil || work != nil {
 		t.Fatal(err)
 	}
 	if len(runs) != 2 || runs[0].Subject != 700.5 || runs[0].Baseline != 140.1 || runs[0].SubjectFirst || !runs[1].SubjectFirst {
@@ -106,7 +106,7 @@ func TestP3PairsFromTheBenchmark(t *testing.T) {
 	if err := os.WriteFile(path, []byte("700.5 140.1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := readPairs(path); err == nil {
+	if _, _, err := readPairs(path); err == nil {
 		t.Error("a line without three fields was read")
 	}
 }
