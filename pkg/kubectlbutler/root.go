@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -69,14 +70,20 @@ func (o *Options) clients() (clientset.Interface, dynamic.Interface, string, err
 	return butler, dyn, ns, nil
 }
 
-// explain turns the API's refusals into sentences that say what was asked and what is missing.
+// explain turns the API's refusals about a TenantCluster into sentences that say what was asked
+// and what is missing.
 func explain(err error, what, ns, cluster string) error {
+	return explainKind(err, what, ns, "TenantCluster", cluster)
+}
+
+// explainKind is explain for an object of any kind (an UpdateRun, an UpdateStrategy).
+func explainKind(err error, what, ns, kind, name string) error {
 	var status apierrors.APIStatus
 	switch {
 	case err == nil:
 		return nil
 	case apierrors.IsNotFound(err):
-		return fmt.Errorf("%s: TenantCluster %q not found in namespace %q (%v)", what, cluster, ns, err)
+		return fmt.Errorf("%s: %s %q not found in namespace %q (%v)", what, kind, name, ns, err)
 	case apierrors.IsForbidden(err) && errors.As(err, &status):
 		d := status.Status().Details
 		resource := "tenantclusters"
@@ -94,4 +101,29 @@ func ctx(cmd *cobra.Command) context.Context {
 		return c
 	}
 	return context.Background()
+}
+
+// clients are what a verb needs: the butler clientset, the namespace and where to write.
+type clients struct {
+	butler clientset.Interface
+	ns     string
+	out    io.Writer
+}
+
+// verb is a command of one argument (a cluster, a run, a strategy) that runs with the clients
+// kubectl's flags name.
+func verb(o *Options, use, short string, run func(ctx context.Context, c clients, arg string) error) *cobra.Command {
+	return &cobra.Command{
+		Use: use, Short: short, Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return o.with(cmd, args[0], run) },
+	}
+}
+
+// with runs one verb on arg with the clients kubectl's flags name.
+func (o *Options) with(cmd *cobra.Command, arg string, run func(ctx context.Context, c clients, arg string) error) error {
+	butler, _, ns, err := o.clients()
+	if err != nil {
+		return err
+	}
+	return run(ctx(cmd), clients{butler: butler, ns: ns, out: o.Out}, arg)
 }
