@@ -44,6 +44,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		newRestoreCommand(o),
 		newRotateCommand(o),
 		newDescribeCommand(o),
+		newUpgradeCommand(o),
 	)
 	return cmd
 }

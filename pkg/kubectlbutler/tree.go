@@ -33,8 +33,13 @@ func (n *Node) Add(children ...*Node) *Node {
 // Render writes the tree as a table: NAME (with the tree's branches), READY, REASON, SINCE,
 // MESSAGE; SINCE is counted back from now.
 func Render(w io.Writer, root *Node, now time.Time) error {
+	return renderTable(w, "NAME\tREADY\tREASON\tSINCE\tMESSAGE", root, now)
+}
+
+// renderTable writes the tree under header (five columns, as Render's).
+func renderTable(w io.Writer, header string, root *Node, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tREADY\tREASON\tSINCE\tMESSAGE")
+	fmt.Fprintln(tw, header)
 	renderNode(tw, root, "", "", now)
 	return tw.Flush()
 }
