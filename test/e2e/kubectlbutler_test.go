@@ -20,7 +20,8 @@ import (
 // TestKubectlButler runs the real `kubectl butler` (kubectl finds cmd/kubectl-butler on PATH)
 // against a local cluster of one worker: kubeconfig writes a kubeconfig that lists the Ready
 // Node and --merge adds the context named after the cluster to a copy of the admin's kubeconfig;
-// describe prints the tree with the control plane, the Machine, its Node and the addons; a wrong
+// describe prints the tree with the control plane, the Machine, its Node and the addons (the Node
+// read through a read-only kubeconfig, which reads Nodes but not nodes/proxy); a wrong
 // name and a user without the subresource get errors saying which; snapshot and hibernate/wake
 // write what the API expects.
 func TestKubectlButler(t *testing.T) {
@@ -83,6 +84,23 @@ func TestKubectlButler(t *testing.T) {
 	}
 	if lines := linesWith(out, "TenantCluster/", "ControlPlane - ", "Node/"); len(lines) != 3 || !allReady(lines) {
 		t.Errorf("describe: the cluster, its control plane and its node are not all True:\n%s", strings.Join(lines, "\n"))
+	}
+
+	// The read-only kubeconfig describe uses reads Nodes (butler:node-viewer), but not the
+	// kubelet's API through nodes/proxy, nor Secrets.
+	readOnly := filepath.Join(t.TempDir(), "readonly.kubeconfig")
+	if out, err := butler("butler", "kubeconfig", name, "--read-only", "--file", readOnly); err != nil {
+		t.Fatalf("kubectl butler kubeconfig --read-only: %v\n%s", err, out)
+	}
+	nodes, err := kubectlAs(t, readOnly, "", "get", "nodes", "-o", "name")
+	if err != nil || !strings.HasPrefix(nodes, "node/") {
+		t.Fatalf("the read-only kubeconfig lists no Nodes: %v\n%s", err, nodes)
+	}
+	node := strings.TrimPrefix(strings.Fields(nodes)[0], "node/")
+	for _, args := range [][]string{{"get", "--raw", "/api/v1/nodes/" + node + "/proxy/pods"}, {"get", "secrets", "-A"}} {
+		if out, err := kubectlAs(t, readOnly, "", args...); err == nil || !strings.Contains(out, "Forbidden") {
+			t.Errorf("read-only kubectl %s: want Forbidden, got %v\n%s", strings.Join(args, " "), err, out)
+		}
 	}
 
 	// Errors say which cluster in which namespace, or which right is missing.

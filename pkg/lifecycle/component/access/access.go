@@ -9,6 +9,12 @@
 //     is not protected, and view across the cluster;
 //   - viewer: ClusterRoleBinding to view.
 //
+// Whoever is bound to view (viewers, operators, every read-only identity) also reads Nodes
+// (NodeViewerRole): view holds no cluster-scoped kind, and a Team member cannot read the Cluster
+// API Machines in the management cluster, so without it nobody but a tenant admin could see
+// whether the cluster's nodes are Ready (kubectl butler describe, kubectl get nodes). Nodes
+// carry no secret; nodes/proxy (the kubelet's API: exec, logs) is not granted.
+//
 // # Operators
 //
 // The built-in edit lets its holder act as any service account of the namespace: impersonate it,
@@ -92,6 +98,9 @@ const (
 	// AggregateToOperatorLabel selects the ClusterRoles OperatorRole aggregates, besides edit's.
 	AggregateToOperatorLabel = "butler.butlerlabs.dev/aggregate-to-operator"
 	ViewersBinding           = Prefix + "team-viewers"
+	// NodeViewerRole reads Nodes, and NodeViewersBinding binds it to the view binding's subjects.
+	NodeViewerRole     = Prefix + "node-viewer"
+	NodeViewersBinding = Prefix + "team-node-viewers"
 	// PlatformAdmins is the group of who mints a kubeconfig of a cluster that no Team owns (whom
 	// the management cluster's RBAC lets do so), bound to cluster-admin in every tenant.
 	PlatformAdmins        = Prefix + "platform-admins"
@@ -213,6 +222,7 @@ func Bindings(team Members, namespaces []Namespace) ([]*rbacv1.ClusterRoleBindin
 	crbs := []*rbacv1.ClusterRoleBinding{
 		{ObjectMeta: meta(AdminsBinding, ""), RoleRef: clusterRole("cluster-admin"), Subjects: subjects[v1alpha1.TeamRoleAdmin]},
 		{ObjectMeta: meta(ViewersBinding, ""), RoleRef: clusterRole("view"), Subjects: view},
+		{ObjectMeta: meta(NodeViewersBinding, ""), RoleRef: clusterRole(NodeViewerRole), Subjects: view},
 		{ObjectMeta: meta(PlatformAdminsBinding, ""), RoleRef: clusterRole("cluster-admin"),
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: PlatformAdmins}}},
 	}
@@ -230,12 +240,15 @@ func Bindings(team Members, namespaces []Namespace) ([]*rbacv1.ClusterRoleBindin
 	return crbs, rbs
 }
 
-// ClusterRoles are the operators' roles in the tenant: OperatorRole, which the tenant's
-// kube-controller-manager aggregates (package doc), and OperatorRulesRole, edit's rules without
-// impersonate, which it aggregates among others.
+// ClusterRoles are butler's roles in the tenant: OperatorRole, which the tenant's
+// kube-controller-manager aggregates (package doc), OperatorRulesRole, edit's rules without
+// impersonate, which it aggregates among others, and NodeViewerRole.
 func ClusterRoles() []*rbacv1.ClusterRole {
 	base := &rbacv1.ClusterRole{ObjectMeta: meta(OperatorRulesRole, ""), Rules: OperatorRules()}
 	base.Labels[AggregateToOperatorLabel] = "true"
+	nodes := &rbacv1.ClusterRole{ObjectMeta: meta(NodeViewerRole, ""), Rules: []rbacv1.PolicyRule{
+		{Verbs: []string{"get", "list", "watch"}, APIGroups: []string{""}, Resources: []string{"nodes"}},
+	}}
 	return []*rbacv1.ClusterRole{base, {
 		ObjectMeta: meta(OperatorRole, ""),
 		// Only roles opted in by the label: a CRD's edit role may write objects its controller
@@ -244,7 +257,7 @@ func ClusterRoles() []*rbacv1.ClusterRole {
 		AggregationRule: &rbacv1.AggregationRule{ClusterRoleSelectors: []metav1.LabelSelector{
 			{MatchLabels: map[string]string{AggregateToOperatorLabel: "true"}},
 		}},
-	}}
+	}, nodes}
 }
 
 // OperatorRules are the rules of Kubernetes' system:aggregate-to-edit (v1.36) without

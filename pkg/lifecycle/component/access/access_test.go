@@ -22,7 +22,7 @@ func names(subjects []rbacv1.Subject) []string {
 
 // Each role is bound where it belongs: admins to cluster-admin, operators to butler:operator in
 // each namespace but the protected ones (and view), viewers and every read-only identity to
-// view; a role nobody has, and the operators in a protected namespace, still get a binding,
+// view and butler:node-viewer; a role nobody has, and the operators in a protected namespace, still get a binding,
 // empty, so a removal is applied.
 func TestBindings(t *testing.T) {
 	team := Members{
@@ -49,6 +49,7 @@ func TestBindings(t *testing.T) {
 			"Group:butler:group:ops:readonly", "Group:butler:platform-admins:readonly"},
 		PlatformAdminsBinding + "->cluster-admin": {"Group:butler:platform-admins"},
 	}
+	want[NodeViewersBinding+"->"+NodeViewerRole] = want[ViewersBinding+"->view"]
 	for k, v := range want {
 		if !slices.Equal(got[k], v) {
 			t.Errorf("%s: %v, want %v", k, got[k], v)
@@ -72,6 +73,31 @@ func TestBindings(t *testing.T) {
 	crbs, _ = Bindings(Members{}, nil)
 	if len(crbs[0].Subjects) != 0 {
 		t.Errorf("a Team without admins binds %v", crbs[0].Subjects)
+	}
+}
+
+// Whoever views reads Nodes and nothing more of them: not the kubelet's API (nodes/proxy: exec,
+// logs, every Pod's spec), not a write.
+func TestNodeViewerRole(t *testing.T) {
+	var role *rbacv1.ClusterRole
+	for _, r := range ClusterRoles() {
+		if r.Name == NodeViewerRole {
+			role = r
+		}
+	}
+	if role == nil || role.AggregationRule != nil {
+		t.Fatalf("no ClusterRole %s with rules of its own: %+v", NodeViewerRole, role)
+	}
+	for _, verb := range []string{"get", "list", "watch"} {
+		if !allows(role.Rules, verb, "", "nodes") {
+			t.Errorf("%s may not %s nodes", NodeViewerRole, verb)
+		}
+	}
+	for _, denied := range [][2]string{{"get", "nodes/proxy"}, {"create", "nodes/proxy"}, {"update", "nodes"}, {"patch", "nodes/status"},
+		{"delete", "nodes"}, {"get", "secrets"}, {"get", "pods"}} {
+		if allows(role.Rules, denied[0], "", denied[1]) {
+			t.Errorf("%s may %s %s", NodeViewerRole, denied[0], denied[1])
+		}
 	}
 }
 
