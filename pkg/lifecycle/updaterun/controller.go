@@ -9,6 +9,7 @@ package updaterun
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 
@@ -223,7 +224,7 @@ func (c *Controller) writeStatus(ctx context.Context, stored *v1alpha1.UpdateRun
 			return err
 		}
 	}
-	for _, n := range p.notes {
+	for _, n := range mergeNotes(p.notes) {
 		var related runtime.Object
 		if n.regarding != runtime.Object(p.run) {
 			related = p.run
@@ -231,4 +232,23 @@ func (c *Controller) writeStatus(ctx context.Context, stored *v1alpha1.UpdateRun
 		c.events.Eventf(n.regarding, related, n.kind, n.reason, "UpdateRun", "%s", worker.EventNote(n.msg))
 	}
 	return nil
+}
+
+// mergeNotes joins the notes of one pass about one object with one type and reason into one,
+// in order: client-go's recorder makes such Events (same object and resourceVersion, same
+// reason) a series and keeps only one note, so a pass ending two stages would lose one (and
+// with it who approved).
+func mergeNotes(notes []note) []note {
+	var out []note
+	for _, n := range notes {
+		i := slices.IndexFunc(out, func(o note) bool {
+			return o.regarding == n.regarding && o.kind == n.kind && o.reason == n.reason
+		})
+		if i < 0 {
+			out = append(out, n)
+		} else {
+			out[i].msg += "; " + n.msg
+		}
+	}
+	return out
 }

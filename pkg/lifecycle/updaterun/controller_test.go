@@ -394,3 +394,35 @@ func TestUpdateRunInThePlatformNamespaceSeesEveryTeam(t *testing.T) {
 }
 
 func (f *fixture) step(d time.Duration) { f.clock.SetTime(f.clock.Now().Add(d)) }
+
+// One pass that ends two stages (the approved one and an empty one after it) sends one Event
+// per reason naming both: client-go's recorder makes Events about one object (at one
+// resourceVersion) with one reason a series and keeps a single note, so the approver's
+// "stage canary done (approved by alice)" was lost to "stage prod done" in the e2e.
+func TestUpdateRunEventsOfOnePassKeepEveryNote(t *testing.T) {
+	approval := v1alpha1.UpdateTask{Approval: &v1alpha1.ApprovalTask{}}
+	f := newFixture(t, strategy("team-a", ring("canary", 1, approval), ring("prod", 1)), run("team-a", "r1"))
+	if r := f.reconcile("team-a/r1"); r.Status.Phase != v1alpha1.UpdateRunWaitingForApproval {
+		t.Fatalf("before the approval: %s", r.Status.Phase)
+	}
+	drain(f.rec)
+	f.approve("team-a/r1", "canary")
+	if r := f.reconcile("team-a/r1"); r.Status.Phase != v1alpha1.UpdateRunSucceeded {
+		t.Fatalf("after the approval: %s (%s)", r.Status.Phase, r.Status.Message)
+	}
+	reasons := map[string][]string{}
+	for _, e := range strings.Split(drain(f.rec), "\n") {
+		fields := strings.Fields(e)
+		if len(fields) > 1 {
+			reasons[fields[1]] = append(reasons[fields[1]], e)
+		}
+	}
+	for reason, events := range reasons {
+		if len(events) > 1 {
+			t.Errorf("%d Events with reason %s in one pass (a series keeps one note): %q", len(events), reason, events)
+		}
+	}
+	if done := strings.Join(reasons["StageSucceeded"], ""); !strings.Contains(done, "stage canary done (approved by alice)") || !strings.Contains(done, "stage prod done") {
+		t.Errorf("StageSucceeded: %q, want both stages and the approver", done)
+	}
+}
