@@ -1,10 +1,17 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
 )
 
 // TestUpdateRunApproveRBAC: approving a stage is create on updateruns/approve, which only a
@@ -82,4 +89,111 @@ spec:
 	if out := mustKubectl(t, "get", "events", "-n", teamA, "--field-selector", "involvedObject.name=r1", "-o", "jsonpath={.items[*].note}{.items[*].message}"); !strings.Contains(out, "approved by ann") {
 		t.Errorf("no Event says who approved: %s", out)
 	}
+}
+
+// TestUpdateRunStages moves three local clusters of one kwok worker each, at v1.30.1 in a Team's
+// namespace, through a strategy canary (one at a time, then an approval) → prod (one at a time),
+// driven with `kubectl butler upgrade`: start runs to v1.30.2; the canary reaches v1.30.2 and
+// Ready while the run waits for approval and prod stays at v1.30.1; the Team's admin approves;
+// prod moves one cluster at a time (from the run's per-cluster start and completion times) and
+// the run succeeds; status shows each cluster moved from v1.30.1. It runs in parallel: most of
+// it is waiting on the tenants' control planes.
+func TestUpdateRunStages(t *testing.T) {
+	t.Parallel()
+	const team, from, to = "e2e-ur-stages", rockyFrom, rockyTo
+	mustApply(t, teamManifest(team, "", member("ann", "admin")))
+	t.Cleanup(func() { _, _ = kubectl(t, "delete", "team", team, "--wait=false") })
+	poll(t, 2*time.Minute, "the Team's namespace", func() bool {
+		_, err := kubectl(t, "get", "namespace", team)
+		return err == nil
+	})
+	rings := map[string]string{"canary": "canary", "prod-a": "prod", "prod-b": "prod"}
+	manifest := localProviderConfigManifest(team) + `apiVersion: butler.butlerlabs.dev/v1alpha1
+kind: UpdateStrategy
+metadata: {name: gated, namespace: ` + team + `}
+spec:
+  stages:
+  - {name: canary, selector: {matchLabels: {ring: canary}}, maxConcurrency: 1, afterStage: [{approval: {}}]}
+  - {name: prod, selector: {matchLabels: {ring: prod}}, maxConcurrency: 1}
+`
+	for name, ring := range rings {
+		manifest += "---\n" + strings.Replace(localClusterManifest(team, name, from, bootstrap.OSRocky, 1),
+			"metadata: {name: "+name+", namespace: "+team+"}", "metadata: {name: "+name+", namespace: "+team+", labels: {ring: "+ring+"}}", 1)
+	}
+	mustApply(t, manifest)
+	for name := range rings {
+		waitReady(t, team, name, 1, 3*time.Minute)
+	}
+
+	plugin := buildPlugin(t)
+	upgrade := func(args ...string) string {
+		t.Helper()
+		out, err := runPlugin(t, plugin, append(append([]string{"butler", "upgrade"}, args...), "-n", team, "--kubeconfig", plane.kubeconfig, "--as", "ann")...)
+		if err != nil {
+			t.Fatalf("kubectl butler upgrade %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return out
+	}
+	started := time.Now()
+	upgrade("start", "gated", "--to", to, "--name", "r1")
+	run := func() *v1alpha1.UpdateRun {
+		r, err := plane.butler.ButlerV1alpha1().UpdateRuns(team).Get(context.Background(), "r1", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	poll(t, 3*time.Minute, "the canary moved and the run waiting for approval", func() bool {
+		return run().Status.Phase == v1alpha1.UpdateRunWaitingForApproval
+	})
+	t.Logf("start -> the canary at %s, waiting for approval: %s", to, time.Since(started).Round(time.Second))
+	tc := waitReady(t, team, "canary", 1, time.Minute)
+	if tc.Status.ObservedState.KubernetesVersion != to {
+		t.Errorf("the canary runs %s while the run waits, want %s", tc.Status.ObservedState.KubernetesVersion, to)
+	}
+	for _, name := range []string{"prod-a", "prod-b"} {
+		if tc, err := plane.butler.ButlerV1alpha1().TenantClusters(team).Get(context.Background(), name, metav1.GetOptions{}); err != nil || tc.Spec.KubernetesVersion != from {
+			t.Errorf("%s before the approval: %v, version %s (want %s)", name, err, tc.Spec.KubernetesVersion, from)
+		}
+	}
+
+	upgrade("approve", "r1")
+	poll(t, 4*time.Minute, "the run to succeed", func() bool { return run().Status.Phase == v1alpha1.UpdateRunSucceeded })
+	t.Logf("start -> Succeeded: %s", time.Since(started).Round(time.Second))
+	checkOneAtATime(t, run().Status.Stages)
+	out := upgrade("status", "r1")
+	t.Logf("kubectl butler upgrade status r1:\n%s", out)
+	if n := len(linesWith(out, "TenantCluster/")); n != 3 || !strings.Contains(out, "Task/Approval") || strings.Count(out, "from "+from) != 3 || strings.Count(out, "Succeeded") < 6 {
+		t.Errorf("upgrade status shows %d clusters, want 3 Succeeded from %s and the approval", n, from)
+	}
+	for name := range rings {
+		tc := waitReady(t, team, name, 1, time.Minute)
+		if tc.Status.ObservedState.KubernetesVersion != to {
+			t.Errorf("%s runs %s after the run, want %s", name, tc.Status.ObservedState.KubernetesVersion, to)
+		}
+	}
+}
+
+// checkOneAtATime fails when two clusters of a stage were moving at once (maxConcurrency 1):
+// each one's start is after the one before it completed.
+func checkOneAtATime(t *testing.T, stages []v1alpha1.StageStatus) {
+	t.Helper()
+	for _, s := range stages {
+		cs := slices.Clone(s.Clusters)
+		slices.SortFunc(cs, func(a, b v1alpha1.ClusterUpdateStatus) int { return timeOf(a.StartTime).Compare(timeOf(b.StartTime)) })
+		for i := range cs {
+			if cs[i].StartTime == nil || cs[i].CompletionTime == nil {
+				t.Errorf("stage %s: %s has no start or completion time: %+v", s.Name, cs[i].Name, cs[i])
+			} else if i > 0 && cs[i-1].CompletionTime != nil && cs[i].StartTime.Before(cs[i-1].CompletionTime) {
+				t.Errorf("stage %s: %s started at %s, before %s completed at %s", s.Name, cs[i].Name, cs[i].StartTime, cs[i-1].Name, cs[i-1].CompletionTime)
+			}
+		}
+	}
+}
+
+func timeOf(t *metav1.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.Time
 }
