@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/dynamic"
@@ -76,10 +77,10 @@ type apiRaw struct {
 	createTime map[string]time.Duration // by side
 	lists      map[string]*sample       // by List variant
 	watches    watchResults
-	namespaces int
 	// listed is the TenantClusters each side's List held before P1, stored what it holds at the
-	// end, refused the creates past the quota its admission refused.
-	listed, stored, refused map[string]int
+	// end, refused the creates past the quota its admission refused; teams and providerConfigs
+	// are each side's, counted at the end.
+	listed, stored, refused, teams, providerConfigs map[string]int
 }
 
 // measured is one figure's run in a pair, with the work each side did.
@@ -111,7 +112,7 @@ func (r apiRaw) values() (map[string]measured, error) {
 		"P1p": {millis(r.lists["agg-protobuf"]), millis(r.lists["crd-json"]), listed},
 		"P2": {rate(sideAgg), rate(sideCRD), perSide(func(s string) map[string]int {
 			return map[string]int{"TenantClusters created on the clock": r.created, "TenantClusters stored at the end": r.stored[s],
-				"Teams": r.namespaces, "ProviderConfigs": r.namespaces, "creates past the quota refused (403)": r.refused[s]}
+				"Teams": r.teams[s], "ProviderConfigs": r.providerConfigs[s], "creates past the quota refused (403)": r.refused[s]}
 		})},
 		"P2b": {millis(r.watches.totals[sideAgg]), millis(r.watches.totals[sideCRD]), perSide(func(s string) map[string]int {
 			seen, rounds := 0, 0
@@ -210,7 +211,8 @@ func measureAPIPair(ctx context.Context, p *plane, o options, subjectFirst bool,
 	if err != nil {
 		return apiRaw{}, err
 	}
-	raw := apiRaw{created: len(timed), namespaces: o.namespaces, listed: map[string]int{}, stored: map[string]int{}, refused: map[string]int{}}
+	raw := apiRaw{created: len(timed), listed: map[string]int{}, stored: map[string]int{}, refused: map[string]int{},
+		teams: map[string]int{}, providerConfigs: map[string]int{}}
 	runs := inPairOrder([]sideRun{{name: sideAgg, side: agg, wire: wireJSON}}, []sideRun{{name: sideCRD, side: crd, wire: wireJSON}}, subjectFirst)
 	noCPU := func() map[string]time.Duration { return nil }
 
@@ -241,26 +243,34 @@ func measureAPIPair(ctx context.Context, p *plane, o options, subjectFirst bool,
 		if raw.refused[s.name], err = refusedPastQuota(ctx, lister, s, o.namespaces); err != nil {
 			return apiRaw{}, err
 		}
-		if raw.stored[s.name], err = countItems(ctx, lister, s.collection("")); err != nil {
-			return apiRaw{}, err
+		for _, c := range []struct {
+			into map[string]int
+			url  string
+		}{{raw.stored, s.collection("")}, {raw.teams, s.base + "/teams"}, {raw.providerConfigs, s.base + "/providerconfigs"}} {
+			if c.into[s.name], err = countItems(ctx, lister, c.url); err != nil {
+				return apiRaw{}, err
+			}
 		}
 	}
 	return raw, nil
 }
 
+// quotaRefusals are what each side's quota says when it refuses a create.
+var quotaRefusals = map[string]string{sideAgg: "exceeds the limits of team", sideCRD: "exceeded quota"}
+
 // refusedPastQuota tries one create more in each namespace of side s, whose quota is full, and
-// counts those refused with 403; one that was created is not counted (the report then shows
-// the sides' work differ), any other answer is an error.
+// counts those its quota refused (403, its message); one that was created is not counted (the
+// report then shows the sides' work differ), any other answer is an error.
 func refusedPastQuota(ctx context.Context, c *http.Client, s side, namespaces int) (int, error) {
 	refused := 0
 	for i := range namespaces {
 		k := key{namespace: namespaceName(i), name: "tc-past-quota"}
-		err := send(ctx, c, http.MethodPost, s.collection(k.namespace), contentJSON, tenantCluster(s.group, k), http.StatusForbidden)
-		if err == nil {
+		err := send(ctx, c, http.MethodPost, s.collection(k.namespace), contentJSON, tenantCluster(s.group, k), http.StatusCreated)
+		switch {
+		case err == nil:
+		case strings.Contains(err.Error(), "403") && strings.Contains(err.Error(), quotaRefusals[s.name]):
 			refused++
-			continue
-		}
-		if _, got := get(ctx, c, s.collection(k.namespace)+"/"+k.name, contentJSON); got != nil {
+		default:
 			return 0, fmt.Errorf("the create past %s's quota: %w", s.name, err)
 		}
 	}

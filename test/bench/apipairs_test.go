@@ -30,10 +30,11 @@ func testAPIRaw() apiRaw {
 				sideAgg: {durations: make([]time.Duration, 2000)}, sideCRD: {durations: make([]time.Duration, 2000)},
 			},
 		},
-		namespaces: 10,
-		listed:     map[string]int{sideAgg: 1000, sideCRD: 1000},
-		stored:     map[string]int{sideAgg: 1000, sideCRD: 1000},
-		refused:    map[string]int{sideAgg: 10, sideCRD: 10},
+		teams:           map[string]int{sideAgg: 10, sideCRD: 10},
+		providerConfigs: map[string]int{sideAgg: 10, sideCRD: 10},
+		listed:          map[string]int{sideAgg: 1000, sideCRD: 1000},
+		stored:          map[string]int{sideAgg: 1000, sideCRD: 1000},
+		refused:         map[string]int{sideAgg: 10, sideCRD: 10},
 	}
 }
 
