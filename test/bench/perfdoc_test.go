@@ -110,3 +110,16 @@ func TestP3PairsFromTheBenchmark(t *testing.T) {
 		t.Error("a line without three fields was read")
 	}
 }
+
+func TestRanNamesTheFiguresMeasuredTogether(t *testing.T) {
+	for ran, want := range map[string]string{
+		"P9":           "P9",
+		"P2 P3 P9 P11": "P1 P1p P2 P2b P3 P9 P11 P11r",
+		"P1 P2b P11r":  "P1 P1p P2 P2b P11 P11r",
+		"":             "",
+	} {
+		if got := expandRan(ran); got != want {
+			t.Errorf("ONLY=%q: ran %q, want %q", ran, got, want)
+		}
+	}
+}
