@@ -7,7 +7,7 @@ PORT     ?= 8443
 
 LOCAL_DIR ?= _output/local
 
-.PHONY: weed test-s3 test-realnode kube-versions cluster test-cluster build-steward images verify-images verify-chart render-deploy fuzz test-faults test-starts bench-bin bench-report bench-lifecycle bench-local bench-hibernation bench-density bench-snapshot bench-restore bench-ipam all build build-butler kubectl-butler build-kube build-capi run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e bench clean
+.PHONY: weed test-s3 test-realnode kube-versions cluster test-cluster build-steward test-steward images verify-images verify-chart render-deploy fuzz test-faults test-starts bench-bin bench-report bench-lifecycle bench-local bench-hibernation bench-density bench-snapshot bench-restore bench-ipam all build build-butler kubectl-butler build-kube build-capi run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e bench clean
 
 all: build
 
@@ -55,6 +55,13 @@ test-cluster:
 ## and kube-scheduler (STEWARD_KUBE_VERSIONS), static, as images in _output/images/steward
 build-steward:
 	hack/build-steward.sh
+
+## test-steward: test-cluster with its Steward stage (hack/lib/steward.sh): Steward and its Cluster
+## API provider installed from those images, a TenantCluster on them with local workers Ready,
+## hibernated and woken, deleted without a trace
+test-steward: build-steward
+	hack/install-cluster-deps.sh
+	TEST_STEWARD=1 hack/test-cluster.sh
 
 ## verify-images: two image builds of this commit give the same digests (CI runs it)
 verify-images:

@@ -27,6 +27,9 @@ KUBE_VERSIONS_DIR="${KUBE_VERSIONS_DIR:-${ROOT}/_output/kube-versions}"
 KUBECTL="${KUBECTL:-kubectl}"
 # The request loop's bound: it stops after the rollout, or after this many seconds.
 LOOP_SECONDS_MAX="${LOOP_SECONDS_MAX:-600}"
+# TEST_STEWARD=1 (make test-steward): the Steward stage too (hack/lib/steward.sh), with the images
+# of hack/build-steward.sh; TEST_STEWARD=only: stages 1-3, the Steward stage and 7 (to debug it).
+TEST_STEWARD="${TEST_STEWARD:-0}"
 helm() { "${ROOT}/hack/helm.sh" "$@"; }
 log() { echo "test-cluster: $(date +%T) $*" >&2; }
 kc() { "${KUBECTL}" "$@"; }
@@ -41,10 +44,11 @@ diagnose() {
   kc get pods -A -o wide >&2 || true
   kc get events -A --sort-by=.lastTimestamp 2>/dev/null | tail -25 >&2 || true
   local f
+  if declare -F steward_dump >/dev/null; then steward_dump; fi
   for f in "${LOGS:-/nonexistent}"/*.log; do [[ -f "${f}" ]] && { echo "--- ${f##*/}" >&2; tail -15 "${f}" >&2; }; done
   return 0
 }
-die() { log "FAIL: $*"; diagnose; exit 1; }
+die() { trap - ERR; log "FAIL: $*"; diagnose; exit 1; }
 summary=()
 measure() { summary+=("$*"); log "$*"; }
 
@@ -63,8 +67,13 @@ t0=${SECONDS}
 tag="${IMAGE_TAG:-$(cd "${ROOT}" && git describe --tags --always --dirty)}"
 tag2="${tag}-relinked"
 IMAGE_PLATFORMS="linux/$(go env GOARCH)" IMAGE_TAG="${tag}" "${ROOT}/hack/build-images.sh" >/dev/null
-IMAGE_PLATFORMS="linux/$(go env GOARCH)" IMAGE_TAG="${tag2}" IMAGES_DIR="${ROOT}/_output/images-relinked" \
-  "${ROOT}/hack/build-images.sh" >/dev/null
+images="${ROOT}/_output/images/butler-apiserver.oci.tar"
+# The second image is for stage 6, which TEST_STEWARD=only skips.
+if [[ "${TEST_STEWARD}" != only ]]; then
+  IMAGE_PLATFORMS="linux/$(go env GOARCH)" IMAGE_TAG="${tag2}" IMAGES_DIR="${ROOT}/_output/images-relinked" \
+    "${ROOT}/hack/build-images.sh" >/dev/null
+  images+=" ${ROOT}/_output/images-relinked/butler-apiserver.oci.tar"
+fi
 measure "images ${tag} and ${tag2} built in $((SECONDS - t0)) s"
 
 t1=${SECONDS}
@@ -74,8 +83,10 @@ LOGS="${CLUSTER_DIR}/logs"
 HOST_DIR="${CLUSTER_DIR}/host"
 rm -rf "${HOST_DIR}"
 mkdir -p "${LOGS}" "${HOST_DIR}"
-IMAGES="${ROOT}/_output/images/butler-apiserver.oci.tar ${ROOT}/_output/images-relinked/butler-apiserver.oci.tar" \
-  CLUSTER_DIR="${CLUSTER_DIR}" setsid "${ROOT}/hack/cluster-up.sh" >"${LOGS}/cluster-up.log" 2>&1 &
+if [[ "${TEST_STEWARD}" != 0 ]]; then
+  images+=" $(ls "${ROOT}"/_output/images/steward/*.oci.tar | tr '\n' ' ')"
+fi
+IMAGES="${images}" CLUSTER_DIR="${CLUSTER_DIR}" setsid "${ROOT}/hack/cluster-up.sh" >"${LOGS}/cluster-up.log" 2>&1 &
 cluster_pid=$!
 
 declare -A pids=()
@@ -98,6 +109,7 @@ host_processes() {
 teardown() {
   local name pid
   [[ -n "${loop_pid}" ]] && kill "${loop_pid}" 2>/dev/null
+  touch "${HOST_DIR}/stop-lb"
   if [[ -n "${watch_pid}" ]]; then touch "${HOST_DIR}/stop-watch"; pkill -P "${watch_pid}" 2>/dev/null; fi
   # The local provider stops its tenants' processes itself; then whatever is left is swept.
   for name in butler-localprovider capi-manager; do
@@ -116,11 +128,14 @@ teardown() {
 stop_all() {
   local rc=$?
   set +e
-  trap - EXIT INT TERM
+  trap - EXIT INT TERM ERR
   teardown
   exit "${rc}"
 }
 trap stop_all EXIT
+# A command that fails outside a condition says where, before the teardown.
+set -E
+trap 'die "exit $? at ${BASH_SOURCE[0]##*/}:${LINENO}: ${BASH_COMMAND}"' ERR
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
@@ -156,8 +171,9 @@ cp "${PKI}/capi-webhook.key" "${HOST_DIR}/capi-webhook-certs/tls.key"
 # Ports on loopback below the tenants' range (30000-32000) and the ephemeral one.
 port() { echo $((25000 + RANDOM % 4000)); }
 CAPI_HEALTH_PORT=$(port)
+CAPI_WEBHOOK_PORT=$(port)
 setsid "${BIN}/capi-manager" --kubeconfig "${HOST_DIR}/capi-manager.kubeconfig" --leader-elect=false \
-  --webhook-port "$(port)" --webhook-cert-dir "${HOST_DIR}/capi-webhook-certs" \
+  --webhook-port "${CAPI_WEBHOOK_PORT}" --webhook-cert-dir "${HOST_DIR}/capi-webhook-certs" \
   --health-addr "127.0.0.1:${CAPI_HEALTH_PORT}" --diagnostics-address "127.0.0.1:$(port)" --insecure-diagnostics \
   >"${LOGS}/capi-manager.log" 2>&1 &
 pids[capi-manager]=$!
@@ -166,7 +182,8 @@ pids[capi-manager]=$!
 # lifecycle workers) reach them; the host's loopback is not theirs.
 setsid "${BIN}/butler-localprovider" --kubeconfig "${HOST_DIR}/butler-localprovider.kubeconfig" \
   --bin-dir "${BIN}" --state-dir "${HOST_DIR}/tenants" --kube-versions-dir "${KUBE_VERSIONS_DIR}" \
-  --port-range 30000-32000 --address "${NODE_IP}" >"${LOGS}/butler-localprovider.log" 2>&1 &
+  --port-range 30000-32000 --address "${NODE_IP}" --external-control-plane-namespaces steward-demo \
+  >"${LOGS}/butler-localprovider.log" 2>&1 &
 pids[butler-localprovider]=$!
 wait_until "the Cluster API manager" 120 curl -sf "http://127.0.0.1:${CAPI_HEALTH_PORT}/readyz"
 
@@ -189,15 +206,9 @@ log "the workers run in $(lease_holder) (Lease butler-apiserver-workers)"
 kc apply -f "${ROOT}/artifacts/examples/" >/dev/null
 kc get butler -A --no-headers | wc -l | { read -r n; log "examples applied: ${n} objects in the butler category"; }
 
-# --- 4. a local TenantCluster Ready, its nodes listed ----------------------------------------
-t3=${SECONDS}
-kc apply -f "${ROOT}/artifacts/examples/local/" >/dev/null
-kc wait tc/demo -n local-demo --for=condition=Ready --timeout=10m >/dev/null \
-  || { kc get tc -A -o wide >&2; die "TenantCluster local-demo/demo is not Ready"; }
-measure "TenantCluster local-demo/demo (3 workers) Ready in $((SECONDS - t3)) s"
-# mint_kubeconfig NAME FILE: the kubeconfig subresource, for the admin.
+# mint_kubeconfig NAME FILE [NAMESPACE]: the kubeconfig subresource, for the admin.
 mint_kubeconfig() {
-  kc create --raw "/apis/butler.butlerlabs.dev/v1alpha1/namespaces/local-demo/tenantclusters/$1/kubeconfig" \
+  kc create --raw "/apis/butler.butlerlabs.dev/v1alpha1/namespaces/${3:-local-demo}/tenantclusters/$1/kubeconfig" \
     -f - <<<'{"apiVersion":"butler.butlerlabs.dev/v1alpha1","kind":"KubeconfigRequest"}' \
     | grep -o '"kubeconfig":"[^"]*"' | head -n 1 | cut -d'"' -f4 | base64 -d >"$2"
 }
@@ -205,6 +216,15 @@ mint_kubeconfig() {
 ready_nodes() {
   kc --kubeconfig "$1" get nodes --no-headers 2>/dev/null | awk '$2 == "Ready"' | wc -l
 }
+
+# Stages 4 to 6 are functions: TEST_STEWARD=only (a Steward debugging run) skips 4, 5 and 6.
+# --- 4. a local TenantCluster Ready, its nodes listed ----------------------------------------
+stage_local_clusters() {
+t3=${SECONDS}
+kc apply -f "${ROOT}/artifacts/examples/local/" >/dev/null
+kc wait tc/demo -n local-demo --for=condition=Ready --timeout=10m >/dev/null \
+  || { kc get tc -A -o wide >&2; die "TenantCluster local-demo/demo is not Ready"; }
+measure "TenantCluster local-demo/demo (3 workers) Ready in $((SECONDS - t3)) s"
 mint_kubeconfig demo "${HOST_DIR}/demo.kubeconfig"
 kc --kubeconfig "${HOST_DIR}/demo.kubeconfig" get nodes
 [[ $(ready_nodes "${HOST_DIR}/demo.kubeconfig") == 3 ]] || die "demo's kubeconfig lists $(ready_nodes "${HOST_DIR}/demo.kubeconfig") Ready nodes, want 3"
@@ -268,8 +288,10 @@ mint_kubeconfig demo2 "${HOST_DIR}/demo2.kubeconfig"
 [[ $(ready_nodes "${HOST_DIR}/demo2.kubeconfig") == 2 ]] || die "demo2's kubeconfig lists $(ready_nodes "${HOST_DIR}/demo2.kubeconfig") Ready nodes, want 2"
 measure "demo2 Ready once (stored phases: ${phases}), 2 Machines, 2 Ready nodes, $((SECONDS - t4)) s after its create"
 kc -n butler-system rollout status deploy/butler-apiserver --timeout=3m >/dev/null
+}
 
 # --- 6. helm upgrade to the relinked image under a client loop -------------------------------
+stage_upgrade() {
 # The loop: one List of TenantClusters through kube-apiserver (the APIService) at a time, each
 # on a new connection, to the cluster's address on this machine; stops when told or at the
 # bound. A line per request: the HTTP code (000: no answer) and curl's error.
@@ -315,6 +337,16 @@ for pod in $(kc -n butler-system get pods -l app.kubernetes.io/name=butler-apise
 done
 ((total > 0)) || die "the client loop made no request"
 [[ "${failed}" == 0 ]] || die "${failed} of ${total} requests failed during the upgrade"
+}
+
+[[ "${TEST_STEWARD}" == only ]] || stage_local_clusters
+# --- 5b. the real Steward (TEST_STEWARD=1, make test-steward) --------------------------------
+if [[ "${TEST_STEWARD}" != 0 ]]; then
+  # shellcheck source=lib/steward.sh
+  source "${ROOT}/hack/lib/steward.sh"
+  steward_stage
+fi
+[[ "${TEST_STEWARD}" == only ]] || stage_upgrade
 
 # --- 7. helm uninstall -----------------------------------------------------------------------
 helm uninstall butler -n butler-system --wait --timeout 3m >/dev/null
@@ -328,7 +360,7 @@ done
 [[ -z "${left}" ]] || die "helm uninstall left: ${left}"
 log "helm uninstall left no Pod, Service or APIService"
 
-trap - EXIT INT TERM
+trap - EXIT INT TERM ERR
 set +e
 teardown
 set -e

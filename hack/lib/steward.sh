@@ -1,0 +1,341 @@
+# The real hosted control plane engine on the one-node cluster (hack/test-cluster.sh's Steward
+# stage): Steward and the Cluster API Steward provider from hack/build-steward.sh's images and
+# their own install files in _output/third_party, a TLS etcd for Steward's DataStore, and a
+# load-balancer stand-in. Sourced after hack/lib/pki.sh, with the cluster's KUBECONFIG exported
+# and ROOT, BIN, PKI, HOST_DIR, LOGS, NODE_IP and ETCD_URL set (cluster.env).
+#
+# Decisions, and why:
+#   - Webhook certificates come from the cluster's CA (pki.sh), not cert-manager: Steward's
+#     chart asks cert-manager for a Certificate and for caBundle injection; building and running
+#     cert-manager would add images and a controller to reach what two files and a patch do.
+#     The chart is rendered without its two cert-manager templates; the Secret it mounts
+#     (steward-webhook-server-cert: tls.crt, tls.key, ca.crt) is written here, and caBundle is
+#     set on its webhook configurations.
+#   - The DataStore is an etcd host process with TLS and client-certificate authentication on
+#     the node's address (Pods reach it over the bridge); its CA key and root client certificate
+#     are the Secrets the DataStore names, as Steward needs both (it signs each tenant's client
+#     certificate with the CA and creates the tenant's etcd user and role as root).
+#   - No load balancer runs here: a TenantControlPlane Service of type LoadBalancer (butler's
+#     default exposure) would never get an address, and Steward waits for one. The stand-in
+#     gives each such Service an address from LB_CIDR in its status, as MetalLB would;
+#     kube-proxy routes it on this node.
+#   - No cluster DNS runs here, and Steward (its kubeadm phases and the controllers it runs
+#     against each tenant) and butler's workers (the admin.svc kubeconfig) reach a tenant at
+#     <tcp>.<namespace>.svc: the stage names that Service's ClusterIP in both Deployments'
+#     hostAliases (steward_dns_alias), once per tenant. A management cluster has CoreDNS.
+#   - Cluster API v1.14 stores Cluster as v1beta2; the provider (CAPI v1.10) reads v1beta1. The
+#     Cluster CRD gets upstream's v1beta1 version back, converted by the Cluster API manager's
+#     own conversion webhook (a host process: kube-apiserver reaches it on loopback).
+
+STEWARD_NS=steward-system
+LB_CIDR_PREFIX="${LB_CIDR_PREFIX:-10.98.0}"
+# The tenant's Kubernetes: Steward d49041f runs up to v1.35 (its webhook refuses newer); an image
+# of it is built by hack/build-steward.sh (STEWARD_KUBE_VERSIONS).
+STEWARD_TENANT_VERSION="${STEWARD_TENANT_VERSION:-v1.30.2}"
+
+# STEWARD_IMAGES_DIR: where hack/build-steward.sh put the archives.
+STEWARD_IMAGES_DIR="${STEWARD_IMAGES_DIR:-${ROOT}/_output/images/steward}"
+STEWARD_SRC="${ROOT}/_output/third_party"
+
+# steward_image NAME: the image reference in NAME's OCI layout (repository:tag).
+steward_image() {
+  grep -o '"io.containerd.image.name": *"[^"]*"' "${STEWARD_IMAGES_DIR}/$1/index.json" | head -n 1 | sed 's/.*: *"\(.*\)"$/\1/'
+}
+
+# steward_datastore PORT: the TLS etcd, its Secrets and the DataStore steward-etcd.
+steward_datastore() {
+  local port=$1 peer=$(( $1 + 1 ))
+  new_ca steward-etcd-ca "steward-etcd-ca"
+  new_cert steward-etcd-server steward-etcd-ca "/CN=steward-etcd" serverAuth,clientAuth "IP:${NODE_IP},IP:127.0.0.1,DNS:localhost"
+  # CN root: the etcd user Steward creates tenants' users and roles as.
+  new_cert steward-etcd-root steward-etcd-ca "/CN=root" clientAuth
+  # Steward reads EC keys only in their SEC1 form ("EC PRIVATE KEY").
+  openssl ec -in "${PKI}/steward-etcd-ca.key" -out "${PKI}/steward-etcd-ca.sec1.key" 2>/dev/null
+  openssl ec -in "${PKI}/steward-etcd-root.key" -out "${PKI}/steward-etcd-root.sec1.key" 2>/dev/null
+  setsid "${BIN}/etcd" --name steward-etcd --data-dir "${HOST_DIR}/steward-etcd" \
+    --listen-client-urls "https://${NODE_IP}:${port}" --advertise-client-urls "https://${NODE_IP}:${port}" \
+    --listen-peer-urls "http://127.0.0.1:${peer}" --initial-advertise-peer-urls "http://127.0.0.1:${peer}" \
+    --initial-cluster "steward-etcd=http://127.0.0.1:${peer}" --listen-metrics-urls "" --log-level warn \
+    --client-cert-auth --trusted-ca-file "${PKI}/steward-etcd-ca.crt" \
+    --cert-file "${PKI}/steward-etcd-server.crt" --key-file "${PKI}/steward-etcd-server.key" \
+    >"${LOGS}/steward-etcd.log" 2>&1 &
+  pids[steward-etcd]=$!
+  wait_until "Steward's etcd" 30 curl -sf --cacert "${PKI}/steward-etcd-ca.crt" \
+    --cert "${PKI}/steward-etcd-root.crt" --key "${PKI}/steward-etcd-root.key" "https://${NODE_IP}:${port}/health"
+  kc create namespace "${STEWARD_NS}" --dry-run=client -o yaml | kc apply -f - >/dev/null
+  kc -n "${STEWARD_NS}" create secret generic steward-etcd-ca --from-file=ca.crt="${PKI}/steward-etcd-ca.crt" \
+    --from-file=ca.key="${PKI}/steward-etcd-ca.sec1.key" --dry-run=client -o yaml | kc apply -f - >/dev/null
+  kc -n "${STEWARD_NS}" create secret generic steward-etcd-root --from-file=tls.crt="${PKI}/steward-etcd-root.crt" \
+    --from-file=tls.key="${PKI}/steward-etcd-root.sec1.key" --dry-run=client -o yaml | kc apply -f - >/dev/null
+  STEWARD_ETCD_ENDPOINT="${NODE_IP}:${port}"
+}
+
+# steward_datastore_object: the DataStore naming that etcd (after Steward's webhooks serve:
+# they validate DataStores).
+steward_datastore_object() {
+  kc apply -f - >/dev/null <<EOF
+apiVersion: steward.butlerlabs.dev/v1alpha1
+kind: DataStore
+metadata: {name: steward-etcd}
+spec:
+  driver: etcd
+  endpoints: ["${STEWARD_ETCD_ENDPOINT}"]
+  tlsConfig:
+    certificateAuthority:
+      certificate: {secretReference: {name: steward-etcd-ca, namespace: ${STEWARD_NS}, keyPath: ca.crt}}
+      privateKey: {secretReference: {name: steward-etcd-ca, namespace: ${STEWARD_NS}, keyPath: ca.key}}
+    clientCertificate:
+      certificate: {secretReference: {name: steward-etcd-root, namespace: ${STEWARD_NS}, keyPath: tls.crt}}
+      privateKey: {secretReference: {name: steward-etcd-root, namespace: ${STEWARD_NS}, keyPath: tls.key}}
+EOF
+}
+
+# steward_install: Steward from its own chart (rendered: no cert-manager, no bundled etcd, no
+# CRDs: artifacts/crds has them) with the webhook Secret and caBundle from the cluster's CA.
+steward_install() {
+  local image repo tag svc="steward-webhook-service.${STEWARD_NS}.svc" ca kind n i
+  image=$(steward_image steward); repo=${image%:*}; tag=${image##*:}
+  new_cert steward-webhook ca "/CN=${svc}" serverAuth "DNS:${svc},DNS:${svc}.cluster.local"
+  kc -n "${STEWARD_NS}" create secret generic steward-webhook-server-cert --from-file=tls.crt="${PKI}/steward-webhook.crt" \
+    --from-file=tls.key="${PKI}/steward-webhook.key" --from-file=ca.crt="${PKI}/ca.crt" --dry-run=client -o yaml | kc apply -f - >/dev/null
+  local templates=()
+  for t in controller rbac service_webhook mutatingwebhookconfiguration validatingwebhookconfiguration; do
+    templates+=(--show-only "templates/${t}.yaml")
+  done
+  helm template steward "${STEWARD_SRC}/steward/charts/steward" -n "${STEWARD_NS}" --skip-crds "${templates[@]}" \
+    --set fullnameOverride=steward --set image.repository="${repo}" --set-string image.tag="${tag}" \
+    --set image.pullPolicy=Never --set steward-etcd.deploy=false --set defaultDatastoreName=steward-etcd \
+    --set telemetry.disabled=true --set replicaCount=1 >"${HOST_DIR}/steward.yaml"
+  # The chart's entrypoint is /manager; the image's is /usr/local/bin/steward (its args start
+  # with the subcommand "manager", as the chart's do).
+  kc apply -f "${HOST_DIR}/steward.yaml" >/dev/null
+  ca=$(base64 -w0 <"${PKI}/ca.crt")
+  for kind in mutatingwebhookconfiguration/steward-mutating-webhook-configuration validatingwebhookconfiguration/steward-validating-webhook-configuration; do
+    n=$(kc get "${kind}" -o jsonpath='{range .webhooks[*]}x{end}' | wc -c)
+    local ops=""
+    for ((i = 0; i < n; i++)); do ops+="${ops:+,}{\"op\":\"add\",\"path\":\"/webhooks/${i}/clientConfig/caBundle\",\"value\":\"${ca}\"}"; done
+    kc patch "${kind}" --type json -p "[${ops}]" >/dev/null
+  done
+}
+
+# steward_provider_install: the Cluster API Steward provider from its release manifest
+# (control-plane-components.yaml: its RBAC and Deployment; its CRDs are older than its
+# config/crd/bases, which artifacts/crds holds), with LocalCluster as an infrastructure cluster
+# it patches (DynamicInfrastructureClusterPatch; butler's local provider is not in its list).
+steward_provider_install() {
+  local image
+  image=$(steward_image capi-steward)
+  awk 'BEGIN { RS = "\n---\n" } !/\nkind: CustomResourceDefinition\n/ { printf "---\n%s\n", $0 }' \
+    "${STEWARD_SRC}/cluster-api-control-plane-provider-steward/control-plane-components.yaml" \
+    | sed -e 's|${CACPPK_DYNAMIC_INFRASTRUCTURE_CLUSTER_PATCH:=false}|true|' \
+      -e 's|${CACPPK_INFRASTRUCTURE_CLUSTERS:= }|LocalCluster|' -e 's|${[A-Z_]*:=\([^}]*\)}|\1|g' \
+      -e "s|image: ghcr.io/butlerdotdev/capi-steward:.*|image: ${image}\n        imagePullPolicy: Never|" \
+      -e 's|- /manager$|- /usr/local/bin/capi-steward|' >"${HOST_DIR}/capi-steward.yaml"
+  kc apply -f "${HOST_DIR}/capi-steward.yaml" >/dev/null
+  # What the patch of a LocalCluster needs beyond the provider's own role.
+  kc apply -f - >/dev/null <<EOF
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: capi-steward-localclusters}
+rules:
+- apiGroups: [infrastructure.butlerlabs.dev]
+  resources: [localclusters]
+  verbs: [get, list, watch, patch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: capi-steward-localclusters}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: capi-steward-localclusters}
+subjects:
+- {kind: ServiceAccount, name: capi-steward-controller-manager, namespace: ${STEWARD_NS}}
+EOF
+}
+
+# steward_cluster_v1beta1 WEBHOOK_PORT: the Cluster CRD as upstream ships it (v1beta1 served,
+# v1beta2 stored), converted by the Cluster API manager's webhook on loopback.
+steward_cluster_v1beta1() {
+  local port=$1 crd
+  crd="$(cd "${ROOT}/hack/capi" && go list -m -f '{{.Dir}}' sigs.k8s.io/cluster-api)/core/config/crd/bases/cluster.x-k8s.io_clusters.yaml"
+  kc apply --server-side --force-conflicts -f "${crd}" >/dev/null
+  kc patch crd clusters.cluster.x-k8s.io --type merge -p "{\"spec\":{\"conversion\":{\"strategy\":\"Webhook\",\"webhook\":{\"conversionReviewVersions\":[\"v1\",\"v1beta1\"],\"clientConfig\":{\"url\":\"https://127.0.0.1:${port}/convert\",\"caBundle\":\"$(base64 -w0 <"${PKI}/ca.crt")\"}}}}}" >/dev/null
+}
+
+# steward_lb_standin: gives every Service of type LoadBalancer without an address one from
+# LB_CIDR_PREFIX.0/24 (a loop in the background, until HOST_DIR/stop-lb exists).
+steward_lb_standin() {
+  (
+    local next=10 ns name
+    while [[ ! -f "${HOST_DIR}/stop-lb" ]]; do
+      while read -r ns name; do
+        [[ -z "${name}" ]] && continue
+        kc -n "${ns}" patch service "${name}" --subresource status --type merge \
+          -p "{\"status\":{\"loadBalancer\":{\"ingress\":[{\"ip\":\"${LB_CIDR_PREFIX}.${next}\",\"ipMode\":\"VIP\"}]}}}" >/dev/null 2>&1 \
+          && next=$((next + 1))
+      done < <(kc get services -A -o jsonpath='{range .items[?(@.spec.type=="LoadBalancer")]}{.metadata.namespace}{" "}{.metadata.name}{" "}{.status.loadBalancer.ingress[0].ip}{"\n"}{end}' 2>/dev/null | awk 'NF == 2')
+      sleep 1
+    done
+  ) >>"${LOGS}/lb-standin.log" 2>&1 &
+  lb_pid=$!
+}
+
+# steward_dns_alias NS NAME: <NAME>.<NS>.svc resolves in Steward's and butler-apiserver's Pods
+# to the Service's ClusterIP (hostAliases; both Deployments roll).
+steward_dns_alias() {
+  local ip patch
+  ip=$(kc -n "$1" get service "$2" -o jsonpath='{.spec.clusterIP}')
+  patch="{\"spec\":{\"template\":{\"spec\":{\"hostAliases\":[{\"ip\":\"${ip}\",\"hostnames\":[\"$2.$1.svc\",\"$2.$1.svc.cluster.local\"]}]}}}}"
+  kc -n "${STEWARD_NS}" patch deploy steward --type strategic -p "${patch}" >/dev/null
+  kc -n butler-system patch deploy butler-apiserver --type strategic -p "${patch}" >/dev/null
+  kc -n "${STEWARD_NS}" rollout status deploy/steward --timeout=3m >/dev/null
+  kc -n butler-system rollout status deploy/butler-apiserver --timeout=3m >/dev/null
+}
+
+# steward_stage: hack/test-cluster.sh's Steward stage (TEST_STEWARD=1), after the chart's own
+# checks: Steward and its provider installed, then a TenantCluster in steward-demo (ButlerConfig
+# choosing the steward provider, local workers) whose control plane is Steward's Deployment.
+steward_stage() {
+  local t0=${SECONDS} t1
+  STEWARD_ETCD_PORT=$(port)
+  steward_datastore "${STEWARD_ETCD_PORT}"
+  steward_cluster_v1beta1 "${CAPI_WEBHOOK_PORT}"
+  kc get clusters.v1beta1.cluster.x-k8s.io -A >/dev/null || die "Cluster API's v1beta1 Clusters are not served (conversion webhook)"
+  steward_install
+  kc -n "${STEWARD_NS}" rollout status deploy/steward --timeout=5m >/dev/null \
+    || { kc -n "${STEWARD_NS}" logs deploy/steward --tail 30 >&2 || true; die "Steward is not running"; }
+  # The DataStore is validated by Steward's webhook, which serves a moment after the rollout.
+  wait_until "the DataStore steward-etcd (Steward's webhook)" 60 steward_datastore_object
+  steward_provider_install
+  kc -n "${STEWARD_NS}" rollout status deploy/capi-steward-controller-manager --timeout=5m >/dev/null \
+    || { kc -n "${STEWARD_NS}" logs deploy/capi-steward-controller-manager --tail 30 >&2 || true; die "the Cluster API Steward provider is not running"; }
+  steward_lb_standin
+  measure "Steward $(steward_image steward) and its provider $(steward_image capi-steward) installed in $((SECONDS - t0)) s"
+
+  t1=${SECONDS}
+  kc patch butlerconfig butler --type merge -p '{"spec":{"controlPlaneProvider":"steward"}}' >/dev/null
+  kc apply -f - >/dev/null <<EOT
+apiVersion: v1
+kind: Namespace
+metadata: {name: steward-demo}
+---
+apiVersion: butler.butlerlabs.dev/v1alpha1
+kind: ProviderConfig
+metadata: {name: local, namespace: steward-demo}
+spec: {provider: local}
+---
+apiVersion: butler.butlerlabs.dev/v1alpha1
+kind: TenantCluster
+metadata: {name: demo, namespace: steward-demo}
+spec:
+  kubernetesVersion: ${STEWARD_TENANT_VERSION}
+  providerConfigRef: {name: local}
+  controlPlane: {replicas: 1}
+  workers: {replicas: 2, machineTemplate: {os: {type: talos}}}
+EOT
+  # butler makes the cluster's objects in its tenant namespace, <name>-<uid8>.
+  wait_until "steward-demo/demo's tenant namespace" 60 tc_tenant_namespace
+  STEWARD_TNS=$(kc -n steward-demo get tc demo -o jsonpath='{.status.tenantNamespace}')
+  wait_until "Steward's Service ${STEWARD_TNS}/demo" 300 kc -n "${STEWARD_TNS}" get service demo
+  steward_dns_alias "${STEWARD_TNS}" demo
+  wait_until "Steward's Deployment ${STEWARD_TNS}/demo with its 3 containers Running" 600 steward_deployment_running "${STEWARD_TNS}" demo
+  measure "TenantCluster steward-demo/demo: Steward's Deployment with 3 containers Running $((SECONDS - t1)) s after its create"
+  kc wait tc/demo -n steward-demo --for=condition=Ready --timeout=10m >/dev/null \
+    || { kc get tc -n steward-demo -o wide >&2; die "TenantCluster steward-demo/demo is not Ready"; }
+  measure "TenantCluster steward-demo/demo (Steward, 2 local workers) Ready in $((SECONDS - t1)) s"
+  mint_kubeconfig demo "${HOST_DIR}/steward-demo.kubeconfig" steward-demo
+  kc --kubeconfig "${HOST_DIR}/steward-demo.kubeconfig" get nodes
+  [[ $(ready_nodes "${HOST_DIR}/steward-demo.kubeconfig") == 2 ]] \
+    || die "steward-demo/demo's kubeconfig lists $(ready_nodes "${HOST_DIR}/steward-demo.kubeconfig") Ready nodes, want 2"
+  steward_hibernation
+  steward_delete
+}
+
+# steward_hibernation: hibernated takes Steward's Deployment to 0 replicas (no Pod left), and
+# awake again to a running Pod and a Ready cluster.
+steward_hibernation() {
+  local t=${SECONDS}
+  kc -n steward-demo patch tc demo --type merge -p '{"spec":{"hibernation":{"hibernated":true}}}' >/dev/null
+  wait_until "steward-demo/demo Hibernated" 300 tc_phase_is steward-demo demo Hibernated
+  wait_until "Steward's Deployment ${STEWARD_TNS}/demo at 0 replicas, no Pod" 120 steward_deployment_stopped "${STEWARD_TNS}" demo
+  measure "steward-demo/demo Hibernated, Steward's Deployment at 0 replicas, in $((SECONDS - t)) s"
+  t=${SECONDS}
+  kc -n steward-demo patch tc demo --type merge -p '{"spec":{"hibernation":{"hibernated":false}}}' >/dev/null
+  wait_until "Steward's Deployment ${STEWARD_TNS}/demo running again" 300 steward_deployment_running "${STEWARD_TNS}" demo
+  wait_until "steward-demo/demo Ready after its wake" 600 tc_phase_is steward-demo demo Ready
+  measure "steward-demo/demo awake and Ready again in $((SECONDS - t)) s"
+}
+
+# tc_tenant_namespace: steward-demo/demo's status names its tenant namespace.
+tc_tenant_namespace() { [[ -n "$(kc -n steward-demo get tc demo -o jsonpath='{.status.tenantNamespace}')" ]]; }
+
+# tc_phase_is NS NAME PHASE
+tc_phase_is() { [[ "$(kc -n "$1" get tc "$2" -o jsonpath='{.status.phase}')" == "$3" ]]; }
+
+# steward_deployment_stopped NS NAME: the Deployment asks for 0 replicas and has no Pod.
+steward_deployment_stopped() {
+  local selector
+  [[ "$(kc -n "$1" get deploy "$2" -o jsonpath='{.spec.replicas}')" == 0 ]] || return 1
+  selector=$(kc -n "$1" get deploy "$2" -o go-template='{{range $k, $v := .spec.selector.matchLabels}}{{$k}}={{$v}},{{end}}') || return 1
+  [[ -z "$(kc -n "$1" get pods -l "${selector%,}" -o name)" ]]
+}
+
+# steward_delete: deleting the TenantCluster leaves no TenantControlPlane, Deployment or Secret
+# of the tenant, and no key under its prefix in Steward's DataStore.
+steward_delete() {
+  local t=${SECONDS} schema left keys
+  schema=$(kc -n "${STEWARD_TNS}" get tenantcontrolplanes demo -o jsonpath='{.status.storage.setup.schema}')
+  [[ -n "${schema}" ]] || die "TenantControlPlane ${STEWARD_TNS}/demo names no schema (status.storage.setup.schema)"
+  [[ "$(steward_etcd_keys "/${schema}/")" -gt 0 ]] || die "no key under /${schema}/ in Steward's etcd while the tenant runs"
+  kc -n steward-demo delete tc demo --wait=false >/dev/null
+  gone() {
+    left=$(kc -n "${STEWARD_TNS}" get tenantcontrolplanes,deploy,secrets -o name 2>/dev/null || true)
+    keys=$(steward_etcd_keys "/${schema}/")
+    [[ -z "${left}" && "${keys}" == 0 ]]
+  }
+  local deadline=$((SECONDS + 300))
+  until gone; do
+    ((SECONDS < deadline)) || die "300 s after deleting steward-demo/demo: left ${left:-nothing} and ${keys} keys under /${schema}/"
+    sleep 2
+  done
+  measure "steward-demo/demo deleted in $((SECONDS - t)) s: no TenantControlPlane, Deployment or Secret, 0 keys under /${schema}/"
+}
+
+# steward_etcd_keys PREFIX: how many keys Steward's etcd holds under PREFIX (as root).
+steward_etcd_keys() {
+  local key end
+  key=$(printf '%s' "$1" | base64 -w0)
+  # The range end: the prefix with its last byte + 1 ('/' -> '0').
+  end=$(printf '%s' "${1%/}0" | base64 -w0)
+  local out
+  out=$(curl -sf --cacert "${PKI}/steward-etcd-ca.crt" --cert "${PKI}/steward-etcd-root.crt" --key "${PKI}/steward-etcd-root.key" \
+    "https://${STEWARD_ETCD_ENDPOINT}/v3/kv/range" -d "{\"key\":\"${key}\",\"range_end\":\"${end}\",\"count_only\":true}") \
+    || { echo "unknown (etcd did not answer)"; return; }
+  # etcd's JSON leaves out a count of 0.
+  grep -o '"count":"[0-9]*"' <<<"${out}" | grep -o '[0-9]*' || echo 0
+}
+
+# steward_dump: what a failed Steward stage needs read, into LOGS (kept after the run): the
+# objects of steward-demo and the logs of Steward, its provider and the tenant's Pods.
+steward_dump() {
+  local pod
+  local ns=${STEWARD_TNS:-steward-demo}
+  kc get tc -n steward-demo -o yaml >"${LOGS}/steward-objects.yaml" 2>&1
+  kc get cluster,stewardcontrolplanes,tenantcontrolplanes,localclusters,machines,localmachines,pods,services,deploy -n "${ns}" -o yaml >>"${LOGS}/steward-objects.yaml" 2>&1
+  kc get secrets -n "${ns}" >>"${LOGS}/steward-objects.yaml" 2>&1
+  kc get datastores -o yaml >>"${LOGS}/steward-objects.yaml" 2>&1
+  kc get events -A --sort-by=.lastTimestamp >"${LOGS}/steward-events.txt" 2>&1
+  kc -n "${STEWARD_NS}" logs deploy/steward --tail 300 >"${LOGS}/steward-manager.log" 2>&1
+  kc -n "${STEWARD_NS}" logs deploy/capi-steward-controller-manager --tail 300 >"${LOGS}/capi-steward.log" 2>&1
+  for pod in $(kc -n "${ns}" get pods -o name 2>/dev/null); do
+    kc -n "${ns}" logs "${pod}" --all-containers --tail 100 >"${LOGS}/steward-demo-${pod##*/}.log" 2>&1
+  done
+  return 0
+}
+
+# steward_deployment_running NS NAME: Steward's Deployment NAME has a Pod whose three
+# containers (kube-apiserver, kube-controller-manager, kube-scheduler) all run.
+steward_deployment_running() {
+  local selector running
+  selector=$(kc -n "$1" get deploy "$2" -o go-template='{{range $k, $v := .spec.selector.matchLabels}}{{$k}}={{$v}},{{end}}') || return 1
+  running=$(kc -n "$1" get pods -l "${selector%,}" -o jsonpath='{range .items[*]}{range .status.containerStatuses[*]}{.state.running.startedAt}{" "}{end}{"\n"}{end}' | awk 'NF == 3' | wc -l)
+  ((running >= 1))
+}
