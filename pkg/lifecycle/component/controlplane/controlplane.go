@@ -78,7 +78,7 @@ func stewardControlPlane(in component.Input) (*unstructured.Unstructured, error)
 	spec := steward.StewardControlPlaneSpec{
 		Version:       in.Cluster.Spec.KubernetesVersion,
 		Replicas:      cp.Replicas,
-		DataStoreName: dataStore(cp),
+		DataStoreName: dataStore(in.Cluster),
 		Network:       &steward.NetworkComponent{ServiceType: exp.serviceType(), CertSANs: exp.certSANs},
 	}
 	spec.APIServer, spec.ControllerManager, spec.Scheduler = components(cp.Resources)
@@ -101,7 +101,7 @@ func kamajiControlPlane(in component.Input) (*unstructured.Unstructured, error) 
 	spec := kamaji.KamajiControlPlaneSpec{
 		Version:       in.Cluster.Spec.KubernetesVersion,
 		Replicas:      cp.Replicas,
-		DataStoreName: dataStore(cp),
+		DataStoreName: dataStore(in.Cluster),
 		Network:       &kamaji.NetworkComponent{ServiceType: exp.serviceType(), CertSANs: exp.certSANs},
 	}
 	spec.APIServer, spec.ControllerManager, spec.Scheduler = components(cp.Resources)
@@ -211,11 +211,16 @@ func kubeadmControlPlane(in component.Input) (*unstructured.Unstructured, error)
 	return component.FromTyped(in, external.KubeadmControlPlaneGVK, component.Name(in), kcp)
 }
 
-func dataStore(cp v1alpha1.ControlPlaneSpec) string {
-	if cp.DataStoreRef == nil {
-		return ""
+// dataStore is the DataStore a hosted control plane object names: spec.controlPlane.dataStoreRef,
+// else the one the provider placed the tenant on (status.dataStoreName), once known. The real
+// Steward provider writes its object's dataStoreName onto the TenantControlPlane whole, and
+// Steward refuses an update that unsets the default it chose ("unsetting the dataStore is not
+// supported"), so the provider could not update the TenantControlPlane again.
+func dataStore(tc *v1alpha1.TenantCluster) string {
+	if ref := tc.Spec.ControlPlane.DataStoreRef; ref != nil {
+		return ref.Name
 	}
-	return cp.DataStoreRef.Name
+	return tc.Status.DataStoreName
 }
 
 func components(r *v1alpha1.ControlPlaneResources) (apiServer, controllerManager, scheduler *steward.ControlPlaneComponent) {

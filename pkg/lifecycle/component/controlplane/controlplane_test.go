@@ -206,6 +206,25 @@ func TestHostedSpec(t *testing.T) {
 	}
 }
 
+// Without a dataStoreRef the object names the DataStore the provider placed the tenant on, once
+// the status says which: Steward refuses a TenantControlPlane update that unsets its dataStore.
+func TestHostedDataStoreStaysNamed(t *testing.T) {
+	for _, provider := range []v1alpha1.ControlPlaneProvider{v1alpha1.ControlPlaneProviderSteward, v1alpha1.ControlPlaneProviderKamaji} {
+		in := componenttest.Input(v1alpha1.ProviderLocal)
+		in.Config.Spec.ControlPlaneProvider = provider
+		for placed, want := range map[string]string{"": "<none>", "steward-etcd": "steward-etcd"} {
+			in.Cluster.Status.DataStoreName = placed
+			cp, err := controlplane.ControlPlane(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := get(cp, "spec", "dataStoreName"); got != want {
+				t.Errorf("%s, placed on %q: spec.dataStoreName = %s, want %s", provider, placed, got, want)
+			}
+		}
+	}
+}
+
 func TestKubeadmControlPlane(t *testing.T) {
 	for _, replicas := range []int32{1, 2, 3, 4, 5, 7} {
 		in := componenttest.Input(v1alpha1.ProviderProxmox)
