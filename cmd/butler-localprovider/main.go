@@ -137,7 +137,8 @@ Flags:
 		}},
 		{Name: "machines", New: func(d *worker.Deps) (worker.Runner, error) {
 			// machines/ and kwok/ next to the tenants' state directory.
-			return machines.New(d, machines.Options{StateDir: filepath.Dir(cp.StateDir), RealNodes: nodes})
+			return machines.New(d, machines.Options{StateDir: filepath.Dir(cp.StateDir), RealNodes: nodes,
+				ExternalControlPlaneNamespaces: cp.ExternalNamespaces})
 		}},
 	}
 

@@ -34,6 +34,21 @@ const (
 	PodSecurityPrivileged   = "privileged"
 )
 
+// MadeForNamespaces says whether obj is in one of namespaces, or was made for a TenantCluster in
+// one of them (its TenantClusterNamespaceLabel: butler makes a cluster's objects in its tenant
+// namespace, <tc>-<uid8>).
+func MadeForNamespaces(obj interface {
+	GetNamespace() string
+	GetLabels() map[string]string
+}, namespaces []string) bool {
+	for _, ns := range namespaces {
+		if obj.GetNamespace() == ns || obj.GetLabels()[TenantClusterNamespaceLabel] == ns {
+			return true
+		}
+	}
+	return false
+}
+
 // TenantSystemNamespaces are Kubernetes' own namespaces in a tenant: their service accounts are
 // the system's controllers', so operators are never bound there and a Team's chart creates
 // nothing there.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"time"
 
@@ -71,8 +70,7 @@ type Options struct {
 // namespace of the TenantCluster it was made for (its label, which the real provider copies
 // from the StewardControlPlane to the TenantControlPlane), is in Options.ExternalNamespaces.
 func (o Options) external(obj metav1.Object) bool {
-	return slices.Contains(o.ExternalNamespaces, obj.GetNamespace()) ||
-		slices.Contains(o.ExternalNamespaces, obj.GetLabels()[external.TenantClusterNamespaceLabel])
+	return external.MadeForNamespaces(obj, o.ExternalNamespaces)
 }
 
 // Controller runs the StewardControlPlane and TenantControlPlane controllers.

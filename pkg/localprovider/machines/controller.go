@@ -46,6 +46,9 @@ type Options struct {
 	MaxRetryAfter time.Duration
 	// RealNodes configure the machines of spec.nodeType real.
 	RealNodes RealNodesOptions
+	// ExternalControlPlaneNamespaces are those whose control planes a real Steward and its
+	// Cluster API provider run (butler-localprovider --external-control-plane-namespaces).
+	ExternalControlPlaneNamespaces []string
 }
 
 // Controller reconciles LocalClusters and LocalMachines.
@@ -270,7 +273,8 @@ func (c *Controller) reconcileCluster(ctx context.Context, key string) error {
 		return err
 	}
 	c.wakeRealNodes(ns, cluster)
-	provisioned, cond := clusterReadiness(lc, cluster, secret != nil)
+	externalCP := external.MadeForNamespaces(lc, c.opts.ExternalControlPlaneNamespaces)
+	provisioned, cond := clusterReadiness(lc, cluster, secret != nil, externalCP)
 	if err := c.applyClusterStatus(ctx, lc, provisioned, cond); err != nil {
 		return err
 	}
@@ -306,8 +310,9 @@ func isPaused(cluster runtime.Object, annotations map[string]string) bool {
 // infrastructure is provisioned and, when the kubeconfig Secret is not there yet, tries again
 // only 30 s later (ConnectionCreationRetryInterval, no flag): until it connects no Machine gets
 // its nodeRef. A LocalCluster provisioned once stays so when the Secret goes (status.initialization
-// is set once, by contract).
-func clusterReadiness(lc *external.LocalCluster, cluster string, kubeconfig bool) (bool, metav1.Condition) {
+// is set once, by contract). An external control plane (the real Steward provider) gets no such
+// wait: it writes the Secret only once the infrastructure is provisioned.
+func clusterReadiness(lc *external.LocalCluster, cluster string, kubeconfig, externalControlPlane bool) (bool, metav1.Condition) {
 	ep := lc.Spec.ControlPlaneEndpoint
 	was := lc.Status.Initialization != nil && lc.Status.Initialization.Provisioned != nil && *lc.Status.Initialization.Provisioned
 	switch {
@@ -315,7 +320,7 @@ func clusterReadiness(lc *external.LocalCluster, cluster string, kubeconfig bool
 		return false, metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse,
 			Reason:  ReasonWaitingForControlPlaneEndpoint,
 			Message: "waiting for the control plane provider to set spec.controlPlaneEndpoint"}
-	case !kubeconfig && !was:
+	case !kubeconfig && !was && !externalControlPlane:
 		return false, metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse,
 			Reason:  ReasonWaitingForKubeconfig,
 			Message: fmt.Sprintf("waiting for the control plane provider to write the Secret %s-kubeconfig", cluster)}

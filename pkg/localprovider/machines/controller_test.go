@@ -118,7 +118,8 @@ func TestBootstrapData(t *testing.T) {
 
 // TestClusterReadiness: a LocalCluster is provisioned once its control plane endpoint is set
 // and the cluster's kubeconfig Secret exists (Cluster API's ClusterCache connects the moment it
-// is, and waits 30 s after a failed connect), and stays provisioned when the Secret goes.
+// is, and waits 30 s after a failed connect), and stays provisioned when the Secret goes; one
+// whose control plane is external waits for the endpoint only.
 func TestClusterReadiness(t *testing.T) {
 	yes := true
 	endpoint := external.APIEndpoint{Host: "127.0.0.1", Port: 36001}
@@ -127,13 +128,18 @@ func TestClusterReadiness(t *testing.T) {
 		endpoint    external.APIEndpoint
 		was         bool
 		kubeconfig  bool
+		external    bool
 		provisioned bool
 		reason      string
 	}{
-		{"no endpoint", external.APIEndpoint{}, false, true, false, ReasonWaitingForControlPlaneEndpoint},
-		{"an endpoint, no kubeconfig yet", endpoint, false, false, false, ReasonWaitingForKubeconfig},
-		{"an endpoint and the kubeconfig", endpoint, false, true, true, ReasonProvisioned},
-		{"provisioned before, the kubeconfig gone", endpoint, true, false, true, ReasonProvisioned},
+		{"no endpoint", external.APIEndpoint{}, false, true, false, false, ReasonWaitingForControlPlaneEndpoint},
+		{"an endpoint, no kubeconfig yet", endpoint, false, false, false, false, ReasonWaitingForKubeconfig},
+		{"an endpoint and the kubeconfig", endpoint, false, true, false, true, ReasonProvisioned},
+		{"provisioned before, the kubeconfig gone", endpoint, true, false, false, true, ReasonProvisioned},
+		// The real Steward provider writes the kubeconfig only after the infrastructure is
+		// provisioned: waiting for it would wait for ever.
+		{"an endpoint, no kubeconfig, an external control plane", endpoint, false, false, true, true, ReasonProvisioned},
+		{"no endpoint, an external control plane", external.APIEndpoint{}, false, false, true, false, ReasonWaitingForControlPlaneEndpoint},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -142,7 +148,7 @@ func TestClusterReadiness(t *testing.T) {
 			if tc.was {
 				lc.Status.Initialization = &external.InfrastructureInitialization{Provisioned: &yes}
 			}
-			provisioned, cond := clusterReadiness(lc, "prod", tc.kubeconfig)
+			provisioned, cond := clusterReadiness(lc, "prod", tc.kubeconfig, tc.external)
 			if provisioned != tc.provisioned || cond.Reason != tc.reason {
 				t.Fatalf("provisioned %v, reason %s; want %v, %s", provisioned, cond.Reason, tc.provisioned, tc.reason)
 			}
