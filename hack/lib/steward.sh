@@ -70,8 +70,10 @@ steward_datastore() {
   STEWARD_ETCD_ENDPOINT="${NODE_IP}:${port}"
 }
 
-# steward_datastore_object: the DataStore naming that etcd (after Steward's webhooks serve:
-# they validate DataStores).
+# steward_datastore_object: the DataStore naming that etcd. Steward's manager exits at start
+# when its default DataStore does not exist ("the default Datastore steward-etcd doesn't
+# exist"), and its webhooks (served by that manager) validate DataStores: so the DataStore is
+# made before Steward's webhook configurations, unvalidated, as its chart's bundled etcd does.
 steward_datastore_object() {
   kc apply -f - >/dev/null <<EOF
 apiVersion: steward.butlerlabs.dev/v1alpha1
@@ -105,7 +107,7 @@ steward_install() {
   helm template steward "${STEWARD_SRC}/steward/charts/steward" -n "${STEWARD_NS}" --skip-crds "${templates[@]}" \
     --set fullnameOverride=steward --set image.repository="${repo}" --set-string image.tag="${tag}" \
     --set image.pullPolicy=Never --set steward-etcd.deploy=false --set defaultDatastoreName=steward-etcd \
-    --set telemetry.disabled=true --set replicaCount=1 >"${HOST_DIR}/steward.yaml"
+    --set replicaCount=1 >"${HOST_DIR}/steward.yaml"
   # The chart's entrypoint is /manager; the image's is /usr/local/bin/steward (its args start
   # with the subcommand "manager", as the chart's do).
   kc apply -f "${HOST_DIR}/steward.yaml" >/dev/null
@@ -116,6 +118,41 @@ steward_install() {
     for ((i = 0; i < n; i++)); do ops+="${ops:+,}{\"op\":\"add\",\"path\":\"/webhooks/${i}/clientConfig/caBundle\",\"value\":\"${ca}\"}"; done
     kc patch "${kind}" --type json -p "[${ops}]" >/dev/null
   done
+}
+
+# steward_local_images: Pods that run registry.k8s.io images (a Steward tenant's control plane)
+# use the ones imported here. Steward sets imagePullPolicy Always on the kube-apiserver container
+# (steward/internal/builders/controlplane/deployment.go:613), and nothing is pulled here: a
+# MutatingAdmissionPolicy makes it IfNotPresent on each Pod (Steward owns the Deployment and
+# would undo a change there). A management cluster with a registry mirror needs none of this.
+steward_local_images() {
+  kc api-resources --api-group admissionregistration.k8s.io -o name | grep -x mutatingadmissionpolicies.admissionregistration.k8s.io >/dev/null \
+    || die "the cluster serves no MutatingAdmissionPolicy (admissionregistration.k8s.io/v1), which the Steward stage needs"
+  kc apply -f - >/dev/null <<'EOF2'
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata: {name: steward-local-images}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}
+  matchConditions:
+  - name: runs-registry-k8s-io-images
+    expression: "object.spec.containers.exists(c, c.image.startsWith('registry.k8s.io/'))"
+  failurePolicy: Fail
+  reinvocationPolicy: Never
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: >
+        Object{spec: Object.spec{containers: object.spec.containers.map(c,
+          Object.spec.containers{name: c.name, imagePullPolicy: "IfNotPresent"})}}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicyBinding
+metadata: {name: steward-local-images}
+spec: {policyName: steward-local-images}
+EOF2
 }
 
 # steward_provider_install: the Cluster API Steward provider from its release manifest
@@ -199,11 +236,11 @@ steward_stage() {
   steward_datastore "${STEWARD_ETCD_PORT}"
   steward_cluster_v1beta1 "${CAPI_WEBHOOK_PORT}"
   kc get clusters.v1beta1.cluster.x-k8s.io -A >/dev/null || die "Cluster API's v1beta1 Clusters are not served (conversion webhook)"
+  steward_local_images
+  steward_datastore_object
   steward_install
   kc -n "${STEWARD_NS}" rollout status deploy/steward --timeout=5m >/dev/null \
     || { kc -n "${STEWARD_NS}" logs deploy/steward --tail 30 >&2 || true; die "Steward is not running"; }
-  # The DataStore is validated by Steward's webhook, which serves a moment after the rollout.
-  wait_until "the DataStore steward-etcd (Steward's webhook)" 60 steward_datastore_object
   steward_provider_install
   kc -n "${STEWARD_NS}" rollout status deploy/capi-steward-controller-manager --timeout=5m >/dev/null \
     || { kc -n "${STEWARD_NS}" logs deploy/capi-steward-controller-manager --tail 30 >&2 || true; die "the Cluster API Steward provider is not running"; }
