@@ -62,12 +62,44 @@ steward_datastore() {
   pids[steward-etcd]=$!
   wait_until "Steward's etcd" 30 curl -sf --cacert "${PKI}/steward-etcd-ca.crt" \
     --cert "${PKI}/steward-etcd-root.crt" --key "${PKI}/steward-etcd-root.key" "https://${NODE_IP}:${port}/health"
+  STEWARD_ETCD_ENDPOINT="${NODE_IP}:${port}"
+  steward_etcd_auth
   kc create namespace "${STEWARD_NS}" --dry-run=client -o yaml | kc apply -f - >/dev/null
   kc -n "${STEWARD_NS}" create secret generic steward-etcd-ca --from-file=ca.crt="${PKI}/steward-etcd-ca.crt" \
     --from-file=ca.key="${PKI}/steward-etcd-ca.sec1.key" --dry-run=client -o yaml | kc apply -f - >/dev/null
   kc -n "${STEWARD_NS}" create secret generic steward-etcd-root --from-file=tls.crt="${PKI}/steward-etcd-root.crt" \
     --from-file=tls.key="${PKI}/steward-etcd-root.sec1.key" --dry-run=client -o yaml | kc apply -f - >/dev/null
-  STEWARD_ETCD_ENDPOINT="${NODE_IP}:${port}"
+}
+
+# steward_etcd_auth: etcd's authentication on, with the root user Steward connects as (CN root):
+# only then do the per-tenant user and prefix role Steward creates bind anything, and a tenant's
+# kube-apiserver still running after Steward deleted its user (it deletes the prefix, user and
+# role before the Deployment stops) can write no key back. Root also gets a password, because
+# etcd's HTTP gateway, which the stage reads keys through, does not authenticate by certificate.
+steward_etcd_auth() {
+  STEWARD_ETCD_ROOT_PASSWORD=$(head -c 18 /dev/urandom | base64 | tr -d '/+=')
+  steward_etcd_post /v3/auth/user/add "{\"name\":\"root\",\"password\":\"${STEWARD_ETCD_ROOT_PASSWORD}\"}" >/dev/null
+  steward_etcd_post /v3/auth/user/grant "{\"user\":\"root\",\"role\":\"root\"}" >/dev/null
+  steward_etcd_post /v3/auth/enable '{}' >/dev/null
+}
+
+# steward_etcd_post PATH BODY: a request to Steward's etcd's HTTP gateway, as root once
+# authentication is on (a token from root's password).
+steward_etcd_post() {
+  local auth=()
+  if [[ -n "${STEWARD_ETCD_TOKEN:-}" ]] || { [[ "$1" != /v3/auth/* ]] && steward_etcd_login; }; then
+    auth=(-H "Authorization: ${STEWARD_ETCD_TOKEN}")
+  fi
+  curl -sf --cacert "${PKI}/steward-etcd-ca.crt" --cert "${PKI}/steward-etcd-root.crt" --key "${PKI}/steward-etcd-root.key" \
+    "${auth[@]}" "https://${STEWARD_ETCD_ENDPOINT}$1" -d "$2"
+}
+
+# steward_etcd_login: STEWARD_ETCD_TOKEN for root.
+steward_etcd_login() {
+  STEWARD_ETCD_TOKEN=$(curl -sf --cacert "${PKI}/steward-etcd-ca.crt" --cert "${PKI}/steward-etcd-root.crt" \
+    --key "${PKI}/steward-etcd-root.key" "https://${STEWARD_ETCD_ENDPOINT}/v3/auth/authenticate" \
+    -d "{\"name\":\"root\",\"password\":\"${STEWARD_ETCD_ROOT_PASSWORD}\"}" | grep -o '"token":"[^"]*"' | cut -d'"' -f4)
+  [[ -n "${STEWARD_ETCD_TOKEN}" ]]
 }
 
 # steward_datastore_object: the DataStore naming that etcd. Steward's manager exits at start
@@ -343,8 +375,9 @@ steward_etcd_keys() {
   # The range end: the prefix with its last byte + 1 ('/' -> '0').
   end=$(printf '%s' "${1%/}0" | base64 -w0)
   local out
-  out=$(curl -sf --cacert "${PKI}/steward-etcd-ca.crt" --cert "${PKI}/steward-etcd-root.crt" --key "${PKI}/steward-etcd-root.key" \
-    "https://${STEWARD_ETCD_ENDPOINT}/v3/kv/range" -d "{\"key\":\"${key}\",\"range_end\":\"${end}\",\"count_only\":true}") \
+  # A token expires (etcd's simple tokens after 5 min idle): one login per count.
+  STEWARD_ETCD_TOKEN=""
+  out=$(steward_etcd_post /v3/kv/range "{\"key\":\"${key}\",\"range_end\":\"${end}\",\"count_only\":true}") \
     || { echo "unknown (etcd did not answer)"; return; }
   # etcd's JSON leaves out a count of 0.
   grep -o '"count":"[0-9]*"' <<<"${out}" | grep -o '[0-9]*' || echo 0
