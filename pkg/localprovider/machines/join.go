@@ -99,6 +99,59 @@ const (
 // what the Node registers. It is idempotent: the private key survives in dir, so a join
 // interrupted after its certificate request resumes with the same request.
 func (j *Joiner) Join(ctx context.Context, info bootstrap.JoinInfo, reg Registration, dir string) (*Joined, error) {
+	nodeConfig := joinedBefore(dir, info)
+	if nodeConfig == nil {
+		var err error
+		if nodeConfig, err = j.requestCredentials(ctx, info, dir); err != nil {
+			return nil, err
+		}
+	}
+	nodeClient, err := j.NewClient(nodeConfig)
+	if err != nil {
+		return nil, err
+	}
+	version := info.KubernetesVersion
+	if version == "" {
+		// A kubelet reports its own version; this one is as new as the server it joins.
+		if v, err := nodeClient.Discovery().ServerVersion(); err == nil {
+			version = v.GitVersion
+		}
+	}
+	node, err := j.RegisterNode(ctx, nodeClient, NodeFor(info, reg, version))
+	if err != nil {
+		return nil, err
+	}
+	klog.FromContext(ctx).Info("Node registered", "node", info.NodeName, "endpoint", info.Endpoint, "providerID", reg.ProviderID)
+	return &Joined{Node: node}, nil
+}
+
+// joinedBefore is the node's client configuration from an earlier join in dir, nil when there
+// is none for this node and endpoint or its certificate is no longer good. A join resumed after
+// its certificate was issued (a real node whose boot failed) must not need the bootstrap token:
+// the bootstrap provider deletes it once the Node exists.
+func joinedBefore(dir string, info bootstrap.JoinInfo) *rest.Config {
+	config, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, kubeconfigFile))
+	if err != nil || config.Host != "https://"+info.Endpoint {
+		return nil
+	}
+	cert, err := parseCertificate(config.CertData)
+	if err != nil || cert.Subject.CommonName != "system:node:"+info.NodeName || time.Now().After(cert.NotAfter) {
+		return nil
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(config.CAData) {
+		return nil
+	}
+	if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		return nil
+	}
+	config.Timeout = 30 * time.Second
+	return config
+}
+
+// requestCredentials is the join's first half: the cluster CA discovered, the node client
+// certificate requested with the bootstrap token and kept in dir.
+func (j *Joiner) requestCredentials(ctx context.Context, info bootstrap.JoinInfo, dir string) (*rest.Config, error) {
 	logger := klog.FromContext(ctx).WithValues("node", info.NodeName, "endpoint", info.Endpoint)
 	caPEM, err := j.Discover(ctx, info)
 	if err != nil {
@@ -129,23 +182,7 @@ func (j *Joiner) Join(ctx context.Context, info bootstrap.JoinInfo, reg Registra
 	if err := writeState(dir, info.NodeName, nodeConfig); err != nil {
 		return nil, err
 	}
-	nodeClient, err := j.NewClient(nodeConfig)
-	if err != nil {
-		return nil, err
-	}
-	version := info.KubernetesVersion
-	if version == "" {
-		// A kubelet reports its own version; this one is as new as the server it joins.
-		if v, err := nodeClient.Discovery().ServerVersion(); err == nil {
-			version = v.GitVersion
-		}
-	}
-	node, err := j.RegisterNode(ctx, nodeClient, NodeFor(info, reg, version))
-	if err != nil {
-		return nil, err
-	}
-	logger.Info("Node registered", "providerID", reg.ProviderID)
-	return &Joined{Node: node}, nil
+	return nodeConfig, nil
 }
 
 // Discover returns the cluster CA (PEM) the machine may trust. With a CA in the data, that CA.

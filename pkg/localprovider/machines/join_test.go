@@ -356,6 +356,25 @@ func TestJoin(t *testing.T) {
 	if len(csrs.Items) != 1 {
 		t.Errorf("%d certificate requests after two joins with one key, want 1", len(csrs.Items))
 	}
+
+	// Once the Node exists the bootstrap provider deletes the token (cluster-info unsigned, the
+	// request gone): a join resumed then (a real node whose boot failed) registers with the
+	// certificate it has, without the token.
+	if _, err := f.client.CoreV1().ConfigMaps(metav1.NamespacePublic).Update(ctx, clusterInfo(t, ca.pem), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.client.CertificatesV1().CertificateSigningRequests().DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.configs = nil
+	if again, err := f.joiner().Join(ctx, pinnedInfo(t, ca), KwokNode("local://tenant/worker-0"), dir); err != nil || again.Node.Name != "worker-0" {
+		t.Fatalf("a join resumed after the token was deleted: %v", err)
+	}
+	for _, c := range f.configs {
+		if c.BearerToken != "" || c.CertData == nil {
+			t.Errorf("the resumed join used a client without the node's certificate: %+v", c)
+		}
+	}
 }
 
 func TestRegisterNodeTakenByAnother(t *testing.T) {

@@ -47,6 +47,11 @@ func (b *bridgeNet) hostIP() netip.Addr { return b.prefix.Masked().Addr().Next()
 
 // ensure makes the bridge with the host's address when it is not there.
 func (b *bridgeNet) ensure(ctx context.Context) error {
+	// Under the leases' lock: two nodes booting at once (a MachineDeployment's) would both add
+	// the bridge, and the second boot failed on "File exists"; a release does not take it away
+	// meanwhile.
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	if _, err := net.InterfaceByName(b.name); err == nil {
 		return nil
 	}
