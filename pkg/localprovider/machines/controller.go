@@ -718,7 +718,30 @@ func (c *Controller) setMachineCondition(ctx context.Context, lm *external.Local
 	if !meta.SetStatusCondition(&conds, cond) && lm.Status.Phase == phase {
 		return nil
 	}
-	return c.applyMachineStatus(ctx, lm, cond, map[string]any{"phase": phase})
+	return c.applyMachineStatus(ctx, lm, cond, keptStatus(lm, phase))
+}
+
+// keptStatus is the status of a condition's apply: the phase, and what a joined machine keeps.
+// An apply owns only the fields it sends, so one without initialization.provisioned took it
+// away: a real node going NodeDown made its machine unjoined, joined it again, and went down
+// again, in a loop.
+func keptStatus(lm *external.LocalMachine, phase string) map[string]any {
+	status := map[string]any{"phase": phase}
+	if !lm.Status.Provisioned() {
+		return status
+	}
+	status["initialization"] = map[string]any{"provisioned": true}
+	if lm.Status.NodeName != "" {
+		status["nodeName"] = lm.Status.NodeName
+	}
+	var addresses []any
+	for _, a := range lm.Status.Addresses {
+		addresses = append(addresses, map[string]any{"type": a.Type, "address": a.Address})
+	}
+	if len(addresses) > 0 {
+		status["addresses"] = addresses
+	}
+	return status
 }
 
 // applyMachineStatus applies status (this provider owns all of it) with cond among the

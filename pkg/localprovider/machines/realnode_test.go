@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 )
 
 func TestBridgeLeases(t *testing.T) {
@@ -102,5 +103,21 @@ func TestLoopbackEndpointsAndMounts(t *testing.T) {
 	}
 	if got := unescapeMount(`/a\040b/c`); got != "/a b/c" {
 		t.Errorf("unescapeMount: %q", got)
+	}
+}
+
+// A joined machine's condition apply keeps what makes it joined: an apply owns only the fields
+// it sends, and a NodeDown without initialization.provisioned made the machine join again.
+func TestKeptStatus(t *testing.T) {
+	yes := true
+	lm := &external.LocalMachine{Status: external.LocalMachineStatus{NodeName: "n0",
+		Initialization: &external.InfrastructureInitialization{Provisioned: &yes},
+		Addresses:      []external.MachineAddress{{Type: "InternalIP", Address: "10.250.0.2"}}}}
+	got := keptStatus(lm, PhaseFailed)
+	if got["phase"] != PhaseFailed || got["nodeName"] != "n0" || got["initialization"] == nil || len(got["addresses"].([]any)) != 1 {
+		t.Errorf("a joined machine's status: %v", got)
+	}
+	if got := keptStatus(&external.LocalMachine{}, PhasePending); len(got) != 1 {
+		t.Errorf("a machine not joined: %v", got)
 	}
 }
