@@ -99,13 +99,21 @@ const (
 // what the Node registers. It is idempotent: the private key survives in dir, so a join
 // interrupted after its certificate request resumes with the same request.
 func (j *Joiner) Join(ctx context.Context, info bootstrap.JoinInfo, reg Registration, dir string) (*Joined, error) {
-	nodeConfig := joinedBefore(dir, info)
-	if nodeConfig == nil {
-		var err error
-		if nodeConfig, err = j.requestCredentials(ctx, info, dir); err != nil {
-			return nil, err
+	if before := joinedBefore(dir, info); before != nil {
+		if joined, err := j.register(ctx, info, reg, before); err == nil {
+			return joined, nil
 		}
+		// Not admitted any more (a rotated CA, say): join afresh, as before it joined.
 	}
+	nodeConfig, err := j.requestCredentials(ctx, info, dir)
+	if err != nil {
+		return nil, err
+	}
+	return j.register(ctx, info, reg, nodeConfig)
+}
+
+// register registers the machine's Node with the node's own credentials.
+func (j *Joiner) register(ctx context.Context, info bootstrap.JoinInfo, reg Registration, nodeConfig *rest.Config) (*Joined, error) {
 	nodeClient, err := j.NewClient(nodeConfig)
 	if err != nil {
 		return nil, err
