@@ -135,7 +135,7 @@ test-realnode: build kube-versions
 	BUTLER_E2E_REALNODE=1 $(GO) test -count=1 -timeout 15m -run '^TestRealNode' ./test/e2e/...
 
 ## test-starts: STARTS_N plane starts and stops in a row, then STARTS_TENANTS tenant control
-## planes at once, under STARTS_CONNECTIONS held loopback connections (README "Reliability");
+## planes at once, under STARTS_CONNECTIONS held loopback connections (docs/development/testing.md);
 ## every start must succeed and every stop leave no process. Slow (about 30 min for 50 starts);
 ## not part of `make test`. Appends its figures to _output/bench/starts.md. STARTS_BASELINE=<rev>
 ## first runs STARTS_BASELINE_N starts of that revision's local-up.sh under the same load.
@@ -149,7 +149,7 @@ test-starts: build
 	  STARTS_BASELINE=$(STARTS_BASELINE) STARTS_BASELINE_N=$(STARTS_BASELINE_N) \
 	  $(GO) test -count=1 -timeout 120m -run 'UnderLoad' -v ./test/starts/
 
-## bench-hibernation: the slow hibernation checks (README "Hibernation"): a schedule's times, five
+## bench-hibernation: the slow hibernation checks (docs/hibernation.md): a schedule's times, five
 ## minutes asleep with no wake, wake latency against the tenant's cold kube-apiserver start and a
 ## cold create, as ratios. About 11 minutes; not in make test.
 bench-hibernation: build
@@ -170,19 +170,19 @@ bench-density: build bench-bin kube-versions
 ## etcd) against the whole datastore's snapshot (what etcdctl snapshot save streams) and a plain
 ## range read of the prefix, in one run, with the heap it holds; its restore's write into a fresh
 ## prefix against plain writes of the same keys; the peak RSS of separate processes taking and
-## restoring it (the embedded etcd not counted) (README "Snapshots"). About 20 s.
+## restoring it (the embedded etcd not counted) (docs/concepts/snapshots.md). About 20 s.
 bench-snapshot:
 	SNAPSHOT_BENCH=1 $(GO) test -count=1 -timeout 10m -run '^TestSnapshotFigures$$' -v ./pkg/snapshot/
 
 ## bench-restore: TestSnapshotCloneAndRestore at the issue's 10,000 objects: a clone and an in-place
 ## restore of that tenant, each timed to the control plane's /readyz, the in-place one against the
-## cold start of its own kube-apiserver inside it, with the provider's steps (README "Snapshots").
+## cold start of its own kube-apiserver inside it, with the provider's steps (docs/concepts/snapshots.md).
 ## About 3 minutes with the plane's start; not part of `make test`.
 bench-restore: build kube-versions
 	SNAPSHOT_E2E_OBJECTS=10000 $(GO) test -count=1 -timeout 20m -run '^TestSnapshotCloneAndRestore$$' -v ./test/e2e/...
 
 ## weed: SeaweedFS's weed (an S3-compatible server) into _output/bin from the pinned module in
-## hack/weed (hack/build-weed.sh); its first build is long (README "Snapshots"), later ones seconds.
+## hack/weed (hack/build-weed.sh); its first build is long (docs/concepts/snapshots.md), later ones seconds.
 weed:
 	hack/build-weed.sh
 
@@ -192,7 +192,7 @@ weed:
 test-s3: build kube-versions weed
 	$(GO) test -count=1 -timeout 20m -run '^TestS3' -v ./test/e2e/...
 
-## test-faults: the fault battery (README "Reliability"): replicas SIGKILLed under allocation load,
+## test-faults: the fault battery (docs/development/testing.md): replicas SIGKILLed under allocation load,
 ## etcd killed under creates, the workers' leader killed with 20 local clusters provisioning, on a
 ## plane of two butler-apiserver replicas. Not part of `make test`; CI runs it after.
 test-faults: build

@@ -7,7 +7,7 @@
 # commit's, so one commit gives one digest (hack/verify-images.sh checks that).
 #
 # butler-localprovider gets no image: it runs the tenants' control planes as processes on its
-# host (README, "Install into a cluster").
+# host (docs/operations/install.md).
 #
 # Environment (all optional):
 #   IMAGE_PLATFORMS   platforms in the index (default "linux/amd64 linux/arm64"; CI may build linux/amd64 only)

@@ -1,6 +1,6 @@
 package e2e
 
-// The fault battery (make test-faults; README "Reliability"): real processes on loopback, a
+// The fault battery (make test-faults; docs/development/testing.md): real processes on loopback, a
 // bounded load, faults injected with SIGKILL. Each test logs what it held and injected.
 
 import (

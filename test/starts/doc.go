@@ -10,5 +10,5 @@
 //     replaces some every second (a busy machine's watches hold ephemeral ports the same way).
 //     Every start must succeed and every stop leave no process.
 //
-// The figures go to _output/bench/starts.md and the README's Reliability table.
+// The figures go to _output/bench/starts.md and the table in docs/development/testing.md.
 package starts
