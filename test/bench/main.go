@@ -86,7 +86,7 @@ func main() {
 	flag.IntVar(&o.protobufN, "protobuf-n", -1,
 		"TenantClusters created on each side in the protobuf P2, and as many more on the aggregated side in JSON in the same phase (-1: n/2); 0 skips P2 and P2b in protobuf")
 	flag.StringVar(&o.root, "root", ".", "the repository (where hack/local-up.sh is)")
-	flag.StringVar(&o.crds, "crds", "", "Butler's CRDs (default <root>/../shared/anchors/butler-crds)")
+	flag.StringVar(&o.crds, "crds", "", "Butler's CRDs (default <root>/test/bench/testdata/butler-crds)")
 	flag.StringVar(&o.out, "out", "", "where the table and profiles go (default <root>/_output/bench)")
 	flag.StringVar(&o.butlerArgs, "butler-args", os.Getenv("BUTLER_APISERVER_ARGS"), "extra flags for butler-apiserver")
 	flag.BoolVar(&o.keep, "keep", false, "keep the plane's directory (logs, etcd) afterwards")
@@ -152,7 +152,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	if o.crds == "" {
-		o.crds = filepath.Join(root, "..", "shared", "anchors", "butler-crds")
+		o.crds = filepath.Join(root, "test", "bench", "testdata", "butler-crds")
 	}
 	if o.out == "" {
 		o.out = filepath.Join(root, "_output", "bench")
