@@ -3,6 +3,8 @@ package machines
 import (
 	"context"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -119,5 +121,39 @@ func TestKeptStatus(t *testing.T) {
 	}
 	if got := keptStatus(&external.LocalMachine{}, PhasePending); len(got) != 1 {
 		t.Errorf("a machine not joined: %v", got)
+	}
+}
+
+// A node that cannot boot because what it runs is missing says which piece and how to build it,
+// before it takes anything of the host: no address lease, no state, no node kept.
+func TestRealNodeBootMissingPieces(t *testing.T) {
+	bin, images, run := t.TempDir(), t.TempDir(), t.TempDir()
+	pause := filepath.Join(images, "pause.oci.tar")
+	if err := os.WriteFile(pause, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct {
+		images []string
+		want   string
+	}{
+		"an image archive": {[]string{pause, filepath.Join(images, "echo.oci.tar")}, "hack/build-node-images.sh"},
+		"the kubelet":      {[]string{pause}, "hack/build-kube.sh kubelet kube-proxy"},
+	} {
+		r := NewRealNodes(RealNodesOptions{BinDir: bin, Images: c.images, Bridge: "test-no-such-bridge",
+			Prefix: netip.MustParsePrefix("10.250.0.0/30"), RunDir: run}, t.TempDir(), nil)
+		machineDir := filepath.Join(t.TempDir(), "machine")
+		err := r.Boot(context.Background(), "ns/m0", BootSpec{MachineDir: machineDir, NodeName: "m0"})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s missing: %v, want it to name %q", name, err, c.want)
+		}
+		if leases, _ := os.ReadDir(filepath.Join(run, "leases")); len(leases) > 0 {
+			t.Errorf("%s missing: %d address leases taken", name, len(leases))
+		}
+		if _, err := os.Stat(machineDir); !os.IsNotExist(err) {
+			t.Errorf("%s missing: the machine's directory was made (%v)", name, err)
+		}
+		if booted, _ := r.Status("ns/m0"); booted {
+			t.Errorf("%s missing: the node is kept as booted", name)
+		}
 	}
 }
