@@ -10,8 +10,6 @@ WORK=${WORK:-$(mktemp -d)}
 [[ -n "${KEEP:-}" ]] || trap 'chmod -R u+w "${WORK}" 2>/dev/null; rm -rf "${WORK}"' EXIT
 
 git clone --quiet --no-hardlinks "${ROOT}" "${WORK}/repo"
-# CI clones next to ../shared; the e2e tests read Butler's CRDs from there.
-[[ -e "${ROOT}/../shared" ]] && ln -s "$(cd "${ROOT}/../shared" && pwd)" "${WORK}/shared"
 mkdir -p "${WORK}/gomodcache" "${WORK}/gocache"
 
 start=$(date +%s)
