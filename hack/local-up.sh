@@ -346,7 +346,7 @@ run_butler_localprovider() {
     --bin-dir "${BIN}" --state-dir "${LOCAL_DIR}/tenants" \
     --kube-versions-dir "${KUBE_VERSIONS_DIR}" --snapshot-dir "${LOCAL_DIR}/snapshots" \
     --port-range "${TENANT_PORT_RANGE}" \
-    --node-bin-dir "${BIN}" --node-images "${NODE_IMAGES_DIR:-${ROOT}/_output/node-images}/pause.oci.tar,${NODE_IMAGES_DIR:-${ROOT}/_output/node-images}/echo.oci.tar" \
+    --node-bin-dir "${BIN}" --node-images "${NODE_IMAGES_DIR:-${ROOT}/_output/node-images}/pause.oci.tar,${NODE_IMAGES_DIR:-${ROOT}/_output/node-images}/echo.oci.tar,${NODE_IMAGES_DIR:-${ROOT}/_output/node-images}/coredns.oci.tar" \
     ${BUTLER_LOCALPROVIDER_ARGS:-}
 }
 # The replicas beyond the first: butler-apiserver-1, ... on ports of their own.

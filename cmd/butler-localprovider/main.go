@@ -84,7 +84,7 @@ Flags:
 	flags.StringVar(&snaps.Dir, "snapshot-dir", "", "the TenantClusterSnapshot store's directory unless ButlerConfig spec.snapshotStore names one (default: snapshots/ next to --state-dir)")
 	flags.Int64Var(&snaps.PageSize, "snapshot-page-size", 500, "keys one range read of a snapshot returns (the memory a snapshot holds at once)")
 	flags.StringVar(&nodes.BinDir, "node-bin-dir", "_output/bin", "where the kubelet of real nodes (LocalMachine spec.nodeType real) is: hack/build-kube.sh kubelet kube-proxy")
-	flags.StringSliceVar(&nodes.Images, "node-images", []string{"_output/node-images/pause.oci.tar", "_output/node-images/echo.oci.tar"}, "OCI archives imported into every real node's containerd, the pause image among them (hack/build-node-images.sh)")
+	flags.StringSliceVar(&nodes.Images, "node-images", []string{"_output/node-images/pause.oci.tar", "_output/node-images/echo.oci.tar", "_output/node-images/coredns.oci.tar"}, "OCI archives imported into every real node's containerd, the pause and cluster DNS images among them (hack/build-node-images.sh)")
 	flags.StringVar(&nodes.Bridge, "node-bridge", "butlern0", "the host's bridge real nodes' network namespaces are plugged into (made with the first node, removed with the last)")
 	flags.StringVar(&nodeCIDR, "node-bridge-cidr", "10.250.0.0/16", "the bridge's network: the host takes its first address, real nodes the next ones")
 	flags.StringVar(&nodes.RunDir, "node-run-dir", "/run/butler-nodes", "real nodes' sockets and address leases (a short path: a socket's path is at most 107 bytes)")

@@ -27,7 +27,8 @@ import (
 // a kwok machine joins. Both Nodes become Ready; the project's echo image (built from source and
 // imported, nothing pulled) runs on each; kubectl logs and exec reach the pods through the
 // tenant's kube-apiserver (its kubelet client certificate); a pod reaches the other node's pod
-// directly and both through a ClusterIP Service (kube-proxy); a node whose kubelet is killed goes
+// directly and both through a ClusterIP Service (kube-proxy), and that Service by its DNS name
+// (the provider's CoreDNS); kubectl port-forward reaches a pod; a node whose kubelet is killed goes
 // NotReady and its LocalMachine says so; a paused (hibernated) cluster's nodes stop and leave
 // nothing, and boot again on the wake; deleting the Machines leaves no process, mount,
 // network namespace, cgroup, veth, bridge or iptables rule of the nodes.
@@ -43,7 +44,7 @@ func TestRealNodeRunsPods(t *testing.T) {
 		}
 	}
 	root, _ := filepath.Abs("../..")
-	for _, f := range []string{"_output/bin/kubelet", "_output/node-images/pause.oci.tar", "_output/node-images/echo.oci.tar"} {
+	for _, f := range []string{"_output/bin/kubelet", "_output/node-images/pause.oci.tar", "_output/node-images/echo.oci.tar", "_output/node-images/coredns.oci.tar"} {
 		if _, err := os.Stat(filepath.Join(root, f)); err != nil {
 			skip("%s is missing: hack/build-kube.sh kubelet kube-proxy and hack/build-node-images.sh build what real nodes run", f)
 		}
@@ -200,6 +201,17 @@ func TestRealNodeRunsPods(t *testing.T) {
 		return answered["echo-rn-0"] && answered["echo-rn-1"], fmt.Sprint(err, out, answered)
 	})
 
+	// Cluster DNS: the provider runs CoreDNS (built from source) behind kube-dns at the kubelets'
+	// clusterDNS; a pod on rn-0 reaches the Service by its name.
+	dnsURL := "http://echo.default.svc.cluster.local/via-dns"
+	lmWait(t, 2*time.Minute, "echo-rn-0 to reach "+dnsURL, func() (bool, string) {
+		out, err := kubectlAs(t, kubeconfig, "", "exec", "echo-rn-0", "--", "/usr/local/bin/echo", "-get", dnsURL)
+		return err == nil && strings.Contains(out, " /via-dns"), fmt.Sprint(err, out)
+	})
+
+	// port-forward through the tenant's kube-apiserver and the kubelet, with the cluster's kubeconfig.
+	realNodePortForward(t, kubeconfig, "echo-rn-1")
+
 	// Hibernation: the paused cluster's nodes stop and clean up, and boot again on the wake.
 	mustKubectl(t, "patch", "-n", env.ns, "clusters.cluster.x-k8s.io", env.cluster, "--type=merge", "-p", `{"spec":{"paused":true}}`)
 	lmWait(t, time.Minute, "the paused cluster's real nodes to be gone from the host", func() (bool, string) {
@@ -277,6 +289,40 @@ func TestRealNodeRunsPods(t *testing.T) {
 	}
 	if left := realNodeLeftovers(); len(left) > 0 {
 		t.Errorf("the deleted real nodes left:\n  %s", strings.Join(left, "\n  "))
+	}
+}
+
+// realNodePortForward forwards a local port to the pod's 8080 with kubectl port-forward and
+// fetches a page through it from the pod.
+func realNodePortForward(t *testing.T, kubeconfig, pod string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "kubectl", "--kubeconfig", kubeconfig, "port-forward", "pod/"+pod, "127.0.0.1:0:8080")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	// "Forwarding from 127.0.0.1:<port> -> 8080"
+	line := make([]byte, 256)
+	n, _ := stdout.Read(line)
+	f := strings.Fields(string(line[:n]))
+	if len(f) < 3 || f[0] != "Forwarding" {
+		t.Fatalf("kubectl port-forward printed %q", line[:n])
+	}
+	resp, err := (&http.Client{Timeout: 20 * time.Second}).Get("http://" + f[2] + "/via-port-forward")
+	if err != nil {
+		t.Fatalf("through kubectl port-forward to %s: %v", pod, err)
+	}
+	defer resp.Body.Close()
+	body := make([]byte, 512)
+	n, _ = resp.Body.Read(body)
+	if !strings.Contains(string(body[:n]), pod+" /via-port-forward") {
+		t.Errorf("through kubectl port-forward to %s: %s %q", pod, resp.Status, body[:n])
 	}
 }
 

@@ -438,6 +438,9 @@ func (c *Controller) reconcileMachine(ctx context.Context, key string) error {
 		if err := c.bindProxy(ctx, lm); err != nil {
 			return c.machineFailed(ctx, key, lm, &JoinError{Reason: ReasonNodeBootFailed, Err: err})
 		}
+		if err := c.applyClusterDNS(ctx, lm, info); err != nil {
+			return c.machineFailed(ctx, key, lm, &JoinError{Reason: ReasonNodeBootFailed, Err: err})
+		}
 		spec := BootSpec{Cluster: lm.Namespace + "/" + clusterOf(nil, lm.Labels, ""), MachineDir: c.machineDir(lm), Endpoint: info.Endpoint, NodeName: joined.Node.Name,
 			ProviderID: providerID, ClusterDNS: info.ClusterDNS, ClusterDomain: info.ClusterDomain}
 		if err := c.nodes.Boot(ctx, key, spec); err != nil {
@@ -852,6 +855,23 @@ func (c *Controller) bindProxy(ctx context.Context, lm *external.LocalMachine) e
 		return fmt.Errorf("binding system:node-proxier to the nodes: %w", err)
 	}
 	return nil
+}
+
+// applyClusterDNS runs the tenant's cluster DNS (clusterDNS) where the machine's kubelet is told
+// to find it; bootstrap data naming no cluster DNS gets none.
+func (c *Controller) applyClusterDNS(ctx context.Context, lm *external.LocalMachine, info *bootstrap.JoinInfo) error {
+	if len(info.ClusterDNS) == 0 {
+		return nil
+	}
+	client, err := c.tenantClient(lm, clusterOf(nil, lm.Labels, ""))
+	if err != nil || client == nil {
+		return fmt.Errorf("no credentials of the tenant cluster to run its DNS: %v", err)
+	}
+	domain := info.ClusterDomain
+	if domain == "" {
+		domain = "cluster.local"
+	}
+	return clusterDNS{address: info.ClusterDNS[0], domain: domain, endpoint: info.Endpoint}.apply(ctx, client)
 }
 
 // clusterPaused says whether Cluster API pauses the cluster (a hibernated tenant cluster).
