@@ -63,10 +63,15 @@
 //     namespace, so the pods' veths land where containerd is; per-node network namespaces need
 //     per-node containerds. Its CNI configuration is rendered by containerd from the pod CIDR the
 //     tenant's kube-controller-manager allocates to the Node. The images (pause, the project's
-//     echo image) are imported from OCI archives built from source (hack/build-node-images.sh).
+//     echo image, CoreDNS) are imported from OCI archives built from source (hack/build-node-images.sh).
 //   - the kubelet built from source (hack/build-kube.sh kubelet kube-proxy, as the one-node
 //     cluster's), in the namespace, with the join's client certificate and kubeconfig, its pods
 //     under the cgroup /butler-nodes/<id>.
+//   - the tenant's cluster DNS, when the bootstrap data names a clusterDNS: CoreDNS (built from
+//     its module, not the smallest resolver that would do: it is what a cluster runs, and its
+//     kubernetes plugin is the reference for the cluster domain's records) as a Deployment in
+//     the tenant's kube-system behind the Service kube-dns at that address, in its node's
+//     network namespace, reading the API at the bootstrap data's endpoint (clusterDNS).
 //
 // A node whose kubelet or containerd exits is reported (Ready False, NodeDown), not restarted:
 // its Node goes NotReady as a real machine's would. Deleting the machine (or stopping this

@@ -46,14 +46,14 @@ func (d clusterDNS) apply(ctx context.Context, client kubernetes.Interface) erro
 	if _, err := client.CoreV1().ServiceAccounts(ns).Apply(ctx, corev1ac.ServiceAccount(coreDNSName, ns), opts); err != nil {
 		return fmt.Errorf("CoreDNS's ServiceAccount: %w", err)
 	}
-	role := rbacv1ac.ClusterRole("system:" + coreDNSName).WithRules(
+	role := rbacv1ac.ClusterRole("system:"+coreDNSName).WithRules(
 		rbacv1ac.PolicyRule().WithAPIGroups("").WithResources("services", "pods", "namespaces").WithVerbs("list", "watch"),
 		rbacv1ac.PolicyRule().WithAPIGroups("discovery.k8s.io").WithResources("endpointslices").WithVerbs("list", "watch"))
 	if _, err := client.RbacV1().ClusterRoles().Apply(ctx, role, opts); err != nil {
 		return fmt.Errorf("CoreDNS's ClusterRole: %w", err)
 	}
-	binding := rbacv1ac.ClusterRoleBinding("system:"+coreDNSName).
-		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup("rbac.authorization.k8s.io").WithKind("ClusterRole").WithName("system:"+coreDNSName)).
+	binding := rbacv1ac.ClusterRoleBinding("system:" + coreDNSName).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup("rbac.authorization.k8s.io").WithKind("ClusterRole").WithName("system:" + coreDNSName)).
 		WithSubjects(rbacv1ac.Subject().WithKind("ServiceAccount").WithName(coreDNSName).WithNamespace(ns))
 	if _, err := client.RbacV1().ClusterRoleBindings().Apply(ctx, binding, opts); err != nil {
 		return fmt.Errorf("CoreDNS's ClusterRoleBinding: %w", err)
