@@ -298,7 +298,9 @@ func realNodePortForward(t *testing.T, kubeconfig, pod string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "kubectl", "--kubeconfig", kubeconfig, "port-forward", "pod/"+pod, "127.0.0.1:0:8080")
+	cmd := exec.CommandContext(ctx, "kubectl", "--kubeconfig", kubeconfig, "port-forward", "--address", "127.0.0.1", "pod/"+pod, ":8080")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -312,7 +314,7 @@ func realNodePortForward(t *testing.T, kubeconfig, pod string) {
 	n, _ := stdout.Read(line)
 	f := strings.Fields(string(line[:n]))
 	if len(f) < 3 || f[0] != "Forwarding" {
-		t.Fatalf("kubectl port-forward printed %q", line[:n])
+		t.Fatalf("kubectl port-forward printed %q %s", line[:n], stderr.String())
 	}
 	resp, err := (&http.Client{Timeout: 20 * time.Second}).Get("http://" + f[2] + "/via-port-forward")
 	if err != nil {

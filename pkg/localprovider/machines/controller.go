@@ -53,6 +53,9 @@ type Options struct {
 
 // Controller reconciles LocalClusters and LocalMachines.
 type Controller struct {
+	// dnsMu serializes the cluster DNS's applies: two nodes' first applies would both create
+	// the kube-dns Service, and the second create fails on its ClusterIP.
+	dnsMu    sync.Mutex
 	kube     kubernetes.Interface
 	dyn      dynamic.Interface
 	opts     Options
@@ -871,6 +874,8 @@ func (c *Controller) applyClusterDNS(ctx context.Context, lm *external.LocalMach
 	if domain == "" {
 		domain = "cluster.local"
 	}
+	c.dnsMu.Lock()
+	defer c.dnsMu.Unlock()
 	return clusterDNS{address: info.ClusterDNS[0], domain: domain, endpoint: info.Endpoint}.apply(ctx, client)
 }
 
