@@ -275,13 +275,14 @@ func (e *lmEnv) machine(t *testing.T, name, token, nodeType string) {
 	}
 
 	clusterDNS := "" // kwok nodes run no pods that resolve names
+	taints := []corev1.Taint{{Key: "butler.butlerlabs.dev/e2e", Value: "yes", Effect: corev1.TaintEffectNoSchedule}}
 	if nodeType == "real" {
 		clusterDNS = "10.96.0.10" // the Cluster's service CIDR's tenth address, as kubeadm's
+		taints = nil              // as a TenantCluster's workers: the cluster DNS tolerates kubeadm's taints only
 	}
 	data, err := bootstrap.Render(bootstrap.OSRocky, bootstrap.Input{ClusterName: cluster, Endpoint: endpoint,
 		Token: token, CACert: ca, NodeName: name, KubernetesVersion: version, ClusterDNS: clusterDNS,
-		NodeLabels: map[string]string{"butler.butlerlabs.dev/tenant-cluster": cluster},
-		NodeTaints: []corev1.Taint{{Key: "butler.butlerlabs.dev/e2e", Value: "yes", Effect: corev1.TaintEffectNoSchedule}}})
+		NodeLabels: map[string]string{"butler.butlerlabs.dev/tenant-cluster": cluster}, NodeTaints: taints})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -116,8 +116,10 @@ func (d clusterDNS) deployment() *appsv1ac.DeploymentApplyConfiguration {
 			WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/ready").WithPort(intstr.FromInt32(8181))))
 	pod := corev1ac.PodSpec().WithServiceAccountName(coreDNSName).WithHostNetwork(true).
 		WithDNSPolicy(corev1.DNSDefault).WithPriorityClassName("system-cluster-critical").
-		// Every node's taints: DNS is the cluster's, whatever its nodes keep for themselves.
-		WithTolerations(corev1ac.Toleration().WithOperator(corev1.TolerationOpExists)).
+		// kubeadm's CoreDNS tolerations, no more: tolerating every taint would tolerate a
+		// cordoned node's too, and a drained last node would get its replacement back forever.
+		WithTolerations(corev1ac.Toleration().WithKey("CriticalAddonsOnly").WithOperator(corev1.TolerationOpExists),
+			corev1ac.Toleration().WithKey("node-role.kubernetes.io/control-plane").WithEffect(corev1.TaintEffectNoSchedule)).
 		WithContainers(container).
 		WithVolumes(corev1ac.Volume().WithName("config").WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(coreDNSName)))
 	return appsv1ac.Deployment(coreDNSName, metav1.NamespaceSystem).WithLabels(labels).

@@ -5,8 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/klog/v2"
 )
 
 // The cluster DNS is where the kubelets send pods (the Service's ClusterIP), serves the
@@ -32,6 +34,13 @@ func TestClusterDNS(t *testing.T) {
 	dep, err := client.AppsV1().Deployments("kube-system").Get(context.Background(), "coredns", metav1.GetOptions{})
 	if err != nil || dep.Spec.Template.Spec.Containers[0].Image != CoreDNSImage || !dep.Spec.Template.Spec.HostNetwork {
 		t.Fatalf("coredns Deployment: %v %+v", err, dep)
+	}
+	// A cordoned node (kubectl drain, Cluster API's drain before a delete) does not take the
+	// evicted DNS pod's replacement back.
+	for _, tol := range dep.Spec.Template.Spec.Tolerations {
+		if tol.ToleratesTaint(klog.Background(), &corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}, false) {
+			t.Errorf("the coredns pods tolerate a cordoned node: %+v", tol)
+		}
 	}
 	if err := (clusterDNS{address: "kube-dns"}).apply(context.Background(), client); err == nil {
 		t.Error("a cluster DNS address that is no IP was applied")
