@@ -13,27 +13,104 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
 
+	"github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 )
 
-// TestRealNodeRunsPods boots two LocalMachines of nodeType real: each a kubelet, containerd and
-// runc in a network namespace of its own on the nodes' bridge, joined with its bootstrap data as
-// a kwok machine joins. Both Nodes become Ready; the project's echo image (built from source and
-// imported, nothing pulled) runs on each; kubectl logs and exec reach the pods through the
-// tenant's kube-apiserver (its kubelet client certificate); a pod reaches the other node's pod
-// directly and both through a ClusterIP Service (kube-proxy), and that Service by its DNS name
-// (the provider's CoreDNS); kubectl port-forward reaches a pod; a node whose kubelet is killed goes
-// NotReady and its LocalMachine says so; a paused (hibernated) cluster's nodes stop and leave
-// nothing, and boot again on the wake; deleting the Machines leaves no process, mount,
-// network namespace, cgroup, veth, bridge or iptables rule of the nodes.
+// TestRealNodeRunsPods is a TenantCluster on a local ProviderConfig whose nodeType is real: its
+// workers are LocalMachines that each boot a kubelet, containerd and runc in a network namespace
+// of their own on the nodes' bridge, joined with their bootstrap data as a kwok machine joins.
+// The cluster is Ready with 2 Nodes; the project's echo image (built from source and imported,
+// nothing pulled) runs as a Deployment of 2, one pod per node; kubectl logs, exec and
+// port-forward reach the pods with the minted kubeconfig (the tenant's kube-apiserver and its
+// kubelet client certificate); a pod reaches the other node's pod directly, through a ClusterIP
+// Service (kube-proxy) and by the Service's DNS name (the provider's CoreDNS); scale 2→3 adds a
+// real node that runs a pod; a node whose kubelet is killed goes NotReady and its LocalMachine
+// says so; deleting the cluster leaves no process, mount, network namespace, cgroup, veth,
+// bridge or iptables rule of the nodes.
 func TestRealNodeRunsPods(t *testing.T) {
-	// make test-realnode provides everything: there a missing piece is a failure, not a skip.
+	realNodeRequirements(t)
+	ctx := context.Background()
+	ns := namespace(t, "realnode")
+	const name = "rn"
+	started := time.Now()
+	mustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
+kind: ProviderConfig
+metadata: {name: local, namespace: %s}
+spec: {provider: local, local: {nodeType: real}}
+---
+`, ns)+localClusterManifest(ns, name, pinnedVersion, bootstrap.OSTalos, 2))
+	t.Cleanup(func() { _, _ = kubectl(t, "delete", "tc", name, "-n", ns, "--wait=false") })
+	tc := waitReady(t, ns, name, 2, 4*time.Minute)
+	t.Logf("TenantCluster Ready with 2 real nodes %s after it was applied", time.Since(started).Round(100*time.Millisecond))
+	kubeconfig, tenant := mintKubeconfig(t, ns, name)
+
+	// The echo image, one pod on each node.
+	pods := realNodeEcho(t, tenant, 2)
+	nodes := make([]string, 0, len(pods))
+	for n := range pods {
+		nodes = append(nodes, n)
+	}
+	first, second := pods[nodes[0]], pods[nodes[1]]
+	t.Logf("memory of real node %s with one echo pod: %s", nodes[0], realNodePSS(t, realNodeMachine(t, tenant, nodes[0])))
+
+	// logs and exec through the tenant's kube-apiserver, with the minted kubeconfig.
+	out, err := kubectlAs(t, kubeconfig, "", "logs", first)
+	if err != nil || !strings.Contains(out, "serving on :8080") {
+		t.Errorf("kubectl logs: %v: %s", err, out)
+	}
+	out, err = kubectlAs(t, kubeconfig, "", "exec", second, "--", "/usr/local/bin/echo", "-say", "hello from "+second)
+	// (kubectl may print a warning of its websocket client before the output)
+	if err != nil || !strings.HasSuffix(strings.TrimSpace(out), "hello from "+second) {
+		t.Errorf("kubectl exec: %v: %s", err, out)
+	}
+
+	realNodeKubeletRefusesStrangers(t, tenant, nodes[0])
+	realNodePodReachesNoHostService(t, kubeconfig, first)
+	realNodeNetworking(t, kubeconfig, tenant, first, second)
+	realNodePortForward(t, kubeconfig, second)
+
+	// Scale 2→3: a third real node, where the Deployment's third pod runs and reaches the
+	// others by the Service's name.
+	mustKubectl(t, "scale", "tc", name, "-n", ns, "--replicas=3")
+	scaled := time.Now()
+	waitReady(t, ns, name, 3, 3*time.Minute)
+	t.Logf("scaled 2→3: Ready with 3 real nodes in %s", time.Since(scaled).Round(100*time.Millisecond))
+	pods = realNodeEcho(t, tenant, 3)
+	third := ""
+	for n, p := range pods {
+		if n != nodes[0] && n != nodes[1] {
+			third = n
+			realNodeGet(t, kubeconfig, p, "http://echo.default.svc.cluster.local/from-"+n, " /from-"+n)
+		}
+	}
+
+	realNodeKillKubelet(t, tenant, third)
+
+	// Delete: the cluster's processes and every trace of its nodes go.
+	cp, err := dynamicClient(t).Resource(tenantCPGVR).Namespace(tc.Status.TenantNamespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleteCluster(t, ns, name, string(cp.GetUID()))
+	if left := realNodeLeftovers(); len(left) > 0 {
+		t.Errorf("the deleted cluster's real nodes left:\n  %s", strings.Join(left, "\n  "))
+	}
+}
+
+// realNodeRequirements skips (fails under make test-realnode, which provides everything) when
+// what real nodes run is missing.
+func realNodeRequirements(t *testing.T) {
+	t.Helper()
 	skip := t.Skipf
 	if os.Getenv("BUTLER_E2E_REALNODE") != "" {
 		skip = t.Fatalf
@@ -49,63 +126,65 @@ func TestRealNodeRunsPods(t *testing.T) {
 			skip("%s is missing: hack/build-kube.sh kubelet kube-proxy and hack/build-node-images.sh build what real nodes run", f)
 		}
 	}
-	ctx := context.Background()
-	started := time.Now()
-	env := lmTenant(t, "realnode", "rn")
-	nodes := []string{"rn-0", "rn-1"}
-	for _, n := range nodes {
-		env.machine(t, n, env.token, "real")
-	}
-	for _, n := range nodes {
-		lmWaitNode(t, env.tenant, n, 3*time.Minute)
-	}
-	t.Logf("2 real nodes Ready %s after the cluster was applied", time.Since(started).Round(100*time.Millisecond))
+}
 
-	// The echo image on each node.
-	for _, n := range nodes {
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "echo-" + n, Namespace: metav1.NamespaceDefault, Labels: map[string]string{"app": "echo"}},
-			Spec: corev1.PodSpec{NodeName: n, Containers: []corev1.Container{{Name: "echo",
-				Image: "localhost/butler-echo:v1", ImagePullPolicy: corev1.PullNever}},
-				Tolerations: []corev1.Toleration{{Key: "butler.butlerlabs.dev/e2e", Operator: corev1.TolerationOpExists}}}}
-		if _, err := env.tenant.CoreV1().Pods(metav1.NamespaceDefault).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+// realNodeEcho runs the echo image as the Deployment echo of replicas pods, at most one per node
+// (required anti-affinity), behind the Service echo, and waits until every pod runs. It returns
+// the pods by node.
+func realNodeEcho(t *testing.T, tenant kubernetes.Interface, replicas int32) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	labels := map[string]string{"app": "echo"}
+	deploy := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "echo"}, Spec: appsv1.DeploymentSpec{
+		Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "echo", Image: "localhost/butler-echo:v1", ImagePullPolicy: corev1.PullNever}},
+			Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+				LabelSelector: &metav1.LabelSelector{MatchLabels: labels}, TopologyKey: corev1.LabelHostname}}}}}}}}
+	deployments := tenant.AppsV1().Deployments(metav1.NamespaceDefault)
+	if _, err := deployments.Create(ctx, deploy, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
+		_, err = deployments.Patch(ctx, "echo", types.MergePatchType, []byte(fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)), metav1.PatchOptions{})
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	for _, n := range nodes {
-		lmWait(t, 2*time.Minute, "the echo pod on "+n+" to be Running", func() (bool, string) {
-			p, err := env.tenant.CoreV1().Pods(metav1.NamespaceDefault).Get(ctx, "echo-"+n, metav1.GetOptions{})
-			if err != nil {
-				return false, err.Error()
-			}
-			return p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "", fmt.Sprint(p.Status)
-		})
-	}
-
-	t.Logf("memory of real node rn-0 with one echo pod: %s", realNodePSS(t, env.ns, "rn-0"))
-
-	// logs and exec through the tenant's kube-apiserver, with the cluster's kubeconfig.
-	kubeconfig := filepath.Join(t.TempDir(), "tenant.kubeconfig")
-	if err := os.WriteFile(kubeconfig, env.tenantKubeconfig, 0o600); err != nil {
+	} else if err != nil {
+		t.Fatal(err)
+	} else if _, err := tenant.CoreV1().Services(metav1.NamespaceDefault).Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "echo"},
+		Spec: corev1.ServiceSpec{Selector: labels,
+			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	out, err := kubectlAs(t, kubeconfig, "", "logs", "echo-rn-0")
-	if err != nil || !strings.Contains(out, "serving on :8080") {
-		t.Errorf("kubectl logs: %v: %s", err, out)
-	}
-	out, err = kubectlAs(t, kubeconfig, "", "exec", "echo-rn-1", "--", "/usr/local/bin/echo", "-say", "hello from rn-1")
-	// (kubectl may print a warning of its websocket client before the output)
-	if err != nil || !strings.HasSuffix(strings.TrimSpace(out), "hello from rn-1") {
-		t.Errorf("kubectl exec: %v: %s", err, out)
-	}
+	pods := map[string]string{}
+	lmWait(t, 2*time.Minute, fmt.Sprintf("%d echo pods Running, one per node", replicas), func() (bool, string) {
+		l, err := tenant.CoreV1().Pods(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{LabelSelector: "app=echo"})
+		if err != nil {
+			return false, err.Error()
+		}
+		clear(pods)
+		var states []string
+		for _, p := range l.Items {
+			if p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" && p.DeletionTimestamp == nil {
+				pods[p.Spec.NodeName] = p.Name
+			}
+			states = append(states, fmt.Sprintf("%s on %q: %s %s", p.Name, p.Spec.NodeName, p.Status.Phase, p.Status.Message))
+		}
+		return len(pods) == int(replicas) && len(l.Items) == int(replicas), strings.Join(states, "; ")
+	})
+	return pods
+}
 
-	// Attack: the kubelet's API on the node's address, from the host, without a client
-	// certificate and with one of another CA (the management cluster's admin): 401 both times.
-	rn0, err := env.tenant.CoreV1().Nodes().Get(ctx, "rn-0", metav1.GetOptions{})
+// realNodeKubeletRefusesStrangers attacks the kubelet's API on the node's address, from the
+// host, without a client certificate and with one of another CA (the management cluster's
+// admin): 401 both times.
+func realNodeKubeletRefusesStrangers(t *testing.T, tenant kubernetes.Interface, node string) {
+	t.Helper()
+	n, err := tenant.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	nodeIP := ""
-	for _, a := range rn0.Status.Addresses {
+	for _, a := range n.Status.Addresses {
 		if a.Type == corev1.NodeInternalIP {
 			nodeIP = a.Address
 		}
@@ -120,13 +199,16 @@ func TestRealNodeRunsPods(t *testing.T) {
 		}
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusUnauthorized {
-			t.Errorf("kubelet API of rn-0 at %s with %s: %s, want 401", nodeIP, who, resp.Status)
+			t.Errorf("kubelet API of %s at %s with %s: %s, want 401", node, nodeIP, who, resp.Status)
 		}
 	}
+}
 
-	// Attack: a pod reaches services of the host listening on every address, through the host's
-	// end of the nodes' bridge or the host's own address: TCP (a connection) and UDP (a datagram
-	// needs no answer to arrive). Nothing may arrive.
+// realNodePodReachesNoHostService attacks services of the host listening on every address from
+// a pod, through the host's end of the nodes' bridge or the host's own address: TCP (a
+// connection) and UDP (a datagram needs no answer to arrive). Nothing may arrive.
+func realNodePodReachesNoHostService(t *testing.T, kubeconfig, pod string) {
+	t.Helper()
 	hostTCP, err := net.Listen("tcp", "0.0.0.0:0")
 	if err != nil {
 		t.Fatal(err)
@@ -162,93 +244,90 @@ func TestRealNodeRunsPods(t *testing.T) {
 	tcpPort := fmt.Sprint(hostTCP.Addr().(*net.TCPAddr).Port)
 	udpPort := fmt.Sprint(hostUDP.LocalAddr().(*net.UDPAddr).Port)
 	for _, hostIP := range []string{"10.250.0.1", realNodeHostAddress(t)} {
-		_, _ = kubectlAs(t, kubeconfig, "", "exec", "echo-rn-0", "--", "/usr/local/bin/echo", "-send", net.JoinHostPort(hostIP, udpPort))
-		_, _ = kubectlAs(t, kubeconfig, "", "exec", "echo-rn-0", "--", "/usr/local/bin/echo", "-get", "http://"+net.JoinHostPort(hostIP, tcpPort)+"/")
+		_, _ = kubectlAs(t, kubeconfig, "", "exec", pod, "--", "/usr/local/bin/echo", "-send", net.JoinHostPort(hostIP, udpPort))
+		_, _ = kubectlAs(t, kubeconfig, "", "exec", pod, "--", "/usr/local/bin/echo", "-get", "http://"+net.JoinHostPort(hostIP, tcpPort)+"/")
 	}
 	time.Sleep(time.Second)
 	for len(arrived) > 0 {
 		t.Errorf("a pod on a real node reached a service of the host: %s", <-arrived)
 	}
+}
 
-	// Pods reach each other across the nodes (each node routes the other's pod CIDR).
-	peer, err := env.tenant.CoreV1().Pods(metav1.NamespaceDefault).Get(ctx, "echo-rn-1", metav1.GetOptions{})
+// realNodeNetworking: pod from reaches pod to on the other node directly (each node routes the
+// other's pod CIDR), through the ClusterIP Service echo (kube-proxy on each node: both pods
+// answer in a few tries) and by the Service's DNS name (the provider's CoreDNS behind kube-dns).
+func realNodeNetworking(t *testing.T, kubeconfig string, tenant kubernetes.Interface, from, to string) {
+	t.Helper()
+	ctx := context.Background()
+	peer, err := tenant.CoreV1().Pods(metav1.NamespaceDefault).Get(ctx, to, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	url := "http://" + net.JoinHostPort(peer.Status.PodIP, "8080") + "/from-rn-0"
-	var got string
-	lmWait(t, 30*time.Second, "echo-rn-0 to reach echo-rn-1 at "+url, func() (bool, string) {
-		got, err = kubectlAs(t, kubeconfig, "", "exec", "echo-rn-0", "--", "/usr/local/bin/echo", "-get", url)
-		return err == nil && strings.Contains(got, "echo-rn-1 /from-rn-0"), fmt.Sprint(err, got)
-	})
-
-	// A ClusterIP Service in front of both (kube-proxy on each node): every answer comes from one
-	// of them, and both answer in a few tries.
-	svc, err := env.tenant.CoreV1().Services(metav1.NamespaceDefault).Create(ctx, &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "echo"},
-		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "echo"},
-			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}}}, metav1.CreateOptions{})
+	realNodeGet(t, kubeconfig, from, "http://"+net.JoinHostPort(peer.Status.PodIP, "8080")+"/direct", to+" /direct")
+	svc, err := tenant.CoreV1().Services(metav1.NamespaceDefault).Get(ctx, "echo", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	svcURL := "http://" + net.JoinHostPort(svc.Spec.ClusterIP, "80") + "/via-service"
-	answered := map[string]bool{}
-	lmWait(t, time.Minute, "both pods to answer at "+svcURL+" from echo-rn-0", func() (bool, string) {
-		out, err := kubectlAs(t, kubeconfig, "", "exec", "echo-rn-0", "--", "/usr/local/bin/echo", "-get", svcURL)
-		if err == nil {
-			answered[strings.Fields(out + " -")[0]] = true
-		}
-		return answered["echo-rn-0"] && answered["echo-rn-1"], fmt.Sprint(err, out, answered)
-	})
-
-	// Cluster DNS: the provider runs CoreDNS (built from source) behind kube-dns at the kubelets'
-	// clusterDNS; a pod on rn-0 reaches the Service by its name.
-	dnsURL := "http://echo.default.svc.cluster.local/via-dns"
-	lmWait(t, 2*time.Minute, "echo-rn-0 to reach "+dnsURL, func() (bool, string) {
-		out, err := kubectlAs(t, kubeconfig, "", "exec", "echo-rn-0", "--", "/usr/local/bin/echo", "-get", dnsURL)
-		return err == nil && strings.Contains(out, " /via-dns"), fmt.Sprint(err, out)
-	})
-
-	// port-forward through the tenant's kube-apiserver and the kubelet, with the cluster's kubeconfig.
-	realNodePortForward(t, kubeconfig, "echo-rn-1")
-
-	// Hibernation: the paused cluster's nodes stop and clean up, and boot again on the wake.
-	mustKubectl(t, "patch", "-n", env.ns, "clusters.cluster.x-k8s.io", env.cluster, "--type=merge", "-p", `{"spec":{"paused":true}}`)
-	lmWait(t, time.Minute, "the paused cluster's real nodes to be gone from the host", func() (bool, string) {
-		left := realNodeLeftovers()
-		return len(left) == 0, strings.Join(left, "; ")
-	})
-	mustKubectl(t, "patch", "-n", env.ns, "clusters.cluster.x-k8s.io", env.cluster, "--type=merge", "-p", `{"spec":{"paused":false}}`)
-	woke := time.Now()
-	for _, n := range nodes {
-		lmWaitNode(t, env.tenant, n, 2*time.Minute)
+	for _, url := range []string{"http://" + net.JoinHostPort(svc.Spec.ClusterIP, "80") + "/via-service", "http://echo.default.svc.cluster.local/via-dns"} {
+		answered := map[string]bool{}
+		lmWait(t, 2*time.Minute, "both pods to answer at "+url+" from "+from, func() (bool, string) {
+			out, err := kubectlAs(t, kubeconfig, "", "exec", from, "--", "/usr/local/bin/echo", "-get", url)
+			if err == nil {
+				answered[strings.Fields(out + " -")[0]] = true
+			}
+			return answered[from] && answered[to], fmt.Sprint(err, out, answered)
+		})
 	}
-	lmWait(t, 2*time.Minute, "the echo pods to run again after the wake", func() (bool, string) {
-		_, err := kubectlAs(t, kubeconfig, "", "exec", "echo-rn-0", "--", "/usr/local/bin/echo", "-get", svcURL)
-		return err == nil, fmt.Sprint(err)
-	})
-	t.Logf("woken: nodes Ready and the Service answering %s after the unpause", time.Since(woke).Round(100*time.Millisecond))
+}
 
-	// A node whose kubelet is killed: its LocalMachine says so at once, its Node goes NotReady
-	// (the tenant's node lifecycle controller, after its grace period).
+// realNodeGet waits until pod fetches url (from inside, with the echo image) and the answer
+// holds want.
+func realNodeGet(t *testing.T, kubeconfig, pod, url, want string) {
+	t.Helper()
+	lmWait(t, time.Minute, pod+" to reach "+url, func() (bool, string) {
+		out, err := kubectlAs(t, kubeconfig, "", "exec", pod, "--", "/usr/local/bin/echo", "-get", url)
+		return err == nil && strings.Contains(out, want), fmt.Sprint(err, out)
+	})
+}
+
+// realNodeMachine is the LocalMachine (namespace/name) whose real node is the Node node.
+func realNodeMachine(t *testing.T, tenant kubernetes.Interface, node string) string {
+	t.Helper()
+	n, err := tenant.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, ok := strings.CutPrefix(n.Spec.ProviderID, "local://")
+	if !ok || strings.Count(key, "/") != 1 {
+		t.Fatalf("Node %s: providerID %q is no local machine's", node, n.Spec.ProviderID)
+	}
+	return key
+}
+
+// realNodeKillKubelet kills the kubelet of node: its LocalMachine says so at once, its Node goes
+// NotReady (the tenant's node lifecycle controller, after its grace period).
+func realNodeKillKubelet(t *testing.T, tenant kubernetes.Interface, node string) {
+	t.Helper()
+	ctx := context.Background()
+	key := realNodeMachine(t, tenant, node)
 	killed := false
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, f := range procs {
 		data, _ := os.ReadFile(f)
 		args := strings.Split(string(data), "\x00")
-		if strings.HasSuffix(args[0], "/kubelet") && strings.Contains(string(data), "/machines/"+env.ns+"/rn-1/") {
-			pid := filepath.Base(filepath.Dir(f))
-			if err := exec.Command("kill", "-KILL", pid).Run(); err != nil {
+		if strings.HasSuffix(args[0], "/kubelet") && strings.Contains(string(data), "/machines/"+key+"/") {
+			if err := exec.Command("kill", "-KILL", filepath.Base(filepath.Dir(f))).Run(); err != nil {
 				t.Fatal(err)
 			}
 			killed = true
 		}
 	}
 	if !killed {
-		t.Fatal("found no kubelet process of rn-1")
+		t.Fatalf("found no kubelet process of %s (%s)", node, key)
 	}
-	lmWait(t, 30*time.Second, "rn-1's LocalMachine to say its kubelet exited", func() (bool, string) {
-		u, err := env.dyn.Resource(external.LocalMachineGVR).Namespace(env.ns).Get(ctx, "rn-1", metav1.GetOptions{})
+	ns, name, _ := strings.Cut(key, "/")
+	lmWait(t, 30*time.Second, key+"'s LocalMachine to say its kubelet exited", func() (bool, string) {
+		u, err := dynamicClient(t).Resource(external.LocalMachineGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -262,8 +341,8 @@ func TestRealNodeRunsPods(t *testing.T) {
 		}
 		return false, fmt.Sprint(u.Object["status"])
 	})
-	lmWait(t, 2*time.Minute, "Node rn-1 to be NotReady", func() (bool, string) {
-		n, err := env.tenant.CoreV1().Nodes().Get(ctx, "rn-1", metav1.GetOptions{})
+	lmWait(t, 2*time.Minute, "Node "+node+" to be NotReady", func() (bool, string) {
+		n, err := tenant.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -274,22 +353,6 @@ func TestRealNodeRunsPods(t *testing.T) {
 		}
 		return false, "no Ready condition"
 	})
-
-	// Delete: every trace of the nodes goes.
-	mustKubectl(t, "delete", "-n", env.ns, "machines.cluster.x-k8s.io", "--all", "--wait=false")
-	lmWait(t, 2*time.Minute, "the LocalMachines to be gone", func() (bool, string) {
-		l, err := env.dyn.Resource(external.LocalMachineGVR).Namespace(env.ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		return len(l.Items) == 0, fmt.Sprint(len(l.Items), " left")
-	})
-	if _, err := env.tenant.CoreV1().Nodes().Get(ctx, "rn-0", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Errorf("Node rn-0 after its Machine was deleted: %v", err)
-	}
-	if left := realNodeLeftovers(); len(left) > 0 {
-		t.Errorf("the deleted real nodes left:\n  %s", strings.Join(left, "\n  "))
-	}
 }
 
 // realNodePortForward forwards a local port to the pod's 8080 with kubectl port-forward and
@@ -354,12 +417,13 @@ func realNodeHostAddress(t *testing.T) string {
 	return c.LocalAddr().(*net.UDPAddr).IP.String()
 }
 
-// realNodePSS sums the proportional set size of a real node's processes: its kubelet, kube-proxy
-// and containerd (found by the machine's directory in their command lines), containerd's shims
-// (by the socket in its configuration) and what runs under them (its pods).
-func realNodePSS(t *testing.T, ns, name string) string {
+// realNodePSS sums the proportional set size of the real node of a LocalMachine (namespace/name):
+// its kubelet, kube-proxy and containerd (found by the machine's directory in their command
+// lines), containerd's shims (by the socket in its configuration) and what runs under them (its
+// pods).
+func realNodePSS(t *testing.T, key string) string {
 	t.Helper()
-	dir := "/machines/" + ns + "/" + name + "/"
+	dir := "/machines/" + key + "/"
 	procs, _ := filepath.Glob("/proc/[0-9]*")
 	cmdline := func(p string) string {
 		data, _ := os.ReadFile(filepath.Join(p, "cmdline"))
