@@ -12,7 +12,8 @@ const PauseImage = "registry.k8s.io/pause:3.10"
 
 // nodeLayout is where one real node keeps its files. State goes under dir (the machine's state
 // directory); sockets go under run, a short path, because a unix socket's path has at most 107
-// bytes.
+// bytes: the kubelet's root directory too, where it makes the pod-resources socket (a
+// MachineDeployment's machine names made it too long under dir, and the kubelet exited).
 type nodeLayout struct {
 	id  string // short, unique per machine: names the netns, the host's veth and the cgroup
 	dir string
@@ -27,7 +28,7 @@ func (l nodeLayout) containerdDir() string    { return filepath.Join(l.dir, "con
 func (l nodeLayout) containerdConfig() string { return filepath.Join(l.containerdDir(), "config.toml") }
 func (l nodeLayout) containerdSock() string   { return filepath.Join(l.run, "containerd.sock") }
 func (l nodeLayout) cniDir() string           { return filepath.Join(l.dir, "cni") }
-func (l nodeLayout) kubeletDir() string       { return filepath.Join(l.dir, "kubelet") }
+func (l nodeLayout) kubeletDir() string       { return filepath.Join(l.run, "kubelet") }
 func (l nodeLayout) kubeletConfig() string    { return filepath.Join(l.dir, "kubelet-config.yaml") }
 func (l nodeLayout) podLogsDir() string       { return filepath.Join(l.dir, "pod-logs") }
 func (l nodeLayout) log(name string) string   { return filepath.Join(l.dir, name+".log") }

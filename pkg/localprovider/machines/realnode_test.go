@@ -157,3 +157,18 @@ func TestRealNodeBootMissingPieces(t *testing.T) {
 		}
 	}
 }
+
+// The kubelet's sockets fit a unix socket's 107 bytes whatever the machine's state directory
+// (a MachineDeployment's machines have long names): its root directory is under the short run
+// directory, where it makes pod-resources/<random> and plugins_registry sockets.
+func TestRealNodeSocketsFit(t *testing.T) {
+	r := NewRealNodes(RealNodesOptions{RunDir: "/run/butler-nodes"}, "/tmp/state", nil)
+	machineDir := "/tmp/butler-e2e-1397296442/machines/rn-bbe3926d/rn-workers-6pspx-7htzp" + strings.Repeat("/long", 20)
+	l := r.layout("rn-bbe3926d/rn-workers-6pspx-7htzp", machineDir)
+	for _, sock := range []string{l.containerdSock(), filepath.Join(l.kubeletDir(), "pod-resources", "3617752884"),
+		filepath.Join(l.kubeletDir(), "plugins_registry", "some-csi-driver-reg.sock")} {
+		if len(sock) > 107 {
+			t.Errorf("%s: %d bytes, a unix socket's path has at most 107", sock, len(sock))
+		}
+	}
+}
