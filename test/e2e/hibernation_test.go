@@ -63,11 +63,7 @@ func TestLocalHibernationWakeOnRequest(t *testing.T) {
 		oldNodes[node] = true
 	}
 	dyn := dynamicClient(t)
-	tcp, err := dyn.Resource(tenantCPGVR).Namespace(tc.Status.TenantNamespace).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	uid := string(tcp.GetUID())
+	uid := tenantControlPlaneUID(t, ns, name)
 	pids := lcpPids(t, filepath.Join(plane.dir, "tenants", uid))
 	if len(pids) != 3 {
 		t.Fatalf("tenant processes: %v", pids)
