@@ -291,11 +291,38 @@ func hostPort(rawURL string) (string, bool) {
 		switch strings.ToLower(u.Scheme) {
 		case "http":
 			port = "80"
+		case "ssh":
+			port = "22"
 		default:
 			port = "443"
 		}
 	}
 	return net.JoinHostPort(u.Hostname(), port), true
+}
+
+// RefusedURL says why the policy refuses rawURL before any name is resolved, or "": its host is
+// an internal address written as one (or localhost, which resolves to loopback everywhere), and
+// the platform does not allow its host:port. For admission, where no fetch is made: a name that
+// resolves to an internal address is refused where the fetch is dialled.
+func (p FetchPolicy) RefusedURL(rawURL string) string {
+	hp, ok := hostPort(rawURL)
+	if !ok {
+		return ""
+	}
+	if p.Allowed != nil && p.Allowed(hp) {
+		return ""
+	}
+	host, _, _ := net.SplitHostPort(hp)
+	why := ""
+	if h := strings.ToLower(strings.TrimSuffix(host, ".")); h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		why = "a loopback address"
+	} else if ip, err := netip.ParseAddr(host); err == nil {
+		why = internal(ip.WithZone(""))
+	}
+	if why == "" {
+		return ""
+	}
+	return (&refusal{addr: hp, why: why}).Error()
 }
 
 // AllowHostPorts is an Allowed over a fixed list of host:port (URLs are taken for their

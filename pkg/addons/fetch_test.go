@@ -174,3 +174,33 @@ func TestFetchRefusesEveryInternalRange(t *testing.T) {
 		}
 	}
 }
+
+// RefusedURL is the policy on a URL as written, before any fetch (admission): internal
+// addresses written in it and localhost are refused unless their host:port is allowed; names
+// are left to the dial.
+func TestRefusedURL(t *testing.T) {
+	p := FetchPolicy{Allowed: AllowHostPorts([]string{"127.0.0.1:8080", "ssh://10.0.0.5/"})}
+	for _, tc := range []struct{ url, want string }{
+		{"https://127.0.0.1/fleet.git", "127.0.0.1:443 is a loopback address; the platform may allow it by host:port"},
+		{"http://[::1]:3000/fleet.git", "[::1]:3000 is a loopback address"},
+		{"https://localhost/fleet.git", "localhost:443 is a loopback address"},
+		{"https://git.localhost./fleet.git", "is a loopback address"},
+		{"http://169.254.169.254/latest/meta-data/", "169.254.169.254:80 is a link-local address"},
+		{"ssh://git@10.0.0.6/fleet.git", "10.0.0.6:22 is a private address"},
+		{"https://[fe80::1%25eth0]/x.git", "is a link-local address"},
+		{"https://[::ffff:10.0.0.1]/x.git", "an IPv4-mapped address of 10.0.0.1, a private address"},
+		// Allowed by host:port (the test's Git server), that port only.
+		{"http://127.0.0.1:8080/fleet.git", ""},
+		{"http://127.0.0.1:8081/fleet.git", "127.0.0.1:8081 is a loopback address"},
+		{"ssh://git@10.0.0.5/fleet.git", ""},
+		// Public, or a name: the dial decides.
+		{"https://github.com/example/fleet.git", ""},
+		{"https://8.8.8.8/fleet.git", ""},
+		{"https://git.internal.example/fleet.git", ""},
+		{"not a url", ""},
+	} {
+		if got := p.RefusedURL(tc.url); (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.url, got, tc.want)
+		}
+	}
+}

@@ -26,6 +26,9 @@
 //     its namespace and its target version is one the catalog offers (422s naming the field).
 //   - butler.butlerlabs.dev/ProviderSupport: a TenantCluster's machine OS must be one that can
 //     boot on its ProviderConfig's provider (a 422 with the reason otherwise).
+//   - butler.butlerlabs.dev/GitOpsSource: whoever sets or redirects spec.addons.gitops.repository
+//     may get the Secret it names (403), and its URL names no address the outbound fetch policy
+//     refuses (422 at the url).
 //
 // They read butler objects only, from butler-apiserver's own storage, so they run the same with
 // and without a management cluster. They are enabled by default, after the generic plugins
@@ -44,6 +47,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	autoscaling "k8s.io/client-go/scale/scheme"
 
+	"github.com/butlerdotdev/butler-apiserver/pkg/addons"
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
 	"github.com/butlerdotdev/butler-apiserver/pkg/quota"
 )
@@ -61,10 +65,11 @@ const (
 	SnapshotLimitsName    = "butler.butlerlabs.dev/SnapshotLimits"
 	VersionCatalogName    = "butler.butlerlabs.dev/VersionCatalog"
 	UpdateRunRefsName     = "butler.butlerlabs.dev/UpdateRunRefs"
+	GitOpsSourceName      = "butler.butlerlabs.dev/GitOpsSource"
 )
 
 // Names are the plugins in the order they run.
-var Names = []string{MultiTenancyName, ProviderConfigUseName, DataStoreUseName, AddonSourcesName, VersionCatalogName, UpdateRunRefsName, ProviderSupportName, SnapshotRestoreName, SnapshotLimitsName, TeamLimitsName, TeamInUseName}
+var Names = []string{MultiTenancyName, ProviderConfigUseName, DataStoreUseName, AddonSourcesName, VersionCatalogName, UpdateRunRefsName, ProviderSupportName, GitOpsSourceName, SnapshotRestoreName, SnapshotLimitsName, TeamLimitsName, TeamInUseName}
 
 // Register registers the plugins.
 func Register(plugins *admission.Plugins) {
@@ -79,6 +84,7 @@ func Register(plugins *admission.Plugins) {
 	plugins.Register(SnapshotLimitsName, func(io.Reader) (admission.Interface, error) { return NewSnapshotLimits(), nil })
 	plugins.Register(VersionCatalogName, func(io.Reader) (admission.Interface, error) { return NewVersionCatalog(), nil })
 	plugins.Register(UpdateRunRefsName, func(io.Reader) (admission.Interface, error) { return NewUpdateRunRefs(), nil })
+	plugins.Register(GitOpsSourceName, func(io.Reader) (admission.Interface, error) { return NewGitOpsSource(), nil })
 }
 
 // WantsLedger is a plugin that reads butler objects through the quota Ledger's Store.
@@ -96,6 +102,9 @@ type Initializer struct {
 	SnapshotDir string
 	// DataStores reads the management cluster's DataStores (nil: none, standalone).
 	DataStores DataStoreGetter
+	// Fetch is the outbound fetch policy URLs are checked against (the zero policy allows no
+	// internal address).
+	Fetch addons.FetchPolicy
 }
 
 // Initialize implements admission.PluginInitializer.
@@ -111,6 +120,9 @@ func (i Initializer) Initialize(p admission.Interface) {
 	}
 	if w, ok := p.(WantsDataStores); ok && i.DataStores != nil {
 		w.SetDataStores(i.DataStores)
+	}
+	if w, ok := p.(WantsFetchPolicy); ok {
+		w.SetFetchPolicy(i.Fetch)
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 	// they waited in the client-side rate limiter.
 	_ "k8s.io/component-base/metrics/prometheus/restclient"
 
+	"github.com/butlerdotdev/butler-apiserver/pkg/addons"
 	butleradmission "github.com/butlerdotdev/butler-apiserver/pkg/admission"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
@@ -77,7 +78,8 @@ func (o *Options) addButlerAdmission() {
 	butleradmission.Register(a.Plugins)
 	a.RecommendedPluginOrder = append(a.RecommendedPluginOrder, butleradmission.Names...)
 	o.Recommended.ExtraAdmissionInitializers = func(c *genericapiserver.RecommendedConfig) ([]admission.PluginInitializer, error) {
-		init := butleradmission.Initializer{Ledger: o.ledger, SnapshotDir: o.SnapshotDir}
+		init := butleradmission.Initializer{Ledger: o.ledger, SnapshotDir: o.SnapshotDir,
+			Fetch: addons.FetchPolicy{Allowed: addons.AllowHostPorts(o.Workers.Fetch.AllowedInternal)}}
 		if c.ClientConfig != nil {
 			dyn, err := dynamic.NewForConfig(c.ClientConfig)
 			if err != nil {

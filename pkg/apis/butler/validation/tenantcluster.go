@@ -421,9 +421,7 @@ func validateAddons(a *butler.AddonsSpec, fldPath *field.Path) field.ErrorList {
 		p := fldPath.Child("gitops")
 		allErrs = append(allErrs, validateOptionalEnum(a.Gitops.Provider, gitopsProviders, p.Child("provider"))...)
 		if repo := a.Gitops.Repository; repo != nil {
-			repoPath := p.Child("repository")
-			allErrs = append(allErrs, requireString(repo.URL, repoPath.Child("url"))...)
-			allErrs = append(allErrs, validateLocalRef(repo.SecretRef, utilvalidation.IsDNS1123Subdomain, repoPath.Child("secretRef"))...)
+			allErrs = append(allErrs, validateGitRepository(repo, p.Child("repository"))...)
 		}
 	}
 	return allErrs

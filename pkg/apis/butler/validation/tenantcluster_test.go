@@ -2,6 +2,7 @@ package validation
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -239,6 +240,26 @@ func TestValidateTenantCluster(t *testing.T) {
 		}},
 		{"gitops repository without url", func(o *butler.TenantCluster) { o.Spec.Addons.Gitops.Repository.URL = "" }, []fieldErr{required("spec.addons.gitops.repository.url")}},
 		{"gitops without repository", func(o *butler.TenantCluster) { o.Spec.Addons.Gitops.Repository = nil }, nil},
+		{"gitops branch and path", gitRepo(func(r *butler.GitRepository) { r.Branch, r.Path = "release/1.2", "./clusters/prod" }), nil},
+		{"gitops over ssh as a user", gitRepo(func(r *butler.GitRepository) { r.URL = "ssh://git@git.example.com/fleet.git" }), nil},
+		{"gitops scp-like address", gitRepo(func(r *butler.GitRepository) { r.URL = "git@github.com:example/fleet.git" }),
+			[]fieldErr{invalid("spec.addons.gitops.repository.url")}},
+		{"gitops url of another scheme", gitRepo(func(r *butler.GitRepository) { r.URL = "file:///etc" }), []fieldErr{invalid("spec.addons.gitops.repository.url")}},
+		{"gitops url with a token", gitRepo(func(r *butler.GitRepository) { r.URL = "https://x-token:ghp_secret@github.com/example/fleet" }),
+			[]fieldErr{invalid("spec.addons.gitops.repository.url")}},
+		{"gitops url with a user", gitRepo(func(r *butler.GitRepository) { r.URL = "https://ghp_secret@github.com/example/fleet" }),
+			[]fieldErr{invalid("spec.addons.gitops.repository.url")}},
+		{"gitops url with a query", gitRepo(func(r *butler.GitRepository) { r.URL = "https://github.com/example/fleet?ref=dev" }),
+			[]fieldErr{invalid("spec.addons.gitops.repository.url")}},
+		{"gitops bad branches", gitRepo(func(r *butler.GitRepository) { r.Branch = "a..b" }), []fieldErr{invalid("spec.addons.gitops.repository.branch")}},
+		{"gitops branch with a space", gitRepo(func(r *butler.GitRepository) { r.Branch = "my branch" }), []fieldErr{invalid("spec.addons.gitops.repository.branch")}},
+		{"gitops branch like an option", gitRepo(func(r *butler.GitRepository) { r.Branch = "--upload-pack=x" }), []fieldErr{invalid("spec.addons.gitops.repository.branch")}},
+		{"gitops branch .lock", gitRepo(func(r *butler.GitRepository) { r.Branch = "main.lock" }), []fieldErr{invalid("spec.addons.gitops.repository.branch")}},
+		{"gitops branch too long", gitRepo(func(r *butler.GitRepository) { r.Branch = strings.Repeat("b", 256) }), []fieldErr{tooLong("spec.addons.gitops.repository.branch")}},
+		{"gitops path outside", gitRepo(func(r *butler.GitRepository) { r.Path = "./clusters/../../etc" }), []fieldErr{invalid("spec.addons.gitops.repository.path")}},
+		{"gitops path absolute", gitRepo(func(r *butler.GitRepository) { r.Path = "/etc" }), []fieldErr{invalid("spec.addons.gitops.repository.path")}},
+		{"gitops path with a newline", gitRepo(func(r *butler.GitRepository) { r.Path = "a\nb" }), []fieldErr{invalid("spec.addons.gitops.repository.path")}},
+		{"gitops secretRef not a name", gitRepo(func(r *butler.GitRepository) { r.SecretRef.Name = "Git_Creds" }), []fieldErr{invalid("spec.addons.gitops.repository.secretRef.name")}},
 		{"values not an object", func(o *butler.TenantCluster) {
 			o.Spec.Addons.CNI.Values = raw(`[1,2]`)
 			o.Spec.Addons.Storage.Values = raw(`"replicas: 3"`)
@@ -375,4 +396,9 @@ func TestTenantClusterWarnings(t *testing.T) {
 	if got := TenantClusterWarnings(tc); len(got) != 1 {
 		t.Errorf("standalone kairos control plane: warnings = %q, want one", got)
 	}
+}
+
+// gitRepo edits the valid cluster's spec.addons.gitops.repository.
+func gitRepo(edit func(*butler.GitRepository)) func(*butler.TenantCluster) {
+	return func(o *butler.TenantCluster) { edit(o.Spec.Addons.Gitops.Repository) }
 }

@@ -1,0 +1,97 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/admission/initializer"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/addons"
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
+)
+
+// GitOpsSource decides, when a TenantCluster's spec.addons.gitops.repository is set or changed,
+// whether its source may be used. The credential (secretRef) is copied into the tenant and sent
+// by Flux to the URL, so whoever sets or redirects it must be allowed to get that Secret
+// themselves (a SubjectAccessReview through the server's authorizer; 403 otherwise, the same
+// words whether it exists or not): a Team operator holds no right on Secrets and must not send
+// their admin's token to a server of theirs. The URL must not name an address the outbound fetch
+// policy refuses (a loopback, private or other internal address written in the URL, or
+// localhost) unless the platform allows its host:port (422 at the url); a name resolving to such
+// an address is refused where the fetch is dialled, as every fetch is.
+type GitOpsSource struct {
+	base
+	authorizer authorizer.Authorizer
+	fetch      addons.FetchPolicy
+}
+
+var (
+	_ admission.ValidationInterface = &GitOpsSource{}
+	_ initializer.WantsAuthorizer   = &GitOpsSource{}
+	_ WantsFetchPolicy              = &GitOpsSource{}
+)
+
+// WantsFetchPolicy is a plugin that checks URLs against the outbound fetch policy.
+type WantsFetchPolicy interface{ SetFetchPolicy(addons.FetchPolicy) }
+
+// NewGitOpsSource returns the plugin.
+func NewGitOpsSource() *GitOpsSource {
+	return &GitOpsSource{base: base{Handler: admission.NewHandler(admission.Create, admission.Update)}}
+}
+
+// SetAuthorizer implements initializer.WantsAuthorizer.
+func (p *GitOpsSource) SetAuthorizer(a authorizer.Authorizer) { p.authorizer = a }
+
+// SetFetchPolicy implements WantsFetchPolicy.
+func (p *GitOpsSource) SetFetchPolicy(f addons.FetchPolicy) { p.fetch = f }
+
+// repositoryToDecide is the repository of a TenantCluster request that sets or changes it; nil
+// for any other request (an unchanged repository was decided when it was set).
+func repositoryToDecide(a admission.Attributes) *butler.GitRepository {
+	if a.GetResource().GroupResource() != tenantClusters || a.GetSubresource() != "" {
+		return nil
+	}
+	tc, ok := a.GetObject().(*butler.TenantCluster)
+	if !ok || tc.Spec.Addons.Gitops == nil || tc.Spec.Addons.Gitops.Repository == nil {
+		return nil
+	}
+	repo := tc.Spec.Addons.Gitops.Repository
+	if old, ok := a.GetOldObject().(*butler.TenantCluster); ok && old != nil && old.Spec.Addons.Gitops != nil &&
+		reflect.DeepEqual(old.Spec.Addons.Gitops.Repository, repo) {
+		return nil
+	}
+	return repo
+}
+
+// Validate implements admission.ValidationInterface.
+func (p *GitOpsSource) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	repo := repositoryToDecide(a)
+	if repo == nil {
+		return nil
+	}
+	if ref := repo.SecretRef; ref != nil && !p.mayGetSecret(ctx, a, ref.Name) {
+		return admission.NewForbidden(a, fmt.Errorf(
+			"spec.addons.gitops.repository.secretRef: using Secret %q needs get on it in namespace %s (its contents are sent to the repository's URL), which you do not have",
+			ref.Name, a.GetNamespace()))
+	}
+	if why := p.fetch.RefusedURL(repo.URL); why != "" {
+		path := field.NewPath("spec", "addons", "gitops", "repository", "url")
+		return apierrors.NewInvalid(tenantClusterKind, a.GetName(), field.ErrorList{field.Invalid(path, repo.URL, why)})
+	}
+	return nil
+}
+
+// mayGetSecret says whether the asker may get the Secret name in the request's namespace.
+// Without an authorizer (no management cluster, where every request is the admin's) they may.
+func (p *GitOpsSource) mayGetSecret(ctx context.Context, a admission.Attributes, name string) bool {
+	if p.authorizer == nil {
+		return true
+	}
+	return authorize(ctx, p.authorizer, a, authorizer.AttributesRecord{
+		Verb: "get", Namespace: a.GetNamespace(), APIGroup: "", Resource: "secrets", Name: name})
+}

@@ -1,0 +1,100 @@
+package admission
+
+import (
+	"context"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/addons"
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
+	"github.com/butlerdotdev/butler-apiserver/pkg/quota"
+)
+
+// secretsReadBy allows everything except get on Secrets, which only the named users hold (on
+// the named Secrets): a Team's operator holds no right on Secrets (butler-operator grants none).
+func secretsReadBy(readers map[string][]string) authorizer.Authorizer {
+	return authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+		if a.GetResource() != "secrets" {
+			return authorizer.DecisionAllow, "", nil
+		}
+		for _, name := range readers[a.GetUser().GetName()] {
+			if a.GetVerb() == "get" && a.GetAPIGroup() == "" && a.GetName() == name {
+				return authorizer.DecisionAllow, "", nil
+			}
+		}
+		return authorizer.DecisionNoOpinion, "", nil
+	})
+}
+
+func withGitOps(obj *butler.TenantCluster, url, secret string) *butler.TenantCluster {
+	repo := &butler.GitRepository{URL: url, Branch: "main", Path: "./clusters/prod"}
+	if secret != "" {
+		repo.SecretRef = &butler.LocalObjectReference{Name: secret}
+	}
+	obj.Spec.Addons = butler.AddonsSpec{Gitops: &butler.GitOpsAddon{Provider: "fluxcd", Repository: repo}}
+	return obj
+}
+
+// The attack: butler copies spec.addons.gitops.repository.secretRef's Secret into the tenant and
+// Flux sends it to the repository's URL. A Team operator (no right on Secrets) names a Secret of
+// the namespace they cannot read (the Team admin's Git token, a platform credential kept there)
+// with a URL of their own server, or points the URL of a cluster their admin set up with a
+// credential at that server: either way the credential is sent to them. Whoever sets or redirects
+// a credential must be able to read it: 403 otherwise, the same words whether it exists or not.
+func TestAttackGitOpsSecretTheAskerCannotRead(t *testing.T) {
+	chain, err := New(&quota.Ledger{Store: newStore()}, secretsReadBy(map[string][]string{"admin": {"git-token"}}), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	as := func(who string, obj, old *butler.TenantCluster) error {
+		op, oldObj := admission.Create, runtime.Object(nil)
+		if old != nil {
+			op, oldObj = admission.Update, old
+		}
+		a := admission.NewAttributesRecord(obj, oldObj, schema.GroupVersionKind{}, "team-a", obj.Name, tcResource, "", op, nil, false, &user.DefaultInfo{Name: who})
+		if err := chain.(admission.MutationInterface).Admit(context.Background(), a, nil); err != nil {
+			return err
+		}
+		return chain.(admission.ValidationInterface).Validate(context.Background(), a, nil)
+	}
+	evil := "https://git.attacker.example/x.git"
+	ours := "https://git.example.com/team-a/fleet.git"
+
+	expect(t, as("operator", withGitOps(tc("team-a", "two", 1), evil, "git-token"), nil),
+		apierrors.IsForbidden, `spec.addons.gitops.repository.secretRef: using Secret "git-token" needs get on it in namespace team-a`)
+	expect(t, as("operator", withGitOps(tc("team-a", "two", 1), evil, "no-such-secret"), nil),
+		apierrors.IsForbidden, `spec.addons.gitops.repository.secretRef: using Secret "no-such-secret" needs get on it in namespace team-a`)
+	// The admin's cluster, redirected by the operator: the URL changes, the Secret does not.
+	admins := withGitOps(tc("team-a", "one", 1), ours, "git-token")
+	expect(t, as("operator", withGitOps(tc("team-a", "one", 1), evil, "git-token"), admins),
+		apierrors.IsForbidden, `using Secret "git-token" needs get on it`)
+
+	// Who may read it may use it; an update that leaves the repository alone is not asked again
+	// (the operator scales the admin's cluster); a repository without a credential needs no right.
+	expect(t, as("admin", withGitOps(tc("team-a", "two", 1), ours, "git-token"), nil), nil, "")
+	expect(t, as("operator", withGitOps(tc("team-a", "one", 2), ours, "git-token"), admins), nil, "")
+	expect(t, as("operator", withGitOps(tc("team-a", "two", 1), "https://github.com/team-a/public.git", ""), nil), nil, "")
+}
+
+// A repository URL naming an address the outbound fetch policy refuses is a 422 at the url,
+// unless the platform allows its host:port (a test's Git server on loopback); names are left to
+// the fetch's dial.
+func TestGitOpsSourceURLUnderTheFetchPolicy(t *testing.T) {
+	p := NewGitOpsSource()
+	p.SetLedger(&quota.Ledger{Store: newStore()})
+	p.SetFetchPolicy(addons.FetchPolicy{Allowed: addons.AllowHostPorts([]string{"127.0.0.1:8418"})})
+	create := func(url string) error {
+		return p.Validate(context.Background(), attrs(withGitOps(tc("team-a", "two", 1), url, ""), nil, "team-a", "two", tcResource, "", admission.Create, false), nil)
+	}
+	expect(t, create("http://169.254.169.254/latest/meta-data"), apierrors.IsInvalid,
+		`spec.addons.gitops.repository.url: Invalid value: "http://169.254.169.254/latest/meta-data": 169.254.169.254:80 is a link-local address`)
+	expect(t, create("https://localhost/fleet.git"), apierrors.IsInvalid, "localhost:443 is a loopback address; the platform may allow it by host:port")
+	expect(t, create("http://127.0.0.1:8418/fleet.git"), nil, "")
+	expect(t, create("https://git.example.com/fleet.git"), nil, "")
+}

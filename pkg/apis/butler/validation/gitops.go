@@ -1,0 +1,105 @@
+package validation
+
+import (
+	"net/url"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
+)
+
+// gitSchemes are the transports Flux's source-controller clones over.
+var gitSchemes = sets.New("https", "http", "ssh")
+
+// Bounds of a repository's branch (git's own limit on a ref is the file system's; Flux's
+// GitRepository takes any string) and path.
+const (
+	gitBranchMaxLength = 255
+	gitPathMaxLength   = 1024
+)
+
+// validateGitRepository checks spec.addons.gitops.repository as Flux will use it: a URL it can
+// clone without credentials in it, a branch git accepts, a path inside the repository. Whether
+// the URL may be reached and the Secret used is admission's (GitOpsSource): both depend on more
+// than the object.
+func validateGitRepository(repo *butler.GitRepository, fldPath *field.Path) field.ErrorList {
+	allErrs := validateGitURL(repo.URL, fldPath.Child("url"))
+	if repo.Branch != "" {
+		allErrs = append(allErrs, validateGitBranch(repo.Branch, fldPath.Child("branch"))...)
+	}
+	if repo.Path != "" {
+		allErrs = append(allErrs, validateGitPath(repo.Path, fldPath.Child("path"))...)
+	}
+	return append(allErrs, validateLocalRef(repo.SecretRef, utilvalidation.IsDNS1123Subdomain, fldPath.Child("secretRef"))...)
+}
+
+// validateGitURL requires an https, http or ssh URL with a host. A password or token in it would
+// be stored in the spec, readable by every viewer of the Team: credentials go in secretRef.
+func validateGitURL(s string, fldPath *field.Path) field.ErrorList {
+	if errs := validateURL(s, gitSchemes, fldPath); len(errs) > 0 {
+		if s != "" && !strings.Contains(s, "://") && strings.Contains(s, ":") {
+			return field.ErrorList{field.Invalid(fldPath, s, "must be a "+schemeList(gitSchemes)+" URL (write git@host:path as ssh://git@host/path)")}
+		}
+		return errs
+	}
+	u, _ := url.Parse(s)
+	if _, hasPassword := u.User.Password(); hasPassword || (u.User != nil && u.Scheme != "ssh") {
+		return field.ErrorList{field.Invalid(fldPath, redactURL(u), "must not carry credentials: name a Secret in secretRef")}
+	}
+	if u.Fragment != "" || u.RawQuery != "" {
+		return field.ErrorList{field.Invalid(fldPath, s, "must have no query or fragment: the branch is spec.addons.gitops.repository.branch")}
+	}
+	return nil
+}
+
+// redactURL is the URL without its user information, fit for an error that is logged and shown.
+func redactURL(u *url.URL) string {
+	c := *u
+	c.User = nil
+	return c.String()
+}
+
+// validateGitBranch applies git check-ref-format's rules to refs/heads/<branch>.
+func validateGitBranch(b string, fldPath *field.Path) field.ErrorList {
+	if len(b) > gitBranchMaxLength {
+		return field.ErrorList{field.TooLong(fldPath, b, gitBranchMaxLength)}
+	}
+	why := ""
+	switch {
+	case strings.ContainsFunc(b, func(r rune) bool { return r < 0x20 || r == 0x7f || strings.ContainsRune(" ~^:?*[\\", r) }):
+		why = "must not contain spaces, control characters or any of ~^:?*[\\"
+	case strings.HasPrefix(b, "-"), strings.HasPrefix(b, "/"), strings.HasSuffix(b, "/"), strings.HasSuffix(b, "."):
+		why = "must not begin with - or /, nor end with / or ."
+	case strings.Contains(b, ".."), strings.Contains(b, "//"), strings.Contains(b, "@{"), b == "@":
+		why = "must not contain .., //, @{ or be @"
+	}
+	for _, part := range strings.Split(b, "/") {
+		if why == "" && (strings.HasPrefix(part, ".") || strings.HasSuffix(part, ".lock")) {
+			why = "no part may begin with . or end with .lock"
+		}
+	}
+	if why != "" {
+		return field.ErrorList{field.Invalid(fldPath, b, "not a valid git branch name: "+why)}
+	}
+	return nil
+}
+
+// validateGitPath requires a relative path that stays inside the repository ("./clusters/prod"
+// or "clusters/prod"): Flux resolves it against the checkout's root.
+func validateGitPath(p string, fldPath *field.Path) field.ErrorList {
+	if len(p) > gitPathMaxLength {
+		return field.ErrorList{field.TooLong(fldPath, p, gitPathMaxLength)}
+	}
+	switch {
+	case strings.ContainsFunc(p, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' }):
+		return field.ErrorList{field.Invalid(fldPath, p, "must not contain control characters or \\")}
+	case strings.HasPrefix(p, "/"):
+		return field.ErrorList{field.Invalid(fldPath, p, "must be relative to the repository's root")}
+	case sets.New(strings.Split(p, "/")...).Has(".."):
+		return field.ErrorList{field.Invalid(fldPath, p, "must stay inside the repository (no ..)")}
+	}
+	return nil
+}
