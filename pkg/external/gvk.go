@@ -173,3 +173,13 @@ const (
 	// DataStoreMaxTenantsAnnotation bounds the tenants on the DataStore.
 	DataStoreMaxTenantsAnnotation = "localprovider.butlerlabs.dev/max-tenants"
 )
+
+// Flux's kinds, in a tenant cluster (never in the management cluster, so not in Kinds): the
+// GitOps step writes a GitRepository and a Kustomization and reads their status
+// (docs/concepts/gitops.md). Versions of source-controller and kustomize-controller v1.9.
+var (
+	FluxGitRepositoryGVK = schema.GroupVersionKind{Group: "source.toolkit.fluxcd.io", Version: "v1", Kind: "GitRepository"}
+	FluxKustomizationGVK = schema.GroupVersionKind{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Kind: "Kustomization"}
+	FluxGitRepositoryGVR = FluxGitRepositoryGVK.GroupVersion().WithResource("gitrepositories")
+	FluxKustomizationGVR = FluxKustomizationGVK.GroupVersion().WithResource("kustomizations")
+)

@@ -9,7 +9,10 @@
 //     or, for a standalone control plane, KubeadmControlPlane);
 //   - infra: the infrastructure cluster and machine templates of the seven providers;
 //   - workers: the MachineDeployment and butler's BootstrapConfigTemplate;
-//   - addons: the TenantAddons of spec.addons.
+//   - addons: the TenantAddons of spec.addons;
+//   - gitops: Flux's GitRepository and Kustomization, and the credential's copy, for
+//     spec.addons.gitops.repository (into the tenant; no step applies them yet), and their
+//     status read back.
 //
 // CAPI kinds are built with CAPI's own Go types and converted; kinds without a Go module here are
 // built as maps with the upstream field names, and the tests validate every object against the

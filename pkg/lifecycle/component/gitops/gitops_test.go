@@ -1,0 +1,144 @@
+package gitops
+
+import (
+	"errors"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+)
+
+func cluster(url, branch, path, secret string) *v1alpha1.TenantCluster {
+	repo := &v1alpha1.GitRepository{URL: url, Branch: branch, Path: path}
+	if secret != "" {
+		repo.SecretRef = &v1alpha1.LocalObjectReference{Name: secret}
+	}
+	return &v1alpha1.TenantCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "prod"},
+		Spec:       v1alpha1.TenantClusterSpec{Addons: v1alpha1.AddonsSpec{Gitops: &v1alpha1.GitOpsAddon{Repository: repo}}},
+	}
+}
+
+func secret(data map[string]string) *corev1.Secret {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "git-token"}, Data: map[string][]byte{}}
+	for k, v := range data {
+		s.Data[k] = []byte(v)
+	}
+	return s
+}
+
+func field(t *testing.T, u *unstructured.Unstructured, path ...string) any {
+	t.Helper()
+	v, found, err := unstructured.NestedFieldNoCopy(u.Object, path...)
+	if err != nil || !found {
+		t.Fatalf("%s %v: found %v, %v", u.GetKind(), path, found, err)
+	}
+	return v
+}
+
+// The objects carry the spec's repository as Flux's fields, with the defaults said in
+// docs/concepts/gitops.md, and nothing an apply should not own (status, creationTimestamp).
+func TestBuild(t *testing.T) {
+	objs, err := Build(cluster("https://git.example.com/team-a/fleet.git", "", "", "git-token"), secret(map[string]string{"username": "git", "password": "s3cret"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, ks := objs.GitRepository, objs.Kustomization
+	for path, want := range map[string]any{
+		"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
+		"metadata.name": Name, "metadata.namespace": Namespace,
+		"spec.url": "https://git.example.com/team-a/fleet.git", "spec.ref.branch": "main",
+		"spec.interval": "1m0s", "spec.timeout": "1m0s", "spec.secretRef.name": Name,
+	} {
+		if got := field(t, repo, strings.Split(path, ".")...); got != want {
+			t.Errorf("GitRepository %s = %v, want %v", path, got, want)
+		}
+	}
+	for path, want := range map[string]any{
+		"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+		"spec.sourceRef.kind": "GitRepository", "spec.sourceRef.name": Name, "spec.path": "./",
+		"spec.prune": true, "spec.wait": true, "spec.interval": "10m0s", "spec.retryInterval": "1m0s",
+		"spec.timeout": "5m0s", "spec.serviceAccountName": Name,
+	} {
+		if got := field(t, ks, strings.Split(path, ".")...); got != want {
+			t.Errorf("Kustomization %s = %v, want %v", path, got, want)
+		}
+	}
+	for _, u := range []*unstructured.Unstructured{repo, ks} {
+		if _, ok := u.Object["status"]; ok {
+			t.Errorf("%s has a status", u.GetKind())
+		}
+		if _, ok := u.Object["metadata"].(map[string]any)["creationTimestamp"]; ok {
+			t.Errorf("%s has a creationTimestamp", u.GetKind())
+		}
+	}
+	if c := objs.Credential; c == nil || c.Name != Name || c.Namespace != Namespace || string(c.Data["password"]) != "s3cret" {
+		t.Errorf("credential %+v", c)
+	}
+
+	objs, err = Build(cluster("https://github.com/example/public.git", "release/1.2", "./clusters/prod", ""), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if objs.Credential != nil || field(t, objs.GitRepository, "spec", "ref", "branch") != "release/1.2" ||
+		field(t, objs.Kustomization, "spec", "path") != "./clusters/prod" {
+		t.Errorf("without a credential: %+v", objs)
+	}
+	if _, found, _ := unstructured.NestedMap(objs.GitRepository.Object, "spec", "secretRef"); found {
+		t.Error("a secretRef without a credential")
+	}
+}
+
+// Only the keys Flux reads for the URL's transport reach the tenant; a credential that cannot
+// serve the URL is said by name and keys, never by value.
+func TestCredential(t *testing.T) {
+	all := map[string]string{"username": "git", "password": "s3cret", "identity": "KEY", "known_hosts": "HOSTS", "kubeconfig": "ADMIN", "note": "x"}
+	c, err := Credential("https://git.example.com/fleet.git", "git-token", secret(all))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := keys(c.Data); !reflect.DeepEqual(got, []string{"password", "username"}) {
+		t.Errorf("https keys copied: %v", got)
+	}
+	c, err = Credential("ssh://git@git.example.com/fleet.git", "git-token", secret(all))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := keys(c.Data); !reflect.DeepEqual(got, []string{"identity", "known_hosts", "password"}) {
+		t.Errorf("ssh keys copied: %v", got)
+	}
+
+	for _, tc := range []struct {
+		url  string
+		data map[string]string
+		want string
+	}{
+		{"ssh://git@git.example.com/fleet.git", map[string]string{"identity": "KEY"}, "needs the keys identity and known_hosts"},
+		{"https://git.example.com/fleet.git", map[string]string{"token": "s3cret"}, "has none of the keys Flux reads for https://"},
+		{"https://git.example.com/fleet.git", map[string]string{"password": "s3cret"}, "password needs username"},
+		{"https://git.example.com/fleet.git", map[string]string{"tls.key": "s3cret"}, "tls.crt and tls.key go together"},
+		{"http://git.example.com/fleet.git", map[string]string{"bearerToken": "s3cret"}, "would receive the credential unencrypted"},
+	} {
+		_, err := Credential(tc.url, "git-token", secret(tc.data))
+		var ce *CredentialError
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), `Secret "git-token"`) {
+			t.Errorf("%s %v: %v, want a CredentialError saying %q", tc.url, keys(secret(tc.data).Data), err, tc.want)
+		}
+	}
+	if _, err := Build(cluster("https://git.example.com/fleet.git", "", "", "gone"), nil); err == nil || !strings.Contains(err.Error(), `Secret "gone" for spec.addons.gitops.repository.secretRef: not found`) {
+		t.Errorf("missing Secret: %v", err)
+	}
+	// A CA alone (a private server, no login) is a credential.
+	if _, err := Credential("https://git.example.com/fleet.git", "ca", secret(map[string]string{"ca.crt": "CA"})); err != nil {
+		t.Errorf("a CA alone: %v", err)
+	}
+}
+
+func keys(m map[string][]byte) []string { return slices.Sorted(maps.Keys(m)) }

@@ -1,0 +1,75 @@
+package gitops
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// object is a Flux object as the tenant returns it.
+func object(kind string, generation, observed int64, ready, reason, message string, status map[string]any) *unstructured.Unstructured {
+	st := map[string]any{"observedGeneration": observed}
+	if ready != "" {
+		st["conditions"] = []any{map[string]any{"type": "Ready", "status": ready, "reason": reason, "message": message,
+			"lastTransitionTime": "2026-11-28T17:00:00Z"}}
+	}
+	for k, v := range status {
+		st[k] = v
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"kind": kind, "metadata": map[string]any{"name": Name, "namespace": Namespace, "generation": generation}, "status": st}}
+	return u
+}
+
+const (
+	head = "main@sha1:2f6c2b5d0a3e4c1f9b8a7d6e5c4b3a2f1e0d9c8b"
+	prev = "main@sha1:0d9c8b7a6f5e4d3c2b1a0f9e8d7c6b5a4f3e2d1c"
+)
+
+// Each way a repository fails is its own reason, with Flux's message; the revision last applied
+// is kept while a later one fails; in sync only when the Kustomization applied the source's
+// latest revision, both at their current generation.
+func TestRead(t *testing.T) {
+	artifact := map[string]any{"artifact": map[string]any{"revision": head}}
+	okSource := object("GitRepository", 1, 1, "True", "Succeeded", "stored artifact for revision '"+head+"'", artifact)
+	applied := func(rev string) map[string]any {
+		return map[string]any{"lastAppliedRevision": rev, "lastAttemptedRevision": rev}
+	}
+	for _, tc := range []struct {
+		name         string
+		repo, ks     *unstructured.Unstructured
+		reason, rev  string
+		inSync       bool
+		messageHasIt string
+	}{
+		{"synced", okSource, object("Kustomization", 1, 1, "True", "ReconciliationSucceeded", "Applied revision: "+head, applied(head)), ReasonSynced, head, true, head},
+		{"new commit not applied yet", okSource, object("Kustomization", 1, 1, "True", "ReconciliationSucceeded", "Applied revision: "+prev, applied(prev)), ReasonProgressing, prev, false, prev},
+		{"spec changed, not observed", object("GitRepository", 2, 1, "True", "Succeeded", "", artifact), object("Kustomization", 1, 1, "True", "ReconciliationSucceeded", "", applied(head)), ReasonProgressing, head, false, ""},
+		{"not there yet", nil, nil, ReasonProgressing, "", false, "not in the tenant yet"},
+		{"unreachable", object("GitRepository", 1, 1, "False", "GitOperationFailed",
+			"failed to checkout and determine revision: unable to clone 'https://git.example.com/fleet.git': dial tcp 203.0.113.7:443: connect: connection refused", nil),
+			object("Kustomization", 1, 1, "True", "ReconciliationSucceeded", "", applied(prev)), ReasonRepositoryUnreachable, prev, false, "connection refused"},
+		{"credential rejected", object("GitRepository", 1, 1, "False", "GitOperationFailed",
+			"failed to checkout and determine revision: unable to clone 'https://git.example.com/fleet.git': authentication required", nil),
+			object("Kustomization", 1, 1, "", "", "", nil), ReasonCredentialRejected, "", false, "authentication required"},
+		{"credential unusable", object("GitRepository", 1, 1, "False", "AuthenticationFailed", "failed to configure authentication options: invalid 'ssh' auth option: 'known_hosts' is required", nil),
+			object("Kustomization", 1, 1, "", "", "", nil), ReasonCredentialRejected, "", false, "known_hosts"},
+		{"branch missing", object("GitRepository", 1, 1, "False", "GitOperationFailed",
+			"failed to checkout and determine revision: unable to clone: couldn't find remote ref \"refs/heads/nope\": git repository: 'https://git.example.com/fleet.git'", nil),
+			object("Kustomization", 1, 1, "", "", "", nil), ReasonBranchNotFound, "", false, "refs/heads/nope"},
+		{"path missing", okSource, object("Kustomization", 1, 1, "False", "ArtifactFailed",
+			"kustomization path not found: stat /tmp/kustomization-1/clusters/nope: no such file or directory", map[string]any{"lastAttemptedRevision": head}),
+			ReasonPathNotFound, "", false, "clusters/nope"},
+		{"build failed", okSource, object("Kustomization", 1, 1, "False", "BuildFailed", "kustomize build failed: accumulating resources", nil), ReasonBuildFailed, "", false, "kustomize build failed"},
+		{"apply refused", okSource, object("Kustomization", 1, 1, "False", "ReconciliationFailed",
+			"ConfigMap/default/x dry-run failed: ConfigMap \"x\" is invalid", applied(prev)), ReasonApplyFailed, prev, false, "dry-run failed"},
+	} {
+		got, err := Read(tc.repo, tc.ks)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got.Reason != tc.reason || got.Revision != tc.rev || got.InSync != tc.inSync || !strings.Contains(got.Message, tc.messageHasIt) {
+			t.Errorf("%s: %+v, want reason %s, revision %q, in sync %v, a message with %q", tc.name, got, tc.reason, tc.rev, tc.inSync, tc.messageHasIt)
+		}
+	}
+}
