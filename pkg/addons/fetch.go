@@ -325,6 +325,41 @@ func (p FetchPolicy) RefusedURL(rawURL string) string {
 	return (&refusal{addr: hp, why: why}).Error()
 }
 
+// Resolver looks a host name up, as net.Resolver.LookupNetIP does.
+type Resolver func(ctx context.Context, host string) ([]netip.Addr, error)
+
+// RefusedResolved is RefusedURL after name resolution, for a fetch another program makes (Flux's
+// clone of a tenant's repository, in the tenant): refused when any address the host resolves to
+// is internal and the host:port is not allowed, or when it does not resolve. The program resolves
+// again when it fetches, so a name whose answers change (DNS rebinding) is not stopped here; this
+// is the check before butler hands the URL on, not the fetch's own.
+func (p FetchPolicy) RefusedResolved(ctx context.Context, rawURL string, lookup Resolver) string {
+	if why := p.RefusedURL(rawURL); why != "" {
+		return why
+	}
+	hp, ok := hostPort(rawURL)
+	if !ok {
+		return "not a URL with a host"
+	}
+	if p.Allowed != nil && p.Allowed(hp) {
+		return ""
+	}
+	host, _, _ := net.SplitHostPort(hp)
+	if _, err := netip.ParseAddr(host); err == nil {
+		return "" // an address, judged by RefusedURL
+	}
+	addrs, err := lookup(ctx, host)
+	if err != nil || len(addrs) == 0 {
+		return host + " does not resolve"
+	}
+	for _, ip := range addrs {
+		if why := internal(ip.WithZone("")); why != "" {
+			return (&refusal{addr: hp + " (" + ip.String() + ")", why: why}).Error()
+		}
+	}
+	return ""
+}
+
 // AllowHostPorts is an Allowed over a fixed list of host:port (URLs are taken for their
 // host:port too).
 func AllowHostPorts(list []string) func(string) bool {

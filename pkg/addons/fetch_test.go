@@ -204,3 +204,36 @@ func TestRefusedURL(t *testing.T) {
 		}
 	}
 }
+
+// RefusedResolved also judges what a name resolves to: a name with any internal answer is
+// refused (rebinding through several answers included), unless its host:port is allowed.
+func TestRefusedResolved(t *testing.T) {
+	answers := map[string][]string{
+		"git.example.com":      {"203.0.113.7"},
+		"metadata.example.com": {"169.254.169.254"},
+		"mixed.example.com":    {"203.0.113.7", "10.0.0.9"},
+		"git.test.internal":    {"10.0.0.5"},
+	}
+	lookup := func(_ context.Context, host string) ([]netip.Addr, error) {
+		var out []netip.Addr
+		for _, a := range answers[host] {
+			out = append(out, netip.MustParseAddr(a))
+		}
+		return out, nil
+	}
+	p := FetchPolicy{Allowed: AllowHostPorts([]string{"git.test.internal:443"})}
+	for _, tc := range []struct{ url, want string }{
+		{"https://git.example.com/fleet.git", ""},
+		{"https://metadata.example.com/x.git", "metadata.example.com:443 (169.254.169.254) is a link-local address"},
+		{"https://mixed.example.com/x.git", "(10.0.0.9) is a private address"},
+		{"https://git.test.internal/fleet.git", ""},
+		{"ssh://git@git.test.internal/fleet.git", "git.test.internal:22 (10.0.0.5) is a private address"},
+		{"https://nowhere.example.com/x.git", "nowhere.example.com does not resolve"},
+		{"https://127.0.0.1/x.git", "127.0.0.1:443 is a loopback address"},
+		{"https://203.0.113.9/x.git", ""},
+	} {
+		if got := p.RefusedResolved(context.Background(), tc.url, lookup); (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.url, got, tc.want)
+		}
+	}
+}

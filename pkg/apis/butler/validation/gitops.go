@@ -33,7 +33,12 @@ func validateGitRepository(repo *butler.GitRepository, fldPath *field.Path) fiel
 	if repo.Path != "" {
 		allErrs = append(allErrs, validateGitPath(repo.Path, fldPath.Child("path"))...)
 	}
-	return append(allErrs, validateLocalRef(repo.SecretRef, utilvalidation.IsDNS1123Subdomain, fldPath.Child("secretRef"))...)
+	allErrs = append(allErrs, validateLocalRef(repo.SecretRef, utilvalidation.IsDNS1123Subdomain, fldPath.Child("secretRef"))...)
+	if repo.SecretRef != nil && strings.HasPrefix(strings.ToLower(repo.URL), "http://") {
+		allErrs = append(allErrs, field.Forbidden(fldPath.Child("secretRef"),
+			"an http:// repository would receive the credential unencrypted: use https:// (a private CA goes in the Secret's ca.crt)"))
+	}
+	return allErrs
 }
 
 // validateGitURL requires an https, http or ssh URL with a host. A password or token in it would
