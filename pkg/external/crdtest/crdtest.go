@@ -95,6 +95,31 @@ func Load(dir string) (*Set, error) {
 	return set, nil
 }
 
+// FromManifests is the CRDs of a stream of YAML documents (a generated install manifest, such as
+// the Flux manifests a tenant gets), each validated and prepared as Load does; other kinds are
+// skipped.
+func FromManifests(name string, data []byte) (*Set, error) {
+	set := &Set{versions: map[schema.GroupVersionKind]*version{}}
+	for i, doc := range bytes.Split(data, []byte("\n---\n")) {
+		var kind struct{ Kind string }
+		if err := yaml.Unmarshal(doc, &kind); err != nil {
+			return nil, fmt.Errorf("%s document %d: %w", name, i, err)
+		}
+		if kind.Kind != "CustomResourceDefinition" {
+			continue
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.UnmarshalStrict(doc, crd); err != nil {
+			return nil, fmt.Errorf("%s document %d: %w", name, i, err)
+		}
+		if err := set.add(crd); err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", name, crd.Name, err)
+		}
+		set.Files = append(set.Files, File{Path: name, CRD: crd})
+	}
+	return set, nil
+}
+
 // stripDocumentMarker allows the single leading "---" our files carry (one CRD per file).
 func stripDocumentMarker(data []byte) []byte {
 	lines := bytes.SplitN(data, []byte("\n"), -1)

@@ -2,10 +2,10 @@
 // spec.addons.gitops.repository (docs/concepts/gitops.md): a Flux GitRepository and
 // Kustomization in flux-system, each named Name, and the copy of the repository's credential,
 // and reads their status back as one Sync. An object in, objects out: no client. The step that
-// applies them, and the install of Flux's controllers, are not built yet. Flux's CRDs are not in
-// artifacts/crds (they are a tenant's, not the management cluster's), so the tests check the
-// objects' fields by name; the generated Flux manifests, which carry the CRDs, will let them be
-// validated against the schemas.
+// applies them, and the install of Flux's controllers, are not built yet. flux.yaml is the
+// manifests of Flux's two controllers a tenant will get, generated from Flux's modules by
+// hack/update-flux-manifests.sh; its CRDs (a tenant's, so not in artifacts/crds) are what the
+// tests validate the objects against.
 package gitops
 
 import (
