@@ -305,14 +305,10 @@ func hostPort(rawURL string) (string, bool) {
 // the platform does not allow its host:port. For admission, where no fetch is made: a name that
 // resolves to an internal address is refused where the fetch is dialled.
 func (p FetchPolicy) RefusedURL(rawURL string) string {
-	hp, ok := hostPort(rawURL)
-	if !ok {
+	hp, host, judge := p.hostToJudge(rawURL)
+	if !judge {
 		return ""
 	}
-	if p.Allowed != nil && p.Allowed(hp) {
-		return ""
-	}
-	host, _, _ := net.SplitHostPort(hp)
 	why := ""
 	if h := strings.ToLower(strings.TrimSuffix(host, ".")); h == "localhost" || strings.HasSuffix(h, ".localhost") {
 		why = "a loopback address"
@@ -323,6 +319,17 @@ func (p FetchPolicy) RefusedURL(rawURL string) string {
 		return ""
 	}
 	return (&refusal{addr: hp, why: why}).Error()
+}
+
+// hostToJudge is rawURL's host:port and host, and whether the policy judges them: not when the
+// URL has no host (validation refuses it) or the platform allows that host:port.
+func (p FetchPolicy) hostToJudge(rawURL string) (hp, host string, judge bool) {
+	hp, ok := hostPort(rawURL)
+	if !ok || (p.Allowed != nil && p.Allowed(hp)) {
+		return "", "", false
+	}
+	host, _, _ = net.SplitHostPort(hp)
+	return hp, host, true
 }
 
 // Resolver looks a host name up, as net.Resolver.LookupNetIP does.
@@ -337,14 +344,10 @@ func (p FetchPolicy) RefusedResolved(ctx context.Context, rawURL string, lookup 
 	if why := p.RefusedURL(rawURL); why != "" {
 		return why
 	}
-	hp, ok := hostPort(rawURL)
-	if !ok {
-		return "not a URL with a host"
-	}
-	if p.Allowed != nil && p.Allowed(hp) {
+	hp, host, judge := p.hostToJudge(rawURL)
+	if !judge {
 		return ""
 	}
-	host, _, _ := net.SplitHostPort(hp)
 	if _, err := netip.ParseAddr(host); err == nil {
 		return "" // an address, judged by RefusedURL
 	}
