@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -107,4 +108,28 @@ func validateGitPath(p string, fldPath *field.Path) field.ErrorList {
 		return field.ErrorList{field.Invalid(fldPath, p, "must stay inside the repository (no ..)")}
 	}
 	return nil
+}
+
+// ratchetGitRepository drops the errors of an unchanged spec.addons.gitops.repository: its rules
+// came after the field (which did nothing then), and a cluster stored with a repository they
+// refuse (git@host:path, a branch git would refuse) must still scale and upgrade. A changed
+// repository meets them all.
+func ratchetGitRepository(errs field.ErrorList, spec, old *butler.TenantClusterSpec) field.ErrorList {
+	if !equality.Semantic.DeepEqual(gitRepositoryOf(spec), gitRepositoryOf(old)) || gitRepositoryOf(spec) == nil {
+		return errs
+	}
+	kept := errs[:0]
+	for _, e := range errs {
+		if !strings.HasPrefix(e.Field, "spec.addons.gitops.repository.") {
+			kept = append(kept, e)
+		}
+	}
+	return kept
+}
+
+func gitRepositoryOf(spec *butler.TenantClusterSpec) *butler.GitRepository {
+	if spec.Addons.Gitops == nil {
+		return nil
+	}
+	return spec.Addons.Gitops.Repository
 }

@@ -17,3 +17,22 @@ func TestGitURLErrorsCarryNoCredential(t *testing.T) {
 		}
 	}
 }
+
+// A cluster stored before the repository's rules, with a repository they refuse, still updates
+// (scale, upgrade); a change of the repository meets every rule.
+func TestGitRepositoryRulesRatchet(t *testing.T) {
+	old := validTenantCluster()
+	old.Spec.Addons.Gitops.Repository.URL = "git@github.com:example/fleet.git"
+	old.Spec.Addons.Gitops.Repository.Branch = "my branch"
+	scaled := old.DeepCopy()
+	scaled.Spec.Workers.Replicas++
+	if errs := ValidateTenantClusterUpdate(scaled, old); len(errs) > 0 {
+		t.Errorf("scaling a cluster with a repository stored before the rules: %v", errs)
+	}
+	moved := scaled.DeepCopy()
+	moved.Spec.Addons.Gitops.Repository.Path = "./clusters/prod"
+	errs := ValidateTenantClusterUpdate(moved, old)
+	if len(errs) != 2 || errs[0].Field != "spec.addons.gitops.repository.url" || errs[1].Field != "spec.addons.gitops.repository.branch" {
+		t.Errorf("a changed repository: %v, want the url and branch refused", errs)
+	}
+}

@@ -85,7 +85,7 @@ func rotationOf(status *butler.TenantClusterStatus) *butler.CredentialsRotation 
 func ValidateTenantClusterUpdate(obj, old *butler.TenantCluster) field.ErrorList {
 	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(&obj.ObjectMeta, &old.ObjectMeta, field.NewPath("metadata"))
 	specPath := field.NewPath("spec")
-	allErrs = append(allErrs, validateTenantClusterSpec(&obj.Spec, specPath)...)
+	allErrs = append(allErrs, ratchetGitRepository(validateTenantClusterSpec(&obj.Spec, specPath), &obj.Spec, &old.Spec)...)
 	allErrs = append(allErrs, validateSnapshotPolicy(obj.Name, obj.Spec.Snapshots, specPath.Child("snapshots"))...)
 
 	spec, oldSpec := &obj.Spec, &old.Spec
