@@ -58,6 +58,14 @@ func validateGitURL(s string, fldPath *field.Path) field.ErrorList {
 	if u.Fragment != "" || u.RawQuery != "" {
 		return field.ErrorList{field.Invalid(fldPath, s, "must have no query or fragment: the branch is spec.addons.gitops.repository.branch")}
 	}
+	// url.Parse (and go-git with it) lowercases the scheme and takes "https://:443/" as a host;
+	// Flux's GitRepository refuses the first and a dial of ":443" reaches the local system.
+	if u.Hostname() == "" {
+		return field.ErrorList{field.Invalid(fldPath, s, "must name a host (an empty one dials the local system)")}
+	}
+	if !strings.HasPrefix(s, u.Scheme+"://") {
+		return field.ErrorList{field.Invalid(fldPath, s, "the scheme must be written in lower case, as Flux's GitRepository requires")}
+	}
 	return nil
 }
 

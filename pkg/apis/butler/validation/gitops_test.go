@@ -36,3 +36,26 @@ func TestGitRepositoryRulesRatchet(t *testing.T) {
 		t.Errorf("a changed repository: %v, want the url and branch refused", errs)
 	}
 }
+
+// URLs that url.Parse, and so go-git in Flux's source-controller, reads differently from how
+// they look: an empty host (`https://:443/`) dials the local system, past a policy that judges
+// the host as written; an upper-case scheme is accepted by url.Parse and refused by Flux's
+// GitRepository (`^(http|https|ssh)://`), so the cluster could never sync.
+func TestAttackGitURLsReadOtherwise(t *testing.T) {
+	for _, u := range []string{
+		"https://:443/fleet.git",
+		"http://:8080/fleet.git",
+		"ssh://git@:22/fleet.git",
+		"HTTPS://github.com/example/fleet.git",
+		"Ssh://git@github.com/example/fleet.git",
+	} {
+		if errs := validateGitURL(u, field.NewPath("url")); len(errs) != 1 || errs[0].Field != "url" {
+			t.Errorf("%s: %v, want one error at url", u, errs)
+		}
+	}
+	for _, u := range []string{"https://github.com/example/fleet.git", "ssh://git@github.com:2222/example/fleet.git", "https://[2001:db8::1]:8443/fleet.git"} {
+		if errs := validateGitURL(u, field.NewPath("url")); len(errs) != 0 {
+			t.Errorf("%s: %v, want none", u, errs)
+		}
+	}
+}
