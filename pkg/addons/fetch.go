@@ -301,28 +301,56 @@ func hostPort(rawURL string) (string, bool) {
 }
 
 // RefusedURL says why the policy refuses rawURL before any name is resolved, or "": its host is
-// an internal address written as one (or localhost, which resolves to loopback everywhere), and
-// the platform does not allow its host:port. For admission, where no fetch is made: a name that
-// resolves to an internal address is refused where the fetch is dialled.
+// an internal address written as one (or localhost, which resolves to loopback everywhere, an
+// empty host, or a number other than a.b.c.d), and the platform does not allow its host:port.
+// For admission, where no fetch is made: a name that resolves to an internal address is refused
+// where the fetch is dialled. A URL without a host (an scp-like git@host:path a ratchet kept) is
+// refused: what another program makes of it is not what url.Parse does.
 func (p FetchPolicy) RefusedURL(rawURL string) string {
+	if _, ok := hostPort(rawURL); !ok {
+		return "the URL names no host the policy can judge: write it as scheme://host/path"
+	}
 	hp, host, judge := p.hostToJudge(rawURL)
 	if !judge {
 		return ""
 	}
-	why := ""
-	if h := strings.ToLower(strings.TrimSuffix(host, ".")); h == "localhost" || strings.HasSuffix(h, ".localhost") {
-		why = "a loopback address"
-	} else if ip, err := netip.ParseAddr(host); err == nil {
-		why = internal(ip.WithZone(""))
+	if why := writtenInternal(host); why != "" {
+		return (&refusal{addr: hp, why: why}).Error()
 	}
-	if why == "" {
-		return ""
+	return ""
+}
+
+// writtenInternal says why a URL's host reaches an internal address as written, before any
+// lookup, or "".
+func writtenInternal(host string) string {
+	h := strings.ToLower(strings.TrimSuffix(host, "."))
+	ip, err := netip.ParseAddr(host)
+	switch {
+	case host == "":
+		return "an empty host, which dials the local system"
+	case err == nil:
+		return internal(ip.WithZone(""))
+	case h == "localhost" || strings.HasSuffix(h, ".localhost"):
+		return "a loopback address"
+	case endsInNumber(h):
+		return "a host written as a number other than a.b.c.d, which resolvers read as different addresses"
 	}
-	return (&refusal{addr: hp, why: why}).Error()
+	return ""
+}
+
+// endsInNumber says whether a host name's last label is a number, decimal or 0x hex: no DNS
+// name ends so, and the URL standard and C's inet_aton read such a host as an IPv4 address
+// (2130706433, 0177.0.0.1 and 0x7f.1 are 127.0.0.1 to them) where netip reads a name.
+func endsInNumber(host string) bool {
+	label := host[strings.LastIndexByte(host, '.')+1:]
+	if rest, ok := strings.CutPrefix(label, "0x"); ok {
+		return !strings.ContainsFunc(rest, func(r rune) bool { return !strings.ContainsRune("0123456789abcdef", r) })
+	}
+	return label != "" && !strings.ContainsFunc(label, func(r rune) bool { return r < '0' || r > '9' })
 }
 
 // hostToJudge is rawURL's host:port and host, and whether the policy judges them: not when the
-// URL has no host (validation refuses it) or the platform allows that host:port.
+// URL has no host (RefusedURL refuses it) or the platform allows that host:port.
 func (p FetchPolicy) hostToJudge(rawURL string) (hp, host string, judge bool) {
 	hp, ok := hostPort(rawURL)
 	if !ok || (p.Allowed != nil && p.Allowed(hp)) {

@@ -197,7 +197,7 @@ func TestRefusedURL(t *testing.T) {
 		{"https://github.com/example/fleet.git", ""},
 		{"https://8.8.8.8/fleet.git", ""},
 		{"https://git.internal.example/fleet.git", ""},
-		{"not a url", ""},
+		{"not a url", "names no host"},
 	} {
 		if got := p.RefusedURL(tc.url); (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 			t.Errorf("%s: %q, want %q", tc.url, got, tc.want)
@@ -234,6 +234,42 @@ func TestRefusedResolved(t *testing.T) {
 	} {
 		if got := p.RefusedResolved(context.Background(), tc.url, lookup); (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 			t.Errorf("%s: %q, want %q", tc.url, got, tc.want)
+		}
+	}
+}
+
+// Hosts the policy read as names while a dial reads them as addresses, and URLs it could not
+// read at all: an empty host dials the local system (Go's net.Dial of ":443"); a host ending in
+// a number is an IPv4 address to the URL standard and C's inet_aton (2130706433, 0177.0.0.1 and
+// 0x7f.1 are 127.0.0.1 there), a name to netip; an scp-like address kept by the rules' ratchet
+// (`git@host:path`) has no host url.Parse finds, and was allowed unjudged.
+func TestAttackRefusedURLReadOtherwise(t *testing.T) {
+	p := FetchPolicy{Allowed: AllowHostPorts([]string{"127.0.0.1:8080"})}
+	lookup := func(context.Context, string) ([]netip.Addr, error) {
+		return []netip.Addr{netip.MustParseAddr("203.0.113.7")}, nil
+	}
+	for _, tc := range []struct{ url, want string }{
+		{"https://:443/fleet.git", ":443 is an empty host, which dials the local system"},
+		{"ssh://git@:22/fleet.git", "an empty host"},
+		{"https://2130706433/fleet.git", "a host written as a number"},
+		{"https://0177.0.0.1/fleet.git", "a host written as a number"},
+		{"https://0x7f.1/fleet.git", "a host written as a number"},
+		{"https://10.0.0.1.:443/fleet.git", "a host written as a number"},
+		{"https://git.example.0x0a/fleet.git", "a host written as a number"},
+		{"git@10.0.0.1:fleet.git", "names no host"},
+		{"not a url", "names no host"},
+		// Names that only begin with digits are names; the allowed host:port stays allowed.
+		{"https://1password.example.com/fleet.git", ""},
+		{"https://git.example.com/fleet.git", ""},
+		{"http://127.0.0.1:8080/fleet.git", ""},
+	} {
+		for name, got := range map[string]string{
+			"RefusedURL":      p.RefusedURL(tc.url),
+			"RefusedResolved": p.RefusedResolved(context.Background(), tc.url, lookup),
+		} {
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("%s(%s): %q, want %q", name, tc.url, got, tc.want)
+			}
 		}
 	}
 }
