@@ -111,10 +111,11 @@ test-unit:
 test-integration:
 	$(GO) test -count=1 -timeout 20m ./test/integration/...
 
-## kube-versions: the Kubernetes versions local tenants in the e2e tests run besides the pinned
-## one (the Rocky upgrade's), built once per run before any test's time limit starts; a tenant of
-## any other version is built on first use, as `make run` does.
-E2E_KUBE_VERSIONS ?= v1.30.1 v1.30.2
+## kube-versions: the Kubernetes version local tenants in the e2e tests run besides the pinned one
+## (the upgrade tests' starting version, and the real Steward's tenants': Steward stops at 1.35),
+## built once per run before any test's time limit starts; a tenant of any other version is built
+## on first use, as `make run` does. Each version is a cold Kubernetes build on a new machine.
+E2E_KUBE_VERSIONS ?= v1.35.4
 kube-versions:
 	$(GO) build -o $(BIN)/butler-localprovider ./cmd/butler-localprovider
 	$(BIN)/butler-localprovider build-kube --kube-versions-dir _output/kube-versions $(E2E_KUBE_VERSIONS)

@@ -23,14 +23,14 @@
 #   THIRD_PARTY_DIR        (required) the directory holding steward-<commit>.tar.gz and
 #                          cluster-api-control-plane-provider-steward-<commit>.tar.gz; it lies
 #                          outside the repository, so there is no default
-#   STEWARD_KUBE_VERSIONS  tenant versions to make images of (default v1.30.2)
+#   STEWARD_KUBE_VERSIONS  tenant versions to make images of (default v1.35.4, the e2e tests' extra version)
 #   IMAGES_DIR             default _output/images/steward
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"
 THIRD_PARTY_DIR="${THIRD_PARTY_DIR:-}"
-STEWARD_KUBE_VERSIONS="${STEWARD_KUBE_VERSIONS:-v1.30.2}"
+STEWARD_KUBE_VERSIONS="${STEWARD_KUBE_VERSIONS:-v1.35.4}"
 IMAGES_DIR="${IMAGES_DIR:-${ROOT}/_output/images/steward}"
 KUBE_VERSIONS_DIR="${KUBE_VERSIONS_DIR:-${ROOT}/_output/kube-versions}"
 SRC="${ROOT}/_output/third_party"

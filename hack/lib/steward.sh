@@ -31,7 +31,7 @@ STEWARD_NS=steward-system
 LB_CIDR_PREFIX="${LB_CIDR_PREFIX:-10.98.0}"
 # The tenant's Kubernetes: Steward d49041f runs up to v1.35 (its webhook refuses newer); an image
 # of it is built by hack/build-steward.sh (STEWARD_KUBE_VERSIONS).
-STEWARD_TENANT_VERSION="${STEWARD_TENANT_VERSION:-v1.30.2}"
+STEWARD_TENANT_VERSION="${STEWARD_TENANT_VERSION:-v1.35.4}"
 
 # STEWARD_IMAGES_DIR: where hack/build-steward.sh put the archives.
 STEWARD_IMAGES_DIR="${STEWARD_IMAGES_DIR:-${ROOT}/_output/images/steward}"

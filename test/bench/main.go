@@ -125,7 +125,7 @@ func main() {
 			"not yet asleep at once, then the management plane's RSS and idle CPU per hibernated cluster, and a sample woken by kubectl")
 	flag.IntVar(&o.density.awake, "density-awake", 40, "-density clusters created and not yet Hibernated at most at once")
 	flag.IntVar(&o.density.wakeSample, "density-wakes", 5, "-density clusters woken by kubectl at the end")
-	flag.StringVar(&o.density.version, "density-version", "v1.30.2", "Kubernetes version of the -density clusters (built under _output/kube-versions)")
+	flag.StringVar(&o.density.version, "density-version", "v1.35.4", "Kubernetes version of the -density clusters (built under _output/kube-versions; make kube-versions builds v1.35.4)")
 	flag.DurationVar(&o.density.idle, "density-idle", time.Minute, "the window -density's idle CPU is measured over")
 	flag.DurationVar(&o.density.timeout, "density-timeout", 90*time.Minute, "-density stops creating after this long and measures what it has")
 	flag.BoolVar(&o.density.census, "density-census", false,

@@ -344,8 +344,10 @@ spec:
 
 // TestLocalTenantClusterPerOS: a TenantCluster of one worker for each of three more OS formats
 // (talos is TestLocalTenantCluster's) becomes Ready with a Node that joined using nothing but
-// the data rendered for its OS. Rocky, limited to Kubernetes v1.30.2 by the API, is
-// TestLocalTenantClusterRockyUpgrade's.
+// the data rendered for its OS; Flatcar's upgrade is TestLocalTenantClusterUpgrade's. Rocky is
+// limited to Kubernetes v1.30.2 by the API, and a v1.30 build for it alone would cost every new
+// machine a cold Kubernetes build: its data join in TestLocalMachineJoins and
+// its v1beta3 JoinConfiguration is pkg/bootstrap's unit tests'.
 func TestLocalTenantClusterPerOS(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t, "e2e-local-os")

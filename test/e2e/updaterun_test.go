@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
-	"github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
 )
 
 // TestUpdateRunApproveRBAC: approving a stage is create on updateruns/approve, which only a
@@ -91,16 +90,16 @@ spec:
 	}
 }
 
-// TestUpdateRunStages moves three local clusters of one kwok worker each, at v1.30.1 in a Team's
+// TestUpdateRunStages moves three local clusters of one kwok worker each, at upgradeFrom in a Team's
 // namespace, through a strategy canary (one at a time, then an approval) → prod (one at a time),
-// driven with `kubectl butler upgrade`: start runs to v1.30.2; the canary reaches v1.30.2 and
-// Ready while the run waits for approval and prod stays at v1.30.1; the Team's admin approves;
+// driven with `kubectl butler upgrade`: start runs to upgradeTo; the canary reaches it and
+// Ready while the run waits for approval and prod stays at upgradeFrom; the Team's admin approves;
 // prod moves one cluster at a time (from the run's per-cluster start and completion times) and
-// the run succeeds; status shows each cluster moved from v1.30.1. It runs in parallel: most of
+// the run succeeds; status shows each cluster moved from upgradeFrom. It runs in parallel: most of
 // it is waiting on the tenants' control planes.
 func TestUpdateRunStages(t *testing.T) {
 	t.Parallel()
-	const team, from, to = "e2e-ur-stages", rockyFrom, rockyTo
+	const team, from, to = "e2e-ur-stages", upgradeFrom, upgradeTo
 	mustApply(t, teamManifest(team, "", member("ann", "admin")))
 	t.Cleanup(func() { _, _ = kubectl(t, "delete", "team", team, "--wait=false") })
 	poll(t, 2*time.Minute, "the Team's namespace", func() bool {
@@ -117,7 +116,7 @@ spec:
   - {name: prod, selector: {matchLabels: {ring: prod}}, maxConcurrency: 1}
 `
 	for name, ring := range rings {
-		manifest += "---\n" + strings.Replace(localClusterManifest(team, name, from, bootstrap.OSRocky, 1),
+		manifest += "---\n" + strings.Replace(localClusterManifest(team, name, from, upgradeOS, 1),
 			"metadata: {name: "+name+", namespace: "+team+"}", "metadata: {name: "+name+", namespace: "+team+", labels: {ring: "+ring+"}}", 1)
 	}
 	mustApply(t, manifest)

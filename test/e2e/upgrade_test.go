@@ -18,69 +18,71 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/yaml"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 )
 
+// The upgrade tests go from the one extra version make test-e2e builds (E2E_KUBE_VERSIONS, also
+// the real Steward's tenant version: Steward's kubeadm stops at 1.35) to the pinned one: one
+// more Kubernetes build per machine instead of two, and a minor upgrade, the kind users make.
 const (
-	rockyFrom = "v1.30.1"
-	rockyTo   = "v1.30.2"
+	upgradeFrom = "v1.35.4"
+	upgradeTo   = pinnedVersion
+	upgradeOS   = bootstrap.OSFlatcar
 )
 
-// TestLocalTenantClusterRockyUpgrade proves a patch upgrade of a kubeadm (Rocky) cluster end to
-// end on the local provider, at versions other than the pinned one: a TenantCluster of two Rocky
-// workers at v1.30.1 (built from the module proxy on first use, the TenantControlPlane saying so
-// meanwhile) becomes Ready; its Nodes joined with cloud-init data carrying a
-// kubeadm.k8s.io/v1beta3 JoinConfiguration (what kubeadm 1.30 reads) and report kubelet v1.30.1;
-// the tenant serves v1.30.1. kubectl patch to v1.30.2 moves the control plane first (the
-// MachineDeployment's version is never seen moved before the tenant serves v1.30.2), then new
-// Machines at v1.30.2 replace the old ones, the phase goes Updating -> Ready at the new
+// TestLocalTenantClusterUpgrade proves a minor upgrade of a kubeadm (Flatcar) cluster end to end
+// on the local provider: a TenantCluster of two Flatcar workers at v1.35.4 (built from the module
+// proxy on first use, the TenantControlPlane saying so meanwhile) becomes Ready; its Nodes joined
+// with Ignition data carrying a kubeadm JoinConfiguration and report kubelet v1.35.4; the tenant
+// serves v1.35.4. kubectl patch to the pinned version moves the control plane first (the
+// MachineDeployment's version is never seen moved before the tenant serves it), then new
+// Machines at that version replace the old ones, the phase goes Updating -> Ready at the new
 // generation, and deletion leaves no process and no TenantCluster.
-func TestLocalTenantClusterRockyUpgrade(t *testing.T) {
+func TestLocalTenantClusterUpgrade(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ns := namespace(t, "e2e-rocky")
-	const name = "rocky"
+	ns := namespace(t, "e2e-upgrade")
+	const name = "upgrade"
 	d := dynamicClient(t)
 	cold := map[string]bool{}
-	for _, v := range []string{rockyFrom, rockyTo} {
-		cold[v] = !builtVersion(v)
+	for _, v := range []string{upgradeFrom, upgradeTo} {
+		cold[v] = v != pinnedVersion && !builtVersion(v)
 	}
 	t.Logf("versions to build first: %v", cold)
 
 	created := time.Now()
-	localCluster(t, ns, name, rockyFrom, bootstrap.OSRocky, 2)
+	localCluster(t, ns, name, upgradeFrom, upgradeOS, 2)
 
 	tc := waitCluster(t, ns, name, 3*time.Minute, "a tenant namespace", func(tc *v1alpha1.TenantCluster) bool {
 		return tc.Status.TenantNamespace != ""
 	})
 	tenantNS := tc.Status.TenantNamespace
-	if cold[rockyFrom] {
+	if cold[upgradeFrom] {
 		// Not built yet: the TenantControlPlane says it is being built.
 		waitTCPReason(t, d, tenantNS, name, "BuildingKubernetes", 3*time.Minute)
 	}
 	tc = waitReady(t, ns, name, 2, 20*time.Minute)
-	t.Logf("create -> Ready at %s with 2 Rocky workers: %s (build of %s cold: %v)", rockyFrom,
-		time.Since(created).Round(100*time.Millisecond), rockyFrom, cold[rockyFrom])
-	if got := tc.Status.ObservedState.KubernetesVersion; got != rockyFrom {
-		t.Errorf("observedState.kubernetesVersion %q, want %s", got, rockyFrom)
+	t.Logf("create -> Ready at %s with 2 %s workers: %s (build of %s cold: %v)", upgradeFrom, upgradeOS,
+		time.Since(created).Round(100*time.Millisecond), upgradeFrom, cold[upgradeFrom])
+	if got := tc.Status.ObservedState.KubernetesVersion; got != upgradeFrom {
+		t.Errorf("observedState.kubernetesVersion %q, want %s", got, upgradeFrom)
 	}
 
 	_, tenant := mintKubeconfig(t, ns, name)
-	if v := serverVersion(tenant); v != rockyFrom {
-		t.Fatalf("the tenant's /version says %q, want %s", v, rockyFrom)
+	if v := serverVersion(tenant); v != upgradeFrom {
+		t.Fatalf("the tenant's /version says %q, want %s", v, upgradeFrom)
 	}
-	checkRockyNodes(t, ctx, tenant, name, rockyFrom, 2)
+	checkJoinedNodes(t, ctx, tenant, name, upgradeFrom, 2)
 	oldMachines := machinesAt(t, d, tenantNS, name)
 	if len(oldMachines) != 2 {
 		t.Fatalf("Machines before the upgrade: %v", oldMachines)
 	}
 	for m, v := range oldMachines {
-		if v != rockyFrom {
-			t.Errorf("Machine %s at %s, want %s", m, v, rockyFrom)
+		if v != upgradeFrom {
+			t.Errorf("Machine %s at %s, want %s", m, v, upgradeFrom)
 		}
 	}
 	tcp, err := d.Resource(tenantCPGVR).Namespace(tenantNS).Get(ctx, name, metav1.GetOptions{})
@@ -93,7 +95,7 @@ func TestLocalTenantClusterRockyUpgrade(t *testing.T) {
 	// tenant's /version, so a MachineDeployment at the new version while the tenant still
 	// answers the old one is an upgrade that moved the workers first.
 	patched := time.Now()
-	mustKubectl(t, "patch", "tc", name, "-n", ns, "--type", "merge", "-p", fmt.Sprintf(`{"spec":{"kubernetesVersion":%q}}`, rockyTo))
+	mustKubectl(t, "patch", "tc", name, "-n", ns, "--type", "merge", "-p", fmt.Sprintf(`{"spec":{"kubernetesVersion":%q}}`, upgradeTo))
 	var cpAt, mdAt, machineAt, readyAt time.Duration
 	var phases []v1alpha1.TenantClusterPhase
 	var building bool
@@ -105,32 +107,32 @@ func TestLocalTenantClusterRockyUpgrade(t *testing.T) {
 		}
 		mdVersion, _, _ := unstructured.NestedString(md.Object, "spec", "template", "spec", "version")
 		served := serverVersion(tenant)
-		if cpAt == 0 && served == rockyTo {
+		if cpAt == 0 && served == upgradeTo {
 			cpAt = now
-			t.Logf("t=%s the tenant serves %s", now.Round(100*time.Millisecond), rockyTo)
+			t.Logf("t=%s the tenant serves %s", now.Round(100*time.Millisecond), upgradeTo)
 		}
-		if mdVersion == rockyTo && mdAt == 0 {
+		if mdVersion == upgradeTo && mdAt == 0 {
 			mdAt = now
-			t.Logf("t=%s MachineDeployment at %s", now.Round(100*time.Millisecond), rockyTo)
+			t.Logf("t=%s MachineDeployment at %s", now.Round(100*time.Millisecond), upgradeTo)
 			if cpAt == 0 {
-				return false, fmt.Errorf("the MachineDeployment moved to %s while the tenant served %q", rockyTo, served)
+				return false, fmt.Errorf("the MachineDeployment moved to %s while the tenant served %q", upgradeTo, served)
 			}
 		}
 		if machineAt == 0 {
 			for m, v := range machinesAt(t, d, tenantNS, name) {
-				if v == rockyTo {
+				if v == upgradeTo {
 					machineAt = now
-					t.Logf("t=%s first Machine at %s: %s", now.Round(100*time.Millisecond), rockyTo, m)
+					t.Logf("t=%s first Machine at %s: %s", now.Round(100*time.Millisecond), upgradeTo, m)
 					if cpAt == 0 {
-						return false, fmt.Errorf("Machine %s at %s before the tenant served it", m, rockyTo)
+						return false, fmt.Errorf("Machine %s at %s before the tenant served it", m, upgradeTo)
 					}
 				}
 			}
 		}
-		if cold[rockyTo] && !building {
+		if cold[upgradeTo] && !building {
 			if a := tcpAnnotation(d, tenantNS, name); a == "BuildingKubernetes" {
 				building = true
-				t.Logf("t=%s the TenantControlPlane says it is building %s", now.Round(100*time.Millisecond), rockyTo)
+				t.Logf("t=%s the TenantControlPlane says it is building %s", now.Round(100*time.Millisecond), upgradeTo)
 			}
 		}
 		tc, err := plane.butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, name, metav1.GetOptions{})
@@ -143,7 +145,7 @@ func TestLocalTenantClusterRockyUpgrade(t *testing.T) {
 		}
 		done := tc.Status.Phase == v1alpha1.TenantClusterReady && tc.Status.ObservedGeneration == tc.Generation &&
 			meta.IsStatusConditionTrue(tc.Status.Conditions, "Ready") && tc.Status.ObservedState != nil &&
-			tc.Status.ObservedState.KubernetesVersion == rockyTo && tc.Status.ObservedState.Workers.Ready == 2 && mdAt != 0
+			tc.Status.ObservedState.KubernetesVersion == upgradeTo && tc.Status.ObservedState.Workers.Ready == 2 && mdAt != 0
 		if done {
 			readyAt = now
 		}
@@ -151,13 +153,13 @@ func TestLocalTenantClusterRockyUpgrade(t *testing.T) {
 	})
 	if err != nil {
 		tc, _ := plane.butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, name, metav1.GetOptions{})
-		t.Fatalf("upgrade to %s: %v; phases %v; %s", rockyTo, err, phases, statusOf(tc))
+		t.Fatalf("upgrade to %s: %v; phases %v; %s", upgradeTo, err, phases, statusOf(tc))
 	}
 	t.Logf("upgrade %s -> %s: control plane serving at t=%s, MachineDeployment moved at t=%s, first new Machine at t=%s, Ready at t=%s (build of %s cold: %v)",
-		rockyFrom, rockyTo, cpAt.Round(100*time.Millisecond), mdAt.Round(100*time.Millisecond),
-		machineAt.Round(100*time.Millisecond), readyAt.Round(100*time.Millisecond), rockyTo, cold[rockyTo])
-	if cold[rockyTo] && !building {
-		t.Errorf("%s was not built before, but the TenantControlPlane never said it was building it", rockyTo)
+		upgradeFrom, upgradeTo, cpAt.Round(100*time.Millisecond), mdAt.Round(100*time.Millisecond),
+		machineAt.Round(100*time.Millisecond), readyAt.Round(100*time.Millisecond), upgradeTo, cold[upgradeTo])
+	if cold[upgradeTo] && !building {
+		t.Errorf("%s was not built before, but the TenantControlPlane never said it was building it", upgradeTo)
 	}
 	if cpAt > mdAt || machineAt == 0 || cpAt > machineAt {
 		t.Errorf("order: control plane at t=%s, MachineDeployment at t=%s, first new Machine at t=%s", cpAt, mdAt, machineAt)
@@ -173,20 +175,20 @@ func TestLocalTenantClusterRockyUpgrade(t *testing.T) {
 	}
 
 	// The workers rolled: two Machines at the new version, none of the old ones, their Nodes
-	// Ready with the new kubelet, joined with Rocky data.
+	// Ready with the new kubelet, joined with Flatcar data.
 	newMachines := machinesAt(t, d, tenantNS, name)
 	if len(newMachines) != 2 {
 		t.Errorf("Machines after the upgrade: %v", newMachines)
 	}
 	for m, v := range newMachines {
-		if _, old := oldMachines[m]; old || v != rockyTo {
+		if _, old := oldMachines[m]; old || v != upgradeTo {
 			t.Errorf("Machine %s at %s after the upgrade (old ones: %v)", m, v, oldMachines)
 		}
 	}
-	if v := serverVersion(tenant); v != rockyTo {
-		t.Errorf("the tenant's /version says %q, want %s", v, rockyTo)
+	if v := serverVersion(tenant); v != upgradeTo {
+		t.Errorf("the tenant's /version says %q, want %s", v, upgradeTo)
 	}
-	checkRockyNodes(t, ctx, tenant, name, rockyTo, 2)
+	checkJoinedNodes(t, ctx, tenant, name, upgradeTo, 2)
 	// The old version's processes were replaced, not left running beside the new ones.
 	if got := tenantProcesses(t, uid); !maps.Equal(got, oneOfEachComponent) {
 		t.Errorf("tenant processes after the upgrade %v, want one of each", got)
@@ -258,10 +260,10 @@ func machinesAt(t *testing.T, d dynamic.Interface, ns, cluster string) map[strin
 	return out
 }
 
-// checkRockyNodes checks that the tenant has n Ready Nodes, each with a local providerID and
-// the kubelet version, and that the cluster's bootstrap data are Rocky cloud-init: a
-// #cloud-config whose JoinConfiguration is the kubeadm API of that version (v1beta3 for 1.30).
-func checkRockyNodes(t *testing.T, ctx context.Context, tenant kubernetes.Interface, cluster, version string, n int) {
+// checkJoinedNodes checks that the tenant has n Ready Nodes, each with a local providerID and
+// the kubelet version, and that the cluster's bootstrap data are upgradeOS's format carrying a
+// JoinConfiguration in the kubeadm API that version reads (v1beta4 since 1.31).
+func checkJoinedNodes(t *testing.T, ctx context.Context, tenant kubernetes.Interface, cluster, version string, n int) {
 	t.Helper()
 	var nodes []corev1.Node
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -295,35 +297,20 @@ func checkRockyNodes(t *testing.T, ctx context.Context, tenant kubernetes.Interf
 			continue
 		}
 		data++
-		if format != string(bootstrap.OSRocky) {
-			t.Errorf("bootstrap data %s: format %q, want rocky", s.Name, format)
+		if format != string(upgradeOS) {
+			t.Errorf("bootstrap data %s: format %q, want %s", s.Name, format, upgradeOS)
 			continue
 		}
-		if _, err := bootstrap.Parse(bootstrap.OSRocky, s.Data["value"]); err != nil {
+		info, err := bootstrap.Parse(upgradeOS, s.Data["value"])
+		if err != nil {
 			t.Errorf("bootstrap data %s: %v", s.Name, err)
+			continue
 		}
-		if api := joinConfigAPI(s.Data["value"]); api != "kubeadm.k8s.io/v1beta3" {
-			t.Errorf("bootstrap data %s: JoinConfiguration %q, want kubeadm.k8s.io/v1beta3 (kubeadm %s)", s.Name, api, version)
+		if info.KubeadmAPIVersion != "kubeadm.k8s.io/v1beta4" {
+			t.Errorf("bootstrap data %s: JoinConfiguration %q, want kubeadm.k8s.io/v1beta4 (kubeadm %s)", s.Name, info.KubeadmAPIVersion, version)
 		}
 	}
 	if data < n {
 		t.Errorf("%d bootstrap data Secrets of cluster %s, want at least %d", data, cluster, n)
 	}
-}
-
-// joinConfigAPI is the apiVersion of the JoinConfiguration a Rocky #cloud-config writes.
-func joinConfigAPI(cloudConfig []byte) string {
-	var cc struct {
-		WriteFiles []struct{ Path, Content string } `json:"write_files"`
-	}
-	if err := yaml.Unmarshal(cloudConfig, &cc); err != nil {
-		return ""
-	}
-	for _, f := range cc.WriteFiles {
-		var doc struct{ APIVersion, Kind string }
-		if err := yaml.Unmarshal([]byte(f.Content), &doc); err == nil && doc.Kind == "JoinConfiguration" {
-			return doc.APIVersion
-		}
-	}
-	return ""
 }
