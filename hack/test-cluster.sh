@@ -177,7 +177,7 @@ setsid "${BIN}/capi-manager" --kubeconfig "${HOST_DIR}/capi-manager.kubeconfig" 
   --health-addr "127.0.0.1:${CAPI_HEALTH_PORT}" --diagnostics-address "127.0.0.1:$(port)" --insecure-diagnostics \
   >"${LOGS}/capi-manager.log" 2>&1 &
 pids[capi-manager]=$!
-(cd "${ROOT}" && go build -o "${BIN}/butler-localprovider" ./cmd/butler-localprovider)
+(cd "${ROOT}" && CGO_ENABLED=0 GOFLAGS=-trimpath go build -o "${BIN}/butler-localprovider" ./cmd/butler-localprovider)
 # --address: the tenants' kube-apiservers listen on the bridge's address, where the Pods (the
 # lifecycle workers) reach them; the host's loopback is not theirs.
 setsid "${BIN}/butler-localprovider" --kubeconfig "${HOST_DIR}/butler-localprovider.kubeconfig" \
