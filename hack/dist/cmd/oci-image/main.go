@@ -310,6 +310,8 @@ func moduleVersion(module string) string {
 }
 
 // layerOf writes the entries, in order, as a gzipped OCI layer whose every timestamp is created.
+// gzip's default level: the best one took three times as long for 1% less (kube-apiserver's
+// 103 MB: 13.3 s against 4.6 s with gzip(1) here), and CI builds about ten images.
 func layerOf(created time.Time, entries []entry) (v1.Layer, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
@@ -340,7 +342,7 @@ func layerOf(created time.Time, entries []entry) (v1.Layer, error) {
 	data := buf.Bytes()
 	return tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(data)), nil
-	}, tarball.WithMediaType(types.OCILayer), tarball.WithCompressionLevel(gzip.BestCompression), tarball.WithCompressedCaching)
+	}, tarball.WithMediaType(types.OCILayer), tarball.WithCompressionLevel(gzip.DefaultCompression), tarball.WithCompressedCaching)
 }
 
 // writeArchive tars the layout directory (sorted, fixed times) for `ctr images import`.
