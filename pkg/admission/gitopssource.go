@@ -16,7 +16,10 @@ import (
 )
 
 // GitOpsSource decides, when a TenantCluster's spec.addons.gitops.repository is set or changed,
-// whether its source may be used. The credential (secretRef) is copied into the tenant and sent
+// whether its source may be used. Flux applies what the repository holds as the tenant's
+// cluster-admin, so choosing it is the Team admin's: the asker holds create on
+// tenantclusters/gitops (GitOpsSubresource, which only butler-admin grants; 403 naming it), or a
+// Team operator would make themselves cluster-admin in the tenant. The credential (secretRef) is copied into the tenant and sent
 // by Flux to the URL, so whoever sets or redirects it must be allowed to get that Secret
 // themselves (a SubjectAccessReview through the server's authorizer; 403 otherwise, the same
 // words whether it exists or not): a Team operator holds no right on Secrets and must not send
@@ -74,6 +77,11 @@ func (p *GitOpsSource) Validate(ctx context.Context, a admission.Attributes, _ a
 	if repo == nil {
 		return nil
 	}
+	if !p.mayChooseRepository(ctx, a) {
+		return admission.NewForbidden(a, fmt.Errorf(
+			"spec.addons.gitops.repository: setting or changing it needs create on tenantclusters/%s in namespace %s (Flux applies what the repository holds as the tenant's cluster-admin; only the Team's admin role grants it), which you do not have",
+			GitOpsSubresource, a.GetNamespace()))
+	}
 	if ref := repo.SecretRef; ref != nil && !p.mayGetSecret(ctx, a, ref.Name) {
 		return admission.NewForbidden(a, fmt.Errorf(
 			"spec.addons.gitops.repository.secretRef: using Secret %q needs get on it in namespace %s (its contents are sent to the repository's URL), which you do not have",
@@ -86,6 +94,16 @@ func (p *GitOpsSource) Validate(ctx context.Context, a admission.Attributes, _ a
 	return nil
 }
 
+// mayChooseRepository says whether the asker holds create on tenantclusters/gitops in the
+// request's namespace. Without an authorizer (no management cluster) they may.
+func (p *GitOpsSource) mayChooseRepository(ctx context.Context, a admission.Attributes) bool {
+	if p.authorizer == nil {
+		return true
+	}
+	return authorize(ctx, p.authorizer, a, authorizer.AttributesRecord{Verb: "create", Namespace: a.GetNamespace(),
+		APIGroup: butler.GroupName, Resource: "tenantclusters", Subresource: GitOpsSubresource, Name: a.GetName()})
+}
+
 // mayGetSecret says whether the asker may get the Secret name in the request's namespace.
 // Without an authorizer (no management cluster, where every request is the admin's) they may.
 func (p *GitOpsSource) mayGetSecret(ctx context.Context, a admission.Attributes, name string) bool {
@@ -95,3 +113,7 @@ func (p *GitOpsSource) mayGetSecret(ctx context.Context, a admission.Attributes,
 	return authorize(ctx, p.authorizer, a, authorizer.AttributesRecord{
 		Verb: "get", Namespace: a.GetNamespace(), APIGroup: "", Resource: "secrets", Name: name})
 }
+
+// GitOpsSubresource names the verb create on tenantclusters/gitops, checked whenever
+// spec.addons.gitops.repository is set or changed. It is an RBAC rule only: nothing serves it.
+const GitOpsSubresource = "gitops"

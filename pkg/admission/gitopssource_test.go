@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -76,10 +77,66 @@ func TestAttackGitOpsSecretTheAskerCannotRead(t *testing.T) {
 		apierrors.IsForbidden, `using Secret "git-token" needs get on it`)
 
 	// Who may read it may use it; an update that leaves the repository alone is not asked again
-	// (the operator scales the admin's cluster); a repository without a credential needs no right.
+	// (the operator scales the admin's cluster); a repository without a credential needs no right
+	// on Secrets (this chain's authorizer grants tenantclusters/gitops to all: see the next test).
 	expect(t, as("admin", withGitOps(tc("team-a", "two", 1), ours, "git-token"), nil), nil, "")
 	expect(t, as("operator", withGitOps(tc("team-a", "one", 2), ours, "git-token"), admins), nil, "")
 	expect(t, as("operator", withGitOps(tc("team-a", "two", 1), "https://github.com/team-a/public.git", ""), nil), nil, "")
+}
+
+// gitOpsChosenBy wraps an authorizer so that only the named users hold create on
+// tenantclusters/gitops (butler-admin, the Team's admin role, grants it).
+func gitOpsChosenBy(inner authorizer.Authorizer, admins ...string) authorizer.Authorizer {
+	return authorizer.AuthorizerFunc(func(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+		if a.GetResource() == "tenantclusters" && a.GetSubresource() == GitOpsSubresource {
+			if a.GetVerb() == "create" && a.GetAPIGroup() == butler.GroupName && slices.Contains(admins, a.GetUser().GetName()) {
+				return authorizer.DecisionAllow, "", nil
+			}
+			return authorizer.DecisionNoOpinion, "", nil
+		}
+		return inner.Authorize(ctx, a)
+	})
+}
+
+// The attack: Flux's kustomize-controller applies what the repository holds as the tenant's
+// cluster-admin. A Team operator, who is not cluster-admin in the tenant, sets a public
+// repository of their own (no credential, so no Secret right is asked) on a new cluster, or
+// points the admin's cluster at it, or moves its branch or path to a directory they wrote: each
+// would make them cluster-admin in the tenant. Choosing what Flux applies is the Team admin's
+// (create on tenantclusters/gitops): 403 naming that rule.
+func TestAttackGitOpsRepositoryIsTheTeamAdmins(t *testing.T) {
+	authz := gitOpsChosenBy(secretsReadBy(map[string][]string{"admin": {"git-token"}}), "admin")
+	chain, err := New(&quota.Ledger{Store: newStore()}, authz, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	as := func(who string, obj, old *butler.TenantCluster) error {
+		op, oldObj := admission.Create, runtime.Object(nil)
+		if old != nil {
+			op, oldObj = admission.Update, old
+		}
+		a := admission.NewAttributesRecord(obj, oldObj, schema.GroupVersionKind{}, "team-a", obj.Name, tcResource, "", op, nil, false, &user.DefaultInfo{Name: who})
+		if err := chain.(admission.MutationInterface).Admit(context.Background(), a, nil); err != nil {
+			return err
+		}
+		return chain.(admission.ValidationInterface).Validate(context.Background(), a, nil)
+	}
+	theirs := "https://github.com/operator/takeover.git"
+	ours := "https://git.example.com/team-a/fleet.git"
+	const rule = "needs create on tenantclusters/gitops in namespace team-a"
+
+	expect(t, as("operator", withGitOps(tc("team-a", "two", 1), theirs, ""), nil), apierrors.IsForbidden, rule)
+	admins := withGitOps(tc("team-a", "one", 1), ours, "")
+	expect(t, as("operator", withGitOps(tc("team-a", "one", 1), theirs, ""), admins), apierrors.IsForbidden, rule)
+	moved := withGitOps(tc("team-a", "one", 1), ours, "")
+	moved.Spec.Addons.Gitops.Repository.Path = "./operator-wrote-this"
+	expect(t, as("operator", moved, admins), apierrors.IsForbidden, rule)
+
+	// The admin chooses; the operator may still scale the admin's cluster or drop the repository
+	// (Flux's objects stay as a hand-off and apply nothing new of the operator's).
+	expect(t, as("admin", withGitOps(tc("team-a", "two", 1), theirs, ""), nil), nil, "")
+	expect(t, as("operator", withGitOps(tc("team-a", "one", 2), ours, ""), admins), nil, "")
+	expect(t, as("operator", tc("team-a", "one", 1), admins), nil, "")
 }
 
 // A repository URL naming an address the outbound fetch policy refuses is a 422 at the url,
