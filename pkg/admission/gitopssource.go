@@ -13,6 +13,7 @@ import (
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/addons"
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 )
 
 // GitOpsSource decides, when a TenantCluster's spec.addons.gitops.repository is set or changed,
@@ -26,7 +27,8 @@ import (
 // their admin's token to a server of theirs. The URL must not name an address the outbound fetch
 // policy refuses (a loopback, private or other internal address written in the URL, or
 // localhost) unless the platform allows its host:port (422 at the url); a name resolving to such
-// an address is refused where the fetch is dialled, as every fetch is.
+// an address is refused where the fetch is dialled, as every fetch is. What it decided is
+// pinned (Admit), and the GitOps step uses only a pinned repository.
 type GitOpsSource struct {
 	base
 	authorizer authorizer.Authorizer
@@ -34,6 +36,7 @@ type GitOpsSource struct {
 }
 
 var (
+	_ admission.MutationInterface   = &GitOpsSource{}
 	_ admission.ValidationInterface = &GitOpsSource{}
 	_ initializer.WantsAuthorizer   = &GitOpsSource{}
 	_ WantsFetchPolicy              = &GitOpsSource{}
@@ -71,9 +74,69 @@ func repositoryToDecide(a admission.Attributes) *butler.GitRepository {
 	return repo
 }
 
+// Admit implements admission.MutationInterface: it pins the repository admission decides
+// (v1alpha1.GitOpsSourcePinAnnotation), the only one the worker uses, whatever a client sent.
+// A set or changed repository is pinned (Validate decides it); an unchanged one keeps a stored
+// pin that matches it. An unchanged repository without one was stored before this check: it is
+// pinned only when the client asks, by sending the annotation, and then decided as if set, so
+// that the Team's operators (and the workers) still write the cluster while it waits for one
+// who may use its Secret.
+func (p *GitOpsSource) Admit(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	tc, ok := a.GetObject().(*butler.TenantCluster)
+	if !ok || a.GetResource().GroupResource() != tenantClusters || a.GetSubresource() != "" {
+		return nil
+	}
+	annotations := tc.GetAnnotations()
+	_, asked := annotations[v1alpha1.GitOpsSourcePinAnnotation]
+	delete(annotations, v1alpha1.GitOpsSourcePinAnnotation)
+	if g := tc.Spec.Addons.Gitops; g != nil && g.Repository != nil {
+		if want := sourcePin(g.Repository); asked || storedSourcePin(a) == want || repositoryToDecide(a) != nil {
+			if annotations == nil {
+				annotations = map[string]string{}
+			}
+			annotations[v1alpha1.GitOpsSourcePinAnnotation] = want
+		}
+	}
+	tc.SetAnnotations(annotations)
+	return nil
+}
+
+func sourcePin(repo *butler.GitRepository) string {
+	secret := ""
+	if repo.SecretRef != nil {
+		secret = repo.SecretRef.Name
+	}
+	return v1alpha1.GitOpsSourcePin(repo.URL, repo.Branch, repo.Path, secret)
+}
+
+// storedSourcePin is the pin of the TenantCluster as stored ("" on a create).
+func storedSourcePin(a admission.Attributes) string {
+	if old, ok := a.GetOldObject().(*butler.TenantCluster); ok && old != nil {
+		return old.Annotations[v1alpha1.GitOpsSourcePinAnnotation]
+	}
+	return ""
+}
+
+// repositoryPinnedAnew is the repository of a TenantCluster request that pins it when the
+// stored cluster had no pin for it (Admit, asked to); nil otherwise.
+func repositoryPinnedAnew(a admission.Attributes) *butler.GitRepository {
+	tc, ok := a.GetObject().(*butler.TenantCluster)
+	if !ok || a.GetResource().GroupResource() != tenantClusters || a.GetSubresource() != "" ||
+		tc.Spec.Addons.Gitops == nil || tc.Spec.Addons.Gitops.Repository == nil {
+		return nil
+	}
+	if pin := tc.Annotations[v1alpha1.GitOpsSourcePinAnnotation]; pin == "" || pin == storedSourcePin(a) {
+		return nil
+	}
+	return tc.Spec.Addons.Gitops.Repository
+}
+
 // Validate implements admission.ValidationInterface.
 func (p *GitOpsSource) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
 	repo := repositoryToDecide(a)
+	if repo == nil {
+		repo = repositoryPinnedAnew(a)
+	}
 	if repo == nil {
 		return nil
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/addons"
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/quota"
 )
 
@@ -154,4 +155,64 @@ func TestGitOpsSourceURLUnderTheFetchPolicy(t *testing.T) {
 	expect(t, create("https://localhost/fleet.git"), apierrors.IsInvalid, "localhost:443 is a loopback address; the platform may allow it by host:port")
 	expect(t, create("http://127.0.0.1:8418/fleet.git"), nil, "")
 	expect(t, create("https://git.example.com/fleet.git"), nil, "")
+}
+
+// The attack: a repository stored before GitOpsSource existed (the field was accepted and did
+// nothing) was never decided, and an update that leaves a repository alone is not asked again:
+// an operator's earlier {url: their server, secretRef: the admin's token} would be handed to
+// Flux once the worker is wired. Admission pins what it decides
+// (v1alpha1.GitOpsSourcePinAnnotation, which the worker requires): such a repository stays
+// unpinned, whatever the client sends, while the operator (or a worker) writes the cluster; a
+// client that sends the annotation asks for the decision, which only who may read the Secret
+// passes.
+func TestAttackGitOpsRepositoryStoredBeforeTheCheck(t *testing.T) {
+	chain, err := New(&quota.Ledger{Store: newStore()}, secretsReadBy(map[string][]string{"admin": {"git-token"}}), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	as := func(who string, obj, old *butler.TenantCluster) (string, error) {
+		op, oldObj := admission.Create, runtime.Object(nil)
+		if old != nil {
+			op, oldObj = admission.Update, old
+		}
+		a := admission.NewAttributesRecord(obj, oldObj, schema.GroupVersionKind{}, "team-a", obj.Name, tcResource, "", op, nil, false, &user.DefaultInfo{Name: who})
+		if err := chain.(admission.MutationInterface).Admit(context.Background(), a, nil); err != nil {
+			return "", err
+		}
+		return obj.Annotations[v1alpha1.GitOpsSourcePinAnnotation], chain.(admission.ValidationInterface).Validate(context.Background(), a, nil)
+	}
+	evil := "https://git.attacker.example/x.git"
+	pin := v1alpha1.GitOpsSourcePin(evil, "main", "./clusters/prod", "git-token")
+	cluster := func(name string, replicas int32, secret, sentPin string) *butler.TenantCluster {
+		obj := withGitOps(tc("team-a", name, replicas), evil, secret)
+		if sentPin != "" {
+			obj.Annotations = map[string]string{v1alpha1.GitOpsSourcePinAnnotation: sentPin}
+		}
+		return obj
+	}
+	stored := cluster("one", 1, "git-token", "")
+	for _, step := range []struct {
+		name, who string
+		obj, old  *butler.TenantCluster
+		wantPin   string
+		forbidden bool
+	}{
+		{"the operator scales the cluster stored before the check", "operator", cluster("one", 2, "git-token", ""), stored, "", false},
+		{"the admin writes it without asking", "admin", cluster("one", 2, "git-token", ""), stored, "", false},
+		{"the operator sends the pin", "operator", cluster("one", 2, "git-token", pin), stored, pin, true},
+		{"the operator creates a cluster with a pin and no repository", "operator", func() *butler.TenantCluster {
+			obj := tc("team-a", "two", 1)
+			obj.Annotations = map[string]string{v1alpha1.GitOpsSourcePinAnnotation: pin}
+			return obj
+		}(), nil, "", false},
+		{"the admin (who may get the Secret) asks", "admin", cluster("one", 2, "git-token", "yes"), stored, pin, false},
+		{"the operator scales the pinned cluster, sending no pin", "operator", cluster("one", 3, "git-token", ""), cluster("one", 2, "git-token", pin), pin, false},
+		{"the admin creates a cluster", "admin", cluster("two", 1, "git-token", ""), nil, pin, false},
+		{"the operator's repository without a credential", "operator", cluster("two", 1, "", ""), nil, v1alpha1.GitOpsSourcePin(evil, "main", "./clusters/prod", ""), false},
+	} {
+		got, err := as(step.who, step.obj, step.old)
+		if got != step.wantPin || apierrors.IsForbidden(err) != step.forbidden || (err != nil && !step.forbidden) {
+			t.Errorf("%s: pin %q, %v; want %q, forbidden %v", step.name, got, err, step.wantPin, step.forbidden)
+		}
+	}
 }

@@ -28,7 +28,7 @@
 //     boot on its ProviderConfig's provider (a 422 with the reason otherwise).
 //   - butler.butlerlabs.dev/GitOpsSource: whoever sets or redirects spec.addons.gitops.repository
 //     may get the Secret it names (403), and its URL names no address the outbound fetch policy
-//     refuses (422 at the url).
+//     refuses (422 at the url); what it decided is pinned (v1alpha1.GitOpsSourcePinAnnotation).
 //
 // They read butler objects only, from butler-apiserver's own storage, so they run the same with
 // and without a management cluster. They are enabled by default, after the generic plugins

@@ -55,12 +55,16 @@ type Objects struct {
 }
 
 // Build returns the objects for tc's repository; credential is the Secret its secretRef names,
-// read from tc's namespace (nil when there is none). A *CredentialError when the secretRef's
-// Secret is missing or cannot serve the URL.
+// read from tc's namespace (nil when there is none). A *NotAdmittedError when admission did not
+// decide the repository, a *CredentialError when the secretRef's Secret is missing or cannot
+// serve the URL.
 func Build(tc *v1alpha1.TenantCluster, credential *corev1.Secret) (*Objects, error) {
 	repo := repository(tc)
 	if repo == nil {
 		return nil, fmt.Errorf("TenantCluster %s/%s has no spec.addons.gitops.repository", tc.Namespace, tc.Name)
+	}
+	if !admitted(tc, repo) {
+		return nil, &NotAdmittedError{}
 	}
 	out := &Objects{}
 	if repo.SecretRef != nil {
@@ -78,6 +82,24 @@ func Build(tc *v1alpha1.TenantCluster, credential *corev1.Secret) (*Objects, err
 		return nil, err
 	}
 	return out, nil
+}
+
+// NotAdmittedError is a repository admission (GitOpsSource) did not decide: stored before the
+// check existed, so nobody was asked whether its Secret may go to its URL.
+type NotAdmittedError struct{}
+
+func (*NotAdmittedError) Error() string {
+	return "spec.addons.gitops.repository was stored before admission checked who may use its Secret and URL: " +
+		"someone who may get the Secret writes the TenantCluster with the annotation " + v1alpha1.GitOpsSourcePinAnnotation + " (any value) to have it checked"
+}
+
+// admitted says whether tc's pin is admission's for repo.
+func admitted(tc *v1alpha1.TenantCluster, repo *v1alpha1.GitRepository) bool {
+	secret := ""
+	if repo.SecretRef != nil {
+		secret = repo.SecretRef.Name
+	}
+	return tc.Annotations[v1alpha1.GitOpsSourcePinAnnotation] == v1alpha1.GitOpsSourcePin(repo.URL, repo.Branch, repo.Path, secret)
 }
 
 func repository(tc *v1alpha1.TenantCluster) *v1alpha1.GitRepository {

@@ -21,8 +21,25 @@ func cluster(url, branch, path, secret string) *v1alpha1.TenantCluster {
 		repo.SecretRef = &v1alpha1.LocalObjectReference{Name: secret}
 	}
 	return &v1alpha1.TenantCluster{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "prod"},
-		Spec:       v1alpha1.TenantClusterSpec{Addons: v1alpha1.AddonsSpec{Gitops: &v1alpha1.GitOpsAddon{Repository: repo}}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "prod", Annotations: map[string]string{
+			v1alpha1.GitOpsSourcePinAnnotation: v1alpha1.GitOpsSourcePin(url, branch, path, secret)}},
+		Spec: v1alpha1.TenantClusterSpec{Addons: v1alpha1.AddonsSpec{Gitops: &v1alpha1.GitOpsAddon{Repository: repo}}},
+	}
+}
+
+// The attack: a repository admission never decided (stored before GitOpsSource, or pinned for
+// another repository) would send its Secret where an operator pointed it; Build refuses it.
+func TestAttackBuildOfARepositoryNotAdmitted(t *testing.T) {
+	token := secret(map[string]string{"username": "git", "password": "s3cret"})
+	unpinned := cluster("https://git.attacker.example/x.git", "", "", "git-token")
+	delete(unpinned.Annotations, v1alpha1.GitOpsSourcePinAnnotation)
+	other := cluster("https://git.attacker.example/x.git", "", "", "git-token")
+	other.Annotations[v1alpha1.GitOpsSourcePinAnnotation] = v1alpha1.GitOpsSourcePin("https://git.example.com/fleet.git", "", "", "git-token")
+	for name, tc := range map[string]*v1alpha1.TenantCluster{"unpinned": unpinned, "pinned for another repository": other} {
+		var notAdmitted *NotAdmittedError
+		if objs, err := Build(tc, token); !errors.As(err, &notAdmitted) || objs != nil || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%s: objects %v, %v; want none and a NotAdmittedError", name, objs != nil, err)
+		}
 	}
 }
 

@@ -17,6 +17,7 @@ const (
 	ReasonSynced                = "Synced"
 	ReasonProgressing           = "Progressing"
 	ReasonRepositoryRefused     = "RepositoryRefused"
+	ReasonRepositoryNotAdmitted = "RepositoryNotAdmitted"
 	ReasonRepositoryUnreachable = "RepositoryUnreachable"
 	ReasonCredentialMissing     = "CredentialMissing"
 	ReasonCredentialRejected    = "CredentialRejected"
