@@ -2,6 +2,8 @@ package gitops
 
 import (
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -71,10 +73,29 @@ func Read(repoObj, ksObj *unstructured.Unstructured) (Sync, error) {
 			out.Message = ksReady.Message
 		}
 	}
-	if len(out.Message) > maxMessage {
-		out.Message = out.Message[:maxMessage] + "..."
-	}
+	out.Message = statusText(out.Message)
 	return out, nil
+}
+
+// statusText is Flux's message fit for the TenantCluster's condition. The repository's server
+// writes part of it (a git server's ERR line arrives as "remote error: ...") and the tenant's
+// admins may write all of it, so control characters other than newline and tab are dropped (a
+// terminal would run them as commands), and it is cut at maxMessage on a character's boundary.
+func statusText(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) && r != '\n' && r != '\t' {
+			return -1
+		}
+		return r
+	}, strings.ToValidUTF8(s, "\uFFFD"))
+	if len(s) <= maxMessage {
+		return s
+	}
+	cut := maxMessage
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }
 
 func failed(c *metav1.Condition) bool    { return c != nil && c.Status == metav1.ConditionFalse }

@@ -3,6 +3,8 @@ package gitops
 import (
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -71,5 +73,24 @@ func TestRead(t *testing.T) {
 		if got.Reason != tc.reason || got.Revision != tc.rev || got.InSync != tc.inSync || !strings.Contains(got.Message, tc.messageHasIt) {
 			t.Errorf("%s: %+v, want reason %s, revision %q, in sync %v, a message with %q", tc.name, got, tc.reason, tc.rev, tc.inSync, tc.messageHasIt)
 		}
+	}
+}
+
+// The attack: the repository's server writes part of Flux's message (a git server's ERR line
+// reaches it as "remote error: ..."), and the tenant's admins may write all of it: terminal
+// control sequences carried into the TenantCluster's condition reach whoever reads it in a
+// terminal, and a cut inside a character left invalid UTF-8.
+func TestAttackReadCarriesNoControlCharacters(t *testing.T) {
+	msg := "unable to clone: remote error: \x1b]0;owned\x07\x1b[2J\u009b31m" + strings.Repeat("a", maxMessage-46) + "ééé"
+	got, err := Read(object("GitRepository", 1, 1, "False", "GitOperationFailed", msg, nil), object("Kustomization", 1, 1, "", "", "", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !utf8.ValidString(got.Message) || strings.ContainsFunc(got.Message, unicode.IsControl) || !strings.Contains(got.Message, "remote error: ]0;owned[2J31maaa") {
+		t.Errorf("message %q", got.Message)
+	}
+	multi, _ := Read(object("GitRepository", 1, 1, "False", "GitOperationFailed", "line one\nline two", nil), object("Kustomization", 1, 1, "", "", "", nil))
+	if multi.Message != "line one\nline two" {
+		t.Errorf("a message of two lines became %q", multi.Message)
 	}
 }
