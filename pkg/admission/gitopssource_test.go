@@ -34,6 +34,20 @@ func secretsReadBy(readers map[string][]string) authorizer.Authorizer {
 	})
 }
 
+// admitAs runs the whole chain (Admit, then Validate) on who's create of obj in team-a, or
+// update when old is set.
+func admitAs(chain admission.Interface, who string, obj, old *butler.TenantCluster) error {
+	op, oldObj := admission.Create, runtime.Object(nil)
+	if old != nil {
+		op, oldObj = admission.Update, old
+	}
+	a := admission.NewAttributesRecord(obj, oldObj, schema.GroupVersionKind{}, "team-a", obj.Name, tcResource, "", op, nil, false, &user.DefaultInfo{Name: who})
+	if err := chain.(admission.MutationInterface).Admit(context.Background(), a, nil); err != nil {
+		return err
+	}
+	return chain.(admission.ValidationInterface).Validate(context.Background(), a, nil)
+}
+
 func withGitOps(obj *butler.TenantCluster, url, secret string) *butler.TenantCluster {
 	repo := &butler.GitRepository{URL: url, Branch: "main", Path: "./clusters/prod"}
 	if secret != "" {
@@ -54,17 +68,7 @@ func TestAttackGitOpsSecretTheAskerCannotRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	as := func(who string, obj, old *butler.TenantCluster) error {
-		op, oldObj := admission.Create, runtime.Object(nil)
-		if old != nil {
-			op, oldObj = admission.Update, old
-		}
-		a := admission.NewAttributesRecord(obj, oldObj, schema.GroupVersionKind{}, "team-a", obj.Name, tcResource, "", op, nil, false, &user.DefaultInfo{Name: who})
-		if err := chain.(admission.MutationInterface).Admit(context.Background(), a, nil); err != nil {
-			return err
-		}
-		return chain.(admission.ValidationInterface).Validate(context.Background(), a, nil)
-	}
+	as := func(who string, obj, old *butler.TenantCluster) error { return admitAs(chain, who, obj, old) }
 	evil := "https://git.attacker.example/x.git"
 	ours := "https://git.example.com/team-a/fleet.git"
 
@@ -111,17 +115,7 @@ func TestAttackGitOpsRepositoryIsTheTeamAdmins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	as := func(who string, obj, old *butler.TenantCluster) error {
-		op, oldObj := admission.Create, runtime.Object(nil)
-		if old != nil {
-			op, oldObj = admission.Update, old
-		}
-		a := admission.NewAttributesRecord(obj, oldObj, schema.GroupVersionKind{}, "team-a", obj.Name, tcResource, "", op, nil, false, &user.DefaultInfo{Name: who})
-		if err := chain.(admission.MutationInterface).Admit(context.Background(), a, nil); err != nil {
-			return err
-		}
-		return chain.(admission.ValidationInterface).Validate(context.Background(), a, nil)
-	}
+	as := func(who string, obj, old *butler.TenantCluster) error { return admitAs(chain, who, obj, old) }
 	theirs := "https://github.com/operator/takeover.git"
 	ours := "https://git.example.com/team-a/fleet.git"
 	const rule = "needs create on tenantclusters/gitops in namespace team-a"
@@ -171,15 +165,8 @@ func TestAttackGitOpsRepositoryStoredBeforeTheCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	as := func(who string, obj, old *butler.TenantCluster) (string, error) {
-		op, oldObj := admission.Create, runtime.Object(nil)
-		if old != nil {
-			op, oldObj = admission.Update, old
-		}
-		a := admission.NewAttributesRecord(obj, oldObj, schema.GroupVersionKind{}, "team-a", obj.Name, tcResource, "", op, nil, false, &user.DefaultInfo{Name: who})
-		if err := chain.(admission.MutationInterface).Admit(context.Background(), a, nil); err != nil {
-			return "", err
-		}
-		return obj.Annotations[v1alpha1.GitOpsSourcePinAnnotation], chain.(admission.ValidationInterface).Validate(context.Background(), a, nil)
+		err := admitAs(chain, who, obj, old)
+		return obj.Annotations[v1alpha1.GitOpsSourcePinAnnotation], err
 	}
 	evil := "https://git.attacker.example/x.git"
 	pin := v1alpha1.GitOpsSourcePin(evil, "main", "./clusters/prod", "git-token")
