@@ -55,7 +55,7 @@ type Objects struct {
 }
 
 // Build returns the objects for tc's repository; credential is the Secret its secretRef names,
-// read from tc's namespace (nil when there is none). A *NotAdmittedError when admission did not
+// read from tc's namespace (nil when there is none; another Secret is an error). A *NotAdmittedError when admission did not
 // decide the repository, a *CredentialError when the secretRef's Secret is missing or cannot
 // serve the URL.
 func Build(tc *v1alpha1.TenantCluster, credential *corev1.Secret) (*Objects, error) {
@@ -68,6 +68,12 @@ func Build(tc *v1alpha1.TenantCluster, credential *corev1.Secret) (*Objects, err
 	}
 	out := &Objects{}
 	if repo.SecretRef != nil {
+		if credential != nil && (credential.Namespace != tc.Namespace || credential.Name != repo.SecretRef.Name) {
+			// The caller read another Secret than the local one named: copying it would hand
+			// another Team's (or the platform's) credential to this tenant.
+			return nil, fmt.Errorf("TenantCluster %s/%s names Secret %q in its namespace; given %s/%s",
+				tc.Namespace, tc.Name, repo.SecretRef.Name, credential.Namespace, credential.Name)
+		}
 		copied, err := Credential(repo.URL, repo.SecretRef.Name, credential)
 		if err != nil {
 			return nil, err

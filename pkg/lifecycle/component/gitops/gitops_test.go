@@ -60,6 +60,22 @@ func field(t *testing.T, u *unstructured.Unstructured, path ...string) any {
 	return v
 }
 
+// The attack: a secretRef names a local Secret, but a step that read the wrong one (another
+// Team's namespace, another name) would copy it into this tenant; Build copies only the Secret
+// the cluster's secretRef names in its own namespace.
+func TestAttackBuildWithAnotherTeamsSecret(t *testing.T) {
+	tc := cluster("https://git.example.com/team-a/fleet.git", "", "", "git-token")
+	other := secret(map[string]string{"username": "git", "password": "s3cret"})
+	other.Namespace = "team-b"
+	renamed := secret(map[string]string{"username": "git", "password": "s3cret"})
+	renamed.Name = "platform-token"
+	for name, s := range map[string]*corev1.Secret{"another namespace": other, "another name": renamed} {
+		if objs, err := Build(tc, s); err == nil || objs != nil || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%s: objects %v, %v; want none and an error", name, objs != nil, err)
+		}
+	}
+}
+
 // The objects carry the spec's repository as Flux's fields, with the defaults said in
 // docs/concepts/gitops.md, and nothing an apply should not own (status, creationTimestamp).
 func TestBuild(t *testing.T) {
