@@ -51,6 +51,35 @@ func TestTenancyRestoreIsTheTeamAdmins(t *testing.T) {
 	}
 }
 
+// TestTenancyGitOpsRepositoryIsTheTeamAdmins: Flux applies a cluster's GitOps repository as the
+// tenant's cluster-admin, so a Team operator may not set one (403 naming tenantclusters/gitops,
+// through kubectl as the operator, with a public repository and no credential), while the Team's
+// admin may, and the operator may then still scale the cluster. The cluster is paused: the attack
+// is at admission.
+func TestTenancyGitOpsRepositoryIsTheTeamAdmins(t *testing.T) {
+	t.Parallel()
+	const ns = "atk-gitops"
+	team(t, teamManifest(ns, "", member("atk-gitops-admin", "admin"), member("atk-gitops-op", "operator")))
+	mustApply(t, tenantCluster(ns, "fleet"))
+
+	repo := func(url string) string {
+		return fmt.Sprintf(`{"spec":{"addons":{"gitops":{"provider":"fluxcd","repository":{"url":%q,"branch":"main","path":"./"}}}}}`, url)
+	}
+	op, admin := userKubeconfig(t, "atk-gitops-op"), userKubeconfig(t, "atk-gitops-admin")
+	out, err := kubectlAs(t, op, "", "patch", "tc", "fleet", "-n", ns, "--type", "merge", "-p", repo("https://github.com/atk-gitops-op/takeover.git"))
+	if err == nil || !strings.Contains(out, "Forbidden") || !strings.Contains(out, "needs create on tenantclusters/gitops") {
+		t.Errorf("the operator's repository: %v, want 403 naming tenantclusters/gitops\n%s", err, out)
+	} else {
+		t.Logf("the operator's repository: %s", strings.TrimSpace(out))
+	}
+	if out, err := kubectlAs(t, admin, "", "patch", "tc", "fleet", "-n", ns, "--type", "merge", "-p", repo("https://github.com/atk-gitops/fleet.git")); err != nil {
+		t.Fatalf("the Team admin's repository: %v\n%s", err, out)
+	}
+	if out, err := kubectlAs(t, op, "", "scale", "tc", "fleet", "-n", ns, "--replicas", "2"); err != nil {
+		t.Errorf("the operator scales the cluster whose repository the admin chose: %v\n%s", err, out)
+	}
+}
+
 // readySnapshot makes a Ready TenantClusterSnapshot of cluster with its data (one record) in
 // the plane's directory snapshot store, as the local provider would have taken it.
 func readySnapshot(t *testing.T, ns, cluster, name string) *v1alpha1.TenantClusterSnapshot {
