@@ -283,6 +283,7 @@ func exists(path string) bool {
 // no tenant process and no kube-apiserver log; then kubectl with a minted kubeconfig starts it on
 // the first try, and it comes up with its worker.
 func TestLocalCreatedAsleep(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := namespace(t, "e2e-born-asleep")
 	const name = "unstarted"
