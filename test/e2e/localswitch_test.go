@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
@@ -77,12 +78,18 @@ func TestLocalControlPlaneSwitch(t *testing.T) {
 	if tc.Status.ControlPlaneEndpoint != endpoint {
 		t.Errorf("endpoint %q while stopped, want the published %q", tc.Status.ControlPlaneEndpoint, endpoint)
 	}
-	scp, err := d.Resource(stewardCPGVR).Namespace(tenantNS).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r, _, _ := unstructured.NestedInt64(scp.Object, "status", "replicas"); r != 0 {
-		t.Errorf("StewardControlPlane status.replicas %d while stopped, want 0", r)
+	// The StewardControlPlane's status is the next controller's write after the
+	// TenantControlPlane's: it follows within seconds, not at the same instant.
+	var scpReplicas int64 = -1
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		scp, err := d.Resource(stewardCPGVR).Namespace(tenantNS).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		scpReplicas, _, _ = unstructured.NestedInt64(scp.Object, "status", "replicas")
+		return scpReplicas == 0, nil
+	}); err != nil {
+		t.Errorf("StewardControlPlane status.replicas %d 30 s after the stop, want 0", scpReplicas)
 	}
 	if _, err := tenant.CoreV1().ConfigMaps("default").Get(ctx, "kept", metav1.GetOptions{}); err == nil {
 		t.Error("the tenant's API still answers with replicas 0")
