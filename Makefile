@@ -10,227 +10,234 @@ PORT     ?= 8443
 
 LOCAL_DIR ?= _output/local
 
-.PHONY: weed test-s3 test-realnode kube-versions cluster test-cluster build-steward test-steward images verify-images verify-chart render-deploy fuzz test-faults test-starts bench-bin bench-report bench-lifecycle bench-local bench-hibernation bench-density bench-snapshot bench-restore bench-ipam all build build-butler kubectl-butler build-kube build-capi run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e bench clean
+.PHONY: help weed test-s3 test-realnode kube-versions cluster test-cluster build-steward test-steward images verify-images verify-chart render-deploy fuzz test-faults test-starts bench-bin bench-report bench-lifecycle bench-local bench-hibernation bench-density bench-snapshot bench-restore bench-ipam all build build-butler kubectl-butler build-kube build-capi run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e bench clean
 
-all: build
+.DEFAULT_GOAL := help
 
-## build: butler-apiserver, and the kube-apiserver, kube-controller-manager, etcd and Cluster API
-## manager of the local plane
-build: build-butler build-kube build-capi
+# help lists every target with a `## ` description on its line (make with no target runs it).
+help: ## this list
+	@echo 'make <target>; the targets:'
+	@awk 'BEGIN {FS = ":[^#]*## "} /^[a-zA-Z0-9_-]+:[^=]*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-build-butler:
+all: build ## same as build
+
+# build: butler-apiserver, and the kube-apiserver, kube-controller-manager, etcd and Cluster API
+# manager of the local plane
+build: build-butler build-kube build-capi ## butler-apiserver and the local plane's kube binaries, etcd and Cluster API manager
+
+build-butler: ## butler-apiserver into _output/bin
 	$(GO) build -o $(BIN)/butler-apiserver ./cmd/butler-apiserver
 
-## kubectl-butler: the kubectl plugin into $(GOBIN) (or ~/go/bin): `kubectl butler` once it is on PATH
-kubectl-butler:
+# kubectl-butler: the kubectl plugin into $(GOBIN) (or ~/go/bin): `kubectl butler` once it is on PATH
+kubectl-butler: ## install the kubectl plugin (kubectl butler) into GOBIN
 	$(GO) install ./cmd/kubectl-butler
 
-build-kube:
+build-kube: ## kube-apiserver, kube-controller-manager, kube-scheduler and etcd (pinned) into _output/bin
 	hack/build-kube.sh
 
-build-capi:
+build-capi: ## the Cluster API manager into _output/bin
 	hack/build-capi.sh
 
-## images: butler-apiserver's OCI image (linux/amd64 and linux/arm64 in one index, IMAGE_PLATFORMS to
-## change), built from nothing, tagged from git describe, as an OCI layout and a tar in _output/images
-images:
+# images: butler-apiserver's OCI image (linux/amd64 and linux/arm64 in one index, IMAGE_PLATFORMS to
+# change), built from nothing, tagged from git describe, as an OCI layout and a tar in _output/images
+images: ## butler-apiserver's reproducible OCI image into _output/images
 	hack/build-images.sh
 
-## cluster: a one-node Kubernetes cluster on this machine (root; Debian's containerd, runc and CNI
-## plugins; kubelet and kube-proxy built like kube-apiserver), images from make images imported;
-## Ctrl-C stops it and cleans up (hack/cluster-up.sh)
-cluster:
+# cluster: a one-node Kubernetes cluster on this machine (root; Debian's containerd, runc and CNI
+# plugins; kubelet and kube-proxy built like kube-apiserver), images from make images imported;
+# Ctrl-C stops it and cleans up (hack/cluster-up.sh)
+cluster: ## a one-node Kubernetes cluster on this machine (root); Ctrl-C stops it
 	hack/install-cluster-deps.sh
 	hack/cluster-up.sh
 
-## test-cluster: the chart installed into that cluster (hack/test-cluster.sh): APIService Available,
-## the examples applied, a local TenantCluster Ready with its nodes listed, the workers' Lease
-## holder's Pod deleted while another provisions, helm upgrade under a client loop (0 failed
-## requests), helm uninstall leaves nothing. Installs the Debian packages it needs when missing.
-## In .ci/run, not in make test.
-test-cluster:
+# test-cluster: the chart installed into that cluster (hack/test-cluster.sh): APIService Available,
+# the examples applied, a local TenantCluster Ready with its nodes listed, the workers' Lease
+# holder's Pod deleted while another provisions, helm upgrade under a client loop (0 failed
+# requests), helm uninstall leaves nothing. Installs the Debian packages it needs when missing.
+# In .ci/run, not in make test.
+test-cluster: ## the chart installed and exercised in the one-node cluster (CI)
 	hack/install-cluster-deps.sh
 	hack/test-cluster.sh
 
-## build-steward: the real engine from the source archives in THIRD_PARTY_DIR (required; the
-## script names the upstream repositories and commits when they are missing): Steward's
-## manager, the Cluster API Steward provider and the tenant's kube-apiserver, kube-controller-manager
-## and kube-scheduler (STEWARD_KUBE_VERSIONS), static, as images in _output/images/steward
-build-steward:
+# build-steward: the real engine from the source archives in THIRD_PARTY_DIR (required; the
+# script names the upstream repositories and commits when they are missing): Steward's
+# manager, the Cluster API Steward provider and the tenant's kube-apiserver, kube-controller-manager
+# and kube-scheduler (STEWARD_KUBE_VERSIONS), static, as images in _output/images/steward
+build-steward: ## Steward, its Cluster API provider and tenant kube images from THIRD_PARTY_DIR
 	hack/build-steward.sh
 
-## test-steward: test-cluster with its Steward stage (hack/lib/steward.sh): Steward and its Cluster
-## API provider installed from those images, a TenantCluster on them with local workers Ready,
-## hibernated and woken, deleted without a trace
-test-steward: build-steward
+# test-steward: test-cluster with its Steward stage (hack/lib/steward.sh): Steward and its Cluster
+# API provider installed from those images, a TenantCluster on them with local workers Ready,
+# hibernated and woken, deleted without a trace
+test-steward: build-steward ## test-cluster plus a TenantCluster on the real Steward (CI)
 	hack/install-cluster-deps.sh
 	TEST_STEWARD=1 hack/test-cluster.sh
 
-## verify-images: two image builds of this commit give the same digests (CI runs it)
-verify-images:
+# verify-images: two image builds of this commit give the same digests (CI runs it)
+verify-images: ## two image builds of this commit give the same digests (CI)
 	hack/verify-images.sh
 
-## run: etcd, kube-apiserver, kube-controller-manager and butler-apiserver behind an APIService;
-## the management cluster's admin kubeconfig is $(LOCAL_DIR)/admin.kubeconfig
-run: build
+# run: etcd, kube-apiserver, kube-controller-manager and butler-apiserver behind an APIService;
+# the management cluster's admin kubeconfig is $(LOCAL_DIR)/admin.kubeconfig
+run: build ## the local management plane; admin kubeconfig in _output/local/admin.kubeconfig
 	LOCAL_DIR=$(LOCAL_DIR) hack/local-up.sh
 
-## run-standalone: butler-apiserver alone on embedded etcd in $(DATA_DIR), admin kubeconfig at $(DATA_DIR)/admin.kubeconfig
-run-standalone: build-butler
+# run-standalone: butler-apiserver alone on embedded etcd in $(DATA_DIR), admin kubeconfig at $(DATA_DIR)/admin.kubeconfig
+run-standalone: build-butler ## butler-apiserver alone on embedded etcd in DATA_DIR
 	$(BIN)/butler-apiserver --standalone --data-dir $(DATA_DIR) --secure-port $(PORT)
 
-## test: static checks, generated-code check, unit, integration and kubectl end-to-end tests
-test: verify test-unit test-integration test-e2e
+# test: static checks, generated-code check, unit, integration and kubectl end-to-end tests
+test: verify test-unit test-integration test-e2e ## verify, unit, integration and end-to-end tests (the CI's first stage)
 
-verify: verify-gofmt vet verify-codegen verify-chart
+verify: verify-gofmt vet verify-codegen verify-chart ## gofmt, vet, generated code and the chart are up to date
 
-verify-gofmt:
+verify-gofmt: ## every Go file is gofmt-formatted
 	hack/verify-gofmt.sh
 
-vet:
+vet: ## go vet of the module and hack/dist
 	$(GO) vet ./...
 	cd hack/dist && $(GO) vet ./...
 
-verify-codegen:
+verify-codegen: ## the generated code matches the API types
 	hack/verify-codegen.sh
 
-update-codegen:
+update-codegen: ## regenerate the clients, deep copies, OpenAPI and protobuf after API type changes
 	hack/update-codegen.sh
 
-## verify-chart: helm lint and helm template of charts/butler-apiserver for each install mode, wrong
-## values failing with the schema's message, and artifacts/deploy equal to the chart's rendering
-verify-chart:
+# verify-chart: helm lint and helm template of charts/butler-apiserver for each install mode, wrong
+# values failing with the schema's message, and artifacts/deploy equal to the chart's rendering
+verify-chart: ## helm lint and template of the chart, its schema, artifacts/deploy in sync
 	hack/verify-chart.sh
 
-## render-deploy: artifacts/deploy from the chart (after changing charts/butler-apiserver)
-render-deploy:
+# render-deploy: artifacts/deploy from the chart (after changing charts/butler-apiserver)
+render-deploy: ## regenerate artifacts/deploy from the chart
 	hack/render-deploy.sh
 
 # The tests run with -vet=off: `make vet` has already vetted every package, test files included,
 # with a superset of the checks go test runs.
-test-unit:
+test-unit: ## unit tests of pkg, cmd, the layering test and the bench driver
 	$(GO) test -vet=off ./pkg/... ./cmd/... ./test/architecture/ ./test/bench/
 	$(GO_BIN) test -vet=off -race -run '^TestPlaceTenantsAtOnce$$' ./pkg/localprovider/controlplane/
 	cd hack/dist && $(GO) test -vet=off ./...
 
-test-integration:
+test-integration: ## integration tests (butler-apiserver on an embedded etcd)
 	$(GO) test -vet=off -count=1 -timeout 20m ./test/integration/...
 
-## kube-versions: the Kubernetes version local tenants in the e2e tests run besides the pinned one
-## (the upgrade tests' starting version, and the real Steward's tenants': Steward stops at 1.35),
-## built once per run before any test's time limit starts; a tenant of any other version is built
-## on first use, as `make run` does. Each version is a cold Kubernetes build on a new machine.
+# kube-versions: the Kubernetes version local tenants in the e2e tests run besides the pinned one
+# (the upgrade tests' starting version, and the real Steward's tenants': Steward stops at 1.35),
+# built once per run before any test's time limit starts; a tenant of any other version is built
+# on first use, as `make run` does. Each version is a cold Kubernetes build on a new machine.
 E2E_KUBE_VERSIONS ?= v1.35.4
-kube-versions:
+kube-versions: ## build the extra Kubernetes versions the e2e tests' tenants run
 	$(GO) build -o $(BIN)/butler-localprovider ./cmd/butler-localprovider
 	$(BIN)/butler-localprovider build-kube --kube-versions-dir _output/kube-versions $(E2E_KUBE_VERSIONS)
 
-## test-e2e: the standalone binary with kubectl, then the whole management plane (hack/local-up.sh)
-test-e2e: build kube-versions
+# test-e2e: the standalone binary with kubectl, then the whole management plane (hack/local-up.sh)
+test-e2e: build kube-versions ## kubectl end-to-end tests on the standalone server and the local plane
 	test/e2e/standalone.sh $(BIN)/butler-apiserver
 	$(GO) test -vet=off -count=1 -timeout 45m -parallel 4 -skip '^(TestFault|TestSlow|TestS3|TestRealNode)' ./test/e2e/...
 	$(GO) test -vet=off -count=1 -timeout 20m -run '^TestPlaneStartFailsCleanly$$' ./test/starts/
 
-## test-realnode: real worker nodes (LocalMachine spec.nodeType real) on this machine (root;
-## Debian's containerd, runc and CNI plugins, installed when missing; the kubelet and kube-proxy
-## built from source as make cluster's; the pause and echo images of hack/build-node-images.sh)
-test-realnode: build kube-versions
+# test-realnode: real worker nodes (LocalMachine spec.nodeType real) on this machine (root;
+# Debian's containerd, runc and CNI plugins, installed when missing; the kubelet and kube-proxy
+# built from source as make cluster's; the pause and echo images of hack/build-node-images.sh)
+test-realnode: build kube-versions ## real worker nodes on this machine (root; CI)
 	hack/install-cluster-deps.sh
 	hack/build-kube.sh kubelet kube-proxy
 	hack/build-node-images.sh >/dev/null
 	BUTLER_E2E_REALNODE=1 $(GO) test -vet=off -count=1 -timeout 15m -run '^TestRealNode' ./test/e2e/...
 
-## test-starts: STARTS_N plane starts and stops in a row, then STARTS_TENANTS tenant control
-## planes at once, under STARTS_CONNECTIONS held loopback connections (docs/development/testing.md);
-## every start must succeed and every stop leave no process. Slow (about 30 min for 50 starts);
-## not part of `make test`. Appends its figures to _output/bench/starts.md. STARTS_BASELINE=<rev>
-## first runs STARTS_BASELINE_N starts of that revision's local-up.sh under the same load.
+# test-starts: STARTS_N plane starts and stops in a row, then STARTS_TENANTS tenant control
+# planes at once, under STARTS_CONNECTIONS held loopback connections (docs/development/testing.md);
+# every start must succeed and every stop leave no process. Slow (about 30 min for 50 starts);
+# not part of `make test`. Appends its figures to _output/bench/starts.md. STARTS_BASELINE=<rev>
+# first runs STARTS_BASELINE_N starts of that revision's local-up.sh under the same load.
 STARTS_N           ?= 50
 STARTS_TENANTS     ?= 20
 STARTS_CONNECTIONS ?= 1500
 STARTS_BASELINE    ?=
 STARTS_BASELINE_N  ?= 10
-test-starts: build
+test-starts: build ## STARTS_N plane starts and stops under load (slow; not in make test)
 	STARTS_N=$(STARTS_N) STARTS_TENANTS=$(STARTS_TENANTS) STARTS_CONNECTIONS=$(STARTS_CONNECTIONS) \
 	  STARTS_BASELINE=$(STARTS_BASELINE) STARTS_BASELINE_N=$(STARTS_BASELINE_N) \
 	  $(GO) test -count=1 -timeout 120m -run 'UnderLoad' -v ./test/starts/
 
-## bench-hibernation: the slow hibernation checks (docs/hibernation.md): a schedule's times, five
-## minutes asleep with no wake, wake latency against the tenant's cold kube-apiserver start and a
-## cold create, as ratios. About 11 minutes; not in make test.
-bench-hibernation: build
+# bench-hibernation: the slow hibernation checks (docs/hibernation.md): a schedule's times, five
+# minutes asleep with no wake, wake latency against the tenant's cold kube-apiserver start and a
+# cold create, as ratios. About 11 minutes; not in make test.
+bench-hibernation: build ## the slow hibernation checks (about 11 min; not in make test)
 	$(GO) test -count=1 -timeout 30m -run '^TestSlowHibernation' -v ./test/e2e/...
 
-## bench-density: BENCH_DENSITY_N local TenantClusters created hibernated with wake on request (each
-## readied without starting; at most BENCH_DENSITY_AWAKE not yet asleep at once), then the
-## management plane's RSS and idle CPU per hibernated cluster against before the first, every endpoint
-## held, and BENCH_DENSITY_WAKES woken by kubectl. Writes _output/bench/density-n<N>.md. Long (about
-## 2-3 s per cluster here); not part of `make test`.
+# bench-density: BENCH_DENSITY_N local TenantClusters created hibernated with wake on request (each
+# readied without starting; at most BENCH_DENSITY_AWAKE not yet asleep at once), then the
+# management plane's RSS and idle CPU per hibernated cluster against before the first, every endpoint
+# held, and BENCH_DENSITY_WAKES woken by kubectl. Writes _output/bench/density-n<N>.md. Long (about
+# 2-3 s per cluster here); not part of `make test`.
 BENCH_DENSITY_N     ?= 1000
 BENCH_DENSITY_AWAKE ?= 40
 BENCH_DENSITY_WAKES ?= 5
-bench-density: build bench-bin kube-versions
+bench-density: build bench-bin kube-versions ## BENCH_DENSITY_N hibernated clusters: memory and idle CPU per cluster
 	$(BIN)/bench -density $(BENCH_DENSITY_N) -density-awake $(BENCH_DENSITY_AWAKE) -density-wakes $(BENCH_DENSITY_WAKES) $(BENCH_ARGS)
 
-## bench-snapshot: a tenant's snapshot (10,000 and 100,000 keys among nine other tenants on one
-## etcd) against the whole datastore's snapshot (what etcdctl snapshot save streams) and a plain
-## range read of the prefix, in one run, with the heap it holds; its restore's write into a fresh
-## prefix against plain writes of the same keys; the peak RSS of separate processes taking and
-## restoring it (the embedded etcd not counted) (docs/concepts/snapshots.md). About 20 s.
-bench-snapshot:
+# bench-snapshot: a tenant's snapshot (10,000 and 100,000 keys among nine other tenants on one
+# etcd) against the whole datastore's snapshot (what etcdctl snapshot save streams) and a plain
+# range read of the prefix, in one run, with the heap it holds; its restore's write into a fresh
+# prefix against plain writes of the same keys; the peak RSS of separate processes taking and
+# restoring it (the embedded etcd not counted) (docs/concepts/snapshots.md). About 20 s.
+bench-snapshot: ## a tenant's snapshot and restore against whole-datastore baselines
 	SNAPSHOT_BENCH=1 $(GO) test -count=1 -timeout 10m -run '^TestSnapshotFigures$$' -v ./pkg/snapshot/
 
-## bench-restore: TestSnapshotCloneAndRestore at the issue's 10,000 objects: a clone and an in-place
-## restore of that tenant, each timed to the control plane's /readyz, the in-place one against the
-## cold start of its own kube-apiserver inside it, with the provider's steps (docs/concepts/snapshots.md).
-## About 3 minutes with the plane's start; not part of `make test`.
-bench-restore: build kube-versions
+# bench-restore: TestSnapshotCloneAndRestore at the issue's 10,000 objects: a clone and an in-place
+# restore of that tenant, each timed to the control plane's /readyz, the in-place one against the
+# cold start of its own kube-apiserver inside it, with the provider's steps (docs/concepts/snapshots.md).
+# About 3 minutes with the plane's start; not part of `make test`.
+bench-restore: build kube-versions ## clone and in-place restore of a 10,000-object tenant, timed
 	SNAPSHOT_E2E_OBJECTS=10000 $(GO) test -count=1 -timeout 20m -run '^TestSnapshotCloneAndRestore$$' -v ./test/e2e/...
 
-## weed: SeaweedFS's weed (an S3-compatible server) into _output/bin from the pinned module in
-## hack/weed (hack/build-weed.sh); its first build is long (docs/concepts/snapshots.md), later ones seconds.
-weed:
+# weed: SeaweedFS's weed (an S3-compatible server) into _output/bin from the pinned module in
+# hack/weed (hack/build-weed.sh); its first build is long (docs/concepts/snapshots.md), later ones seconds.
+weed: ## SeaweedFS's weed (S3 server for test-s3) into _output/bin
 	hack/build-weed.sh
 
-## test-s3: the S3 snapshot store against a real S3-compatible server: weed on loopback, a local
-## tenant snapshotted into its bucket and restored in place from it (TestS3*). Not in make test:
-## building weed the first time takes minutes.
-test-s3: build kube-versions weed
+# test-s3: the S3 snapshot store against a real S3-compatible server: weed on loopback, a local
+# tenant snapshotted into its bucket and restored in place from it (TestS3*). Not in make test:
+# building weed the first time takes minutes.
+test-s3: build kube-versions weed ## the S3 snapshot store against weed on loopback (not in make test)
 	$(GO) test -count=1 -timeout 20m -run '^TestS3' -v ./test/e2e/...
 
-## test-faults: the fault battery (docs/development/testing.md): replicas SIGKILLed under allocation load,
-## etcd killed under creates, the workers' leader killed with 20 local clusters provisioning, on a
-## plane of two butler-apiserver replicas. Not part of `make test`; CI runs it after.
-test-faults: build
+# test-faults: the fault battery (docs/development/testing.md): replicas SIGKILLed under allocation load,
+# etcd killed under creates, the workers' leader killed with 20 local clusters provisioning, on a
+# plane of two butler-apiserver replicas. Not part of `make test`; CI runs it after.
+test-faults: build ## the fault battery on a two-replica plane (CI)
 	BUTLER_APISERVER_REPLICAS=2 RESTART_GRACE=90 $(GO) test -vet=off -count=1 -timeout 30m -run '^TestFault' -v ./test/e2e/...
 
-## fuzz: each fuzz target for FUZZTIME (go test -fuzz takes one target at a time); new crashers
-## land in testdata/fuzz of the package. Not part of `make test`; plain `go test` runs the seeds.
+# fuzz: each fuzz target for FUZZTIME (go test -fuzz takes one target at a time); new crashers
+# land in testdata/fuzz of the package. Not part of `make test`; plain `go test` runs the seeds.
 FUZZTIME ?= 10s
 FUZZ_PKG := ./pkg/apis/butler/validation/
-fuzz:
+fuzz: ## each fuzz target for FUZZTIME (CI)
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeJSON$$' -fuzztime $(FUZZTIME) $(FUZZ_PKG)
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeYAML$$' -fuzztime $(FUZZTIME) $(FUZZ_PKG)
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeProtobuf$$' -fuzztime $(FUZZTIME) $(FUZZ_PKG)
 
-## bench: the aggregated API against Butler's own CRDs (renamed to crd.butlerlabs.dev) in one
-## kube-apiserver, BENCH_N TenantClusters each; prints the table and writes it to _output/bench.
-## Not part of `make test`. BENCH_ARGS="-profile-seconds 10" also saves CPU profiles there.
-## butler-apiserver runs without its workers: the CRDs have no controller, and the workers would
-## reconcile the bench's thousands of TenantClusters on the same two cores while it measures.
+# bench: the aggregated API against Butler's own CRDs (renamed to crd.butlerlabs.dev) in one
+# kube-apiserver, BENCH_N TenantClusters each; prints the table and writes it to _output/bench.
+# Not part of `make test`. BENCH_ARGS="-profile-seconds 10" also saves CPU profiles there.
+# butler-apiserver runs without its workers: the CRDs have no controller, and the workers would
+# reconcile the bench's thousands of TenantClusters on the same two cores while it measures.
 BENCH_N    ?= 5000
 BENCH_ARGS ?=
-bench: build bench-bin
+bench: build bench-bin ## the aggregated API against butler's own CRDs, BENCH_N objects each
 	$(BIN)/bench -n $(BENCH_N) -butler-args=--enable-workers=false $(BENCH_ARGS)
 
-## bench-report: runs the figures of docs/performance.md and writes it (generated; do not edit it
-## by hand): each figure in BENCH_PAIRS pairs of subject and baseline, each pair on a fresh plane,
-## the order alternating, one bench process a pair, each wrapped in BENCH_LOCK (on a shared machine
-## BENCH_LOCK="flock /tmp/heavy.lock"). ONLY=P9 runs only the figures named; the document keeps
-## the last runs of the others, each with its commit. P1, P1p, P2 and P2b are measured together
-## (any of their names runs all four, BENCH_API_N TenantClusters a side), as are P11 and P11r
-## (BENCH_P11_N keys). Figures not yet reproduced are listed in the document with why. Not part of
-## `make test`.
+# bench-report: runs the figures of docs/performance.md and writes it (generated; do not edit it
+# by hand): each figure in BENCH_PAIRS pairs of subject and baseline, each pair on a fresh plane,
+# the order alternating, one bench process a pair, each wrapped in BENCH_LOCK (on a shared machine
+# BENCH_LOCK="flock /tmp/heavy.lock"). ONLY=P9 runs only the figures named; the document keeps
+# the last runs of the others, each with its commit. P1, P1p, P2 and P2b are measured together
+# (any of their names runs all four, BENCH_API_N TenantClusters a side), as are P11 and P11r
+# (BENCH_P11_N keys). Figures not yet reproduced are listed in the document with why. Not part of
+# `make test`.
 BENCH_REPORT_FIGURES := P2 P3 P9 P11
 ONLY        ?= $(BENCH_REPORT_FIGURES)
 BENCH_PAIRS ?= 3
@@ -239,7 +246,7 @@ BENCH_API_N ?= 5000
 BENCH_P11_N ?= 100000
 BENCH_LOCK  ?=
 BENCH_COMMIT = $(shell git describe --always --dirty)
-bench-report: build bench-bin
+bench-report: build bench-bin ## run the figures of docs/performance.md and regenerate it
 	$(GO) build -o $(BIN)/butler-localprovider ./cmd/butler-localprovider
 	@mkdir -p _output/bench; start=$$(date +%s); failed=; api=; snap=; \
 	for fig in $(ONLY); do \
@@ -267,33 +274,33 @@ bench-report: build bench-bin
 	echo "bench-report: wrote docs/performance.md"; \
 	if [ -n "$$failed" ]; then echo "bench-report: failed:$$failed (their sections hold the pairs that completed)"; exit 1; fi
 
-## bench-lifecycle: BENCH_LIFECYCLE_N TenantClusters (AWS provider, Steward played by the bench)
-## applied at once until all their objects are written, then all deleted, with butler-apiserver's
-## CPU and RSS; writes _output/bench/lifecycle-n<N>.md. Not part of `make test`.
+# bench-lifecycle: BENCH_LIFECYCLE_N TenantClusters (AWS provider, Steward played by the bench)
+# applied at once until all their objects are written, then all deleted, with butler-apiserver's
+# CPU and RSS; writes _output/bench/lifecycle-n<N>.md. Not part of `make test`.
 BENCH_LIFECYCLE_N ?= 200
-bench-lifecycle: build bench-bin
+bench-lifecycle: build bench-bin ## BENCH_LIFECYCLE_N TenantClusters created and deleted at once, with CPU and RSS
 	$(BIN)/bench -lifecycle $(BENCH_LIFECYCLE_N) $(BENCH_ARGS)
 
-## bench-local: the local provider on the real local plane: BENCH_LOCAL_N TenantClusters of three
-## Talos workers created one after the other (each deleted before the next), create -> control plane
-## Ready and -> Ready with 3 nodes (median, min, max) and where the time goes; then clusters of
-## one worker, BENCH_LOCAL_STEP at a time up to BENCH_LOCAL_MAX, with the RSS and idle CPU of
-## their processes after each step. Writes _output/bench/local-*.md. Not part of `make test`;
-## run it on an idle machine (set TENANT_PORT_RANGE if another plane runs).
+# bench-local: the local provider on the real local plane: BENCH_LOCAL_N TenantClusters of three
+# Talos workers created one after the other (each deleted before the next), create -> control plane
+# Ready and -> Ready with 3 nodes (median, min, max) and where the time goes; then clusters of
+# one worker, BENCH_LOCAL_STEP at a time up to BENCH_LOCAL_MAX, with the RSS and idle CPU of
+# their processes after each step. Writes _output/bench/local-*.md. Not part of `make test`;
+# run it on an idle machine (set TENANT_PORT_RANGE if another plane runs).
 BENCH_LOCAL_N    ?= 5
 BENCH_LOCAL_MAX  ?= 40
 BENCH_LOCAL_STEP ?= 5
-bench-local: build bench-bin
+bench-local: build bench-bin ## the local provider's create times and capacity on the real local plane
 	$(BIN)/bench -local $(BENCH_LOCAL_N) -capacity $(BENCH_LOCAL_MAX) -capacity-step $(BENCH_LOCAL_STEP) $(BENCH_ARGS)
 
 # The benchmark driver of bench, bench-lifecycle and bench-local (phony: go decides what to rebuild).
-bench-bin:
+bench-bin: ## the benchmark driver into _output/bin
 	$(GO) build -o $(BIN)/bench ./test/bench
 
-## bench-ipam: the allocator micro-benchmark, then P3: allocations/s vs ClusterIPs/s through one kube-apiserver, in alternating pairs
-bench-ipam: build
+# bench-ipam: the allocator micro-benchmark, then P3: allocations/s vs ClusterIPs/s through one kube-apiserver, in alternating pairs
+bench-ipam: build ## the allocator micro-benchmark and P3 (allocations/s vs ClusterIPs/s)
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./pkg/ipam/
 	$(GO) test -run '^$$' -bench AllocationRate -benchtime 2000x ./test/e2e/
 
-clean:
+clean: ## remove _output
 	rm -rf _output
