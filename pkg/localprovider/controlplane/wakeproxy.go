@@ -48,13 +48,25 @@ type wakeProxy struct {
 	last        time.Time // last byte either way on an established connection, or its open or close
 	idleAsked   bool      // the idle wish was written since the last established connection
 	wakeAsked   time.Time
+	watching    bool // a watchWake runs
 	done        chan struct{}
 	wg          sync.WaitGroup
 }
 
-// wakeWait bounds how long a connection waits for the control plane to serve (a variable for
-// tests).
-var wakeWait = 3 * time.Minute
+// Variables for tests.
+var (
+	// wakeWait bounds how long a wake may take to serve before it frees its slots of the gate.
+	wakeWait = 3 * time.Minute
+	// wakeHold bounds how long a connection is held, unanswered, for a wake (from its accept).
+	// Clients give a TLS handshake a bound of their own: client-go's (kubectl's) and Go's
+	// http.Transport is 10 s, and a GET that hits it fails without a retry ("net/http: TLS
+	// handshake timeout"). Closed before that, the connection fails with a reset, on which
+	// client-go retries a GET (10 times, 1 s apart), and its retry is held again: a wake longer
+	// than 10 s (a loaded machine) still answers kubectl's first request.
+	wakeHold = 8 * time.Second
+	// helloWait bounds how long a new connection may take to send its ClientHello.
+	helloWait = 10 * time.Second
+)
 
 const (
 	// wakeAskAgain is how long after a wake request another connection asks again.
@@ -62,8 +74,6 @@ const (
 	// wakeGrace is how long a cluster woken on request stays awake with no connection
 	// established (a ClientHello wakes it; only a completed handshake counts as use).
 	wakeGrace = time.Minute
-	// helloWait bounds how long a new connection may take to send its ClientHello.
-	helloWait = 10 * time.Second
 )
 
 // wakeTarget is what a listener serves: the tenant, kube-apiserver's internal address, whether
@@ -138,6 +148,7 @@ func (p *wakeProxy) touch(delta int) {
 
 func (p *wakeProxy) serve(client net.Conn) {
 	defer client.Close()
+	accepted := time.Now()
 	remote := client.RemoteAddr().String()
 	release, err := p.gate.admit(remote)
 	if err != nil {
@@ -158,7 +169,7 @@ func (p *wakeProxy) serve(client net.Conn) {
 		// Asleep, or going to sleep by idleness: this connection is a request to wake, and a
 		// wake while going to sleep wins.
 		start := time.Now()
-		if !p.waitAwake(remote) {
+		if !p.waitAwake(remote, accepted) {
 			return
 		}
 		klog.InfoS("Wake-on-request: kube-apiserver serves; passing the connection through", "uid", p.uid, "remote", remote,
@@ -173,7 +184,6 @@ func (p *wakeProxy) serve(client net.Conn) {
 	if _, err := backend.Write(hello); err != nil {
 		return
 	}
-	_ = client.SetReadDeadline(time.Time{})
 	p.splice(client, backend, release)
 }
 
@@ -183,7 +193,9 @@ func readClientHello(c net.Conn) ([]byte, error) {
 	_ = c.SetReadDeadline(time.Now().Add(helloWait))
 	// Record header: type 22 (handshake), version 3.x, length; then the handshake type, 1.
 	head := make([]byte, 6)
-	if _, err := io.ReadFull(c, head); err != nil {
+	_, err := io.ReadFull(c, head)
+	_ = c.SetReadDeadline(time.Time{})
+	if err != nil {
 		return nil, err
 	}
 	if head[0] != 0x16 || head[1] != 0x03 || head[5] != 0x01 {
@@ -192,19 +204,12 @@ func readClientHello(c net.Conn) ([]byte, error) {
 	return head, nil
 }
 
-// waitAwake asks for a wake and waits until kube-apiserver serves; false when it gave up or a
-// bound of the gate refused the wake. The wake starts the processes before it writes the wish,
-// so the two overlap; the connection passes through once both are done.
-func (p *wakeProxy) waitAwake(remote string) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), wakeWait)
-	defer cancel()
-	go func() {
-		select {
-		case <-p.done:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
+// waitAwake asks for a wake and holds the connection until kube-apiserver serves, at most
+// wakeHold from its accept; false when it gave up (the client retries) or a bound of the gate
+// refused the wake. The wake starts the processes before it writes the wish, so the two overlap;
+// the connection passes through once both are done. The wake goes on when the connection gives
+// up: watchWake keeps its slot of the gate until it serves.
+func (p *wakeProxy) waitAwake(remote string, accepted time.Time) bool {
 	if err := p.gate.startWake(p.uid, p.team); err != nil {
 		klog.InfoS("Wake-on-request: not woken; closing the connection", "uid", p.uid, "remote", remote, "reason", err)
 		return false
@@ -215,18 +220,17 @@ func (p *wakeProxy) waitAwake(remote string) bool {
 		p.wakeAsked = time.Now()
 		p.idleAsked = false
 	}
+	if !p.watching {
+		p.watching = true
+		go p.watchWake(time.Now())
+	}
 	p.graceLocked()
 	p.mu.Unlock()
-	if ask {
-		if err := p.wake(ctx, remote); err != nil {
-			klog.InfoS("Wake-on-request: the wake was not recorded; closing the connection", "uid", p.uid, "remote", remote, "err", err)
-			p.mu.Lock()
-			p.wakeAsked = time.Time{}
-			p.mu.Unlock()
-			p.gate.slept(p.uid)
-			return false
-		}
+	if ask && !p.askWake(remote) {
+		return false
 	}
+	hold := time.NewTimer(time.Until(accepted.Add(min(wakeHold, wakeWait))))
+	defer hold.Stop()
 	for {
 		serving, ch := p.ready()
 		if serving {
@@ -237,16 +241,73 @@ func (p *wakeProxy) waitAwake(remote string) bool {
 			return true
 		}
 		select {
+		case <-p.done:
+			return false
+		case <-hold.C:
+			klog.InfoS("Wake-on-request: kube-apiserver does not serve yet; closing the connection before the client's TLS handshake timeout, for it to retry",
+				"uid", p.uid, "remote", remote, "held", time.Since(accepted).Round(time.Millisecond))
+			return false
+		case <-ch:
+		}
+	}
+}
+
+// askWake records the wake; false (the wake's slots freed) when it could not be recorded.
+func (p *wakeProxy) askWake(remote string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), wakeWait)
+	defer cancel()
+	go func() {
+		select {
+		case <-p.done:
+			cancel()
 		case <-ctx.Done():
-			klog.InfoS("Wake-on-request: the control plane did not serve in time; closing the connection", "uid", p.uid, "remote", remote, "waited", wakeWait)
-			// A tenant that does not come up must hold neither a waking nor an awake slot for
-			// good (it would never sleep by idleness, having never served).
+		}
+	}()
+	if err := p.wake(ctx, remote); err != nil {
+		klog.InfoS("Wake-on-request: the wake was not recorded; closing the connection", "uid", p.uid, "remote", remote, "err", err)
+		p.mu.Lock()
+		p.wakeAsked = time.Time{}
+		p.mu.Unlock()
+		p.gate.slept(p.uid)
+		return false
+	}
+	return true
+}
+
+// watchWake waits, beyond the connections held for it, for the wake that counts in the gate
+// since start to serve: then the tenant no longer counts as waking, and its wakeGrace counts
+// from then. A tenant that does not serve within wakeWait must hold neither a waking nor an
+// awake slot for good (it would never sleep by idleness, having never served). One runs at a
+// time (p.watching).
+func (p *wakeProxy) watchWake(start time.Time) {
+	timeout := time.NewTimer(wakeWait)
+	defer timeout.Stop()
+	defer func() {
+		p.mu.Lock()
+		p.watching = false
+		p.mu.Unlock()
+	}()
+	for {
+		serving, ch := p.ready()
+		if serving {
+			p.gate.woke(p.uid)
+			p.mu.Lock()
+			p.graceLocked()
+			p.mu.Unlock()
+			return
+		}
+		select {
+		case <-p.done: // close frees the slots
+			return
+		case <-timeout.C:
 			if serving, _ := p.ready(); serving {
 				p.gate.woke(p.uid)
-			} else {
-				p.gate.slept(p.uid)
+				return
 			}
-			return false
+			klog.InfoS("Wake-on-request: the control plane did not serve in time; its wake counts no more", "uid", p.uid,
+				"waited", time.Since(start).Round(time.Second))
+			p.gate.slept(p.uid)
+			return
 		case <-ch:
 		}
 	}
