@@ -120,9 +120,10 @@ func TestSlowHibernationQuietAndWakeLatency(t *testing.T) {
 		wake := time.Since(start)
 		wakes = append(wakes, wake)
 		t.Logf("wake %d: kubectl answered in %.2f s; the provider's log:\n%s", i+1, wake.Seconds(), wakeLog(logFrom))
-		// kubectl gives up on a TLS handshake after 10 s: a wake must end well inside it.
+		// kubectl gives up on a TLS handshake after 10 s; the listener holds its connection at
+		// most wakeHold (8 s), then kubectl retries: a wake should end inside the first one.
 		if wake > 10*time.Second {
-			t.Errorf("wake %d took %s: longer than kubectl's TLS handshake timeout", i+1, wake)
+			t.Errorf("wake %d took %s: longer than kubectl's TLS handshake timeout (answered on a retry)", i+1, wake)
 		}
 		waitReady(t, ns, name, 0, 3*time.Minute)
 	}

@@ -112,11 +112,12 @@ func TestLocalHibernationWakeOnRequest(t *testing.T) {
 	}
 
 	// A user's kubectl wakes it and is answered on the first try.
+	logFrom := fileSize(providerLog())
 	start = time.Now()
 	out, err := kubectlAs(t, kubeconfig, "", "get", "pods", "--no-headers")
 	wake := time.Since(start)
 	if err != nil || strings.Count(out, "hello-") != 2 {
-		t.Fatalf("kubectl get pods on a hibernated cluster: %v after %s\n%s", err, wake.Round(100*time.Millisecond), out)
+		t.Fatalf("kubectl get pods on a hibernated cluster: %v after %s\n%s", err, wake.Round(100*time.Millisecond), wakeFailure(out, logFrom, uid, ns, name))
 	}
 	t.Logf("kubectl get pods on the hibernated cluster answered in %s", wake.Round(100*time.Millisecond))
 	tc, _ = plane.butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, name, metav1.GetOptions{})
@@ -234,6 +235,13 @@ func sleepsWhenIdle(t *testing.T, ns, name, endpoint string, idle time.Duration)
 	}
 }
 
+// wakeFailure tells why a request that should have woken a cluster failed: kubectl's output and
+// the provider's log lines about the tenant (its listener's and its wake's) since offset from.
+func wakeFailure(kubectlOut string, from int64, uid, ns, name string) string {
+	return fmt.Sprintf("kubectl said:\n  %s\nthe provider's log of the tenant since the request:\n%s",
+		strings.ReplaceAll(strings.TrimSpace(kubectlOut), "\n", "\n  "), providerLines(from, uid, ns+"/"+name))
+}
+
 // tenantControlPlaneUID is the UID of the cluster's TenantControlPlane: the local provider's
 // directory and etcd prefix of the tenant.
 func tenantControlPlaneUID(t *testing.T, ns, name string) string {
@@ -326,10 +334,11 @@ func TestLocalCreatedAsleep(t *testing.T) {
 	}
 
 	kubeconfig, _ := mintKubeconfig(t, ns, name)
+	logFrom := fileSize(providerLog())
 	start = time.Now()
 	out, err := kubectlAs(t, kubeconfig, "", "get", "ns", "default", "--no-headers")
 	if err != nil || !strings.Contains(out, "Active") {
-		t.Fatalf("kubectl on a cluster created asleep: %v after %s\n%s", err, time.Since(start).Round(100*time.Millisecond), out)
+		t.Fatalf("kubectl on a cluster created asleep: %v after %s\n%s", err, time.Since(start).Round(100*time.Millisecond), wakeFailure(out, logFrom, uid, ns, name))
 	}
 	t.Logf("first request to the never-started cluster answered in %s", time.Since(start).Round(100*time.Millisecond))
 	tc = waitReady(t, ns, name, 1, 4*time.Minute)
