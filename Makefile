@@ -10,7 +10,7 @@ PORT     ?= 8443
 
 LOCAL_DIR ?= _output/local
 
-.PHONY: help weed test-s3 test-realnode kube-versions cluster test-cluster build-steward test-steward images verify-images verify-chart render-deploy fuzz test-faults test-starts bench-bin bench-report bench-lifecycle bench-local bench-hibernation bench-density bench-snapshot bench-restore bench-ipam all build build-butler kubectl-butler build-kube build-capi run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e bench clean
+.PHONY: help docs verify-docs weed test-s3 test-realnode kube-versions cluster test-cluster build-steward test-steward images verify-images verify-chart render-deploy fuzz test-faults test-starts bench-bin bench-report bench-lifecycle bench-local bench-hibernation bench-density bench-snapshot bench-restore bench-ipam all build build-butler kubectl-butler build-kube build-capi run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e bench clean
 
 .DEFAULT_GOAL := help
 
@@ -89,7 +89,7 @@ run-standalone: build-butler ## butler-apiserver alone on embedded etcd in DATA_
 # test: static checks, generated-code check, unit, integration and kubectl end-to-end tests
 test: verify test-unit test-integration test-e2e ## verify, unit, integration and end-to-end tests (the CI's first stage)
 
-verify: verify-gofmt vet verify-codegen verify-chart ## gofmt, vet, generated code and the chart are up to date
+verify: verify-gofmt vet verify-codegen verify-docs verify-chart ## gofmt, vet, generated code and docs, the chart are up to date
 
 verify-gofmt: ## every Go file is gofmt-formatted
 	hack/verify-gofmt.sh
@@ -100,6 +100,14 @@ vet: ## go vet of the module and hack/dist
 
 verify-codegen: ## the generated code matches the API types
 	hack/verify-codegen.sh
+
+# docs: docs/reference/api.md (from the API types' comments, through the generated OpenAPI),
+# flags.md (each binary's --help) and helm-values.md (the chart's values.yaml comments)
+docs: ## regenerate the generated reference pages in docs/reference
+	hack/update-docs.sh
+
+verify-docs: ## the generated reference pages are up to date
+	hack/verify-docs.sh
 
 update-codegen: ## regenerate the clients, deep copies, OpenAPI and protobuf after API type changes
 	hack/update-codegen.sh
