@@ -129,4 +129,4 @@ for version in ${STEWARD_KUBE_VERSIONS}; do
   done
   log "kube-apiserver, kube-controller-manager and kube-scheduler ${version} in $((SECONDS - t)) s"
 done
-log "done in $((SECONDS - start)) s: $(cd "${IMAGES_DIR}" && ls ./*.oci.tar | tr '\n' ' ')"
+log "done in $((SECONDS - start)) s: $(cd "${IMAGES_DIR}" && echo ./*.oci.tar)"

@@ -158,7 +158,7 @@ clean_node() {
         # shellcheck disable=SC2086 # a rule is a list of arguments
         iptables -t "${table}" ${rule} 2>/dev/null || true
       done || true
-      iptables -t "${table}" -F "${chain}" 2>/dev/null && iptables -t "${table}" -X "${chain}" 2>/dev/null || true
+      { iptables -t "${table}" -F "${chain}" && iptables -t "${table}" -X "${chain}"; } 2>/dev/null || true
     done
   done
   for cni in $(ip -o link show type veth 2>/dev/null | awk -F'[ @:]+' '/master '"${BRIDGE}"'/ {print $2}'); do ip link del "${cni}" 2>/dev/null || true; done

@@ -229,8 +229,10 @@ trap 'exit 143' TERM
 # so an answer on PORT comes from it and not from another process that holds the port.
 owns_port() {
   local inode
+  # shellcheck disable=SC2013 # inode numbers: one word each
   for inode in $(awk -v port="$(printf '%04X' "$2")" \
     '$4 == "0A" { n = split($2, a, ":"); if (a[n] == port) print $10 }' /proc/net/tcp /proc/net/tcp6 2>/dev/null); do
+    # shellcheck disable=SC2010 # /proc's fd names are numbers; ls -l shows the links' targets
     ls -l "/proc/$1/fd" 2>/dev/null | grep -q "socket:\[${inode}\]" && return 0
   done
   return 1

@@ -84,6 +84,7 @@ HOST_DIR="${CLUSTER_DIR}/host"
 rm -rf "${HOST_DIR}"
 mkdir -p "${LOGS}" "${HOST_DIR}"
 if [[ "${TEST_STEWARD}" != 0 ]]; then
+  # shellcheck disable=SC2012 # ls fails (and the script with it) when the images are missing
   images+=" $(ls "${ROOT}"/_output/images/steward/*.oci.tar | tr '\n' ' ')"
 fi
 IMAGES="${images}" CLUSTER_DIR="${CLUSTER_DIR}" setsid "${ROOT}/hack/cluster-up.sh" >"${LOGS}/cluster-up.log" 2>&1 &
@@ -318,7 +319,7 @@ kc -n butler-system rollout status deploy/butler-apiserver --timeout=5m >/dev/nu
 only_new_pods() {
   local images
   images=$(kc -n butler-system get pods -l app.kubernetes.io/name=butler-apiserver -o jsonpath='{range .items[*]}{.spec.containers[0].image}{"\n"}{end}')
-  [[ $(wc -l <<<"${images}") == 2 && -z "$(grep -v ":${tag2}\$" <<<"${images}")" ]]
+  [[ $(wc -l <<<"${images}") == 2 ]] && ! grep -qv ":${tag2}\$" <<<"${images}"
 }
 wait_until "only the 2 new Pods" 180 only_new_pods
 measure "helm upgrade -> both replicas on ${tag2} in $((SECONDS - t6)) s"

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # The processes of a plane this machine runs (hack/local-up.sh, hack/cluster-up.sh): started in
 # their own sessions, watched while the plane waits, stopped in the caller's order. Sourced; the
 # caller defines log and die and sets LOGS (one NAME.log per process) and, optionally, RUN (one

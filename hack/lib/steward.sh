@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # The real hosted control plane engine on the one-node cluster (hack/test-cluster.sh's Steward
 # stage): Steward and the Cluster API Steward provider from hack/build-steward.sh's images and
 # their own install files in _output/third_party, a TLS etcd for Steward's DataStore, and a
@@ -62,7 +63,8 @@ steward_datastore() {
     --client-cert-auth --trusted-ca-file "${PKI}/steward-etcd-ca.crt" \
     --cert-file "${PKI}/steward-etcd-server.crt" --key-file "${PKI}/steward-etcd-server.key" \
     >"${LOGS}/steward-etcd.log" 2>&1 &
-  pids[steward-etcd]=$!
+  # shellcheck disable=SC2034 # pids is the caller's table of the processes it stops
+  pids["steward-etcd"]=$!
   wait_until "Steward's etcd" 30 curl -sf --cacert "${PKI}/steward-etcd-ca.crt" \
     --cert "${PKI}/steward-etcd-root.crt" --key "${PKI}/steward-etcd-root.key" "https://${NODE_IP}:${port}/health"
   STEWARD_ETCD_ENDPOINT="${NODE_IP}:${port}"
@@ -198,6 +200,7 @@ EOF2
 steward_provider_install() {
   local image
   image=$(steward_image capi-steward)
+  # shellcheck disable=SC2016 # the ${...} are the manifest's literal placeholders
   awk 'BEGIN { RS = "\n---\n" } !/\nkind: CustomResourceDefinition\n/ { printf "---\n%s\n", $0 }' \
     "${STEWARD_SRC}/cluster-api-control-plane-provider-steward/control-plane-components.yaml" \
     | sed -e 's|${CACPPK_DYNAMIC_INFRASTRUCTURE_CLUSTER_PATCH:=false}|true|' \
@@ -248,7 +251,6 @@ steward_lb_standin() {
       sleep 1
     done
   ) >>"${LOGS}/lb-standin.log" 2>&1 &
-  lb_pid=$!
 }
 
 # steward_dns_alias NS NAME: <NAME>.<NS>.svc resolves in Steward's and butler-apiserver's Pods
@@ -362,6 +364,7 @@ tc_phase_is() { [[ "$(kc -n "$1" get tc "$2" -o jsonpath='{.status.phase}')" == 
 steward_deployment_stopped() {
   local selector
   [[ "$(kc -n "$1" get deploy "$2" -o jsonpath='{.spec.replicas}')" == 0 ]] || return 1
+  # shellcheck disable=SC2016 # a Go template, not shell
   selector=$(kc -n "$1" get deploy "$2" -o go-template='{{range $k, $v := .spec.selector.matchLabels}}{{$k}}={{$v}},{{end}}') || return 1
   [[ -z "$(kc -n "$1" get pods -l "${selector%,}" -o name)" ]]
 }
@@ -409,6 +412,7 @@ steward_dump() {
   local pod
   local ns=${STEWARD_TNS:-steward-demo}
   kc get tc -n steward-demo -o yaml >"${LOGS}/steward-objects.yaml" 2>&1
+  # shellcheck disable=SC2129 # one command a line reads better in a dump
   kc get cluster,stewardcontrolplanes,tenantcontrolplanes,localclusters,machines,localmachines,pods,services,deploy -n "${ns}" -o yaml >>"${LOGS}/steward-objects.yaml" 2>&1
   kc get secrets -n "${ns}" >>"${LOGS}/steward-objects.yaml" 2>&1
   kc get datastores -o yaml >>"${LOGS}/steward-objects.yaml" 2>&1
@@ -425,6 +429,7 @@ steward_dump() {
 # containers (kube-apiserver, kube-controller-manager, kube-scheduler) all run.
 steward_deployment_running() {
   local selector running
+  # shellcheck disable=SC2016 # a Go template, not shell
   selector=$(kc -n "$1" get deploy "$2" -o go-template='{{range $k, $v := .spec.selector.matchLabels}}{{$k}}={{$v}},{{end}}') || return 1
   running=$(kc -n "$1" get pods -l "${selector%,}" -o jsonpath='{range .items[*]}{range .status.containerStatuses[*]}{.state.running.startedAt}{" "}{end}{"\n"}{end}' | awk 'NF == 3' | wc -l)
   ((running >= 1))
