@@ -566,6 +566,13 @@ type TenantClusterStatus struct {
 	Restore              *RestoreStatus           `json:"restore,omitempty"`
 	Credentials          *TenantCredentialsStatus `json:"credentials,omitempty"`
 	Maintenance          *MaintenanceStatus       `json:"maintenance,omitempty"`
+	Gitops               *GitOpsStatus            `json:"gitops,omitempty"`
+}
+
+// GitOpsStatus is the sync of spec.addons.gitops.repository into the tenant.
+type GitOpsStatus struct {
+	Revision string `json:"revision,omitempty"`
+	InSync   bool   `json:"inSync"`
 }
 
 // TenantCredentialsStatus is what a TenantCluster's status says of its credentials.

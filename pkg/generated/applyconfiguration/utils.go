@@ -84,6 +84,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &butlerv1alpha1.GCPConfigApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("GitOpsAddon"):
 		return &butlerv1alpha1.GitOpsAddonApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("GitOpsStatus"):
+		return &butlerv1alpha1.GitOpsStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("GitRepository"):
 		return &butlerv1alpha1.GitRepositoryApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("HarvesterConfig"):

@@ -64,6 +64,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.DirectorySnapshotStore{}.OpenAPIModelName():      schema_pkg_apis_butler_v1alpha1_DirectorySnapshotStore(ref),
 		v1alpha1.GCPConfig{}.OpenAPIModelName():                   schema_pkg_apis_butler_v1alpha1_GCPConfig(ref),
 		v1alpha1.GitOpsAddon{}.OpenAPIModelName():                 schema_pkg_apis_butler_v1alpha1_GitOpsAddon(ref),
+		v1alpha1.GitOpsStatus{}.OpenAPIModelName():                schema_pkg_apis_butler_v1alpha1_GitOpsStatus(ref),
 		v1alpha1.GitRepository{}.OpenAPIModelName():               schema_pkg_apis_butler_v1alpha1_GitRepository(ref),
 		v1alpha1.HarvesterConfig{}.OpenAPIModelName():             schema_pkg_apis_butler_v1alpha1_HarvesterConfig(ref),
 		v1alpha1.HealthGate{}.OpenAPIModelName():                  schema_pkg_apis_butler_v1alpha1_HealthGate(ref),
@@ -1604,6 +1605,35 @@ func schema_pkg_apis_butler_v1alpha1_GitOpsAddon(ref common.ReferenceCallback) c
 		},
 		Dependencies: []string{
 			v1alpha1.GitRepository{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_butler_v1alpha1_GitOpsStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "GitOpsStatus is what a TenantCluster's status says of its repository's sync.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"revision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Revision is the revision Flux last applied in the tenant (\"main@sha1:<commit>\"), kept while a later one fails.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"inSync": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InSync is true when the tenant holds the repository's latest revision: Flux's Kustomization is Ready at its GitRepository's artifact.",
+							Default:     false,
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"inSync"},
+			},
+		},
 	}
 }
 
@@ -5415,11 +5445,17 @@ func schema_pkg_apis_butler_v1alpha1_TenantClusterStatus(ref common.ReferenceCal
 							Ref:         ref(v1alpha1.MaintenanceStatus{}.OpenAPIModelName()),
 						},
 					},
+					"gitops": {
+						SchemaProps: spec.SchemaProps{
+							Description: "GitOps is the sync of spec.addons.gitops.repository into the tenant by Flux (the condition GitOpsSynced says why it is not in sync); absent without a repository.",
+							Ref:         ref(v1alpha1.GitOpsStatus{}.OpenAPIModelName()),
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.LastOperation{}.OpenAPIModelName(), v1alpha1.LocalObjectReference{}.OpenAPIModelName(), v1alpha1.MaintenanceStatus{}.OpenAPIModelName(), v1alpha1.ObservedClusterState{}.OpenAPIModelName(), v1alpha1.RestoreStatus{}.OpenAPIModelName(), v1alpha1.TenantCredentialsStatus{}.OpenAPIModelName(), metav1.Condition{}.OpenAPIModelName()},
+			v1alpha1.GitOpsStatus{}.OpenAPIModelName(), v1alpha1.LastOperation{}.OpenAPIModelName(), v1alpha1.LocalObjectReference{}.OpenAPIModelName(), v1alpha1.MaintenanceStatus{}.OpenAPIModelName(), v1alpha1.ObservedClusterState{}.OpenAPIModelName(), v1alpha1.RestoreStatus{}.OpenAPIModelName(), v1alpha1.TenantCredentialsStatus{}.OpenAPIModelName(), metav1.Condition{}.OpenAPIModelName()},
 	}
 }
 

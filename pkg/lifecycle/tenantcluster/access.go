@@ -51,9 +51,13 @@ type grant struct {
 // The same period as an Installed addon's check against its release.
 const accessResync = 10 * time.Minute
 
-type tenantClient struct {
+type tenantClient = keptClient[kubernetes.Interface]
+
+// keptClient is a tenant's client and the resourceVersion of the admin kubeconfig Secret it
+// was made from.
+type keptClient[T any] struct {
 	secretVersion string
-	client        kubernetes.Interface
+	client        T
 }
 
 // ensureAccess keeps the tenant's bindings in step with the cluster's Team: who may do what in
@@ -284,35 +288,53 @@ func (c *Controller) clustersOfTeam(obj any) []string {
 // one made before while the Secret's resourceVersion (from the tenant namespace's Secrets
 // watch) is the same.
 func (c *Controller) tenantClientOf(ctx context.Context, uid, ns, secretName string) (kubernetes.Interface, error) {
+	return keptTenantClient(ctx, c, &c.access.mu, c.access.clients, uid, ns, secretName, c.newTenantClient)
+}
+
+// keptTenantClient is kept[uid]'s client while the tenant's admin kubeconfig Secret is the one
+// it was made from (a new client is a new TLS connection), else a new one from newClient, kept.
+func keptTenantClient[T any](ctx context.Context, c *Controller, mu *sync.Mutex, kept map[string]keptClient[T],
+	uid, ns, secretName string, newClient func([]byte) (T, error)) (T, error) {
 	version := ""
 	if c.secrets != nil {
 		if s, err := c.secrets.Secrets(ns).Get(secretName); err == nil {
 			version = s.ResourceVersion
 		}
 	}
-	c.access.mu.Lock()
-	cached, ok := c.access.clients[uid]
-	c.access.mu.Unlock()
+	mu.Lock()
+	cached, ok := kept[uid]
+	mu.Unlock()
 	if ok && version != "" && cached.secretVersion == version {
 		return cached.client, nil
 	}
+	var none T
+	data, version, err := c.adminKubeconfig(ctx, ns, secretName)
+	if err != nil {
+		return none, err
+	}
+	client, err := newClient(data)
+	if err != nil {
+		return none, err
+	}
+	mu.Lock()
+	kept[uid] = keptClient[T]{secretVersion: version, client: client}
+	mu.Unlock()
+	return client, nil
+}
+
+// adminKubeconfig reads the tenant's admin kubeconfig from its Secret, and the Secret's
+// resourceVersion.
+func (c *Controller) adminKubeconfig(ctx context.Context, ns, secretName string) ([]byte, string, error) {
 	secret, err := c.kube.CoreV1().Secrets(ns).Get(ctx, secretName, metav1.GetOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("the admin kubeconfig Secret %s/%s: %w", ns, secretName, err)
+		return nil, "", fmt.Errorf("the admin kubeconfig Secret %s/%s: %w", ns, secretName, err)
 	}
 	for _, key := range component.ManagementKubeconfigKeys {
 		if data := secret.Data[key]; len(data) > 0 {
-			client, err := c.newTenantClient(data)
-			if err != nil {
-				return nil, err
-			}
-			c.access.mu.Lock()
-			c.access.clients[uid] = tenantClient{secretVersion: secret.ResourceVersion, client: client}
-			c.access.mu.Unlock()
-			return client, nil
+			return data, secret.ResourceVersion, nil
 		}
 	}
-	return nil, fmt.Errorf("the admin kubeconfig Secret %s/%s holds no kubeconfig", ns, secretName)
+	return nil, "", fmt.Errorf("the admin kubeconfig Secret %s/%s holds no kubeconfig", ns, secretName)
 }
 
 // newAdminClient is a client of a tenant from its admin kubeconfig.

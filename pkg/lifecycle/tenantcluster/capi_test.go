@@ -34,11 +34,21 @@ import (
 // apply needs the object to exist.
 func fakeObjects(t *testing.T) (*objects, *dynamicfake.FakeDynamicClient) {
 	t.Helper()
+	kinds := map[schema.GroupVersionKind]meta.RESTScope{}
+	for _, k := range external.Kinds {
+		kinds[k.GVK] = meta.RESTScopeNamespace
+	}
+	return fakeObjectsOf(kinds)
+}
+
+// fakeObjectsOf is fakeObjects serving the given kinds.
+func fakeObjectsOf(kinds map[schema.GroupVersionKind]meta.RESTScope) (*objects, *dynamicfake.FakeDynamicClient) {
 	mapper := meta.NewDefaultRESTMapper(nil)
 	listKinds := map[schema.GroupVersionResource]string{}
-	for _, k := range external.Kinds {
-		mapper.Add(k.GVK, meta.RESTScopeNamespace)
-		listKinds[k.GVR()] = k.GVK.Kind + "List"
+	for gvk, scope := range kinds {
+		mapper.Add(gvk, scope)
+		m, _ := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		listKinds[m.Resource] = gvk.Kind + "List"
 	}
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds)
 	client.PrependReactor("patch", "*", func(action clienttesting.Action) (bool, runtime.Object, error) {

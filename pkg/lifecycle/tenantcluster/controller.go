@@ -21,6 +21,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/butlerdotdev/butler-apiserver/pkg/addons"
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
@@ -53,7 +54,15 @@ type Controller struct {
 	access accessApplied
 	// newTenantClient makes a tenant's client from its admin kubeconfig (tests replace it).
 	newTenantClient func(kubeconfig []byte) (kubernetes.Interface, error)
-	events          events.EventRecorder
+	// gitopsState and newTenantObjects are the GitOps step's: what it applied in each tenant,
+	// and the dynamic client of a tenant (tests replace it).
+	gitopsState      gitopsApplied
+	newTenantObjects func(kubeconfig []byte) (*objects, error)
+	// fetch is the outbound fetch policy a repository's URL passes before Flux is told of it;
+	// lookup resolves its host (tests replace it).
+	fetch  addons.FetchPolicy
+	lookup addons.Resolver
+	events events.EventRecorder
 
 	// written tells a cluster's stale informer copy (one this process's own write replaced)
 	// from a current one: a reconcile of the stale copy stops, the write's event follows.
@@ -82,11 +91,15 @@ func New(d *worker.Deps) (*Controller, error) {
 			mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(d.Kube.Discovery()))},
 		clusters: b.TenantClusters().Lister(), providers: b.ProviderConfigs().Lister(), configs: b.ButlerConfigs().Lister(),
 		teams: b.Teams().Lister(), allocations: b.IPAllocations().Lister(), addons: b.TenantAddons().Lister(),
-		namespaces:      nsInformer.Lister(),
-		access:          accessApplied{digest: map[string]string{}, granted: map[string]grant{}, clients: map[string]tenantClient{}},
-		newTenantClient: newAdminClient,
-		events:          d.Recorder("butler-tenantcluster"),
-		clock:           d.Now(),
+		namespaces:       nsInformer.Lister(),
+		access:           accessApplied{digest: map[string]string{}, granted: map[string]grant{}, clients: map[string]tenantClient{}},
+		newTenantClient:  newAdminClient,
+		gitopsState:      gitopsApplied{applied: map[string]grant{}, clients: map[string]tenantObjects{}},
+		newTenantObjects: newAdminObjects,
+		fetch:            addons.FetchPolicy{Allowed: addons.AllowHostPorts(d.Fetch.AllowedInternal)},
+		lookup:           lookupHost,
+		events:           d.Recorder("butler-tenantcluster"),
+		clock:            d.Now(),
 	}
 	c.self = selfName(context.Background(), d.Kube)
 	c.plan = c.steps()
@@ -334,6 +347,7 @@ func (c *Controller) delete(ctx context.Context, tc *v1alpha1.TenantCluster) err
 	}
 	klog.FromContext(ctx).Info("Everything the tenant cluster made is gone; removing the finalizer")
 	c.forgetAccess(string(tc.UID))
+	c.forgetGitOps(string(tc.UID))
 	c.objects.forget(TenantNamespace(tc))
 	tc.Finalizers = slices.DeleteFunc(tc.Finalizers, func(f string) bool { return f == Finalizer })
 	_, err = c.butler.ButlerV1alpha1().TenantClusters(tc.Namespace).Update(ctx, tc, metav1.UpdateOptions{})

@@ -13,6 +13,9 @@
 //	                <tc>-workers; written only once the control plane is ready at the asked
 //	                version, so an upgrade moves the control plane first and the workers after it
 //	addons          AddonsReady: a TenantAddon per spec.addons entry, each Installed
+//	gitops          GitOpsSynced (set by the step, never holding Ready back): Flux's controllers
+//	                and the repository's GitRepository and Kustomization applied into the tenant,
+//	                their status read into status.gitops (docs/concepts/gitops.md)
 //
 // The builders of the external objects live in pkg/lifecycle/component; this package applies
 // them (server-side apply, field manager butler-apiserver) and judges readiness. Everything it

@@ -12,6 +12,7 @@ const (
 	stepAddons         = "addons"
 	stepAccess         = "team access"
 	stepCredentials    = "credentials"
+	stepGitOps         = "gitops"
 
 	ConditionNetworkReady        = "NetworkReady"
 	ConditionInfrastructureReady = "InfrastructureReady"
@@ -43,6 +44,9 @@ func (c *Controller) steps() []stepT {
 		// No condition either: when the tenant's certificates expire, for the status; in the
 		// status that first says the control plane is ready.
 		{Name: stepCredentials, After: []string{stepControlPlane}, ReadsOnly: true, Ensure: c.ensureCredentials},
+		// Its condition (GitOpsSynced) is set by the step itself, not the plan: always done, so
+		// whatever the Team's repository does never holds Ready back.
+		{Name: stepGitOps, After: []string{stepControlPlane}, Ensure: c.ensureGitOps},
 	}
 }
 

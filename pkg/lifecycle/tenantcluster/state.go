@@ -33,6 +33,9 @@ type state struct {
 	// capable is what the hosted control plane's provider can do of what the cluster asks
 	// (ConditionProviderCapable), once its TenantControlPlane is read; nil before.
 	capable *metav1.Condition
+	// gitops is what the GitOps step found of the repository's sync; nil when it has nothing
+	// to say (no repository, none before).
+	gitops *gitopsOutcome
 	// recheckAfter, when set, brings the cluster back after it: a step waits for what no watch
 	// announces.
 	recheckAfter time.Duration

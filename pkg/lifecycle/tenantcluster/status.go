@@ -60,6 +60,16 @@ func (c *Controller) status(tc *v1alpha1.TenantCluster, s *state, out steps.Outc
 	if s.capable != nil {
 		steps.SetConditions(&st.Conditions, *s.capable)
 	}
+	if g := s.gitops; g != nil && out.Ran(stepGitOps) {
+		if g.clear {
+			st.Gitops = nil
+			meta.RemoveStatusCondition(&st.Conditions, ConditionGitOpsSynced)
+		} else {
+			st.Gitops = g.status
+			g.condition.ObservedGeneration = tc.Generation
+			steps.SetConditions(&st.Conditions, g.condition)
+		}
+	}
 	ready := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: "Ready",
 		Message: "the cluster is ready", ObservedGeneration: tc.Generation}
 	if out.First != "" {

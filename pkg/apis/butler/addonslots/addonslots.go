@@ -46,28 +46,34 @@ type Slot struct {
 	Values *runtime.RawExtension
 	// Enabled is false for an entry that says enabled: false (certManager, ingress).
 	Enabled bool
+	// ByWorker: the TenantCluster worker installs it itself, no TenantAddon does. The gitops
+	// slot with Flux: its GitOps step applies Flux's controllers built here, with the
+	// repository (docs/concepts/gitops.md), where the catalog's chart would be fetched from a
+	// public chart repository and never told of the repository.
+	ByWorker bool
 }
 
 // All lists the entries of a that are set, in install order.
 func All(a v1alpha1.AddonsSpec) []Slot {
 	var out []Slot
 	if s := a.CNI; s != nil {
-		out = append(out, Slot{CNI, or(s.Provider, Cilium), s.Version, s.Values, true})
+		out = append(out, Slot{CNI, or(s.Provider, Cilium), s.Version, s.Values, true, false})
 	}
 	if s := a.LoadBalancer; s != nil {
-		out = append(out, Slot{LoadBalancer, or(s.Provider, MetalLB), s.Version, s.Values, true})
+		out = append(out, Slot{LoadBalancer, or(s.Provider, MetalLB), s.Version, s.Values, true, false})
 	}
 	if s := a.CertManager; s != nil {
-		out = append(out, Slot{CertManager, CertManagerAddon, s.Version, s.Values, ptr.Deref(s.Enabled, true)})
+		out = append(out, Slot{CertManager, CertManagerAddon, s.Version, s.Values, ptr.Deref(s.Enabled, true), false})
 	}
 	if s := a.Storage; s != nil {
-		out = append(out, Slot{Storage, or(s.Provider, Longhorn), s.Version, s.Values, true})
+		out = append(out, Slot{Storage, or(s.Provider, Longhorn), s.Version, s.Values, true, false})
 	}
 	if s := a.Ingress; s != nil {
-		out = append(out, Slot{Ingress, or(s.Provider, Traefik), s.Version, s.Values, ptr.Deref(s.Enabled, true)})
+		out = append(out, Slot{Ingress, or(s.Provider, Traefik), s.Version, s.Values, ptr.Deref(s.Enabled, true), false})
 	}
 	if s := a.Gitops; s != nil {
-		out = append(out, Slot{GitOps, or(s.Provider, FluxCD), s.Version, nil, true})
+		addon := or(s.Provider, FluxCD)
+		out = append(out, Slot{GitOps, addon, s.Version, nil, true, addon == FluxCD})
 	}
 	return out
 }

@@ -95,6 +95,8 @@ func (m *GCPConfig) Reset() { *m = GCPConfig{} }
 
 func (m *GitOpsAddon) Reset() { *m = GitOpsAddon{} }
 
+func (m *GitOpsStatus) Reset() { *m = GitOpsStatus{} }
+
 func (m *GitRepository) Reset() { *m = GitRepository{} }
 
 func (m *HarvesterConfig) Reset() { *m = HarvesterConfig{} }
@@ -1985,6 +1987,42 @@ func (m *GitOpsAddon) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	i -= len(m.Provider)
 	copy(dAtA[i:], m.Provider)
 	i = encodeVarintGenerated(dAtA, i, uint64(len(m.Provider)))
+	i--
+	dAtA[i] = 0xa
+	return len(dAtA) - i, nil
+}
+
+func (m *GitOpsStatus) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *GitOpsStatus) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *GitOpsStatus) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	i--
+	if m.InSync {
+		dAtA[i] = 1
+	} else {
+		dAtA[i] = 0
+	}
+	i--
+	dAtA[i] = 0x10
+	i -= len(m.Revision)
+	copy(dAtA[i:], m.Revision)
+	i = encodeVarintGenerated(dAtA, i, uint64(len(m.Revision)))
 	i--
 	dAtA[i] = 0xa
 	return len(dAtA) - i, nil
@@ -6268,6 +6306,18 @@ func (m *TenantClusterStatus) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	_ = i
 	var l int
 	_ = l
+	if m.Gitops != nil {
+		{
+			size, err := m.Gitops.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintGenerated(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x7a
+	}
 	if m.Maintenance != nil {
 		{
 			size, err := m.Maintenance.MarshalToSizedBuffer(dAtA[:i])
@@ -7949,6 +7999,18 @@ func (m *GitOpsAddon) Size() (n int) {
 	return n
 }
 
+func (m *GitOpsStatus) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Revision)
+	n += 1 + l + sovGenerated(uint64(l))
+	n += 2
+	return n
+}
+
 func (m *GitRepository) Size() (n int) {
 	if m == nil {
 		return 0
@@ -9563,6 +9625,10 @@ func (m *TenantClusterStatus) Size() (n int) {
 		l = m.Maintenance.Size()
 		n += 1 + l + sovGenerated(uint64(l))
 	}
+	if m.Gitops != nil {
+		l = m.Gitops.Size()
+		n += 1 + l + sovGenerated(uint64(l))
+	}
 	return n
 }
 
@@ -10323,6 +10389,17 @@ func (this *GitOpsAddon) String() string {
 		`Provider:` + fmt.Sprintf("%v", this.Provider) + `,`,
 		`Version:` + fmt.Sprintf("%v", this.Version) + `,`,
 		`Repository:` + strings.Replace(this.Repository.String(), "GitRepository", "GitRepository", 1) + `,`,
+		`}`,
+	}, "")
+	return s
+}
+func (this *GitOpsStatus) String() string {
+	if this == nil {
+		return "nil"
+	}
+	s := strings.Join([]string{`&GitOpsStatus{`,
+		`Revision:` + fmt.Sprintf("%v", this.Revision) + `,`,
+		`InSync:` + fmt.Sprintf("%v", this.InSync) + `,`,
 		`}`,
 	}, "")
 	return s
@@ -11495,6 +11572,7 @@ func (this *TenantClusterStatus) String() string {
 		`Restore:` + strings.Replace(this.Restore.String(), "RestoreStatus", "RestoreStatus", 1) + `,`,
 		`Credentials:` + strings.Replace(this.Credentials.String(), "TenantCredentialsStatus", "TenantCredentialsStatus", 1) + `,`,
 		`Maintenance:` + strings.Replace(this.Maintenance.String(), "MaintenanceStatus", "MaintenanceStatus", 1) + `,`,
+		`Gitops:` + strings.Replace(this.Gitops.String(), "GitOpsStatus", "GitOpsStatus", 1) + `,`,
 		`}`,
 	}, "")
 	return s
@@ -17284,6 +17362,108 @@ func (m *GitOpsAddon) Unmarshal(dAtA []byte) error {
 				return err
 			}
 			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipGenerated(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *GitOpsStatus) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowGenerated
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: GitOpsStatus: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: GitOpsStatus: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Revision", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Revision = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field InSync", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.InSync = bool(v != 0)
 		default:
 			iNdEx = preIndex
 			skippy, err := skipGenerated(dAtA[iNdEx:])
@@ -31319,6 +31499,42 @@ func (m *TenantClusterStatus) Unmarshal(dAtA []byte) error {
 				m.Maintenance = &MaintenanceStatus{}
 			}
 			if err := m.Maintenance.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 15:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Gitops", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Gitops == nil {
+				m.Gitops = &GitOpsStatus{}
+			}
+			if err := m.Gitops.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
 				return err
 			}
 			iNdEx = postIndex

@@ -820,6 +820,21 @@ type TenantClusterStatus struct {
 	// Maintenance is the cluster's last maintenance and its next window.
 	// +optional
 	Maintenance *MaintenanceStatus `json:"maintenance,omitempty" protobuf:"bytes,14,opt,name=maintenance"`
+	// GitOps is the sync of spec.addons.gitops.repository into the tenant by Flux (the
+	// condition GitOpsSynced says why it is not in sync); absent without a repository.
+	// +optional
+	Gitops *GitOpsStatus `json:"gitops,omitempty" protobuf:"bytes,15,opt,name=gitops"`
+}
+
+// GitOpsStatus is what a TenantCluster's status says of its repository's sync.
+type GitOpsStatus struct {
+	// Revision is the revision Flux last applied in the tenant ("main@sha1:<commit>"), kept
+	// while a later one fails.
+	// +optional
+	Revision string `json:"revision,omitempty" protobuf:"bytes,1,opt,name=revision"`
+	// InSync is true when the tenant holds the repository's latest revision: Flux's
+	// Kustomization is Ready at its GitRepository's artifact.
+	InSync bool `json:"inSync" protobuf:"varint,2,opt,name=inSync"`
 }
 
 // TenantCredentialsStatus is what a TenantCluster's status says of its credentials (never a

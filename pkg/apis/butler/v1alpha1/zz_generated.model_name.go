@@ -167,6 +167,11 @@ func (in GitOpsAddon) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in GitOpsStatus) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.GitOpsStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in GitRepository) OpenAPIModelName() string {
 	return "dev.butlerlabs.butler.v1alpha1.GitRepository"
 }

@@ -4,6 +4,8 @@
 package addons
 
 import (
+	"slices"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -31,7 +33,8 @@ func Name(cluster, addon string) string { return cluster + "-" + addon }
 // controller on the load balancer (its Service needs an address).
 func TenantAddons(in component.Input) []*v1alpha1.TenantAddon {
 	tc := in.Cluster
-	slots := addonslots.Enabled(tc.Spec.Addons)
+	// A slot the worker installs itself (gitops with Flux) has no TenantAddon.
+	slots := slices.DeleteFunc(addonslots.Enabled(tc.Spec.Addons), func(s addonslots.Slot) bool { return s.ByWorker })
 	names := map[string]string{}
 	for _, s := range slots {
 		names[s.Name] = Name(tc.Name, s.Addon)

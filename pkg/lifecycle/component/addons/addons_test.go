@@ -53,7 +53,10 @@ func TestTenantAddons(t *testing.T) {
 			CertManager: &v1alpha1.CertManagerAddon{Enabled: ptr.To(false)},
 			Ingress:     &v1alpha1.IngressAddon{Enabled: ptr.To(false), Provider: "traefik"},
 			Gitops:      &v1alpha1.GitOpsAddon{},
-		}, nil, []string{"prod-fluxcd fluxcd@ gitops []"}},
+		}, nil, nil},
+		// Flux is the GitOps step's (the worker's), not a TenantAddon of the catalog's chart.
+		{"gitops with Flux", v1alpha1.AddonsSpec{CNI: &v1alpha1.CNIAddon{}, Gitops: &v1alpha1.GitOpsAddon{Provider: "fluxcd",
+			Repository: &v1alpha1.GitRepository{URL: "https://git.example.com/prod"}}}, nil, []string{"prod-cilium cilium@1.18.2 cni []"}},
 		{"ingress without a load balancer or CNI", v1alpha1.AddonsSpec{Ingress: &v1alpha1.IngressAddon{}}, nil,
 			[]string{"prod-traefik traefik@37.1.1 ingress []"}},
 		{"no ButlerConfig: no default versions", v1alpha1.AddonsSpec{CNI: &v1alpha1.CNIAddon{}, Storage: &v1alpha1.StorageAddon{}},
@@ -64,7 +67,7 @@ func TestTenantAddons(t *testing.T) {
 				c.Spec.DefaultAddonVersions.CertManager, c.Spec.DefaultAddonVersions.Longhorn, c.Spec.DefaultAddonVersions.Fluxcd = "v1.19.1", "1.10.0", "2.7.0"
 				return c
 			},
-			[]string{"prod-cert-manager cert-manager@v1.19.1 certManager []", "prod-longhorn longhorn@1.10.0 storage []", "prod-fluxcd fluxcd@2.7.0 gitops []"}},
+			[]string{"prod-cert-manager cert-manager@v1.19.1 certManager []", "prod-longhorn longhorn@1.10.0 storage []"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := componenttest.Input(v1alpha1.ProviderLocal)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
@@ -76,5 +77,51 @@ func TestFluxManifests(t *testing.T) {
 	}
 	if strings.Contains(data, "--events-addr") || strings.Contains(data, "ghcr.io") {
 		t.Error("flux.yaml names the notification-controller's address or a pulled image")
+	}
+}
+
+// What the step installs: flux.yaml with flux-system protected, first (the namespace of the
+// rest), then the ServiceAccount the Kustomization applies as, bound to cluster-admin.
+func TestInstall(t *testing.T) {
+	objs, err := Install()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ns := objs[0]; ns.GetKind() != "Namespace" || ns.GetName() != Namespace || ns.GetLabels()[external.ProtectedNamespaceLabel] != "true" {
+		t.Errorf("first object %s %s labels %v, want flux-system protected", objs[0].GetKind(), objs[0].GetName(), objs[0].GetLabels())
+	}
+	kinds := map[string]int{}
+	for _, o := range objs {
+		kinds[o.GetKind()]++
+	}
+	if kinds["CustomResourceDefinition"] != 7 || kinds["Deployment"] != len(Controllers) {
+		t.Errorf("kinds %v, want 7 CRDs and %d Deployments", kinds, len(Controllers))
+	}
+	sa, crb := objs[len(objs)-2], objs[len(objs)-1]
+	if sa.GetKind() != "ServiceAccount" || sa.GetName() != Name || sa.GetNamespace() != Namespace {
+		t.Errorf("ServiceAccount %s %s/%s", sa.GetKind(), sa.GetNamespace(), sa.GetName())
+	}
+	if ref, _, _ := unstructured.NestedString(crb.Object, "roleRef", "name"); crb.GetKind() != "ClusterRoleBinding" || ref != "cluster-admin" {
+		t.Errorf("%s to %s", crb.GetKind(), ref)
+	}
+}
+
+// hack/build-flux-images.sh builds each controller at the version its wrapper module requires,
+// and refuses one that is not the version flux.yaml runs: they must agree without a build.
+func TestWrapperModulesRequireFluxYAMLsVersions(t *testing.T) {
+	data := string(fluxManifests(t))
+	for _, c := range Controllers {
+		mod, err := os.ReadFile("../../../../hack/flux/" + c + "/go.mod")
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := strings.Index(data, "image: localhost/butler-flux-"+c+":")
+		if i < 0 {
+			t.Fatalf("flux.yaml runs no image of %s", c)
+		}
+		version := strings.Fields(data[i+len("image: localhost/butler-flux-"+c+":"):])[0]
+		if !strings.Contains(string(mod), "require github.com/fluxcd/"+c+" "+version+"\n") {
+			t.Errorf("hack/flux/%s/go.mod does not require %s, which flux.yaml runs", c, version)
+		}
 	}
 }

@@ -1,11 +1,11 @@
 // Package gitops builds what the GitOps step writes into a tenant for
 // spec.addons.gitops.repository (docs/concepts/gitops.md): a Flux GitRepository and
 // Kustomization in flux-system, each named Name, and the copy of the repository's credential,
-// and reads their status back as one Sync. An object in, objects out: no client. The step that
-// applies them, and the install of Flux's controllers, are not built yet. flux.yaml is the
-// manifests of Flux's two controllers a tenant will get, generated from Flux's modules by
-// hack/update-flux-manifests.sh; its CRDs (a tenant's, so not in artifacts/crds) are what the
-// tests validate the objects against.
+// and reads their status back as one Sync. An object in, objects out: no client; the
+// TenantCluster worker's GitOps step applies them (pkg/lifecycle/tenantcluster). flux.yaml is the
+// manifests of Flux's two controllers a tenant gets (Install), generated from Flux's modules by
+// hack/update-flux-manifests.sh, running the images hack/build-flux-images.sh builds; its CRDs
+// (a tenant's, so not in artifacts/crds) are what the tests validate the objects against.
 package gitops
 
 import (

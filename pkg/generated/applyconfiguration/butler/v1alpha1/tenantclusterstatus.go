@@ -49,6 +49,9 @@ type TenantClusterStatusApplyConfiguration struct {
 	Credentials *TenantCredentialsStatusApplyConfiguration `json:"credentials,omitempty"`
 	// Maintenance is the cluster's last maintenance and its next window.
 	Maintenance *MaintenanceStatusApplyConfiguration `json:"maintenance,omitempty"`
+	// GitOps is the sync of spec.addons.gitops.repository into the tenant by Flux (the
+	// condition GitOpsSynced says why it is not in sync); absent without a repository.
+	Gitops *GitOpsStatusApplyConfiguration `json:"gitops,omitempty"`
 }
 
 // TenantClusterStatusApplyConfiguration constructs a declarative configuration of the TenantClusterStatus type for use with
@@ -168,5 +171,13 @@ func (b *TenantClusterStatusApplyConfiguration) WithCredentials(value *TenantCre
 // If called multiple times, the Maintenance field is set to the value of the last call.
 func (b *TenantClusterStatusApplyConfiguration) WithMaintenance(value *MaintenanceStatusApplyConfiguration) *TenantClusterStatusApplyConfiguration {
 	b.Maintenance = value
+	return b
+}
+
+// WithGitops sets the Gitops field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Gitops field is set to the value of the last call.
+func (b *TenantClusterStatusApplyConfiguration) WithGitops(value *GitOpsStatusApplyConfiguration) *TenantClusterStatusApplyConfiguration {
+	b.Gitops = value
 	return b
 }
