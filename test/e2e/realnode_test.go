@@ -31,12 +31,14 @@ import (
 // of their own on the nodes' bridge, joined with their bootstrap data as a kwok machine joins.
 // The cluster is Ready with 2 Nodes; the project's echo image (built from source and imported,
 // nothing pulled) runs as a Deployment of 2, one pod per node; kubectl logs, exec and
-// port-forward reach the pods with the minted kubeconfig (the tenant's kube-apiserver and its
-// kubelet client certificate); a pod reaches the other node's pod directly, through a ClusterIP
-// Service (kube-proxy) and by the Service's DNS name (the provider's CoreDNS); scale 2→3 adds a
-// real node that runs a pod; a node whose kubelet is killed goes NotReady and its LocalMachine
-// says so; deleting the cluster leaves no process, mount, network namespace, cgroup, veth,
-// bridge or iptables rule of the nodes.
+// port-forward reach the pods with the minted kubeconfig (the tenant's kube-apiserver, its
+// kubelet client certificate, and the kubelets' serving certificates of the tenant CA, which
+// the provider approved for each node's own name and address and for nothing a node asks
+// beyond); a pod reaches the other node's pod directly, through a ClusterIP Service (kube-proxy),
+// by the Service's DNS name (the provider's CoreDNS), and the tenant's API through the
+// kubernetes Service; scale 2→3 adds a real node that runs a pod; a node whose kubelet is killed
+// goes NotReady and its LocalMachine says so; deleting the cluster leaves no process, mount,
+// network namespace, cgroup, veth, bridge or iptables rule of the nodes.
 func TestRealNodeRunsPods(t *testing.T) {
 	realNodeRequirements(t)
 	ctx := context.Background()
@@ -63,6 +65,7 @@ spec: {provider: local, local: {nodeType: real}}
 	first, second := pods[nodes[0]], pods[nodes[1]]
 	t.Logf("memory of real node %s with one echo pod: %s", nodes[0], realNodePSS(t, realNodeMachine(t, tenant, nodes[0])))
 
+	realNodeServingCertificates(t, kubeconfig, tenant, nodes[0], nodes[1])
 	// logs and exec through the tenant's kube-apiserver, with the minted kubeconfig.
 	out, err := kubectlAs(t, kubeconfig, "", "logs", first)
 	if err != nil || !strings.Contains(out, "serving on :8080") {
@@ -77,6 +80,8 @@ spec: {provider: local, local: {nodeType: real}}
 	realNodeKubeletRefusesStrangers(t, tenant, nodes[0])
 	realNodePodReachesNoHostService(t, kubeconfig, first)
 	realNodeNetworking(t, kubeconfig, tenant, first, second)
+	// A pod reaches its tenant's API through the kubernetes Service, with its ServiceAccount.
+	realNodeGet(t, kubeconfig, first, "https://kubernetes.default.svc/api", `"APIVersions"`)
 	realNodePortForward(t, kubeconfig, second)
 
 	// Scale 2→3: a third real node, where the Deployment's third pod runs and reaches the
@@ -179,16 +184,7 @@ func realNodeEcho(t *testing.T, tenant kubernetes.Interface, replicas int32) map
 // admin): 401 both times.
 func realNodeKubeletRefusesStrangers(t *testing.T, tenant kubernetes.Interface, node string) {
 	t.Helper()
-	n, err := tenant.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	nodeIP := ""
-	for _, a := range n.Status.Addresses {
-		if a.Type == corev1.NodeInternalIP {
-			nodeIP = a.Address
-		}
-	}
+	nodeIP := realNodeIP(t, tenant, node)
 	for who, certs := range map[string][]tls.Certificate{"no client certificate": nil, "another CA's admin": realNodeForeignCert(t)} {
 		c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
 			InsecureSkipVerify: true, Certificates: certs}}} //nolint:gosec // the attacker does not verify the kubelet

@@ -79,6 +79,9 @@ func apiServerArgs(a planeArgs) []string {
 		"--service-account-signing-key-file=" + p.pkiFile(pki.ServiceAccountPrivate),
 		"--kubelet-client-certificate=" + p.cert("apiserver-kubelet-client"),
 		"--kubelet-client-key=" + p.key("apiserver-kubelet-client"),
+		// A real node's kubelet serves with a certificate of the tenant CA (a CSR the provider
+		// approves for the node's own name and address only): logs, exec and port-forward verify it.
+		"--kubelet-certificate-authority=" + p.pkiFile(pki.CACert),
 		"--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname",
 		"--requestheader-client-ca-file=" + p.pkiFile(pki.FrontProxyCACert),
 		"--requestheader-allowed-names=" + pki.FrontProxyClient,
@@ -95,6 +98,7 @@ func apiServerArgs(a planeArgs) []string {
 	}
 	if a.Rotating {
 		args = replaceFlag(args, "--client-ca-file=", p.pkiFile(pki.CABundle))
+		args = replaceFlag(args, "--kubelet-certificate-authority=", p.pkiFile(pki.CABundle))
 		args = append(args, "--service-account-key-file="+p.pkiFile(pki.PreviousServiceAccountPublic))
 	}
 	return mergeArgs(args, a.Spec.APIServerArgs)

@@ -35,29 +35,30 @@ func testArgs() planeArgs {
 func TestAPIServerArgs(t *testing.T) {
 	args := apiServerArgs(testArgs())
 	want := map[string]string{
-		"etcd-servers":                 "https://127.0.0.1:30001,https://127.0.0.1:30002",
-		"etcd-prefix":                  "/0b6c-uid",
-		"etcd-cafile":                  "/state/0b6c-uid/pki/datastore-ca.crt",
-		"etcd-certfile":                "/state/0b6c-uid/pki/datastore-client.crt",
-		"etcd-keyfile":                 "/state/0b6c-uid/pki/datastore-client.key",
-		"etcd-compaction-interval":     "0",
-		"bind-address":                 "127.0.0.1",
-		"secure-port":                  "30007",
-		"service-cluster-ip-range":     "10.96.0.0/12",
-		"client-ca-file":               "/state/0b6c-uid/pki/ca.crt",
-		"tls-cert-file":                "/state/0b6c-uid/pki/apiserver.crt",
-		"authorization-mode":           "Node,RBAC",
-		"enable-bootstrap-token-auth":  "true",
-		"enable-admission-plugins":     "NodeRestriction,NamespaceLifecycle,ResourceQuota",
-		"service-account-issuer":       "https://kubernetes.default.svc.cluster.local",
-		"service-account-key-file":     "/state/0b6c-uid/pki/sa.pub",
-		"requestheader-client-ca-file": "/state/0b6c-uid/pki/front-proxy-ca.crt",
-		"requestheader-allowed-names":  "front-proxy-client",
-		"proxy-client-cert-file":       "/state/0b6c-uid/pki/front-proxy-client.crt",
-		"kubelet-client-certificate":   "/state/0b6c-uid/pki/apiserver-kubelet-client.crt",
-		"endpoint-reconciler-type":     "none",
-		"v":                            "4", // extra args are appended
-		"audit-log-maxage":             "3", // with "--" added when missing
+		"etcd-servers":                  "https://127.0.0.1:30001,https://127.0.0.1:30002",
+		"etcd-prefix":                   "/0b6c-uid",
+		"etcd-cafile":                   "/state/0b6c-uid/pki/datastore-ca.crt",
+		"etcd-certfile":                 "/state/0b6c-uid/pki/datastore-client.crt",
+		"etcd-keyfile":                  "/state/0b6c-uid/pki/datastore-client.key",
+		"etcd-compaction-interval":      "0",
+		"bind-address":                  "127.0.0.1",
+		"secure-port":                   "30007",
+		"service-cluster-ip-range":      "10.96.0.0/12",
+		"client-ca-file":                "/state/0b6c-uid/pki/ca.crt",
+		"tls-cert-file":                 "/state/0b6c-uid/pki/apiserver.crt",
+		"authorization-mode":            "Node,RBAC",
+		"enable-bootstrap-token-auth":   "true",
+		"enable-admission-plugins":      "NodeRestriction,NamespaceLifecycle,ResourceQuota",
+		"service-account-issuer":        "https://kubernetes.default.svc.cluster.local",
+		"service-account-key-file":      "/state/0b6c-uid/pki/sa.pub",
+		"requestheader-client-ca-file":  "/state/0b6c-uid/pki/front-proxy-ca.crt",
+		"requestheader-allowed-names":   "front-proxy-client",
+		"proxy-client-cert-file":        "/state/0b6c-uid/pki/front-proxy-client.crt",
+		"kubelet-client-certificate":    "/state/0b6c-uid/pki/apiserver-kubelet-client.crt",
+		"kubelet-certificate-authority": "/state/0b6c-uid/pki/ca.crt",
+		"endpoint-reconciler-type":      "none",
+		"v":                             "4", // extra args are appended
+		"audit-log-maxage":              "3", // with "--" added when missing
 	}
 	for name, value := range want {
 		if got, ok := flagValue(args, name); !ok || got != value {
@@ -174,6 +175,9 @@ func TestArgsWhileRotating(t *testing.T) {
 	api := apiServerArgs(a)
 	if v, _ := flagValue(api, "client-ca-file"); v != "/state/0b6c-uid/pki/ca-bundle.crt" {
 		t.Errorf("--client-ca-file=%s while rotating, want the bundle", v)
+	}
+	if v, _ := flagValue(api, "kubelet-certificate-authority"); v != "/state/0b6c-uid/pki/ca-bundle.crt" {
+		t.Errorf("--kubelet-certificate-authority=%s while rotating, want the bundle (kubelets' serving certificates of either CA)", v)
 	}
 	var keys []string
 	for _, arg := range api {

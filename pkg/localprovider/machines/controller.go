@@ -404,7 +404,13 @@ func (c *Controller) reconcileMachine(ctx context.Context, key string) error {
 				return err
 			}
 		}
-		return c.renewCertificate(ctx, key, lm)
+		if err := c.renewCertificate(ctx, key, lm); err != nil || !real {
+			return err
+		}
+		if booted, down := c.nodes.Status(key); booted && down == "" {
+			return c.approveServing(ctx, key, lm)
+		}
+		return nil
 	}
 	if uid, ok := c.joined.Load(key); ok && uid == lm.UID {
 		return nil // provisioned a moment ago; the informer has not seen it yet
@@ -442,6 +448,9 @@ func (c *Controller) reconcileMachine(ctx context.Context, key string) error {
 			return c.machineFailed(ctx, key, lm, &JoinError{Reason: ReasonNodeBootFailed, Err: err})
 		}
 		if err := c.applyClusterDNS(ctx, lm, info); err != nil {
+			return c.machineFailed(ctx, key, lm, &JoinError{Reason: ReasonNodeBootFailed, Err: err})
+		}
+		if err := c.applyAPIEndpoint(ctx, lm, info); err != nil {
 			return c.machineFailed(ctx, key, lm, &JoinError{Reason: ReasonNodeBootFailed, Err: err})
 		}
 		spec := BootSpec{Cluster: lm.Namespace + "/" + clusterOf(nil, lm.Labels, ""), MachineDir: c.machineDir(lm), Endpoint: info.Endpoint, NodeName: joined.Node.Name,

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -42,6 +43,9 @@ type RealNodesOptions struct {
 // containerd and a kubelet in it, under a cgroup of its own.
 type RealNodes struct {
 	opts RealNodesOptions
+	// freeSpace is the space left for an unprivileged writer on the file system of path
+	// (statfs; tests replace it).
+	freeSpace func(path string) (uint64, error)
 	// salt makes the nodes' ids differ between providers of one host (their state directories).
 	salt   string
 	bridge *bridgeNet
@@ -67,13 +71,15 @@ type realNode struct {
 	down string
 	// cluster and podCIDR place the node among its tenant cluster's nodes for pod routes.
 	cluster, podCIDR string
-	wg               sync.WaitGroup
+	// serving says whether a serving certificate of this boot's kubelet was approved.
+	serving bool
+	wg      sync.WaitGroup
 }
 
 // NewRealNodes returns the runner of the provider whose state is in stateDir; exited is told
 // when a node's process exits.
 func NewRealNodes(opts RealNodesOptions, stateDir string, exited func(key string)) *RealNodes {
-	return &RealNodes{opts: opts, salt: stateDir, exited: exited, base: context.Background(), nodes: map[string]*realNode{},
+	return &RealNodes{opts: opts, salt: stateDir, freeSpace: statfsFree, exited: exited, base: context.Background(), nodes: map[string]*realNode{},
 		bridge: &bridgeNet{name: opts.Bridge, prefix: opts.Prefix, leases: filepath.Join(opts.RunDir, "leases")}}
 }
 
@@ -146,6 +152,9 @@ func (r *RealNodes) Boot(ctx context.Context, key string, spec BootSpec) (err er
 		}
 	}
 	l := r.layout(key, spec.MachineDir)
+	if err := r.checkSpace(spec.MachineDir, l.run); err != nil {
+		return err
+	}
 	ip, err := r.bridge.lease(l.id)
 	if err != nil {
 		return err
@@ -214,9 +223,18 @@ func (r *RealNodes) startNetwork(ctx, nodeCtx context.Context, n *realNode, endp
 		return err
 	}
 	if isLoopbackEndpoint(endpoint) {
-		return forwardLoopback(nodeCtx, n.layout, endpoint)
+		if err := forwardEndpoint(nodeCtx, n.layout, endpoint, endpoint); err != nil {
+			return err
+		}
 	}
-	return nil
+	return forwardEndpoint(nodeCtx, n.layout, r.APIAddress(endpoint), endpoint)
+}
+
+// APIAddress is where every node serves its tenant's API whose endpoint is endpoint (host:port)
+// to its pods: the nodes' API address, at the endpoint's port.
+func (r *RealNodes) APIAddress(endpoint string) string {
+	_, port, _ := net.SplitHostPort(endpoint)
+	return net.JoinHostPort(r.bridge.apiIP().String(), port)
 }
 
 func (r *RealNodes) startContainerd(ctx context.Context, key string, n *realNode) error {
@@ -307,6 +325,23 @@ func (r *RealNodes) start(key string, n *realNode, name string, command string, 
 		}
 	}()
 	return nil
+}
+
+// setServing records that the serving certificate of the node of key was approved.
+func (r *RealNodes) setServing(key string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n, ok := r.nodes[key]; ok {
+		n.serving = true
+	}
+}
+
+// serving says whether a serving certificate of this boot of the node of key was approved.
+func (r *RealNodes) serving(key string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n, ok := r.nodes[key]
+	return ok && n.serving
 }
 
 // SetPodCIDR records the pod CIDR the tenant allocated to the node of key and routes it from

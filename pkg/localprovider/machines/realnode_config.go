@@ -90,8 +90,9 @@ func renderCNITemplate(l nodeLayout) string {
 
 // kubeletConfig is the node's KubeletConfiguration. It listens on the node's own address (the
 // tenant's kube-apiserver reaches it there for logs, exec and port-forward with its kubelet
-// client certificate, which the tenant CA signed), runs its pods under a cgroup of its own,
-// and evicts nothing for disk on a shared development machine.
+// client certificate, which the tenant CA signed) with a serving certificate it asks for through
+// a CSR (serverTLSBootstrap: the provider approves it, the tenant CA signs it), runs its pods
+// under a cgroup of its own, and evicts nothing for disk on a shared development machine.
 func kubeletConfig(l nodeLayout, nodeIP, caFile, providerID string, clusterDNS []string, clusterDomain string) string {
 	dns := ""
 	if len(clusterDNS) > 0 {
@@ -118,6 +119,7 @@ authentication:
   x509: {clientCAFile: %[5]s}
 authorization:
   mode: Webhook
+serverTLSBootstrap: true
 failSwapOn: false
 evictionHard: {memory.available: "100Mi", nodefs.available: "0%%", imagefs.available: "0%%", nodefs.inodesFree: "0%%", imagefs.inodesFree: "0%%"}
 imageGCHighThresholdPercent: 100

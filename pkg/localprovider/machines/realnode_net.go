@@ -45,6 +45,20 @@ type bridgeNet struct {
 
 func (b *bridgeNet) hostIP() netip.Addr { return b.prefix.Masked().Addr().Next() }
 
+// apiIP is the address every node holds on its own loopback and serves its tenant's API at
+// (forwarded to the tenant's endpoint): the address of the tenant's kubernetes Service's
+// endpoint, the same on every node, so a pod's connection never leaves its node. It is the
+// bridge network's last address before the broadcast one; no node leases it.
+func (b *bridgeNet) apiIP() netip.Addr { return b.broadcast().Prev() }
+
+func (b *bridgeNet) broadcast() netip.Addr {
+	a := b.prefix.Masked().Addr().As4()
+	for i := b.prefix.Bits(); i < 32; i++ {
+		a[i/8] |= 1 << (7 - i%8)
+	}
+	return netip.AddrFrom4(a)
+}
+
 // ensure makes the bridge with the host's address when it is not there.
 func (b *bridgeNet) ensure(ctx context.Context) error {
 	// Under the leases' lock: two nodes booting at once (a MachineDeployment's) would both add
@@ -77,7 +91,7 @@ func (b *bridgeNet) lease(id string) (netip.Addr, error) {
 			return netip.ParseAddr(e.Name())
 		}
 	}
-	for a := b.hostIP().Next(); b.prefix.Contains(a); a = a.Next() {
+	for a := b.hostIP().Next(); a.Less(b.apiIP()); a = a.Next() {
 		f, err := os.OpenFile(filepath.Join(b.leases, a.String()), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 		if errors.Is(err, os.ErrExist) {
 			continue
@@ -145,6 +159,11 @@ func (b *bridgeNet) plug(ctx context.Context, l nodeLayout, ip netip.Addr, endpo
 		// The node routes its pods' traffic to other nodes' pods.
 		{"sysctl", "-qw", "net.ipv4.ip_forward=1"},
 		{"iptables", "-w", "-I", "FORWARD", "-d", b.hostIP().String(), "-j", "DROP"},
+		// The tenant's API for the node's pods; the node answers no ARP for it on the bridge,
+		// where every node holds it.
+		{"sysctl", "-qw", "net.ipv4.conf.all.arp_ignore=1"},
+		{"sysctl", "-qw", "net.ipv4.conf.all.arp_announce=2"},
+		{"ip", "addr", "replace", b.apiIP().String() + "/32", "dev", "lo"},
 	}
 	if host, port, err := net.SplitHostPort(endpoint); err == nil && !isLoopbackEndpoint(endpoint) {
 		inside = append(inside,
@@ -192,12 +211,14 @@ func listenInNetns(nsPath, addr string) (net.Listener, error) {
 	return l, lerr
 }
 
-// forwardLoopback makes the tenant's endpoint on the host's loopback reachable from inside the
-// node at the same address: the node's kubelet dials the endpoint of its bootstrap data, which
-// names the host's 127.0.0.1, and the node's own loopback is not the host's. The listener
-// closes with ctx.
-func forwardLoopback(ctx context.Context, l nodeLayout, endpoint string) error {
-	ln, err := listenInNetns(l.netnsPath(), endpoint)
+// forwardEndpoint makes the tenant's endpoint reachable from inside the node at listen, a
+// plain TCP passthrough dialled from the host (TLS ends at the tenant's kube-apiserver). At the
+// endpoint's own address when it is on the host's loopback: the node's kubelet dials the
+// endpoint of its bootstrap data, which names the host's 127.0.0.1, and the node's own loopback
+// is not the host's. At the node's API address for its pods (the kubernetes Service). The
+// listener closes with ctx.
+func forwardEndpoint(ctx context.Context, l nodeLayout, listen, endpoint string) error {
+	ln, err := listenInNetns(l.netnsPath(), listen)
 	if err != nil {
 		return err
 	}

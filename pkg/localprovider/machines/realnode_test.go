@@ -2,6 +2,7 @@ package machines
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -15,7 +16,10 @@ import (
 )
 
 func TestBridgeLeases(t *testing.T) {
-	b := &bridgeNet{name: "test-no-such-bridge", prefix: netip.MustParsePrefix("10.250.0.0/30"), leases: t.TempDir()}
+	b := &bridgeNet{name: "test-no-such-bridge", prefix: netip.MustParsePrefix("10.250.0.0/29"), leases: t.TempDir()}
+	if b.apiIP().String() != "10.250.0.6" {
+		t.Errorf("the nodes' API address in %s: %s, want the last before the broadcast address", b.prefix, b.apiIP())
+	}
 	a, err := b.lease("node-a")
 	if err != nil || a.String() != "10.250.0.2" {
 		t.Fatalf("first lease: %v %v; want 10.250.0.2 (the host holds .1)", a, err)
@@ -24,10 +28,13 @@ func TestBridgeLeases(t *testing.T) {
 	if again != a {
 		t.Errorf("a node leased again gets %v, not its %v", again, a)
 	}
-	c, err := b.lease("node-b")
-	if err != nil || c.String() != "10.250.0.3" {
-		t.Fatalf("second lease: %v %v", c, err)
+	for i, want := range []string{"10.250.0.3", "10.250.0.4", "10.250.0.5"} {
+		c, err := b.lease(fmt.Sprint("node-", i))
+		if err != nil || c.String() != want {
+			t.Fatalf("lease %d: %v %v, want %s", i, c, err, want)
+		}
 	}
+	// Neither the nodes' API address nor the broadcast address is leased.
 	if _, err := b.lease("node-c"); err == nil || !strings.Contains(err.Error(), "no free address") {
 		t.Errorf("a lease past the network: %v", err)
 	}
@@ -169,6 +176,50 @@ func TestRealNodeSocketsFit(t *testing.T) {
 		filepath.Join(l.kubeletDir(), "plugins_registry", "some-csi-driver-reg.sock")} {
 		if len(sock) > 107 {
 			t.Errorf("%s: %d bytes, a unix socket's path has at most 107", sock, len(sock))
+		}
+	}
+}
+
+// A node that cannot boot for want of space says which file system, how much is free and how
+// much it needs, before it takes anything of the host (as a missing piece): no address lease,
+// no state, no node kept.
+func TestRealNodeBootNoSpace(t *testing.T) {
+	bin, images, run := t.TempDir(), t.TempDir(), t.TempDir()
+	pause := filepath.Join(images, "pause.oci.tar")
+	for _, f := range []string{pause, filepath.Join(bin, "kubelet"), filepath.Join(bin, "kube-proxy")} {
+		if err := os.WriteFile(f, make([]byte, 1<<20), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, c := range map[string]struct {
+		full string // the directory whose file system has 5 MiB left
+		want string
+	}{
+		"the state directory's": {"state", "5 MiB free for the machine's state directory"},
+		"the run directory's":   {"run", "5 MiB free for the nodes' run directory"},
+	} {
+		state := t.TempDir()
+		r := NewRealNodes(RealNodesOptions{BinDir: bin, Images: []string{pause}, Bridge: "test-no-such-bridge",
+			Prefix: netip.MustParsePrefix("10.250.0.0/29"), RunDir: run}, t.TempDir(), nil)
+		r.freeSpace = func(path string) (uint64, error) {
+			if (c.full == "state") == strings.HasPrefix(path, state) {
+				return 5 << 20, nil
+			}
+			return 100 << 30, nil
+		}
+		machineDir := filepath.Join(state, "machines", "ns", "m0")
+		err := r.Boot(context.Background(), "ns/m0", BootSpec{MachineDir: machineDir, NodeName: "m0"})
+		if err == nil || !strings.Contains(err.Error(), "no space left for a node") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s file system full: %v, want it to say %q", name, err, c.want)
+		}
+		if leases, _ := os.ReadDir(filepath.Join(run, "leases")); len(leases) > 0 {
+			t.Errorf("%s file system full: %d address leases taken", name, len(leases))
+		}
+		if _, err := os.Stat(machineDir); !os.IsNotExist(err) {
+			t.Errorf("%s file system full: the machine's directory was made (%v)", name, err)
+		}
+		if booted, _ := r.Status("ns/m0"); booted {
+			t.Errorf("%s file system full: the node is kept as booted", name)
 		}
 	}
 }

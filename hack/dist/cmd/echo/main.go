@@ -1,11 +1,14 @@
 // Command echo is the project's test image for real nodes (hack/build-node-images.sh): an HTTP
 // server that answers every request with the pod's name and the request's path, and logs each
 // one, so a test sees logs, Services and DNS work. With -say it prints its argument and exits,
-// with -get it prints what a URL answers, and with -send it sends one UDP datagram, and exits:
-// what a test runs with kubectl exec (the image has no shell).
+// with -get it prints what a URL answers (an https one with the pod's ServiceAccount token,
+// trusting the cluster's CA), and with -send it sends one UDP datagram, and exits: what a test
+// runs with kubectl exec (the image has no shell).
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"flag"
 	"fmt"
 	"io"
@@ -13,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -37,8 +41,18 @@ func main() {
 		return
 	}
 	if *get != "" {
+		req, err := http.NewRequest(http.MethodGet, *get, nil)
+		if err != nil {
+			log.Fatal(err)
+		}
 		client := http.Client{Timeout: 5 * time.Second}
-		resp, err := client.Get(*get)
+		if req.URL.Scheme == "https" {
+			client.Transport, err = withServiceAccount(req)
+			if err != nil {
+				log.Fatal(err)
+			}
+		}
+		resp, err := client.Do(req)
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -53,6 +67,26 @@ func main() {
 	})
 	log.Printf("echo: %s serving on %s", host, *addr)
 	log.Fatal(http.ListenAndServe(*addr, nil))
+}
+
+// withServiceAccount has req carry the pod's ServiceAccount token and returns a transport that
+// trusts the cluster's CA, as a client in a pod reaches the cluster's API.
+func withServiceAccount(req *http.Request) (http.RoundTripper, error) {
+	const dir = "/var/run/secrets/kubernetes.io/serviceaccount/"
+	token, err := os.ReadFile(dir + "token")
+	if err != nil {
+		return nil, err
+	}
+	ca, err := os.ReadFile(dir + "ca.crt")
+	if err != nil {
+		return nil, err
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(ca) {
+		return nil, fmt.Errorf("no CA in %sca.crt", dir)
+	}
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
+	return &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}, nil
 }
 
 func host() string {
