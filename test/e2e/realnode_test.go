@@ -37,8 +37,9 @@ import (
 // beyond); a pod reaches the other node's pod directly, through a ClusterIP Service (kube-proxy),
 // by the Service's DNS name (the provider's CoreDNS), and the tenant's API through the
 // kubernetes Service; scale 2→3 adds a real node that runs a pod; a node whose kubelet is killed
-// goes NotReady and its LocalMachine says so; deleting the cluster leaves no process, mount,
-// network namespace, cgroup, veth, bridge or iptables rule of the nodes.
+// goes NotReady and its LocalMachine says so; hibernation removes every node and the wake brings
+// them back; deleting the cluster leaves no process, mount, network namespace, cgroup, veth,
+// bridge or iptables rule of the nodes.
 func TestRealNodeRunsPods(t *testing.T) {
 	realNodeRequirements(t)
 	ctx := context.Background()
@@ -100,6 +101,7 @@ spec: {provider: local, local: {nodeType: real}}
 	}
 
 	realNodeKillKubelet(t, tenant, third)
+	realNodeSleepAndWake(t, ns, name, tenant, 3)
 
 	// Delete: the cluster's processes and every trace of its nodes go.
 	cp, err := dynamicClient(t).Resource(tenantCPGVR).Namespace(tc.Status.TenantNamespace).Get(ctx, name, metav1.GetOptions{})
@@ -110,6 +112,24 @@ spec: {provider: local, local: {nodeType: real}}
 	if left := realNodeLeftovers(); len(left) > 0 {
 		t.Errorf("the deleted cluster's real nodes left:\n  %s", strings.Join(left, "\n  "))
 	}
+}
+
+// realNodeSleepAndWake hibernates the cluster: its real nodes go and leave nothing on the host;
+// the wake brings workers real nodes back, which run the echo Deployment's pods again.
+func realNodeSleepAndWake(t *testing.T, ns, name string, tenant kubernetes.Interface, workers int32) {
+	t.Helper()
+	start := time.Now()
+	mustKubectl(t, "patch", "tc", name, "-n", ns, "--type=merge", "-p", `{"spec":{"hibernation":{"hibernated":true}}}`)
+	waitCluster(t, ns, name, 3*time.Minute, "Hibernated", hibernated)
+	t.Logf("hibernate -> Hibernated in %s", time.Since(start).Round(100*time.Millisecond))
+	if left := realNodeLeftovers(); len(left) > 0 {
+		t.Errorf("the hibernated cluster's real nodes left:\n  %s", strings.Join(left, "\n  "))
+	}
+	start = time.Now()
+	mustKubectl(t, "patch", "tc", name, "-n", ns, "--type=merge", "-p", `{"spec":{"hibernation":{"hibernated":false}}}`)
+	waitReady(t, ns, name, workers, 4*time.Minute)
+	realNodeEcho(t, tenant, workers)
+	t.Logf("wake -> Ready with %d real nodes running the echo pods in %s", workers, time.Since(start).Round(100*time.Millisecond))
 }
 
 // realNodeRequirements skips (fails under make test-realnode, which provides everything) when
