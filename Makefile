@@ -10,7 +10,7 @@ PORT     ?= 8443
 
 LOCAL_DIR ?= _output/local
 
-.PHONY: help docs verify-docs weed test-s3 test-realnode kube-versions cluster test-cluster build-steward test-steward images verify-images verify-chart render-deploy fuzz test-faults test-starts bench-bin bench-report bench-lifecycle bench-local bench-hibernation bench-density bench-snapshot bench-restore bench-ipam all build build-butler kubectl-butler build-kube build-capi run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e bench clean
+.PHONY: help docs verify-docs lint weed test-s3 test-realnode kube-versions cluster test-cluster build-steward test-steward images verify-images verify-chart render-deploy fuzz test-faults test-starts bench-bin bench-report bench-lifecycle bench-local bench-hibernation bench-density bench-snapshot bench-restore bench-ipam all build build-butler kubectl-butler build-kube build-capi run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e bench clean
 
 .DEFAULT_GOAL := help
 
@@ -108,6 +108,11 @@ docs: ## regenerate the generated reference pages in docs/reference
 
 verify-docs: ## the generated reference pages are up to date
 	hack/verify-docs.sh
+
+# lint: golangci-lint (.golangci.yml, pinned in hack/golangci-lint; its first build takes minutes,
+# later runs reuse it) and shellcheck (installed from Debian when missing), hack/lint.sh
+lint: ## golangci-lint on the Go code and shellcheck on the scripts
+	hack/lint.sh
 
 update-codegen: ## regenerate the clients, deep copies, OpenAPI and protobuf after API type changes
 	hack/update-codegen.sh
