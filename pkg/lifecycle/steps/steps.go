@@ -113,8 +113,9 @@ type Outcome struct {
 	First string
 	// Done counts the steps that are Done.
 	Done int
-	// Failed says a step needs a person.
-	Failed bool
+	// Failed says a step needs a person; FirstFailed is the first such step in order.
+	Failed      bool
+	FirstFailed string
 }
 
 // Ran says whether the named step's Ensure ran in this forward run: false for a step that
@@ -166,6 +167,9 @@ func (p Plan[S]) Ensure(ctx context.Context, s S, generation int64) (Outcome, er
 			out.Done++
 		} else if out.First == "" {
 			out.First = step.Name
+		}
+		if r.Failed && !out.Failed {
+			out.FirstFailed = step.Name
 		}
 		out.Failed = out.Failed || r.Failed
 		if step.Condition != "" {

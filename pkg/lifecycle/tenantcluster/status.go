@@ -73,8 +73,14 @@ func (c *Controller) status(tc *v1alpha1.TenantCluster, s *state, out steps.Outc
 	ready := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: "Ready",
 		Message: "the cluster is ready", ObservedGeneration: tc.Generation}
 	if out.First != "" {
-		r := out.Results[out.First]
-		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, orDefault(r.Reason, "Unknown"), fmt.Sprintf("%s: %s", out.First, r.Message)
+		// A failed step is what keeps the cluster from Ready, not an earlier one still waiting
+		// (workers rolling while an addon failed): the phase says Failed, Ready says why.
+		why := out.First
+		if out.FirstFailed != "" {
+			why = out.FirstFailed
+		}
+		r := out.Results[why]
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, orDefault(r.Reason, "Unknown"), fmt.Sprintf("%s: %s", why, r.Message)
 	}
 	if ensureErr != nil {
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, "Error", ensureErr.Error()

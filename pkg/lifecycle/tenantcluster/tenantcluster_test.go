@@ -183,6 +183,9 @@ func outcomeOf(results map[string]steps.Result, order ...string) steps.Outcome {
 		} else if out.First == "" {
 			out.First = name
 		}
+		if r.Failed && !out.Failed {
+			out.FirstFailed = name
+		}
 		out.Failed = out.Failed || r.Failed
 	}
 	return out
@@ -220,6 +223,9 @@ func TestStatusPhases(t *testing.T) {
 			v1alpha1.TenantClusterUpdating, "Reconcile/Processing", metav1.ConditionFalse},
 		{"provider config missing", "", all(map[string]steps.Result{stepProvider: steps.Failure("ProviderConfigNotFound", "ProviderConfig team-a/lab does not exist")}),
 			v1alpha1.TenantClusterFailed, "Create/Failed", metav1.ConditionFalse},
+		{"an addon fails while the workers roll", v1alpha1.TenantClusterUpdating, all(map[string]steps.Result{
+			stepWorkers: steps.Waiting("WorkersNotReady", "rolling to v1.30.2"), stepAddons: steps.Failure("AddonFailed", "broken: refused")}),
+			v1alpha1.TenantClusterFailed, "Reconcile/Failed", metav1.ConditionFalse},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			prev := cluster()
@@ -237,7 +243,14 @@ func TestStatusPhases(t *testing.T) {
 				t.Fatalf("Ready %+v", ready)
 			}
 			if tc.wantReady == metav1.ConditionFalse {
+				// Ready carries why: the failed step when one failed, else the first not done.
 				first := tc.results[out.First]
+				for _, n := range order {
+					if tc.results[n].Failed {
+						first = tc.results[n]
+						break
+					}
+				}
 				if ready.Reason != first.Reason || !strings.Contains(ready.Message, first.Message) || !strings.Contains(st.LastOperation.Description, first.Message) {
 					t.Errorf("Ready %+v / lastOperation %+v do not carry %+v", ready, st.LastOperation, first)
 				}
