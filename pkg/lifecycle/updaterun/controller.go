@@ -49,6 +49,9 @@ type Controller struct {
 	clock      clock.PassiveClock
 	queue      *worker.Queue
 	synced     []cache.InformerSynced
+	// written tells a cached run older than this worker's own last status write: a pass on it
+	// would decide again what the stored status already decided (and may move a cluster on it).
+	written worker.OwnWrites
 }
 
 // New builds the controller on the shared informers: a run is looked at when it changes, and
@@ -64,6 +67,7 @@ func New(d *worker.Deps) (*Controller, error) {
 		h   cache.ResourceEventHandler
 	}{
 		{b.UpdateRuns().Informer(), c.queue.Handler(worker.ByKey)},
+		{b.UpdateRuns().Informer(), c.written.ForgetDeleted()},
 		{b.TenantClusters().Informer(), c.queue.Handler(c.activeRuns)},
 		{b.TenantClusterSnapshots().Informer(), c.queue.Handler(c.activeRuns)},
 		{b.UpdateStrategies().Informer(), c.queue.Handler(c.activeRuns)},
@@ -141,6 +145,9 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 	if stored.DeletionTimestamp != nil || finished(stored.Status.Phase) {
 		return nil
 	}
+	if c.written.Stale(stored.UID, stored.ResourceVersion) {
+		return worker.ErrStaleCopy
+	}
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("updateRun", key))
 	p := &pass{run: stored.DeepCopy(), key: key, now: c.clock.Now()}
 	if err := c.step(ctx, p); err != nil {
@@ -216,13 +223,14 @@ func setPhase(p *pass, phase v1alpha1.UpdateRunPhase, msg string) {
 // stored is built again, and its Events with it.
 func (c *Controller) writeStatus(ctx context.Context, stored *v1alpha1.UpdateRun, p *pass) error {
 	if !apiequality.Semantic.DeepEqual(stored.Status, p.run.Status) {
-		_, err := c.butler.ButlerV1alpha1().UpdateRuns(p.run.Namespace).UpdateStatus(ctx, p.run, metav1.UpdateOptions{})
+		updated, err := c.butler.ButlerV1alpha1().UpdateRuns(p.run.Namespace).UpdateStatus(ctx, p.run, metav1.UpdateOptions{})
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
+		c.written.Wrote(stored.UID, stored.ResourceVersion, updated.ResourceVersion)
 	}
 	for _, n := range mergeNotes(p.notes) {
 		var related runtime.Object

@@ -2,14 +2,18 @@ package updaterun
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	testingclock "k8s.io/utils/clock/testing"
@@ -425,4 +429,55 @@ func TestUpdateRunEventsOfOnePassKeepEveryNote(t *testing.T) {
 	if done := strings.Join(reasons["StageSucceeded"], ""); !strings.Contains(done, "stage canary done (approved by alice)") || !strings.Contains(done, "stage prod done") {
 		t.Errorf("StageSucceeded: %q, want both stages and the approver", done)
 	}
+}
+
+// A pass on a cached run older than the worker's own last status write decides nothing: it
+// would judge the canary again from the old status, move prod on it, and lose that decision to
+// the write's conflict — after which a newer pass may find the canary failed, and the run
+// pauses with prod already moved, claimed and never followed (seen in the e2e
+// TestUpdateRunPausesOnABrokenCanary). The fake clientset here checks resourceVersions, as the
+// server does.
+func TestUpdateRunStaleCopyMovesNothing(t *testing.T) {
+	r := run("team-a", "r1")
+	r.UID, r.ResourceVersion = "r1-uid", "1"
+	f := newFixture(t, strategy("team-a", ring("canary", 1), ring("prod", 1)), r,
+		cluster("team-a", "canary", "canary"), cluster("team-a", "p1", "prod"))
+	f.checkResourceVersions()
+	f.reconcile("team-a/r1") // plans; the canary moves
+	f.sync()
+	stale := f.c.runs // the run with the canary Upgrading
+	if err := f.c.reconcile(f.ctx, "team-a/r1"); err != nil {
+		t.Fatal(err) // the canary's control plane is not there yet: a new message in status
+	}
+	f.roll("team-a", "canary", v1alpha1.TenantClusterReady)
+	f.sync()
+	f.c.runs = stale
+	err := f.c.reconcile(f.ctx, "team-a/r1")
+	if v := f.get("team-a", "p1").Spec.KubernetesVersion; v != from || err == nil {
+		t.Fatalf("a pass on the stale run: %v; prod at %s (want %s, untouched)", err, v, from)
+	}
+	got := f.reconcile("team-a/r1")
+	if c := clusterOf(got, "team-a/p1"); c.Phase != v1alpha1.ClusterUpdateUpgrading || f.get("team-a", "p1").Spec.KubernetesVersion != target {
+		t.Errorf("the pass on the current run: prod %+v", c)
+	}
+}
+
+// checkResourceVersions makes the fake clientset refuse a run's status written from an older
+// copy (409) and give each stored one a new resourceVersion, as the server does.
+func (f *fixture) checkResourceVersions() {
+	next := 100
+	f.client.PrependReactor("update", "updateruns", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		u := a.(k8stesting.UpdateAction)
+		run := u.GetObject().(*v1alpha1.UpdateRun)
+		stored, err := f.client.Tracker().Get(u.GetResource(), run.Namespace, run.Name)
+		if err != nil {
+			return false, nil, nil
+		}
+		if rv := stored.(*v1alpha1.UpdateRun).ResourceVersion; rv != run.ResourceVersion {
+			return true, nil, apierrors.NewConflict(u.GetResource().GroupResource(), run.Name, fmt.Errorf("stored %s, written from %s", rv, run.ResourceVersion))
+		}
+		next++
+		run.ResourceVersion = strconv.Itoa(next)
+		return false, nil, nil
+	})
 }
