@@ -28,6 +28,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/addonslots"
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external/flux"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/gitops"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
 )
@@ -343,8 +344,9 @@ func stopPruning(ctx context.Context, tenant *objects) error {
 	if err != nil || ks == nil || ks.GetDeletionTimestamp() != nil {
 		return err
 	}
-	if prune, _, _ := unstructured.NestedBool(ks.Object, "spec", "prune"); !prune {
-		return nil
+	kustomization, err := external.FromUnstructured[flux.Kustomization](ks)
+	if err != nil || !kustomization.Spec.Prune {
+		return err
 	}
 	r, err := tenant.resource(external.FluxKustomizationGVK, gitops.Namespace)
 	if err != nil {
