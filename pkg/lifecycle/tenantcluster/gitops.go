@@ -29,6 +29,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external/flux"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/access"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/gitops"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
 )
@@ -47,6 +48,9 @@ const (
 	ReasonRemoving = "Removing"
 	// ReasonTenantUnreachable: the tenant's API server did not answer or refused a write.
 	ReasonTenantUnreachable = "TenantUnreachable"
+	// ReasonNamespaceNotProtected: flux-system exists in the tenant without the protected label;
+	// nothing is installed until a tenant admin labels it (claimFluxNamespace).
+	ReasonNamespaceNotProtected = "NamespaceNotProtected"
 )
 
 // How soon the step looks again: no watch reaches into a tenant, so a new commit's revision
@@ -143,6 +147,12 @@ func (c *Controller) syncGitOps(ctx context.Context, s *state, repo *v1alpha1.Gi
 	if err != nil {
 		return gitopsFalse(ReasonTenantUnreachable, "%v", err)
 	}
+	if why, err := claimFluxNamespace(ctx, tenant); err != nil || why != "" {
+		if err != nil {
+			return gitopsFalse(ReasonTenantUnreachable, "making %s in the tenant: %v", gitops.Namespace, err)
+		}
+		return gitopsFalse(ReasonNamespaceNotProtected, "%s", why)
+	}
 	if waiting, err := c.applyGitOps(ctx, string(s.tc.UID), tenant, objs); err != nil || waiting != "" {
 		if err != nil {
 			return gitopsFalse(ReasonTenantUnreachable, "applying Flux's objects in the tenant: %v", err)
@@ -151,6 +161,38 @@ func (c *Controller) syncGitOps(ctx context.Context, s *state, repo *v1alpha1.Gi
 	}
 	return readGitOps(ctx, tenant)
 }
+
+// claimFluxNamespace makes flux-system, labelled protected, unless it exists; one that exists
+// must carry the label already. An unlabelled one is the Team operators' (they hold edit there):
+// what they left in it, a Pod waiting for the butler-gitops ServiceAccount or a token of it,
+// would run as cluster-admin and mount the credential once the step wrote them, and labelling
+// it removes none of it. It is made with a create, not an apply, so one an operator makes
+// meanwhile is not adopted. why says what waits, for a tenant admin.
+func claimFluxNamespace(ctx context.Context, tenant *objects) (why string, err error) {
+	existing, err := tenant.get(ctx, namespaceGVK, "", gitops.Namespace)
+	switch {
+	case err != nil:
+		return "", err
+	case existing != nil && access.Protected(gitops.Namespace, existing.GetLabels()):
+		return "", nil
+	case existing != nil:
+		return notProtected, nil
+	}
+	r, err := tenant.resource(namespaceGVK, "")
+	if err != nil {
+		return "", err
+	}
+	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace",
+		"metadata": map[string]any{"name": gitops.Namespace, "labels": map[string]any{external.ProtectedNamespaceLabel: "true"}}}}
+	_, err = r.Create(ctx, ns, external.Workers.CreateOptions())
+	if apierrors.IsAlreadyExists(err) {
+		return notProtected, nil
+	}
+	return "", err
+}
+
+var notProtected = fmt.Sprintf("namespace %s exists in the tenant without %s=true, so what the Team's operators put there would run as Flux's cluster-admin account and read the credential: "+
+	"a tenant admin removes what should not run there and labels it (or deletes it)", gitops.Namespace, external.ProtectedNamespaceLabel)
 
 func gitopsFalse(reason, format string, args ...any) gitopsOutcome {
 	return gitopsOutcome{condition: metav1.Condition{Type: ConditionGitOpsSynced, Status: metav1.ConditionFalse,
@@ -306,7 +348,8 @@ func (c *Controller) removeGitOps(ctx context.Context, s *state) steps.Result {
 }
 
 // removeRepositoryObjects deletes the Kustomization (not pruning), the GitRepository and the
-// credential's copy, then, with controllers, Flux's Deployments; gone once all are.
+// credential's copy, then the butler-gitops account and its cluster-admin binding, then, with
+// controllers, Flux's Deployments; gone once all are.
 func removeRepositoryObjects(ctx context.Context, tenant *objects, controllers bool) (bool, error) {
 	if err := stopPruning(ctx, tenant); err != nil {
 		return false, err
@@ -314,6 +357,21 @@ func removeRepositoryObjects(ctx context.Context, tenant *objects, controllers b
 	all := true
 	for _, gvk := range []schema.GroupVersionKind{external.FluxKustomizationGVK, external.FluxGitRepositoryGVK, secretGVK} {
 		gone, err := tenant.remove(ctx, gvk, gitops.Namespace, gitops.Name)
+		if err != nil {
+			return false, err
+		}
+		all = all && gone
+	}
+	if !all {
+		return false, nil
+	}
+	// Then the account the Kustomization applied as: no cluster-admin account stays behind.
+	for _, gvk := range []schema.GroupVersionKind{clusterRoleBindingGVK, serviceAccountGVK} {
+		ns := gitops.Namespace
+		if gvk == clusterRoleBindingGVK {
+			ns = ""
+		}
+		gone, err := tenant.remove(ctx, gvk, ns, gitops.Name)
 		if err != nil {
 			return false, err
 		}
@@ -333,8 +391,11 @@ func removeRepositoryObjects(ctx context.Context, tenant *objects, controllers b
 }
 
 var (
-	secretGVK     = corev1.SchemeGroupVersion.WithKind("Secret")
-	deploymentGVK = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+	secretGVK             = corev1.SchemeGroupVersion.WithKind("Secret")
+	namespaceGVK          = corev1.SchemeGroupVersion.WithKind("Namespace")
+	serviceAccountGVK     = corev1.SchemeGroupVersion.WithKind("ServiceAccount")
+	clusterRoleBindingGVK = schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRoleBinding"}
+	deploymentGVK         = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
 )
 
 // stopPruning sets the Kustomization's spec.prune to false before it is deleted, so that Flux's

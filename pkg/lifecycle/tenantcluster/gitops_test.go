@@ -133,9 +133,11 @@ func (f *gitopsFixture) setStatus(t *testing.T, gvr schema.GroupVersionResource,
 }
 
 var (
-	secretGVR     = corev1.SchemeGroupVersion.WithResource("secrets")
-	deploymentGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
-	namespaceGVR  = corev1.SchemeGroupVersion.WithResource("namespaces")
+	secretGVR             = corev1.SchemeGroupVersion.WithResource("secrets")
+	deploymentGVR         = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	namespaceGVR          = corev1.SchemeGroupVersion.WithResource("namespaces")
+	serviceAccountGVR     = corev1.SchemeGroupVersion.WithResource("serviceaccounts")
+	clusterRoleBindingGVR = schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterrolebindings"}
 )
 
 func wantCondition(t *testing.T, s *state, status metav1.ConditionStatus, reason string) *metav1.Condition {
@@ -339,6 +341,9 @@ func TestGitOpsRemovalIsAHandOff(t *testing.T) {
 			t.Errorf("%s %s stayed", gvr.Resource, gitops.Name)
 		}
 	}
+	if f.tenantObject(t, clusterRoleBindingGVR, "", gitops.Name) != nil || f.tenantObject(t, serviceAccountGVR, gitops.Namespace, gitops.Name) != nil {
+		t.Error("the cluster-admin account butler-gitops stayed after its repository went")
+	}
 	for _, name := range gitops.Controllers {
 		if f.tenantObject(t, deploymentGVR, gitops.Namespace, name) == nil {
 			t.Errorf("Deployment %s went with the repository; it goes with the slot", name)
@@ -361,5 +366,56 @@ func TestGitOpsRemovalIsAHandOff(t *testing.T) {
 	}
 	if f.tenantObject(t, namespaceGVR, "", gitops.Namespace) == nil {
 		t.Error("flux-system went: a tenant admin's objects of Flux's kinds would go with it")
+	}
+}
+
+// An operator holds edit in a flux-system they made before the repository was set (a TenantAddon
+// of theirs, or kubectl), and left there a Pod waiting for the butler-gitops account: the step
+// installs nothing there, neither the cluster-admin account nor the credential, until a tenant
+// admin labels it; and it never adopts one made meanwhile.
+func TestAttackGitOpsIntoTheOperatorsFluxSystem(t *testing.T) {
+	f := newGitopsFixture(t, "team-a/git-token")
+	operators := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace",
+		"metadata": map[string]any{"name": gitops.Namespace}}}
+	if err := f.tenant.Tracker().Add(operators); err != nil {
+		t.Fatal(err)
+	}
+	tc := gitopsCluster("team-a", "https://git.example.com/team-a/fleet.git", "git-token")
+	s := f.ensure(t, tc)
+	c := wantCondition(t, s, metav1.ConditionFalse, ReasonNamespaceNotProtected)
+	if !strings.Contains(c.Message, external.ProtectedNamespaceLabel) {
+		t.Errorf("the condition does not say what to do: %s", c.Message)
+	}
+	if f.tenantObject(t, clusterRoleBindingGVR, "", gitops.Name) != nil || f.tenantObject(t, serviceAccountGVR, gitops.Namespace, gitops.Name) != nil {
+		t.Error("the cluster-admin account was made in the operators' namespace")
+	}
+	if f.tenantObject(t, secretGVR, gitops.Namespace, gitops.Name) != nil {
+		t.Error("the credential was copied into the operators' namespace")
+	}
+	if ns := f.tenantObject(t, namespaceGVR, "", gitops.Namespace); ns.GetLabels()[external.ProtectedNamespaceLabel] == "true" {
+		t.Error("the step labelled the operators' namespace protected, leaving what they put there")
+	}
+
+	// Made by someone else between the step's read and its create: not adopted either.
+	g := newGitopsFixture(t, "team-a/git-token")
+	g.tenant.PrependReactor("create", "namespaces", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewAlreadyExists(corev1.Resource("namespaces"), gitops.Namespace)
+	})
+	s = g.ensure(t, tc)
+	wantCondition(t, s, metav1.ConditionFalse, ReasonNamespaceNotProtected)
+	if g.tenantObject(t, clusterRoleBindingGVR, "", gitops.Name) != nil {
+		t.Error("the cluster-admin account was made in a namespace made meanwhile")
+	}
+
+	// Once a tenant admin labels it, the step installs.
+	labelled := operators.DeepCopy()
+	labelled.SetLabels(map[string]string{external.ProtectedNamespaceLabel: "true"})
+	if err := f.tenant.Tracker().Update(namespaceGVR, labelled, ""); err != nil {
+		t.Fatal(err)
+	}
+	s = f.ensure(t, tc)
+	wantCondition(t, s, metav1.ConditionFalse, gitops.ReasonProgressing)
+	if f.tenantObject(t, clusterRoleBindingGVR, "", gitops.Name) == nil {
+		t.Error("nothing installed in a flux-system a tenant admin labelled")
 	}
 }
