@@ -112,3 +112,60 @@ func TestAttackWakeHoldKeepsTheWakingSlot(t *testing.T) {
 		t.Errorf("%d wakes recorded, want 1 (the other tenant's refused: one may wake at a time)", got)
 	}
 }
+
+// TestAttackWakeAfterCloseTakesNoSlot: a listener closed (wake-on-request turned off) while one
+// wake is held and another connection has not sent its ClientHello yet frees the tenant's slots
+// for good. Before, the late ClientHello took the slots again after close had freed them, and
+// nothing freed them: repeated, it filled MaxWaking and refused every Team's wakes until the
+// provider restarted.
+func TestAttackWakeAfterCloseTakesNoSlot(t *testing.T) {
+	gate := newWakeGate(WakeLimits{MaxWaking: 1})
+	var n counter
+	never := func() (bool, <-chan struct{}) { return false, make(chan struct{}) }
+	p, err := startWakeProxy("127.0.0.1:0", n.target("asleep", echoBackend(t), never), gate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.close()
+	late, err := net.Dial("tcp", p.ln.Addr().String()) // no ClientHello yet
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer late.Close()
+	held, err := net.Dial("tcp", p.ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if _, err := held.Write(clientHello); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the wake to be recorded and both connections accepted", func() bool {
+		gate.mu.Lock()
+		defer gate.mu.Unlock()
+		return n.wakes.Load() == 1 && gate.pending["127.0.0.1"] == 2
+	})
+
+	p.close()
+	if waking, awake := gate.counts(); waking != 0 || awake != 0 {
+		t.Errorf("after close: %d waking, %d awake by request; want 0 and 0", waking, awake)
+	}
+	if _, err := late.Write(clientHello); err != nil {
+		t.Fatal(err)
+	}
+	_ = late.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := late.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("the late connection was not closed: %v", err)
+	}
+	waitFor(t, "the late connection to be released", func() bool {
+		gate.mu.Lock()
+		defer gate.mu.Unlock()
+		return len(gate.pending) == 0
+	})
+	if waking, awake := gate.counts(); waking != 0 || awake != 0 {
+		t.Errorf("after a ClientHello on a connection accepted before close: %d waking, %d awake by request; want 0 and 0", waking, awake)
+	}
+	if err := gate.startWake("other", "team-b"); err != nil {
+		t.Errorf("another Team's cluster cannot wake: %v", err)
+	}
+}

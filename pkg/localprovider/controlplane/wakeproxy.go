@@ -48,8 +48,8 @@ type wakeProxy struct {
 	last        time.Time // last byte either way on an established connection, or its open or close
 	idleAsked   bool      // the idle wish was written since the last established connection
 	wakeAsked   time.Time
-	watching    bool // a watchWake runs
-	done        chan struct{}
+	watching    bool          // a watchWake runs
+	done        chan struct{} // closed (under mu) by close: from then on no slot of the gate is taken
 	wg          sync.WaitGroup
 }
 
@@ -105,14 +105,19 @@ func (p *wakeProxy) setIdleTimeout(d time.Duration) {
 	p.mu.Unlock()
 }
 
-// close stops listening, ends the connections waiting for a wake, and waits for the loops.
+// close stops listening, ends the connections waiting for a wake, waits for the loops, and frees
+// the tenant's slots of the gate. Slots are taken only under p.mu with done open (waitAwake), so
+// every slot taken is taken before the slept here, and none after it.
 func (p *wakeProxy) close() {
+	p.mu.Lock()
 	select {
 	case <-p.done:
+		p.mu.Unlock()
 		return
 	default:
 	}
 	close(p.done)
+	p.mu.Unlock()
 	_ = p.ln.Close()
 	p.wg.Wait()
 	p.gate.slept(p.uid)
@@ -210,11 +215,12 @@ func readClientHello(c net.Conn) ([]byte, error) {
 // the connection passes through once both are done. The wake goes on when the connection gives
 // up: watchWake keeps its slot of the gate until it serves.
 func (p *wakeProxy) waitAwake(remote string, accepted time.Time) bool {
-	if err := p.gate.startWake(p.uid, p.team); err != nil {
+	p.mu.Lock()
+	if err := p.startWakeLocked(); err != nil {
+		p.mu.Unlock()
 		klog.InfoS("Wake-on-request: not woken; closing the connection", "uid", p.uid, "remote", remote, "reason", err)
 		return false
 	}
-	p.mu.Lock()
 	ask := time.Since(p.wakeAsked) > wakeAskAgain
 	if ask {
 		p.wakeAsked = time.Now()
@@ -252,6 +258,18 @@ func (p *wakeProxy) waitAwake(remote string, accepted time.Time) bool {
 	}
 }
 
+// startWakeLocked takes the tenant's slots of the gate for a wake, unless the listener is closed:
+// a connection accepted before close whose ClientHello arrives after it would otherwise take
+// slots that nothing frees (close freed them already). p.mu is held.
+func (p *wakeProxy) startWakeLocked() error {
+	select {
+	case <-p.done:
+		return errors.New("the listener is closed")
+	default:
+	}
+	return p.gate.startWake(p.uid, p.team)
+}
+
 // askWake records the wake; false (the wake's slots freed) when it could not be recorded.
 func (p *wakeProxy) askWake(remote string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), wakeWait)
@@ -282,34 +300,44 @@ func (p *wakeProxy) askWake(remote string) bool {
 func (p *wakeProxy) watchWake(start time.Time) {
 	timeout := time.NewTimer(wakeWait)
 	defer timeout.Stop()
-	defer func() {
-		p.mu.Lock()
-		p.watching = false
-		p.mu.Unlock()
-	}()
 	for {
 		serving, ch := p.ready()
 		if serving {
-			p.gate.woke(p.uid)
-			p.mu.Lock()
-			p.graceLocked()
-			p.mu.Unlock()
+			p.endWatch(p.gate.woke, true)
 			return
 		}
 		select {
-		case <-p.done: // close frees the slots
+		case <-p.done: // close frees the slots, and no slot is taken after it
+			p.endWatch(nil, false)
 			return
 		case <-timeout.C:
 			if serving, _ := p.ready(); serving {
-				p.gate.woke(p.uid)
+				p.endWatch(p.gate.woke, true)
 				return
 			}
 			klog.InfoS("Wake-on-request: the control plane did not serve in time; its wake counts no more", "uid", p.uid,
 				"waited", time.Since(start).Round(time.Second))
-			p.gate.slept(p.uid)
+			p.endWatch(p.gate.slept, false)
 			return
 		case <-ch:
 		}
+	}
+}
+
+// endWatch ends a watchWake: it clears p.watching and tells the gate (woke or slept, if any) in
+// one critical section with waitAwake's, so a ClientHello either takes the slots again after this
+// and starts a watcher of its own, or came before and sees its slots freed here (its connection
+// is still held at most wakeHold): never a slot taken with no watcher to free it. grace: the
+// tenant serves, its wakeGrace counts from now.
+func (p *wakeProxy) endWatch(tell func(uid string), grace bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.watching = false
+	if tell != nil {
+		tell(p.uid)
+	}
+	if grace {
+		p.graceLocked()
 	}
 }
 
