@@ -141,7 +141,11 @@ func (c *Controller) syncGitOps(ctx context.Context, s *state, repo *v1alpha1.Gi
 		return gitopsFalse(gitops.ReasonCredentialMissing, "%v", err)
 	}
 	if why := c.fetch.RefusedResolved(ctx, repo.URL, c.lookup); why != "" {
-		return gitopsFalse(gitops.ReasonRepositoryRefused, "the outbound fetch policy refuses %s: %s", repo.URL, why)
+		found := gitopsFalse(gitops.ReasonRepositoryRefused, "the outbound fetch policy refuses %s: %s", repo.URL, why)
+		if err := c.withdrawSource(ctx, s); err != nil {
+			found.condition.Message += fmt.Sprintf("; the GitRepository written before is not yet removed: %v", err)
+		}
+		return found
 	}
 	tenant, err := c.tenantObjectsOf(ctx, string(s.tc.UID), s.namespace, s.kubeconfigSecret)
 	if err != nil {
@@ -193,6 +197,27 @@ func claimFluxNamespace(ctx context.Context, tenant *objects) (why string, err e
 
 var notProtected = fmt.Sprintf("namespace %s exists in the tenant without %s=true, so what the Team's operators put there would run as Flux's cluster-admin account and read the credential: "+
 	"a tenant admin removes what should not run there and labels it (or deletes it)", gitops.Namespace, external.ProtectedNamespaceLabel)
+
+// withdrawSource deletes the GitRepository the step wrote before, once the policy refuses what
+// its host resolves to now (a name moved to an internal address): Flux would go on fetching it
+// at every interval. The Kustomization stays, and what it applied. A cluster the step never
+// wrote into is not touched.
+func (c *Controller) withdrawSource(ctx context.Context, s *state) error {
+	uid := string(s.tc.UID)
+	c.gitopsState.mu.Lock()
+	_, applied := c.gitopsState.applied[uid]
+	delete(c.gitopsState.applied, uid)
+	c.gitopsState.mu.Unlock()
+	if !applied && s.tc.Status.Gitops == nil {
+		return nil
+	}
+	tenant, err := c.tenantObjectsOf(ctx, uid, s.namespace, s.kubeconfigSecret)
+	if err != nil {
+		return err
+	}
+	_, err = tenant.remove(ctx, external.FluxGitRepositoryGVK, gitops.Namespace, gitops.Name)
+	return err
+}
 
 func gitopsFalse(reason, format string, args ...any) gitopsOutcome {
 	return gitopsOutcome{condition: metav1.Condition{Type: ConditionGitOpsSynced, Status: metav1.ConditionFalse,

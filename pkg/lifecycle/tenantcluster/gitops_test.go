@@ -309,6 +309,33 @@ func TestGitOpsFetchPolicy(t *testing.T) {
 	}
 }
 
+// A host that resolved to a public address when the step wrote the GitRepository, and to an
+// internal one later (the admin's own DNS name moved): the step withdraws the GitRepository, so
+// Flux stops fetching it, and says why; it writes it again once the name is public again.
+func TestAttackGitOpsHostMovesToAnInternalAddress(t *testing.T) {
+	f := newGitopsFixture(t)
+	tc := gitopsCluster("team-a", "https://git.example.com/team-a/fleet.git", "")
+	f.ensure(t, tc)
+	if f.tenantObject(t, external.FluxGitRepositoryGVR, gitops.Namespace, gitops.Name) == nil {
+		t.Fatal("the repository was not written")
+	}
+	f.c.lookup = func(context.Context, string) ([]netip.Addr, error) {
+		return []netip.Addr{netip.MustParseAddr("169.254.169.254")}, nil
+	}
+	s := f.ensure(t, tc)
+	wantCondition(t, s, metav1.ConditionFalse, gitops.ReasonRepositoryRefused)
+	if f.tenantObject(t, external.FluxGitRepositoryGVR, gitops.Namespace, gitops.Name) != nil {
+		t.Error("the GitRepository stayed: Flux goes on fetching an internal address")
+	}
+	f.c.lookup = func(context.Context, string) ([]netip.Addr, error) {
+		return []netip.Addr{netip.MustParseAddr("140.82.112.3")}, nil
+	}
+	f.ensure(t, tc)
+	if f.tenantObject(t, external.FluxGitRepositoryGVR, gitops.Namespace, gitops.Name) == nil {
+		t.Error("the GitRepository was not written again once the name was public again")
+	}
+}
+
 // Removing the repository is a hand-off: the Kustomization stops pruning and goes, with the
 // GitRepository and the credential's copy, and what Flux applied stays; Flux's controllers stay
 // while the gitops slot does. Removing the slot then takes the controllers too.
