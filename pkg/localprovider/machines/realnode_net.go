@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"net"
 	"net/netip"
@@ -227,7 +228,7 @@ func forwardEndpoint(ctx context.Context, l nodeLayout, listen, endpoint string)
 		ln.Close()
 	}()
 	go func() {
-		var d net.Dialer
+		d := nodeDialer(l, endpoint)
 		for {
 			in, err := ln.Accept()
 			if err != nil {
@@ -251,6 +252,23 @@ func forwardEndpoint(ctx context.Context, l nodeLayout, listen, endpoint string)
 		}
 	}()
 	return nil
+}
+
+// nodeDialer dials the tenant's endpoint from an address of the node's own on the host's
+// loopback (127.x.y.z, from its id) when the endpoint is on loopback: the wake-on-request
+// listener bounds connections per client address, and with every node's kubelet and pods
+// dialling from 127.0.0.1, one tenant's pod holding connections open would use up that bound
+// for every node, kubelet and kubectl of every Team on the host.
+func nodeDialer(l nodeLayout, endpoint string) net.Dialer {
+	host, _, _ := net.SplitHostPort(endpoint)
+	if a, err := netip.ParseAddr(host); !isLoopbackEndpoint(endpoint) || (err == nil && !a.Is4()) {
+		return net.Dialer{} // ::1 is the only IPv6 loopback address
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(l.id))
+	v := h.Sum32()
+	source := net.IPv4(127, byte(1+v%254), byte(v>>8), byte(1+(v>>16)%254))
+	return net.Dialer{LocalAddr: &net.TCPAddr{IP: source}}
 }
 
 // isLoopbackEndpoint says whether host:port names a loopback address.

@@ -3,6 +3,7 @@ package machines
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -221,5 +222,41 @@ func TestRealNodeBootNoSpace(t *testing.T) {
 		if booted, _ := r.Status("ns/m0"); booted {
 			t.Errorf("%s file system full: the node is kept as booted", name)
 		}
+	}
+}
+
+// Each node dials a loopback endpoint (the wake-on-request listener's) from a loopback address of
+// its own, never the host's 127.0.0.1: the listener counts unestablished connections per client
+// address, so one node's pod holding connections open reaches only its own node's bound.
+func TestAttackNodesDialTheEndpointAsThemselves(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	sources := map[string]string{}
+	for _, id := range []string{"a1b2c3", "d4e5f6"} {
+		d := nodeDialer(nodeLayout{id: id}, ln.Addr().String())
+		c, err := d.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatalf("node %s: %v", id, err)
+		}
+		in, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		host, _, _ := net.SplitHostPort(in.RemoteAddr().String())
+		in.Close()
+		c.Close()
+		if host == "127.0.0.1" || !netip.MustParseAddr(host).IsLoopback() {
+			t.Errorf("node %s dials from %s, want a loopback address of its own", id, host)
+		}
+		sources[host] = id
+	}
+	if len(sources) != 2 {
+		t.Errorf("two nodes dial from one address: %v", sources)
+	}
+	if d := nodeDialer(nodeLayout{id: "a1b2c3"}, "[::1]:6443"); d.LocalAddr != nil {
+		t.Errorf("an IPv6 endpoint gets an IPv4 source %v", d.LocalAddr)
 	}
 }
