@@ -151,13 +151,17 @@ func (c *Controller) syncGitOps(ctx context.Context, s *state, repo *v1alpha1.Gi
 	if err != nil {
 		return gitopsFalse(ReasonTenantUnreachable, "%v", err)
 	}
-	if why, err := claimFluxNamespace(ctx, tenant); err != nil || why != "" {
+	install, err := gitops.Install()
+	if err != nil {
+		return gitopsFalse(gitops.ReasonProgressing, "%v", err)
+	}
+	if why, err := claimFluxNamespace(ctx, tenant, gitops.NamespaceOf(install)); err != nil || why != "" {
 		if err != nil {
 			return gitopsFalse(ReasonTenantUnreachable, "making %s in the tenant: %v", gitops.Namespace, err)
 		}
 		return gitopsFalse(ReasonNamespaceNotProtected, "%s", why)
 	}
-	if waiting, err := c.applyGitOps(ctx, string(s.tc.UID), tenant, objs); err != nil || waiting != "" {
+	if waiting, err := c.applyGitOps(ctx, string(s.tc.UID), tenant, install, objs); err != nil || waiting != "" {
 		if err != nil {
 			return gitopsFalse(ReasonTenantUnreachable, "applying Flux's objects in the tenant: %v", err)
 		}
@@ -172,7 +176,7 @@ func (c *Controller) syncGitOps(ctx context.Context, s *state, repo *v1alpha1.Gi
 // would run as cluster-admin and mount the credential once the step wrote them, and labelling
 // it removes none of it. It is made with a create, not an apply, so one an operator makes
 // meanwhile is not adopted. why says what waits, for a tenant admin.
-func claimFluxNamespace(ctx context.Context, tenant *objects) (why string, err error) {
+func claimFluxNamespace(ctx context.Context, tenant *objects, ns *unstructured.Unstructured) (why string, err error) {
 	existing, err := tenant.get(ctx, namespaceGVK, "", gitops.Namespace)
 	switch {
 	case err != nil:
@@ -186,9 +190,7 @@ func claimFluxNamespace(ctx context.Context, tenant *objects) (why string, err e
 	if err != nil {
 		return "", err
 	}
-	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace",
-		"metadata": map[string]any{"name": gitops.Namespace, "labels": map[string]any{external.ProtectedNamespaceLabel: "true"}}}}
-	_, err = r.Create(ctx, ns, external.Workers.CreateOptions())
+	_, err = r.Create(ctx, ns.DeepCopy(), external.Workers.CreateOptions())
 	if apierrors.IsAlreadyExists(err) {
 		return notProtected, nil
 	}
@@ -262,11 +264,7 @@ func credentialGrant(namespace, secret, self string) string {
 
 // applyGitOps applies Flux and the repository's objects into the tenant, unless what it applied
 // last is the same and was applied within gitopsResync. waiting says what it waits for.
-func (c *Controller) applyGitOps(ctx context.Context, uid string, tenant *objects, objs *gitops.Objects) (string, error) {
-	install, err := gitops.Install()
-	if err != nil {
-		return "", err
-	}
+func (c *Controller) applyGitOps(ctx context.Context, uid string, tenant *objects, install []*unstructured.Unstructured, objs *gitops.Objects) (string, error) {
 	all := append(install, toApply(objs)...)
 	sum := sha256.New()
 	for _, o := range all {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,20 +27,43 @@ var Controllers = []string{"source-controller", "kustomize-controller"}
 // flux.yaml (flux-system labelled protected, so no Team operator holds anything there; the CRDs;
 // the two controllers), then the ServiceAccount the Kustomization applies as, bound to
 // cluster-admin (only the Team's admin may set the repository: docs/concepts/gitops.md).
+// The objects are copies of one decoding of flux.yaml (150 KB, read at every look otherwise).
 func Install() ([]*unstructured.Unstructured, error) {
+	objs, err := installed()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*unstructured.Unstructured, len(objs))
+	for i, o := range objs {
+		out[i] = o.DeepCopy()
+	}
+	return out, nil
+}
+
+var installed = sync.OnceValues(decodeInstall)
+
+// NamespaceOf is flux-system as objs (Install's) has it, labelled protected; nil without it.
+func NamespaceOf(objs []*unstructured.Unstructured) *unstructured.Unstructured {
+	for _, o := range objs {
+		if o.GetKind() == "Namespace" && o.GetName() == Namespace {
+			return o
+		}
+	}
+	return nil
+}
+
+func decodeInstall() ([]*unstructured.Unstructured, error) {
 	objs, err := decode(fluxYAML)
 	if err != nil {
 		return nil, fmt.Errorf("flux.yaml: %w", err)
 	}
-	for _, o := range objs {
-		if o.GetKind() == "Namespace" && o.GetName() == Namespace {
-			labels := o.GetLabels()
-			if labels == nil {
-				labels = map[string]string{}
-			}
-			labels[external.ProtectedNamespaceLabel] = "true"
-			o.SetLabels(labels)
+	if ns := NamespaceOf(objs); ns != nil {
+		labels := ns.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
 		}
+		labels[external.ProtectedNamespaceLabel] = "true"
+		ns.SetLabels(labels)
 	}
 	account, err := toUnstructured(&rbacv1.ClusterRoleBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
