@@ -145,10 +145,12 @@ kube-versions: ## build the extra Kubernetes versions the e2e tests' tenants run
 	$(GO) build -o $(BIN)/butler-localprovider ./cmd/butler-localprovider
 	$(BIN)/butler-localprovider build-kube --kube-versions-dir _output/kube-versions $(E2E_KUBE_VERSIONS)
 
-# test-e2e: the standalone binary with kubectl, then the whole management plane (hack/local-up.sh)
+# test-e2e: the standalone binary with kubectl, then the whole management plane (hack/local-up.sh).
+# The parallel tests run BUTLER_E2E_PARALLEL (4) at once, the longest first (test/e2e/order_test.go):
+# -parallel 64 opens Go's own gate, which would start them in no set order.
 test-e2e: build kube-versions ## kubectl end-to-end tests on the standalone server and the local plane
 	test/e2e/standalone.sh $(BIN)/butler-apiserver
-	$(GO) test -vet=off -count=1 -timeout 45m -parallel 4 -skip '^(TestFault|TestSlow|TestS3|TestRealNode)' ./test/e2e/...
+	$(GO) test -vet=off -count=1 -timeout 45m -parallel 64 -skip '^(TestFault|TestSlow|TestS3|TestRealNode)' ./test/e2e/...
 	$(GO) test -vet=off -count=1 -timeout 20m -run '^TestPlaneStartFailsCleanly$$' ./test/starts/
 
 # test-realnode: real worker nodes (LocalMachine spec.nodeType real) on this machine (root;

@@ -101,7 +101,7 @@ func waitAddon(t *testing.T, ns, name string, phase v1alpha1.TenantAddonPhase, w
 // anything is installed — no ClusterRoleBinding, no namespace, no release — as it does with
 // values that bind edit in kube-system, while the same chart without either binding installs.
 func TestTenancyOperatorAddonCannotEscalate(t *testing.T) {
-	t.Parallel()
+	longestFirst(t, 25*time.Second)
 	const ns, operator = "tenancy-escalate", "tenancy-escalate-operator"
 	team(t, teamManifest(ns, "", member(operator, "operator")))
 	addonFixtureCluster(t, ns)
@@ -164,7 +164,7 @@ func TestTenancyOperatorAddonCannotEscalate(t *testing.T) {
 // binding, no namespace, no release — because the values are the Team's; the same TenantAddon
 // of a definition that sets trustTeamValues installs, binding and all: the platform vouched.
 func TestTenancyOperatorCatalogAddonCannotEscalate(t *testing.T) {
-	t.Parallel()
+	longestFirst(t, 30*time.Second)
 	const ns, operator = "tenancy-catalog", "tenancy-catalog-operator"
 	team(t, teamManifest(ns, "", member(operator, "operator")))
 	addonFixtureCluster(t, ns)
@@ -239,7 +239,7 @@ spec:
 // limit with a status saying so, and butler-apiserver's peak memory stays under the chart's
 // 512 MiB limit.
 func TestTenancyAddonFetchPolicy(t *testing.T) {
-	t.Parallel()
+	longestFirst(t, 15*time.Second)
 	const ns = "tenancy-fetch"
 	team(t, teamManifest(ns, "", member("tenancy-fetch-admin", "admin")))
 	addonFixtureCluster(t, ns)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,7 +26,7 @@ import (
 // cluster and UID. The snapshot is made Ready by hand (its data written into the plane's
 // snapshot store) and the cluster is paused: the attack is at admission, no tenant is needed.
 func TestTenancyRestoreIsTheTeamAdmins(t *testing.T) {
-	t.Parallel()
+	longestFirst(t, 10*time.Second)
 	ctx := context.Background()
 	const ns = "atk-restore"
 	team(t, teamManifest(ns, "", member("atk-restore-admin", "admin"), member("atk-restore-op", "operator")))
@@ -57,7 +58,7 @@ func TestTenancyRestoreIsTheTeamAdmins(t *testing.T) {
 // admin may, and the operator may then still scale the cluster. The cluster is paused: the attack
 // is at admission.
 func TestTenancyGitOpsRepositoryIsTheTeamAdmins(t *testing.T) {
-	t.Parallel()
+	longestFirst(t, 7*time.Second)
 	const ns = "atk-gitops"
 	team(t, teamManifest(ns, "", member("atk-gitops-admin", "admin"), member("atk-gitops-op", "operator")))
 	mustApply(t, tenantCluster(ns, "fleet"))
@@ -137,7 +138,7 @@ func readySnapshot(t *testing.T, ns, cluster, name string) *v1alpha1.TenantClust
 // annotation. Team B's admin may, up to the DataStore's max-tenants (1): the second is a 403
 // naming the limit. The clusters are paused: the attack is at admission.
 func TestTenancyForeignDataStore(t *testing.T) {
-	t.Parallel()
+	longestFirst(t, 2*time.Second)
 	ctx := context.Background()
 	team(t, teamManifest("atk-ds-a", "", member("atk-ds-a-admin", "admin")))
 	team(t, teamManifest("atk-ds-b", "", member("atk-ds-b-admin", "admin")))

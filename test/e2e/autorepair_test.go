@@ -31,7 +31,7 @@ import (
 // cluster's status says auto-repair holds off with both unhealthy, as the health check's
 // RemediationRestricted Event does.
 func TestAutoRepairReplacesADeadWorker(t *testing.T) {
-	t.Parallel()
+	longestFirst(t, 2*time.Minute)
 	ctx := context.Background()
 	ns := namespace(t, "e2e-autorepair")
 	mustApply(t, localProviderConfigManifest(ns)+localClusterManifest(ns, "fixme", pinnedVersion, bootstrap.OSTalos, 2)+`    autoRepair:

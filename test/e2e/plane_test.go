@@ -3,10 +3,10 @@
 // it through the management cluster's endpoint only, with real kubectl and the generated clientset.
 //
 // A test that spends most of its time waiting on its own clusters (a timer, a cron minute, a
-// rollout) calls t.Parallel: Go runs those after the serial tests, several at once (make
-// test-e2e passes -parallel), which keeps the suite inside CI's budget. A test that kills or
-// restarts the plane's processes, counts across namespaces, or measures a duration it asserts
-// stays serial.
+// rollout) calls longestFirst (t.Parallel, ordered): Go runs those after the serial tests, four
+// at once, the longest first (order_test.go), which keeps the suite inside CI's budget. A test
+// that kills or restarts the plane's processes, counts across namespaces, or measures a duration
+// it asserts stays serial.
 package e2e
 
 import (

@@ -245,7 +245,7 @@ func expected(u *matrixUser, gvr schema.GroupVersionResource, ns, verb string) b
 }
 
 func TestTeamRBACMatrix(t *testing.T) {
-	t.Parallel()
+	longestFirst(t, 15*time.Second)
 	started := time.Now()
 	teams := []string{"matrix-a", "matrix-b"}
 	var users []*matrixUser
@@ -598,7 +598,7 @@ func ptrTo[T any](v T) *T { return &v }
 // --- quota race through the whole stack -----------------------------------------------------------
 
 func TestTeamQuotaRaceThroughKubeAPIServer(t *testing.T) {
-	t.Parallel()
+	longestFirst(t, 3*time.Second)
 	team(t, teamManifest("quota-race", "  resourceLimits:\n    maxClusters: 3\n", member("racer", "admin")))
 	clusters := clientset.NewForConfigOrDie(userConfig(t, "racer")).ButlerV1alpha1().TenantClusters("quota-race")
 	const clients = 30
@@ -636,7 +636,7 @@ func TestTeamQuotaRaceThroughKubeAPIServer(t *testing.T) {
 // --- removed members lose access; a team with clusters stays --------------------------------------
 
 func TestTeamMemberRemovedLosesAccess(t *testing.T) {
-	t.Parallel()
+	longestFirst(t, 5*time.Second)
 	team(t, teamManifest("revoke", "", member("rita", "operator"), member("ralph", "admin")))
 	rita := clientset.NewForConfigOrDie(userConfig(t, "rita")).ButlerV1alpha1().TenantClusters("revoke")
 	ctx := context.Background()
@@ -693,7 +693,7 @@ func TestTeamMemberRemovedLosesAccess(t *testing.T) {
 // Two butler-apiserver replicas on one etcd: concurrent creates spread over both still stop at
 // the limit (the Ledger's compare-and-swap is on etcd, not in one process).
 func TestTeamQuotaRaceAcrossReplicas(t *testing.T) {
-	t.Parallel()
+	longestFirst(t, 3*time.Second)
 	r := startReplicas(t, 2)
 	ctx := context.Background()
 	const max, clients = 5, 60

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,7 +26,7 @@ func providerConfigManifest(ns, name, scope, limits string) string {
 // ProviderConfig (its credentials), nor at another Team through teamRef; a ProviderConfig the
 // platform shares is usable, and its maxClustersPerTeam holds under parallel creates.
 func TestTenancyProviderConfigUse(t *testing.T) {
-	t.Parallel()
+	longestFirst(t, 10*time.Second)
 	ctx := context.Background()
 	team(t, teamManifest("tenancy-a", "", member("tenancy-a-admin", "admin")))
 	team(t, teamManifest("tenancy-b", "", member("tenancy-b-admin", "admin")))
@@ -128,7 +129,7 @@ func TestTenancyProviderConfigUse(t *testing.T) {
 // TestTenancyAddonSources: a Team's operator installs only charts the platform lists (by
 // repository and chart, not by name); a platform admin installs any.
 func TestTenancyAddonSources(t *testing.T) {
-	t.Parallel()
+	longestFirst(t, 5*time.Second)
 	ctx := context.Background()
 	team(t, teamManifest("tenancy-addons", "", member("tenancy-addons-operator", "operator")))
 	mustApply(t, `apiVersion: butler.butlerlabs.dev/v1alpha1

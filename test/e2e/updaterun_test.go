@@ -103,7 +103,7 @@ spec:
 // upgradeFrom; the run succeeds. It runs in parallel: most of it is waiting on the tenants'
 // control planes.
 func TestUpdateRunStages(t *testing.T) {
-	t.Parallel()
+	longestFirst(t, 4*time.Minute)
 	const blue, green, from, to, run = "e2e-ur-blue", "e2e-ur-green", upgradeFrom, upgradeTo, "ur-four"
 	const ring = "e2e-ur-ring" // a label of this test's own: a platform run sees every Team's clusters
 	mustApply(t, teamManifest(blue, "", member("ann", "admin"))+"---\n"+teamManifest(green, "", member("gus", "admin")))
@@ -354,7 +354,7 @@ func checkAtMost(t *testing.T, s v1alpha1.StageStatus, n int) {
 // untouched: Pending in the run, never started, its version, generation and annotations as
 // before. The cheap failing addon is the one TestLocalTenantCluster refuses ("unlisted").
 func TestUpdateRunPausesOnABrokenCanary(t *testing.T) {
-	t.Parallel()
+	longestFirst(t, 60*time.Second)
 	const ns, from, to = "e2e-ur-broken", upgradeFrom, upgradeTo
 	mustApply(t, teamManifest(ns, "", member("ann", "admin")))
 	t.Cleanup(func() { _, _ = kubectl(t, "delete", "team", ns, "--wait=false") })
