@@ -90,8 +90,20 @@ func run(m *testing.M) (code int) {
 	code = m.Run()
 	if code != 0 {
 		dumpLogs(dir)
+		keepLogs(root, dir)
 	}
 	return code
+}
+
+// keepLogs copies the plane's logs of a failed run to _output/e2e-logs/<run>, where they outlive
+// the run's directory: a failure that shows after minutes (a fault test's) is read from them.
+func keepLogs(root, dir string) {
+	out := filepath.Join(root, "_output", "e2e-logs", filepath.Base(dir))
+	if err := os.CopyFS(out, os.DirFS(filepath.Join(dir, "logs"))); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: keeping the logs: %v\n", err)
+		return
+	}
+	fmt.Fprintf(os.Stderr, "e2e: the plane's logs are kept in %s\n", out)
 }
 
 // dumpLogs prints the tail of every process log, for a failed run.
