@@ -43,7 +43,11 @@ func fakeObjects(t *testing.T) (*objects, *dynamicfake.FakeDynamicClient) {
 
 // fakeObjectsOf is fakeObjects serving the given kinds.
 func fakeObjectsOf(kinds map[schema.GroupVersionKind]meta.RESTScope) (*objects, *dynamicfake.FakeDynamicClient) {
-	mapper := meta.NewDefaultRESTMapper(nil)
+	var versions []schema.GroupVersion // a reference without a version (Cluster API's) is mapped through them
+	for gvk := range kinds {
+		versions = append(versions, gvk.GroupVersion())
+	}
+	mapper := meta.NewDefaultRESTMapper(versions)
 	listKinds := map[schema.GroupVersionResource]string{}
 	for gvk, scope := range kinds {
 		mapper.Add(gvk, scope)
