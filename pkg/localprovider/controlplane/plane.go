@@ -305,9 +305,18 @@ func (pl *plane) setUp(starts int) bool {
 	return pl.setupFor == starts && starts > 0
 }
 
+// probeFailures is how many probes in a row must fail before a serving kube-apiserver counts as
+// not ready (the kubelet's readiness default is 3 too). One slow answer on a loaded machine
+// flipped the status: 20 tenants starting at once on two cores went Ready and back about ten
+// times each, and each flip was status writes and reconciles that loaded the machine more.
+const probeFailures = 3
+
 // probeLoop asks kube-apiserver's /readyz every 20ms until it answers (a waking tenant's client
-// waits for that answer), then every 2s, and queues the tenant when the answer changes.
+// waits for that answer), then every 2s, and queues the tenant when the answer changes. A
+// process that exits is not ready at once; one that runs stays ready until probeFailures probes
+// in a row fail.
 func (pl *plane) probeLoop(ctx context.Context) {
+	failures := 0
 	client := &http.Client{Timeout: 2 * time.Second}
 	var transport *http.Transport
 	var transportPool *x509.CertPool
@@ -343,6 +352,11 @@ func (pl *plane) probeLoop(ctx context.Context) {
 					resp.Body.Close()
 				}
 			}
+		}
+		if ready || !running {
+			failures = 0
+		} else if failures++; wasReady && failures < probeFailures {
+			ready = true // not yet: a slow or failed answer of a serving process
 		}
 		// Only an answer (or its absence) from a running process counts as the first probe: a
 		// process being adopted is not running for a moment.

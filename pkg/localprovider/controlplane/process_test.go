@@ -353,3 +353,45 @@ func TestNewAPIServerForgetsTheStartCounts(t *testing.T) {
 		apiServer.Args = append(apiServer.Args, "--v=2") // another process
 	}
 }
+
+// A serving kube-apiserver whose /readyz fails once or twice (a slow answer on a loaded machine)
+// stays ready; it is not ready after probeFailures failures in a row, and ready again at the
+// next 200.
+func TestProbeToleratesAFailureOrTwo(t *testing.T) {
+	var failing atomic.Bool
+	var answers atomic.Int32
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		answers.Add(1)
+		if failing.Load() {
+			http.Error(w, "[-]etcd failed: reason withheld", http.StatusInternalServerError)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	}))
+	defer srv.Close()
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+
+	dir := t.TempDir()
+	s := sleepSpec(dir)
+	s.Component = componentAPIServer
+	pl := &plane{rec: tenantRecord{UID: "uid", Port: port}, paths: tenantPaths{dir: dir}, notify: func() {}}
+	defer pl.stop()
+	pl.ensure(context.Background(), "v1.36.3", caPEM, []procSpec{s})
+	waitFor(t, "ready", func() bool { ready, _ := pl.serving(); return ready })
+
+	failing.Store(true)
+	from := answers.Load()
+	waitFor(t, "not ready after the failures in a row", func() bool {
+		failed := answers.Load() - from // read before the readiness those answers made
+		if ready, _ := pl.serving(); !ready {
+			if failed < probeFailures {
+				t.Fatalf("not ready after %d failed probes, want ready until %d", failed, probeFailures)
+			}
+			return true
+		}
+		return false
+	})
+	failing.Store(false)
+	waitFor(t, "ready again at the next answer", func() bool { ready, _ := pl.serving(); return ready })
+}
