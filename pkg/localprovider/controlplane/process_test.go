@@ -293,23 +293,9 @@ func TestControllersStartOnceAPIServerServes(t *testing.T) {
 // for it (the join setup goes in then); ready is still only /readyz's 200.
 func TestProbeNotesTheFirstAnswer(t *testing.T) {
 	var readyz atomic.Bool
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		if !readyz.Load() {
-			http.Error(w, "[-]poststarthook/rbac/bootstrap-roles failed: reason withheld", http.StatusInternalServerError)
-			return
-		}
-		_, _ = w.Write([]byte("ok"))
-	}))
-	defer srv.Close()
-	port := srv.Listener.Addr().(*net.TCPAddr).Port
-	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-
-	dir := t.TempDir()
-	s := sleepSpec(dir)
-	s.Component = componentAPIServer
-	var notified atomic.Int32
-	pl := &plane{rec: tenantRecord{UID: "uid", Port: port}, paths: tenantPaths{dir: dir}, notify: func() { notified.Add(1) }}
-	defer pl.stop()
+	var answers, notified atomic.Int32
+	port, caPEM := readyzServer(t, readyz.Load, &answers)
+	pl, s := probedAPIServer(t, port, func() { notified.Add(1) })
 	if pl.answeredStart() != 0 {
 		t.Fatal("answered before it started")
 	}
@@ -360,23 +346,8 @@ func TestNewAPIServerForgetsTheStartCounts(t *testing.T) {
 func TestProbeToleratesAFailureOrTwo(t *testing.T) {
 	var failing atomic.Bool
 	var answers atomic.Int32
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		answers.Add(1)
-		if failing.Load() {
-			http.Error(w, "[-]etcd failed: reason withheld", http.StatusInternalServerError)
-			return
-		}
-		_, _ = w.Write([]byte("ok"))
-	}))
-	defer srv.Close()
-	port := srv.Listener.Addr().(*net.TCPAddr).Port
-	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-
-	dir := t.TempDir()
-	s := sleepSpec(dir)
-	s.Component = componentAPIServer
-	pl := &plane{rec: tenantRecord{UID: "uid", Port: port}, paths: tenantPaths{dir: dir}, notify: func() {}}
-	defer pl.stop()
+	port, caPEM := readyzServer(t, func() bool { return !failing.Load() }, &answers)
+	pl, s := probedAPIServer(t, port, func() {})
 	pl.ensure(context.Background(), "v1.36.3", caPEM, []procSpec{s})
 	waitFor(t, "ready", func() bool { ready, _ := pl.serving(); return ready })
 
@@ -394,4 +365,31 @@ func TestProbeToleratesAFailureOrTwo(t *testing.T) {
 	})
 	failing.Store(false)
 	waitFor(t, "ready again at the next answer", func() bool { ready, _ := pl.serving(); return ready })
+}
+
+// readyzServer is a TLS /readyz that answers 200 while ok says so and 500 otherwise, and counts
+// its answers; it returns its port and CA.
+func readyzServer(t *testing.T, ok func() bool, answers *atomic.Int32) (int, []byte) {
+	t.Helper()
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		answers.Add(1)
+		if !ok() {
+			http.Error(w, "[-]poststarthook/rbac/bootstrap-roles failed: reason withheld", http.StatusInternalServerError)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	}))
+	t.Cleanup(srv.Close)
+	return srv.Listener.Addr().(*net.TCPAddr).Port, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+}
+
+// probedAPIServer is a kube-apiserver process (a sleep) of a plane whose probe asks port.
+func probedAPIServer(t *testing.T, port int, notify func()) (*plane, procSpec) {
+	t.Helper()
+	dir := t.TempDir()
+	s := sleepSpec(dir)
+	s.Component = componentAPIServer
+	pl := &plane{rec: tenantRecord{UID: "uid", Port: port}, paths: tenantPaths{dir: dir}, notify: notify}
+	t.Cleanup(pl.stop)
+	return pl, s
 }
