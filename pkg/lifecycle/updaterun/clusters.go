@@ -254,8 +254,14 @@ func (c *Controller) start(ctx context.Context, p *pass, entry *v1alpha1.Cluster
 		p.recheck(notReadyRetry)
 		return false, nil
 	}
-	entry.StartTime, entry.FromVersion = &metav1.Time{Time: p.now}, tc.Spec.KubernetesVersion
-	if p.run.Spec.SnapshotBeforeUpgrade && tc.Spec.KubernetesVersion != p.run.Spec.Target.KubernetesVersion {
+	entry.StartTime = &metav1.Time{Time: p.now}
+	if tc.Spec.KubernetesVersion == p.run.Spec.Target.KubernetesVersion {
+		// Moved already, by this run's pass whose status write was lost (a pass with a snapshot
+		// stored Snapshotting before it moved) or by hand: the plan's from-version stays.
+		return true, c.move(ctx, p, entry, tc)
+	}
+	entry.FromVersion = tc.Spec.KubernetesVersion
+	if p.run.Spec.SnapshotBeforeUpgrade {
 		return true, c.snapshot(ctx, p, entry, tc)
 	}
 	return true, c.move(ctx, p, entry, tc)

@@ -481,3 +481,37 @@ func (f *fixture) checkResourceVersions() {
 		return false, nil, nil
 	})
 }
+
+// The pass that moves a cluster loses its status write to a conflict: the cluster is at the
+// target and claimed by this run, while the stored run still says Pending. The next pass takes
+// up the move it made, from the version the plan recorded: not the target as its from-version.
+func TestUpdateRunMoveWhoseStatusWasLost(t *testing.T) {
+	planned := run("team-a", "r1")
+	planned.Spec.State = v1alpha1.UpdateRunStatePlan
+	f := newFixture(t, strategy("team-a", ring("canary", 1)), planned, cluster("team-a", "c1", "canary"))
+	r := f.reconcile("team-a/r1")
+	if c := clusterOf(r, "team-a/c1"); c.Phase != v1alpha1.ClusterUpdatePending || c.FromVersion != from {
+		t.Fatalf("plan: %+v", c)
+	}
+	r.Spec.State = v1alpha1.UpdateRunStateRun
+	if _, err := f.client.ButlerV1alpha1().UpdateRuns("team-a").Update(f.ctx, r, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	lost := false
+	f.client.PrependReactor("update", "updateruns", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "status" || lost {
+			return false, nil, nil
+		}
+		lost = true
+		return true, nil, apierrors.NewConflict(a.GetResource().GroupResource(), "r1", fmt.Errorf("a newer run"))
+	})
+	f.sync()
+	_ = f.c.reconcile(f.ctx, "team-a/r1") // moves c1; its status write is lost
+	if !lost || f.get("team-a", "c1").Spec.KubernetesVersion != target {
+		t.Fatalf("the first pass: status lost %v, c1 at %s", lost, f.get("team-a", "c1").Spec.KubernetesVersion)
+	}
+	c := clusterOf(f.reconcile("team-a/r1"), "team-a/c1")
+	if c.Phase != v1alpha1.ClusterUpdateUpgrading || c.FromVersion != from {
+		t.Errorf("the next pass: %+v, want Upgrading from %s", c, from)
+	}
+}
