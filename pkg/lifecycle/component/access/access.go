@@ -48,6 +48,11 @@
 // kustomize-controller applies with its own rights. A catalog definition (or a tenant admin)
 // opts a CRD's edit role in by labelling it, after judging what its objects make a controller do.
 //
+// Operators edit Services in the namespaces they are bound in, default among them, but not the
+// tenant's API endpoint (Service default/kubernetes and the EndpointSlices published for it):
+// APIEndpointPolicies keeps it to the tenant's kube-apiserver, the platform and the tenant's
+// admins, and is applied before the bindings.
+//
 // A read-only kubeconfig (tenantclusters/viewerkubeconfig) carries the same names with the suffix
 // ":readonly", which only the view binding names, whatever the member's role.
 package access
