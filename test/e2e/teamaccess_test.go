@@ -14,11 +14,13 @@ import (
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/access"
 )
 
@@ -137,6 +139,7 @@ func TestTeamKubeconfigs(t *testing.T) {
 	}
 
 	checkBreakGlass(t, team, name, "alice")
+	apiServiceStaysTheAPIServers(t, team, name, kubeconfigs["alice"], kubeconfigs["otto"])
 	operatorStaysOperator(t, team, name, kubeconfigs["alice"], kubeconfigs["otto"])
 
 	// otto leaves the Team: his kubeconfig, valid for an hour, stops working within seconds.
@@ -239,6 +242,85 @@ subjects: [{kind: ServiceAccount, name: powerful, namespace: guarded}]
 		t.Errorf("otto (operator) cannot create a Deployment in his own namespace: %v\n%s", err, out)
 	}
 	operatorRulesAreEdits(t, alice)
+}
+
+// apiServiceStaysTheAPIServers: the tenant's kubernetes Service and the EndpointSlices that
+// publish its endpoint are its kube-apiserver's and the platform's. The Team operator otto may
+// edit Services in default, but adding a selector to default/kubernetes (a share of the API's
+// ClusterIP for Pods of his: every Pod's API access partly fails) or deleting it is a 403 naming
+// the policy; an account a tenant admin lets write EndpointSlices may not touch the API's.
+// The platform's writer (the admin kubeconfig, as the local provider publishes
+// kubernetes-butler-nodes for real nodes) may, and so may the admin alice; the Service she
+// deletes is made again by the tenant's kube-apiserver.
+func apiServiceStaysTheAPIServers(t *testing.T, team, name, alice, otto string) {
+	policy := access.APIEndpointPolicy
+	refused := func(what, out string, err error) {
+		t.Helper()
+		if err == nil || !strings.Contains(out, "Forbidden") || !strings.Contains(out, policy) {
+			t.Errorf("%s: want a 403 naming %s, got %v\n%s", what, policy, err, out)
+		}
+	}
+	out, err := kubectlAs(t, otto, "", "patch", "service", "kubernetes", "-n", "default", "--type=merge", "-p", `{"spec":{"selector":{"app":"api-thief"}}}`)
+	refused("otto (operator) adds a selector to default/kubernetes", out, err)
+	out, err = kubectlAs(t, otto, "", "delete", "service", "kubernetes", "-n", "default", "--wait=false")
+	refused("otto (operator) deletes default/kubernetes", out, err)
+	slice := func(name, service string) string {
+		return fmt.Sprintf(`{"apiVersion":"discovery.k8s.io/v1","kind":"EndpointSlice","metadata":{"name":%q,"namespace":"default","labels":{"kubernetes.io/service-name":%q}},"addressType":"IPv4","endpoints":[{"addresses":["10.250.255.254"]}],"ports":[{"name":"https","port":6443,"protocol":"TCP"}]}`, name, service)
+	}
+	// Operators write no EndpointSlice at all (edit has none): RBAC's refusal.
+	if out, err := kubectlAs(t, otto, slice("kubernetes-butler-nodes", "kubernetes"), "create", "-f", "-"); err == nil || !strings.Contains(out, "cannot") {
+		t.Errorf("otto (operator) publishes an endpoint of the API: %v\n%s", err, out)
+	}
+	mustKubectlAs(t, alice, `apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: slicer, namespace: default}
+rules: [{apiGroups: [discovery.k8s.io], resources: [endpointslices], verbs: [create, update, patch, delete]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: slicer, namespace: default}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: slicer}
+subjects: [{kind: ServiceAccount, name: slicer, namespace: default}]
+`, "apply", "-f", "-")
+	slicer := []string{"--as", "system:serviceaccount:default:slicer", "create", "-f", "-"}
+	out, err = kubectlAs(t, alice, slice("api-thief", "kubernetes"), slicer...)
+	refused("an account that writes EndpointSlices publishes an endpoint of the API", out, err)
+	if out, err := kubectlAs(t, alice, slice("web", "web"), slicer...); err != nil {
+		t.Errorf("an account that writes EndpointSlices publishes one of its own Service: %v\n%s", err, out)
+	}
+	platform := tenantAdminKubeconfig(t, team, name)
+	mustKubectlAs(t, platform, slice("kubernetes-butler-nodes", "kubernetes"), "create", "-f", "-")
+	mustKubectlAs(t, platform, "", "delete", "endpointslice", "kubernetes-butler-nodes", "-n", "default")
+	mustKubectlAs(t, alice, "", "delete", "service", "kubernetes", "-n", "default")
+	poll(t, 30*time.Second, "the tenant's kube-apiserver to make default/kubernetes again", func() bool {
+		_, err := kubectlAs(t, alice, "", "get", "service", "kubernetes", "-n", "default")
+		return err == nil
+	})
+}
+
+// tenantAdminKubeconfig writes the tenant's admin kubeconfig, the one the workers and the local
+// provider use (kubeadm's kubernetes-admin), from its Secret in the tenant namespace.
+func tenantAdminKubeconfig(t *testing.T, ns, name string) string {
+	t.Helper()
+	tc, err := plane.butler.ButlerV1alpha1().TenantClusters(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil || tc.Status.KubeconfigSecretRef == nil {
+		t.Fatalf("the TenantCluster's admin kubeconfig Secret: %v", err)
+	}
+	secret, err := plane.kube.CoreV1().Secrets(tc.Status.TenantNamespace).Get(context.Background(), tc.Status.KubeconfigSecretRef.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range component.ManagementKubeconfigKeys {
+		if data := secret.Data[key]; len(data) > 0 {
+			path := filepath.Join(t.TempDir(), "admin.kubeconfig")
+			if err := os.WriteFile(path, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return path
+		}
+	}
+	t.Fatalf("Secret %s/%s holds no kubeconfig", secret.Namespace, secret.Name)
+	return ""
 }
 
 // operatorRulesAreEdits: butler:operator's own rules are this Kubernetes version's

@@ -3,6 +3,7 @@ package tenantcluster
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -10,16 +11,19 @@ import (
 	"sync"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
+	admissionregistrationv1ac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
@@ -100,9 +104,10 @@ func (c *Controller) applyAccess(ctx context.Context, s *state) (steps.Result, e
 		}
 	}
 	slices.SortFunc(namespaces, func(a, b access.Namespace) int { return strings.Compare(a.Name, b.Name) })
+	policy, binding := access.APIEndpointPolicies()
 	roles := access.ClusterRoles()
 	crbs, rbs := access.Bindings(members, namespaces)
-	digest := fmt.Sprintf("%x", sha256.Sum256([]byte(fmt.Sprint(roles, crbs, rbs, restoredAt(s.tc)))))
+	digest := fmt.Sprintf("%x", sha256.Sum256([]byte(fmt.Sprint(policy, binding, roles, crbs, rbs, restoredAt(s.tc)))))
 	uid := string(s.tc.UID)
 	now := c.clock.Now()
 	c.access.mu.Lock()
@@ -116,6 +121,10 @@ func (c *Controller) applyAccess(ctx context.Context, s *state) (steps.Result, e
 		applied = false // put right what was changed in the tenant since
 	}
 	if !applied {
+		// The policy first: no binding gives an operator a right before it holds.
+		if err := applyAPIEndpointPolicy(ctx, tenant, policy, binding); err != nil {
+			return steps.Result{}, err
+		}
 		if err := applyRoles(ctx, tenant, roles); err != nil {
 			return steps.Result{}, err
 		}
@@ -159,6 +168,49 @@ func (c *Controller) accessWhilePaused(ctx context.Context, tc *v1alpha1.TenantC
 		return worker.RequeueAfter(s.recheckAfter)
 	}
 	return nil
+}
+
+// applyAPIEndpointPolicy applies the policy that keeps the tenant's API endpoint to those who
+// publish it (access.APIEndpointPolicies) and its binding. A tenant that serves no
+// admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy (before Kubernetes 1.30) goes without
+// it, said in the log: refusing it the Team's bindings would leave its members no access at all.
+func applyAPIEndpointPolicy(ctx context.Context, tenant kubernetes.Interface, policy *admissionregistrationv1.ValidatingAdmissionPolicy,
+	binding *admissionregistrationv1.ValidatingAdmissionPolicyBinding) error {
+	var p admissionregistrationv1ac.ValidatingAdmissionPolicyApplyConfiguration
+	var b admissionregistrationv1ac.ValidatingAdmissionPolicyBindingApplyConfiguration
+	if err := asApplyConfiguration(policy, &p); err != nil {
+		return err
+	}
+	if err := asApplyConfiguration(binding, &b); err != nil {
+		return err
+	}
+	p.Status = nil // status is the tenant's kube-apiserver's (its type checking)
+	policies := tenant.AdmissionregistrationV1()
+	_, err := policies.ValidatingAdmissionPolicies().Apply(ctx, p.WithKind("ValidatingAdmissionPolicy").WithAPIVersion("admissionregistration.k8s.io/v1"),
+		external.Workers.ApplyOptions())
+	if apierrors.IsNotFound(err) { // an apply makes what is missing: the kind is not served
+		klog.FromContext(ctx).Info("The tenant serves no admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy (Kubernetes before 1.30): its API endpoint is not kept from its operators",
+			"policy", policy.Name)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("ValidatingAdmissionPolicy %s in the tenant: %w", policy.Name, err)
+	}
+	if _, err := policies.ValidatingAdmissionPolicyBindings().Apply(ctx, b.WithKind("ValidatingAdmissionPolicyBinding").WithAPIVersion("admissionregistration.k8s.io/v1"),
+		external.Workers.ApplyOptions()); err != nil {
+		return fmt.Errorf("ValidatingAdmissionPolicyBinding %s in the tenant: %w", binding.Name, err)
+	}
+	return nil
+}
+
+// asApplyConfiguration fills an apply configuration from the typed object: the two have the
+// same JSON, and a copy field by field would be one more place to forget a field.
+func asApplyConfiguration(obj, ac any) error {
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(data, ac)
 }
 
 // applyRoles applies the operators' ClusterRoles in the tenant, before the bindings that name

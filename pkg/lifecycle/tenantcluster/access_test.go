@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes"
 	kubefake "k8s.io/client-go/kubernetes/fake"
@@ -93,6 +94,19 @@ func TestEnsureAccessFollowsTheTeam(t *testing.T) {
 	}
 	if _, err := tenant.RbacV1().RoleBindings("kube-system").Get(ctx, access.OperatorsBinding, metav1.GetOptions{}); err == nil {
 		t.Error("operators' RoleBinding in kube-system")
+	}
+	// The policy keeping the API's endpoint from operators (and its binding) went in before any
+	// binding gave an operator a right.
+	applied := map[string]int{}
+	for i, a := range tenant.Actions() {
+		if _, seen := applied[a.GetResource().Resource]; !seen && a.GetVerb() == "patch" {
+			applied[a.GetResource().Resource] = i
+		}
+	}
+	policy, okPolicy := applied["validatingadmissionpolicies"]
+	binding, okBinding := applied["validatingadmissionpolicybindings"]
+	if !okPolicy || !okBinding || policy > applied["rolebindings"] || binding > applied["rolebindings"] || binding > applied["clusterrolebindings"] {
+		t.Errorf("applied first (by resource): %v; want the API endpoint's policy and binding before any binding", applied)
 	}
 
 	// Nothing changed: nothing is applied again (the digest is of the bindings' values).
@@ -244,6 +258,35 @@ func TestAccessComesFirstAndItsFailureWaits(t *testing.T) {
 	r, err := c.ensureAccess(context.Background(), s)
 	if err != nil || r.Done || r.Reason != "AccessNotApplied" || !strings.Contains(r.Message, "no endpoints available") || s.recheckAfter != accessRetry {
 		t.Errorf("a failed apply: %+v, %v, recheck after %s; want waiting, no error, a retry in %s", r, err, s.recheckAfter, accessRetry)
+	}
+}
+
+// The policy keeping the API's endpoint from operators holds before any operator is bound: if it
+// cannot be applied, no binding is, and the step waits. A tenant that does not serve the kind
+// (before Kubernetes 1.30) is bound without it.
+func TestAccessBindsNoOperatorBeforeTheAPIEndpointPolicy(t *testing.T) {
+	team := &v1alpha1.Team{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}, Spec: v1alpha1.TeamSpec{Access: v1alpha1.TeamAccess{
+		Users: []v1alpha1.TeamMember{{Name: "otto", Role: v1alpha1.TeamRoleOperator}}}}}
+	for _, c := range []struct {
+		name  string
+		err   error
+		bound bool
+	}{
+		{"refused", apierrors.NewInternalError(errors.New("etcdserver: request timed out")), false},
+		{"not served", apierrors.NewNotFound(schema.GroupResource{Group: "admissionregistration.k8s.io", Resource: "validatingadmissionpolicies"}, ""), true},
+	} {
+		now := time.Now()
+		c2, tenant := accessFixture(t, indexer(team), "tenant-ns", &now)
+		tenant.PrependReactor("patch", "validatingadmissionpolicies", func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, c.err
+		})
+		s := &state{tc: &v1alpha1.TenantCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod", Namespace: "team-a", UID: "uid-1"}},
+			namespace: "tenant-ns", kubeconfigSecret: "prod-admin-kubeconfig"}
+		r, err := c2.ensureAccess(context.Background(), s)
+		_, bindingErr := tenant.RbacV1().RoleBindings("default").Get(context.Background(), access.OperatorsBinding, metav1.GetOptions{})
+		if err != nil || r.Done != c.bound || (bindingErr == nil) != c.bound {
+			t.Errorf("%s: %+v, %v; operators' binding: %v; want bound %v", c.name, r, err, bindingErr, c.bound)
+		}
 	}
 }
 
