@@ -253,7 +253,7 @@ subjects: [{kind: ServiceAccount, name: powerful, namespace: guarded}]
 // kubernetes-butler-nodes for real nodes) may, and so may the admin alice; the Service she
 // deletes is made again by the tenant's kube-apiserver.
 func apiServiceStaysTheAPIServers(t *testing.T, team, name, alice, otto string) {
-	policy := access.APIEndpointPolicy
+	start, policy := time.Now(), access.APIEndpointPolicy
 	refused := func(what, out string, err error) {
 		t.Helper()
 		if err == nil || !strings.Contains(out, "Forbidden") || !strings.Contains(out, policy) {
@@ -292,10 +292,13 @@ subjects: [{kind: ServiceAccount, name: slicer, namespace: default}]
 	mustKubectlAs(t, platform, slice("kubernetes-butler-nodes", "kubernetes"), "create", "-f", "-")
 	mustKubectlAs(t, platform, "", "delete", "endpointslice", "kubernetes-butler-nodes", "-n", "default")
 	mustKubectlAs(t, alice, "", "delete", "service", "kubernetes", "-n", "default")
+	deleted := time.Now()
 	poll(t, 30*time.Second, "the tenant's kube-apiserver to make default/kubernetes again", func() bool {
 		_, err := kubectlAs(t, alice, "", "get", "service", "kubernetes", "-n", "default")
 		return err == nil
 	})
+	t.Logf("the API endpoint's checks: %s, of which %s for the tenant's kube-apiserver to make the Service again",
+		time.Since(start).Round(100*time.Millisecond), time.Since(deleted).Round(100*time.Millisecond))
 }
 
 // tenantAdminKubeconfig writes the tenant's admin kubeconfig, the one the workers and the local
