@@ -50,6 +50,9 @@ type Controller struct {
 	// namespace's RoleBinding lets read and write Secrets there ("" binds nothing).
 	self  string
 	bound sync.Map // tenant namespaces whose Secrets RoleBinding this process applied
+	// repairsTold holds, per tenant namespace, the Machines whose failed health check an Event
+	// told (map[types.UID]bool), so that it is told once.
+	repairsTold sync.Map
 
 	access accessApplied
 	// newTenantClient makes a tenant's client from its admin kubeconfig (tests replace it).

@@ -53,7 +53,7 @@ func (c *Controller) ensureWorkers(ctx context.Context, s *state) (steps.Result,
 		}
 		return steps.Ready("WorkersReady", "%d of %d workers ready at %s", ready, want, s.tc.Spec.KubernetesVersion), nil
 	}
-	if _, err := c.replaceStrandedMachines(ctx, s, got.GetName()); err != nil {
+	if _, err := c.lookAtMachines(ctx, s, got.GetName()); err != nil {
 		return steps.Result{}, err
 	}
 	if held != "" {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
@@ -65,7 +66,7 @@ func TestReplaceStrandedMachines(t *testing.T) {
 	object(external.LocalMachineGVK, "no-bootstrap")
 	machine("node", time.Hour, "local://x/node") // auto-repair's business, not this
 
-	replaced, err := c.replaceStrandedMachines(ctx, s, "prod-workers")
+	replaced, err := c.lookAtMachines(ctx, s, "prod-workers")
 	if err != nil || replaced != 2 {
 		t.Fatalf("replaced %d, %v; want the two stranded ones", replaced, err)
 	}
@@ -87,5 +88,39 @@ func TestReplaceStrandedMachines(t *testing.T) {
 	}
 	if len(seen) != 2 || !strings.Contains(strings.Join(seen, "\n"), "StrandedMachineReplaced") {
 		t.Errorf("events %q, want one StrandedMachineReplaced per deleted Machine", seen)
+	}
+}
+
+// A worker auto-repair found unhealthy is told to the Team on its TenantCluster, once while it
+// stays unhealthy; Cluster API's own Events are on the Machine in the tenant namespace.
+func TestTellRepairs(t *testing.T) {
+	recorder := events.NewFakeRecorder(10)
+	c := &Controller{events: recorder}
+	s := stepState(v1alpha1.ProviderLocal)
+	m := &clusterv1.Machine{}
+	m.Name, m.UID = "prod-workers-abc", "m1"
+	m.Status.NodeRef = clusterv1.MachineNodeReference{Name: "prod-workers-abc"}
+	m.Status.Conditions = []metav1.Condition{{Type: clusterv1.MachineHealthCheckSucceededCondition,
+		Status: metav1.ConditionFalse, Reason: "UnhealthyNode", Message: "Health check failed: Condition Ready on Node is reported as Unknown for more than 30s"}}
+	count := func() int {
+		n := 0
+		for len(recorder.Events) > 0 {
+			e := <-recorder.Events
+			if !strings.Contains(e, "WorkerUnhealthy") || !strings.Contains(e, "node prod-workers-abc") || !strings.Contains(e, "Unknown for more than 30s") {
+				t.Errorf("event %q", e)
+			}
+			n++
+		}
+		return n
+	}
+	c.tellRepairs(s, []*clusterv1.Machine{m})
+	c.tellRepairs(s, []*clusterv1.Machine{m})
+	if n := count(); n != 1 {
+		t.Errorf("%d Events for one unhealthy Machine seen twice, want 1", n)
+	}
+	c.tellRepairs(s, nil) // replaced
+	c.tellRepairs(s, []*clusterv1.Machine{m})
+	if n := count(); n != 1 {
+		t.Errorf("%d Events for a Machine unhealthy again, want 1", n)
 	}
 }
