@@ -10,14 +10,14 @@ PORT     ?= 8443
 
 LOCAL_DIR ?= _output/local
 
-.PHONY: help docs verify-docs lint weed test-s3 test-realnode kube-versions cluster test-cluster build-steward test-steward images verify-images verify-chart render-deploy fuzz test-faults test-starts bench-bin bench-report bench-lifecycle bench-local bench-hibernation bench-density bench-snapshot bench-restore bench-ipam all build build-butler kubectl-butler build-kube build-capi run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e bench clean
+.PHONY: help docs verify-docs lint weed test-s3 test-realnode test-realnode-faults kube-versions cluster test-cluster build-steward test-steward images verify-images verify-chart render-deploy fuzz test-faults test-starts bench-bin bench-report bench-lifecycle bench-local bench-hibernation bench-density bench-snapshot bench-restore bench-ipam all build build-butler kubectl-butler build-kube build-capi run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e bench clean
 
 .DEFAULT_GOAL := help
 
 # help lists every target with a `## ` description on its line (make with no target runs it).
 help: ## this list
 	@echo 'make <target>; the targets:'
-	@awk 'BEGIN {FS = ":[^#]*## "} /^[a-zA-Z0-9_-]+:[^=]*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":[^#]*## "} /^[a-zA-Z0-9_-]+:[^=]*## / {printf "  %-21s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 all: build ## same as build
 
@@ -156,11 +156,15 @@ test-e2e: build kube-versions ## kubectl end-to-end tests on the standalone serv
 # test-realnode: real worker nodes (LocalMachine spec.nodeType real) on this machine (root;
 # Debian's containerd, runc and CNI plugins, installed when missing; the kubelet and kube-proxy
 # built from source as make cluster's; the pause and echo images of hack/build-node-images.sh)
-test-realnode: build kube-versions ## real worker nodes on this machine (root; CI)
+test-realnode: build kube-versions ## real worker nodes on this machine (root)
+	$(realnode-deps)
+	BUTLER_E2E_REALNODE=1 $(GO) test -vet=off -count=1 -timeout 15m -run '^TestRealNode' ./test/e2e/...
+
+define realnode-deps
 	hack/install-cluster-deps.sh
 	hack/build-kube.sh kubelet kube-proxy
 	hack/build-node-images.sh >/dev/null
-	BUTLER_E2E_REALNODE=1 $(GO) test -vet=off -count=1 -timeout 15m -run '^TestRealNode' ./test/e2e/...
+endef
 
 # test-starts: STARTS_N plane starts and stops in a row, then STARTS_TENANTS tenant control
 # planes at once, under STARTS_CONNECTIONS held loopback connections (docs/development/testing.md);
@@ -223,8 +227,17 @@ test-s3: build kube-versions weed ## the S3 snapshot store against weed on loopb
 # test-faults: the fault battery (docs/development/testing.md): replicas SIGKILLed under allocation load,
 # etcd killed under creates, the workers' leader killed with 20 local clusters provisioning, on a
 # plane of two butler-apiserver replicas. Not part of `make test`; CI runs it after.
-test-faults: build ## the fault battery on a two-replica plane (CI)
-	BUTLER_APISERVER_REPLICAS=2 RESTART_GRACE=90 $(GO) test -vet=off -count=1 -timeout 30m -run '^TestFault' -v ./test/e2e/...
+FAULTS_PLANE := BUTLER_APISERVER_REPLICAS=2 RESTART_GRACE=90
+test-faults: build ## the fault battery on a two-replica plane
+	$(FAULTS_PLANE) $(GO) test -vet=off -count=1 -timeout 30m -run '^TestFault' -v ./test/e2e/...
+
+# test-realnode-faults: CI's stage for both of the above, one go test on one two-replica plane
+# (one plane start and one build instead of two). Go runs faults_test.go's tests before
+# realnode_test.go's: each fault test restarts what it killed, and the last deletes its clusters
+# and checks that nothing of them is left, so the real nodes start on a whole plane.
+test-realnode-faults: build kube-versions ## test-realnode and test-faults on one plane (root; CI)
+	$(realnode-deps)
+	BUTLER_E2E_REALNODE=1 $(FAULTS_PLANE) $(GO) test -vet=off -count=1 -timeout 45m -run '^(TestFault|TestRealNode)' -v ./test/e2e/...
 
 # fuzz: each fuzz target for FUZZTIME (go test -fuzz takes one target at a time); new crashers
 # land in testdata/fuzz of the package. Not part of `make test`; plain `go test` runs the seeds.
