@@ -58,15 +58,18 @@ func APIEndpointPolicies() (*admissionregistrationv1.ValidatingAdmissionPolicy, 
 				ObjectSelector:    &metav1.LabelSelector{},
 				MatchPolicy:       &equivalent,
 				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{
-					rule("", []string{apiServiceName}, "services", "endpoints"),
+					// No resourceNames: a deletecollection reaches admission with an empty name
+					// (each item under the collection's), so the name is the object's, below.
+					rule("", nil, "services", "endpoints"),
 					rule(discoveryv1.GroupName, nil, "endpointslices"),
 				},
 			},
 			// A condition that is false lets the request through unjudged, whatever the others say:
 			// the kube-apiserver's and the platform's writes never meet the authorizer.
 			MatchConditions: []admissionregistrationv1.MatchCondition{
-				{Name: "the-apis-endpoint", Expression: `request.resource.resource != 'endpointslices' || (` +
-					labelled("object") + `) || (` + labelled("oldObject") + `)`},
+				{Name: "the-apis-endpoint", Expression: `request.resource.resource == 'endpointslices' ? (` +
+					labelled("object") + `) || (` + labelled("oldObject") + `) : ` +
+					`(object != null ? object.metadata.name : oldObject.metadata.name) == '` + apiServiceName + `'`},
 				{Name: "not-the-apiserver-or-the-platform", Expression: `request.userInfo.username != '` + APIServerUser + `' && ` +
 					`!(has(request.userInfo.groups) && request.userInfo.groups.exists(g, g == '` + pki.MastersGroup + `' || g == '` + pki.AdminsGroup + `'))`},
 			},
