@@ -351,6 +351,7 @@ func (c *Controller) delete(ctx context.Context, tc *v1alpha1.TenantCluster) err
 	klog.FromContext(ctx).Info("Everything the tenant cluster made is gone; removing the finalizer")
 	c.forgetAccess(string(tc.UID))
 	c.forgetGitOps(string(tc.UID))
+	c.repairsTold.Delete(TenantNamespace(tc))
 	c.objects.forget(TenantNamespace(tc))
 	tc.Finalizers = slices.DeleteFunc(tc.Finalizers, func(f string) bool { return f == Finalizer })
 	_, err = c.butler.ButlerV1alpha1().TenantClusters(tc.Namespace).Update(ctx, tc, metav1.UpdateOptions{})

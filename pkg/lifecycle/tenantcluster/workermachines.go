@@ -99,12 +99,12 @@ func (c *Controller) missingRef(ctx context.Context, ns string, refs ...clusterv
 		if err != nil {
 			return "", err
 		}
-		_, err = c.objects.dyn.Resource(m.Resource).Namespace(ns).Get(ctx, ref.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return fmt.Sprintf("%s %s", ref.Kind, ref.Name), nil
-		}
+		got, err := c.objects.get(ctx, m.GroupVersionKind, ns, ref.Name)
 		if err != nil {
 			return "", err
+		}
+		if got == nil {
+			return fmt.Sprintf("%s %s", ref.Kind, ref.Name), nil
 		}
 	}
 	return "", nil
