@@ -74,10 +74,15 @@ func secretType(value []byte) corev1.SecretType {
 //     and the tenant's own), every ServiceAccount and service-account token Secret. Rights follow
 //     the tenant of now, never a snapshot's: a binding deleted since (a demoted admin's, a
 //     revoked CI account's) is not bound again, a token revoked since is not valid again, not
-//     even until the lifecycle's access step runs on the restored data.
+//     even until the lifecycle's access step runs on the restored data;
+//   - the ValidatingAdmissionPolicy butler-api-endpoint and its binding (by exact key: exact):
+//     operators are bound from the restored data's first start, so a snapshot's older policy, or
+//     none, would let them write the API's endpoint, its ClusterIP or externalIPs until the
+//     access step applies today's again. The tenant's own policies are the snapshot's.
 var fromNow = []struct {
 	prefix string
 	take   func(value []byte) bool
+	exact  bool
 }{
 	{prefix: "minions/"},
 	{prefix: "leases/kube-node-lease/"},
@@ -87,6 +92,8 @@ var fromNow = []struct {
 	{prefix: "clusterrolebindings/"},
 	{prefix: "serviceaccounts/"},
 	{prefix: "secrets/", take: isServiceAccountToken},
+	{prefix: "validatingadmissionpolicies/" + access.APIEndpointPolicy, exact: true},
+	{prefix: "validatingadmissionpolicybindings/" + access.APIEndpointPolicy, exact: true},
 }
 
 // teamClusterRoleBindings is the key prefix of the Team's ClusterRoleBindings.
@@ -95,7 +102,7 @@ const teamClusterRoleBindings = "clusterrolebindings/" + access.Prefix
 // isFromNow says whether an in-place restore takes the record's key from the data it replaces.
 func isFromNow(rec snapshot.Record) bool {
 	for _, p := range fromNow {
-		if strings.HasPrefix(rec.Key, p.prefix) && (p.take == nil || p.take(rec.Value)) {
+		if (rec.Key == p.prefix || !p.exact && strings.HasPrefix(rec.Key, p.prefix)) && (p.take == nil || p.take(rec.Value)) {
 			return true
 		}
 	}

@@ -166,7 +166,7 @@ const setAgain = "to restore it a Team admin sets spec.restoreFrom again (in pla
 
 // restoreData writes the snapshot into store.Fresh: in place, with what fromNow names taken
 // from the data it replaces instead of from the snapshot (the Nodes of the Machines that exist,
-// RBAC, ServiceAccounts and their tokens of now) and the namespaces protected now kept
+// RBAC, ServiceAccounts and their tokens, the API endpoint's policy of now) and the namespaces protected now kept
 // protected (keepProtected); for a new cluster, without what carries the source's identity or
 // its Team's access.
 func restoreData(ctx context.Context, store controlplane.TenantStore, r *snapshot.Reader, inPlace bool) (snapshot.RestoreStats, error) {
@@ -187,7 +187,11 @@ func restoreData(ctx context.Context, store controlplane.TenantStore, r *snapsho
 		return stats, err
 	}
 	for _, p := range fromNow {
-		resp, err := store.Client.Get(ctx, store.Prefix+p.prefix, clientv3.WithPrefix())
+		var opts []clientv3.OpOption
+		if !p.exact {
+			opts = append(opts, clientv3.WithPrefix())
+		}
+		resp, err := store.Client.Get(ctx, store.Prefix+p.prefix, opts...)
 		if err != nil {
 			return stats, err
 		}

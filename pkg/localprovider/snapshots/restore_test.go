@@ -16,6 +16,7 @@ import (
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/etcdtest"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/access"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/controlplane"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/datastore"
 	"github.com/butlerdotdev/butler-apiserver/pkg/snapshot"
@@ -170,4 +171,69 @@ func secretOf(t *testing.T, typ corev1.SecretType, from string) []byte {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
+}
+
+// An in-place restore of a snapshot taken before today's ValidatingAdmissionPolicy
+// butler-api-endpoint (an older policy, one that let operators set spec.externalIPs, or none)
+// would serve the snapshot's until the lifecycle's access step applies it again: operators are
+// bound from the restored data's first start (their bindings are of now), so for that while
+// they would write what today's policy refuses. The policy and its binding are of now, whatever
+// the snapshot holds; a policy of the tenant's own is the snapshot's, as any other data.
+func TestInPlaceRestoreKeepsTodaysAPIEndpointPolicy(t *testing.T) {
+	ctx := context.Background()
+	c := etcdtest.Client(t)
+	const live = "/t/"
+	policy, binding := "validatingadmissionpolicies/"+access.APIEndpointPolicy, "validatingadmissionpolicybindings/"+access.APIEndpointPolicy
+	for k, v := range map[string]string{policy: "policy of now", binding: "binding of now",
+		"validatingadmissionpolicies/tenants-own": "the tenant's own policy of now"} {
+		if _, err := c.Put(ctx, live+k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, snap := range []map[string]string{
+		{policy: "older policy", binding: "older binding", "validatingadmissionpolicies/tenants-own": "the tenant's own policy of the snapshot",
+			"validatingadmissionpolicies/" + access.APIEndpointPolicy + "-x": "a policy named like it, of the snapshot"},
+		{"configmaps/app/cm": "a snapshot taken before the policy"},
+	} {
+		var data bytes.Buffer
+		w, err := snapshot.NewWriter(&data, snapshot.Header{Prefix: live})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range snap {
+			if err := w.Write(snapshot.Record{Key: k, Value: []byte(v)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		r, err := snapshot.NewReader(bytes.NewReader(data.Bytes()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh := datastore.Generation(live, i+1)
+		if _, err := restoreData(ctx, controlplane.TenantStore{Prefix: live, Client: c, Fresh: fresh}, r, true); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := c.Get(ctx, fresh, clientv3.WithPrefix())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, kv := range resp.Kvs {
+			got[string(kv.Key)[len(fresh):]] = string(kv.Value)
+		}
+		if got[policy] != "policy of now" || got[binding] != "binding of now" {
+			t.Errorf("snapshot %d: restored %s = %q, %s = %q; want today's", i, policy, got[policy], binding, got[binding])
+		}
+		for k, v := range snap {
+			if k != policy && k != binding && got[k] != v {
+				t.Errorf("snapshot %d: restored %s = %q, want the snapshot's %q", i, k, got[k], v)
+			}
+		}
+		if _, ok := snap["validatingadmissionpolicies/tenants-own"]; !ok && got["validatingadmissionpolicies/tenants-own"] != "" {
+			t.Errorf("snapshot %d: the tenant's own policy of now is kept: %q", i, got["validatingadmissionpolicies/tenants-own"])
+		}
+	}
 }
