@@ -1,10 +1,12 @@
 package tenantcluster
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"slices"
 	"sort"
 	"strings"
@@ -104,7 +106,11 @@ func (c *Controller) applyAccess(ctx context.Context, s *state) (steps.Result, e
 		}
 	}
 	slices.SortFunc(namespaces, func(a, b access.Namespace) int { return strings.Compare(a.Name, b.Name) })
-	policy, binding := access.APIEndpointPolicies()
+	apiAddress, err := apiClusterIP(s.tc)
+	if err != nil {
+		return steps.Result{}, err
+	}
+	policy, binding := access.APIEndpointPolicies(apiAddress)
 	roles := access.ClusterRoles()
 	crbs, rbs := access.Bindings(members, namespaces)
 	digest := fmt.Sprintf("%x", sha256.Sum256([]byte(fmt.Sprint(policy, binding, roles, crbs, rbs, restoredAt(s.tc)))))
@@ -168,6 +174,17 @@ func (c *Controller) accessWhilePaused(ctx context.Context, tc *v1alpha1.TenantC
 		return worker.RequeueAfter(s.recheckAfter)
 	}
 	return nil
+}
+
+// apiClusterIP is the tenant's API's ClusterIP, which the policy keeps to its kube-apiserver: the
+// first address of the service CIDR (the API's defaulted one when empty, as a provider's is).
+func apiClusterIP(tc *v1alpha1.TenantCluster) (netip.Addr, error) {
+	cidr := cmp.Or(tc.Spec.Networking.ServiceCIDR, v1alpha1.DefaultServiceCIDR)
+	a, err := component.NthAddress(cidr, 1)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("the API's ClusterIP of spec.networking.serviceCIDR: %w", err)
+	}
+	return netip.ParseAddr(a)
 }
 
 // applyAPIEndpointPolicy applies the policy that keeps the tenant's API endpoint to those who

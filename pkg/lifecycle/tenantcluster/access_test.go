@@ -418,3 +418,14 @@ func TestOperatorsLeaveProtectedNamespaces(t *testing.T) {
 		}
 	}
 }
+
+// The policy names the ClusterIP the tenant's kube-apiserver gives default/kubernetes: the
+// first address of the cluster's service CIDR, the API's default when none is set.
+func TestAPIClusterIP(t *testing.T) {
+	for cidr, want := range map[string]string{"": "10.96.0.1", "10.100.0.0/16": "10.100.0.1", "172.20.64.0/18": "172.20.64.1", "fd00:10:96::/108": "fd00:10:96::1"} {
+		tc := &v1alpha1.TenantCluster{Spec: v1alpha1.TenantClusterSpec{Networking: v1alpha1.NetworkingSpec{ServiceCIDR: cidr}}}
+		if got, err := apiClusterIP(tc); err != nil || got.String() != want {
+			t.Errorf("service CIDR %q: %v, %v; want %s", cidr, got, err, want)
+		}
+	}
+}

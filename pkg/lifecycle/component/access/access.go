@@ -51,7 +51,8 @@
 // Operators edit Services in the namespaces they are bound in, default among them, but not the
 // tenant's API endpoint (Service default/kubernetes and the EndpointSlices published for it):
 // APIEndpointPolicies keeps it to the tenant's kube-apiserver, the platform and the tenant's
-// admins, and is applied before the bindings.
+// admins, and is applied before the bindings; it keeps the API's ClusterIP and spec.externalIPs
+// (CVE-2020-8554) from operators' Services in every namespace too.
 //
 // A read-only kubeconfig (tenantclusters/viewerkubeconfig) carries the same names with the suffix
 // ":readonly", which only the view binding names, whatever the member's role.

@@ -1,8 +1,9 @@
 package access
 
 import (
+	"net/netip"
+
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -20,10 +21,23 @@ const APIEndpointPolicy = "butler-api-endpoint"
 // apiServiceName is the API's Service in default, and the name its EndpointSlices are labelled with.
 const apiServiceName = "kubernetes"
 
-// APIEndpointPolicies are the policy and its binding. Writes (create, update, delete) of the
-// Service and Endpoints default/kubernetes, and of EndpointSlices in default labelled
-// kubernetes.io/service-name=kubernetes (before or after the write), are refused with a 403 naming
-// the policy, except:
+// APIEndpointPolicies are the policy and its binding for a tenant whose API's ClusterIP (the
+// first address of its service CIDR) is apiAddress. Refused with a 403 naming the policy:
+//   - writes (create, update, delete) of the Service and Endpoints default/kubernetes, and of
+//     EndpointSlices in default labelled kubernetes.io/service-name=kubernetes (before or after
+//     the write);
+//   - a Service in any namespace whose spec.clusterIP(s) is apiAddress, in any text the
+//     kube-apiserver reads as it (addressForms): once a tenant admin deletes default/kubernetes,
+//     a Service there would keep the kube-apiserver from making it again and take every Pod's
+//     API traffic, tokens included. A dynamic allocation is judged too: validating admission
+//     sees the ClusterIP allocated;
+//   - a Service in any namespace with spec.externalIPs (CVE-2020-8554): kube-proxy sends every
+//     Pod's traffic to those addresses, the API's ClusterIP or any address outside, to the
+//     Service's Pods. Upstream's DenyServiceExternalIPs admission plugin would refuse the tenant's
+//     admins too, and be one more flag each provider's kube-apiserver must carry; the policy
+//     travels with the access step to every provider and leaves the feature to the admins.
+//
+// Except by:
 //   - the tenant's kube-apiserver (system:apiserver), which makes the Service and, where its
 //     endpoint reconciler runs (Steward's tenants), writes its Endpoints and EndpointSlice;
 //   - the platform: system:masters and the admin kubeconfig's group (kubeadm:cluster-admins),
@@ -34,51 +48,59 @@ const apiServiceName = "kubernetes"
 //     platform's break-glass), who could remove it anyway. Holding them would keep nothing out.
 //
 // The rule is about the operator's role: butler:operator may not delete the policy, nor can any
-// service account an operator runs Pods as, unless a tenant admin granted it that.
-func APIEndpointPolicies() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+// service account an operator runs Pods as, unless a tenant admin granted it that. Deleting a
+// Service, or an update that removes its externalIPs, is not judged (outside default/kubernetes).
+func APIEndpointPolicies(apiAddress netip.Addr) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
 	fail, equivalent := admissionregistrationv1.Fail, admissionregistrationv1.Equivalent
 	forbidden := metav1.StatusReasonForbidden
 	write := []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete}
-	rule := func(group string, names []string, resources ...string) admissionregistrationv1.NamedRuleWithOperations {
-		return admissionregistrationv1.NamedRuleWithOperations{ResourceNames: names, RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+	rule := func(group string, resources ...string) admissionregistrationv1.NamedRuleWithOperations {
+		return admissionregistrationv1.NamedRuleWithOperations{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
 			Operations: write,
 			Rule:       admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{"*"}, Resources: resources},
 		}}
 	}
-	labelled := func(o string) string {
-		return o + ` != null && has(` + o + `.metadata.labels) && '` + discoveryv1.LabelServiceName + `' in ` + o + `.metadata.labels && ` +
-			o + `.metadata.labels['` + discoveryv1.LabelServiceName + `'] == '` + apiServiceName + `'`
-	}
+	endpoint, address, externalIPs := apiEndpointExpr(), apiAddressExpr(apiAddress), `request.resource.resource == 'services' && object != null && `+
+		`has(object.spec.externalIPs) && size(object.spec.externalIPs) > 0`
+	mayDelete := `authorizer.group('admissionregistration.k8s.io').resource('validatingadmissionpolicies').name('` +
+		APIEndpointPolicy + `').check('delete').allowed()`
+	admins := " is written only by its kube-apiserver, the platform and the tenant's admins"
 	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
 		ObjectMeta: meta(APIEndpointPolicy, ""),
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy: &fail,
 			MatchConstraints: &admissionregistrationv1.MatchResources{
-				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: metav1.NamespaceDefault}},
+				NamespaceSelector: &metav1.LabelSelector{},
 				ObjectSelector:    &metav1.LabelSelector{},
 				MatchPolicy:       &equivalent,
 				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{
 					// No resourceNames: a deletecollection reaches admission with an empty name
 					// (each item under the collection's), so the name is the object's, below.
-					rule("", nil, "services", "endpoints"),
-					rule(discoveryv1.GroupName, nil, "endpointslices"),
+					rule("", "services", "endpoints"),
+					rule(discoveryv1.GroupName, "endpointslices"),
 				},
 			},
 			// A condition that is false lets the request through unjudged, whatever the others say:
 			// the kube-apiserver's and the platform's writes never meet the authorizer.
 			MatchConditions: []admissionregistrationv1.MatchCondition{
-				{Name: "the-apis-endpoint", Expression: `request.resource.resource == 'endpointslices' ? (` +
-					labelled("object") + `) || (` + labelled("oldObject") + `) : ` +
-					`(object != null ? object.metadata.name : oldObject.metadata.name) == '` + apiServiceName + `'`},
+				{Name: "the-apis-endpoint-or-address-or-external-ips", Expression: `(` + endpoint + `) || (` + address + `) || (` + externalIPs + `)`},
 				{Name: "not-the-apiserver-or-the-platform", Expression: `request.userInfo.username != '` + APIServerUser + `' && ` +
 					`!(has(request.userInfo.groups) && request.userInfo.groups.exists(g, g == '` + pki.MastersGroup + `' || g == '` + pki.AdminsGroup + `'))`},
 			},
 			Validations: []admissionregistrationv1.Validation{{
-				Expression: `authorizer.group('admissionregistration.k8s.io').resource('validatingadmissionpolicies').name('` +
-					APIEndpointPolicy + `').check('delete').allowed()`,
-				Reason: &forbidden,
+				Expression: `!(` + endpoint + `) || ` + mayDelete,
+				Reason:     &forbidden,
 				Message: "the tenant's API endpoint (Service and Endpoints default/kubernetes, EndpointSlices labelled " +
-					discoveryv1.LabelServiceName + "=" + apiServiceName + ") is written only by its kube-apiserver, the platform and the tenant's admins",
+					discoveryv1.LabelServiceName + "=" + apiServiceName + ")" + admins,
+			}, {
+				Expression: `!(` + address + `) || ` + mayDelete,
+				Reason:     &forbidden,
+				Message:    "the tenant's API's ClusterIP " + apiAddress.String() + " (the Service default/kubernetes's)" + admins,
+			}, {
+				Expression: `!(` + externalIPs + `) || ` + mayDelete,
+				Reason:     &forbidden,
+				Message: "spec.externalIPs is set only by the platform and the tenant's admins: kube-proxy would send every Pod's traffic " +
+					"to those addresses to this Service (CVE-2020-8554)",
 			}},
 		},
 	}
@@ -90,6 +112,26 @@ func APIEndpointPolicies() (*admissionregistrationv1.ValidatingAdmissionPolicy, 
 		},
 	}
 	return policy, binding
+}
+
+// apiEndpointExpr is CEL that is true for a write of the API's endpoint: the Service or Endpoints
+// default/kubernetes, or an EndpointSlice in default labelled as its own before or after.
+func apiEndpointExpr() string {
+	labelled := func(o string) string {
+		return o + ` != null && has(` + o + `.metadata.labels) && '` + discoveryv1.LabelServiceName + `' in ` + o + `.metadata.labels && ` +
+			o + `.metadata.labels['` + discoveryv1.LabelServiceName + `'] == '` + apiServiceName + `'`
+	}
+	return `request.namespace == '` + metav1.NamespaceDefault + `' && (request.resource.resource == 'endpointslices' ? (` +
+		labelled("object") + `) || (` + labelled("oldObject") + `) : ` +
+		`(object != null ? object.metadata.name : oldObject.metadata.name) == '` + apiServiceName + `')`
+}
+
+// apiAddressExpr is CEL that is true for a Service written with apiAddress as a ClusterIP.
+func apiAddressExpr(apiAddress netip.Addr) string {
+	forms := addressForms(apiAddress)
+	return `request.resource.resource == 'services' && object != null && (` +
+		`has(object.spec.clusterIPs) && object.spec.clusterIPs.exists(ip, ip.matches('` + forms + `')) || ` +
+		`has(object.spec.clusterIP) && object.spec.clusterIP.matches('` + forms + `'))`
 }
 
 // APIServerUser is who a kube-apiserver's own requests are from (its loopback client).

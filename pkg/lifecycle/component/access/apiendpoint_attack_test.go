@@ -3,11 +3,15 @@ package access
 import (
 	"context"
 	"errors"
+	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
@@ -15,6 +19,8 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/pki"
 )
 
 // policyPlugin is the policy as an admission.ValidationInterface, so that requests reach it the
@@ -23,7 +29,7 @@ type policyPlugin struct{ t *testing.T }
 
 func (policyPlugin) Handles(admission.Operation) bool { return true }
 func (p policyPlugin) Validate(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
-	policy, binding := APIEndpointPolicies()
+	policy, binding := attackPolicies()
 	none := authorizer.AuthorizerFunc(func(context.Context, authorizer.Attributes) (authorizer.Decision, string, error) {
 		return authorizer.DecisionNoOpinion, "", nil
 	})
@@ -55,4 +61,140 @@ func TestAttackAPIEndpointDeleteCollection(t *testing.T) {
 			t.Errorf("%s: the operator deleted the Service default/kubernetes", c.name)
 		}
 	}
+}
+
+// attackPolicies is the policy of a tenant whose service CIDR is 10.96.0.0/12 (the API's ClusterIP
+// is apiClusterIP).
+func attackPolicies() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+	return APIEndpointPolicies(netip.MustParseAddr(apiClusterIP))
+}
+
+const apiClusterIP = "10.96.0.1"
+
+// serviceCase is a Service write and whether the policy must refuse it.
+type serviceCase struct {
+	name     string
+	op       admission.Operation
+	obj, old *corev1.Service
+	who      user.Info
+	refused  bool
+	says     string // in the refusal's message
+}
+
+// judgeServices runs each case through the policy as the kube-apiserver evaluates it; a tenant
+// admin (butler:alice) may delete the policy.
+func judgeServices(t *testing.T, cases []serviceCase) {
+	t.Helper()
+	policy, binding := attackPolicies()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			authz := authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+				if a.GetUser().GetName() == "butler:alice" && a.GetVerb() == "delete" && a.GetResource() == "validatingadmissionpolicies" && a.GetName() == APIEndpointPolicy {
+					return authorizer.DecisionAllow, "", nil
+				}
+				return authorizer.DecisionNoOpinion, "", nil
+			})
+			var obj, old runtime.Object
+			if c.obj != nil {
+				obj = c.obj
+			}
+			if c.old != nil {
+				old = c.old
+			}
+			decisions := evaluate(t, policy, binding, attributes(t, c.op, obj, old, c.who), authz)
+			refused := slices.ContainsFunc(decisions, func(d validating.PolicyDecision) bool { return d.Action == validating.ActionDeny })
+			if refused != c.refused {
+				t.Fatalf("refused %v, want %v: %+v", refused, c.refused, decisions)
+			}
+			if d := firstDenial(decisions); refused && (d.Reason != metav1.StatusReasonForbidden || !strings.Contains(d.Message, c.says)) {
+				t.Errorf("want a 403 (Forbidden) saying %q, got %+v", c.says, d)
+			}
+		})
+	}
+}
+
+// firstDenial is the first of the decisions that refuses (one per failed validation).
+func firstDenial(decisions []validating.PolicyDecision) validating.PolicyDecision {
+	i := slices.IndexFunc(decisions, func(d validating.PolicyDecision) bool { return d.Action == validating.ActionDeny })
+	if i < 0 {
+		return validating.PolicyDecision{}
+	}
+	return decisions[i]
+}
+
+// svc is a Service ns/name of type typ with those cluster IPs and external IPs.
+func svc(ns, name string, typ corev1.ServiceType, clusterIPs, externalIPs []string) *corev1.Service {
+	s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.ServiceSpec{Type: typ, ClusterIPs: clusterIPs, ExternalIPs: externalIPs, Selector: map[string]string{"app": "thief"},
+			Ports: []corev1.ServicePort{{Port: 443}}}}
+	if len(clusterIPs) > 0 {
+		s.Spec.ClusterIP = clusterIPs[0]
+	}
+	return s
+}
+
+// Once a tenant admin has deleted default/kubernetes (the tenant's kube-apiserver makes it again
+// within seconds), a Team operator (edit on Services in default and his own namespaces) makes a
+// Service at the API's ClusterIP, the first address of the service CIDR: the kube-apiserver can
+// then not make kubernetes again (the address is taken), and every Pod that dials
+// kubernetes.default reaches the operator's Pods with its service-account token. Whatever the
+// text: the kube-apiserver reads a ClusterIP with netutils.ParseIPSloppy (leading zeros, an
+// IPv4-mapped IPv6 form), and allocates by the address read. And a dynamic allocation that
+// hands him the address is refused as well: validating admission sees the allocated ClusterIP.
+func TestAttackAPIClusterIP(t *testing.T) {
+	operator := &user.DefaultInfo{Name: "butler:otto", Groups: []string{GroupPrefix + "ops", user.AllAuthenticated}}
+	apiServer := &user.DefaultInfo{Name: APIServerUser, Groups: []string{pki.MastersGroup, user.AllAuthenticated}}
+	platform := &user.DefaultInfo{Name: pki.AdminUser, Groups: []string{pki.AdminsGroup, user.AllAuthenticated}}
+	admin := &user.DefaultInfo{Name: "butler:alice", Groups: []string{GroupPrefix + "admins", user.AllAuthenticated}}
+	const says = "10.96.0.1"
+	ip := func(ips ...string) []string { return ips }
+	externalName := svc("team", "web", corev1.ServiceTypeExternalName, nil, nil)
+	judgeServices(t, []serviceCase{
+		{"operator makes a Service at the API's ClusterIP in default", admission.Create, svc("default", "api", corev1.ServiceTypeClusterIP, ip(apiClusterIP), nil), nil, operator, true, says},
+		{"in a namespace of his own", admission.Create, svc("team", "api", corev1.ServiceTypeClusterIP, ip(apiClusterIP), nil), nil, operator, true, says},
+		{"a NodePort Service", admission.Create, svc("team", "api", corev1.ServiceTypeNodePort, ip(apiClusterIP), nil), nil, operator, true, says},
+		{"a LoadBalancer Service", admission.Create, svc("team", "api", corev1.ServiceTypeLoadBalancer, ip(apiClusterIP), nil), nil, operator, true, says},
+		{"written with leading zeros", admission.Create, svc("team", "api", corev1.ServiceTypeClusterIP, ip("010.096.000.001"), nil), nil, operator, true, says},
+		{"written as IPv4-mapped IPv6", admission.Create, svc("team", "api", corev1.ServiceTypeClusterIP, ip("::FFFF:10.96.0.1"), nil), nil, operator, true, says},
+		{"written as IPv4-mapped IPv6 in hex", admission.Create, svc("team", "api", corev1.ServiceTypeClusterIP, ip("0:0::ffff:a60:1"), nil), nil, operator, true, says},
+		{"an ExternalName Service turned ClusterIP at the API's address", admission.Update, svc("team", "web", corev1.ServiceTypeClusterIP, ip(apiClusterIP), nil), externalName, operator, true, says},
+		{"kubernetes again, as the operator", admission.Create, svc("default", "kubernetes", corev1.ServiceTypeClusterIP, ip(apiClusterIP), nil), nil, operator, true, "default/kubernetes"},
+
+		{"operator makes a Service at another address", admission.Create, svc("team", "web", corev1.ServiceTypeClusterIP, ip("10.96.0.11"), nil), nil, operator, false, ""},
+		{"at an address that ends as the API's", admission.Create, svc("team", "web", corev1.ServiceTypeClusterIP, ip("10.96.0.101"), nil), nil, operator, false, ""},
+		{"a headless Service", admission.Create, svc("team", "web", corev1.ServiceTypeClusterIP, ip("None"), nil), nil, operator, false, ""},
+		{"the kube-apiserver makes kubernetes", admission.Create, svc("default", "kubernetes", corev1.ServiceTypeClusterIP, ip(apiClusterIP), nil), nil, apiServer, false, ""},
+		{"the platform makes a Service there", admission.Create, svc("kube-system", "x", corev1.ServiceTypeClusterIP, ip(apiClusterIP), nil), nil, platform, false, ""},
+		{"a tenant admin does", admission.Create, svc("team", "x", corev1.ServiceTypeClusterIP, ip(apiClusterIP), nil), nil, admin, false, ""},
+	})
+}
+
+// A Team operator sets spec.externalIPs on a Service of his (CVE-2020-8554): kube-proxy sends
+// every Pod's traffic to those addresses, the API's ClusterIP or any address outside, to his
+// Pods, a protected namespace's traffic too. By create, by an update that adds them, on any
+// type. Removing them, or deleting such a Service, is let through; a tenant admin and the
+// platform set them.
+func TestAttackServiceExternalIPsOfAnOperator(t *testing.T) {
+	operator := &user.DefaultInfo{Name: "butler:otto", Groups: []string{GroupPrefix + "ops", user.AllAuthenticated}}
+	platform := &user.DefaultInfo{Name: pki.AdminUser, Groups: []string{pki.AdminsGroup, user.AllAuthenticated}}
+	admin := &user.DefaultInfo{Name: "butler:alice", Groups: []string{GroupPrefix + "admins", user.AllAuthenticated}}
+	const says = "spec.externalIPs"
+	ip := func(ips ...string) []string { return ips }
+	plain := svc("team", "web", corev1.ServiceTypeClusterIP, ip("10.96.0.20"), nil)
+	outside := svc("team", "web", corev1.ServiceTypeClusterIP, ip("10.96.0.20"), ip("203.0.113.9"))
+	judgeServices(t, []serviceCase{
+		{"operator's Service with the API's ClusterIP as external IP", admission.Create, svc("team", "web", corev1.ServiceTypeClusterIP, ip("10.96.0.20"), ip(apiClusterIP)), nil, operator, true, says},
+		{"with an address outside", admission.Create, outside, nil, operator, true, says},
+		{"in default", admission.Create, svc("default", "web", corev1.ServiceTypeClusterIP, ip("10.96.0.20"), ip("203.0.113.9")), nil, operator, true, says},
+		{"a NodePort Service", admission.Create, svc("team", "web", corev1.ServiceTypeNodePort, ip("10.96.0.20"), ip("203.0.113.9")), nil, operator, true, says},
+		{"a LoadBalancer Service", admission.Create, svc("team", "web", corev1.ServiceTypeLoadBalancer, ip("10.96.0.20"), ip("203.0.113.9")), nil, operator, true, says},
+		{"an update that adds them", admission.Update, outside, plain, operator, true, says},
+		{"an update of a Service that has them (a new selector)", admission.Update, outside, svc("team", "web", corev1.ServiceTypeClusterIP, ip("10.96.0.20"), ip("203.0.113.9")), operator, true, says},
+
+		{"an update that removes them", admission.Update, plain, outside, operator, false, ""},
+		{"a delete of such a Service", admission.Delete, nil, outside, operator, false, ""},
+		{"a Service without", admission.Create, plain, nil, operator, false, ""},
+		{"a tenant admin sets them", admission.Create, outside, nil, admin, false, ""},
+		{"the platform sets them", admission.Create, outside, nil, platform, false, ""},
+	})
 }
