@@ -49,7 +49,8 @@ const apiServiceName = "kubernetes"
 //
 // The rule is about the operator's role: butler:operator may not delete the policy, nor can any
 // service account an operator runs Pods as, unless a tenant admin granted it that. Deleting a
-// Service, or an update that removes its externalIPs, is not judged (outside default/kubernetes).
+// Service, an update that removes its externalIPs, or one that leaves the spec of a Service with
+// externalIPs as it was, is not judged (outside default/kubernetes).
 func APIEndpointPolicies(apiAddress netip.Addr) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
 	fail, equivalent := admissionregistrationv1.Fail, admissionregistrationv1.Equivalent
 	forbidden := metav1.StatusReasonForbidden
@@ -60,8 +61,7 @@ func APIEndpointPolicies(apiAddress netip.Addr) (*admissionregistrationv1.Valida
 			Rule:       admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{"*"}, Resources: resources},
 		}}
 	}
-	endpoint, address, externalIPs := apiEndpointExpr(), apiAddressExpr(apiAddress), `request.resource.resource == 'services' && object != null && `+
-		`has(object.spec.externalIPs) && size(object.spec.externalIPs) > 0`
+	endpoint, address, externalIPs := apiEndpointExpr(), apiAddressExpr(apiAddress), externalIPsExpr()
 	mayDelete := `authorizer.group('admissionregistration.k8s.io').resource('validatingadmissionpolicies').name('` +
 		APIEndpointPolicy + `').check('delete').allowed()`
 	admins := " is written only by its kube-apiserver, the platform and the tenant's admins"
@@ -124,6 +124,14 @@ func apiEndpointExpr() string {
 	return `request.namespace == '` + metav1.NamespaceDefault + `' && (request.resource.resource == 'endpointslices' ? (` +
 		labelled("object") + `) || (` + labelled("oldObject") + `) : ` +
 		`(object != null ? object.metadata.name : oldObject.metadata.name) == '` + apiServiceName + `')`
+}
+
+// externalIPsExpr is CEL that is true for a Service written with spec.externalIPs, unless the
+// write leaves its spec as it was: a controller's finalizer or owner reference (a cloud's service
+// controller, the garbage collector) on a tenant admin's Service routes no traffic.
+func externalIPsExpr() string {
+	return `request.resource.resource == 'services' && object != null && has(object.spec.externalIPs) && ` +
+		`size(object.spec.externalIPs) > 0 && (oldObject == null || object.spec != oldObject.spec)`
 }
 
 // apiAddressExpr is CEL that is true for a Service written with apiAddress as a ClusterIP.

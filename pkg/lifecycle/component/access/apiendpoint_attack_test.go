@@ -182,6 +182,10 @@ func TestAttackServiceExternalIPsOfAnOperator(t *testing.T) {
 	ip := func(ips ...string) []string { return ips }
 	plain := svc("team", "web", corev1.ServiceTypeClusterIP, ip("10.96.0.20"), nil)
 	outside := svc("team", "web", corev1.ServiceTypeClusterIP, ip("10.96.0.20"), ip("203.0.113.9"))
+	adminsOwn := outside.DeepCopy()
+	adminsOwn.Spec.Selector = map[string]string{"app": "admins-own"}
+	finalized := outside.DeepCopy()
+	finalized.Finalizers = []string{"service.kubernetes.io/load-balancer-cleanup"}
 	judgeServices(t, []serviceCase{
 		{"operator's Service with the API's ClusterIP as external IP", admission.Create, svc("team", "web", corev1.ServiceTypeClusterIP, ip("10.96.0.20"), ip(apiClusterIP)), nil, operator, true, says},
 		{"with an address outside", admission.Create, outside, nil, operator, true, says},
@@ -189,9 +193,11 @@ func TestAttackServiceExternalIPsOfAnOperator(t *testing.T) {
 		{"a NodePort Service", admission.Create, svc("team", "web", corev1.ServiceTypeNodePort, ip("10.96.0.20"), ip("203.0.113.9")), nil, operator, true, says},
 		{"a LoadBalancer Service", admission.Create, svc("team", "web", corev1.ServiceTypeLoadBalancer, ip("10.96.0.20"), ip("203.0.113.9")), nil, operator, true, says},
 		{"an update that adds them", admission.Update, outside, plain, operator, true, says},
-		{"an update of a Service that has them (a new selector)", admission.Update, outside, svc("team", "web", corev1.ServiceTypeClusterIP, ip("10.96.0.20"), ip("203.0.113.9")), operator, true, says},
+		{"an update of a tenant admin's Service that has them (his Pods selected)", admission.Update, outside, adminsOwn, operator, true, says},
 
 		{"an update that removes them", admission.Update, plain, outside, operator, false, ""},
+		{"a controller's finalizer on a Service that has them", admission.Update, finalized, outside,
+			&user.DefaultInfo{Name: "system:serviceaccount:kube-system:service-controller", Groups: []string{"system:serviceaccounts"}}, false, ""},
 		{"a delete of such a Service", admission.Delete, nil, outside, operator, false, ""},
 		{"a Service without", admission.Create, plain, nil, operator, false, ""},
 		{"a tenant admin sets them", admission.Create, outside, nil, admin, false, ""},
