@@ -25,10 +25,12 @@ type Plane struct {
 	// Ports are the ports the plane chose (LOCAL_DIR/plane.env).
 	Ports map[string]int
 
-	cmd  *exec.Cmd
-	out  *buffer
-	done chan struct{} // closed when local-up.sh has exited, err then its exit error
-	err  error
+	cmd *exec.Cmd
+	out *buffer
+	// outFile, when set, holds the output instead of out (see StartMake).
+	outFile string
+	done    chan struct{} // closed when local-up.sh has exited, err then its exit error
+	err     error
 }
 
 // Start runs hack/local-up.sh with LOCAL_DIR=dir and the extra environment, and waits until it
@@ -41,10 +43,56 @@ func Start(root, dir string, timeout time.Duration, env ...string) (*Plane, erro
 // StartScript is Start with another local-up script (a baseline: an earlier revision's, placed
 // in root/hack so that it finds the same binaries).
 func StartScript(script, root, dir string, timeout time.Duration, env ...string) (*Plane, error) {
-	p := &Plane{Root: root, Dir: dir, Kubeconfig: filepath.Join(dir, "admin.kubeconfig"), out: &buffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(script)
-	p.cmd.Env = append(append(os.Environ(), "LOCAL_DIR="+dir), env...)
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	cmd := exec.Command(script)
+	cmd.Env = append(append(os.Environ(), "LOCAL_DIR="+dir), env...)
+	return start(cmd, root, dir, timeout)
+}
+
+// StartMake runs the plane as a user does, `make run LOCAL_DIR=dir`, with the binaries make has
+// already built (-o build: the target running the tests built them), under timeout(1) when
+// underTimeout (as CI runs a command: timeout puts itself and make in a process group of their
+// own and, when it is signalled, passes the signal to make and then to that group). Stop then
+// signals timeout, else make alone (as a supervisor that knows only its child's pid does).
+func StartMake(root, dir string, timeout time.Duration, underTimeout bool) (*Plane, error) {
+	args := []string{"make", "-C", root, "-o", "build", "run", "LOCAL_DIR=" + dir}
+	if underTimeout {
+		args = append([]string{"timeout", "1h"}, args...)
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	// As from a user's shell: not as a sub-make of the make running the tests.
+	for _, kv := range os.Environ() {
+		if name, _, _ := strings.Cut(kv, "="); name != "MAKEFLAGS" && name != "MFLAGS" && name != "MAKELEVEL" {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Output to a file, not a pipe: Wait then returns when make has exited, not when the last
+	// holder of a pipe (local-up.sh, if make left it running) has.
+	outFile := filepath.Join(dir, "make-run.out")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.Create(outFile)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	cmd.Stdout, cmd.Stderr = f, f
+	p, err := start(cmd, root, dir, timeout)
+	if p != nil {
+		p.outFile = outFile
+	}
+	return p, err
+}
+
+// Group is the process group Stop signals through (timeout's or make's, see StartMake).
+func (p *Plane) Group() int { return p.cmd.Process.Pid }
+
+func start(cmd *exec.Cmd, root, dir string, timeout time.Duration) (*Plane, error) {
+	p := &Plane{Root: root, Dir: dir, Kubeconfig: filepath.Join(dir, "admin.kubeconfig"), out: &buffer{}, done: make(chan struct{}), cmd: cmd}
+	if p.cmd.Stdout == nil {
+		p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	}
 	if err := p.cmd.Start(); err != nil {
 		return nil, err
 	}
@@ -75,7 +123,13 @@ func StartScript(script, root, dir string, timeout time.Duration, env ...string)
 }
 
 // Output is what local-up.sh printed so far.
-func (p *Plane) Output() string { return p.out.String() }
+func (p *Plane) Output() string {
+	if p.outFile != "" {
+		out, _ := os.ReadFile(p.outFile)
+		return string(out)
+	}
+	return p.out.String()
+}
 
 // Stop sends SIGTERM to local-up.sh, which stops the processes in order, and waits for it; after
 // 90 s it is killed. It returns local-up's exit error: nil for a stop on SIGTERM, the error of
@@ -89,10 +143,14 @@ func (p *Plane) Stop() error {
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.done:
-		// local-up.sh stops everything, then exits with 128+SIGTERM.
+		// local-up.sh stops everything, then exits with 128+SIGTERM (make and timeout, which
+		// pass that on, may instead end by SIGTERM themselves).
 		var exit *exec.ExitError
-		if errors.As(p.err, &exit) && exit.ExitCode() == 128+int(syscall.SIGTERM) {
-			return nil
+		if errors.As(p.err, &exit) {
+			ws, _ := exit.Sys().(syscall.WaitStatus)
+			if exit.ExitCode() == 128+int(syscall.SIGTERM) || ws.Signaled() && ws.Signal() == syscall.SIGTERM {
+				return nil
+			}
 		}
 		return p.err
 	case <-time.After(90 * time.Second):
@@ -142,6 +200,28 @@ func isZombie(pid int) bool {
 	}
 	i := bytes.LastIndexByte(stat, ')')
 	return i >= 0 && i+2 < len(stat) && (stat[i+2] == 'Z' || stat[i+2] == 'X')
+}
+
+// InGroup are the running processes of process group pgid.
+func InGroup(pgid int) []Process {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var in []Process
+	for _, f := range stats {
+		stat, err := os.ReadFile(f)
+		i := bytes.LastIndexByte(stat, ')')
+		if err != nil || i < 0 {
+			continue
+		}
+		// After the command's name: state, ppid, pgrp.
+		fields := strings.Fields(string(stat[i+1:]))
+		if len(fields) < 3 || fields[0] == "Z" || fields[0] == "X" || fields[2] != strconv.Itoa(pgid) {
+			continue
+		}
+		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(f)))
+		cmdline, _ := os.ReadFile(filepath.Join(filepath.Dir(f), "cmdline"))
+		in = append(in, Process{PID: pid, Cmdline: strings.TrimSpace(strings.ReplaceAll(string(cmdline), "\x00", " "))})
+	}
+	return in
 }
 
 // Kill kills the processes with SIGKILL.
