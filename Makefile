@@ -79,8 +79,10 @@ verify-images: ## two image builds of this commit give the same digests (CI)
 
 # run: etcd, kube-apiserver, kube-controller-manager and butler-apiserver behind an APIService;
 # the management cluster's admin kubeconfig is $(LOCAL_DIR)/admin.kubeconfig
+# exec: local-up.sh is then make's own child, the one make passes a SIGTERM to (and waits for),
+# not a shell that dies of it and leaves the plane running.
 run: build ## the local management plane; admin kubeconfig in _output/local/admin.kubeconfig
-	LOCAL_DIR=$(LOCAL_DIR) hack/local-up.sh
+	exec env LOCAL_DIR=$(LOCAL_DIR) hack/local-up.sh
 
 # run-standalone: butler-apiserver alone on embedded etcd in $(DATA_DIR), admin kubeconfig at $(DATA_DIR)/admin.kubeconfig
 run-standalone: build-butler ## butler-apiserver alone on embedded etcd in DATA_DIR

@@ -200,9 +200,11 @@ cleanup() {
   local rc=$?
   [[ -n "${stopping}" ]] && return 0
   stopping=1
-  # Whatever fails here, the rest is still stopped.
+  # Whatever fails here, the rest is still stopped. A second signal must not cut the stop short
+  # (timeout signals make and its group, make passes it on: two SIGTERMs): only this stop reaches
+  # the processes, each in its own session.
   set +e
-  trap - INT TERM
+  trap '' INT TERM
   rm -f "${ADMIN_KUBECONFIG}" "${BOOT_KUBECONFIG}" "${LOCAL_DIR}/plane.env"
   log "stopping"
   # kube-apiserver before etcd: with etcd gone first it hangs on shutdown. The local provider
@@ -222,8 +224,8 @@ cleanup() {
   exit "${rc}"
 }
 trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+trap 'trap "" INT TERM; exit 130' INT
+trap 'trap "" INT TERM; exit 143' TERM
 
 # owns_port PID PORT: PID listens on PORT (one of its file descriptors is that listening socket),
 # so an answer on PORT comes from it and not from another process that holds the port.
