@@ -358,7 +358,7 @@ One-node cluster is up (state and logs in ${CLUSTER_DIR}):
 
   export KUBECONFIG=${ADMIN_KUBECONFIG}
   helm install butler charts/butler-apiserver -n butler-system --create-namespace \\
-    --set etcd.mode=embedded --set replicas=1 --set-string image.tag=$(cd "${ROOT}" && git describe --tags --always --dirty) --set image.pullPolicy=Never
+    --set-string image.tag=$(cd "${ROOT}" && git describe --tags --always --dirty) --set image.pullPolicy=Never
 
 Ctrl-C stops everything and cleans up.
 BANNER

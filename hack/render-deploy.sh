@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Renders artifacts/deploy from the chart (charts/butler-apiserver), the one source of truth:
 # one file per template, for the platform admin who applies manifests without Helm and for
-# hack/local-up.sh (namespace, RBAC, team ClusterRoles, APIService). The values are the plain
-# install's: namespace butler-system, an external etcd at butler-etcd.butler-system.svc with its
-# client TLS Secret, the serving certificate from cert-manager (no generated key in git).
+# hack/local-up.sh (namespace, RBAC, team ClusterRoles, APIService). The values are a production
+# install's (values-production.yaml): namespace butler-system, an external etcd at
+# butler-etcd.butler-system.svc with its client TLS Secret butler-etcd-client, two replicas, the
+# serving certificate from cert-manager (no generated key in git).
 #   --verify   fail if artifacts/deploy differs from a fresh rendering (make verify)
 set -euo pipefail
 
@@ -13,10 +14,9 @@ scratch="$(mktemp -d)"
 trap 'rm -rf "${scratch}"' EXIT
 
 "${ROOT}/hack/helm.sh" template butler-apiserver "${ROOT}/charts/butler-apiserver" --namespace butler-system \
+  -f "${ROOT}/charts/butler-apiserver/values-production.yaml" \
   --set createNamespace=true \
-  --set certManager.enabled=true \
   --set 'etcd.external.endpoints={https://butler-etcd.butler-system.svc:2379}' \
-  --set etcd.external.clientSecretName=butler-etcd-client \
   >"${scratch}/all.yaml"
 
 # helm template starts each document with "---" and "# Source: <chart>/templates/<file>".

@@ -192,7 +192,7 @@ wait_until "the Cluster API manager" 120 curl -sf "http://127.0.0.1:${CAPI_HEALT
 t2=${SECONDS}
 helm install butler "${ROOT}/charts/butler-apiserver" -n butler-system --create-namespace \
   --set-string image.tag="${tag}" --set image.pullPolicy=Never \
-  --set "etcd.external.endpoints={${ETCD_URL}}" >/dev/null
+  --set etcd.mode=external --set replicas=2 --set "etcd.external.endpoints={${ETCD_URL}}" >/dev/null
 kc wait apiservice/v1alpha1.butler.butlerlabs.dev --for=condition=Available --timeout=5m >/dev/null \
   || { kc -n butler-system get pods -o wide >&2; kc -n butler-system logs deploy/butler-apiserver --tail 30 >&2 || true; die "the APIService is not Available"; }
 measure "helm install -> APIService Available in $((SECONDS - t2)) s"

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Checks the chart with the real helm CLI, no cluster: every flag it passes is butler-apiserver's,
-# `helm lint --strict` and `helm template` for each way to install it (external etcd with generated certificates or cert-manager, the
-# embedded etcd), that wrong values fail with the schema's message, and that artifacts/deploy
-# is the chart's rendering. The rendered manifests are checked against a real kube-apiserver's
-# OpenAPI by test/e2e (TestChartManifestsValidOnKubeAPIServer).
+# `helm lint --strict` and `helm template` for each way to install it (no values: the trial's
+# embedded etcd in one Pod; values-production.yaml; external etcd with generated certificates or
+# cert-manager), that wrong values fail with the schema's message, and that artifacts/deploy
+# is the chart's rendering (of values-production.yaml). The rendered manifests are checked
+# against a real kube-apiserver's OpenAPI by test/e2e (TestChartManifestsValidOnKubeAPIServer).
 set -euo pipefail
 # This module is built as the Makefile builds it (static, -trimpath): one compile of each package
 # serves the tests, the binaries and the image.
@@ -12,7 +13,8 @@ export CGO_ENABLED=0 GOFLAGS=-trimpath
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CHART="${ROOT}/charts/butler-apiserver"
 helm() { "${ROOT}/hack/helm.sh" "$@"; }
-external=(--set 'etcd.external.endpoints={https://etcd.example:2379}')
+external=(--set etcd.mode=external --set 'etcd.external.endpoints={https://etcd.example:2379}')
+production=(-f "${CHART}/values-production.yaml" --set 'etcd.external.endpoints={https://etcd.example:2379}')
 
 ok() {
   local what=$1; shift
@@ -44,12 +46,18 @@ flags_known() {
   done
 }
 flags_known "${external[@]}" --set etcd.external.clientSecretName=etcd-client
-flags_known --set etcd.mode=embedded --set replicas=1
+flags_known
 
+# No values at all is the trial: one Pod, its embedded etcd, no etcd flag.
+ok "no values"
+trial=$(helm template butler-apiserver "${CHART}" --namespace butler-system)
+if ! grep -q '^  replicas: 1$' <<<"${trial}" || ! grep -q -- '- --data-dir=' <<<"${trial}" || grep -q -- '--etcd-servers' <<<"${trial}"; then
+  echo "verify-chart: no values did not render one replica on the embedded etcd" >&2; exit 1
+fi
+ok "values-production.yaml" "${production[@]}"
 ok "external etcd, generated certificates" "${external[@]}"
 ok "external etcd with client TLS, cert-manager" "${external[@]}" --set etcd.external.clientSecretName=etcd-client \
   --set certManager.enabled=true --set certManager.issuerRef.name=ca --set certManager.issuerRef.kind=ClusterIssuer
-ok "embedded etcd, one replica" --set etcd.mode=embedded --set replicas=1
 
 # A short commit can be all digits: --set-string keeps it a tag (leading zero too), --set makes it
 # a number, which the schema refuses by name rather than rendering a wrong image.
@@ -60,7 +68,8 @@ image=$(helm template butler-apiserver "${CHART}" --namespace butler-system "${e
 fails "an all-digit tag passed with --set" "at '/image/tag': got number, want string" "${external[@]}" --set image.tag=3299462
 fails 'replicas: "two"' "at '/replicas': got string, want integer" "${external[@]}" --set-json 'replicas="two"'
 fails "embedded etcd, two replicas" "at '/replicas': maximum: got 2, want 1" --set etcd.mode=embedded --set replicas=2
-fails "external etcd without endpoints" "at '/etcd/external/endpoints': minItems" 
+fails "external etcd without endpoints" "at '/etcd/external/endpoints': minItems" --set etcd.mode=external
+fails "values-production.yaml without endpoints" "at '/etcd/external/endpoints': minItems" -f "${CHART}/values-production.yaml"
 fails "a misspelt value" "additional properties 'replica' not allowed" "${external[@]}" --set replica=3
 
 "${ROOT}/hack/render-deploy.sh" --verify
