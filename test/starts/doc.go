@@ -9,6 +9,9 @@
 //     once, while a bounded load holds STARTS_CONNECTIONS loopback connections open and
 //     replaces some every second (a busy machine's watches hold ephemeral ports the same way).
 //     Every start must succeed and every stop leave no process.
+//   - TestMakeRunStopsOnSIGTERM (make test-starts): `make run` stopped by SIGTERM as timeout(1)
+//     sends it (make, then its process group) and as a supervisor that signals make alone: when
+//     make has returned, no process of the plane or of make's group runs.
 //
 // The figures go to _output/bench/starts.md and the table in docs/development/testing.md.
 package starts
