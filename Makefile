@@ -112,7 +112,7 @@ verify-docs: ## the generated reference pages are up to date
 	hack/verify-docs.sh
 
 # lint: golangci-lint (.golangci.yml, pinned in hack/golangci-lint; its first build takes minutes,
-# later runs reuse it) and shellcheck (installed from Debian when missing), hack/lint.sh
+# later runs reuse it) and shellcheck (installed from Debian when missing), hack/lint.sh; CI's first stage
 lint: ## golangci-lint on the Go code and shellcheck on the scripts
 	hack/lint.sh
 
