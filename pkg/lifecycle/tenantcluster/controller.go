@@ -376,6 +376,7 @@ func deleteProgress(plan steps.Plan[*state], left string) int32 {
 // will then tell the same transitions, so Events are made only of stored ones (otherwise one
 // transition became an Event series of two, seen during a Lease failover).
 func (c *Controller) writeStatus(ctx context.Context, tc *v1alpha1.TenantCluster, status *v1alpha1.TenantClusterStatus) (stored bool, err error) {
+	setKstatusConditions(status, tc.Generation)
 	if apiequality.Semantic.DeepEqual(&tc.Status, status) {
 		return true, nil
 	}

@@ -781,6 +781,14 @@ const (
 	TenantClusterHibernated TenantClusterPhase = "Hibernated"
 )
 
+// Reconciling and Stalled are kstatus's conditions (sigs.k8s.io/cli-utils, read by Flux's health
+// checks): Reconciling True while a cluster is on its way to what its spec asks, from its create
+// on; Stalled True while it is Failed; neither once it is Ready or Hibernated.
+const (
+	ConditionReconciling = "Reconciling"
+	ConditionStalled     = "Stalled"
+)
+
 // TenantClusterStatus is the observed state of a tenant cluster.
 type TenantClusterStatus struct {
 	// +optional

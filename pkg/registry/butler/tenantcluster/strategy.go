@@ -4,6 +4,7 @@ package tenantcluster
 import (
 	"context"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/storage/names"
@@ -34,9 +35,19 @@ func NewStrategy(typer runtime.ObjectTyper) Strategy {
 			return validation.TenantClusterWarnings(tc)
 		},
 		SelectableFields: selectableFields,
-		PrepareNew:       func(tc *butler.TenantCluster) { keepRestorePin(tc, nil) },
+		PrepareNew:       prepareNew,
 		PrepareChange:    keepRestorePin,
 	}
+}
+
+// prepareNew starts a new cluster Reconciling (kstatus): with no status.observedGeneration yet,
+// kstatus would otherwise read it Current, and Flux would call it healthy before butler's
+// controller has seen it.
+func prepareNew(tc *butler.TenantCluster) {
+	keepRestorePin(tc, nil)
+	tc.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReconciling, Status: metav1.ConditionTrue,
+		Reason: string(v1alpha1.TenantClusterPending), Message: "not yet seen by butler's controller",
+		ObservedGeneration: tc.Generation, LastTransitionTime: metav1.Now()}}
 }
 
 // keepRestorePin keeps v1alpha1.RestorePinAnnotation what admission (SnapshotRestore, which runs

@@ -5,8 +5,12 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/install"
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 )
 
@@ -57,5 +61,33 @@ func TestRestorePinKeptFromClients(t *testing.T) {
 		if got := pinOf(c.sent); got != c.want {
 			t.Errorf("%s: pin %q, want %q", c.name, got, c.want)
 		}
+	}
+}
+
+// A new cluster reads InProgress to kstatus (Flux's health checks) from its create on, whatever
+// status the client sent: with no status at all kstatus read it Current before butler's
+// controller had seen it.
+func TestNewClusterReadsInProgress(t *testing.T) {
+	forged := &butler.TenantCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "team-a"},
+		Status: butler.TenantClusterStatus{Phase: butler.TenantClusterReady,
+			Conditions: []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready"}}}}
+	NewStrategy(nil).PrepareForCreate(context.Background(), forged)
+
+	scheme := runtime.NewScheme()
+	install.Install(scheme)
+	versioned := &v1alpha1.TenantCluster{}
+	if err := scheme.Convert(forged, versioned, nil); err != nil {
+		t.Fatal(err)
+	}
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(versioned)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := status.Compute(&unstructured.Unstructured{Object: obj})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != status.InProgressStatus {
+		t.Errorf("a new cluster reads %s (%q) to kstatus, want InProgress; status %+v", res.Status, res.Message, forged.Status)
 	}
 }
