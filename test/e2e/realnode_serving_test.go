@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -28,10 +29,11 @@ import (
 )
 
 // realNodeServingCertificates: each kubelet serves with a certificate of the tenant CA for its
-// own address (a CSR the provider approved; the tenant's kube-apiserver verifies it for logs,
-// exec and port-forward); and node one, with its own credentials, asks for a serving certificate
-// as node two (the tenant's kube-apiserver refuses it at create), and as itself at node two's
-// address: the provider denies it, nothing signs it.
+// own address, issued through a kubelet-serving CSR its node's credentials made and the
+// provider approved (the tenant's kube-apiserver verifies it for logs, exec and port-forward);
+// node one, with its own credentials, asks for a serving certificate as node two (the tenant's
+// kube-apiserver refuses it at create) and as itself at node two's address, and the tenant's
+// admin asks for one as node one: the provider denies both, nothing signs them.
 func realNodeServingCertificates(t *testing.T, kubeconfig string, tenant kubernetes.Interface, one, two string) {
 	t.Helper()
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
@@ -43,8 +45,8 @@ func realNodeServingCertificates(t *testing.T, kubeconfig string, tenant kuberne
 		t.Fatal("the minted kubeconfig holds no CA")
 	}
 	ip1, ip2 := realNodeIP(t, tenant, one), realNodeIP(t, tenant, two)
-	for _, ip := range []string{ip1, ip2} {
-		realNodeServesWithTenantCA(t, roots, ip)
+	for node, ip := range map[string]string{one: ip1, two: ip2} {
+		realNodeServingFromCSR(t, tenant, node, realNodeServesWithTenantCA(t, roots, ip))
 	}
 
 	key := realNodeMachine(t, tenant, one)
@@ -54,17 +56,23 @@ func realNodeServingCertificates(t *testing.T, kubeconfig string, tenant kuberne
 	}
 	asNode := kubernetes.NewForConfigOrDie(nodeConfig)
 	for what, req := range map[string]struct {
+		client  kubernetes.Interface
 		subject string
 		ip      string
-	}{"node " + two + "'s name and address": {two, ip2}, "its own name at " + two + "'s address": {one, ip2}} {
-		name, err := realNodeRequestServing(asNode, req.subject, req.ip)
-		if apierrors.IsForbidden(err) && req.subject != one {
+		denial  string // what the provider's denial says
+	}{
+		one + "'s request for node " + two + "'s name and address":           {asNode, two, ip2, "not the node"},
+		one + "'s request for its own name at " + two + "'s address":         {asNode, one, ip2, "IP address " + ip2},
+		"the tenant admin's request for node " + one + "'s name and address": {tenant, one, ip1, "which is no node"},
+	} {
+		name, err := realNodeRequestServing(req.client, req.subject, req.ip)
+		if apierrors.IsForbidden(err) && req.client == asNode && req.subject != one {
 			// The tenant's kube-apiserver itself refuses a node's CSR for another node's name.
-			t.Logf("%s's request for %s: refused at create: %v", one, what, err)
+			t.Logf("%s: refused at create: %v", what, err)
 			continue
 		}
 		if err != nil {
-			t.Fatalf("%s's request for %s: %v", one, what, err)
+			t.Fatalf("%s: %v", what, err)
 		}
 		// The provider looks at a node's requests again within a minute, or at once when its
 		// LocalMachine changes.
@@ -73,17 +81,20 @@ func realNodeServingCertificates(t *testing.T, kubeconfig string, tenant kuberne
 			[]byte(`{"metadata":{"annotations":{"e2e.butlerlabs.dev/poke":"`+name+`"}}}`), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		lmWait(t, 30*time.Second, fmt.Sprintf("%s's request for %s to be decided", one, what), func() (bool, string) {
+		lmWait(t, 30*time.Second, what+" to be decided", func() (bool, string) {
 			csr, err := tenant.CertificatesV1().CertificateSigningRequests().Get(context.Background(), name, metav1.GetOptions{})
 			if err != nil {
 				return false, err.Error()
 			}
 			for _, c := range csr.Status.Conditions {
 				if c.Type == certificatesv1.CertificateApproved || len(csr.Status.Certificate) > 0 {
-					t.Errorf("node %s's credentials got a serving certificate for %s approved: %+v", one, what, csr.Status)
+					t.Errorf("%s: approved: %+v", what, csr.Status)
 					return true, ""
 				}
 				if c.Type == certificatesv1.CertificateDenied {
+					if !strings.Contains(c.Message, req.denial) {
+						t.Errorf("%s: denied with %q, want the reason (%q)", what, c.Message, req.denial)
+					}
 					return true, ""
 				}
 			}
@@ -92,9 +103,38 @@ func realNodeServingCertificates(t *testing.T, kubeconfig string, tenant kuberne
 	}
 }
 
+// realNodeServingFromCSR checks that leaf, the serving certificate node's kubelet serves, was
+// issued through a kubelet-serving CSR made with the node's own credentials and approved by the
+// local provider (the kube-controller-manager signs it with the tenant CA, and approves none).
+func realNodeServingFromCSR(t *testing.T, tenant kubernetes.Interface, node string, leaf *x509.Certificate) {
+	t.Helper()
+	list, err := tenant.CertificatesV1().CertificateSigningRequests().List(context.Background(), metav1.ListOptions{
+		FieldSelector: "spec.signerName=" + certificatesv1.KubeletServingSignerName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, csr := range list.Items {
+		block, _ := pem.Decode(csr.Status.Certificate)
+		if block == nil || !bytes.Equal(block.Bytes, leaf.Raw) {
+			continue
+		}
+		approvedBy := ""
+		for _, c := range csr.Status.Conditions {
+			if c.Type == certificatesv1.CertificateApproved {
+				approvedBy = c.Reason
+			}
+		}
+		if csr.Spec.Username != "system:node:"+node || approvedBy != "ButlerLocalProvider" {
+			t.Errorf("node %s's serving certificate came from CSR %s, requested by %q, approved by %q; want its own, approved by the local provider", node, csr.Name, csr.Spec.Username, approvedBy)
+		}
+		return
+	}
+	t.Errorf("no kubelet-serving CSR of the tenant issued the certificate node %s serves (serial %s, issuer %q)", node, leaf.SerialNumber, leaf.Issuer)
+}
+
 // realNodeServesWithTenantCA checks that the kubelet at ip serves a certificate of the tenant CA
-// (roots) for that address.
-func realNodeServesWithTenantCA(t *testing.T, roots *x509.CertPool, ip string) {
+// (roots) for that address, and returns it.
+func realNodeServesWithTenantCA(t *testing.T, roots *x509.CertPool, ip string) *x509.Certificate {
 	t.Helper()
 	var state tls.ConnectionState
 	lmWait(t, time.Minute, "the kubelet at "+ip+" to serve", func() (bool, string) {
@@ -116,6 +156,7 @@ func realNodeServesWithTenantCA(t *testing.T, roots *x509.CertPool, ip string) {
 		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
 		t.Errorf("the kubelet at %s serves %q, issued by %q: %v (want a certificate of the tenant CA for its address)", ip, leaf.Subject, leaf.Issuer, err)
 	}
+	return leaf
 }
 
 // realNodeRequestServing creates, with client (a node's credentials), a kubelet-serving CSR

@@ -32,12 +32,13 @@ import (
 // The cluster is Ready with 2 Nodes; the project's echo image (built from source and imported,
 // nothing pulled) runs as a Deployment of 2, one pod per node; kubectl logs, exec and
 // port-forward reach the pods with the minted kubeconfig (the tenant's kube-apiserver, its
-// kubelet client certificate, and the kubelets' serving certificates of the tenant CA, which
-// the provider approved for each node's own name and address and for nothing a node asks
-// beyond); a pod reaches the other node's pod directly, through a ClusterIP Service (kube-proxy),
+// kubelet client certificate, and the kubelets' serving certificates of the tenant CA, issued
+// through CSRs the provider approved for each node's own name and address and for nothing a
+// node or a user asks beyond); a pod reaches the other node's pod directly, through a ClusterIP Service (kube-proxy),
 // by the Service's DNS name (the provider's CoreDNS), and the tenant's API through the
 // kubernetes Service; scale 2→3 adds a real node that runs a pod; a node whose kubelet is killed
-// goes NotReady and its LocalMachine says so; hibernation removes every node and the wake brings
+// goes NotReady and its LocalMachine says so, and an impostor at its kubelet's address is refused
+// by the tenant's kube-apiserver (logs, exec); hibernation removes every node and the wake brings
 // them back; deleting the cluster leaves no process, mount, network namespace, cgroup, veth,
 // bridge or iptables rule of the nodes.
 func TestRealNodeRunsPods(t *testing.T) {
@@ -100,7 +101,10 @@ spec: {provider: local, local: {nodeType: real}}
 		}
 	}
 
+	netns := realNodeNetns(t, realNodeMachine(t, tenant, third))
 	realNodeKillKubelet(t, tenant, third)
+	realNodeImpostorKubelet(t, kubeconfig, tenant, third, pods[third], netns)
+	netns.Close()
 	realNodeSleepAndWake(t, ns, name, tenant, 3)
 
 	// Delete: the cluster's processes and every trace of its nodes go.

@@ -67,6 +67,16 @@
 //   - the kubelet built from source (hack/build-kube.sh kubelet kube-proxy, as the one-node
 //     cluster's), in the namespace, with the join's client certificate and kubeconfig, its pods
 //     under the cgroup /butler-nodes/<id>.
+//   - the kubelet's serving certificate, through a kubelet-serving CSR (serverTLSBootstrap)
+//     that the tenant's kube-controller-manager signs with the tenant CA and the tenant's
+//     kube-apiserver verifies (--kubelet-certificate-authority). Upstream approves none; this
+//     controller does, as kubelet-csr-approver does in a cluster, because only it knows from its
+//     own record (the LocalMachine's status, which nothing else writes) the name and address
+//     each machine was given, and it already holds the tenant's admin credentials. An approver
+//     in the tenant would be a pod on the nodes it serves, judging by name patterns, address
+//     ranges or the Node's addresses, which the node itself writes. It approves a node's own
+//     request for exactly that name and address with a kubelet's usages, and denies, with the
+//     reason, anything else a node asks and every kubelet-serving request no node made.
 //   - the tenant's cluster DNS, when the bootstrap data names a clusterDNS: CoreDNS (built from
 //     its module, not the smallest resolver that would do: it is what a cluster runs, and its
 //     kubernetes plugin is the reference for the cluster domain's records) as a Deployment in
