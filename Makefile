@@ -10,7 +10,7 @@ PORT     ?= 8443
 
 LOCAL_DIR ?= _output/local
 
-.PHONY: help docs verify-docs lint weed test-s3 test-realnode test-realnode-faults kube-versions cluster test-cluster build-steward test-steward images verify-images verify-chart render-deploy fuzz test-faults test-starts bench-bin bench-report bench-lifecycle bench-local bench-hibernation bench-density bench-snapshot bench-restore bench-ipam all build build-butler kubectl-butler build-kube build-capi run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e bench clean
+.PHONY: help docs verify-docs lint weed test-s3 test-realnode test-realnode-faults kube-versions cluster test-cluster build-steward test-steward images verify-images verify-chart render-deploy fuzz test-faults test-starts bench-start-cost bench-bin bench-report bench-lifecycle bench-local bench-hibernation bench-density bench-snapshot bench-restore bench-ipam all build build-butler kubectl-butler build-kube build-capi run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e bench clean
 
 .DEFAULT_GOAL := help
 
@@ -183,6 +183,22 @@ test-starts: build ## STARTS_N plane starts and stops under load (slow; not in m
 	STARTS_N=$(STARTS_N) STARTS_TENANTS=$(STARTS_TENANTS) STARTS_CONNECTIONS=$(STARTS_CONNECTIONS) \
 	  STARTS_BASELINE=$(STARTS_BASELINE) STARTS_BASELINE_N=$(STARTS_BASELINE_N) \
 	  $(GO) test -count=1 -timeout 120m -run 'UnderLoad|^TestMakeRunStopsOnSIGTERM$$' -v ./test/starts/
+
+# bench-start-cost: BENCH_COST_N local TenantClusters (no workers) applied at once, then one alone,
+# with this tree's butler-localprovider and BENCH_COST_BASELINE's (a git revision, built into
+# _output/bench), swapped into one plane between sides, in BENCH_COST_PAIRS alternating pairs
+# within about 13 minutes: the CPU the tenants' kube-apiservers took until Ready, the provider's
+# and its datastore's, time to all Ready, create -> ControlPlaneReady of one alone
+# (test/starts TestTenantStartCost). Rows in _output/bench/start-cost.tsv. Not in make test.
+BENCH_COST_BASELINE ?= HEAD~1
+BENCH_COST_N        ?= 8
+BENCH_COST_PAIRS    ?= 3
+bench-start-cost: build ## tenant starts with this provider vs BENCH_COST_BASELINE's: CPU and time to Ready, in pairs
+	rm -rf _output/bench/baseline-src && mkdir -p _output/bench/baseline-src
+	git archive $(BENCH_COST_BASELINE) | tar -x -C _output/bench/baseline-src
+	cd _output/bench/baseline-src && $(GO) build -o $(CURDIR)/_output/bench/butler-localprovider.baseline ./cmd/butler-localprovider
+	COST_BASELINE_PROVIDER=$(CURDIR)/_output/bench/butler-localprovider.baseline COST_BIN=$(CURDIR)/$(BIN) \
+	  COST_N=$(BENCH_COST_N) COST_PAIRS=$(BENCH_COST_PAIRS) $(GO) test -count=1 -timeout 20m -run '^TestTenantStartCost$$' -v ./test/starts/
 
 # bench-hibernation: the slow hibernation checks (docs/hibernation.md): a schedule's times, five
 # minutes asleep with no wake, wake latency against the tenant's cold kube-apiserver start and a

@@ -12,6 +12,10 @@
 //   - TestMakeRunStopsOnSIGTERM (make test-starts): `make run` stopped by SIGTERM as timeout(1)
 //     sends it (make, then its process group) and as a supervisor that signals make alone: when
 //     make has returned, no process of the plane or of make's group runs.
+//   - TestTenantStartCost (make bench-start-cost, slow): tenants started at once and alone with
+//     this tree's butler-localprovider and a baseline's, swapped into one plane in alternating
+//     pairs; the CPU their kube-apiservers took until Ready and the time to Ready, in
+//     _output/bench/start-cost.tsv.
 //
 // The figures go to _output/bench/starts.md and the table in docs/development/testing.md.
 package starts
