@@ -311,12 +311,36 @@ func (pl *plane) setUp(starts int) bool {
 // times each, and each flip was status writes and reconciles that loaded the machine more.
 const probeFailures = 3
 
-// probeLoop asks kube-apiserver's /readyz every 20ms until it answers (a waking tenant's client
-// waits for that answer), then every 2s, and queues the tenant when the answer changes. A
-// process that exits is not ready at once; one that runs stays ready until probeFailures probes
-// in a row fail.
+// The probe's intervals. Until kube-apiserver answers at all (connection refused costs it
+// nothing) the probe asks every probeListening. Once it answers (500 while its post-start hooks
+// run; each answer passes its filters and readiness checks, though etcd's reaches etcd once a
+// second at most) the interval doubles up to probeAnswering: 20 tenants starting at once on two
+// cores were each asked 50 times a second while CPU was scarcest. A start, and so a waking
+// tenant's held connection, is seen ready at most probeAnswering later than at 20 ms.
+const (
+	probeListening = 20 * time.Millisecond
+	probeAnswering = 200 * time.Millisecond
+	probeReady     = 2 * time.Second
+)
+
+// nextProbeInterval is the wait before the next probe, given the last one: answered says this
+// kube-apiserver start has answered once (ready or not).
+func nextProbeInterval(last time.Duration, ready, answered bool) time.Duration {
+	switch {
+	case ready:
+		return probeReady
+	case !answered:
+		return probeListening
+	}
+	return min(max(2*last, probeListening), probeAnswering)
+}
+
+// probeLoop asks kube-apiserver's /readyz on nextProbeInterval's schedule and queues the tenant
+// when the answer changes. A process that exits is not ready at once; one that runs stays ready
+// until probeFailures probes in a row fail.
 func (pl *plane) probeLoop(ctx context.Context) {
 	failures := 0
+	interval := probeListening
 	client := &http.Client{Timeout: 2 * time.Second}
 	var transport *http.Transport
 	var transportPool *x509.CertPool
@@ -334,7 +358,7 @@ func (pl *plane) probeLoop(ctx context.Context) {
 		pl.mu.Unlock()
 		if transport == nil || pool != transportPool {
 			// One kept-alive connection while the CA is the same: a starting kube-apiserver is
-			// asked every 20 ms, and a TLS handshake each time would take CPU it needs.
+			// asked every 20 to 200 ms, and a TLS handshake each time would take CPU it needs.
 			if transport != nil {
 				transport.CloseIdleConnections()
 			}
@@ -367,6 +391,8 @@ func (pl *plane) probeLoop(ctx context.Context) {
 		if answered {
 			pl.answered = starts
 		}
+		// A kube-apiserver that answered once and then times out is loaded, not unstarted.
+		answeredThisStart := running && starts > 0 && pl.answered == starts
 		pl.mu.Unlock()
 		if firstAnswer && !ready && !first {
 			pl.notify() // the join setup goes in while /readyz waits for the rest
@@ -382,10 +408,7 @@ func (pl *plane) probeLoop(ctx context.Context) {
 			}
 			pl.notify()
 		}
-		interval := 20 * time.Millisecond
-		if ready {
-			interval = 2 * time.Second
-		}
+		interval = nextProbeInterval(interval, ready, answeredThisStart)
 		select {
 		case <-ctx.Done():
 			return

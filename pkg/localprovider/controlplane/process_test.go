@@ -367,6 +367,50 @@ func TestProbeToleratesAFailureOrTwo(t *testing.T) {
 	waitFor(t, "ready again at the next answer", func() bool { ready, _ := pl.serving(); return ready })
 }
 
+// The probe asks every probeListening until kube-apiserver answers, then doubles its interval up
+// to probeAnswering while /readyz is not 200, every probeReady once it is, and fast again for a
+// new start that has not answered.
+func TestProbeSchedule(t *testing.T) {
+	type step struct {
+		ready, answered bool
+		want            time.Duration
+	}
+	ms := time.Millisecond
+	steps := []step{
+		{false, false, 20 * ms}, {false, false, 20 * ms}, // connection refused
+		{false, true, 40 * ms}, {false, true, 80 * ms}, {false, true, 160 * ms}, // 500s
+		{false, true, 200 * ms}, {false, true, 200 * ms},
+		{true, true, 2 * time.Second},
+		{false, true, 200 * ms}, // a serving one not ready any more
+		{false, false, 20 * ms}, // a new start
+	}
+	last := probeListening
+	for i, s := range steps {
+		if last = nextProbeInterval(last, s.ready, s.answered); last != s.want {
+			t.Errorf("step %d (ready %v, answered %v): interval %s, want %s", i, s.ready, s.answered, last, s.want)
+		}
+	}
+}
+
+// A kube-apiserver answering 500 (its post-start hooks running) is asked a few times a second,
+// not 50: each answer runs its readiness checks while it starts.
+func TestProbeBacksOffWhileNotReady(t *testing.T) {
+	var readyz atomic.Bool
+	var answers atomic.Int32
+	port, caPEM := readyzServer(t, readyz.Load, &answers)
+	pl, s := probedAPIServer(t, port, func() {})
+	pl.ensure(context.Background(), "v1.36.3", caPEM, []procSpec{s})
+	waitFor(t, "the first answer", func() bool { return pl.answeredStart() == 1 })
+	from := answers.Load()
+	time.Sleep(time.Second)
+	// 40+80+160+200+200+200 ms: 6 probes in the second (a loaded machine makes fewer).
+	if n := answers.Load() - from; n > 8 {
+		t.Errorf("%d probes in the second after the first 500, want at most 8", n)
+	}
+	readyz.Store(true)
+	waitFor(t, "ready on /readyz's 200", func() bool { ready, _ := pl.serving(); return ready })
+}
+
 // readyzServer is a TLS /readyz that answers 200 while ok says so and 500 otherwise, and counts
 // its answers; it returns its port and CA.
 func readyzServer(t *testing.T, ok func() bool, answers *atomic.Int32) (int, []byte) {
