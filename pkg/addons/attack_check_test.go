@@ -137,3 +137,51 @@ func TestAttackServiceExternalIPs(t *testing.T) {
 		{"a plain Service", "apiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec: {ports: [{port: 443}], type: LoadBalancer}", ""},
 	})
 }
+
+// Red team (s7): a Team's chart is installed with the tenant's admin kubeconfig
+// (kubernetes-admin, group kubeadm:cluster-admins), which the tenant's policy
+// butler-api-endpoint exempts by name. So the chart's allow-list is the only check on what a
+// Team operator (who writes the TenantAddon) gets through a chart, and it mirrors only the
+// policy's externalIPs part: once a tenant admin has deleted default/kubernetes (the
+// precondition of TestAttackAPIClusterIP, where kubectl is refused), a chart's Service takes the
+// API's ClusterIP, in any text ParseIPSloppy reads as it, or is default/kubernetes itself with a
+// selector (the kube-apiserver's controller keeps an existing Service's selector, and
+// kube-controller-manager publishes the chart's Pods beside the API).
+func TestAttackChartServiceTakesTheAPIEndpoint(t *testing.T) {
+	svc := func(meta, spec string) string {
+		return "apiVersion: v1\nkind: Service\nmetadata: " + meta + "\nspec: " + spec
+	}
+	runCheckCases(t, []checkCase{
+		{"the API's ClusterIP", svc("{name: s}", "{ports: [{port: 443}], selector: {app: thief}, clusterIP: 10.96.0.1}"), "Service apps/s"},
+		{"with leading zeros", svc("{name: s}", "{ports: [{port: 443}], selector: {app: thief}, clusterIP: 010.096.000.001}"), "Service apps/s"},
+		{"as clusterIPs[0], IPv4-mapped", svc("{name: s}", "{ports: [{port: 443}], selector: {app: thief}, clusterIPs: ['::ffff:a60:1']}"), "Service apps/s"},
+		{"default/kubernetes with a selector", svc("{name: kubernetes, namespace: default}",
+			"{ports: [{name: https, port: 443, targetPort: 6443}], selector: {app: thief}}"), "Service default/kubernetes"},
+	})
+}
+
+// Red team (s7): a Team's chart defines a Role granting more than edit (the allow-list refuses
+// only named things: "*", escalate/bind/impersonate, writes of four API groups, Secrets,
+// nodes/proxy, serviceaccounts/token) and binds it to a ServiceAccount of its own; Helm creates
+// both as the tenant's admin, so RBAC's escalation check passes. The Team operator then mints
+// that account's token (serviceaccounts/token is in OperatorRules) and holds what operators are
+// said not to: services/status (status.loadBalancer.ingress of a LoadBalancer Service with a
+// loadBalancerClass nobody serves: kube-proxy takes every Pod's traffic to any address, the
+// other half of CVE-2020-8554, which butler-api-endpoint does not match: no services/status
+// rule), the Namespace object itself (a RoleBinding grants update of its own namespace: label
+// it pod-security.kubernetes.io/enforce=privileged, then a privileged DaemonSet), Endpoints and
+// EndpointSlices (a Service pointed at any address, CVE-2021-25740).
+func TestAttackChartRoleBeyondEdit(t *testing.T) {
+	role := func(rule string) string {
+		return rbacV1 + "kind: Role\nmetadata: {name: bot}\nrules: [" + rule + "]\n---\n" +
+			rbacV1 + "kind: RoleBinding\nmetadata: {name: bot}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: bot}\n" +
+			"subjects: [{kind: ServiceAccount, name: bot, namespace: apps}]\n---\napiVersion: v1\nkind: ServiceAccount\nmetadata: {name: bot}\n"
+	}
+	runCheckCases(t, []checkCase{
+		{"services/status", role("{apiGroups: [''], resources: [services/status], verbs: [patch, update]}"), "services/status"},
+		{"its own Namespace", role("{apiGroups: [''], resources: [namespaces], verbs: [patch, update]}"), "namespaces"},
+		{"EndpointSlices", role("{apiGroups: [discovery.k8s.io], resources: [endpointslices], verbs: [create, update]}"), "endpointslices"},
+		{"Endpoints", role("{apiGroups: [''], resources: [endpoints], verbs: [create, update]}"), "endpoints"},
+		{"within edit", role("{apiGroups: [''], resources: [services, configmaps], verbs: [create, update]}"), ""},
+	})
+}

@@ -204,3 +204,60 @@ func TestAttackServiceExternalIPsOfAnOperator(t *testing.T) {
 		{"the platform sets them", admission.Create, outside, nil, platform, false, ""},
 	})
 }
+
+// Red team (s7): other spellings, identities and shapes of the attacks above, as an operator and
+// as a ServiceAccount an operator mints a token for (serviceaccounts/token is in OperatorRules).
+// All refused; the admitted ones are recorded as what the policy leaves (see each comment).
+func TestRedteamVariantsOfTheOperatorsAttacks(t *testing.T) {
+	operator := &user.DefaultInfo{Name: "butler:otto", Groups: []string{GroupPrefix + "ops", user.AllAuthenticated}}
+	bot := &user.DefaultInfo{Name: "system:serviceaccount:team:bot", Groups: []string{"system:serviceaccounts", "system:serviceaccounts:team", user.AllAuthenticated}}
+	ip := func(ips ...string) []string { return ips }
+	dual := svc("team", "api", corev1.ServiceTypeClusterIP, ip("fd00::a", apiClusterIP), nil)
+	dual.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv6Protocol, corev1.IPv4Protocol}
+	legacy := svc("team", "web", corev1.ServiceTypeClusterIP, ip("10.96.0.20"), ip("203.0.113.9")) // made before e52fda9
+	relabelled := legacy.DeepCopy()
+	relabelled.Labels = map[string]string{"app": "mine"}
+	toLB := legacy.DeepCopy()
+	toLB.Spec.Type = corev1.ServiceTypeLoadBalancer
+	lbIP := svc("team", "lb", corev1.ServiceTypeLoadBalancer, ip("10.96.0.30"), nil)
+	lbIP.Spec.LoadBalancerIP = apiClusterIP
+	toAPI := svc("team", "api", corev1.ServiceTypeExternalName, nil, nil)
+	toAPI.Spec.ExternalName = "kubernetes.default.svc.cluster.local"
+	judgeServices(t, []serviceCase{
+		{"dual-stack, the API's address as clusterIPs[1]", admission.Create, dual, nil, operator, true, apiClusterIP},
+		{"eight groups, upper case, leading zeros", admission.Create, svc("team", "api", corev1.ServiceTypeClusterIP, ip("0000:0000:0000:0000:0000:FFFF:0A60:0001"), nil), nil, operator, true, apiClusterIP},
+		{"IPv4-mapped with a zero-padded tail", admission.Create, svc("team", "api", corev1.ServiceTypeClusterIP, ip("0::0:ffff:010.096.0.01"), nil), nil, operator, true, apiClusterIP},
+		{"the operator's ServiceAccount at the API's ClusterIP", admission.Create, svc("default", "api", corev1.ServiceTypeClusterIP, ip(apiClusterIP), nil), nil, bot, true, apiClusterIP},
+		{"the operator's ServiceAccount sets externalIPs", admission.Create, svc("team", "web", corev1.ServiceTypeClusterIP, ip("10.96.0.20"), ip(apiClusterIP)), nil, bot, true, "spec.externalIPs"},
+		{"a type change of a Service that has them", admission.Update, toLB, legacy, operator, true, "spec.externalIPs"},
+		{"the operator's ServiceAccount adds a selector to default/kubernetes", admission.Update,
+			&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Namespace: "default"}, Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "thief"}}},
+			&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Namespace: "default"}}, bot, true, "default/kubernetes"},
+
+		// Admitted by design (b02172f): a Service that already has externalIPs (made before the
+		// policy, in its loading delay, or restored from an older snapshot) keeps them and is
+		// written by its operator as long as the spec stays; the policy judges writes only.
+		{"a metadata update of an operator's Service that already has them", admission.Update, relabelled, legacy, operator, false, ""},
+		// Admitted: spec.loadBalancerIP is not judged; kube-proxy reads status, which MetalLB
+		// writes only from its pool (the cluster's load-balancer IPAllocation).
+		{"spec.loadBalancerIP at the API's ClusterIP", admission.Create, lbIP, nil, operator, false, ""},
+		// Admitted: an ExternalName is a DNS CNAME; kube-proxy captures no address for it.
+		{"ExternalName to the API's name", admission.Create, toAPI, nil, operator, false, ""},
+	})
+}
+
+// Red team (s7): ParseIPSloppy takes any number of leading zeros, and CEL's matches() costs in
+// the text's length: past the runtime budget the evaluation is an error, which failurePolicy
+// Fail turns into a refusal (not a 403 naming the policy, but no Service either).
+func TestRedteamZeroPaddedPastTheCostBudget(t *testing.T) {
+	operator := &user.DefaultInfo{Name: "butler:otto", Groups: []string{GroupPrefix + "ops", user.AllAuthenticated}}
+	policy, binding := attackPolicies()
+	padded := svc("team", "api", corev1.ServiceTypeClusterIP, []string{strings.Repeat("0", 200000) + apiClusterIP}, nil)
+	decisions := evaluate(t, policy, binding, attributes(t, admission.Create, padded, nil, operator), authorizer.AuthorizerFunc(
+		func(context.Context, authorizer.Attributes) (authorizer.Decision, string, error) {
+			return authorizer.DecisionNoOpinion, "", nil
+		}))
+	if d := firstDenial(decisions); d.Action != validating.ActionDeny {
+		t.Fatalf("a zero-padded API ClusterIP was admitted: %+v", decisions)
+	}
+}
