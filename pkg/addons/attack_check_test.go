@@ -185,3 +185,27 @@ func TestAttackChartRoleBeyondEdit(t *testing.T) {
 		{"within edit", role("{apiGroups: [''], resources: [services, configmaps], verbs: [create, update]}"), ""},
 	})
 }
+
+// TestChartRoleWritesOnlyWhatAnOperatorWrites: the writes of a chart's role are checked against
+// access.OperatorRules by RBAC's own comparison (wildcard subresources, resource names, any verb
+// but get, list and watch); reads stay free but for the guarded resources.
+func TestChartRoleWritesOnlyWhatAnOperatorWrites(t *testing.T) {
+	role := func(rule string) string { return rbacV1 + "kind: Role\nmetadata: {name: r}\nrules: [" + rule + "]" }
+	runCheckCases(t, []checkCase{
+		{"any status", role("{apiGroups: [apps], resources: ['*/status'], verbs: [update]}"), "Role apps/r grants update of */status.apps, beyond"},
+		{"a custom resource", role("{apiGroups: [cert-manager.io], resources: [certificates], verbs: [create]}"), "certificates.cert-manager.io"},
+		{"a verb of its own", role("{apiGroups: [''], resources: [configmaps], verbs: [use]}"), "grants use of configmaps"},
+		{"by name", role("{apiGroups: [''], resources: [namespaces], resourceNames: [apps], verbs: [patch]}"), "grants patch of namespaces"},
+		{"reads", role("{apiGroups: ['', discovery.k8s.io], resources: [namespaces, endpoints, endpointslices, services/status], verbs: [get, list, watch]}"), ""},
+		{"edit's writes", role("{apiGroups: [apps], resources: [deployments, deployments/scale], verbs: [create, update, patch, delete, deletecollection]}"), ""},
+		{"by name, within edit", role("{apiGroups: [''], resources: [configmaps], resourceNames: [c], verbs: [update]}"), ""},
+	})
+	svc := "apiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec: "
+	runCheckCases(t, []checkCase{
+		{"another address", svc + "{clusterIP: 10.96.0.11}", "Service apps/s pins its ClusterIP (10.96.0.11)"},
+		{"dual-stack, second", svc + "{clusterIPs: ['', 'fd00::1']}", "(fd00::1)"},
+		{"headless", svc + "{clusterIP: None, clusterIPs: [None]}", ""},
+		{"allocated", svc + "{clusterIP: '', ports: [{port: 80}]}", ""},
+		{"kubernetes elsewhere", "apiVersion: v1\nkind: Service\nmetadata: {name: kubernetes}\nspec: {ports: [{port: 443}]}", ""},
+	})
+}

@@ -11,13 +11,16 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	rbacvalidation "k8s.io/component-helpers/auth/rbac/validation"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/access"
 )
 
 // The least privilege of a restricted addon (Request.Restriction: a chart a Team installs from a
@@ -151,26 +154,43 @@ func (c *privilegeCheck) object(o *object) []string {
 	case "RoleBinding", "ClusterRoleBinding":
 		return c.binding(o)
 	case "Service":
-		return externalIPs(o)
+		return serviceProblems(o)
 	}
 	return nil
 }
 
-// externalIPs refuses a Service with spec.externalIPs: kube-proxy sends every Pod's traffic to
-// those addresses to the Service, other namespaces' too (CVE-2020-8554).
-func externalIPs(o *object) []string {
+// serviceProblems refuses the Services through which a chart's Pods take other Pods' traffic:
+// spec.externalIPs (kube-proxy sends every Pod's traffic to those addresses to the Service, other
+// namespaces' too: CVE-2020-8554), a pinned ClusterIP (the API's, once default/kubernetes is
+// gone, takes every Pod's API traffic) and default/kubernetes itself (its selector would publish
+// the chart's Pods beside the API). The chart is installed as the tenant's admin, whom the
+// tenant's policy butler-api-endpoint exempts, so this is the only check.
+func serviceProblems(o *object) []string {
 	var svc struct {
 		Spec struct {
 			ExternalIPs []string `json:"externalIPs"`
+			ClusterIP   string   `json:"clusterIP"`
+			ClusterIPs  []string `json:"clusterIPs"`
 		} `json:"spec"`
 	}
 	if err := kjson.UnmarshalCaseSensitivePreserveInts(o.raw, &svc); err != nil {
 		return []string{fmt.Sprintf("%s: %v", o, err)}
 	}
-	if len(svc.Spec.ExternalIPs) > 0 {
-		return []string{fmt.Sprintf("%s sets spec.externalIPs (%s): it would take other namespaces' traffic to them", o, strings.Join(svc.Spec.ExternalIPs, ", "))}
+	var problems []string
+	if o.Metadata.Namespace == "default" && o.Metadata.Name == "kubernetes" {
+		problems = append(problems, fmt.Sprintf("%s is the tenant's API Service, written only by its kube-apiserver", o))
 	}
-	return nil
+	if len(svc.Spec.ExternalIPs) > 0 {
+		problems = append(problems, fmt.Sprintf("%s sets spec.externalIPs (%s): it would take other namespaces' traffic to them", o, strings.Join(svc.Spec.ExternalIPs, ", ")))
+	}
+	// Any pinned address, not only the API's: a chart needs none, and no CIDR or parser here can
+	// miss a spelling the kube-apiserver reads as the API's (or another Service's) ClusterIP.
+	for _, ip := range slices.Compact(append([]string{svc.Spec.ClusterIP}, svc.Spec.ClusterIPs...)) {
+		if ip != "" && ip != corev1.ClusterIPNone {
+			problems = append(problems, fmt.Sprintf("%s pins its ClusterIP (%s): a Team's chart leaves it to the kube-apiserver (\"\" or \"None\")", o, ip))
+		}
+	}
+	return problems
 }
 
 // placement refuses an object of a kind a Team's chart may not create or in a namespace it may
@@ -307,6 +327,44 @@ func ruleProblems(what string, r rbacv1.PolicyRule) []string {
 	}
 	if writes && len(r.NonResourceURLs) > 0 {
 		problems = append(problems, what+" writes non-resource URLs")
+	}
+	return append(problems, beyondOperator(what, r)...)
+}
+
+// beyondOperator refuses the writes (every verb but get, list and watch) of a rule that the
+// operator's own rules (access.OperatorRules, edit without impersonate) do not cover, as RBAC's
+// escalation check compares them: the chart is installed as the tenant's admin, so RBAC's own
+// check passes, and an operator mints the token of a ServiceAccount the chart binds the role to.
+// Reads are free but for guardedResources. What the checks above name is left to them.
+func beyondOperator(what string, r rbacv1.PolicyRule) []string {
+	writes := rbacv1.PolicyRule{ResourceNames: r.ResourceNames}
+	for _, v := range r.Verbs {
+		if !slices.Contains(readVerbs, v) && !slices.Contains(privilegedVerbs, v) {
+			writes.Verbs = append(writes.Verbs, v)
+		}
+	}
+	writes.APIGroups = slices.DeleteFunc(slices.Clone(r.APIGroups), func(g string) bool { return g == "*" || slices.Contains(guardedGroups, g) })
+	writes.Resources = slices.DeleteFunc(slices.Clone(r.Resources), func(res string) bool {
+		return res == "*" || slices.ContainsFunc(guardedResources, func(g string) bool { return matchesResource(res, g) })
+	})
+	_, uncovered := rbacvalidation.Covers(access.OperatorRules(), []rbacv1.PolicyRule{writes})
+	var keys []string
+	verbs := map[string][]string{}
+	for _, u := range uncovered { // one group, resource and verb each (and resource name)
+		key := u.Resources[0]
+		if g := u.APIGroups[0]; g != "" {
+			key += "." + g
+		}
+		if !slices.Contains(keys, key) {
+			keys = append(keys, key)
+		}
+		if !slices.Contains(verbs[key], u.Verbs[0]) {
+			verbs[key] = append(verbs[key], u.Verbs[0])
+		}
+	}
+	var problems []string
+	for _, k := range keys {
+		problems = append(problems, fmt.Sprintf("%s grants %s of %s, beyond what an operator may do himself (edit without impersonate)", what, strings.Join(verbs[k], ", "), k))
 	}
 	return problems
 }
