@@ -32,8 +32,11 @@ import (
 //
 // A Team's chart may create the kinds of teamKinds, in namespaces that are neither system
 // namespaces nor marked protected (external.ProtectedNamespaceLabel: any workload there can run
-// as any of its service accounts); its roles grant no more than edit minus Secrets, and its
-// bindings bind only roles the chart itself defines (or view), cluster-wide only read-only ones.
+// as any of its service accounts); its roles write only what an operator writes himself
+// (access.OperatorRules: edit without impersonate) and read anything but Secrets, node proxies
+// and tokens; its bindings bind only roles the chart itself defines (or view), cluster-wide only
+// read-only ones; its Services take no address of their own (externalIPs, a pinned ClusterIP)
+// and are not default/kubernetes.
 // Everything else is refused, before Helm writes anything, naming each object.
 
 // teamKinds are what a Team's chart may create: the namespaced objects of an application —
