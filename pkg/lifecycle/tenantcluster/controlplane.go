@@ -98,11 +98,11 @@ func (c *Controller) hostedReady(ctx context.Context, s *state, cp *unstructured
 		if why := notCreatedBecause(cp); why != "" {
 			// Refused (a version Steward cannot run, a DataStore that does not exist) or its
 			// webhook down: the provider says so only in its object's condition.
-			return steps.Waiting("TenantControlPlaneNotCreated", "the %s provider could not create TenantControlPlane %s/%s: %s",
-				cp.GetKind(), s.namespace, s.tc.Name, why), nil
+			return refusedBecause(s.in, s.namespace, why), nil
 		}
-		return steps.Waiting("WaitingForTenantControlPlane", "waiting for the %s provider to create TenantControlPlane %s/%s",
-			cp.GetKind(), s.namespace, s.tc.Name), nil
+		return c.silentProvider(s, cp.GetCreationTimestamp().Time,
+			steps.Waiting("WaitingForTenantControlPlane", "waiting for the %s provider to create TenantControlPlane %s/%s", cp.GetKind(), s.namespace, s.tc.Name),
+			fmt.Sprintf("create TenantControlPlane %s/%s, nor say why on %s %s", s.namespace, s.tc.Name, cp.GetKind(), cp.GetName())), nil
 	}
 	typed, err := external.FromUnstructured[steward.TenantControlPlane](tcp)
 	if err != nil {
@@ -124,16 +124,14 @@ func (c *Controller) hostedReady(ctx context.Context, s *state, cp *unstructured
 	}
 	s.version, s.endpoint = version, endpoint
 	if state != steward.VersionStatusReady {
-		if reason, msg := providerFailure(cp, typed, s.tc.Spec.KubernetesVersion); reason != "" {
-			return steps.Failure(reason, "the control plane provider cannot run the cluster as asked (spec.kubernetesVersion %s): %s", s.tc.Spec.KubernetesVersion, msg), nil
-		}
-		why := ""
-		if msg := typed.Annotations[external.LocalProviderMessageAnnotation]; msg != "" {
-			why = ": " + msg // e.g. the version is being built, for minutes
-		}
-		return steps.Waiting("TenantControlPlaneNotReady", "TenantControlPlane %s/%s is %s%s", s.namespace, s.tc.Name, orDefault(state, "not ready yet"), why), nil
+		return c.notReady(s, cp, typed), nil
 	}
 	if version != s.tc.Spec.KubernetesVersion {
+		if why := notCreatedBecause(cp); why != "" {
+			// The provider could not update the TenantControlPlane (Steward refuses an upgrade
+			// past the version it runs): it keeps serving the old version, for ever.
+			return refusedBecause(s.in, s.namespace, why), nil
+		}
 		return steps.Waiting("Upgrading", "the control plane runs %s and is moving to %s", version, s.tc.Spec.KubernetesVersion), nil
 	}
 	if ok, err := c.secretExists(ctx, s.namespace, secret); err != nil || !ok {
@@ -141,6 +139,25 @@ func (c *Controller) hostedReady(ctx context.Context, s *state, cp *unstructured
 	}
 	s.kubeconfigSecret = secret
 	return steps.Ready("TenantControlPlaneReady", "TenantControlPlane %s/%s serves %s at %s", s.namespace, s.tc.Name, version, endpoint), nil
+}
+
+// notReady says why a TenantControlPlane is not Ready: the provider's failure, what the local
+// stand-in says it is doing, or that the engine has written no status at all yet.
+func (c *Controller) notReady(s *state, cp *unstructured.Unstructured, tcp *steward.TenantControlPlane) steps.Result {
+	if reason, msg := providerFailure(cp, tcp, s.tc.Spec.KubernetesVersion); reason != "" {
+		return steps.Failure(reason, "the control plane provider cannot run the cluster as asked (spec.kubernetesVersion %s): %s", s.tc.Spec.KubernetesVersion, msg)
+	}
+	state := tcp.Status.KubernetesResources.Version.Status
+	why := ""
+	if msg := tcp.Annotations[external.LocalProviderMessageAnnotation]; msg != "" {
+		why = ": " + msg // e.g. the version is being built, for minutes
+	} else if state == "" {
+		// Not a word from the engine on its object yet (Steward writes one within seconds).
+		return c.silentProvider(s, tcp.CreationTimestamp.Time,
+			steps.Waiting("TenantControlPlaneNotReady", "TenantControlPlane %s/%s is not ready yet", s.namespace, s.tc.Name),
+			fmt.Sprintf("write a status on TenantControlPlane %s/%s", s.namespace, s.tc.Name))
+	}
+	return steps.Waiting("TenantControlPlaneNotReady", "TenantControlPlane %s/%s is %s%s", s.namespace, s.tc.Name, orDefault(state, "not ready yet"), why)
 }
 
 // notCreatedBecause is the message of a hosted control plane object's TenantControlPlaneCreated
@@ -153,6 +170,9 @@ func notCreatedBecause(cp *unstructured.Unstructured) string {
 	c := meta.FindStatusCondition(typed.Status.Conditions, steward.ConditionTenantControlPlaneCreated)
 	if c == nil || c.Status != metav1.ConditionFalse {
 		return ""
+	}
+	if c.ObservedGeneration != 0 && c.ObservedGeneration < cp.GetGeneration() {
+		return "" // of an earlier spec: the provider has not tried this one yet
 	}
 	return orDefault(c.Message, c.Reason)
 }

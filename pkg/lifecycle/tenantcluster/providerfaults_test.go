@@ -1,0 +1,153 @@
+package tenantcluster
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
+)
+
+// The real pair's refusals, as capi-steward writes them into its TenantControlPlaneCreated
+// condition (Steward d49041f's webhooks behind "admission webhook ... denied the request").
+const (
+	refusedCreate  = `admission webhook "vtenantcontrolplane.kb.io" denied the request: unable to create a TenantControlPlane with a Kubernetes version greater than the supported one, actually v1.35`
+	refusedUpgrade = `admission webhook "vtenantcontrolplane.kb.io" denied the request: unable to upgrade to a version greater than the supported one (v1.35)`
+	refusedStore   = `admission webhook "vtenantcontrolplane.kb.io" denied the request: nope DataStore does not exist`
+	webhookDown    = `Internal error occurred: failed calling webhook "vtenantcontrolplane.kb.io": failed to call webhook: Post "https://steward-webhook-service.steward-system.svc:443/validate": dial tcp 10.96.0.9:443: connect: connection refused`
+)
+
+// TestRefusedBecause: each refusal of the real pair says which provider cannot do what, and the
+// field that asks for it, as a failure (a person has to act); one not recognised stays a wait
+// with the provider's words.
+func TestRefusedBecause(t *testing.T) {
+	kamaji := &v1alpha1.ButlerConfig{Spec: v1alpha1.ButlerConfigSpec{ControlPlaneProvider: v1alpha1.ControlPlaneProviderKamaji}}
+	named := &v1alpha1.TenantCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod"}, Spec: v1alpha1.TenantClusterSpec{KubernetesVersion: "v1.36.3",
+		ControlPlane: v1alpha1.ControlPlaneSpec{DataStoreRef: &v1alpha1.LocalObjectReference{Name: "nope"}}}}
+	unnamed := &v1alpha1.TenantCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod"}, Spec: v1alpha1.TenantClusterSpec{KubernetesVersion: "v1.36.3"}}
+	for _, tc := range []struct {
+		name, why, reason string
+		cluster           *v1alpha1.TenantCluster
+		config            *v1alpha1.ButlerConfig
+		failed            bool
+		contains          []string
+	}{
+		{"version on create", refusedCreate, "VersionUnsupported", unnamed, nil, true,
+			[]string{"control plane provider steward cannot run Kubernetes v1.36.3 (spec.kubernetesVersion): ", refusedCreate}},
+		{"version on upgrade", refusedUpgrade, "VersionUnsupported", unnamed, nil, true,
+			[]string{"control plane provider steward cannot run Kubernetes v1.36.3 (spec.kubernetesVersion)"}},
+		{"Kamaji named", refusedCreate, "VersionUnsupported", unnamed, kamaji, true,
+			[]string{"control plane provider kamaji cannot run Kubernetes v1.36.3"}},
+		{"DataStore named", refusedStore, "DataStoreNotFound", named, nil, true,
+			[]string{"control plane provider steward cannot keep the cluster's data in DataStore nope (spec.controlPlane.dataStoreRef): ", refusedStore}},
+		{"default DataStore", refusedStore, "DataStoreNotFound", unnamed, nil, true,
+			[]string{"control plane provider steward cannot keep the cluster's data in its default DataStore (spec.controlPlane.dataStoreRef unset)"}},
+		{"webhook down", webhookDown, "ProviderUnavailable", unnamed, nil, true,
+			[]string{"control plane provider steward cannot create or update TenantControlPlanes: its admission webhook does not answer", "connection refused"}},
+		{"not recognised", "quota exceeded", "TenantControlPlaneNotCreated", unnamed, nil, false,
+			[]string{"control plane provider steward could not create TenantControlPlane ns/prod: quota exceeded"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := refusedBecause(component.Input{Cluster: tc.cluster, Config: tc.config}, "ns", tc.why)
+			if r.Reason != tc.reason || r.Failed != tc.failed || r.Done {
+				t.Fatalf("%+v, want reason %s, failed %v", r, tc.reason, tc.failed)
+			}
+			for _, want := range tc.contains {
+				if !strings.Contains(r.Message, want) {
+					t.Errorf("message %q lacks %q", r.Message, want)
+				}
+			}
+		})
+	}
+}
+
+// TestSilentProvider: while the provider is within its time, the usual wait and a recheck when
+// that time is up; after it, a wait naming the provider and what it did not do; an object whose
+// creation time is not known is new.
+func TestSilentProvider(t *testing.T) {
+	now := time.Date(2026, 11, 29, 4, 0, 0, 0, time.UTC)
+	c := &Controller{clock: clocktesting.NewFakePassiveClock(now)}
+	waiting := steps.Waiting("WaitingForTenantControlPlane", "waiting")
+	for _, tc := range []struct {
+		name    string
+		created time.Time
+		reason  string
+		recheck time.Duration
+	}{
+		{"new", now.Add(-10 * time.Second), "WaitingForTenantControlPlane", providerSilentAfter - 10*time.Second},
+		{"not known", time.Time{}, "WaitingForTenantControlPlane", providerSilentAfter},
+		{"silent", now.Add(-2 * time.Minute), "ProviderNotResponding", providerSilentAfter},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := stepState(v1alpha1.ProviderAWS)
+			r := c.silentProvider(s, tc.created, waiting, "create TenantControlPlane ns/prod")
+			if r.Reason != tc.reason || r.Done || r.Failed {
+				t.Errorf("%+v, want a wait, reason %s", r, tc.reason)
+			}
+			if s.recheckAfter != tc.recheck {
+				t.Errorf("recheck after %s, want %s: a silent provider sends no event", s.recheckAfter, tc.recheck)
+			}
+			if want := "control plane provider steward has not acted in 2m0s: it did not create TenantControlPlane ns/prod (is it running?)"; tc.reason == "ProviderNotResponding" && r.Message != want {
+				t.Errorf("message %q, want %q", r.Message, want)
+			}
+		})
+	}
+}
+
+// TestEnsureControlPlaneSaysWhyTheProviderDidNot: the control plane step turns the provider's
+// refusal into the cluster's condition at once, on create and on an upgrade Steward refuses
+// (before: an endless TenantControlPlaneNotCreated wait, and "Upgrading" for ever), and a
+// provider silent for longer than providerSilentAfter is named.
+func TestEnsureControlPlaneSaysWhyTheProviderDidNot(t *testing.T) {
+	objs, client := fakeObjects(t)
+	now := time.Now()
+	c := &Controller{objects: objs, clock: clocktesting.NewFakePassiveClock(now)}
+	s := stepState(v1alpha1.ProviderAWS)
+	ctx := context.Background()
+	if _, err := c.ensureControlPlane(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	created := func(status, message string) map[string]any {
+		return map[string]any{"conditions": []any{map[string]any{"type": "TenantControlPlaneCreated", "status": status, "reason": "X", "message": message}}}
+	}
+	setStatus(t, client, external.StewardControlPlaneGVK, s.namespace, "prod", created("False", refusedCreate))
+	r, err := c.ensureControlPlane(ctx, s)
+	wantResult(t, "a version Steward refuses", r, err, false, "VersionUnsupported")
+	if !r.Failed || !strings.Contains(r.Message, "control plane provider steward cannot run Kubernetes "+s.tc.Spec.KubernetesVersion) {
+		t.Errorf("%+v: not a failure naming the provider and the version", r)
+	}
+
+	// Steward refuses the upgrade: its TenantControlPlane keeps serving the version before.
+	tcp := &unstructured.Unstructured{}
+	tcp.SetGroupVersionKind(external.TenantControlPlaneGVK)
+	tcp.SetName("prod")
+	tcp.SetNamespace(s.namespace)
+	tcp.SetCreationTimestamp(metav1.NewTime(now.Add(-time.Hour)))
+	if err := client.Tracker().Create(external.TenantControlPlaneGVR, tcp, s.namespace); err != nil {
+		t.Fatal(err)
+	}
+	setStatus(t, client, external.TenantControlPlaneGVK, s.namespace, "prod", map[string]any{
+		"kubernetesResources": map[string]any{"version": map[string]any{"version": "v1.35.0", "status": "Ready"}}})
+	setStatus(t, client, external.StewardControlPlaneGVK, s.namespace, "prod", created("False", refusedUpgrade))
+	r, err = c.ensureControlPlane(ctx, s)
+	wantResult(t, "an upgrade Steward refuses", r, err, false, "VersionUnsupported")
+	setStatus(t, client, external.StewardControlPlaneGVK, s.namespace, "prod", created("True", ""))
+	r, err = c.ensureControlPlane(ctx, s)
+	wantResult(t, "an upgrade under way", r, err, false, "Upgrading")
+
+	// Steward has written nothing on its TenantControlPlane for an hour.
+	setStatus(t, client, external.TenantControlPlaneGVK, s.namespace, "prod", map[string]any{})
+	r, err = c.ensureControlPlane(ctx, s)
+	wantResult(t, "Steward silent", r, err, false, "ProviderNotResponding")
+	if !strings.Contains(r.Message, "did not write a status on TenantControlPlane "+s.namespace+"/prod") {
+		t.Errorf("message %q does not say what Steward did not do", r.Message)
+	}
+}
