@@ -321,10 +321,88 @@ EOT
   kc --kubeconfig "${HOST_DIR}/steward-demo.kubeconfig" get nodes
   [[ $(ready_nodes "${HOST_DIR}/steward-demo.kubeconfig") == 2 ]] \
     || die "steward-demo/demo's kubeconfig lists $(ready_nodes "${HOST_DIR}/steward-demo.kubeconfig") Ready nodes, want 2"
+  steward_isolation_and_faults
   steward_hibernation
   steward_delete
   measure "the Steward stage took $((SECONDS - t0)) s"
 }
+
+# steward_tc NAME VERSION [CONTROL_PLANE_EXTRA]: a TenantCluster in steward-demo without
+# workers (what the checks below need is its control plane, or the refusal of one).
+steward_tc() {
+  kc apply -f - >/dev/null <<EOT
+apiVersion: butler.butlerlabs.dev/v1alpha1
+kind: TenantCluster
+metadata: {name: $1, namespace: steward-demo}
+spec:
+  kubernetesVersion: $2
+  providerConfigRef: {name: local}
+  controlPlane: {replicas: 1${3:+, $3}}
+  workers: {replicas: 0, machineTemplate: {os: {type: talos}}}
+EOT
+}
+
+# steward_isolation_and_faults: with steward-demo/demo Ready,
+#   - a second tenant, other, on the same DataStore: with the etcd client certificate Steward
+#     gives demo's kube-apiserver, test/steward reads demo's prefix and is refused other's
+#     prefix, the root and the access control (it would not be with etcd's authentication off:
+#     TestTrespassesNeedAuthentication);
+#   - the faults say why at once, naming the provider and what it cannot do: a version Steward
+#     cannot run (badversion, v1.36.3), a DataStore that does not exist (nostore), and a
+#     snapshot schedule on demo (Steward has no snapshot contract: ProviderCapable False).
+# The three clusters are made together; Steward takes one TenantControlPlane at a time.
+steward_isolation_and_faults() {
+  local t=${SECONDS} tns schema
+  steward_tc other "${STEWARD_TENANT_VERSION}"
+  steward_tc badversion v1.36.3
+  steward_tc nostore "${STEWARD_TENANT_VERSION}" "dataStoreRef: {name: no-such-datastore}"
+  wait_until "steward-demo/badversion: the provider names the version it cannot run" 120 tc_condition_says steward-demo badversion \
+    ControlPlaneReady VersionUnsupported "control plane provider steward cannot run Kubernetes v1.36.3 (spec.kubernetesVersion)"
+  measure "steward-demo/badversion (v1.36.3): ControlPlaneReady VersionUnsupported $((SECONDS - t)) s after its create"
+  wait_until "steward-demo/nostore: the provider names the DataStore that does not exist" 120 tc_condition_says steward-demo nostore \
+    ControlPlaneReady DataStoreNotFound "control plane provider steward cannot keep the cluster's data in DataStore no-such-datastore (spec.controlPlane.dataStoreRef)"
+  measure "steward-demo/nostore: ControlPlaneReady DataStoreNotFound $((SECONDS - t)) s after its create"
+  kc -n steward-demo delete tc badversion nostore --wait=false >/dev/null
+
+  local s=${SECONDS}
+  kc -n steward-demo patch tc demo --type merge -p '{"spec":{"snapshots":{"schedules":[{"name":"nightly","schedule":"0 3 * * *","keep":1}]}}}' >/dev/null
+  wait_until "steward-demo/demo: Steward cannot take snapshots" 60 tc_condition_says steward-demo demo \
+    ProviderCapable Unsupported "control plane provider steward cannot: snapshots (spec.snapshots.schedules)"
+  measure "steward-demo/demo with a snapshot schedule: ProviderCapable Unsupported in $((SECONDS - s)) s"
+  kc -n steward-demo patch tc demo --type json -p '[{"op":"remove","path":"/spec/snapshots"}]' >/dev/null
+  wait_until "steward-demo/demo capable again without its schedule" 60 tc_condition_says steward-demo demo ProviderCapable Supported ""
+
+  wait_until "steward-demo/other's tenant namespace" 60 tc_tenant_namespace other
+  tns=$(kc -n steward-demo get tc other -o jsonpath='{.status.tenantNamespace}')
+  wait_until "TenantControlPlane ${tns}/other with its DataStore schema" 300 tcp_schema "${tns}" other
+  schema=$(tcp_schema "${tns}" other)
+  # other's kube-apiserver has written its keys: a read of them would have something to find.
+  wait_until "other's keys under /${schema}/" 300 steward_etcd_has_keys "/${schema}/"
+  (cd "${ROOT}" && STEWARD_ISOLATION="${STEWARD_TNS}/demo ${tns}/other" go test -count=1 -v -run '^TestStewardDataStoreIsolation$' ./test/steward/) \
+    >"${LOGS}/steward-isolation.log" 2>&1 || { cat "${LOGS}/steward-isolation.log" >&2; die "demo's etcd credentials reach beyond its prefix"; }
+  grep -F -- '--- PASS: TestStewardDataStoreIsolation' "${LOGS}/steward-isolation.log" >/dev/null \
+    || { cat "${LOGS}/steward-isolation.log" >&2; die "TestStewardDataStoreIsolation did not run"; }
+  measure "demo's etcd credentials: its own prefix read, other's /${schema}/, the root and the access control refused ($((SECONDS - t)) s with other's start)"
+  kc -n steward-demo delete tc other --wait=false >/dev/null
+  STEWARD_OTHER="${tns} ${schema}"
+}
+
+# tc_condition_says NS NAME TYPE REASON TEXT: the condition has that reason and its message
+# contains TEXT.
+tc_condition_says() {
+  local got
+  got=$(kc -n "$1" get tc "$2" -o jsonpath="{.status.conditions[?(@.type==\"$3\")].reason}|{.status.conditions[?(@.type==\"$3\")].message}")
+  [[ "${got%%|*}" == "$4" && "${got#*|}" == *"$5"* ]]
+}
+
+# tcp_schema NS NAME: the DataStore schema (prefix) Steward set up for the TenantControlPlane.
+tcp_schema() {
+  local schema
+  schema=$(kc -n "$1" get tenantcontrolplanes "$2" -o jsonpath='{.status.storage.setup.schema}')
+  [[ -n "${schema}" ]] && echo "${schema}"
+}
+
+steward_etcd_has_keys() { local n; n=$(steward_etcd_keys "$1"); [[ "${n}" =~ ^[0-9]+$ && "${n}" -gt 0 ]]; }
 
 # steward_hibernation: hibernated takes Steward's Deployment to 0 replicas (no Pod left), and
 # awake again to a running Pod and a Ready cluster.
@@ -354,8 +432,8 @@ steward_clear_standin() {
 }
 no_tenant_control_planes() { [[ -z "$(kc get tenantcontrolplanes -A -o name)" ]]; }
 
-# tc_tenant_namespace: steward-demo/demo's status names its tenant namespace.
-tc_tenant_namespace() { [[ -n "$(kc -n steward-demo get tc demo -o jsonpath='{.status.tenantNamespace}')" ]]; }
+# tc_tenant_namespace [NAME]: steward-demo/NAME's (demo's) status names its tenant namespace.
+tc_tenant_namespace() { [[ -n "$(kc -n steward-demo get tc "${1:-demo}" -o jsonpath='{.status.tenantNamespace}')" ]]; }
 
 # tc_phase_is NS NAME PHASE
 tc_phase_is() { [[ "$(kc -n "$1" get tc "$2" -o jsonpath='{.status.phase}')" == "$3" ]]; }
@@ -389,6 +467,20 @@ steward_delete() {
     sleep 2
   done
   measure "steward-demo/demo deleted in $((SECONDS - t)) s: no TenantControlPlane, Deployment or Secret, 0 keys under /${schema}/"
+  # The other clusters of the stage, deleted earlier, are gone too: other's keys with it, and
+  # the refused ones (never a TenantControlPlane) not held by a finalizer.
+  [[ -n "${STEWARD_OTHER:-}" ]] || return 0
+  local tns=${STEWARD_OTHER% *} other=${STEWARD_OTHER#* }
+  rest() {
+    left=$(kc -n steward-demo get tc -o name; kc -n "${tns}" get tenantcontrolplanes -o name 2>/dev/null || true)
+    keys=$(steward_etcd_keys "/${other}/")
+    [[ -z "${left}" && "${keys}" == 0 ]]
+  }
+  deadline=$((SECONDS + 180))
+  until rest; do
+    ((SECONDS < deadline)) || die "after the stage's deletes: left ${left:-nothing} and ${keys} keys under /${other}/"
+    sleep 2
+  done
 }
 
 # steward_etcd_keys PREFIX: how many keys Steward's etcd holds under PREFIX (as root).
