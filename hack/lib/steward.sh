@@ -356,21 +356,18 @@ steward_isolation_and_faults() {
   steward_tc other "${STEWARD_TENANT_VERSION}"
   steward_tc badversion v1.36.3
   steward_tc nostore "${STEWARD_TENANT_VERSION}" "dataStoreRef: {name: no-such-datastore}"
-  wait_until "steward-demo/badversion: the provider names the version it cannot run" 120 tc_condition_says steward-demo badversion \
-    ControlPlaneReady VersionUnsupported "control plane provider steward cannot run Kubernetes v1.36.3 (spec.kubernetesVersion)"
+  wait_condition "steward-demo/badversion: the provider names the version it cannot run" 120 badversion ControlPlaneReady VersionUnsupported "control plane provider steward cannot run Kubernetes v1.36.3 (spec.kubernetesVersion)"
   measure "steward-demo/badversion (v1.36.3): ControlPlaneReady VersionUnsupported $((SECONDS - t)) s after its create"
-  wait_until "steward-demo/nostore: the provider names the DataStore that does not exist" 120 tc_condition_says steward-demo nostore \
-    ControlPlaneReady DataStoreNotFound "control plane provider steward cannot keep the cluster's data in DataStore no-such-datastore (spec.controlPlane.dataStoreRef)"
+  wait_condition "steward-demo/nostore: the provider names the DataStore that does not exist" 120 nostore ControlPlaneReady DataStoreNotFound "control plane provider steward cannot keep the cluster's data in DataStore no-such-datastore (spec.controlPlane.dataStoreRef)"
   measure "steward-demo/nostore: ControlPlaneReady DataStoreNotFound $((SECONDS - t)) s after its create"
   kc -n steward-demo delete tc badversion nostore --wait=false >/dev/null
 
   local s=${SECONDS}
   kc -n steward-demo patch tc demo --type merge -p '{"spec":{"snapshots":{"schedules":[{"name":"nightly","schedule":"0 3 * * *","keep":1}]}}}' >/dev/null
-  wait_until "steward-demo/demo: Steward cannot take snapshots" 60 tc_condition_says steward-demo demo \
-    ProviderCapable Unsupported "control plane provider steward cannot: snapshots (spec.snapshots.schedules)"
+  wait_condition "steward-demo/demo: Steward cannot take snapshots" 60 demo ProviderCapable Unsupported "control plane provider steward cannot: snapshots (spec.snapshots.schedules)"
   measure "steward-demo/demo with a snapshot schedule: ProviderCapable Unsupported in $((SECONDS - s)) s"
   kc -n steward-demo patch tc demo --type json -p '[{"op":"remove","path":"/spec/snapshots"}]' >/dev/null
-  wait_until "steward-demo/demo capable again without its schedule" 60 tc_condition_says steward-demo demo ProviderCapable Supported ""
+  wait_condition "steward-demo/demo capable again without its schedule" 60 demo ProviderCapable Supported ""
 
   wait_until "steward-demo/other's tenant namespace" 60 tc_tenant_namespace other
   tns=$(kc -n steward-demo get tc other -o jsonpath='{.status.tenantNamespace}')
@@ -385,6 +382,19 @@ steward_isolation_and_faults() {
   measure "demo's etcd credentials: its own prefix read, other's /${schema}/, the root and the access control refused ($((SECONDS - t)) s with other's start)"
   kc -n steward-demo delete tc other --wait=false >/dev/null
   STEWARD_OTHER="${tns} ${schema}"
+}
+
+# wait_condition WHAT SECONDS NAME TYPE REASON TEXT: waits for tc_condition_says steward-demo
+# NAME ...; on a timeout the cluster's conditions are shown (what it said instead).
+wait_condition() {
+  local what=$1 deadline=$(($2 + SECONDS)); shift 2
+  until tc_condition_says steward-demo "$@" 2>/dev/null; do
+    if ((SECONDS >= deadline)); then
+      kc -n steward-demo get tc "$1" -o jsonpath='{range .status.conditions[*]}{.type}={.status} {.reason}: {.message}{"\n"}{end}' >&2 || true
+      die "timed out waiting for ${what}"
+    fi
+    sleep 1
+  done
 }
 
 # tc_condition_says NS NAME TYPE REASON TEXT: the condition has that reason and its message
