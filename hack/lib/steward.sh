@@ -379,7 +379,7 @@ steward_isolation_and_faults() {
     >"${LOGS}/steward-isolation.log" 2>&1 || { cat "${LOGS}/steward-isolation.log" >&2; die "demo's etcd credentials reach beyond its prefix"; }
   grep -F -- '--- PASS: TestStewardDataStoreIsolation' "${LOGS}/steward-isolation.log" >/dev/null \
     || { cat "${LOGS}/steward-isolation.log" >&2; die "TestStewardDataStoreIsolation did not run"; }
-  measure "demo's etcd credentials: its own prefix read, other's /${schema}/, the root and the access control refused ($((SECONDS - t)) s with other's start)"
+  measure "demo's etcd credentials: its own prefix read, other's /${schema}/, the root and the access control refused, Compact open (docs/security.md) ($((SECONDS - t)) s with other's start)"
   kc -n steward-demo delete tc other --wait=false >/dev/null
   STEWARD_OTHER="${tns} ${schema}"
 }
