@@ -24,6 +24,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
 	"github.com/butlerdotdev/butler-apiserver/pkg/hibernation"
+	"github.com/butlerdotdev/butler-apiserver/test/localplane"
 )
 
 var machinesGVR = gvr("cluster.x-k8s.io", "v1beta2", "machines")
@@ -80,7 +81,7 @@ func TestLocalHibernationWakeOnRequest(t *testing.T) {
 	tc = waitCluster(t, ns, name, 3*time.Minute, "Hibernated", hibernated)
 	t.Logf("hibernate -> Hibernated in %s", time.Since(start).Round(100*time.Millisecond))
 	for c, pid := range pids {
-		if lcpAlive(pid) {
+		if localplane.Alive(pid) {
 			t.Errorf("%s (pid %d) still runs while hibernated", c, pid)
 		}
 	}

@@ -7,11 +7,9 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -29,6 +27,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+	"github.com/butlerdotdev/butler-apiserver/test/localplane"
 )
 
 // pinnedVersion is the Kubernetes version whose binaries the plane has (hack/build-kube.sh);
@@ -326,7 +325,7 @@ spec:
 		t.Fatalf("not gone after delete: %s", statusOf(tc))
 	}
 	for c, pid := range pids {
-		if lcpAlive(pid) {
+		if localplane.Alive(pid) {
 			t.Errorf("%s (pid %d) still runs", c, pid)
 		}
 	}
@@ -422,47 +421,8 @@ func restart(t *testing.T, name string) {
 // waits RESTART_GRACE seconds for that).
 func kill(t *testing.T, name string) (startAgain func()) {
 	t.Helper()
-	pidFile := filepath.Join(plane.dir, "run", name+".pid")
-	data, err := os.ReadFile(pidFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil {
-		t.Fatalf("%s: %v", pidFile, err)
-	}
-	proc := func(file string) []string {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", pid, file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-	}
-	args, env := proc("cmdline"), proc("environ")
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	for lcpAlive(pid) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	return func() {
-		t.Helper()
-		log, err := os.OpenFile(filepath.Join(plane.dir, "logs", name+".log"), os.O_APPEND|os.O_WRONLY, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer log.Close()
-		cmd := exec.Command(args[0], args[1:]...)
-		cmd.Env, cmd.Stdout, cmd.Stderr = env, log, log
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("restarting %s: %v", name, err)
-		}
-		go func() { _ = cmd.Wait() }() // reaped when local-up stops it
-		if err := os.WriteFile(pidFile, []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	_, startAgain = localplane.KillForRestart(t, plane.dir, name)
+	return startAgain
 }
 
 // oneOfEachComponent is what tenantProcesses finds for a running local control plane.
@@ -483,7 +443,7 @@ func tenantProcesses(t *testing.T, uid string) map[string]int {
 			continue
 		}
 		pid, _ := strconv.Atoi(filepath.Base(d))
-		if !lcpAlive(pid) {
+		if !localplane.Alive(pid) {
 			continue
 		}
 		count[filepath.Base(strings.SplitN(string(b), "\x00", 2)[0])]++

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/datastore"
+	"github.com/butlerdotdev/butler-apiserver/test/localplane"
 )
 
 // TestLocalControlPlane drives butler-localprovider's control planes through the management
@@ -245,7 +246,7 @@ spec:
 		return nil, apierrors.IsNotFound(err)
 	})
 	for component, pid := range pids {
-		if lcpAlive(pid) {
+		if localplane.Alive(pid) {
 			t.Errorf("%s (pid %d) runs after the TenantControlPlane was deleted", component, pid)
 		}
 	}
@@ -294,16 +295,6 @@ func lcpPids(t *testing.T, dir string) map[string]int {
 		}
 	}
 	return pids
-}
-
-// lcpAlive says whether pid runs (a zombie does not).
-func lcpAlive(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(stat, ')')
-	return i < 0 || i+2 >= len(stat) || (stat[i+2] != 'Z' && stat[i+2] != 'X')
 }
 
 // lcpRSS is a process's resident memory in bytes.

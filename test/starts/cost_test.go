@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -128,51 +127,13 @@ func startCost(t *testing.T, p *localplane.Plane, pair int, side, dir string) {
 // in its place and starts it again with the same command line, environment and log, recording
 // its pid where hack/local-up.sh stops it by (test/e2e's restart does the same).
 func swapProvider(t *testing.T, p *localplane.Plane, binary string) {
-	pidFile := filepath.Join(p.Dir, "run", "butler-localprovider.pid")
-	data, err := os.ReadFile(pidFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
-	proc := func(file string) []string {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", pid, file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-	}
-	args, env := proc("cmdline"), proc("environ")
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	for syscall.Kill(pid, 0) == nil && !isZombie(pid) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	args, startAgain := localplane.KillForRestart(t, p.Dir, "butler-localprovider")
 	copyFile(t, binary, args[0]+".new")
 	if err := os.Rename(args[0]+".new", args[0]); err != nil {
 		t.Fatal(err)
 	}
-	log, err := os.OpenFile(filepath.Join(p.Dir, "logs", "butler-localprovider.log"), os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer log.Close()
-	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Env, cmd.Stdout, cmd.Stderr = env, log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = cmd.Wait() }()
-	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("butler-localprovider is now %s (pid %d)", binary, cmd.Process.Pid)
-}
-
-func isZombie(pid int) bool {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	return err != nil || strings.Contains(string(data), ") Z ")
+	startAgain()
+	t.Logf("butler-localprovider is now %s", binary)
 }
 
 func copyFile(t *testing.T, src, dst string) {
