@@ -210,8 +210,7 @@ spec:
 		tc := waitCluster(t, ns, name, 60*time.Second, "control plane objects written", func(tc *v1alpha1.TenantCluster) bool {
 			return tc.Status.TenantNamespace != "" && tc.Status.Phase == v1alpha1.TenantClusterProvisioning &&
 				meta.IsStatusConditionTrue(tc.Status.Conditions, "NetworkReady") &&
-				meta.FindStatusCondition(tc.Status.Conditions, "ControlPlaneReady") != nil &&
-				meta.FindStatusCondition(tc.Status.Conditions, "ControlPlaneReady").Reason == "WaitingForTenantControlPlane"
+				waitingForSteward(meta.FindStatusCondition(tc.Status.Conditions, "ControlPlaneReady"))
 		})
 		tenantNS := tc.Status.TenantNamespace
 		clusters[p] = made{tenantNS}
@@ -525,4 +524,10 @@ spec: {type: ServicePrincipal, clientID: 00000000-0000-0000-0000-000000000005, t
 		return fmt.Sprintf("credentialsRef: {name: %s, namespace: %s}", name, secretNS)
 	}
 	return fmt.Sprintf("credentialsRef: {name: %s, namespace: %s, key: %s}", name, secretNS, key)
+}
+
+// waitingForSteward: no Steward runs on this plane, so a cluster waits for its TenantControlPlane,
+// and after 90 s says its provider has not acted (the clusters are checked one after another).
+func waitingForSteward(c *metav1.Condition) bool {
+	return c != nil && (c.Reason == "WaitingForTenantControlPlane" || c.Reason == "ProviderNotResponding")
 }
