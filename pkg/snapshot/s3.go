@@ -147,5 +147,5 @@ var errAborted = errors.New("snapshot upload aborted")
 func (p *s3Pending) Abort() {
 	_ = p.w.CloseWithError(errAborted)
 	p.cancel()
-	<-p.done
+	<-p.done //nolint:errcheck // the upload's error is the abort itself
 }

@@ -142,7 +142,9 @@ func TestFloorWritesTheWorkersObjectsInTheirOrder(t *testing.T) {
 		out := map[string]map[string]int{}
 		for _, w := range f.written() {
 			var kind, ns string
-			fmt.Sscanf(w, "%s %s", &kind, &ns)
+			if _, err := fmt.Sscanf(w, "%s %s", &kind, &ns); err != nil {
+				t.Fatalf("written %q: %v", w, err)
+			}
 			ns, _, _ = strings.Cut(ns, "/")
 			if out[ns] == nil {
 				out[ns] = map[string]int{}

@@ -586,7 +586,9 @@ func TestFaultEtcdOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stored int64
-	fmt.Sscan(bc.GetLabels()["r2-seq-0"], &stored)
+	if _, err := fmt.Sscan(bc.GetLabels()["r2-seq-0"], &stored); err != nil {
+		t.Errorf("the ButlerConfig's label r2-seq-0: %v", err)
+	}
 	if stored < lastAckedSeq.Load() {
 		t.Errorf("the ButlerConfig's last acknowledged update was %d, it holds %d", lastAckedSeq.Load(), stored)
 	}

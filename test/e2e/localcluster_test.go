@@ -131,11 +131,11 @@ func TestLocalTenantCluster(t *testing.T) {
 	created := time.Now()
 	localCluster(t, ns, name, pinnedVersion, bootstrap.OSTalos, 2)
 
-	tc := waitCluster(t, ns, name, 3*time.Minute, "control plane ready", func(tc *v1alpha1.TenantCluster) bool {
+	waitCluster(t, ns, name, 3*time.Minute, "control plane ready", func(tc *v1alpha1.TenantCluster) bool {
 		return meta.IsStatusConditionTrue(tc.Status.Conditions, "ControlPlaneReady")
 	})
 	cpReady := time.Since(created)
-	tc = waitReady(t, ns, name, 2, 4*time.Minute)
+	tc := waitReady(t, ns, name, 2, 4*time.Minute)
 	t.Logf("create -> control plane ready %s, -> Ready with 2 workers %s", cpReady.Round(100*time.Millisecond), time.Since(created).Round(100*time.Millisecond))
 	if tc.Status.ControlPlaneEndpoint == "" || tc.Status.KubeconfigSecretRef == nil || tc.Status.TenantNamespace == "" {
 		t.Errorf("status of a Ready cluster: %+v", tc.Status)

@@ -227,7 +227,9 @@ spec:
 	}
 
 	// A killed kube-apiserver is started again and the tenant answers again.
-	syscall.Kill(pids["kube-apiserver"], syscall.SIGKILL)
+	if err := syscall.Kill(pids["kube-apiserver"], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
 	lcpWait(t, 2*time.Minute, "kube-apiserver to be started again", func() (*unstructured.Unstructured, bool) {
 		p := lcpPids(t, stateDir)["kube-apiserver"]
 		return nil, p != 0 && p != pids["kube-apiserver"] && syscall.Kill(p, 0) == nil

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -489,8 +490,10 @@ func realNodePSS(t *testing.T, key string) string {
 		data, _ := os.ReadFile(filepath.Join(p, "smaps_rollup"))
 		for _, line := range strings.Split(string(data), "\n") {
 			if f := strings.Fields(line); len(f) >= 2 && f[0] == "Pss:" {
-				var v int64
-				fmt.Sscan(f[1], &v)
+				v, err := strconv.ParseInt(f[1], 10, 64)
+				if err != nil {
+					t.Fatalf("smaps_rollup %q: %v", line, err)
+				}
 				kib += v
 			}
 		}

@@ -238,7 +238,7 @@ func TestMultiTenancyEnforced(t *testing.T) {
 	configs := shared.Client.ButlerV1alpha1().ButlerConfigs()
 	cfg, err := configs.Get(ctx, "butler", metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		cfg, err = configs.Create(ctx, &v1alpha1.ButlerConfig{ObjectMeta: metav1.ObjectMeta{Name: "butler"}}, metav1.CreateOptions{})
+		_, err = configs.Create(ctx, &v1alpha1.ButlerConfig{ObjectMeta: metav1.ObjectMeta{Name: "butler"}}, metav1.CreateOptions{})
 		t.Cleanup(func() { _ = configs.Delete(ctx, "butler", metav1.DeleteOptions{}) })
 	} else if err == nil {
 		saved := cfg.Spec.MultiTenancy.Mode

@@ -108,8 +108,7 @@ func start(cmd *exec.Cmd, root, dir string, timeout time.Duration) (*Plane, erro
 		case <-time.After(200 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			p.Stop()
-			return p, fmt.Errorf("the plane was not up after %s", timeout)
+			return p, errors.Join(fmt.Errorf("the plane was not up after %s", timeout), p.Stop())
 		}
 	}
 	p.Ports = map[string]int{}

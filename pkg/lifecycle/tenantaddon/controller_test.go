@@ -35,7 +35,6 @@ const ns = "team-a"
 type fakeEngine struct {
 	mu          sync.Mutex
 	ensured     []addons.Request
-	actions     []addons.Action
 	uninstalled []addons.ReleaseKey
 	// uninstallRestrictions is, for each Uninstall, the restriction it was given.
 	uninstallRestrictions []string

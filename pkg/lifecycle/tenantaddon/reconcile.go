@@ -148,7 +148,7 @@ func (c *Controller) failed(ctx context.Context, key string, addon *v1alpha1.Ten
 	if !errors.As(err, &op) {
 		op = &addons.OperationError{Err: err}
 	}
-	phase, reason := v1alpha1.TenantAddonFailed, "Failed"
+	phase, reason := v1alpha1.TenantAddonFailed, "" // each case below names the reason
 	var refused *addons.PrivilegeError
 	switch {
 	case errors.As(err, &refused):

@@ -189,7 +189,12 @@ func (c *Controller) standaloneReady(ctx context.Context, s *state, cluster, kcp
 		return steps.Result{}, err
 	}
 	initialized := ptr.Deref(typedCluster.Status.Initialization.ControlPlaneInitialized, false)
-	version := typedKCP.Status.Version
+	// status.versions lists the machines' versions oldest first: the control plane runs the first
+	// until every machine runs the asked one (the deprecated status.version backfills the same).
+	version := ""
+	if vs := typedKCP.Status.Versions; len(vs) > 0 {
+		version = vs[0].Version
+	}
 	endpoint := typedCluster.Spec.ControlPlaneEndpoint
 	s.version = version
 	if endpoint.Host != "" {

@@ -34,7 +34,7 @@ func TestStandaloneReady(t *testing.T) {
 	wantResult(t, "new", r, err, false, "ControlPlaneInitializing")
 
 	setStatus(t, client, external.ClusterGVK, s.namespace, "prod", map[string]any{"initialization": map[string]any{"controlPlaneInitialized": true}})
-	setStatus(t, client, external.KubeadmControlPlaneGVK, s.namespace, "prod", map[string]any{"version": "v1.35.0"})
+	setStatus(t, client, external.KubeadmControlPlaneGVK, s.namespace, "prod", map[string]any{"versions": []any{map[string]any{"version": "v1.35.0", "replicas": int64(1)}}})
 	cluster, kcp, _, _ = c.applyControlPlane(ctx, s, nil, false)
 	cluster.Object["spec"].(map[string]any)["controlPlaneEndpoint"] = map[string]any{"host": "10.0.0.5", "port": int64(6443)}
 	r, err = c.standaloneReady(ctx, s, cluster, kcp)
@@ -43,7 +43,14 @@ func TestStandaloneReady(t *testing.T) {
 		t.Errorf("endpoint %q version %q", s.endpoint, s.version)
 	}
 
-	setStatus(t, client, external.KubeadmControlPlaneGVK, s.namespace, "prod", map[string]any{"version": s.tc.Spec.KubernetesVersion})
+	// Mid-roll: one machine still at the old version, listed first.
+	setStatus(t, client, external.KubeadmControlPlaneGVK, s.namespace, "prod", map[string]any{"versions": []any{
+		map[string]any{"version": "v1.35.0", "replicas": int64(1)}, map[string]any{"version": s.tc.Spec.KubernetesVersion, "replicas": int64(2)}}})
+	_, kcp, _, _ = c.applyControlPlane(ctx, s, nil, false)
+	r, err = c.standaloneReady(ctx, s, cluster, kcp)
+	wantResult(t, "mid-roll", r, err, false, "Upgrading")
+
+	setStatus(t, client, external.KubeadmControlPlaneGVK, s.namespace, "prod", map[string]any{"versions": []any{map[string]any{"version": s.tc.Spec.KubernetesVersion, "replicas": int64(3)}}})
 	_, kcp, _, _ = c.applyControlPlane(ctx, s, nil, false)
 	r, err = c.standaloneReady(ctx, s, cluster, kcp)
 	wantResult(t, "no kubeconfig", r, err, false, "WaitingForKubeconfig")

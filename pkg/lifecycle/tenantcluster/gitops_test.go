@@ -214,11 +214,11 @@ func TestGitOpsFailureKeepsTheClusterReady(t *testing.T) {
 	f.c.plan = f.c.steps()
 	tc := gitopsCluster("team-a", "https://git.example.com/team-a/fleet.git", "")
 	tc.Status.Gitops = &v1alpha1.GitOpsStatus{Revision: "main@sha1:0d9c", InSync: true}
-	s := f.ensure(t, tc)
+	f.ensure(t, tc)
 	f.setStatus(t, external.FluxGitRepositoryGVR, gitops.Namespace, gitops.Name, map[string]any{"observedGeneration": int64(0),
 		"conditions": []any{map[string]any{"type": "Ready", "status": "False", "reason": "GitOperationFailed",
 			"message": "couldn't find remote ref \"refs/heads/main\"", "lastTransitionTime": "2026-11-28T20:00:00Z"}}})
-	s = f.ensure(t, tc)
+	s := f.ensure(t, tc)
 	wantCondition(t, s, metav1.ConditionFalse, gitops.ReasonBranchNotFound)
 	results := map[string]steps.Result{}
 	var order []string
@@ -383,8 +383,8 @@ func TestGitOpsRemovalIsAHandOff(t *testing.T) {
 
 	// The slot goes too (with the status still showing a repository): the controllers go.
 	tc.Spec.Addons.Gitops = nil
-	for i := 0; i < 3; i++ {
-		s = f.ensure(t, tc)
+	for range 3 {
+		f.ensure(t, tc)
 	}
 	for _, name := range gitops.Controllers {
 		if f.tenantObject(t, deploymentGVR, gitops.Namespace, name) != nil {

@@ -165,7 +165,7 @@ func TestNodeAddressesFollowTheWorkers(t *testing.T) {
 	for range 3 {
 		removeNewest(s)
 	}
-	r, s = network(2)
+	r, _ = network(2)
 	if !r.Done || held() != 3 {
 		t.Errorf("2 workers, 2 machines: %+v, %d held; want the unused block given back", r, held())
 	}

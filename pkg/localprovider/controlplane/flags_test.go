@@ -145,7 +145,9 @@ func TestParseTenantSpec(t *testing.T) {
 	if !slices.Equal(s.CertSANs, []string{"a.example.com", "192.0.2.1"}) || !slices.Equal(s.APIServerArgs, []string{"--v=2"}) || !slices.Equal(s.SchedulerArgs, []string{"--v=3"}) {
 		t.Errorf("spec = %+v", s)
 	}
-	unstructured.SetNestedField(tcp.Object, "not-a-cidr", "spec", "networkProfile", "serviceCidr")
+	if err := unstructured.SetNestedField(tcp.Object, "not-a-cidr", "spec", "networkProfile", "serviceCidr"); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := parseTenantSpec(tcp); err == nil {
 		t.Error("a bad service CIDR parsed")
 	}

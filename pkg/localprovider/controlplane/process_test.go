@@ -46,7 +46,9 @@ func TestProcessRestartsAndStops(t *testing.T) {
 	}
 
 	// Killed: it is started again (after the first backoff), as a new process.
-	syscall.Kill(pid, syscall.SIGKILL)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
 	waitFor(t, "a restart", func() bool { newPid, running, starts := p.state(); return running && starts == 2 && newPid != pid })
 	if changes.Load() < 3 {
 		t.Errorf("onChange called %d times for start, exit, start", changes.Load())
@@ -78,7 +80,9 @@ func TestProcessAdoption(t *testing.T) {
 		t.Fatalf("second supervisor runs pid %d, want the adopted %d", got, pid)
 	}
 	// The adopted process exits: the supervisor notices and starts its own.
-	syscall.Kill(pid, syscall.SIGKILL)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
 	waitFor(t, "a restart of the adopted process", func() bool { p, running, _ := second.state(); return running && p != pid })
 	adoptedPid, _, _ := second.state()
 	// The second provider crashes too; its child lives on, for the third to find.

@@ -120,7 +120,9 @@ func TestDesiredTCP(t *testing.T) {
 	}
 
 	bad := testSCP()
-	unstructured.SetNestedStringSlice(bad.Object, []string{"t1.example.com:6443"}, "spec", "network", "certSANs")
+	if err := unstructured.SetNestedStringSlice(bad.Object, []string{"t1.example.com:6443"}, "spec", "network", "certSANs"); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := desiredTCP(bad, testCluster()); err == nil {
 		t.Error("a certSAN with a port was accepted")
 	}
@@ -172,7 +174,9 @@ func TestOwnerAndRefs(t *testing.T) {
 		t.Errorf("controlPlaneOfCluster = %v", got)
 	}
 	kcp := testCluster()
-	unstructured.SetNestedField(kcp.Object, "KubeadmControlPlane", "spec", "controlPlaneRef", "kind")
+	if err := unstructured.SetNestedField(kcp.Object, "KubeadmControlPlane", "spec", "controlPlaneRef", "kind"); err != nil {
+		t.Fatal(err)
+	}
 	if got := controlPlaneOfCluster(kcp); got != nil {
 		t.Errorf("a KubeadmControlPlane's Cluster maps to %v", got)
 	}
@@ -185,8 +189,10 @@ func TestOnlyLocalClusters(t *testing.T) {
 		t.Error("a Cluster on a LocalCluster is not local")
 	}
 	kubevirt := testCluster()
-	unstructured.SetNestedStringMap(kubevirt.Object, map[string]string{
-		"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "KubevirtCluster", "name": "t1"}, "spec", "infrastructureRef")
+	if err := unstructured.SetNestedStringMap(kubevirt.Object, map[string]string{
+		"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "KubevirtCluster", "name": "t1"}, "spec", "infrastructureRef"); err != nil {
+		t.Fatal(err)
+	}
 	if onLocalInfrastructure(kubevirt) {
 		t.Error("a Cluster on a KubevirtCluster is local")
 	}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -125,8 +126,7 @@ func unbuildable(version string) string {
 	if m == nil {
 		return fmt.Sprintf("%q is not a Kubernetes release version (v1.<minor>.<patch>)", version)
 	}
-	var minor int
-	fmt.Sscan(m[1], &minor)
+	minor, _ := strconv.Atoi(m[1]) // digits: the pattern matched
 	if minor < oldestMinor {
 		return fmt.Sprintf("%s is older than v1.%d, the oldest this local provider builds", version, oldestMinor)
 	}

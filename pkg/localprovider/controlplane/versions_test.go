@@ -72,13 +72,13 @@ func TestUnbuildable(t *testing.T) {
 func TestVersionsGet(t *testing.T) {
 	bin := t.TempDir()
 	for _, c := range []string{componentAPIServer, componentControllerManager} {
-		os.WriteFile(filepath.Join(bin, c), []byte("#!/bin/sh\n"), 0o755)
+		writeScript(t, filepath.Join(bin, c))
 	}
 	v := newVersions("v1.36.3", bin, t.TempDir(), func(string) {})
 	if _, state, msg := v.get("v1.36.3"); state != versionFailed || !strings.Contains(msg, "hack/build-kube.sh") {
 		t.Errorf("pinned version without kube-scheduler: %v %q", state, msg)
 	}
-	os.WriteFile(filepath.Join(bin, componentScheduler), []byte("#!/bin/sh\n"), 0o755)
+	writeScript(t, filepath.Join(bin, componentScheduler))
 	if b, state, _ := v.get("v1.36.3"); state != versionReady || b.path(componentScheduler) != filepath.Join(bin, componentScheduler) {
 		t.Errorf("pinned version: %v %v", b, state)
 	}
@@ -94,9 +94,11 @@ func TestVersionsGet(t *testing.T) {
 	}
 	// Built binaries in the versions directory are used as they are.
 	built := filepath.Join(v.dir, "v1.31.0", "bin")
-	os.MkdirAll(built, 0o755)
+	if err := os.MkdirAll(built, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []string{componentAPIServer, componentControllerManager, componentScheduler} {
-		os.WriteFile(filepath.Join(built, c), []byte("#!/bin/sh\n"), 0o755)
+		writeScript(t, filepath.Join(built, c))
 	}
 	if b, state, _ := v.get("v1.31.0"); state != versionReady || b.dir != built {
 		t.Errorf("built v1.31.0: %v %v", b, state)
@@ -166,5 +168,13 @@ esac
 	got, err := os.ReadFile(filepath.Join(bin, componentAPIServer))
 	if err != nil || strings.TrimSpace(string(got)) != "CGO_ENABLED=0" {
 		t.Errorf("kube-apiserver built with %q (%v), want CGO_ENABLED=0", got, err)
+	}
+}
+
+// writeScript writes an empty shell script at path, standing for a built binary.
+func writeScript(t *testing.T, path string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
 	}
 }

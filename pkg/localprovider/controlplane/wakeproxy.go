@@ -424,7 +424,6 @@ func (p *wakeProxy) watchIdle() {
 			if served {
 				// Stopped: no longer awake by request, whoever woke it.
 				p.gate.slept(p.uid)
-				served = false
 			}
 			tick.Stop()
 			select {

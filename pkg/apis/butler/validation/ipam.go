@@ -12,10 +12,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
 )
 
-var (
-	ipAllocationTypes  = sets.New(butler.IPAllocationNodes, butler.IPAllocationLoadBalancer)
-	ipAllocationPhases = sets.New(butler.IPAllocationPending, butler.IPAllocationAllocated, butler.IPAllocationReleased, butler.IPAllocationFailed)
-)
+var ipAllocationTypes = sets.New(butler.IPAllocationNodes, butler.IPAllocationLoadBalancer)
 
 // ValidateNetworkPool validates a NetworkPool on create.
 func ValidateNetworkPool(obj *butler.NetworkPool) field.ErrorList {

@@ -202,7 +202,7 @@ func managedEntry(manager, apiVersion, subresource, fields string) metav1.Manage
 		Operation:   metav1.ManagedFieldsOperationUpdate,
 		APIVersion:  apiVersion,
 		FieldsType:  "FieldsV1",
-		FieldsV1:    &metav1.FieldsV1{Raw: []byte(fields)},
+		FieldsV1:    metav1.NewFieldsV1(fields),
 		Subresource: subresource,
 	}
 }
@@ -219,7 +219,7 @@ func fieldsOf(t *testing.T, entries []metav1.ManagedFieldsEntry, manager string)
 		t.Fatalf("want one managed fields entry of %q, got %d in %+v", manager, len(found), entries)
 	}
 	var fields map[string]any
-	if err := json.Unmarshal(found[0].FieldsV1.Raw, &fields); err != nil {
+	if err := json.Unmarshal(found[0].FieldsV1.GetRawBytes(), &fields); err != nil {
 		t.Fatal(err)
 	}
 	return found[0].APIVersion, fields
