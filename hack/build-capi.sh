@@ -14,4 +14,5 @@ version="$(go list -m -f '{{.Version}}' sigs.k8s.io/cluster-api)"
 # CAPI's own version package reports this in its log and /version.
 ldflags="-s -w -X sigs.k8s.io/cluster-api/version.gitVersion=${version}"
 ldflags+=" -X sigs.k8s.io/cluster-api/version.gitTreeState=clean"
-go build -trimpath -ldflags "${ldflags}" -o "${BIN}/capi-manager" sigs.k8s.io/cluster-api/core
+# Static, whatever the caller's environment says (see build-kube.sh).
+CGO_ENABLED=0 go build -trimpath -ldflags "${ldflags}" -o "${BIN}/capi-manager" sigs.k8s.io/cluster-api/core

@@ -27,5 +27,7 @@ fi
 
 mkdir -p "${BIN}"
 cd "${ROOT}/hack/kube"
-# One go build for all: they share most packages, and one process schedules them best.
-GOBIN="${BIN}" go install -trimpath -ldflags "${ldflags}" "${packages[@]}"
+# One go build for all: they share most packages, and one process schedules them best. Static
+# (CGO_ENABLED=0, as upstream builds them and as the tenant versions are built): the caller's
+# environment would otherwise choose, and a build with cgo shares no cache entry with one without.
+CGO_ENABLED=0 GOBIN="${BIN}" go install -trimpath -ldflags "${ldflags}" "${packages[@]}"
