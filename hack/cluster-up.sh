@@ -170,9 +170,10 @@ cleanup() {
   local rc=$?
   [[ -n "${stopping}" ]] && return
   stopping=1
-  # Clean up as much as can be, whatever fails.
+  # Clean up as much as can be, whatever fails. A second signal must not cut the stop short
+  # (timeout signals make and its group: two SIGTERMs), as in local-up.sh.
   set +e
-  trap - INT TERM
+  trap '' INT TERM
   rm -f "${ADMIN_KUBECONFIG}" "${BOOT_KUBECONFIG}" "${CLUSTER_DIR}/cluster.env"
   log "stopping"
   stop kube-proxy
@@ -188,8 +189,8 @@ cleanup() {
   exit "${rc}"
 }
 trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+trap 'trap "" INT TERM; exit 130' INT
+trap 'trap "" INT TERM; exit 143' TERM
 
 # A previous run that was killed (SIGKILL) left its node behind: clean before starting.
 clean_node

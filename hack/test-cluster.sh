@@ -129,7 +129,9 @@ teardown() {
 stop_all() {
   local rc=$?
   set +e
-  trap - EXIT INT TERM ERR
+  # A second INT or TERM must not cut the teardown short (timeout signals make and its group).
+  trap - EXIT ERR
+  trap '' INT TERM
   teardown
   exit "${rc}"
 }
@@ -137,8 +139,8 @@ trap stop_all EXIT
 # A command that fails outside a condition says where, before the teardown.
 set -E
 trap 'die "exit $? at ${BASH_SOURCE[0]##*/}:${LINENO}: ${BASH_COMMAND}"' ERR
-trap 'exit 130' INT
-trap 'exit 143' TERM
+trap 'trap "" INT TERM; exit 130' INT
+trap 'trap "" INT TERM; exit 143' TERM
 
 until [[ -f "${CLUSTER_DIR}/admin.kubeconfig" ]]; do
   kill -0 "${cluster_pid}" 2>/dev/null || { tail -20 "${LOGS}/cluster-up.log" >&2; die "cluster-up exited"; }
@@ -361,7 +363,8 @@ done
 [[ -z "${left}" ]] || die "helm uninstall left: ${left}"
 log "helm uninstall left no Pod, Service or APIService"
 
-trap - EXIT INT TERM ERR
+trap - EXIT ERR
+trap '' INT TERM
 set +e
 teardown
 set -e

@@ -33,7 +33,8 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/pki"
 )
 
-// reconcileTCP brings one TenantControlPlane's processes, Secrets and status in line.
+// reconcileTCP brings one TenantControlPlane's processes, Secrets and status in line, as the
+// named steps of tcpSteps in order; a step that settles the status or fails ends the pass.
 func (c *Controller) reconcileTCP(ctx context.Context, key string) error {
 	obj, exists, err := c.tcps.GetIndexer().GetByKey(key)
 	if err != nil || !exists {
@@ -45,230 +46,312 @@ func (c *Controller) reconcileTCP(ctx context.Context, key string) error {
 	}
 	uid := string(tcp.GetUID())
 	paths := tenantPaths{dir: filepath.Join(c.opts.StateDir, uid)}
-	logger := klog.FromContext(ctx).WithValues("uid", uid)
-	ctx = klog.NewContext(ctx, logger)
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("uid", uid))
 
 	if tcp.GetDeletionTimestamp() != nil {
-		if !slices.Contains(tcp.GetFinalizers(), Finalizer) {
-			return nil
-		}
-		rec, err := readRecord(paths.dir)
-		if err != nil {
-			rec = tenantRecord{Namespace: tcp.GetNamespace(), Name: tcp.GetName(), UID: uid}
-		}
-		if rec.DataStore == "" {
-			rec = recordFromStatus(tcp, rec)
-		}
-		c.mu.Lock()
-		pl := c.planes[uid]
-		c.mu.Unlock()
-		if err := c.removeTenant(ctx, rec, paths, pl); err != nil {
-			return err
-		}
-		return c.removeFinalizer(ctx, tcp)
+		return c.deleteTCP(ctx, tcp, paths)
 	}
 	if !slices.Contains(tcp.GetFinalizers(), Finalizer) {
 		if tcp, err = c.addFinalizer(ctx, tcp); err != nil {
 			return err
 		}
 	}
+	r := &tcpRun{tcp: tcp, paths: paths}
+	for _, step := range c.tcpSteps() {
+		if done, err := step(ctx, r); done || err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
-	spec, err := parseTenantSpec(tcp)
-	if err != nil {
-		return c.setTCPStatus(ctx, tcp, tcpState{versionStatus: statusNotReady, reason: "InvalidSpec", message: err.Error()})
+// tcpRun is what one pass of reconcileTCP learns, step by step.
+type tcpRun struct {
+	tcp   *unstructured.Unstructured
+	paths tenantPaths
+	spec  tenantSpec
+	pl    *plane
+	// published is the endpoint in the status (empty until kube-apiserver first served);
+	// endpoint is the one clients use now, apiEndpoint kube-apiserver's own address.
+	published, endpoint, apiEndpoint string
+	bins                             binaries
+	rotated                          string
+	certs                            *pki.Tenant
+	kubeconfigs                      tenantKubeconfigs
+	etcd                             etcdConn
+	credentialsTook, dataStoreTook   time.Duration
+	starts                           int // kube-apiserver's starts, as awaitReadiness read them
+}
+
+// tcpStep is one step of reconcileTCP: done ends the pass (the status is settled, or err).
+type tcpStep func(ctx context.Context, r *tcpRun) (done bool, err error)
+
+func (c *Controller) tcpSteps() []tcpStep {
+	return []tcpStep{c.findPlane, c.applyReplicas, c.ensureAPIPort, c.ensureBinaries,
+		c.prepareTenant, c.restoreData, c.startProcesses, c.awaitReadiness, c.reportServing}
+}
+
+// deleteTCP stops a deleted TenantControlPlane's processes, removes its data and files, and
+// lets it go.
+func (c *Controller) deleteTCP(ctx context.Context, tcp *unstructured.Unstructured, paths tenantPaths) error {
+	if !slices.Contains(tcp.GetFinalizers(), Finalizer) {
+		return nil
 	}
-	pl, err := c.plane(ctx, tcp, paths)
+	uid := string(tcp.GetUID())
+	rec, err := readRecord(paths.dir)
 	if err != nil {
-		return c.setTCPStatus(ctx, tcp, tcpState{versionStatus: statusNotReady, reason: "NoPort", message: err.Error()})
+		rec = tenantRecord{Namespace: tcp.GetNamespace(), Name: tcp.GetName(), UID: uid}
 	}
+	if rec.DataStore == "" {
+		rec = recordFromStatus(tcp, rec)
+	}
+	c.mu.Lock()
+	pl := c.planes[uid]
+	c.mu.Unlock()
+	if err := c.removeTenant(ctx, rec, paths, pl); err != nil {
+		return err
+	}
+	return c.removeFinalizer(ctx, tcp)
+}
+
+// findPlane reads the spec and finds (or places) the tenant's plane and its wake listener.
+func (c *Controller) findPlane(ctx context.Context, r *tcpRun) (bool, error) {
+	spec, err := parseTenantSpec(r.tcp)
+	if err != nil {
+		return true, c.setTCPStatus(ctx, r.tcp, tcpState{versionStatus: statusNotReady, reason: "InvalidSpec", message: err.Error()})
+	}
+	pl, err := c.plane(ctx, r.tcp, r.paths)
+	if err != nil {
+		return true, c.setTCPStatus(ctx, r.tcp, tcpState{versionStatus: statusNotReady, reason: "NoPort", message: err.Error()})
+	}
+	r.spec, r.pl = spec, pl
 	// The endpoint is published (status, and from there CAPI's controlPlaneEndpoint and every
 	// kubeconfig) once kube-apiserver first serves; before that, a port another process took is
 	// exchanged for another, after that never.
-	published := publishedEndpoint(tcp)
-	if err := c.ensureWakeProxy(ctx, tcp, pl); err != nil {
-		return c.setTCPStatus(ctx, tcp, unavailableState(tcp, published, pendingStatus(tcp, spec.Version), "PortTaken", err.Error()))
+	r.published = publishedEndpoint(r.tcp)
+	if err := c.ensureWakeProxy(ctx, r.tcp, pl); err != nil {
+		return true, c.setTCPStatus(ctx, r.tcp, unavailableState(r.tcp, r.published, pendingStatus(r.tcp, spec.Version), "PortTaken", err.Error()))
 	}
-	// The control plane switch (Steward's and Kamaji's replicas): 0 stops the processes and keeps
-	// the data, the port and the published endpoint, so that a start serves where it did; one
-	// host cannot run more than one.
-	if spec.Replicas > 0 {
+	return false, nil
+}
+
+// applyReplicas is the control plane switch (Steward's and Kamaji's replicas): 0 stops the
+// processes and keeps the data, the port and the published endpoint, so that a start serves
+// where it did; one host cannot run more than one.
+func (c *Controller) applyReplicas(ctx context.Context, r *tcpRun) (bool, error) {
+	tcp, pl := r.tcp, r.pl
+	if r.spec.Replicas > 0 {
 		pl.clearWake()
 	}
 	switch {
-	case spec.Replicas == 0 && !pl.wakeRequested():
+	case r.spec.Replicas == 0 && !pl.wakeRequested():
 		// A wake the listener recorded in the TenantCluster starts the processes before the
 		// replicas come back through Cluster API: the client waits meanwhile.
 		pl.stop()
-		if published == "" && pl.behindProxy() {
-			return c.readyUnstarted(ctx, tcp, spec, pl)
+		if r.published == "" && pl.behindProxy() {
+			return true, c.readyUnstarted(ctx, tcp, r.spec, pl)
 		}
 		if tcpVersion(tcp) == "" && tcp.GetAnnotations()[external.LocalProviderReasonAnnotation] == "NeverStarted" {
 			// Readied without starting and still never run: nothing stopped (nor an Event of it).
-			return c.setTCPStatus(ctx, tcp, neverStarted(published, tcp))
+			return true, c.setTCPStatus(ctx, tcp, neverStarted(r.published, tcp))
 		}
-		return c.setTCPStatus(ctx, tcp, tcpState{endpoint: published, versionStatus: statusSleeping, runningVersion: tcpVersion(tcp),
+		return true, c.setTCPStatus(ctx, tcp, tcpState{endpoint: r.published, versionStatus: statusSleeping, runningVersion: tcpVersion(tcp),
 			adminSecret: tcpAdminSecret(tcp), replicas: 0, reason: "Stopped",
 			message: "stopped: replicas is 0; its data and its endpoint are kept, and replicas 1 starts it again"})
-	case spec.Replicas > 1:
+	case r.spec.Replicas > 1:
 		// What runs keeps running (none after a stop); nothing more is started.
-		s := unavailableState(tcp, published, statusNotReady, "ReplicasUnsupported",
-			fmt.Sprintf("replicas is %d, but the local provider runs one kube-apiserver per tenant on this machine: ask for 1 (or 0 to stop it)", spec.Replicas))
+		s := unavailableState(tcp, r.published, statusNotReady, "ReplicasUnsupported",
+			fmt.Sprintf("replicas is %d, but the local provider runs one kube-apiserver per tenant on this machine: ask for 1 (or 0 to stop it)", r.spec.Replicas))
 		if !pl.running() {
 			s.replicas = 0
 		}
-		return c.setTCPStatus(ctx, tcp, s)
+		return true, c.setTCPStatus(ctx, tcp, s)
 	}
+	return false, nil
+}
 
+// ensureAPIPort moves a port another process took while nothing was published, and says so
+// when it is the published one's (which never changes).
+func (c *Controller) ensureAPIPort(ctx context.Context, r *tcpRun) (bool, error) {
+	pl := r.pl
 	if pl.apiServerPortTaken() {
-		if published == "" || pl.behindProxy() {
+		if r.published == "" || pl.behindProxy() {
 			if err := c.movePort(ctx, pl); err != nil {
-				return c.setTCPStatus(ctx, tcp, tcpState{versionStatus: statusNotReady, reason: "NoPort", message: err.Error()})
+				return true, c.setTCPStatus(ctx, r.tcp, tcpState{versionStatus: statusNotReady, reason: "NoPort", message: err.Error()})
 			}
 		} else {
-			return c.setTCPStatus(ctx, tcp, unavailableState(tcp, published, pendingStatus(tcp, spec.Version), "PortTaken",
-				fmt.Sprintf("another process holds port %d of the published endpoint %s; kube-apiserver keeps trying it (a published endpoint never changes)", pl.port(), published)))
+			return true, c.setTCPStatus(ctx, r.tcp, unavailableState(r.tcp, r.published, pendingStatus(r.tcp, r.spec.Version), "PortTaken",
+				fmt.Sprintf("another process holds port %d of the published endpoint %s; kube-apiserver keeps trying it (a published endpoint never changes)", pl.port(), r.published)))
 		}
 	}
-	endpoint := endpointString(pl.address(), pl.port())
-	// kube-apiserver's own address: the endpoint, or behind a wake-on-request listener an
-	// internal port that only management-side clients use.
-	apiEndpoint := endpointString(pl.address(), pl.apiPort())
+	r.endpoint = endpointString(pl.address(), pl.port())
+	// Behind a wake-on-request listener kube-apiserver serves on an internal port that only
+	// management-side clients use.
+	r.apiEndpoint = endpointString(pl.address(), pl.apiPort())
+	return false, nil
+}
 
-	bins, state, msg := c.versions.get(spec.Version)
+// ensureBinaries finds the binaries of the asked version, built or being built.
+func (c *Controller) ensureBinaries(ctx context.Context, r *tcpRun) (bool, error) {
+	bins, state, msg := c.versions.get(r.spec.Version)
 	switch state {
 	case versionBuilding:
-		return c.setTCPStatus(ctx, tcp, unavailableState(tcp, published, pendingStatus(tcp, spec.Version), "BuildingKubernetes", msg))
+		return true, c.setTCPStatus(ctx, r.tcp, unavailableState(r.tcp, r.published, pendingStatus(r.tcp, r.spec.Version), "BuildingKubernetes", msg))
 	case versionFailed:
-		return c.setTCPStatus(ctx, tcp, unavailableState(tcp, published, statusNotReady, "KubernetesVersionUnavailable", msg))
+		return true, c.setTCPStatus(ctx, r.tcp, unavailableState(r.tcp, r.published, statusNotReady, "KubernetesVersionUnavailable", msg))
 	}
+	r.bins = bins
+	return false, nil
+}
 
-	rotated, err := c.rotateCredentials(ctx, tcp, pl)
+// prepareTenant rotates what a rotation asks, then makes the credentials (the CA Secret, the
+// certificates) and the tenant's place on its datastore (its etcd user and role) at once: they
+// need nothing of each other.
+func (c *Controller) prepareTenant(ctx context.Context, r *tcpRun) (bool, error) {
+	rotated, err := c.rotateCredentials(ctx, r.tcp, r.pl)
 	if err != nil {
-		return err
+		return true, err
 	}
-	// The credentials (the CA Secret, the certificates) and the tenant's place on its datastore
-	// (its etcd user and role) need nothing of each other: both are made at once.
+	r.rotated = rotated
 	began := time.Now()
 	var (
-		certs                          *pki.Tenant
-		kubeconfigs                    tenantKubeconfigs
-		credentialsErr                 error
-		credentialsTook, dataStoreTook time.Duration
-		wg                             sync.WaitGroup
+		credentialsErr error
+		wg             sync.WaitGroup
 	)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		certs, kubeconfigs, credentialsErr = c.ensureCredentials(ctx, tcp, spec, pl, endpoint, apiEndpoint)
-		credentialsTook = time.Since(began)
+		r.certs, r.kubeconfigs, credentialsErr = c.ensureCredentials(ctx, r.tcp, r.spec, r.pl, r.endpoint, r.apiEndpoint)
+		r.credentialsTook = time.Since(began)
 	}()
-	etcd, err := c.ensureTenantStore(ctx, tcp, spec, pl)
-	dataStoreTook = time.Since(began)
+	r.etcd, err = c.ensureTenantStore(ctx, r.tcp, r.spec, r.pl)
+	r.dataStoreTook = time.Since(began)
 	wg.Wait()
 	if err != nil {
-		if serr := c.setTCPStatus(ctx, tcp, unavailableState(tcp, published, pendingStatus(tcp, spec.Version), "DataStoreUnavailable", err.Error())); serr != nil {
-			return errors.Join(serr, credentialsErr)
+		if serr := c.setTCPStatus(ctx, r.tcp, unavailableState(r.tcp, r.published, pendingStatus(r.tcp, r.spec.Version), "DataStoreUnavailable", err.Error())); serr != nil {
+			return true, errors.Join(serr, credentialsErr)
 		}
-		return errors.Join(err, credentialsErr)
+		return true, errors.Join(err, credentialsErr)
 	}
-	if credentialsErr != nil {
-		return credentialsErr
-	}
-	if r := c.restorer; r != nil {
+	return credentialsErr != nil, credentialsErr
+}
+
+// restoreData runs an asked restore onto a fresh generation of the tenant's data, and points
+// kube-apiserver at the generation in use.
+func (c *Controller) restoreData(ctx context.Context, r *tcpRun) (bool, error) {
+	pl := r.pl
+	if rs := c.restorer; rs != nil {
 		pl.mu.Lock()
 		dataStore, prefix := pl.rec.DataStore, pl.rec.DataStorePrefix
 		pl.mu.Unlock()
 		store, err := c.tenantStore(ctx, dataStore, prefix)
 		if err != nil {
-			return err
+			return true, err
 		}
 		root := datastore.RootOf(prefix)
 		n, _ := datastore.GenerationOf(root, prefix)
 		store.Fresh = datastore.Generation(root, n+1)
 		store.SwitchToFresh = func(ctx context.Context) error { return c.switchData(ctx, pl, store, store.Fresh) }
-		pending, message, err := r.Restore(ctx, tcp, store, pl.kill)
+		pending, message, err := rs.Restore(ctx, r.tcp, store, pl.kill)
 		if err != nil || pending {
-			if serr := c.setTCPStatus(ctx, tcp, unavailableState(tcp, published, statusNotReady, "Restoring", message)); serr != nil {
-				return serr
+			if serr := c.setTCPStatus(ctx, r.tcp, unavailableState(r.tcp, r.published, statusNotReady, "Restoring", message)); serr != nil {
+				return true, serr
 			}
-			return err
+			return true, err
 		}
 	}
 	pl.mu.Lock()
-	etcd.Prefix = etcdPrefix(pl.rec.DataStorePrefix) // a restore may have switched it
+	r.etcd.Prefix = etcdPrefix(pl.rec.DataStorePrefix) // a restore may have switched it
 	pl.mu.Unlock()
-	args := planeArgs{Spec: spec, Paths: paths, Address: pl.address(), Port: pl.apiPort(), Etcd: etcd, Rotating: certs.Rotating()}
+	return false, nil
+}
+
+// startProcesses starts (or keeps) kube-apiserver, kube-controller-manager and kube-scheduler
+// with today's arguments and credentials, and publishes the admin kubeconfig.
+func (c *Controller) startProcesses(ctx context.Context, r *tcpRun) (bool, error) {
+	spec, pl := r.spec, r.pl
+	args := planeArgs{Spec: spec, Paths: r.paths, Address: pl.address(), Port: pl.apiPort(), Etcd: r.etcd, Rotating: r.certs.Rotating()}
 	if !pl.running() {
 		msg := "Starting the control plane"
 		if spec.Replicas == 0 {
 			msg += ": a request woke it"
 		}
 		// With where a start's time went before kube-apiserver's own.
-		logger.Info(msg, "version", spec.Version,
-			"credentials", credentialsTook.Round(time.Millisecond), "dataStore", dataStoreTook.Round(time.Millisecond))
+		klog.FromContext(ctx).Info(msg, "version", spec.Version,
+			"credentials", r.credentialsTook.Round(time.Millisecond), "dataStore", r.dataStoreTook.Round(time.Millisecond))
 	}
-	if tcpVersion(tcp) == "" && published != "" && pl.behindProxy() {
+	if tcpVersion(r.tcp) == "" && r.published != "" && pl.behindProxy() {
 		pl.holdFirstStart() // readied asleep, never started (readyUnstarted)
 	}
 	specs := []procSpec{
-		c.procSpec(componentAPIServer, bins, apiServerArgs(args), paths),
-		c.procSpec(componentControllerManager, bins, controllerManagerArgs(args), paths),
-		c.procSpec(componentScheduler, bins, schedulerArgs(args), paths),
+		c.procSpec(componentAPIServer, r.bins, apiServerArgs(args), r.paths),
+		c.procSpec(componentControllerManager, r.bins, controllerManagerArgs(args), r.paths),
+		c.procSpec(componentScheduler, r.bins, schedulerArgs(args), r.paths),
 	}
 	for i := range specs {
-		specs[i].Credentials = credentialsDigest(certs)
+		specs[i].Credentials = credentialsDigest(r.certs)
 	}
-	pl.ensure(ctx, spec.Version, certs.Trust, specs)
+	pl.ensure(ctx, spec.Version, r.certs.Trust, specs)
 	// The admin kubeconfig is files already written: published while kube-apiserver starts, not
 	// one more round trip after it serves.
-	if err := c.applyAdminKubeconfig(ctx, tcp, pl, kubeconfigs); err != nil {
-		return err
-	}
+	return false, c.applyAdminKubeconfig(ctx, r.tcp, pl, r.kubeconfigs)
+}
 
+// awaitReadiness waits for kube-apiserver to answer /readyz at the asked version; kubeadm's
+// join objects go in as soon as it answers at all.
+func (c *Controller) awaitReadiness(ctx context.Context, r *tcpRun) (bool, error) {
+	pl, spec := r.pl, r.spec
 	ready, starts, version := pl.status()
+	r.starts = starts
 	if !ready && !pl.probedOnce() {
 		// Just started or adopted: the first probe queues this key again. Saying NotReady now
 		// would flap a serving tenant's status on every provider restart.
-		return nil
+		return true, nil
 	}
 	if answered := pl.answeredStart(); !ready && answered > 0 && version == spec.Version && !pl.setUp(answered) {
-		// kubeadm's join objects go in as soon as kube-apiserver answers, not at /readyz: they
-		// are written as its super-admin (system:masters needs none of the RBAC it is still
-		// bootstrapping), and that bootstrap, /readyz's last check, waits a second before its
-		// first try. A failure here (kube-public not made yet) leaves them for /readyz. The
-		// control plane is Ready only at /readyz, as before.
-		if err := c.setUpTenant(ctx, spec, endpoint, certs.Trust, kubeconfigs.superAdminSvc); err != nil {
-			logger.V(2).Info("The join setup waits for /readyz", "err", err)
+		// The join objects are written as its super-admin (system:masters needs none of the RBAC
+		// it is still bootstrapping), and that bootstrap, /readyz's last check, waits a second
+		// before its first try. A failure here (kube-public not made yet) leaves them for
+		// /readyz. The control plane is Ready only at /readyz, as before.
+		if err := c.setUpTenant(ctx, spec, r.endpoint, r.certs.Trust, r.kubeconfigs.superAdminSvc); err != nil {
+			klog.FromContext(ctx).V(2).Info("The join setup waits for /readyz", "err", err)
 		} else {
 			pl.markSetUp(answered)
 		}
 	}
 	if !ready || version != spec.Version {
-		return c.setTCPStatus(ctx, tcp, unavailableState(tcp, published, pendingStatus(tcp, spec.Version), "Starting",
+		return true, c.setTCPStatus(ctx, r.tcp, unavailableState(r.tcp, r.published, pendingStatus(r.tcp, spec.Version), "Starting",
 			"waiting for kube-apiserver "+spec.Version+" to answer /readyz and every process to run"))
 	}
-	if !pl.setUp(starts) {
-		if err := c.setUpTenant(ctx, spec, endpoint, certs.Trust, kubeconfigs.superAdminSvc); err != nil {
-			return fmt.Errorf("join setup in the tenant: %w", err)
+	return false, nil
+}
+
+// reportServing finishes the join setup and a rotation, releases a held first start, and says
+// Ready; then it looks again for butler's access bindings, awaited in the tenant.
+func (c *Controller) reportServing(ctx context.Context, r *tcpRun) (bool, error) {
+	pl, tcp := r.pl, r.tcp
+	if !pl.setUp(r.starts) {
+		if err := c.setUpTenant(ctx, r.spec, r.endpoint, r.certs.Trust, r.kubeconfigs.superAdminSvc); err != nil {
+			return true, fmt.Errorf("join setup in the tenant: %w", err)
 		}
-		pl.markSetUp(starts)
+		pl.markSetUp(r.starts)
 	}
-	if err := c.recordRotated(ctx, tcp, pl, rotated); err != nil {
-		return err
+	if err := c.recordRotated(ctx, tcp, pl, r.rotated); err != nil {
+		return true, err
 	}
-	released, err := c.releaseFirstStart(ctx, pl, kubeconfigs.superAdminSvc)
+	released, err := c.releaseFirstStart(ctx, pl, r.kubeconfigs.superAdminSvc)
 	if err != nil {
-		return err
+		return true, err
 	}
 	if publishedStatus(tcp).KubernetesResources.Version.Status != statusReady {
-		logger.Info("Tenant control plane Ready", "version", spec.Version, "endpoint", endpoint,
+		klog.FromContext(ctx).Info("Tenant control plane Ready", "version", r.spec.Version, "endpoint", r.endpoint,
 			"sinceCreation", time.Since(tcp.GetCreationTimestamp().Time).Round(10*time.Millisecond))
 	}
-	if err := c.setTCPStatus(ctx, tcp, tcpState{endpoint: endpoint, versionStatus: statusReady, runningVersion: spec.Version,
+	if err := c.setTCPStatus(ctx, tcp, tcpState{endpoint: r.endpoint, versionStatus: statusReady, runningVersion: r.spec.Version,
 		adminSecret: adminKubeconfigName(tcp.GetName()), replicas: 1}); err != nil || released {
-		return err
+		return true, err
 	}
-	return worker.RequeueAfter(accessPoll) // butler's access bindings are awaited in the tenant
+	return true, worker.RequeueAfter(accessPoll)
 }
 
 // unavailableState is the status of a TenantControlPlane that does not serve its version yet
