@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/kube"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
@@ -190,162 +191,215 @@ func (e *Engine) Charts() *Charts { return e.charts }
 // report progress); it is not called when nothing needs doing. A failure is an
 // *OperationError carrying Helm's error text.
 func (e *Engine) Ensure(ctx context.Context, req Request, starting func(Action)) (*Result, error) {
-	logger := klog.FromContext(ctx).WithValues("release", req.Release.Namespace+"/"+req.Release.Name)
-	timeout := req.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
 	unlock := e.lock(req.Target.Cluster, req.Release)
 	defer unlock()
+	op := &operation{e: e, req: req, timeout: req.Timeout, helmCtx: context.WithoutCancel(ctx),
+		logger: klog.FromContext(ctx).WithValues("release", req.Release.Namespace+"/"+req.Release.Name)}
+	if op.timeout <= 0 {
+		op.timeout = DefaultTimeout
+	}
+	if err := op.readHistory(ctx); err != nil {
+		return nil, err
+	}
+	if unchanged, err := op.loadChart(ctx); unchanged != nil || err != nil {
+		return unchanged, err
+	}
+	// A release whose uninstall was interrupted (or kept its history) is installed anew.
+	gone := op.last != nil && (op.last.Info.Status == release.StatusUninstalled || op.last.Info.Status == release.StatusUninstalling)
+	if op.last == nil || gone {
+		if starting != nil {
+			starting(ActionInstall)
+		}
+		return op.install(gone)
+	}
+	if starting != nil {
+		starting(ActionUpgrade)
+	}
+	return op.upgrade(ctx)
+}
 
-	cfg, err := e.configuration(ctx, req.Target, req.Release.Namespace)
+// operation is one Ensure of a release: what it read of the release's history and of the chart.
+type operation struct {
+	e       *Engine
+	req     Request
+	timeout time.Duration
+	logger  klog.Logger
+	// helmCtx is the context Helm's Install and Upgrade get: never cancelled, because they watch
+	// it in a goroutine that outlives the call, and a cancel seen after success (even our own
+	// deferred one) marks the finished release failed. timeout bounds them instead.
+	helmCtx context.Context
+
+	cfg     *action.Configuration
+	last    *release.Release // the newest revision before the operation, nil without history
+	current *ReleaseInfo     // last, as reported
+
+	ref    ChartRef // req.Chart at its resolved version
+	ch     *chart.Chart
+	values map[string]any
+	g      *gate
+	run    *action.Configuration // cfg through the gate, for the install or upgrade
+	labels map[string]string
+}
+
+// readHistory reads the release's newest revision; another owner's release is refused, and one
+// left pending by an interrupted operation is marked failed.
+func (op *operation) readHistory(ctx context.Context) error {
+	req := op.req
+	cfg, err := op.e.configuration(ctx, req.Target, req.Release.Namespace)
 	if err != nil {
-		return nil, &OperationError{Err: err}
+		return &OperationError{Err: err}
 	}
 	last, err := lastRevision(cfg, req.Release.Name)
 	if err != nil {
-		return nil, &OperationError{Err: err}
+		return &OperationError{Err: err}
 	}
-	current := infoOf(last)
+	op.cfg, op.last, op.current = cfg, last, infoOf(last)
 	if last != nil && req.Owner != "" {
 		if owner := last.Labels[OwnerLabel]; owner != "" && owner != req.Owner {
-			return nil, &OperationError{Release: current,
+			return &OperationError{Release: op.current,
 				Err: fmt.Errorf("release %s in namespace %s belongs to another object (uid %s)", req.Release.Name, req.Release.Namespace, owner)}
 		}
 	}
 	if last != nil && last.Info.Status.IsPending() {
-		if err := e.recoverPending(cfg, last, timeout); err != nil {
-			return nil, &OperationError{Release: current, Err: err}
+		if err := op.e.recoverPending(cfg, last, op.timeout); err != nil {
+			return &OperationError{Release: op.current, Err: err}
 		}
-		logger.Info("Marked a release left pending by an interrupted operation as failed", "revision", last.Version)
+		op.logger.Info("Marked a release left pending by an interrupted operation as failed", "revision", last.Version)
 	}
+	return nil
+}
 
+// loadChart resolves the chart's version: the deployed revision at that version with the same
+// values is the result (nothing to do). Otherwise it loads the chart and readies the gate Helm
+// acts through.
+func (op *operation) loadChart(ctx context.Context) (*Result, error) {
+	req, e := op.req, op.e
 	version, err := e.charts.Resolve(ctx, req.Chart)
 	if err != nil {
-		return nil, &OperationError{Release: current, Err: err}
+		return nil, &OperationError{Release: op.current, Err: err}
 	}
-	wantHash := Hash(req.Values)
-	if last != nil && last.Info.Status == release.StatusDeployed &&
-		current.Chart == req.Chart.Name && current.ChartVersion == version && current.ValuesHash == wantHash {
-		return &Result{Action: ActionUnchanged, Release: *current}, nil
+	if c := op.current; op.last != nil && op.last.Info.Status == release.StatusDeployed &&
+		c.Chart == req.Chart.Name && c.ChartVersion == version && c.ValuesHash == Hash(req.Values) {
+		return &Result{Action: ActionUnchanged, Release: *c}, nil
 	}
-
-	ref := req.Chart
-	ref.Version = version
-	ch, err := e.charts.Load(ctx, ref)
-	if err != nil {
-		return nil, &OperationError{Release: current, Err: err}
+	op.ref = req.Chart
+	op.ref.Version = version
+	if op.ch, err = e.charts.Load(ctx, op.ref); err != nil {
+		return nil, &OperationError{Release: op.current, Err: err}
 	}
-	values, err := deepCopy(req.Values)
-	if err != nil {
-		return nil, &OperationError{Release: current, Err: err}
+	if op.values, err = deepCopy(req.Values); err != nil {
+		return nil, &OperationError{Release: op.current, Err: err}
 	}
-	if e.isPoisoned(ref, req.Values) {
-		return nil, &OperationError{Release: current, Err: fmt.Errorf("chart %s: rendering it with these values did not end within %s before; "+
-			"it is not rendered again until butler-apiserver restarts", ref, e.renderDeadline)}
+	if e.isPoisoned(op.ref, req.Values) {
+		return nil, &OperationError{Release: op.current, Err: fmt.Errorf("chart %s: rendering it with these values did not end within %s before; "+
+			"it is not rendered again until butler-apiserver restarts", op.ref, e.renderDeadline)}
 	}
-	g, err := e.gateFor(ctx, req, ch, cfg)
-	if err != nil {
-		return nil, &OperationError{Release: current, Err: err}
+	if op.g, err = e.gateFor(ctx, req, op.ch, op.cfg); err != nil {
+		return nil, &OperationError{Release: op.current, Err: err}
 	}
-	labels := map[string]string{}
+	op.labels = map[string]string{}
 	if req.Owner != "" {
-		labels[OwnerLabel] = req.Owner
+		op.labels[OwnerLabel] = req.Owner
 	}
 	if req.Restriction != "" {
-		labels[RestrictedLabel] = "true"
+		op.labels[RestrictedLabel] = "true"
 	}
-	run := perAction(cfg)
-	run.KubeClient = g
-	run.Releases = gatedStorage(cfg.Releases, g)
-	run.RESTClientGetter = gatedGetter{RESTClientGetter: cfg.RESTClientGetter, gate: g}
-	// Helm gets a context that is never cancelled: its Install and Upgrade watch the context
-	// in a goroutine that outlives the call, and a cancel seen after success (even our own
-	// deferred one) marks the finished release failed. Timeout bounds the operation instead.
-	opCtx := context.WithoutCancel(ctx)
-	// failure is a failed action's error: the allow-list's refusal of the render (nothing was
-	// recorded or written), a render past its deadline, or Helm's error.
-	failure := func(action Action, err error) *OperationError {
-		after, _ := lastRevision(cfg, req.Release.Name)
-		var timeout *renderTimeout
-		switch {
-		case errors.As(err, &timeout):
-			e.poison(ref, req.Values)
-			e.charts.Evict(ref)
-			return &OperationError{Err: err, Release: current}
-		case g.refusal != nil && sameRevision(after, last):
-			return &OperationError{Err: g.refusal, Release: current}
-		}
-		return &OperationError{Action: action, Err: err, Release: infoOf(after)}
-	}
+	op.run = perAction(op.cfg)
+	op.run.KubeClient = op.g
+	op.run.Releases = gatedStorage(op.cfg.Releases, op.g)
+	op.run.RESTClientGetter = gatedGetter{RESTClientGetter: op.cfg.RESTClientGetter, gate: op.g}
+	return nil, nil
+}
 
-	// A release whose uninstall was interrupted (or kept its history) is installed anew.
-	gone := last != nil && (last.Info.Status == release.StatusUninstalled || last.Info.Status == release.StatusUninstalling)
-	if last == nil || gone {
-		if starting != nil {
-			starting(ActionInstall)
-		}
-		install := action.NewInstall(run)
-		install.Replace = gone
-		install.ReleaseName, install.Namespace = req.Release.Name, req.Release.Namespace
-		install.CreateNamespace = req.CreateNamespace
-		install.Timeout, install.Wait = timeout, req.Wait
-		install.Labels = labels
-		install.PostRenderer = g
-		started := time.Now()
-		rel, err := e.run(g, ref, func() (*release.Release, error) { return install.RunWithContext(opCtx, ch, values) })
-		if err != nil {
-			return nil, failure(ActionInstall, err)
-		}
-		logger.Info("Installed", "chart", ch.Metadata.Name, "version", version, "revision", rel.Version, "took", time.Since(started).Round(time.Millisecond))
-		return &Result{Action: ActionInstall, Release: *infoOf(rel)}, nil
+// failure is a failed action's error: the allow-list's refusal of the render (nothing was
+// recorded or written), a render past its deadline, or Helm's error.
+func (op *operation) failure(action Action, err error) *OperationError {
+	after, _ := lastRevision(op.cfg, op.req.Release.Name)
+	var timeout *renderTimeout
+	switch {
+	case errors.As(err, &timeout):
+		op.e.poison(op.ref, op.req.Values)
+		op.e.charts.Evict(op.ref)
+		return &OperationError{Err: err, Release: op.current}
+	case op.g.refusal != nil && sameRevision(after, op.last):
+		return &OperationError{Err: op.g.refusal, Release: op.current}
 	}
+	return &OperationError{Action: action, Err: err, Release: infoOf(after)}
+}
 
-	if starting != nil {
-		starting(ActionUpgrade)
+// install installs the release (replacing an uninstalled one's history when gone).
+func (op *operation) install(gone bool) (*Result, error) {
+	req := op.req
+	install := action.NewInstall(op.run)
+	install.Replace = gone
+	install.ReleaseName, install.Namespace = req.Release.Name, req.Release.Namespace
+	install.CreateNamespace = req.CreateNamespace
+	install.Timeout, install.Wait = op.timeout, req.Wait
+	install.Labels = op.labels
+	install.PostRenderer = op.g
+	started := time.Now()
+	rel, err := op.e.run(op.g, op.ref, func() (*release.Release, error) { return install.RunWithContext(op.helmCtx, op.ch, op.values) })
+	if err != nil {
+		return nil, op.failure(ActionInstall, err)
 	}
-	deployed := last
-	if last.Info.Status != release.StatusDeployed {
-		deployed, _ = cfg.Releases.Deployed(req.Release.Name)
+	op.logger.Info("Installed", "chart", op.ch.Metadata.Name, "version", op.ref.Version, "revision", rel.Version, "took", time.Since(started).Round(time.Millisecond))
+	return &Result{Action: ActionInstall, Release: *infoOf(rel)}, nil
+}
+
+// upgrade upgrades the release; a failed upgrade is rolled back to the deployed revision.
+func (op *operation) upgrade(ctx context.Context) (*Result, error) {
+	req := op.req
+	deployed := op.last
+	if op.last.Info.Status != release.StatusDeployed {
+		deployed, _ = op.cfg.Releases.Deployed(req.Release.Name)
 	}
-	upgrade := action.NewUpgrade(run)
+	upgrade := action.NewUpgrade(op.run)
 	upgrade.Namespace = req.Release.Namespace
-	upgrade.Timeout, upgrade.Wait = timeout, req.Wait
+	upgrade.Timeout, upgrade.Wait = op.timeout, req.Wait
 	upgrade.ResetValues = true
 	upgrade.MaxHistory = maxHistory
 	upgrade.CleanupOnFail = true
-	upgrade.Labels = labels
-	upgrade.PostRenderer = g
+	upgrade.Labels = op.labels
+	upgrade.PostRenderer = op.g
 	started := time.Now()
-	rel, err := e.run(g, ref, func() (*release.Release, error) { return upgrade.RunWithContext(opCtx, req.Release.Name, ch, values) })
+	rel, err := op.e.run(op.g, op.ref, func() (*release.Release, error) {
+		return upgrade.RunWithContext(op.helmCtx, req.Release.Name, op.ch, op.values)
+	})
 	if err == nil {
-		logger.Info("Upgraded", "chart", ch.Metadata.Name, "version", version, "revision", rel.Version, "took", time.Since(started).Round(time.Millisecond))
+		op.logger.Info("Upgraded", "chart", op.ch.Metadata.Name, "version", op.ref.Version, "revision", rel.Version, "took", time.Since(started).Round(time.Millisecond))
 		return &Result{Action: ActionUpgrade, Release: *infoOf(rel)}, nil
 	}
-	opErr := failure(ActionUpgrade, err)
+	opErr := op.failure(ActionUpgrade, err)
 	if opErr.Action == "" {
 		return nil, opErr
 	}
 	if deployed != nil {
-		rb := perAction(cfg)
-		if req.Restriction != "" {
-			rb.KubeClient = e.restrictedGate(ctx, req.Target, req.Release.Namespace, cfg, refuser(ch.Metadata.Name, ch.Metadata.Version, req.Restriction))
-		}
-		rollback := action.NewRollback(rb)
-		rollback.Version = deployed.Version
-		rollback.Timeout, rollback.Wait = timeout, req.Wait
-		rollback.MaxHistory = maxHistory
-		rollback.CleanupOnFail = true
-		if rbErr := rollback.Run(req.Release.Name); rbErr != nil {
-			opErr.RollbackErr = rbErr
-		} else {
-			opErr.RolledBack = true
-			logger.Info("Rolled back a failed upgrade", "toRevision", deployed.Version, "err", err)
-		}
+		op.rollback(ctx, deployed, err, opErr)
 	}
-	after, _ := lastRevision(cfg, req.Release.Name)
+	after, _ := lastRevision(op.cfg, req.Release.Name)
 	opErr.Release = infoOf(after)
 	return nil, opErr
+}
+
+// rollback returns a failed upgrade (failed with err) to the deployed revision, through the
+// restricted gate when the release is restricted, and records how it went in opErr.
+func (op *operation) rollback(ctx context.Context, deployed *release.Release, err error, opErr *OperationError) {
+	req := op.req
+	rb := perAction(op.cfg)
+	if req.Restriction != "" {
+		rb.KubeClient = op.e.restrictedGate(ctx, req.Target, req.Release.Namespace, op.cfg, refuser(op.ch.Metadata.Name, op.ch.Metadata.Version, req.Restriction))
+	}
+	rollback := action.NewRollback(rb)
+	rollback.Version = deployed.Version
+	rollback.Timeout, rollback.Wait = op.timeout, req.Wait
+	rollback.MaxHistory = maxHistory
+	rollback.CleanupOnFail = true
+	if rbErr := rollback.Run(req.Release.Name); rbErr != nil {
+		opErr.RollbackErr = rbErr
+	} else {
+		opErr.RolledBack = true
+		op.logger.Info("Rolled back a failed upgrade", "toRevision", deployed.Version, "err", err)
+	}
 }
 
 // sameRevision says whether the release's newest revision is still the one before the action.
