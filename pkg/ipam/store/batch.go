@@ -158,18 +158,7 @@ func (b *batcher) run() {
 // commit runs one batch to completion: every request gets an answer, even on a bug.
 func (b *batcher) commit(ctx context.Context, batch []*request) {
 	logger := klog.FromContext(ctx).WithValues("pool", b.namespace+"/"+b.pool)
-	defer func() {
-		if p := recover(); p != nil {
-			logger.Error(fmt.Errorf("%v", p), "IPAM batch panicked", "stack", string(debug.Stack()))
-			b.cache = nil
-			for _, r := range batch {
-				select {
-				case r.done <- result{err: apierrors.NewInternalError(fmt.Errorf("allocation failed: %v", p))}:
-				default: // already answered
-				}
-			}
-		}
-	}()
+	defer b.answerOnPanic(logger, batch)
 	pending := batch
 	for attempt := 1; len(pending) > 0; attempt++ {
 		if attempt > maxAttempts {
@@ -189,114 +178,161 @@ func (b *batcher) commit(ctx context.Context, batch []*request) {
 			}
 		}
 		b.cache = nil // until this attempt commits
+		t := b.prepare(ctx, logger, st, pending)
+		var done bool
+		if done, pending = b.apply(ctx, st, t); done {
+			return
+		}
+	}
+}
 
-		next := st.allocator.Clone()
-		touched := map[netip.Prefix]bool{}
-		var (
-			cmps    []clientv3.Cmp
-			ops     []clientv3.Op
-			inTxn   []*request
-			answers []*butler.IPAllocation
-		)
-		now := time.Now()
-		for _, r := range pending {
-			key := b.store.allocations.Key(r.alloc.Namespace, r.alloc.Name)
-			out := r.alloc.DeepCopy()
-			switch r.op {
-			case opAllocate:
-				got, err := allocate(next, out)
-				if err != nil {
-					r.done <- result{err: apiError(out, err)}
-					continue
-				}
-				b.store.touch(touched, got)
-				describe(out, got, now)
-				out.ResourceVersion = ""
-				data, err := b.store.allocations.encode(ctx, key, out)
-				if err != nil {
-					r.done <- result{err: apierrors.NewInternalError(err)}
-					continue
-				}
-				cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(key), "=", 0))
-				ops = append(ops, clientv3.OpPut(key, data))
-			case opRelease:
-				rev, err := parseRV(r.alloc.ResourceVersion)
-				if err != nil {
-					r.done <- result{err: apierrors.NewBadRequest(err.Error())}
-					continue
-				}
-				if held, ok := heldRange(out); ok {
-					if err := next.Release(held); err == nil {
-						b.store.touch(touched, held)
-					} else {
-						var notHeld *ipam.NotAllocatedError
-						if !errors.As(err, &notHeld) {
-							r.done <- result{err: apierrors.NewInternalError(err)}
-							continue
-						}
-						// Not in the state (the repair loop freed it, or the pool changed): nothing to free.
-						logger.Info("Released IPAllocation held no addresses in the pool state", "ipallocation", out.Name, "range", held)
-					}
-				}
-				cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(key), "=", rev))
-				ops = append(ops, clientv3.OpDelete(key))
-			case opRefresh:
-			}
-			inTxn = append(inTxn, r)
-			answers = append(answers, out)
+// answerOnPanic answers every request of a batch whose commit panicked (deferred by commit),
+// and drops the cache it may have left half-updated.
+func (b *batcher) answerOnPanic(logger klog.Logger, batch []*request) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	logger.Error(fmt.Errorf("%v", p), "IPAM batch panicked", "stack", string(debug.Stack()))
+	b.cache = nil
+	for _, r := range batch {
+		select {
+		case r.done <- result{err: apierrors.NewInternalError(fmt.Errorf("allocation failed: %v", p))}:
+		default: // already answered
 		}
-		if len(inTxn) == 0 {
-			b.cache = st
-			return
-		}
+	}
+}
 
-		poolKey := b.store.pools.Key(b.namespace, b.pool)
-		pool := poolWithStatus(st.pool, next)
-		if len(ops) == 0 && statusUnchanged(st.pool, pool) {
-			// Only refreshes, and the status stands: no write, no watch event.
-			for _, r := range inTxn {
-				r.done <- result{pool: st.pool.DeepCopy()}
-			}
-			b.cache = st
-			return
-		}
-		poolData, err := b.store.pools.encode(ctx, poolKey, pool)
-		if err != nil {
-			b.failAll(inTxn, apierrors.NewInternalError(err))
-			return
-		}
-		blockOps, err := b.store.blockOps(b.namespace, b.pool, next, touched)
-		if err != nil {
-			b.failAll(inTxn, apierrors.NewInternalError(err))
-			return
-		}
-		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(poolKey), "=", st.poolRev))
-		ops = append(append(ops, blockOps...), clientv3.OpPut(poolKey, poolData))
+// txn is one attempt's transaction: the allocator as it leaves it, the blocks it touches, its
+// compares and operations, and the requests in it with their answers.
+type txn struct {
+	next    *ipam.Allocator
+	touched map[netip.Prefix]bool
+	cmps    []clientv3.Cmp
+	ops     []clientv3.Op
+	inTxn   []*request
+	answers []*butler.IPAllocation
+}
 
-		resp, err := b.store.client.Txn(ctx).If(cmps...).Then(ops...).Commit()
+// prepare applies the pending requests to a copy of st's allocator; a request that cannot be
+// applied is answered at once and left out.
+func (b *batcher) prepare(ctx context.Context, logger klog.Logger, st *state, pending []*request) *txn {
+	t := &txn{next: st.allocator.Clone(), touched: map[netip.Prefix]bool{}}
+	now := time.Now()
+	for _, r := range pending {
+		key := b.store.allocations.Key(r.alloc.Namespace, r.alloc.Name)
+		out := r.alloc.DeepCopy()
+		var err error
+		switch r.op {
+		case opAllocate:
+			err = b.prepareAllocate(ctx, t, key, out, now)
+		case opRelease:
+			err = b.prepareRelease(logger, t, key, r.alloc.ResourceVersion, out)
+		case opRefresh:
+		}
 		if err != nil {
-			b.failAll(inTxn, apierrors.NewInternalError(fmt.Errorf("committing allocations of pool %s/%s: %w", b.namespace, b.pool, err)))
-			return
+			r.done <- result{err: err}
+			continue
 		}
-		if resp.Succeeded {
-			rev := resp.Header.Revision
-			pool.ResourceVersion = fmt.Sprint(rev)
-			for i, r := range inTxn {
-				out := answers[i]
-				out.ResourceVersion = fmt.Sprint(rev)
-				res := result{alloc: out}
-				if r.op == opRefresh {
-					res.pool = pool.DeepCopy()
-				}
-				r.done <- res
+		t.inTxn = append(t.inTxn, r)
+		t.answers = append(t.answers, out)
+	}
+	return t
+}
+
+// prepareAllocate takes addresses for out and adds its create to t.
+func (b *batcher) prepareAllocate(ctx context.Context, t *txn, key string, out *butler.IPAllocation, now time.Time) error {
+	got, err := allocate(t.next, out)
+	if err != nil {
+		return apiError(out, err)
+	}
+	b.store.touch(t.touched, got)
+	describe(out, got, now)
+	out.ResourceVersion = ""
+	data, err := b.store.allocations.encode(ctx, key, out)
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	t.cmps = append(t.cmps, clientv3.Compare(clientv3.CreateRevision(key), "=", 0))
+	t.ops = append(t.ops, clientv3.OpPut(key, data))
+	return nil
+}
+
+// prepareRelease frees out's addresses and adds its delete, at resourceVersion, to t.
+func (b *batcher) prepareRelease(logger klog.Logger, t *txn, key, resourceVersion string, out *butler.IPAllocation) error {
+	rev, err := parseRV(resourceVersion)
+	if err != nil {
+		return apierrors.NewBadRequest(err.Error())
+	}
+	if held, ok := heldRange(out); ok {
+		if err := t.next.Release(held); err == nil {
+			b.store.touch(t.touched, held)
+		} else {
+			var notHeld *ipam.NotAllocatedError
+			if !errors.As(err, &notHeld) {
+				return apierrors.NewInternalError(err)
 			}
-			b.cache = &state{pool: pool, poolRev: rev, allocator: next}
-			return
+			// Not in the state (the repair loop freed it, or the pool changed): nothing to free.
+			logger.Info("Released IPAllocation held no addresses in the pool state", "ipallocation", out.Name, "range", held)
 		}
+	}
+	t.cmps = append(t.cmps, clientv3.Compare(clientv3.ModRevision(key), "=", rev))
+	t.ops = append(t.ops, clientv3.OpDelete(key))
+	return nil
+}
+
+// apply writes t with the pool's new status and blocks in one etcd transaction, and answers
+// its requests. done is false when a compare failed: rest is then what to try again.
+func (b *batcher) apply(ctx context.Context, st *state, t *txn) (done bool, rest []*request) {
+	if len(t.inTxn) == 0 {
+		b.cache = st
+		return true, nil
+	}
+	poolKey := b.store.pools.Key(b.namespace, b.pool)
+	pool := poolWithStatus(st.pool, t.next)
+	if len(t.ops) == 0 && statusUnchanged(st.pool, pool) {
+		// Only refreshes, and the status stands: no write, no watch event.
+		for _, r := range t.inTxn {
+			r.done <- result{pool: st.pool.DeepCopy()}
+		}
+		b.cache = st
+		return true, nil
+	}
+	poolData, err := b.store.pools.encode(ctx, poolKey, pool)
+	if err != nil {
+		b.failAll(t.inTxn, apierrors.NewInternalError(err))
+		return true, nil
+	}
+	blockOps, err := b.store.blockOps(b.namespace, b.pool, t.next, t.touched)
+	if err != nil {
+		b.failAll(t.inTxn, apierrors.NewInternalError(err))
+		return true, nil
+	}
+	cmps := append(t.cmps, clientv3.Compare(clientv3.ModRevision(poolKey), "=", st.poolRev))
+	ops := append(append(t.ops, blockOps...), clientv3.OpPut(poolKey, poolData))
+	resp, err := b.store.client.Txn(ctx).If(cmps...).Then(ops...).Commit()
+	if err != nil {
+		b.failAll(t.inTxn, apierrors.NewInternalError(fmt.Errorf("committing allocations of pool %s/%s: %w", b.namespace, b.pool, err)))
+		return true, nil
+	}
+	if !resp.Succeeded {
 		// A compare failed: the pool moved (another replica or a spec change), or a request's
 		// own object is in the way. Answer the latter; retry the rest on a fresh read.
-		pending = b.answerObjectConflicts(ctx, inTxn)
+		return false, b.answerObjectConflicts(ctx, t.inTxn)
 	}
+	rev := resp.Header.Revision
+	pool.ResourceVersion = fmt.Sprint(rev)
+	for i, r := range t.inTxn {
+		out := t.answers[i]
+		out.ResourceVersion = fmt.Sprint(rev)
+		res := result{alloc: out}
+		if r.op == opRefresh {
+			res.pool = pool.DeepCopy()
+		}
+		r.done <- res
+	}
+	b.cache = &state{pool: pool, poolRev: rev, allocator: t.next}
+	return true, nil
 }
 
 // answerObjectConflicts answers the requests whose own IPAllocation compare fails and
