@@ -181,10 +181,6 @@ func controlPlaneOfCluster(obj any) []string {
 // come through the mirrors; the subtrees it hands on as they are (kubelet, admission
 // controllers, extra arguments, addons) are copied by path, as capi-steward copies them.
 func desiredTCP(scp, cluster *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	get := func(path ...string) (any, bool) {
-		v, ok, _ := unstructured.NestedFieldCopy(scp.Object, path...)
-		return v, ok
-	}
 	cl, err := external.FromUnstructured[clusterv1.Cluster](cluster)
 	if err != nil {
 		return nil, err
@@ -193,76 +189,110 @@ func desiredTCP(scp, cluster *unstructured.Unstructured) (*unstructured.Unstruct
 	if err != nil {
 		return nil, err
 	}
-	in := typed.Spec
-	scpNetwork := ptr.Deref(in.Network, steward.NetworkComponent{})
-	version := in.Version
-	if version == "" {
+	if typed.Spec.Version == "" {
 		return nil, fmt.Errorf("spec.version is empty")
 	}
 	spec := map[string]any{}
-	set := func(v any, path ...string) {
-		_ = unstructured.SetNestedField(spec, v, path...)
+	tcpComponents(spec, scp, typed.Spec)
+	if err := tcpNetworkProfile(spec, cl.Spec.ClusterNetwork, typed.Spec); err != nil {
+		return nil, err
 	}
-	set(normalizeVersion(version), "kubernetes", "version")
-	kubelet, ok := get("spec", "kubelet")
+	tcpAddons(spec, scp)
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": tenantControlPlaneAPIVersion, "kind": tenantControlPlaneKind,
+		"metadata": tcpMetadata(scp), "spec": spec,
+	}}, nil
+}
+
+// setIn sets v at path in m, making the maps on the way.
+func setIn(m map[string]any, v any, path ...string) {
+	_ = unstructured.SetNestedField(m, v, path...)
+}
+
+// scpField is a deep copy of the StewardControlPlane's field at path.
+func scpField(scp *unstructured.Unstructured, path ...string) (any, bool) {
+	v, ok, _ := unstructured.NestedFieldCopy(scp.Object, path...)
+	return v, ok
+}
+
+// tcpComponents sets the version, the kubelet, admission controllers, the Service type,
+// replicas, the components' extra arguments and the datastore.
+func tcpComponents(spec map[string]any, scp *unstructured.Unstructured, in steward.StewardControlPlaneSpec) {
+	setIn(spec, normalizeVersion(in.Version), "kubernetes", "version")
+	kubelet, ok := scpField(scp, "spec", "kubelet")
 	if !ok {
 		kubelet = map[string]any{"cgroupfs": "systemd"}
 	}
-	set(kubelet, "kubernetes", "kubelet")
-	if v, ok := get("spec", "admissionControllers"); ok {
-		set(v, "kubernetes", "admissionControllers")
+	setIn(spec, kubelet, "kubernetes", "kubelet")
+	if v, ok := scpField(scp, "spec", "admissionControllers"); ok {
+		setIn(spec, v, "kubernetes", "admissionControllers")
 	}
-	set(orDefault(scpNetwork.ServiceType, "LoadBalancer"), "controlPlane", "service", "serviceType")
+	setIn(spec, orDefault(ptr.Deref(in.Network, steward.NetworkComponent{}).ServiceType, "LoadBalancer"), "controlPlane", "service", "serviceType")
 	if in.Replicas != nil {
-		set(int64(*in.Replicas), "controlPlane", "deployment", "replicas")
+		setIn(spec, int64(*in.Replicas), "controlPlane", "deployment", "replicas")
 	}
 	for from, to := range map[string]string{"apiServer": "apiServer", "controllerManager": "controllerManager", "scheduler": "scheduler", "kine": "kine"} {
-		if v, ok := get("spec", from, "extraArgs"); ok {
-			set(v, "controlPlane", "deployment", "extraArgs", to)
+		if v, ok := scpField(scp, "spec", from, "extraArgs"); ok {
+			setIn(spec, v, "controlPlane", "deployment", "extraArgs", to)
 		}
 	}
 	for to, v := range map[string]string{
 		"dataStore": in.DataStoreName, "dataStoreSchema": in.DataStoreSchema, "dataStoreUsername": in.DataStoreUsername,
 	} {
 		if v != "" {
-			set(v, to)
+			setIn(spec, v, to)
 		}
 	}
+}
 
-	// The Cluster's network. networkProfile is always there, if empty: the TenantControlPlane's
-	// update-time CEL rules read self.networkProfile.* and fail on an object without it (and
-	// the server fills in its defaults: port, CIDRs, domain).
+// tcpNetworkProfile sets the Cluster's network and the StewardControlPlane's address, DNS
+// service IPs and certificate SANs. networkProfile is always there, if empty: the
+// TenantControlPlane's update-time CEL rules read self.networkProfile.* and fail on an object
+// without it (and the server fills in its defaults: port, CIDRs, domain).
+func tcpNetworkProfile(spec map[string]any, network clusterv1.ClusterNetwork, in steward.StewardControlPlaneSpec) error {
 	spec["networkProfile"] = map[string]any{}
-	network := cl.Spec.ClusterNetwork
+	scpNetwork := ptr.Deref(in.Network, steward.NetworkComponent{})
 	if network.APIServerPort != 0 {
-		set(int64(network.APIServerPort), "networkProfile", "port")
+		setIn(spec, int64(network.APIServerPort), "networkProfile", "port")
 	}
 	if blocks := network.Services.CIDRBlocks; len(blocks) > 0 {
-		set(blocks[0], "networkProfile", "serviceCidr")
+		setIn(spec, blocks[0], "networkProfile", "serviceCidr")
 	}
 	if blocks := network.Pods.CIDRBlocks; len(blocks) > 0 {
-		set(blocks[0], "networkProfile", "podCidr")
+		setIn(spec, blocks[0], "networkProfile", "podCidr")
 	}
 	if network.ServiceDomain != "" {
-		set(network.ServiceDomain, "networkProfile", "clusterDomain")
+		setIn(spec, network.ServiceDomain, "networkProfile", "clusterDomain")
 	}
 	if scpNetwork.ServiceAddress != "" {
-		set(scpNetwork.ServiceAddress, "networkProfile", "address")
+		setIn(spec, scpNetwork.ServiceAddress, "networkProfile", "address")
 	}
 	dnsIPs := scpNetwork.DNSServiceIPs
 	if in.Addons != nil && in.Addons.CoreDNS != nil && in.Addons.CoreDNS.DNSServiceIPs != nil {
 		dnsIPs = in.Addons.CoreDNS.DNSServiceIPs
 	}
 	if len(dnsIPs) > 0 {
-		set(toAny(dnsIPs), "networkProfile", "dnsServiceIPs")
+		setIn(spec, toAny(dnsIPs), "networkProfile", "dnsServiceIPs")
 	}
+	sans, err := certSANs(scpNetwork)
+	if err != nil {
+		return err
+	}
+	if len(sans) > 0 {
+		setIn(spec, toAny(sans), "networkProfile", "certSANs")
+	}
+	return nil
+}
+
+// certSANs are the asked SANs (hosts, never with a port) and the Ingress's or Gateway's
+// hostname, which reaches the API server too and so must be in its certificate.
+func certSANs(scpNetwork steward.NetworkComponent) ([]string, error) {
 	sans := scpNetwork.CertSANs
 	for _, san := range sans {
 		if _, _, err := net.SplitHostPort(san); err == nil {
 			return nil, fmt.Errorf("spec.network.certSANs: %q: a certificate SAN is a host, without a port", san)
 		}
 	}
-	// An Ingress or Gateway hostname reaches the API server too: its name must be in the certificate.
 	var hostnames []string
 	if scpNetwork.Ingress != nil {
 		hostnames = append(hostnames, scpNetwork.Ingress.Hostname)
@@ -278,22 +308,28 @@ func desiredTCP(scp, cluster *unstructured.Unstructured) (*unstructured.Unstruct
 			sans = append(sans, h)
 		}
 	}
-	if len(sans) > 0 {
-		set(toAny(sans), "networkProfile", "certSANs")
-	}
+	return sans, nil
+}
 
-	// Addons have the same schema in both kinds, but for CoreDNS' service IPs (moved above).
-	if addons, ok := get("spec", "addons"); ok {
+// tcpAddons copies the addons: they have the same schema in both kinds, but for CoreDNS'
+// service IPs (in networkProfile).
+func tcpAddons(spec map[string]any, scp *unstructured.Unstructured) {
+	if addons, ok := scpField(scp, "spec", "addons"); ok {
 		if m, ok := addons.(map[string]any); ok {
 			if dns, ok := m["coreDNS"].(map[string]any); ok {
 				delete(dns, "dnsServiceIPs")
 			}
 			if len(m) > 0 {
-				set(m, "addons")
+				setIn(spec, m, "addons")
 			}
 		}
 	}
+}
 
+// tcpMetadata names the TenantControlPlane as its StewardControlPlane, owned by it, with its
+// labels and annotations (but kubectl's and the local provider's own), and the capabilities
+// annotation by which the workers tell this stand-in from Steward.
+func tcpMetadata(scp *unstructured.Unstructured) map[string]any {
 	meta := map[string]any{
 		"name": scp.GetName(), "namespace": scp.GetNamespace(),
 		"ownerReferences": []any{map[string]any{
@@ -310,17 +346,13 @@ func desiredTCP(scp, cluster *unstructured.Unstructured) (*unstructured.Unstruct
 			annotations[k] = v
 		}
 	}
-	// What this stand-in does beyond Steward's contract, for the workers to tell it from Steward.
 	caps := make([]string, 0, len(external.LocalProviderCapabilities))
 	for _, c := range external.LocalProviderCapabilities {
 		caps = append(caps, string(c))
 	}
 	annotations[external.LocalProviderCapabilitiesAnnotation] = strings.Join(caps, ",")
 	meta["annotations"] = annotations
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": tenantControlPlaneAPIVersion, "kind": tenantControlPlaneKind,
-		"metadata": meta, "spec": spec,
-	}}, nil
+	return meta
 }
 
 func toAny(s []string) []any {
