@@ -20,72 +20,112 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
 )
 
-// Reconcile brings one TenantAddon (key namespace/name) in line with its spec.
+// Reconcile brings one TenantAddon (key namespace/name) in line with its spec: its cluster
+// ready for it, its release planned, then installed or upgraded.
 func (c *Controller) Reconcile(ctx context.Context, key string) error {
+	addon, err := c.current(key)
+	if addon == nil || err != nil {
+		return err
+	}
+	if addon.DeletionTimestamp != nil {
+		return c.remove(ctx, key, addon)
+	}
+	if addon, err = c.ensureFinalizer(ctx, addon); err != nil {
+		return err
+	}
+	tc, done, err := c.readyCluster(ctx, addon)
+	if done {
+		return err
+	}
+	want, done, err := c.planRelease(ctx, addon, tc)
+	if done {
+		return err
+	}
+	return c.ensureRelease(ctx, key, addon, tc, want)
+}
+
+// current is a copy of the addon of key as cached; nil when it is gone (or key is not one).
+func (c *Controller) current(key string) (*v1alpha1.TenantAddon, error) {
 	namespace, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	cached, err := c.addons.TenantAddons(namespace).Get(name)
 	if apierrors.IsNotFound(err) {
 		c.succeeded(key)
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if c.written.Stale(cached.UID, cached.ResourceVersion) {
-		return worker.ErrStaleCopy
+		return nil, worker.ErrStaleCopy
 	}
-	addon := cached.DeepCopy()
-	if addon.DeletionTimestamp != nil {
-		return c.remove(ctx, key, addon)
-	}
-	if !slices.Contains(addon.Finalizers, Finalizer) {
-		addon.Finalizers = append(addon.Finalizers, Finalizer)
-		updated, err := c.butler.ButlerV1alpha1().TenantAddons(namespace).Update(ctx, addon, metav1.UpdateOptions{})
-		if err != nil {
-			return err
-		}
-		c.written.Wrote(addon.UID, addon.ResourceVersion, updated.ResourceVersion)
-		addon = updated
-	}
+	return cached.DeepCopy(), nil
+}
 
-	tc, err := c.clusters.TenantClusters(namespace).Get(addon.Spec.ClusterRef.Name)
+// ensureFinalizer adds the finalizer that holds a deleted addon until its release is gone.
+func (c *Controller) ensureFinalizer(ctx context.Context, addon *v1alpha1.TenantAddon) (*v1alpha1.TenantAddon, error) {
+	if slices.Contains(addon.Finalizers, Finalizer) {
+		return addon, nil
+	}
+	addon.Finalizers = append(addon.Finalizers, Finalizer)
+	updated, err := c.butler.ButlerV1alpha1().TenantAddons(addon.Namespace).Update(ctx, addon, metav1.UpdateOptions{})
+	if err != nil {
+		return nil, err
+	}
+	c.written.Wrote(addon.UID, addon.ResourceVersion, updated.ResourceVersion)
+	return updated, nil
+}
+
+// readyCluster is the addon's TenantCluster when its control plane can take a release; done
+// (with the wait written, or err) when not.
+func (c *Controller) readyCluster(ctx context.Context, addon *v1alpha1.TenantAddon) (*v1alpha1.TenantCluster, bool, error) {
+	tc, err := c.clusters.TenantClusters(addon.Namespace).Get(addon.Spec.ClusterRef.Name)
 	switch {
 	case apierrors.IsNotFound(err):
-		return c.wait(ctx, addon, "ClusterNotFound", fmt.Sprintf("TenantCluster %s not found", addon.Spec.ClusterRef.Name))
+		return nil, true, c.wait(ctx, addon, "ClusterNotFound", fmt.Sprintf("TenantCluster %s not found", addon.Spec.ClusterRef.Name))
 	case err != nil:
-		return err
+		return nil, true, err
 	case tc.DeletionTimestamp != nil:
-		return c.wait(ctx, addon, "ClusterDeleting", fmt.Sprintf("TenantCluster %s is being deleted", tc.Name))
+		return nil, true, c.wait(ctx, addon, "ClusterDeleting", fmt.Sprintf("TenantCluster %s is being deleted", tc.Name))
 	case hibernation.Asleep(tc):
 		// Left as it is: a connection to the sleeping endpoint would wake the cluster. The
 		// cluster's wake brings the addon back (watch).
-		return nil
+		return nil, true, nil
 	case tc.Status.KubeconfigSecretRef == nil || tc.Status.TenantNamespace == "":
-		return c.wait(ctx, addon, "WaitingForControlPlane", fmt.Sprintf("waiting for the control plane of TenantCluster %s", tc.Name))
+		return nil, true, c.wait(ctx, addon, "WaitingForControlPlane", fmt.Sprintf("waiting for the control plane of TenantCluster %s", tc.Name))
 	}
+	return tc, false, nil
+}
 
+// planRelease is the release the addon asks for, once its dependencies are Installed; done
+// (with the failure or wait written, or err) when it cannot go ahead.
+func (c *Controller) planRelease(ctx context.Context, addon *v1alpha1.TenantAddon, tc *v1alpha1.TenantCluster) (*desired, bool, error) {
 	if cycle := c.cycle(addon); cycle != nil {
-		return c.fail(ctx, addon, "DependencyCycle", "dependsOn forms a cycle: "+strings.Join(cycle, " -> "), nil)
+		return nil, true, c.fail(ctx, addon, "DependencyCycle", "dependsOn forms a cycle: "+strings.Join(cycle, " -> "), nil)
 	}
 	want, err := c.desiredRelease(addon, tc)
 	var bad *specError
 	if errors.As(err, &bad) {
-		return c.fail(ctx, addon, bad.reason, bad.Error(), nil)
+		return nil, true, c.fail(ctx, addon, bad.reason, bad.Error(), nil)
 	}
 	if err != nil {
-		return err
+		return nil, true, err
 	}
 	if waiting := c.unmetDependencies(addon, want.definition); len(waiting) > 0 {
 		// An addon already up to date stays Installed while a dependency changes.
 		if addon.Status.Phase == v1alpha1.TenantAddonInstalled && addon.Status.ObservedGeneration == addon.Generation {
-			return nil
+			return nil, true, nil
 		}
-		return c.wait(ctx, addon, "WaitingForDependencies", "waiting for "+strings.Join(waiting, ", ")+" to be Installed")
+		return nil, true, c.wait(ctx, addon, "WaitingForDependencies", "waiting for "+strings.Join(waiting, ", ")+" to be Installed")
 	}
+	return want, false, nil
+}
 
+// ensureRelease installs or upgrades want in the cluster through the engine and reports the
+// outcome.
+func (c *Controller) ensureRelease(ctx context.Context, key string, addon *v1alpha1.TenantAddon, tc *v1alpha1.TenantCluster, want *desired) error {
 	kubeconfig, err := c.kubeconfig(ctx, tc)
 	if apierrors.IsNotFound(err) {
 		return c.wait(ctx, addon, "WaitingForControlPlane", fmt.Sprintf("the kubeconfig Secret of TenantCluster %s is not there yet", tc.Name))
@@ -93,7 +133,6 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-
 	req := addons.Request{
 		Target:  addons.Target{Cluster: clusterID(tc), Kubeconfig: kubeconfig},
 		Release: want.release, CreateNamespace: want.createNamespace,
@@ -108,7 +147,16 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 		}
 		return worker.RequeueAfter(c.backoff(key))
 	}
-	starting := func(a addons.Action) {
+	res, err := c.engine.Ensure(ctx, req, c.progress(ctx, addon, want))
+	if err != nil {
+		return c.failed(ctx, key, addon, err)
+	}
+	return c.installed(ctx, key, addon, tc, want, req.Target, res.Release)
+}
+
+// progress writes Installing or Upgrading when the engine starts one.
+func (c *Controller) progress(ctx context.Context, addon *v1alpha1.TenantAddon, want *desired) func(addons.Action) {
+	return func(a addons.Action) {
 		phase, reason, verb := v1alpha1.TenantAddonInstalling, "Installing", "installing"
 		if a == addons.ActionUpgrade {
 			phase, reason, verb = v1alpha1.TenantAddonUpgrading, "Upgrading", "upgrading"
@@ -117,15 +165,15 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 		// A failed progress write is not worth stopping Helm for; the outcome is written next.
 		_ = c.writeStatus(ctx, addon, phase, reason, msg, metav1.ConditionFalse, nil)
 	}
-	res, err := c.engine.Ensure(ctx, req, starting)
-	if err != nil {
-		return c.failed(ctx, key, addon, err)
-	}
-	rel := res.Release
+}
+
+// installed reports a deployed release Installed (MetalLB only once its address pool is
+// there) and looks again after resyncInstalled.
+func (c *Controller) installed(ctx context.Context, key string, addon *v1alpha1.TenantAddon, tc *v1alpha1.TenantCluster, want *desired, target addons.Target, rel addons.ReleaseInfo) error {
 	msg := fmt.Sprintf("chart %s %s, release %s/%s revision %d, values sha256:%.12s", rel.Chart, rel.ChartVersion,
 		rel.Namespace, rel.Name, rel.Revision, rel.ValuesHash)
 	if isMetalLB(want) {
-		more, err := c.ensureMetalLBPool(ctx, req.Target, tc, want.release.Namespace)
+		more, err := c.ensureMetalLBPool(ctx, target, tc, want.release.Namespace)
 		if err != nil {
 			// MetalLB runs but hands out no addresses: not Installed.
 			if werr := c.writeStatus(ctx, addon, v1alpha1.TenantAddonDegraded, "LoadBalancerPoolFailed", msg+"; "+err.Error(), metav1.ConditionFalse, &rel); werr != nil {
