@@ -113,13 +113,11 @@ func (r *KubeconfigREST) Create(ctx context.Context, name string, obj runtime.Ob
 			return nil, err
 		}
 	}
-
 	got, err := r.clusters.Get(ctx, name, &metav1.GetOptions{})
 	if err != nil {
 		return nil, err
 	}
 	cluster := got.(*butler.TenantCluster)
-	resource := v1alpha1.Resource(r.subresource())
 	who, ok := genericapirequest.UserFrom(ctx)
 	if !ok {
 		return nil, apierrors.NewBadRequest("the request carries no user to issue a kubeconfig for")
@@ -128,71 +126,11 @@ func (r *KubeconfigREST) Create(ctx context.Context, name string, obj runtime.Ob
 	if err != nil {
 		return nil, err
 	}
-	if cluster.Status.KubeconfigSecretRef == nil || cluster.Status.KubeconfigSecretRef.Name == "" {
-		phase := cluster.Status.Phase
-		if phase == "" {
-			phase = "Pending"
-		}
-		return nil, apierrors.NewConflict(resource, name, fmt.Errorf(
-			"tenant cluster %s/%s has no kubeconfig yet (phase %s): its control plane is not ready",
-			cluster.Namespace, name, phase))
+	kubeconfig, ca, err := r.tenantCredentials(ctx, cluster)
+	if err != nil {
+		return nil, err
 	}
-	if r.secrets == nil {
-		return nil, apierrors.NewServiceUnavailable(
-			"kubeconfigs are kept in the management cluster, and this butler-apiserver runs standalone without one")
-	}
-
-	// The lifecycle worker keeps a cluster's Secrets in its tenant namespace.
-	secretNS := cluster.Status.TenantNamespace
-	if secretNS == "" {
-		secretNS = cluster.Namespace
-	}
-	secretName := cluster.Status.KubeconfigSecretRef.Name
-	secret, err := r.secrets.Secrets(secretNS).Get(ctx, secretName, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, apierrors.NewConflict(resource, name, fmt.Errorf(
-			"the kubeconfig Secret %s/%s named by status.kubeconfigSecretRef does not exist (yet)", secretNS, secretName))
-	case err != nil:
-		return nil, apierrors.NewInternalError(fmt.Errorf("reading the kubeconfig Secret %s/%s: %w", secretNS, secretName, err))
-	}
-	var kubeconfig []byte
-	for _, key := range KubeconfigSecretKeys {
-		if v := secret.Data[key]; len(v) > 0 {
-			kubeconfig = v
-			break
-		}
-	}
-	if kubeconfig == nil {
-		return nil, apierrors.NewConflict(resource, name, fmt.Errorf(
-			"the kubeconfig Secret %s/%s holds none of the keys %q", secretNS, secretName, KubeconfigSecretKeys))
-	}
-
-	// The credential is the asker's own, from the tenant CA: never the stored admin's.
-	caName := cluster.Name + "-ca"
-	caSecret, err := r.secrets.Secrets(secretNS).Get(ctx, caName, metav1.GetOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return nil, apierrors.NewInternalError(fmt.Errorf("reading the tenant CA Secret %s/%s: %w", secretNS, caName, err))
-	}
-	var ca *pki.KeyPair
-	if err == nil {
-		ca, _ = caFrom(caSecret.Data)
-	}
-	if ca == nil {
-		return nil, apierrors.NewConflict(resource, name, fmt.Errorf(
-			"the tenant CA Secret %s/%s holds no CA certificate and key (ca.crt/ca.key or tls.crt/tls.key): a kubeconfig bound to the asker is signed with it",
-			secretNS, caName))
-	}
-
-	ttl := r.defaultExpiration
-	if s := req.Spec.ExpirationSeconds; s != nil {
-		ttl = time.Duration(*s) * time.Second
-	}
-	if ttl > r.maxExpiration {
-		warning.AddWarning(ctx, "", fmt.Sprintf("spec.expirationSeconds is capped at %d by this server", int64(r.maxExpiration/time.Second)))
-		ttl = r.maxExpiration
-	}
-	minted, expiry, err := mintKubeconfig(kubeconfig, ca, id, ttl, r.now())
+	minted, expiry, err := mintKubeconfig(kubeconfig, ca, id, r.expiration(ctx, req), r.now())
 	if err != nil {
 		return nil, apierrors.NewInternalError(fmt.Errorf("issuing a kubeconfig for %s/%s: %w", cluster.Namespace, name, err))
 	}
@@ -210,6 +148,85 @@ func (r *KubeconfigREST) Create(ctx context.Context, name string, obj runtime.Ob
 	out.Status.ExpirationTimestamp = metav1.NewTime(expiry)
 	out.Status.User, out.Status.Groups = id.User, id.Groups
 	return out, nil
+}
+
+// tenantCredentials reads what a kubeconfig for the cluster is made of: the stored one (for
+// the server and its CA) and the tenant CA that signs the asker's own credential (never the
+// stored admin's). 409 while the cluster has none yet.
+func (r *KubeconfigREST) tenantCredentials(ctx context.Context, cluster *butler.TenantCluster) ([]byte, *pki.KeyPair, error) {
+	resource := v1alpha1.Resource(r.subresource())
+	if cluster.Status.KubeconfigSecretRef == nil || cluster.Status.KubeconfigSecretRef.Name == "" {
+		phase := cluster.Status.Phase
+		if phase == "" {
+			phase = "Pending"
+		}
+		return nil, nil, apierrors.NewConflict(resource, cluster.Name, fmt.Errorf(
+			"tenant cluster %s/%s has no kubeconfig yet (phase %s): its control plane is not ready",
+			cluster.Namespace, cluster.Name, phase))
+	}
+	if r.secrets == nil {
+		return nil, nil, apierrors.NewServiceUnavailable(
+			"kubeconfigs are kept in the management cluster, and this butler-apiserver runs standalone without one")
+	}
+	// The lifecycle worker keeps a cluster's Secrets in its tenant namespace.
+	secretNS := cluster.Status.TenantNamespace
+	if secretNS == "" {
+		secretNS = cluster.Namespace
+	}
+	kubeconfig, err := r.storedKubeconfig(ctx, cluster.Name, secretNS, cluster.Status.KubeconfigSecretRef.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	caName := cluster.Name + "-ca"
+	caSecret, err := r.secrets.Secrets(secretNS).Get(ctx, caName, metav1.GetOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, nil, apierrors.NewInternalError(fmt.Errorf("reading the tenant CA Secret %s/%s: %w", secretNS, caName, err))
+	}
+	var ca *pki.KeyPair
+	if err == nil {
+		ca, _ = caFrom(caSecret.Data)
+	}
+	if ca == nil {
+		return nil, nil, apierrors.NewConflict(resource, cluster.Name, fmt.Errorf(
+			"the tenant CA Secret %s/%s holds no CA certificate and key (ca.crt/ca.key or tls.crt/tls.key): a kubeconfig bound to the asker is signed with it",
+			secretNS, caName))
+	}
+	return kubeconfig, ca, nil
+}
+
+// storedKubeconfig is the kubeconfig in the Secret namespace/name that the status of cluster
+// (called name) names, under the first of KubeconfigSecretKeys it holds.
+func (r *KubeconfigREST) storedKubeconfig(ctx context.Context, name, namespace, secretName string) ([]byte, error) {
+	resource := v1alpha1.Resource(r.subresource())
+	secret, err := r.secrets.Secrets(namespace).Get(ctx, secretName, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, apierrors.NewConflict(resource, name, fmt.Errorf(
+			"the kubeconfig Secret %s/%s named by status.kubeconfigSecretRef does not exist (yet)", namespace, secretName))
+	case err != nil:
+		return nil, apierrors.NewInternalError(fmt.Errorf("reading the kubeconfig Secret %s/%s: %w", namespace, secretName, err))
+	}
+	for _, key := range KubeconfigSecretKeys {
+		if v := secret.Data[key]; len(v) > 0 {
+			return v, nil
+		}
+	}
+	return nil, apierrors.NewConflict(resource, name, fmt.Errorf(
+		"the kubeconfig Secret %s/%s holds none of the keys %q", namespace, secretName, KubeconfigSecretKeys))
+}
+
+// expiration is the minted credential's lifetime: the asked one or the default, capped (with a
+// warning) at the server's maximum.
+func (r *KubeconfigREST) expiration(ctx context.Context, req *butler.KubeconfigRequest) time.Duration {
+	ttl := r.defaultExpiration
+	if s := req.Spec.ExpirationSeconds; s != nil {
+		ttl = time.Duration(*s) * time.Second
+	}
+	if ttl > r.maxExpiration {
+		warning.AddWarning(ctx, "", fmt.Sprintf("spec.expirationSeconds is capped at %d by this server", int64(r.maxExpiration/time.Second)))
+		ttl = r.maxExpiration
+	}
+	return ttl
 }
 
 // identity is what the asker's certificate is to say in the tenant: as a member of the cluster's
