@@ -38,36 +38,63 @@ func (c *Controller) Restore(ctx context.Context, tcp *unstructured.Unstructured
 	if tcp.GetAnnotations()[v1alpha1.RestoreFromAnnotation] == "" {
 		return false, "", nil
 	}
+	run, pending, msg, err := c.restoreAsked(ctx, tcp, store)
+	if run == nil {
+		return pending, msg, err
+	}
+	target, err := external.FromUnstructured[steward.TenantControlPlane](tcp)
+	if err != nil {
+		return true, "", err
+	}
+	if msg := newerVersion(run.snap.Status.KubernetesVersion, target.Spec.Kubernetes.Version); msg != "" {
+		return c.restoreFailed(ctx, run, msg)
+	}
+	if err := c.setRestore(ctx, run.tc, run.status); err != nil {
+		return true, "", err
+	}
+	return c.writeRestore(ctx, tcp, store, stop, run)
+}
+
+// restoreRun is a restore to run: the cluster, its snapshot and the status it records.
+type restoreRun struct {
+	tc     *v1alpha1.TenantCluster
+	snap   *v1alpha1.TenantClusterSnapshot
+	status v1alpha1.RestoreStatus
+}
+
+// restoreAsked is the restore the cluster asks for and may run now; nil with Restore's answer
+// (pending, the message, err) when there is none, or none yet.
+func (c *Controller) restoreAsked(ctx context.Context, tcp *unstructured.Unstructured, store controlplane.TenantStore) (*restoreRun, bool, string, error) {
 	// Read live, not from the informers: a provider just started may not have them yet, and a
 	// new cluster must not start before its restore.
 	labels := tcp.GetLabels()
 	tc, err := c.deps.Butler.ButlerV1alpha1().TenantClusters(labels[external.TenantClusterNamespaceLabel]).Get(ctx, labels[external.TenantClusterLabel], metav1.GetOptions{})
 	if err != nil {
-		return true, "reading the TenantCluster to restore", err
+		return nil, true, "reading the TenantCluster to restore", err
 	}
 	if tc.Spec.RestoreFrom == nil {
-		return false, "", nil
+		return nil, false, "", nil
 	}
 	from := tc.Spec.RestoreFrom.Name
 	rec := tc.Status.Restore
 	if rec != nil && rec.SnapshotName == from && rec.Phase == v1alpha1.RestoreSucceeded {
-		return false, "", nil // done: it never runs twice
+		return nil, false, "", nil // done: it never runs twice
 	}
 	snap, err := c.deps.Butler.ButlerV1alpha1().TenantClusterSnapshots(tc.Namespace).Get(ctx, from, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return true, fmt.Sprintf("waiting for TenantClusterSnapshot %s to restore from: it does not exist", from), nil
+		return nil, true, fmt.Sprintf("waiting for TenantClusterSnapshot %s to restore from: it does not exist", from), nil
 	}
 	if err != nil {
-		return true, "", err
+		return nil, true, "", err
 	}
 	if msg := notAdmitted(tc, snap); msg != "" {
-		return true, "restore from " + from + " refused: " + msg, nil
+		return nil, true, "restore from " + from + " refused: " + msg, nil
 	}
 	if rec != nil && rec.SnapshotUID == string(snap.UID) && rec.Phase == v1alpha1.RestoreFailed {
-		return true, "restore from " + from + " failed: " + rec.Message, nil
+		return nil, true, "restore from " + from + " failed: " + rec.Message, nil
 	}
 	if snap.Status.Phase != v1alpha1.SnapshotReady {
-		return true, fmt.Sprintf("waiting for TenantClusterSnapshot %s to be Ready (it is %s)", from, orPending(snap.Status.Phase)), nil
+		return nil, true, fmt.Sprintf("waiting for TenantClusterSnapshot %s to be Ready (it is %s)", from, orPending(snap.Status.Phase)), nil
 	}
 	// In place when the cluster has data of its own; a restore under way keeps what it was.
 	inPlace := false
@@ -76,26 +103,25 @@ func (c *Controller) Restore(ctx context.Context, tcp *unstructured.Unstructured
 	} else {
 		resp, err := store.Client.Get(ctx, store.Prefix, clientv3.WithRange(datastore.ObjectsEnd(store.Prefix)), clientv3.WithCountOnly())
 		if err != nil {
-			return true, "", err
+			return nil, true, "", err
 		}
 		inPlace = resp.Count > 0
 	}
-	running := v1alpha1.RestoreStatus{SnapshotName: from, SnapshotUID: string(snap.UID), Revision: snap.Status.Revision, InPlace: inPlace, Phase: v1alpha1.RestoreRunning}
-	fail := func(msg string) (bool, string, error) {
-		running.Phase, running.Message = v1alpha1.RestoreFailed, msg
-		return true, "restore from " + from + " failed: " + msg, c.setRestore(ctx, tc, running)
-	}
-	target, err := external.FromUnstructured[steward.TenantControlPlane](tcp)
-	if err != nil {
-		return true, "", err
-	}
-	if msg := newerVersion(snap.Status.KubernetesVersion, target.Spec.Kubernetes.Version); msg != "" {
-		return fail(msg)
-	}
-	if err := c.setRestore(ctx, tc, running); err != nil {
-		return true, "", err
-	}
-	logger := klog.FromContext(ctx).WithValues("snapshot", tc.Namespace+"/"+from, "inPlace", inPlace)
+	return &restoreRun{tc: tc, snap: snap, status: v1alpha1.RestoreStatus{SnapshotName: from, SnapshotUID: string(snap.UID),
+		Revision: snap.Status.Revision, InPlace: inPlace, Phase: v1alpha1.RestoreRunning}}, false, "", nil
+}
+
+// restoreFailed records the restore Failed with msg; the control plane stays stopped.
+func (c *Controller) restoreFailed(ctx context.Context, run *restoreRun, msg string) (bool, string, error) {
+	run.status.Phase, run.status.Message = v1alpha1.RestoreFailed, msg
+	return true, "restore from " + run.status.SnapshotName + " failed: " + msg, c.setRestore(ctx, run.tc, run.status)
+}
+
+// writeRestore stops the control plane, writes the verified snapshot into the fresh prefix,
+// switches the tenant to it and records the restore Succeeded.
+func (c *Controller) writeRestore(ctx context.Context, tcp *unstructured.Unstructured, store controlplane.TenantStore, stop func(), run *restoreRun) (bool, string, error) {
+	from, snap := run.status.SnapshotName, run.snap
+	logger := klog.FromContext(ctx).WithValues("snapshot", run.tc.Namespace+"/"+from, "inPlace", run.status.InPlace)
 	start := time.Now()
 	stop() // in place: the control plane switch's stop; a new cluster has nothing running
 	logger.Info("Restoring: the control plane is stopped", "took", time.Since(start).Round(time.Millisecond))
@@ -110,7 +136,7 @@ func (c *Controller) Restore(ctx context.Context, tcp *unstructured.Unstructured
 	if err := verify(ctx, st, snap); err != nil {
 		var mismatch *snapshot.ChecksumMismatchError
 		if errors.As(err, &mismatch) {
-			return fail(err.Error())
+			return c.restoreFailed(ctx, run, err.Error())
 		}
 		return true, "", err
 	}
@@ -121,11 +147,11 @@ func (c *Controller) Restore(ctx context.Context, tcp *unstructured.Unstructured
 	defer data.Close()
 	r, err := snapshot.NewReader(data)
 	if err != nil {
-		return fail(err.Error())
+		return c.restoreFailed(ctx, run, err.Error())
 	}
 	// Into a prefix nobody reads, then one switch: a restore cut short leaves the data as it was
 	// (the next attempt writes the fresh prefix again from its start).
-	stats, err := restoreData(ctx, store, r, inPlace)
+	stats, err := restoreData(ctx, store, r, run.status.InPlace)
 	if err != nil {
 		return true, "restoring from " + from, err
 	}
@@ -136,9 +162,9 @@ func (c *Controller) Restore(ctx context.Context, tcp *unstructured.Unstructured
 	logger.Info("Restore written and switched to", "prefix", store.Fresh, "write", written.Sub(start).Round(time.Millisecond),
 		"switch", time.Since(written).Round(time.Millisecond))
 	now := metav1.Now()
-	running.Phase, running.ObjectCount, running.Dropped, running.CompletionTime = v1alpha1.RestoreSucceeded, stats.Written, stats.Dropped, &now
+	run.status.Phase, run.status.ObjectCount, run.status.Dropped, run.status.CompletionTime = v1alpha1.RestoreSucceeded, stats.Written, stats.Dropped, &now
 	logger.Info("Restored", "objects", stats.Written, "dropped", stats.Dropped, "took", time.Since(start).Round(time.Millisecond))
-	if err := c.setRestore(ctx, tc, running); err != nil {
+	if err := c.setRestore(ctx, run.tc, run.status); err != nil {
 		return true, "", err
 	}
 	return false, "", nil
