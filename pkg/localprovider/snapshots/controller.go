@@ -162,6 +162,8 @@ func DataName(s *v1alpha1.TenantClusterSnapshot) string {
 	return snapshot.Name(s.Namespace, s.Name, string(s.UID))
 }
 
+// reconcile takes one snapshot (key namespace/name) once its cluster, datastore, store and turn
+// allow it, or deletes its data when it is deleted.
 func (c *Controller) reconcile(ctx context.Context, key string) error {
 	ns, name, _ := strings.Cut(key, "/")
 	s, err := c.snaps.TenantClusterSnapshots(ns).Get(name)
@@ -172,8 +174,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	logger := klog.FromContext(ctx).WithValues("snapshot", key)
-	ctx = klog.NewContext(ctx, logger)
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("snapshot", key))
 	// Unless it waits for its turn below, it is taken or waits for something else.
 	waitsForTurn := false
 	defer func() {
@@ -187,23 +188,9 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 	if !toTake(s) {
 		return nil
 	}
-	tc, err := c.clusters.TenantClusters(ns).Get(s.Spec.ClusterRef.Name)
-	if apierrors.IsNotFound(err) {
-		return c.setStatus(ctx, s, func(st *v1alpha1.TenantClusterSnapshotStatus) {
-			st.Phase, st.Message = v1alpha1.SnapshotFailed, fmt.Sprintf("TenantCluster %s does not exist", s.Spec.ClusterRef.Name)
-		})
-	}
-	if err != nil {
+	tc, done, err := c.snapshotCluster(ctx, s)
+	if done {
 		return err
-	}
-	if tc.RestorePending() {
-		// Its data is being replaced, or is about to be: a snapshot now would hold part of it.
-		if err := c.setStatus(ctx, s, func(st *v1alpha1.TenantClusterSnapshotStatus) {
-			st.Phase, st.Message = v1alpha1.SnapshotPending, "waiting for the cluster's restore from "+tc.Spec.RestoreFrom.Name+" to finish"
-		}); err != nil {
-			return err
-		}
-		return worker.RequeueAfter(5 * time.Second)
 	}
 	tcp, ok := c.planes.TenantControlPlane(tc.Status.TenantNamespace, tc.Name)
 	var store controlplane.TenantStore
@@ -217,43 +204,64 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 		if err != nil {
 			msg += ": " + err.Error()
 		}
-		if serr := c.setStatus(ctx, s, func(st *v1alpha1.TenantClusterSnapshotStatus) { st.Phase, st.Message = v1alpha1.SnapshotPending, msg }); serr != nil {
-			return serr
-		}
-		return worker.RequeueAfter(5 * time.Second)
-	}
-	version := ""
-	if tc.Status.ObservedState != nil {
-		version = tc.Status.ObservedState.KubernetesVersion
-	}
-	if version == "" {
-		version = tc.Spec.KubernetesVersion
+		return c.waitPending(ctx, s, msg, 5*time.Second)
 	}
 	target, err := c.Store(ctx)
 	if err != nil {
-		if serr := c.setStatus(ctx, s, func(st *v1alpha1.TenantClusterSnapshotStatus) {
-			st.Phase, st.Message = v1alpha1.SnapshotPending, "waiting for the snapshot store: "+err.Error()
-		}); serr != nil {
-			return serr
-		}
-		return worker.RequeueAfter(10 * time.Second)
+		return c.waitPending(ctx, s, "waiting for the snapshot store: "+err.Error(), 10*time.Second)
 	}
 	if !c.turns.take(ns, key) {
 		waitsForTurn = true
 		c.turns.want(ns, key)
-		if err := c.setStatus(ctx, s, func(st *v1alpha1.TenantClusterSnapshotStatus) {
-			st.Phase, st.Message = v1alpha1.SnapshotPending, waitingForTurn
-		}); err != nil {
-			return err
-		}
-		return worker.RequeueAfter(turnRecheck)
+		return c.waitPending(ctx, s, waitingForTurn, turnRecheck)
 	}
+	return c.takeAndReport(ctx, s, observedVersion(tc), target, store)
+}
+
+// snapshotCluster is the snapshot's cluster when its data can be read whole; done (with the
+// status written, or err) when it is missing (Failed) or its restore is pending (Pending).
+func (c *Controller) snapshotCluster(ctx context.Context, s *v1alpha1.TenantClusterSnapshot) (*v1alpha1.TenantCluster, bool, error) {
+	tc, err := c.clusters.TenantClusters(s.Namespace).Get(s.Spec.ClusterRef.Name)
+	if apierrors.IsNotFound(err) {
+		return nil, true, c.setStatus(ctx, s, func(st *v1alpha1.TenantClusterSnapshotStatus) {
+			st.Phase, st.Message = v1alpha1.SnapshotFailed, fmt.Sprintf("TenantCluster %s does not exist", s.Spec.ClusterRef.Name)
+		})
+	}
+	if err != nil {
+		return nil, true, err
+	}
+	if tc.RestorePending() {
+		// Its data is being replaced, or is about to be: a snapshot now would hold part of it.
+		return nil, true, c.waitPending(ctx, s, "waiting for the cluster's restore from "+tc.Spec.RestoreFrom.Name+" to finish", 5*time.Second)
+	}
+	return tc, false, nil
+}
+
+// waitPending writes the snapshot Pending with msg and looks again after after.
+func (c *Controller) waitPending(ctx context.Context, s *v1alpha1.TenantClusterSnapshot, msg string, after time.Duration) error {
+	if err := c.setStatus(ctx, s, func(st *v1alpha1.TenantClusterSnapshotStatus) { st.Phase, st.Message = v1alpha1.SnapshotPending, msg }); err != nil {
+		return err
+	}
+	return worker.RequeueAfter(after)
+}
+
+// observedVersion is the Kubernetes version the cluster runs (as observed; else as asked).
+func observedVersion(tc *v1alpha1.TenantCluster) string {
+	if tc.Status.ObservedState != nil && tc.Status.ObservedState.KubernetesVersion != "" {
+		return tc.Status.ObservedState.KubernetesVersion
+	}
+	return tc.Spec.KubernetesVersion
+}
+
+// takeAndReport takes the snapshot (Running meanwhile) and writes it Ready or Failed.
+func (c *Controller) takeAndReport(ctx context.Context, s *v1alpha1.TenantClusterSnapshot, version string, target snapshot.Store, store controlplane.TenantStore) error {
 	start := metav1.Now()
 	if err := c.setStatus(ctx, s, func(st *v1alpha1.TenantClusterSnapshotStatus) {
 		st.Phase, st.StartTime, st.DataStoreName, st.Message = v1alpha1.SnapshotRunning, &start, store.DataStore, ""
 	}); err != nil {
 		return err
 	}
+	logger := klog.FromContext(ctx)
 	stats, location, err := c.take(ctx, s, target, store, version)
 	if err != nil {
 		logger.Error(err, "Snapshot failed")
