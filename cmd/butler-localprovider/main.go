@@ -44,14 +44,34 @@ func main() {
 		buildKube(os.Args[2:])
 		return
 	}
-	var (
-		kubeconfig string
-		cp         = controlplane.Options{}
-		portRange  string
-		snaps      = snapshots.Options{}
-		nodes      = machines.RealNodesOptions{}
-		nodeCIDR   string
-	)
+	o := &options{}
+	_ = o.flagSet().Parse(os.Args[1:])
+	if err := o.complete(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o.kubeconfig, o.controllers()); err != nil {
+		klog.ErrorS(err, "butler-localprovider failed")
+		klog.Flush()
+		os.Exit(1)
+	}
+	klog.Flush()
+}
+
+// options are the command's flags, and the controllers' options made of them.
+type options struct {
+	kubeconfig string
+	cp         controlplane.Options
+	portRange  string
+	snaps      snapshots.Options
+	nodes      machines.RealNodesOptions
+	nodeCIDR   string
+}
+
+// flagSet binds the command's flags (and klog's) to o.
+func (o *options) flagSet() *pflag.FlagSet {
 	flags := pflag.NewFlagSet("butler-localprovider", pflag.ExitOnError)
 	flags.Usage = func() {
 		fmt.Fprintf(os.Stderr, `butler-localprovider: the local stand-in for a management cluster's control-plane and
@@ -62,74 +82,77 @@ machine; nothing of it runs in production.
 Flags:
 %s`, flags.FlagUsages())
 	}
-	flags.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster")
-	flags.StringVar(&cp.DataStoreName, "datastore-name", "local", "the etcd this provider runs (TLS, client-certificate auth) for its tenants' data, published as a Steward DataStore of this name")
-	flags.StringVar(&cp.DataStoresDir, "datastores-dir", "", "where the datastore's data, certificates and log are (default: datastores/ next to --state-dir)")
-	flags.StringVar(&cp.DataStoreSecretNamespace, "datastore-secret-namespace", "kube-system", "namespace of the Secret with the datastore's CA and root client certificate, which the DataStore names")
-	flags.IntVar(&cp.DataStoreMaxTenants, "datastore-max-tenants", 200, "tenants placed on a DataStore at most, unless its annotation "+datastore.MaxTenantsAnnotation+" says otherwise (0: no bound)")
-	flags.DurationVar(&cp.CompactionInterval, "datastore-compaction-interval", 5*time.Minute, "how often the datastore's history is compacted (tenants' kube-apiservers do not compact)")
-	flags.StringVar(&cp.BinDir, "bin-dir", "_output/bin", "where kube-apiserver, kube-controller-manager and kube-scheduler of --kube-version are")
-	flags.StringVar(&cp.PinnedVersion, "kube-version", "v1.36.3", "the Kubernetes version of the binaries in --bin-dir")
-	flags.StringVar(&cp.VersionsDir, "kube-versions-dir", "_output/kube-versions", "where other Kubernetes versions are built on first use, one directory each")
-	flags.StringVar(&cp.StateDir, "state-dir", "_output/local/tenants", "one directory per tenant control plane: certificates, kubeconfigs, logs, pid files")
-	flags.StringVar(&portRange, "port-range", localports.Tenants.String(), "loopback ports for tenant kube-apiservers (min-max); ports inside the kernel's ephemeral range are not used")
-	flags.StringVar(&cp.Address, "address", "127.0.0.1", "where tenant kube-apiservers listen and what their endpoints name (make test-cluster gives the one-node cluster's bridge address, which its Pods reach)")
-	flags.IntVar(&cp.Workers, "workers", 4, "tenant control planes reconciled at once")
+	flags.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster")
+	flags.StringVar(&o.cp.DataStoreName, "datastore-name", "local", "the etcd this provider runs (TLS, client-certificate auth) for its tenants' data, published as a Steward DataStore of this name")
+	flags.StringVar(&o.cp.DataStoresDir, "datastores-dir", "", "where the datastore's data, certificates and log are (default: datastores/ next to --state-dir)")
+	flags.StringVar(&o.cp.DataStoreSecretNamespace, "datastore-secret-namespace", "kube-system", "namespace of the Secret with the datastore's CA and root client certificate, which the DataStore names")
+	flags.IntVar(&o.cp.DataStoreMaxTenants, "datastore-max-tenants", 200, "tenants placed on a DataStore at most, unless its annotation "+datastore.MaxTenantsAnnotation+" says otherwise (0: no bound)")
+	flags.DurationVar(&o.cp.CompactionInterval, "datastore-compaction-interval", 5*time.Minute, "how often the datastore's history is compacted (tenants' kube-apiservers do not compact)")
+	flags.StringVar(&o.cp.BinDir, "bin-dir", "_output/bin", "where kube-apiserver, kube-controller-manager and kube-scheduler of --kube-version are")
+	flags.StringVar(&o.cp.PinnedVersion, "kube-version", "v1.36.3", "the Kubernetes version of the binaries in --bin-dir")
+	flags.StringVar(&o.cp.VersionsDir, "kube-versions-dir", "_output/kube-versions", "where other Kubernetes versions are built on first use, one directory each")
+	flags.StringVar(&o.cp.StateDir, "state-dir", "_output/local/tenants", "one directory per tenant control plane: certificates, kubeconfigs, logs, pid files")
+	flags.StringVar(&o.portRange, "port-range", localports.Tenants.String(), "loopback ports for tenant kube-apiservers (min-max); ports inside the kernel's ephemeral range are not used")
+	flags.StringVar(&o.cp.Address, "address", "127.0.0.1", "where tenant kube-apiservers listen and what their endpoints name (make test-cluster gives the one-node cluster's bridge address, which its Pods reach)")
+	flags.IntVar(&o.cp.Workers, "workers", 4, "tenant control planes reconciled at once")
 	wl := controlplane.DefaultWakeLimits
-	flags.IntVar(&cp.WakeLimits.MaxWaking, "wake-max-waking", wl.MaxWaking, "clusters waking on request at once at most; a connection past it is closed (0: no bound)")
-	flags.IntVar(&cp.WakeLimits.MaxAwake, "wake-max-awake", wl.MaxAwake, "clusters awake because of a request at most (not those a user woke with hibernated: false; 0: no bound)")
-	flags.IntVar(&cp.WakeLimits.MaxAwakePerTeam, "wake-max-awake-per-team", wl.MaxAwakePerTeam, "of those, one Team's (namespace's) clusters at most, so a client reaching one Team's endpoints cannot hold every slot (0: no bound)")
-	flags.IntVar(&cp.WakeLimits.PerSource, "wake-per-source", wl.PerSource, "connections one client (an IPv4 address, an IPv6 /64) may have open at once, over all wake-on-request endpoints, before their TLS handshake with the tenant completed (0: no bound)")
-	flags.StringSliceVar(&cp.ExternalNamespaces, "external-control-plane-namespaces", nil, "namespaces whose StewardControlPlanes and TenantControlPlanes a real Steward and its Cluster API provider run (this provider gives their clusters machines only)")
-	flags.StringVar(&snaps.Dir, "snapshot-dir", "", "the TenantClusterSnapshot store's directory unless ButlerConfig spec.snapshotStore names one (default: snapshots/ next to --state-dir)")
-	flags.Int64Var(&snaps.PageSize, "snapshot-page-size", 500, "keys one range read of a snapshot returns (the memory a snapshot holds at once)")
-	flags.StringVar(&nodes.BinDir, "node-bin-dir", "_output/bin", "where the kubelet of real nodes (LocalMachine spec.nodeType real) is: hack/build-kube.sh kubelet kube-proxy")
-	flags.StringSliceVar(&nodes.Images, "node-images", []string{"_output/node-images/pause.oci.tar", "_output/node-images/echo.oci.tar", "_output/node-images/coredns.oci.tar"}, "OCI archives imported into every real node's containerd, the pause and cluster DNS images among them (hack/build-node-images.sh)")
-	flags.StringVar(&nodes.Bridge, "node-bridge", "butlern0", "the host's bridge real nodes' network namespaces are plugged into (made with the first node, removed with the last)")
-	flags.StringVar(&nodeCIDR, "node-bridge-cidr", "10.250.0.0/16", "the bridge's network: the host takes its first address, real nodes the next ones")
-	flags.StringVar(&nodes.RunDir, "node-run-dir", "/run/butler-nodes", "real nodes' sockets and address leases (a short path: a socket's path is at most 107 bytes)")
+	flags.IntVar(&o.cp.WakeLimits.MaxWaking, "wake-max-waking", wl.MaxWaking, "clusters waking on request at once at most; a connection past it is closed (0: no bound)")
+	flags.IntVar(&o.cp.WakeLimits.MaxAwake, "wake-max-awake", wl.MaxAwake, "clusters awake because of a request at most (not those a user woke with hibernated: false; 0: no bound)")
+	flags.IntVar(&o.cp.WakeLimits.MaxAwakePerTeam, "wake-max-awake-per-team", wl.MaxAwakePerTeam, "of those, one Team's (namespace's) clusters at most, so a client reaching one Team's endpoints cannot hold every slot (0: no bound)")
+	flags.IntVar(&o.cp.WakeLimits.PerSource, "wake-per-source", wl.PerSource, "connections one client (an IPv4 address, an IPv6 /64) may have open at once, over all wake-on-request endpoints, before their TLS handshake with the tenant completed (0: no bound)")
+	flags.StringSliceVar(&o.cp.ExternalNamespaces, "external-control-plane-namespaces", nil, "namespaces whose StewardControlPlanes and TenantControlPlanes a real Steward and its Cluster API provider run (this provider gives their clusters machines only)")
+	flags.StringVar(&o.snaps.Dir, "snapshot-dir", "", "the TenantClusterSnapshot store's directory unless ButlerConfig spec.snapshotStore names one (default: snapshots/ next to --state-dir)")
+	flags.Int64Var(&o.snaps.PageSize, "snapshot-page-size", 500, "keys one range read of a snapshot returns (the memory a snapshot holds at once)")
+	flags.StringVar(&o.nodes.BinDir, "node-bin-dir", "_output/bin", "where the kubelet of real nodes (LocalMachine spec.nodeType real) is: hack/build-kube.sh kubelet kube-proxy")
+	flags.StringSliceVar(&o.nodes.Images, "node-images", []string{"_output/node-images/pause.oci.tar", "_output/node-images/echo.oci.tar", "_output/node-images/coredns.oci.tar"}, "OCI archives imported into every real node's containerd, the pause and cluster DNS images among them (hack/build-node-images.sh)")
+	flags.StringVar(&o.nodes.Bridge, "node-bridge", "butlern0", "the host's bridge real nodes' network namespaces are plugged into (made with the first node, removed with the last)")
+	flags.StringVar(&o.nodeCIDR, "node-bridge-cidr", "10.250.0.0/16", "the bridge's network: the host takes its first address, real nodes the next ones")
+	flags.StringVar(&o.nodes.RunDir, "node-run-dir", "/run/butler-nodes", "real nodes' sockets and address leases (a short path: a socket's path is at most 107 bytes)")
 	klogFlags := goflag.NewFlagSet("klog", goflag.ExitOnError)
 	klog.InitFlags(klogFlags)
 	flags.AddGoFlagSet(klogFlags)
-	_ = flags.Parse(os.Args[1:])
+	return flags
+}
 
-	if cp.DataStoresDir == "" {
-		cp.DataStoresDir = filepath.Join(filepath.Dir(cp.StateDir), "datastores")
+// complete fills in the defaults that depend on other flags and parses what is not a string.
+func (o *options) complete() error {
+	if o.cp.DataStoresDir == "" {
+		o.cp.DataStoresDir = filepath.Join(filepath.Dir(o.cp.StateDir), "datastores")
 	}
-	if snaps.Dir == "" {
-		snaps.Dir = filepath.Join(filepath.Dir(cp.StateDir), "snapshots")
+	if o.snaps.Dir == "" {
+		o.snaps.Dir = filepath.Join(filepath.Dir(o.cp.StateDir), "snapshots")
 	}
 	var err error
-	if snaps.Dir, err = filepath.Abs(snaps.Dir); err != nil {
-		fmt.Fprintf(os.Stderr, "--snapshot-dir: %v\n", err)
-		os.Exit(2)
+	if o.snaps.Dir, err = filepath.Abs(o.snaps.Dir); err != nil {
+		return fmt.Errorf("--snapshot-dir: %w", err)
 	}
-	if nodes.Prefix, err = netip.ParsePrefix(nodeCIDR); err != nil {
-		fmt.Fprintf(os.Stderr, "--node-bridge-cidr: %v\n", err)
-		os.Exit(2)
+	if o.nodes.Prefix, err = netip.ParsePrefix(o.nodeCIDR); err != nil {
+		return fmt.Errorf("--node-bridge-cidr: %w", err)
 	}
-	for i, a := range nodes.Images {
-		if nodes.Images[i], err = filepath.Abs(a); err != nil {
-			fmt.Fprintf(os.Stderr, "--node-images: %v\n", err)
-			os.Exit(2)
+	for i, a := range o.nodes.Images {
+		if o.nodes.Images[i], err = filepath.Abs(a); err != nil {
+			return fmt.Errorf("--node-images: %w", err)
 		}
 	}
-	if cp.Ports, err = localports.ParseRange(portRange); err != nil {
-		fmt.Fprintf(os.Stderr, "--port-range: %v\n", err)
-		os.Exit(2)
+	if o.cp.Ports, err = localports.ParseRange(o.portRange); err != nil {
+		return fmt.Errorf("--port-range: %w", err)
 	}
+	return nil
+}
 
+// controllers are the control planes', the snapshots' and the machines' controllers.
+func (o *options) controllers() []worker.Controller {
 	var planes *controlplane.Controller
-	controllers := []worker.Controller{
+	return []worker.Controller{
 		{Name: "controlplane", New: func(d *worker.Deps) (worker.Runner, error) {
 			var err error
-			planes, err = controlplane.New(d, cp)
+			planes, err = controlplane.New(d, o.cp)
 			return planes, err
 		}},
 		// Snapshots are taken where the datastores' credentials are; restores run before a
 		// tenant's control plane starts.
 		{Name: "snapshots", New: func(d *worker.Deps) (worker.Runner, error) {
-			s, err := snapshots.New(d, planes, snaps)
+			s, err := snapshots.New(d, planes, o.snaps)
 			if err == nil {
 				planes.SetRestorer(s)
 			}
@@ -137,19 +160,10 @@ Flags:
 		}},
 		{Name: "machines", New: func(d *worker.Deps) (worker.Runner, error) {
 			// machines/ and kwok/ next to the tenants' state directory.
-			return machines.New(d, machines.Options{StateDir: filepath.Dir(cp.StateDir), RealNodes: nodes,
-				ExternalControlPlaneNamespaces: cp.ExternalNamespaces})
+			return machines.New(d, machines.Options{StateDir: filepath.Dir(o.cp.StateDir), RealNodes: o.nodes,
+				ExternalControlPlaneNamespaces: o.cp.ExternalNamespaces})
 		}},
 	}
-
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, kubeconfig, controllers); err != nil {
-		klog.ErrorS(err, "butler-localprovider failed")
-		klog.Flush()
-		os.Exit(1)
-	}
-	klog.Flush()
 }
 
 // run builds every controller over shared clients and informers, runs them until ctx is done,
