@@ -15,6 +15,36 @@ import (
 func (c *Controller) status(tc *v1alpha1.TenantCluster, s *state, out steps.Outcome, ensureErr error) *v1alpha1.TenantClusterStatus {
 	st := tc.Status.DeepCopy()
 	st.ObservedGeneration = tc.Generation
+	setFound(st, tc, s, out)
+	setStepConditions(st, tc, s, out)
+	ready := readyCondition(tc, out, ensureErr)
+	wasReady := tc.Status.Phase == v1alpha1.TenantClusterReady || tc.Status.Phase == v1alpha1.TenantClusterUpdating ||
+		meta.IsStatusConditionTrue(tc.Status.Conditions, ConditionReady)
+	steps.SetConditions(&st.Conditions, ready)
+	st.Phase = phaseOf(st.Phase, out, ensureErr, wasReady)
+
+	opType := "Create"
+	if wasReady || (st.LastOperation != nil && st.LastOperation.Type != "Create") {
+		opType = "Reconcile"
+	}
+	state, desc := "Processing", ""
+	switch {
+	case ensureErr != nil:
+		state, desc = "Error", ensureErr.Error()
+	case out.Failed:
+		state, desc = "Failed", ready.Message
+	case out.First == "":
+		state, desc = "Succeeded", "the cluster is ready"
+	default:
+		desc = ready.Message
+	}
+	c.setLastOperation(st, opType, state, out.Progress(len(c.plan)), desc)
+	return st
+}
+
+// setFound records what the steps found: the tenant namespace, endpoint, kubeconfig Secret,
+// datastore, credentials, addresses and the observed state.
+func setFound(st *v1alpha1.TenantClusterStatus, tc *v1alpha1.TenantCluster, s *state, out steps.Outcome) {
 	st.TenantNamespace = s.namespace
 	if s.endpoint != "" {
 		st.ControlPlaneEndpoint = s.endpoint
@@ -55,7 +85,10 @@ func (c *Controller) status(tc *v1alpha1.TenantCluster, s *state, out steps.Outc
 		observed.Addons = s.addons
 	}
 	st.ObservedState = observed
+}
 
+// setStepConditions sets the steps' conditions, the provider's capability and GitOps'.
+func setStepConditions(st *v1alpha1.TenantClusterStatus, tc *v1alpha1.TenantCluster, s *state, out steps.Outcome) {
 	steps.SetConditions(&st.Conditions, out.Conditions...)
 	if s.capable != nil {
 		steps.SetConditions(&st.Conditions, *s.capable)
@@ -70,11 +103,15 @@ func (c *Controller) status(tc *v1alpha1.TenantCluster, s *state, out steps.Outc
 			steps.SetConditions(&st.Conditions, g.condition)
 		}
 	}
+}
+
+// readyCondition is Ready: True when every step is done, else why not. A failed step is what
+// keeps the cluster from Ready, not an earlier one still waiting (workers rolling while an addon
+// failed): the phase says Failed, Ready says why.
+func readyCondition(tc *v1alpha1.TenantCluster, out steps.Outcome, ensureErr error) metav1.Condition {
 	ready := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: "Ready",
 		Message: "the cluster is ready", ObservedGeneration: tc.Generation}
 	if out.First != "" {
-		// A failed step is what keeps the cluster from Ready, not an earlier one still waiting
-		// (workers rolling while an addon failed): the phase says Failed, Ready says why.
 		why := out.First
 		if out.FirstFailed != "" {
 			why = out.FirstFailed
@@ -85,44 +122,28 @@ func (c *Controller) status(tc *v1alpha1.TenantCluster, s *state, out steps.Outc
 	if ensureErr != nil {
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, "Error", ensureErr.Error()
 	}
-	wasReady := tc.Status.Phase == v1alpha1.TenantClusterReady || tc.Status.Phase == v1alpha1.TenantClusterUpdating ||
-		meta.IsStatusConditionTrue(tc.Status.Conditions, ConditionReady)
-	steps.SetConditions(&st.Conditions, ready)
+	return ready
+}
 
+// phaseOf is the phase after the run, from the phase before it.
+func phaseOf(phase v1alpha1.TenantClusterPhase, out steps.Outcome, ensureErr error, wasReady bool) v1alpha1.TenantClusterPhase {
 	switch {
 	case ensureErr != nil:
-		if st.Phase == "" || st.Phase == v1alpha1.TenantClusterPending {
-			st.Phase = v1alpha1.TenantClusterProvisioning
+		if phase == "" || phase == v1alpha1.TenantClusterPending {
+			return v1alpha1.TenantClusterProvisioning
 		}
+		return phase
 	case out.Failed:
-		st.Phase = v1alpha1.TenantClusterFailed
+		return v1alpha1.TenantClusterFailed
 	case out.First == "":
-		st.Phase = v1alpha1.TenantClusterReady
+		return v1alpha1.TenantClusterReady
 	case wasReady:
-		st.Phase = v1alpha1.TenantClusterUpdating
+		return v1alpha1.TenantClusterUpdating
 	case out.First == stepAddons:
-		st.Phase = v1alpha1.TenantClusterInstalling
+		return v1alpha1.TenantClusterInstalling
 	default:
-		st.Phase = v1alpha1.TenantClusterProvisioning
+		return v1alpha1.TenantClusterProvisioning
 	}
-
-	opType := "Create"
-	if wasReady || (st.LastOperation != nil && st.LastOperation.Type != "Create") {
-		opType = "Reconcile"
-	}
-	state, desc := "Processing", ""
-	switch {
-	case ensureErr != nil:
-		state, desc = "Error", ensureErr.Error()
-	case out.Failed:
-		state, desc = "Failed", ready.Message
-	case out.First == "":
-		state, desc = "Succeeded", "the cluster is ready"
-	default:
-		desc = ready.Message
-	}
-	c.setLastOperation(st, opType, state, out.Progress(len(c.plan)), desc)
-	return st
 }
 
 // setLastOperation records the operation; its time moves only when something else does.
