@@ -16,7 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/bootstrap"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/bootstrapprovider"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/butlerconfig"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/maintenance"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/providerconfig"
@@ -102,7 +102,7 @@ var controllers = []worker.Controller{
 	{Name: "providerconfig", New: worker.As(providerconfig.New)},
 	{Name: "tenantcluster", New: worker.As(tenantcluster.New)},
 	{Name: "tenantaddon", New: worker.As(tenantaddon.New)},
-	{Name: "bootstrap", New: worker.As(bootstrap.New)},
+	{Name: "bootstrap", New: worker.As(bootstrapprovider.New)},
 	{Name: "snapshotschedule", New: worker.As(snapshotschedule.New)},
 	{Name: "maintenance", New: worker.As(maintenance.New)},
 	{Name: "updaterun", New: worker.As(updaterun.New)},

@@ -26,7 +26,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/controlplane"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/capi"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/infra"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/workers"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/tenantcluster"
@@ -310,11 +310,11 @@ func writeFloorControlPlane(ctx context.Context, kube kubernetes.Interface, dyn 
 	if _, err := kube.RbacV1().RoleBindings(in.Namespace).Apply(ctx, rb, external.Workers.ApplyOptions()); err != nil {
 		return 1, err
 	}
-	cluster, err := controlplane.Cluster(in)
+	cluster, err := capi.Cluster(in)
 	if err != nil {
 		return 2, err
 	}
-	cp, err := controlplane.ControlPlane(in)
+	cp, err := capi.ControlPlane(in)
 	if err != nil {
 		return 2, err
 	}
@@ -326,7 +326,7 @@ func writeFloorControlPlane(ctx context.Context, kube kubernetes.Interface, dyn 
 	if err != nil {
 		return 3, err
 	}
-	controlplane.SetClusterOwner(cp, applied)
+	capi.SetClusterOwner(cp, applied)
 	sent := 3
 	for _, obj := range []*unstructured.Unstructured{cp, infraCluster, template} {
 		sent++

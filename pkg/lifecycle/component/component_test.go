@@ -14,8 +14,8 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/validation"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external/crdtest"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/capi"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/componenttest"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/controlplane"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/infra"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/workers"
 )
@@ -66,9 +66,9 @@ func build(t *testing.T, in component.Input) map[string]*unstructured.Unstructur
 		}
 		objs[name] = o
 	}
-	c, err := controlplane.Cluster(in)
+	c, err := capi.Cluster(in)
 	add("cluster", c, err)
-	cp, err := controlplane.ControlPlane(in)
+	cp, err := capi.ControlPlane(in)
 	add("controlplane", cp, err)
 	ic, wt, err := infra.ForProvider(in)
 	add("infracluster", ic, err)

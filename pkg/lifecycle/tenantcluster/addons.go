@@ -13,14 +13,14 @@ import (
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/addons"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/slots"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
 )
 
 // ensureAddons keeps a TenantAddon per entry of spec.addons (and removes those of entries
 // gone); ready once every addon of the cluster, its own and those users added, is Installed.
 func (c *Controller) ensureAddons(ctx context.Context, s *state) (steps.Result, error) {
-	want := addons.TenantAddons(s.in)
+	want := slots.TenantAddons(s.in)
 	client := c.butler.ButlerV1alpha1().TenantAddons(s.tc.Namespace)
 	wanted := map[string]bool{}
 	var created []string

@@ -16,7 +16,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external/steward"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/controlplane"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/capi"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
 )
 
@@ -46,7 +46,7 @@ func (c *Controller) ensureControlPlane(ctx context.Context, s *state) (steps.Re
 // applyControlPlane applies the CAPI Cluster and then its control plane object, owned by it;
 // replicas, when set, overrides the control plane's (hibernation's zero).
 func (c *Controller) applyControlPlane(ctx context.Context, s *state, replicas *int64, paused bool) (cluster, cp *unstructured.Unstructured, failed *steps.Result, err error) {
-	wantCluster, err := controlplane.Cluster(s.in)
+	wantCluster, err := capi.Cluster(s.in)
 	if err != nil {
 		r := steps.Failure("InvalidSpec", "%v", err)
 		return nil, nil, &r, nil
@@ -57,7 +57,7 @@ func (c *Controller) applyControlPlane(ctx context.Context, s *state, replicas *
 			return nil, nil, nil, err
 		}
 	}
-	wantCP, err := controlplane.ControlPlane(s.in)
+	wantCP, err := capi.ControlPlane(s.in)
 	if err != nil {
 		r := steps.Failure("InvalidSpec", "%v", err)
 		return nil, nil, &r, nil
@@ -71,7 +71,7 @@ func (c *Controller) applyControlPlane(ctx context.Context, s *state, replicas *
 	if failed != nil || err != nil {
 		return nil, nil, failed, err
 	}
-	controlplane.SetClusterOwner(wantCP, applied[0])
+	capi.SetClusterOwner(wantCP, applied[0])
 	appliedCP, failed, err := c.applyAll(ctx, wantCP)
 	if failed != nil || err != nil {
 		return nil, nil, failed, err

@@ -19,7 +19,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/external/steward"
 	"github.com/butlerdotdev/butler-apiserver/pkg/hibernation"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/controlplane"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/capi"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
 )
@@ -209,7 +209,7 @@ func (c *Controller) ensureControlPlaneUnstarted(ctx context.Context, s *state) 
 // ensureClusterPaused sets the CAPI Cluster's spec.paused: Cluster API's controllers then leave
 // the cluster (and its endpoint) alone until the wake unpauses it.
 func (c *Controller) ensureClusterPaused(ctx context.Context, s *state) (steps.Result, error) {
-	cluster, err := controlplane.Cluster(s.in)
+	cluster, err := capi.Cluster(s.in)
 	if err != nil {
 		return steps.Failure("InvalidSpec", "%v", err), nil
 	}

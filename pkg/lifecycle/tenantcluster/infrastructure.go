@@ -8,7 +8,7 @@ import (
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/controlplane"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/capi"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/infra"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
 )
@@ -46,7 +46,7 @@ func (c *Controller) ensureInfrastructure(ctx context.Context, s *state) (steps.
 		// A hosted control plane's provider sets the endpoint; until then the provider of the
 		// infrastructure cluster waits, and so does this step.
 		return steps.Waiting("WaitingForControlPlaneEndpoint", "%s %s/%s waits for its endpoint from the %s provider",
-			got.GetKind(), got.GetNamespace(), got.GetName(), controlplane.ControlPlaneGVK(s.in).Kind), nil
+			got.GetKind(), got.GetNamespace(), got.GetName(), capi.ControlPlaneGVK(s.in).Kind), nil
 	}
 	return steps.Waiting("Provisioning", "%s %s/%s is not provisioned yet", got.GetKind(), got.GetNamespace(), got.GetName()), nil
 }

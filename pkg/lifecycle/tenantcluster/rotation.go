@@ -25,7 +25,7 @@ import (
 // takeOperation acts on the operation annotation, as Gardener's gardener.cloud/operation: a
 // rotation's start or completion moves status.credentials.rotation to Preparing or Completing,
 // then the annotation is removed. The control plane's provider is asked for the phase through
-// the control plane object (component/controlplane), and the credentials step follows its
+// the control plane object (component/capi), and the credentials step follows its
 // answer. wrote says whether anything was written (the write brings the cluster back).
 func (c *Controller) takeOperation(ctx context.Context, tc *v1alpha1.TenantCluster) (wrote bool, err error) {
 	op, ok := tc.Annotations[v1alpha1.OperationAnnotation]

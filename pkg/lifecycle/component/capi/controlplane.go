@@ -1,7 +1,7 @@
-// Package controlplane builds a TenantCluster's CAPI Cluster and its control plane object: a
+// Package capi builds a TenantCluster's CAPI Cluster and its control plane object: a
 // StewardControlPlane (or KamajiControlPlane, by ButlerConfig spec.controlPlaneProvider) for a
 // hosted control plane, a KubeadmControlPlane for a standalone one.
-package controlplane
+package capi
 
 import (
 	"fmt"

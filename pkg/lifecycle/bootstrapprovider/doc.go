@@ -1,4 +1,4 @@
-// Package bootstrap is butler's Cluster API bootstrap provider: the worker that turns each
+// Package bootstrapprovider is butler's Cluster API bootstrap provider: the worker that turns each
 // BootstrapConfig (bootstrap.butlerlabs.dev/v1alpha1) into the bootstrap data Secret of its
 // Machine.
 //
@@ -32,4 +32,4 @@
 //
 // The BootstrapConfig's Go type is the contract's, in pkg/external (providers.go): the
 // TenantCluster workers write its template with the same type.
-package bootstrap
+package bootstrapprovider

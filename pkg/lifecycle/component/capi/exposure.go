@@ -1,4 +1,4 @@
-package controlplane
+package capi
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package controlplane_test
+package capi_test
 
 import (
 	"fmt"
@@ -15,8 +15,8 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/capi"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/componenttest"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/controlplane"
 )
 
 func ptrTo[T any](v T) *T { return &v }
@@ -45,12 +45,12 @@ func TestControlPlaneGVK(t *testing.T) {
 	} {
 		in := componenttest.Input(v1alpha1.ProviderLocal)
 		tc.change(&in)
-		gvk := controlplane.ControlPlaneGVK(in)
-		cp, err := controlplane.ControlPlane(in)
+		gvk := capi.ControlPlaneGVK(in)
+		cp, err := capi.ControlPlane(in)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		c, err := controlplane.Cluster(in)
+		c, err := capi.Cluster(in)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -67,7 +67,7 @@ func TestCluster(t *testing.T) {
 	for _, p := range componenttest.Providers {
 		in := componenttest.Input(p)
 		in.Cluster.Spec.Networking = v1alpha1.NetworkingSpec{PodCIDR: "10.32.0.0/16", ServiceCIDR: "10.33.0.0/16"}
-		c, err := controlplane.Cluster(in)
+		c, err := capi.Cluster(in)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,7 +82,7 @@ func TestCluster(t *testing.T) {
 		}
 	}
 	in := componenttest.Input("vsphere")
-	if _, err := controlplane.Cluster(in); err == nil || !strings.Contains(err.Error(), `unknown provider "vsphere"`) {
+	if _, err := capi.Cluster(in); err == nil || !strings.Contains(err.Error(), `unknown provider "vsphere"`) {
 		t.Errorf("unknown provider: %v", err)
 	}
 }
@@ -131,7 +131,7 @@ func TestExposure(t *testing.T) {
 				in := componenttest.Input(v1alpha1.ProviderLocal)
 				in.Config.Spec.ControlPlaneProvider = provider
 				tc.change(&in)
-				cp, err := controlplane.ControlPlane(in)
+				cp, err := capi.ControlPlane(in)
 				if tc.err != "" {
 					if err == nil || !strings.Contains(err.Error(), tc.err) {
 						t.Fatalf("error %v, want %q", err, tc.err)
@@ -156,7 +156,7 @@ func TestExposure(t *testing.T) {
 	in.Config.Spec.ControlPlaneProvider = v1alpha1.ControlPlaneProviderKamaji
 	in.Config.Spec.ControlPlaneExposure.GatewayRef.Namespace = ""
 	in.Cluster.Spec.ControlPlane.ServiceType = v1alpha1.ExposureGateway
-	if _, err := controlplane.ControlPlane(in); err == nil || !strings.Contains(err.Error(), "gatewayRef.namespace is required") {
+	if _, err := capi.ControlPlane(in); err == nil || !strings.Contains(err.Error(), "gatewayRef.namespace is required") {
 		t.Errorf("Kamaji Gateway without a namespace: %v", err)
 	}
 }
@@ -177,7 +177,7 @@ func TestHostedSpec(t *testing.T) {
 			},
 			Scheduler: &v1alpha1.ComponentResources{},
 		}
-		before, err := controlplane.ControlPlane(in)
+		before, err := capi.ControlPlane(in)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -191,7 +191,7 @@ func TestHostedSpec(t *testing.T) {
 			}
 		}
 		in.Cluster.Spec.KubernetesVersion = "v1.37.0"
-		after, err := controlplane.ControlPlane(in)
+		after, err := capi.ControlPlane(in)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -214,7 +214,7 @@ func TestHostedDataStoreStaysNamed(t *testing.T) {
 		in.Config.Spec.ControlPlaneProvider = provider
 		for placed, want := range map[string]string{"": "<none>", "steward-etcd": "steward-etcd"} {
 			in.Cluster.Status.DataStoreName = placed
-			cp, err := controlplane.ControlPlane(in)
+			cp, err := capi.ControlPlane(in)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -231,7 +231,7 @@ func TestKubeadmControlPlane(t *testing.T) {
 		in.Cluster.Spec.ControlPlane.Type = v1alpha1.ControlPlaneStandalone
 		in.Cluster.Spec.ControlPlane.Replicas = ptrTo(replicas)
 		in.Cluster.Spec.ControlPlane.CertSANs = []string{"api.prod.example.com"}
-		kcp, err := controlplane.ControlPlane(in)
+		kcp, err := capi.ControlPlane(in)
 		valid := slices.Contains([]int32{1, 3, 5}, replicas)
 		if !valid {
 			if err == nil || !strings.Contains(err.Error(), "spec.controlPlane.replicas is") {
@@ -275,7 +275,7 @@ func TestRotationAnnotation(t *testing.T) {
 				in.Cluster.Status.Credentials = &v1alpha1.TenantCredentialsStatus{
 					Rotation: &v1alpha1.CredentialsRotation{Phase: phase, LastInitiationTime: &started}}
 			}
-			cp, err := controlplane.ControlPlane(in)
+			cp, err := capi.ControlPlane(in)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package addons_test
+package slots_test
 
 import (
 	"fmt"
@@ -8,8 +8,8 @@ import (
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/addons"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/componenttest"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/slots"
 )
 
 // summary is what a test checks of a TenantAddon: name addon@version slot deps.
@@ -18,7 +18,7 @@ func summary(a *v1alpha1.TenantAddon) string {
 	for _, d := range a.Spec.DependsOn {
 		deps = append(deps, d.Name)
 	}
-	return fmt.Sprintf("%s %s@%s %s %v", a.Name, a.Spec.Addon, a.Spec.Version, a.Labels[addons.SlotLabel], deps)
+	return fmt.Sprintf("%s %s@%s %s %v", a.Name, a.Spec.Addon, a.Spec.Version, a.Labels[slots.SlotLabel], deps)
 }
 
 func TestTenantAddons(t *testing.T) {
@@ -75,7 +75,7 @@ func TestTenantAddons(t *testing.T) {
 			if tc.config != nil {
 				in.Config = tc.config(in.Config)
 			}
-			got := addons.TenantAddons(in)
+			got := slots.TenantAddons(in)
 			var sums []string
 			for _, a := range got {
 				sums = append(sums, summary(a))

@@ -1,7 +1,7 @@
-// Package addons builds the TenantAddons of a TenantCluster's spec.addons: one per enabled slot
+// Package slots builds the TenantAddons of a TenantCluster's spec.addons: one per enabled slot
 // (the table is pkg/apis/butler/addonslots), in the TenantCluster's own namespace, owned by it. Values stay empty: the addon controller
 // layers the cluster's spec.addons.<slot>.values itself.
-package addons
+package slots
 
 import (
 	"slices"
