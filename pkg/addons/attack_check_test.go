@@ -134,6 +134,10 @@ func TestAttackServiceExternalIPs(t *testing.T) {
 	runCheckCases(t, []checkCase{
 		{"externalIPs", "apiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec: {ports: [{port: 443}], externalIPs: [140.82.121.4]}",
 			"Service apps/s sets spec.externalIPs"},
+		// A load-balancer controller announces the address and writes it to the status kube-proxy
+		// reads: the same capture (TestAttackServiceLoadBalancerIPOfAnOperator of package access).
+		{"loadBalancerIP", "apiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec: {ports: [{port: 443}], type: LoadBalancer, loadBalancerIP: 10.96.0.1}",
+			"Service apps/s sets spec.loadBalancerIP"},
 		{"a plain Service", "apiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec: {ports: [{port: 443}], type: LoadBalancer}", ""},
 	})
 }

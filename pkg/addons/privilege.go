@@ -35,8 +35,8 @@ import (
 // as any of its service accounts); its roles write only what an operator writes himself
 // (access.OperatorRules: edit without impersonate) and read anything but Secrets, node proxies
 // and tokens; its bindings bind only roles the chart itself defines (or view), cluster-wide only
-// read-only ones; its Services take no address of their own (externalIPs, a pinned ClusterIP)
-// and are not default/kubernetes.
+// read-only ones; its Services take no address of their own (externalIPs, loadBalancerIP, a
+// pinned ClusterIP) and are not default/kubernetes.
 // Everything else is refused, before Helm writes anything, naming each object.
 
 // teamKinds are what a Team's chart may create: the namespaced objects of an application —
@@ -164,16 +164,18 @@ func (c *privilegeCheck) object(o *object) []string {
 
 // serviceProblems refuses the Services through which a chart's Pods take other Pods' traffic:
 // spec.externalIPs (kube-proxy sends every Pod's traffic to those addresses to the Service, other
-// namespaces' too: CVE-2020-8554), a pinned ClusterIP (the API's, once default/kubernetes is
+// namespaces' too: CVE-2020-8554), spec.loadBalancerIP (a load-balancer controller announces it
+// and writes it to the status kube-proxy reads: the same capture), a pinned ClusterIP (the API's, once default/kubernetes is
 // gone, takes every Pod's API traffic) and default/kubernetes itself (its selector would publish
 // the chart's Pods beside the API). The chart is installed as the tenant's admin, whom the
 // tenant's policy butler-api-endpoint exempts, so this is the only check.
 func serviceProblems(o *object) []string {
 	var svc struct {
 		Spec struct {
-			ExternalIPs []string `json:"externalIPs"`
-			ClusterIP   string   `json:"clusterIP"`
-			ClusterIPs  []string `json:"clusterIPs"`
+			ExternalIPs    []string `json:"externalIPs"`
+			LoadBalancerIP string   `json:"loadBalancerIP"`
+			ClusterIP      string   `json:"clusterIP"`
+			ClusterIPs     []string `json:"clusterIPs"`
 		} `json:"spec"`
 	}
 	if err := kjson.UnmarshalCaseSensitivePreserveInts(o.raw, &svc); err != nil {
@@ -185,6 +187,9 @@ func serviceProblems(o *object) []string {
 	}
 	if len(svc.Spec.ExternalIPs) > 0 {
 		problems = append(problems, fmt.Sprintf("%s sets spec.externalIPs (%s): it would take other namespaces' traffic to them", o, strings.Join(svc.Spec.ExternalIPs, ", ")))
+	}
+	if svc.Spec.LoadBalancerIP != "" {
+		problems = append(problems, fmt.Sprintf("%s sets spec.loadBalancerIP (%s): a load balancer would announce it and take other namespaces' traffic to it", o, svc.Spec.LoadBalancerIP))
 	}
 	// Any pinned address, not only the API's: a chart needs none, and no CIDR or parser here can
 	// miss a spelling the kube-apiserver reads as the API's (or another Service's) ClusterIP.

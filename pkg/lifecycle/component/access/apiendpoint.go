@@ -35,7 +35,12 @@ const apiServiceName = "kubernetes"
 //     Pod's traffic to those addresses, the API's ClusterIP or any address outside, to the
 //     Service's Pods. Upstream's DenyServiceExternalIPs admission plugin would refuse the tenant's
 //     admins too, and be one more flag each provider's kube-apiserver must carry; the policy
-//     travels with the access step to every provider and leaves the feature to the admins.
+//     travels with the access step to every provider and leaves the feature to the admins;
+//   - a Service in any namespace with spec.loadBalancerIP, any address: a load-balancer
+//     controller (a cloud's, MetalLB, kube-vip) asks for it, announces it, and writes it to
+//     status.loadBalancer.ingress, where kube-proxy takes every Pod's traffic to it (the other
+//     half of CVE-2020-8554). Not only the API's address: which addresses a controller hands out
+//     is its own pool's business, which the policy cannot see.
 //
 // Except by:
 //   - the tenant's kube-apiserver (system:apiserver), which makes the Service and, where its
@@ -49,8 +54,8 @@ const apiServiceName = "kubernetes"
 //
 // The rule is about the operator's role: butler:operator may not delete the policy, nor can any
 // service account an operator runs Pods as, unless a tenant admin granted it that. Deleting a
-// Service, an update that removes its externalIPs, or one that leaves the spec of a Service with
-// externalIPs as it was, is not judged (outside default/kubernetes).
+// Service, an update that removes its externalIPs or loadBalancerIP, or one that leaves the spec
+// of a Service with them as it was, is not judged (outside default/kubernetes).
 func APIEndpointPolicies(apiAddress netip.Addr) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
 	fail, equivalent := admissionregistrationv1.Fail, admissionregistrationv1.Equivalent
 	forbidden := metav1.StatusReasonForbidden
@@ -61,7 +66,7 @@ func APIEndpointPolicies(apiAddress netip.Addr) (*admissionregistrationv1.Valida
 			Rule:       admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{"*"}, Resources: resources},
 		}}
 	}
-	endpoint, address, externalIPs := apiEndpointExpr(), apiAddressExpr(apiAddress), externalIPsExpr()
+	endpoint, address, externalIPs, lbIP := apiEndpointExpr(), apiAddressExpr(apiAddress), externalIPsExpr(), loadBalancerIPExpr()
 	mayDelete := `authorizer.group('admissionregistration.k8s.io').resource('validatingadmissionpolicies').name('` +
 		APIEndpointPolicy + `').check('delete').allowed()`
 	admins := " is written only by its kube-apiserver, the platform and the tenant's admins"
@@ -83,7 +88,7 @@ func APIEndpointPolicies(apiAddress netip.Addr) (*admissionregistrationv1.Valida
 			// A condition that is false lets the request through unjudged, whatever the others say:
 			// the kube-apiserver's and the platform's writes never meet the authorizer.
 			MatchConditions: []admissionregistrationv1.MatchCondition{
-				{Name: "the-apis-endpoint-or-address-or-external-ips", Expression: `(` + endpoint + `) || (` + address + `) || (` + externalIPs + `)`},
+				{Name: "the-apis-endpoint-or-address-or-external-ips", Expression: `(` + endpoint + `) || (` + address + `) || (` + externalIPs + `) || (` + lbIP + `)`},
 				{Name: "not-the-apiserver-or-the-platform", Expression: `request.userInfo.username != '` + APIServerUser + `' && ` +
 					`!(has(request.userInfo.groups) && request.userInfo.groups.exists(g, g == '` + pki.MastersGroup + `' || g == '` + pki.AdminsGroup + `'))`},
 			},
@@ -101,6 +106,11 @@ func APIEndpointPolicies(apiAddress netip.Addr) (*admissionregistrationv1.Valida
 				Reason:     &forbidden,
 				Message: "spec.externalIPs is set only by the platform and the tenant's admins: kube-proxy would send every Pod's traffic " +
 					"to those addresses to this Service (CVE-2020-8554)",
+			}, {
+				Expression: `!(` + lbIP + `) || ` + mayDelete,
+				Reason:     &forbidden,
+				Message: "spec.loadBalancerIP is set only by the platform and the tenant's admins: a load-balancer controller would announce " +
+					"that address for this Service, and kube-proxy send every Pod's traffic to it to this Service (CVE-2020-8554)",
 			}},
 		},
 	}
@@ -132,6 +142,13 @@ func apiEndpointExpr() string {
 func externalIPsExpr() string {
 	return `request.resource.resource == 'services' && object != null && has(object.spec.externalIPs) && ` +
 		`size(object.spec.externalIPs) > 0 && (oldObject == null || object.spec != oldObject.spec)`
+}
+
+// loadBalancerIPExpr is CEL that is true for a Service written with spec.loadBalancerIP, unless
+// the write leaves its spec as it was (as externalIPsExpr).
+func loadBalancerIPExpr() string {
+	return `request.resource.resource == 'services' && object != null && has(object.spec.loadBalancerIP) && ` +
+		`object.spec.loadBalancerIP != '' && (oldObject == null || object.spec != oldObject.spec)`
 }
 
 // apiAddressExpr is CEL that is true for a Service written with apiAddress as a ClusterIP.

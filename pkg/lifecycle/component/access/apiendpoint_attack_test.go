@@ -205,6 +205,57 @@ func TestAttackServiceExternalIPsOfAnOperator(t *testing.T) {
 	})
 }
 
+// A Team operator sets spec.loadBalancerIP on a Service of his (deprecated, still read): a
+// load-balancer controller (a cloud's service controller, MetalLB, kube-vip) asks for that
+// address and, once it has it, writes it to status.loadBalancer.ingress, where kube-proxy sends
+// every Pod's traffic to it to his Pods (the other half of CVE-2020-8554); outside, the
+// controller announces it. Any address, the API's ClusterIP in any spelling, by create or by an
+// update that adds or changes it, on any type, as himself or a ServiceAccount of his. Removing
+// it, deleting such a Service, a controller's finalizer on it, and a tenant admin or the
+// platform setting it pass.
+func TestAttackServiceLoadBalancerIPOfAnOperator(t *testing.T) {
+	operator := &user.DefaultInfo{Name: "butler:otto", Groups: []string{GroupPrefix + "ops", user.AllAuthenticated}}
+	bot := &user.DefaultInfo{Name: "system:serviceaccount:team:bot", Groups: []string{"system:serviceaccounts", "system:serviceaccounts:team", user.AllAuthenticated}}
+	platform := &user.DefaultInfo{Name: pki.AdminUser, Groups: []string{pki.AdminsGroup, user.AllAuthenticated}}
+	admin := &user.DefaultInfo{Name: "butler:alice", Groups: []string{GroupPrefix + "admins", user.AllAuthenticated}}
+	const says = "spec.loadBalancerIP"
+	lb := func(typ corev1.ServiceType, address string) *corev1.Service {
+		s := svc("team", "lb", typ, []string{"10.96.0.30"}, nil)
+		s.Spec.LoadBalancerIP = address
+		return s
+	}
+	plain := lb(corev1.ServiceTypeLoadBalancer, "")
+	pinned := lb(corev1.ServiceTypeLoadBalancer, "192.168.1.240")
+	moved := lb(corev1.ServiceTypeLoadBalancer, "192.168.1.241")
+	adminsOwn := pinned.DeepCopy()
+	adminsOwn.Spec.Selector = map[string]string{"app": "admins-own"}
+	relabelled := pinned.DeepCopy()
+	relabelled.Labels = map[string]string{"app": "mine"}
+	finalized := pinned.DeepCopy()
+	finalized.Finalizers = []string{"service.kubernetes.io/load-balancer-cleanup"}
+	judgeServices(t, []serviceCase{
+		{"operator's LoadBalancer at the API's ClusterIP", admission.Create, lb(corev1.ServiceTypeLoadBalancer, apiClusterIP), nil, operator, true, says},
+		{"at the API's ClusterIP with leading zeros", admission.Create, lb(corev1.ServiceTypeLoadBalancer, "010.096.000.001"), nil, operator, true, says},
+		{"at the API's ClusterIP, IPv4-mapped", admission.Create, lb(corev1.ServiceTypeLoadBalancer, "::ffff:a60:1"), nil, operator, true, says},
+		{"at an address of the load balancer's pool", admission.Create, pinned, nil, operator, true, says},
+		{"at an address outside", admission.Create, lb(corev1.ServiceTypeLoadBalancer, "203.0.113.9"), nil, operator, true, says},
+		{"on a ClusterIP Service", admission.Create, lb(corev1.ServiceTypeClusterIP, "203.0.113.9"), nil, operator, true, says},
+		{"an update that adds it", admission.Update, pinned, plain, operator, true, says},
+		{"an update that moves it", admission.Update, moved, pinned, operator, true, says},
+		{"an update of a tenant admin's Service that has it (his Pods selected)", admission.Update, pinned, adminsOwn, operator, true, says},
+		{"the operator's ServiceAccount sets it", admission.Create, pinned, nil, bot, true, says},
+
+		{"an update that removes it", admission.Update, plain, pinned, operator, false, ""},
+		{"a metadata update of a Service that has it", admission.Update, relabelled, pinned, operator, false, ""},
+		{"a controller's finalizer on a Service that has it", admission.Update, finalized, pinned,
+			&user.DefaultInfo{Name: "system:serviceaccount:kube-system:service-controller", Groups: []string{"system:serviceaccounts"}}, false, ""},
+		{"a delete of such a Service", admission.Delete, nil, pinned, operator, false, ""},
+		{"a LoadBalancer without it", admission.Create, plain, nil, operator, false, ""},
+		{"a tenant admin sets it", admission.Create, pinned, nil, admin, false, ""},
+		{"the platform sets it", admission.Create, pinned, nil, platform, false, ""},
+	})
+}
+
 // Red team (s7): other spellings, identities and shapes of the attacks above, as an operator and
 // as a ServiceAccount an operator mints a token for (serviceaccounts/token is in OperatorRules).
 // All refused; the admitted ones are recorded as what the policy leaves (see each comment).
@@ -238,9 +289,9 @@ func TestRedteamVariantsOfTheOperatorsAttacks(t *testing.T) {
 		// policy, in its loading delay, or restored from an older snapshot) keeps them and is
 		// written by its operator as long as the spec stays; the policy judges writes only.
 		{"a metadata update of an operator's Service that already has them", admission.Update, relabelled, legacy, operator, false, ""},
-		// Admitted: spec.loadBalancerIP is not judged; kube-proxy reads status, which MetalLB
-		// writes only from its pool (the cluster's load-balancer IPAllocation).
-		{"spec.loadBalancerIP at the API's ClusterIP", admission.Create, lbIP, nil, operator, false, ""},
+		// Refused since TestAttackServiceLoadBalancerIPOfAnOperator (admitted before: a
+		// load-balancer controller writes it to the status kube-proxy reads).
+		{"spec.loadBalancerIP at the API's ClusterIP", admission.Create, lbIP, nil, operator, true, "spec.loadBalancerIP"},
 		// Admitted: an ExternalName is a DNS CNAME; kube-proxy captures no address for it.
 		{"ExternalName to the API's name", admission.Create, toAPI, nil, operator, false, ""},
 	})
