@@ -106,6 +106,7 @@ func (c *Controller) applyAccess(ctx context.Context, s *state) (steps.Result, e
 		}
 	}
 	slices.SortFunc(namespaces, func(a, b access.Namespace) int { return strings.Compare(a.Name, b.Name) })
+	s.tenantNamespaces = namespaces
 	apiAddress, err := apiClusterIP(s.tc)
 	if err != nil {
 		return steps.Result{}, err
@@ -131,6 +132,7 @@ func (c *Controller) applyAccess(ctx context.Context, s *state) (steps.Result, e
 		if err := applyAPIEndpointPolicy(ctx, tenant, policy, binding); err != nil {
 			return steps.Result{}, err
 		}
+		s.policyApplied = true
 		if err := applyRoles(ctx, tenant, roles); err != nil {
 			return steps.Result{}, err
 		}

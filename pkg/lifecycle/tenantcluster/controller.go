@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -55,6 +56,8 @@ type Controller struct {
 	repairsTold sync.Map
 
 	access accessApplied
+	// audit is the service addresses step's: when it last looked at each tenant's Services.
+	audit serviceAudit
 	// newTenantClient makes a tenant's client from its admin kubeconfig (tests replace it).
 	newTenantClient func(kubeconfig []byte) (kubernetes.Interface, error)
 	// gitopsState and newTenantObjects are the GitOps step's: what it applied in each tenant,
@@ -96,6 +99,7 @@ func New(d *worker.Deps) (*Controller, error) {
 		teams: b.Teams().Lister(), allocations: b.IPAllocations().Lister(), addons: b.TenantAddons().Lister(),
 		namespaces:       nsInformer.Lister(),
 		access:           accessApplied{digest: map[string]string{}, granted: map[string]grant{}, clients: map[string]tenantClient{}},
+		audit:            serviceAudit{looked: map[string]time.Time{}},
 		newTenantClient:  newAdminClient,
 		gitopsState:      gitopsApplied{applied: map[string]grant{}, clients: map[string]tenantObjects{}},
 		newTenantObjects: newAdminObjects,
@@ -350,6 +354,7 @@ func (c *Controller) delete(ctx context.Context, tc *v1alpha1.TenantCluster) err
 	}
 	klog.FromContext(ctx).Info("Everything the tenant cluster made is gone; removing the finalizer")
 	c.forgetAccess(string(tc.UID))
+	c.forgetAudit(string(tc.UID))
 	c.forgetGitOps(string(tc.UID))
 	c.repairsTold.Delete(TenantNamespace(tc))
 	c.objects.forget(TenantNamespace(tc))

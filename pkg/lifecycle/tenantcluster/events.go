@@ -39,6 +39,7 @@ func (c *Controller) recordReconcile(tc *v1alpha1.TenantCluster, out steps.Outco
 		c.events.Eventf(tc, nil, eventType, string(status.Phase), "Reconcile", "phase %s -> %s", from, status.Phase)
 	}
 	c.recordRotation(tc, rotationOf(&tc.Status), rotationOf(status))
+	c.recordExposure(tc, status)
 	if ensureErr != nil {
 		c.events.Eventf(tc, nil, corev1.EventTypeWarning, "ReconcileError", "Reconcile", "%s", worker.EventNote(ensureErr.Error()+" (retried with backoff)"))
 	}

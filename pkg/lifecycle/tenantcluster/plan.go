@@ -13,6 +13,7 @@ const (
 	stepAccess         = "team access"
 	stepCredentials    = "credentials"
 	stepGitOps         = "gitops"
+	stepAddresses      = "service addresses"
 
 	ConditionNetworkReady        = "NetworkReady"
 	ConditionInfrastructureReady = "InfrastructureReady"
@@ -37,6 +38,9 @@ func (c *Controller) steps() []stepT {
 		// the workers and addons: a step's error ends the run, and a member removed from the
 		// Team must not stay bound while a MachineDeployment or an addon keeps failing.
 		{Name: stepAccess, After: []string{stepControlPlane}, Ensure: c.ensureAccess},
+		// Its condition (ServicesExposeExternalIPs) is set by the step itself: an audit of what
+		// the access step's policy does not judge, which never holds Ready back.
+		{Name: stepAddresses, After: []string{stepAccess}, ReadsOnly: true, Ensure: c.ensureServiceAddresses},
 		{Name: stepWorkers, Condition: ConditionWorkersReady, After: []string{stepControlPlane},
 			Ensure: c.ensureWorkers, Cleanup: c.cleanupWorkers},
 		{Name: stepAddons, Condition: ConditionAddonsReady, After: []string{stepControlPlane},

@@ -7,6 +7,7 @@ import (
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/access"
 )
 
 // state is one reconcile's view of a cluster: what the steps read and what they found.
@@ -36,6 +37,12 @@ type state struct {
 	// gitops is what the GitOps step found of the repository's sync; nil when it has nothing
 	// to say (no repository, none before).
 	gitops *gitopsOutcome
+	// tenantNamespaces are the tenant's namespaces the access step listed; policyApplied says
+	// it applied butler-api-endpoint in this run; exposure is what the service addresses step
+	// found (nil when it did not look).
+	tenantNamespaces []access.Namespace
+	policyApplied    bool
+	exposure         *metav1.Condition
 	// recheckAfter, when set, brings the cluster back after it: a step waits for what no watch
 	// announces.
 	recheckAfter time.Duration

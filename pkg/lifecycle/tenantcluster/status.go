@@ -87,7 +87,8 @@ func setFound(st *v1alpha1.TenantClusterStatus, tc *v1alpha1.TenantCluster, s *s
 	st.ObservedState = observed
 }
 
-// setStepConditions sets the steps' conditions, the provider's capability and GitOps'.
+// setStepConditions sets the steps' conditions, the provider's capability, GitOps' and the
+// service addresses step's.
 func setStepConditions(st *v1alpha1.TenantClusterStatus, tc *v1alpha1.TenantCluster, s *state, out steps.Outcome) {
 	steps.SetConditions(&st.Conditions, out.Conditions...)
 	if s.capable != nil {
@@ -102,6 +103,10 @@ func setStepConditions(st *v1alpha1.TenantClusterStatus, tc *v1alpha1.TenantClus
 			g.condition.ObservedGeneration = tc.Generation
 			steps.SetConditions(&st.Conditions, g.condition)
 		}
+	}
+	if e := s.exposure; e != nil && out.Ran(stepAddresses) {
+		e.ObservedGeneration = tc.Generation
+		steps.SetConditions(&st.Conditions, *e)
 	}
 }
 
