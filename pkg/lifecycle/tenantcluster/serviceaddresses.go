@@ -145,9 +145,10 @@ func pinnedAddresses(svc *corev1.Service) string {
 }
 
 // printable is an address as parsed, else the text quoted in ASCII and cut at 64 bytes: a
-// condition's message and an Event are read in terminals.
+// condition's message and an Event are read in terminals. An IPv6 zone ("fe80::1%zone") parses
+// and is any text (the kube-apiserver does not validate spec.loadBalancerIP): quoted too.
 func printable(text string) string {
-	if a, err := netip.ParseAddr(text); err == nil {
+	if a, err := netip.ParseAddr(text); err == nil && a.Zone() == "" {
 		return a.String()
 	}
 	return strconv.QuoteToASCII(text[:min(len(text), 64)])
