@@ -130,8 +130,8 @@ render-deploy: ## regenerate artifacts/deploy from the chart
 
 # The tests run with -vet=off: `make vet` has already vetted every package, test files included,
 # with a superset of the checks go test runs.
-test-unit: ## unit tests of pkg, cmd, the layering test, the bench driver and the Steward stage's checks
-	$(GO) test -vet=off ./pkg/... ./cmd/... ./test/architecture/ ./test/bench/ ./test/steward/
+test-unit: ## unit tests of pkg, cmd, the layering test, the bench driver, the Steward stage's checks and the tests' Git server
+	$(GO) test -vet=off ./pkg/... ./cmd/... ./test/architecture/ ./test/bench/ ./test/steward/ ./test/gitserver/
 	$(GO_BIN) test -vet=off -race -run '^TestPlaceTenantsAtOnce$$' ./pkg/localprovider/controlplane/
 	cd hack/dist && $(GO) test -vet=off ./...
 
@@ -157,7 +157,8 @@ test-e2e: build kube-versions ## kubectl end-to-end tests on the standalone serv
 
 # test-realnode: real worker nodes (LocalMachine spec.nodeType real) on this machine (root;
 # Debian's containerd, runc and CNI plugins, installed when missing; the kubelet and kube-proxy
-# built from source as make cluster's; the pause and echo images of hack/build-node-images.sh)
+# built from source as make cluster's; the pause and echo images of hack/build-node-images.sh and
+# Flux's of hack/build-flux-images.sh)
 test-realnode: build kube-versions ## real worker nodes on this machine (root)
 	$(realnode-deps)
 	BUTLER_E2E_REALNODE=1 $(GO) test -vet=off -count=1 -timeout 15m -run '^TestRealNode' ./test/e2e/...
@@ -166,6 +167,7 @@ define realnode-deps
 	hack/install-cluster-deps.sh
 	hack/build-kube.sh kubelet kube-proxy
 	hack/build-node-images.sh >/dev/null
+	hack/build-flux-images.sh
 endef
 
 # test-starts: STARTS_N plane starts and stops in a row, then STARTS_TENANTS tenant control

@@ -7,9 +7,10 @@
 #   iptables, conntrack               kube-proxy's Service rules
 #   iproute2, util-linux, procps      ip (the bridge), setsid, flock, umount, pkill
 #   openssl, curl                     the cluster's certificates, health checks
+#   git                               the GitOps tests' Git server (git http-backend)
 set -euo pipefail
 
-packages=(containerd runc containernetworking-plugins iptables conntrack iproute2 util-linux procps openssl curl)
+packages=(containerd runc containernetworking-plugins iptables conntrack iproute2 util-linux procps openssl curl git)
 missing=()
 for p in "${packages[@]}"; do
   [[ "$(dpkg-query -W -f '${db:Status-Status}' "${p}" 2>/dev/null)" == installed ]] || missing+=("${p}")

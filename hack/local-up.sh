@@ -29,7 +29,8 @@
 #                                 before the plane stops (default 3)
 #   TENANT_PORT_RANGE             loopback ports of the tenants' kube-apiservers (default 30000-32000)
 #   KUBE_VERSIONS_DIR             where other Kubernetes versions are built (default _output/kube-versions)
-#   NODE_IMAGES_DIR               the images real nodes import (hack/build-node-images.sh; default _output/node-images)
+#   NODE_IMAGES_DIR               the images real nodes import (hack/build-node-images.sh, and Flux's of
+#                                 hack/build-flux-images.sh when built; default _output/node-images)
 #   KUBE_CONTROLLER_MANAGER_QPS   requests/s of each of kube-controller-manager's controllers
 #                                 (default 300, burst twice that); bench -lifecycle measures with more
 set -euo pipefail
@@ -344,6 +345,16 @@ run_butler_apiserver() {
     --data-dir "${LOCAL_DIR}/$1" --snapshot-dir "${LOCAL_DIR}/snapshots" \
     ${BUTLER_APISERVER_ARGS:-}
 }
+# The images every real node imports: pause, echo and CoreDNS (hack/build-node-images.sh), and
+# Flux's two controllers when hack/build-flux-images.sh built them (a tenant's spec.addons.gitops).
+node_images() {
+  local dir="${NODE_IMAGES_DIR:-${ROOT}/_output/node-images}" list f
+  list="${dir}/pause.oci.tar,${dir}/echo.oci.tar,${dir}/coredns.oci.tar"
+  for f in "${dir}/flux-source-controller.oci.tar" "${dir}/flux-kustomize-controller.oci.tar"; do
+    [[ ! -f "${f}" ]] || list+=",${f}"
+  done
+  echo "${list}"
+}
 run_butler_localprovider() {
   # shellcheck disable=SC2086 # BUTLER_LOCALPROVIDER_ARGS is a list of flags
   start "$1" "${BIN}/butler-localprovider" \
@@ -351,7 +362,7 @@ run_butler_localprovider() {
     --bin-dir "${BIN}" --state-dir "${LOCAL_DIR}/tenants" \
     --kube-versions-dir "${KUBE_VERSIONS_DIR}" --snapshot-dir "${LOCAL_DIR}/snapshots" \
     --port-range "${TENANT_PORT_RANGE}" \
-    --node-bin-dir "${BIN}" --node-images "${NODE_IMAGES_DIR:-${ROOT}/_output/node-images}/pause.oci.tar,${NODE_IMAGES_DIR:-${ROOT}/_output/node-images}/echo.oci.tar,${NODE_IMAGES_DIR:-${ROOT}/_output/node-images}/coredns.oci.tar" \
+    --node-bin-dir "${BIN}" --node-images "$(node_images)" \
     ${BUTLER_LOCALPROVIDER_ARGS:-}
 }
 # The replicas beyond the first: butler-apiserver-1, ... on ports of their own.
