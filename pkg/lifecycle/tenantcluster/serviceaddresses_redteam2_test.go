@@ -66,7 +66,9 @@ func pagedServices(tenant *kubefake.Clientset, all []corev1.Service, fail map[st
 		}
 		start := 0
 		if opts.Continue != "" {
-			fmt.Sscanf(opts.Continue, "page-%d", &start)
+			if _, err := fmt.Sscanf(opts.Continue, "page-%d", &start); err != nil {
+				return true, nil, err
+			}
 		}
 		end := min(len(all), start+int(opts.Limit))
 		list := &corev1.ServiceList{Items: all[start:end]}
