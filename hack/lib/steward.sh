@@ -321,10 +321,42 @@ EOT
   kc --kubeconfig "${HOST_DIR}/steward-demo.kubeconfig" get nodes
   [[ $(ready_nodes "${HOST_DIR}/steward-demo.kubeconfig") == 2 ]] \
     || die "steward-demo/demo's kubeconfig lists $(ready_nodes "${HOST_DIR}/steward-demo.kubeconfig") Ready nodes, want 2"
+  steward_pod_security
   steward_isolation_and_faults
   steward_hibernation
   steward_delete
   measure "the Steward stage took $((SECONDS - t0)) s"
+}
+
+# steward_pod_security: in steward-demo/demo, a non-admin with butler's operator role in a
+# namespace that sets no Pod Security level (a ServiceAccount, impersonated with the minted
+# admin kubeconfig) is refused a privileged Pod with hostPath / (docs/security.md): the tenant's
+# kube-apiserver enforces Pod Security baseline there, as a local tenant's does.
+steward_pod_security() {
+  local k="${HOST_DIR}/steward-demo.kubeconfig" out
+  # butler's access step makes the role in the tenant once the control plane serves.
+  wait_until "ClusterRole butler:operator in steward-demo/demo" 120 kc --kubeconfig "${k}" get clusterrole butler:operator
+  kc --kubeconfig "${k}" create namespace attack >/dev/null
+  kc --kubeconfig "${k}" -n attack create serviceaccount operator >/dev/null
+  kc --kubeconfig "${k}" -n attack create rolebinding operator --clusterrole=butler:operator --serviceaccount=attack:operator >/dev/null
+  if out=$(kc --kubeconfig "${k}" --as=system:serviceaccount:attack:operator -n attack create -f - 2>&1 <<'EOF'
+apiVersion: v1
+kind: Pod
+metadata: {name: root}
+spec:
+  containers:
+  - name: root
+    image: registry.k8s.io/pause:3.10
+    securityContext: {privileged: true}
+    volumeMounts: [{name: host, mountPath: /host}]
+  volumes: [{name: host, hostPath: {path: /}}]
+EOF
+  ); then
+    die "steward-demo/demo admitted an operator's privileged Pod with hostPath / in a namespace without a Pod Security level: ${out}"
+  fi
+  [[ "${out}" == *'violates PodSecurity "baseline:latest"'* ]] || die "steward-demo/demo refused the privileged Pod, but not by Pod Security: ${out}"
+  kc --kubeconfig "${k}" delete namespace attack --wait=false >/dev/null
+  measure "steward-demo/demo: an operator's privileged Pod with hostPath / refused by Pod Security baseline"
 }
 
 # steward_tc NAME VERSION [CONTROL_PLANE_EXTRA]: a TenantCluster in steward-demo without
@@ -379,7 +411,7 @@ steward_isolation_and_faults() {
     >"${LOGS}/steward-isolation.log" 2>&1 || { cat "${LOGS}/steward-isolation.log" >&2; die "demo's etcd credentials reach beyond its prefix"; }
   grep -F -- '--- PASS: TestStewardDataStoreIsolation' "${LOGS}/steward-isolation.log" >/dev/null \
     || { cat "${LOGS}/steward-isolation.log" >&2; die "TestStewardDataStoreIsolation did not run"; }
-  measure "demo's etcd credentials: its own prefix read, other's /${schema}/, the root and the access control refused, Compact open (docs/security.md) ($((SECONDS - t)) s with other's start)"
+  measure "demo's etcd credentials: its own prefix read, other's /${schema}/, the root, Compact and the access control refused ($((SECONDS - t)) s with other's start)"
   kc -n steward-demo delete tc other --wait=false >/dev/null
   STEWARD_OTHER="${tns} ${schema}"
 }
