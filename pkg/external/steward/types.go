@@ -162,6 +162,20 @@ type StewardControlPlaneSpec struct {
 	Scheduler         *ControlPlaneComponent `json:"scheduler,omitempty"`
 	Network           *NetworkComponent      `json:"network,omitempty"`
 	Addons            *AddonsSpec            `json:"addons,omitempty"`
+	Deployment        *DeploymentComponent   `json:"deployment,omitempty"`
+}
+
+// DeploymentComponent is the part of the control plane's Deployment butler sets: capi-steward
+// hands it to the TenantControlPlane (deployment.podAdditionalMetadata, additionalVolumes).
+type DeploymentComponent struct {
+	PodAdditionalMetadata *AdditionalMetadata `json:"podAdditionalMetadata,omitempty"`
+	ExtraVolumes          []corev1.Volume     `json:"extraVolumes,omitempty"`
+}
+
+// AdditionalMetadata are labels and annotations added to the provider's objects.
+type AdditionalMetadata struct {
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
 // AddonsSpec is the part of the control plane's addons butler reads.
@@ -174,9 +188,12 @@ type CoreDNSAddon struct {
 	DNSServiceIPs []string `json:"dnsServiceIPs,omitempty"`
 }
 
-// ControlPlaneComponent customizes one control plane component.
+// ControlPlaneComponent customizes one control plane component: its resources, extra flags
+// ("--flag=value", over the provider's own) and mounts of the Deployment's extra volumes.
 type ControlPlaneComponent struct {
-	Resources *Resources `json:"resources,omitempty"`
+	Resources         *Resources           `json:"resources,omitempty"`
+	ExtraArgs         []string             `json:"extraArgs,omitempty"`
+	ExtraVolumeMounts []corev1.VolumeMount `json:"extraVolumeMounts,omitempty"`
 }
 
 // Resources are a component's requests and limits.

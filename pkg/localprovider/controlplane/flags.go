@@ -3,6 +3,7 @@ package controlplane
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/pki"
@@ -101,7 +102,17 @@ func apiServerArgs(a planeArgs) []string {
 		args = replaceFlag(args, "--kubelet-certificate-authority=", p.pkiFile(pki.CABundle))
 		args = append(args, "--service-account-key-file="+p.pkiFile(pki.PreviousServiceAccountPublic))
 	}
-	return mergeArgs(args, a.Spec.APIServerArgs)
+	return mergeArgs(args, withoutFlag(a.Spec.APIServerArgs, admissionConfigFlag))
+}
+
+// admissionConfigFlag is kept as this provider writes it: butler's StewardControlPlane names a
+// file in a volume of Steward's Pod (the same external.PodSecurityAdmission), which a host
+// process has not got.
+const admissionConfigFlag = "admission-control-config-file"
+
+// withoutFlag is args without the flag name.
+func withoutFlag(args []string, name string) []string {
+	return slices.DeleteFunc(slices.Clone(args), func(a string) bool { return flagName(a) == name })
 }
 
 // controllerManagerArgs is kube-controller-manager's command line. It signs node client

@@ -209,15 +209,20 @@ func TestArgsWhileRotating(t *testing.T) {
 }
 
 // The tenant's kube-apiserver reads an admission configuration that enforces Pod Security
-// baseline by default (an operator's privileged Pod is refused; e2e TestTeamKubeconfigs tries it).
+// baseline by default (an operator's privileged Pod is refused; e2e TestTeamKubeconfigs tries it),
+// its own file even when the StewardControlPlane's extra flags name the one in Steward's Pod.
 func TestAPIServerEnforcesPodSecurityBaseline(t *testing.T) {
 	paths := tenantPaths{dir: t.TempDir()}
 	if err := writeAdmissionConfig(paths); err != nil {
 		t.Fatal(err)
 	}
-	args := apiServerArgs(planeArgs{Spec: tenantSpec{ServiceCIDR: "10.96.0.0/12"}, Paths: paths})
+	spec := tenantSpec{ServiceCIDR: "10.96.0.0/12", APIServerArgs: []string{"--admission-control-config-file=/etc/kubernetes/butler/admission.yaml"}}
+	args := apiServerArgs(planeArgs{Spec: spec, Paths: paths})
 	if !slices.Contains(args, "--admission-control-config-file="+paths.admissionConfig()) {
-		t.Fatalf("no admission configuration in %v", args)
+		t.Fatalf("no admission configuration of its own in %v", args)
+	}
+	if n := len(slices.DeleteFunc(slices.Clone(args), func(a string) bool { return flagName(a) != admissionConfigFlag })); n != 1 {
+		t.Errorf("--%s given %d times", admissionConfigFlag, n)
 	}
 	data, err := os.ReadFile(paths.admissionConfig())
 	if err != nil {

@@ -5,8 +5,10 @@ package capi
 
 import (
 	"fmt"
+	"path"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -82,6 +84,7 @@ func stewardControlPlane(in component.Input) (*unstructured.Unstructured, error)
 		Network:       &steward.NetworkComponent{ServiceType: exp.serviceType(), CertSANs: exp.certSANs},
 	}
 	spec.APIServer, spec.ControllerManager, spec.Scheduler = components(cp.Resources)
+	spec.APIServer, spec.Deployment = podSecurity(spec.APIServer)
 	switch exp.mode {
 	case v1alpha1.ExposureIngress:
 		spec.Network.Ingress = &steward.IngressComponent{Hostname: exp.hostname, ClassName: exp.ingressClass}
@@ -90,6 +93,38 @@ func stewardControlPlane(in component.Input) (*unstructured.Unstructured, error)
 			ParentRefs: []steward.ParentReference{{Name: exp.gateway.Name, Namespace: exp.gateway.Namespace}}}
 	}
 	return withRotation(in)(withRestore(in)(withHibernation(in)(component.FromSpec(in, external.StewardControlPlaneGVK, component.Name(in), &spec))))
+}
+
+// Where a hosted control plane's kube-apiserver finds its admission configuration: a
+// downwardAPI volume of its Pod's external.AdmissionConfigurationAnnotation.
+const (
+	admissionVolume = "butler-admission"
+	admissionDir    = "/etc/kubernetes/butler"
+	admissionFile   = "admission.yaml"
+)
+
+// podSecurity has the tenant's kube-apiserver enforce external.PodSecurityAdmission (Pod
+// Security baseline where a namespace sets no level), as a local tenant's does. Steward sets no
+// admission configuration of its own; capi-steward hands apiServer.extraArgs,
+// apiServer.extraVolumeMounts, deployment.extraVolumes and deployment.podAdditionalMetadata to
+// the TenantControlPlane. The configuration travels in this object, as an annotation of the
+// control plane's Pods: no other object to keep in step, and a change of it rolls the Pods
+// (kube-apiserver reads the file only at its start).
+func podSecurity(apiServer *steward.ControlPlaneComponent) (*steward.ControlPlaneComponent, *steward.DeploymentComponent) {
+	if apiServer == nil {
+		apiServer = &steward.ControlPlaneComponent{}
+	}
+	apiServer.ExtraArgs = append(apiServer.ExtraArgs, "--admission-control-config-file="+path.Join(admissionDir, admissionFile))
+	apiServer.ExtraVolumeMounts = append(apiServer.ExtraVolumeMounts, corev1.VolumeMount{Name: admissionVolume, MountPath: admissionDir, ReadOnly: true})
+	file := corev1.DownwardAPIVolumeFile{Path: admissionFile, FieldRef: &corev1.ObjectFieldSelector{
+		FieldPath: fmt.Sprintf("metadata.annotations['%s']", external.AdmissionConfigurationAnnotation),
+	}}
+	return apiServer, &steward.DeploymentComponent{
+		PodAdditionalMetadata: &steward.AdditionalMetadata{Annotations: map[string]string{external.AdmissionConfigurationAnnotation: external.PodSecurityAdmission}},
+		ExtraVolumes: []corev1.Volume{{Name: admissionVolume, VolumeSource: corev1.VolumeSource{
+			DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{file}},
+		}}},
+	}
 }
 
 func kamajiControlPlane(in component.Input) (*unstructured.Unstructured, error) {

@@ -2,6 +2,7 @@ package capi_test
 
 import (
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external/steward"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/capi"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/componenttest"
@@ -204,6 +206,66 @@ func TestHostedSpec(t *testing.T) {
 			t.Errorf("%s: an upgrade changed more than spec.version", provider)
 		}
 	}
+}
+
+// A Steward tenant's kube-apiserver reads external.PodSecurityAdmission, as a local tenant's does:
+// the file its flag names is, through the StewardControlPlane's mount and downwardAPI volume,
+// the annotation its Pods get. Resolved here as Steward builds the Pod.
+func TestHostedPodSecurity(t *testing.T) {
+	in := componenttest.Input(v1alpha1.ProviderLocal)
+	u, err := capi.ControlPlane(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scp, err := external.FromUnstructured[steward.StewardControlPlane](u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, deploy := ptrDeref(scp.Spec.APIServer), ptrDeref(scp.Spec.Deployment)
+	var file string
+	for _, a := range api.ExtraArgs {
+		if v, ok := strings.CutPrefix(a, "--admission-control-config-file="); ok {
+			file = v
+		}
+	}
+	if file == "" {
+		t.Fatalf("apiServer.extraArgs %v name no admission configuration", api.ExtraArgs)
+	}
+	var volume string
+	for _, m := range api.ExtraVolumeMounts {
+		if m.MountPath == path.Dir(file) {
+			volume = m.Name
+		}
+	}
+	var key string
+	for _, v := range deploy.ExtraVolumes {
+		if v.Name != volume || v.DownwardAPI == nil {
+			continue
+		}
+		for _, item := range v.DownwardAPI.Items {
+			if item.Path == path.Base(file) && item.FieldRef != nil {
+				key = strings.TrimSuffix(strings.TrimPrefix(item.FieldRef.FieldPath, "metadata.annotations['"), "']")
+			}
+		}
+	}
+	var annotations map[string]string
+	if deploy.PodAdditionalMetadata != nil {
+		annotations = deploy.PodAdditionalMetadata.Annotations
+	}
+	if got := annotations[key]; key == "" || got != external.PodSecurityAdmission {
+		t.Fatalf("%s is, through mount %q and annotation %q, %q; want external.PodSecurityAdmission", file, volume, key, got)
+	}
+	if !strings.Contains(external.PodSecurityAdmission, "enforce: baseline") {
+		t.Errorf("external.PodSecurityAdmission enforces no baseline:\n%s", external.PodSecurityAdmission)
+	}
+}
+
+func ptrDeref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
 }
 
 // Without a dataStoreRef the object names the DataStore the provider placed the tenant on, once
