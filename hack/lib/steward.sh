@@ -16,6 +16,13 @@
 #     the node's address (Pods reach it over the bridge); its CA key and root client certificate
 #     are the Secrets the DataStore names, as Steward needs both (it signs each tenant's client
 #     certificate with the CA and creates the tenant's etcd user and role as root).
+#   - That etcd is the one the local provider runs as its datastores (butler-localprovider etcd,
+#     v3.7), not BIN/etcd (v3.6.8, the management plane's): before v3.6.9 (and v3.5.28, v3.4.42)
+#     etcd let any authenticated user Compact (server/etcdserver/api/v3rpc/key.go asks for the
+#     root role since etcd's a07ecd124), so every tenant could compact the history all tenants'
+#     watches resume from. Tenants never compact (Steward runs their kube-apiservers with
+#     --etcd-compaction-interval=0); the DataStore's owner does, here etcd's own periodic
+#     compaction (1 min of history, short for the stage to see one; kube-apiserver keeps 5).
 #   - No load balancer runs here: a TenantControlPlane Service of type LoadBalancer (butler's
 #     default exposure) would never get an address, and Steward waits for one. The stand-in
 #     gives each such Service an address from LB_CIDR in its status, as MetalLB would;
@@ -56,12 +63,13 @@ steward_datastore() {
   # Steward reads EC keys only in their SEC1 form ("EC PRIVATE KEY").
   openssl ec -in "${PKI}/steward-etcd-ca.key" -out "${PKI}/steward-etcd-ca.sec1.key" 2>/dev/null
   openssl ec -in "${PKI}/steward-etcd-root.key" -out "${PKI}/steward-etcd-root.sec1.key" 2>/dev/null
-  setsid "${BIN}/etcd" --name steward-etcd --data-dir "${HOST_DIR}/steward-etcd" \
+  setsid "${BIN}/butler-localprovider" etcd --name steward-etcd --data-dir "${HOST_DIR}/steward-etcd" \
     --listen-client-urls "https://${NODE_IP}:${port}" --advertise-client-urls "https://${NODE_IP}:${port}" \
     --listen-peer-urls "http://127.0.0.1:${peer}" --initial-advertise-peer-urls "http://127.0.0.1:${peer}" \
     --initial-cluster "steward-etcd=http://127.0.0.1:${peer}" --listen-metrics-urls "" --log-level warn \
     --client-cert-auth --trusted-ca-file "${PKI}/steward-etcd-ca.crt" \
     --cert-file "${PKI}/steward-etcd-server.crt" --key-file "${PKI}/steward-etcd-server.key" \
+    --auto-compaction-mode periodic --auto-compaction-retention "${STEWARD_ETCD_RETENTION:-1m}" \
     >"${LOGS}/steward-etcd.log" 2>&1 &
   # shellcheck disable=SC2034 # pids is the caller's table of the processes it stops
   pids["steward-etcd"]=$!
@@ -324,6 +332,7 @@ EOT
   steward_pod_security
   steward_isolation_and_faults
   steward_hibernation
+  steward_compaction
   steward_delete
   measure "the Steward stage took $((SECONDS - t0)) s"
 }
@@ -487,6 +496,26 @@ steward_deployment_stopped() {
   # shellcheck disable=SC2016 # a Go template, not shell
   selector=$(kc -n "$1" get deploy "$2" -o go-template='{{range $k, $v := .spec.selector.matchLabels}}{{$k}}={{$v}},{{end}}') || return 1
   [[ -z "$(kc -n "$1" get pods -l "${selector%,}" -o name)" ]]
+}
+
+# steward_compaction: the DataStore's owner compacts it and the tenants do not: demo's
+# kube-apiserver runs with --etcd-compaction-interval=0, and the DataStore's revision 2 is
+# compacted away (etcd's periodic compaction, STEWARD_ETCD_RETENTION).
+steward_compaction() {
+  local t=${SECONDS} args
+  args=$(kc -n "${STEWARD_TNS}" get deploy demo -o jsonpath='{.spec.template.spec.containers[?(@.name=="kube-apiserver")].args}')
+  [[ "${args}" == *'"--etcd-compaction-interval=0"'* ]] || die "demo's kube-apiserver compacts the shared DataStore itself: ${args}"
+  wait_until "Steward's DataStore compacted by its owner" 180 steward_etcd_compacted
+  measure "Steward's DataStore compacted by its own etcd, not by the tenants (--etcd-compaction-interval=0), $((SECONDS - t)) s after the check began"
+}
+
+# steward_etcd_compacted: a read at revision 2 of Steward's etcd says the revision was compacted.
+steward_etcd_compacted() {
+  STEWARD_ETCD_TOKEN=""
+  steward_etcd_login || return 1
+  curl -s --cacert "${PKI}/steward-etcd-ca.crt" --cert "${PKI}/steward-etcd-gateway.crt" --key "${PKI}/steward-etcd-gateway.key" \
+    -H "Authorization: ${STEWARD_ETCD_TOKEN}" "https://${STEWARD_ETCD_ENDPOINT}/v3/kv/range" \
+    -d "{\"key\":\"$(printf / | base64 -w0)\",\"revision\":\"2\"}" | grep -q 'required revision has been compacted'
 }
 
 # steward_delete: deleting the TenantCluster leaves no TenantControlPlane, Deployment or Secret
