@@ -429,6 +429,10 @@ func (c *Controller) reconcileMachine(ctx context.Context, key string) error {
 	}
 	reg := KwokNode(providerID)
 	if real {
+		// What it lacks (images, binaries, space) it says before it joins: no Node, no address.
+		if err := c.nodes.Preflight(key, c.machineDir(lm)); err != nil {
+			return c.machineFailed(ctx, key, lm, &JoinError{Reason: ReasonNodeBootFailed, Err: err})
+		}
 		ip, err := c.nodes.Address(key)
 		if err != nil {
 			return c.machineFailed(ctx, key, lm, &JoinError{Reason: ReasonNodeBootFailed, Err: err})
@@ -438,7 +442,9 @@ func (c *Controller) reconcileMachine(ctx context.Context, key string) error {
 	joined, err := c.joiner.Join(ctx, *info, reg, c.machineDir(lm))
 	if err != nil {
 		var je *JoinError
-		if !errors.As(err, &je) {
+		if isNoSpace(err) {
+			je = &JoinError{Reason: ReasonNodeOutOfSpace, Err: err}
+		} else if !errors.As(err, &je) {
 			return err
 		}
 		return c.machineFailed(ctx, key, lm, je)
@@ -484,6 +490,9 @@ func (c *Controller) reconcileMachine(ctx context.Context, key string) error {
 // machineFailed records a failed join or boot in the machine's condition and tries again
 // later, as a kubelet (or a machine's first boot) retries.
 func (c *Controller) machineFailed(ctx context.Context, key string, lm *external.LocalMachine, je *JoinError) error {
+	if isNoSpace(je.Err) {
+		je = &JoinError{Reason: ReasonNodeOutOfSpace, Err: je.Err}
+	}
 	if err := c.setMachineCondition(ctx, lm, PhaseFailed, metav1.Condition{Type: ConditionReady,
 		Status: metav1.ConditionFalse, Reason: je.Reason, Message: je.Error()}); err != nil {
 		return err

@@ -141,20 +141,10 @@ func (r *RealNodes) Boot(ctx context.Context, key string, spec BootSpec) (err er
 	}
 	base := r.base
 	r.mu.Unlock()
-	for _, archive := range r.opts.Images {
-		if _, err := os.Stat(archive); err != nil {
-			return fmt.Errorf("the node image %s: %w (hack/build-node-images.sh builds it)", archive, err)
-		}
-	}
-	for _, bin := range []string{"kubelet", "kube-proxy"} {
-		if _, err := os.Stat(filepath.Join(r.opts.BinDir, bin)); err != nil {
-			return fmt.Errorf("no %s: %w (hack/build-kube.sh kubelet kube-proxy builds it)", bin, err)
-		}
-	}
-	l := r.layout(key, spec.MachineDir)
-	if err := r.checkSpace(spec.MachineDir, l.run); err != nil {
+	if err := r.Preflight(key, spec.MachineDir); err != nil {
 		return err
 	}
+	l := r.layout(key, spec.MachineDir)
 	ip, err := r.bridge.lease(l.id)
 	if err != nil {
 		return err
@@ -162,9 +152,13 @@ func (r *RealNodes) Boot(ctx context.Context, key string, spec BootSpec) (err er
 	nodeCtx, cancel := context.WithCancel(base)
 	n := &realNode{layout: l, ip: ip, cancel: cancel, procs: map[string]*nodeProc{}, cluster: spec.Cluster}
 	defer func() {
-		if err != nil {
-			r.stopNode(ctx, key, n)
+		if err == nil {
+			return
 		}
+		if isNoSpace(err) {
+			err = outOfSpace(err, map[string]string{"the machine's state directory": spec.MachineDir, "the nodes' run directory": l.run})
+		}
+		r.stopNode(ctx, key, n)
 	}()
 	// A node of this machine left by a provider that was killed goes first.
 	cleanNode(ctx, l)
@@ -188,6 +182,22 @@ func (r *RealNodes) Boot(ctx context.Context, key string, spec BootSpec) (err er
 	r.mu.Unlock()
 	klog.FromContext(ctx).Info("Real node booted", "node", spec.NodeName, "address", ip, "netns", l.netnsName())
 	return nil
+}
+
+// Preflight says what the node of key lacks to boot, before it takes anything (an address, a
+// join, a state directory): the node images, the kubelet and kube-proxy, and space (ErrNoSpace).
+func (r *RealNodes) Preflight(key, machineDir string) error {
+	for _, archive := range r.opts.Images {
+		if _, err := os.Stat(archive); err != nil {
+			return fmt.Errorf("the node image %s: %w (hack/build-node-images.sh builds it)", archive, err)
+		}
+	}
+	for _, bin := range []string{"kubelet", "kube-proxy"} {
+		if _, err := os.Stat(filepath.Join(r.opts.BinDir, bin)); err != nil {
+			return fmt.Errorf("no %s: %w (hack/build-kube.sh kubelet kube-proxy builds it)", bin, err)
+		}
+	}
+	return r.checkSpace(machineDir, r.layout(key, machineDir).run)
 }
 
 // bootSpecFile keeps, in the machine's state directory, what its node booted with.

@@ -1,9 +1,12 @@
 package machines
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -15,6 +18,10 @@ const (
 	nodeStateSpace = 64 << 20
 	nodeRunSpace   = 16 << 20
 )
+
+// ErrNoSpace is a node that cannot boot for want of space: too little before it starts, or a
+// write that failed midway with ENOSPC or EDQUOT (bytes or inodes).
+var ErrNoSpace = errors.New("no space left for a node")
 
 // checkSpace says which file system has too little space for a node, before it takes anything:
 // a node that ran out midway would fail with a tool's message (containerd's import) instead.
@@ -34,11 +41,42 @@ func (r *RealNodes) checkSpace(machineDir, runDir string) error {
 			return fmt.Errorf("the free space of %s (%s): %w", need.what, need.dir, err)
 		}
 		if free < need.bytes {
-			return fmt.Errorf("no space left for a node: %d MiB free for %s (%s), a node needs %d MiB there",
-				free>>20, need.what, need.dir, (need.bytes+1<<20-1)>>20)
+			return fmt.Errorf("%w: %d MiB free for %s (%s), a node needs %d MiB there",
+				ErrNoSpace, free>>20, need.what, need.dir, (need.bytes+1<<20-1)>>20)
 		}
 	}
 	return nil
+}
+
+// isNoSpace says whether err is a file system out of bytes or inodes: this process's own write
+// (ENOSPC, EDQUOT), or a tool's or a node process's output saying so (ctr's, containerd's).
+func isNoSpace(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, ErrNoSpace) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, syscall.ENOSPC.Error()) || strings.Contains(msg, syscall.EDQUOT.Error())
+}
+
+// outOfSpace is err, a node's boot that ran out of space midway, with what is left where the
+// node writes, measured before the failed boot's files are removed.
+func outOfSpace(err error, dirs map[string]string) error {
+	if errors.Is(err, ErrNoSpace) {
+		return err
+	}
+	var left []string
+	for _, what := range []string{"the machine's state directory", "the nodes' run directory"} {
+		dir := existingParent(dirs[what])
+		var st unix.Statfs_t
+		if dirs[what] == "" || unix.Statfs(dir, &st) != nil {
+			continue
+		}
+		left = append(left, fmt.Sprintf("%s (%s) has %d MiB and %d inodes free", what, dir, st.Bavail*uint64(st.Bsize)>>20, st.Ffree))
+	}
+	return fmt.Errorf("%w: %s: %w", ErrNoSpace, strings.Join(left, ", "), err)
 }
 
 // statfsFree is the space left for an unprivileged writer on path's file system.

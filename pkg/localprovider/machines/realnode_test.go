@@ -2,12 +2,14 @@ package machines
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -210,7 +212,7 @@ func TestRealNodeBootNoSpace(t *testing.T) {
 		}
 		machineDir := filepath.Join(state, "machines", "ns", "m0")
 		err := r.Boot(context.Background(), "ns/m0", BootSpec{MachineDir: machineDir, NodeName: "m0"})
-		if err == nil || !strings.Contains(err.Error(), "no space left for a node") || !strings.Contains(err.Error(), c.want) {
+		if !errors.Is(err, ErrNoSpace) || !strings.Contains(err.Error(), "no space left for a node") || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s file system full: %v, want it to say %q", name, err, c.want)
 		}
 		if leases, _ := os.ReadDir(filepath.Join(run, "leases")); len(leases) > 0 {
@@ -222,6 +224,30 @@ func TestRealNodeBootNoSpace(t *testing.T) {
 		if booted, _ := r.Status("ns/m0"); booted {
 			t.Errorf("%s file system full: the node is kept as booted", name)
 		}
+	}
+}
+
+// A node that runs out of space midway fails with what the tool or its own write said (ctr's
+// import, containerd's log, a file it writes), bytes or inodes; that is told from other failures.
+func TestIsNoSpace(t *testing.T) {
+	for err, want := range map[error]bool{
+		fmt.Errorf("importing /x/pause.oci.tar: %w", errors.New("ctr --address /run/butler-nodes/ab/containerd.sock -n k8s.io images import /x/pause.oci.tar: exit status 1: ctr: failed to ingest \"blobs/sha256/ab\": failed to open writer: mkdir /m/node/containerd/root/io.containerd.content.v1.content/ingest/9f: no space left on device")): true,
+		&os.PathError{Op: "write", Path: "/m/node/kubelet-config.yaml", Err: syscall.ENOSPC}:                                                    true,
+		&os.PathError{Op: "open", Path: "/m/node/containerd.log", Err: syscall.EDQUOT}:                                                          true,
+		fmt.Errorf("containerd did not answer: %s", "open /m/node/containerd/root/io.containerd.metadata.v1.bolt/meta.db: disk quota exceeded"): true,
+		fmt.Errorf("%w: 1 MiB free", ErrNoSpace):                                                                                                true,
+		&os.PathError{Op: "open", Path: "/m/node/containerd.log", Err: syscall.EACCES}:                                                          false,
+		errors.New("the node's network: ip link add butlern0 type bridge: exit status 2: RTNETLINK answers: File exists"):                       false,
+		nil: false,
+	} {
+		if got := isNoSpace(err); got != want {
+			t.Errorf("isNoSpace(%v) = %v, want %v", err, got, want)
+		}
+	}
+	midway := outOfSpace(&os.PathError{Op: "mkdir", Path: "/m/node/containerd", Err: syscall.ENOSPC},
+		map[string]string{"the machine's state directory": t.TempDir()})
+	if !errors.Is(midway, ErrNoSpace) || !errors.Is(midway, syscall.ENOSPC) || !strings.Contains(midway.Error(), "inodes free") {
+		t.Errorf("outOfSpace: %v, want ErrNoSpace, the write's error and what is left", midway)
 	}
 }
 

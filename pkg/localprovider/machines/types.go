@@ -52,6 +52,9 @@ const (
 	// exited since.
 	ReasonNodeBootFailed = "NodeBootFailed"
 	ReasonNodeDown       = "NodeDown"
+	// A machine that has no room for its files (bytes or inodes): a real node's state directory
+	// or the nodes' run directory, seen before it joins, or a write that failed midway.
+	ReasonNodeOutOfSpace = "NodeOutOfSpace"
 )
 
 // LocalMachine phases (status.phase, a column of kubectl get).
