@@ -1,5 +1,10 @@
 package external
 
+import (
+	"slices"
+	"strings"
+)
+
 // The local provider's stand-in for Steward says on a TenantControlPlane why it is not Ready
 // (Steward's status has no conditions), e.g. that the Kubernetes version is being built.
 const (
@@ -29,6 +34,12 @@ const (
 	// key (CredentialsRotationAnnotation answered by CredentialsRotatedAnnotation).
 	CapabilityCredentialRotation Capability = "credential-rotation"
 )
+
+// ProviderOffers says whether a TenantControlPlane's annotations list c among what its provider
+// does beyond the contract: only the local stand-in's do, a real Steward's or Kamaji's never.
+func ProviderOffers(tcpAnnotations map[string]string, c Capability) bool {
+	return slices.Contains(strings.Split(tcpAnnotations[LocalProviderCapabilitiesAnnotation], ","), string(c))
+}
 
 // LocalProviderCapabilities are the local stand-in's, in the annotation's order.
 var LocalProviderCapabilities = []Capability{CapabilityWakeOnRequest, CapabilityRestore, CapabilitySnapshots, CapabilityCredentialRotation}

@@ -40,10 +40,9 @@ func wantedCapabilities(tc *v1alpha1.TenantCluster) map[external.Capability]stri
 // capabilityCondition compares what tc asks with what the provider of its TenantControlPlane
 // says it does (its annotations): none said is a real Steward or Kamaji.
 func capabilityCondition(in component.Input, tcpAnnotations map[string]string) metav1.Condition {
-	has := strings.Split(tcpAnnotations[external.LocalProviderCapabilitiesAnnotation], ",")
 	var missing []string
 	for capability, field := range wantedCapabilities(in.Cluster) {
-		if !slices.Contains(has, string(capability)) {
+		if !external.ProviderOffers(tcpAnnotations, capability) {
 			missing = append(missing, fmt.Sprintf("%s (%s)", capability, field))
 		}
 	}

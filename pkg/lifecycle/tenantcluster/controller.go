@@ -44,6 +44,7 @@ type Controller struct {
 	teams       listers.TeamLister
 	allocations listers.IPAllocationLister
 	addons      listers.TenantAddonLister
+	snaps       listers.TenantClusterSnapshotLister
 	namespaces  corelisters.NamespaceLister
 	// secrets lists the Secrets of the tenant namespaces; nil reads them live.
 	secrets *worker.TenantSecrets
@@ -97,6 +98,7 @@ func New(d *worker.Deps) (*Controller, error) {
 			mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(d.Kube.Discovery()))},
 		clusters: b.TenantClusters().Lister(), providers: b.ProviderConfigs().Lister(), configs: b.ButlerConfigs().Lister(),
 		teams: b.Teams().Lister(), allocations: b.IPAllocations().Lister(), addons: b.TenantAddons().Lister(),
+		snaps:            b.TenantClusterSnapshots().Lister(),
 		namespaces:       nsInformer.Lister(),
 		access:           accessApplied{digest: map[string]string{}, granted: map[string]grant{}, clients: map[string]tenantClient{}},
 		audit:            serviceAudit{looked: map[string]time.Time{}},
@@ -126,6 +128,7 @@ func New(d *worker.Deps) (*Controller, error) {
 		{b.ProviderConfigs().Informer(), c.queue.Handler(c.clustersOfProvider)},
 		{b.ButlerConfigs().Informer(), c.queue.Handler(c.allClusters)},
 		{b.Teams().Informer(), c.queue.Handler(c.clustersOfTeam)},
+		{b.TenantClusterSnapshots().Informer(), c.queue.Handler(snapshotToTake)},
 		{nsInformer.Informer(), byLabels},
 	}
 	for _, h := range handlers {
@@ -300,6 +303,9 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 	}
 	c.recordReconcile(tc, outcome, ensureErr, status)
 	c.recordWake(tc, status)
+	if err := c.refuseSnapshots(ctx, s); err != nil {
+		return err
+	}
 	if ensureErr == nil && s.recheckAfter > 0 {
 		return worker.RequeueAfter(s.recheckAfter)
 	}

@@ -111,6 +111,7 @@ func (c *Controller) hostedReady(ctx context.Context, s *state, cp *unstructured
 	s.rotated = typed.Annotations[external.CredentialsRotatedAnnotation]
 	capable := capabilityCondition(s.in, typed.Annotations)
 	s.capable = &capable
+	s.offersSnapshots = external.ProviderOffers(typed.Annotations, external.CapabilitySnapshots)
 	status := typed.Status
 	version, state, endpoint := status.KubernetesResources.Version.Version, status.KubernetesResources.Version.Status, status.ControlPlaneEndpoint
 	secret := status.Kubeconfig.Admin.SecretName

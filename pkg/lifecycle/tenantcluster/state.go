@@ -34,6 +34,9 @@ type state struct {
 	// capable is what the hosted control plane's provider can do of what the cluster asks
 	// (ConditionProviderCapable), once its TenantControlPlane is read; nil before.
 	capable *metav1.Condition
+	// offersSnapshots says whether that provider takes TenantClusterSnapshots
+	// (external.CapabilitySnapshots); read with capable.
+	offersSnapshots bool
 	// gitops is what the GitOps step found of the repository's sync; nil when it has nothing
 	// to say (no repository, none before).
 	gitops *gitopsOutcome

@@ -22,6 +22,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	listers "github.com/butlerdotdev/butler-apiserver/pkg/generated/listers/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/controlplane"
@@ -193,6 +194,12 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 		return err
 	}
 	tcp, ok := c.planes.TenantControlPlane(tc.Status.TenantNamespace, tc.Name)
+	if ok && !external.ProviderOffers(tcp.GetAnnotations(), external.CapabilitySnapshots) {
+		// A real Steward's (--external-control-plane-namespaces): not this provider's to take;
+		// butler's workers fail it, as they would with no stand-in running at all.
+		klog.FromContext(ctx).V(2).Info("Leaving the snapshot of a control plane this provider does not run")
+		return nil
+	}
 	var store controlplane.TenantStore
 	if ok {
 		// Where the data is and the stream, under the tenant's lock: a restore's switch moves it.
