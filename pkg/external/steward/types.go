@@ -11,6 +11,9 @@ const (
 	VersionStatusReady = "Ready"
 	// VersionStatusSleeping is a control plane scaled to zero replicas (its data kept).
 	VersionStatusSleeping = "Sleeping"
+	// VersionStatusUpgrading is a control plane moving from status...version.version to the
+	// spec's: Steward while its Deployment rolls, the old version serving meanwhile.
+	VersionStatusUpgrading = "Upgrading"
 )
 
 // TenantControlPlane is the part of a Steward (or Kamaji) TenantControlPlane butler reads.

@@ -158,6 +158,11 @@ func (c *Controller) notReady(s *state, cp *unstructured.Unstructured, tcp *stew
 			steps.Waiting("TenantControlPlaneNotReady", "TenantControlPlane %s/%s is not ready yet", s.namespace, s.tc.Name),
 			fmt.Sprintf("write a status on TenantControlPlane %s/%s", s.namespace, s.tc.Name))
 	}
+	if state == steward.VersionStatusUpgrading && s.version != "" {
+		// Steward rolls its Deployment blue/green, the old version serving until the new Pods
+		// are Ready; the stand-in keeps the old processes while it builds the new version.
+		return steps.Waiting("Upgrading", "the control plane runs %s and is moving to %s%s", s.version, s.tc.Spec.KubernetesVersion, why)
+	}
 	return steps.Waiting("TenantControlPlaneNotReady", "TenantControlPlane %s/%s is %s%s", s.namespace, s.tc.Name, orDefault(state, "not ready yet"), why)
 }
 
