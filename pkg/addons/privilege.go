@@ -165,12 +165,16 @@ func (c *privilegeCheck) object(o *object) []string {
 // serviceProblems refuses the Services through which a chart's Pods take other Pods' traffic:
 // spec.externalIPs (kube-proxy sends every Pod's traffic to those addresses to the Service, other
 // namespaces' too: CVE-2020-8554), spec.loadBalancerIP (a load-balancer controller announces it
-// and writes it to the status kube-proxy reads: the same capture), a pinned ClusterIP (the API's, once default/kubernetes is
+// and writes it to the status kube-proxy reads: the same capture) and the load balancers'
+// annotations asking for addresses (external.LoadBalancerAddressAnnotations), a pinned ClusterIP (the API's, once default/kubernetes is
 // gone, takes every Pod's API traffic) and default/kubernetes itself (its selector would publish
 // the chart's Pods beside the API). The chart is installed as the tenant's admin, whom the
 // tenant's policy butler-api-endpoint exempts, so this is the only check.
 func serviceProblems(o *object) []string {
 	var svc struct {
+		Metadata struct {
+			Annotations map[string]string `json:"annotations"`
+		} `json:"metadata"`
 		Spec struct {
 			ExternalIPs    []string `json:"externalIPs"`
 			LoadBalancerIP string   `json:"loadBalancerIP"`
@@ -190,6 +194,11 @@ func serviceProblems(o *object) []string {
 	}
 	if svc.Spec.LoadBalancerIP != "" {
 		problems = append(problems, fmt.Sprintf("%s sets spec.loadBalancerIP (%s): a load balancer would announce it and take other namespaces' traffic to it", o, svc.Spec.LoadBalancerIP))
+	}
+	for _, key := range external.LoadBalancerAddressAnnotations {
+		if v, ok := svc.Metadata.Annotations[key]; ok {
+			problems = append(problems, fmt.Sprintf("%s sets annotation %s (%s): a load balancer would announce it and take other namespaces' traffic to it", o, key, v))
+		}
 	}
 	// Any pinned address, not only the API's: a chart needs none, and no CIDR or parser here can
 	// miss a spelling the kube-apiserver reads as the API's (or another Service's) ClusterIP.

@@ -53,3 +53,24 @@ func MadeForNamespaces(obj interface {
 // the system's controllers', so operators are never bound there and a Team's chart creates
 // nothing there.
 var TenantSystemNamespaces = []string{"kube-system", "kube-public", "kube-node-lease"}
+
+// LoadBalancerAddressAnnotations are the annotations by which a Service asks its load-balancer
+// implementation for given addresses, as spec.loadBalancerIP does (deprecated upstream in their
+// favour): MetalLB's (in the catalog, a TenantCluster's default loadBalancer provider; the old
+// domain still read), kube-vip's, Cilium's LB-IPAM (and its older key), PureLB's, Azure's and
+// the AWS load balancer controller's and GKE's (reserved addresses by allocation id or name:
+// still a chosen address). A Service's implementation announces what it asks for,
+// so the tenant's policy, a Team's chart check and the Services audit judge all of them alike.
+var LoadBalancerAddressAnnotations = []string{
+	"metallb.io/loadBalancerIPs",
+	"metallb.universe.tf/loadBalancerIPs",
+	"kube-vip.io/loadbalancerIPs",
+	"lbipam.cilium.io/ips",
+	"io.cilium/lb-ipam-ips",
+	"purelb.io/addresses",
+	"service.beta.kubernetes.io/azure-load-balancer-ipv4",
+	"service.beta.kubernetes.io/azure-load-balancer-ipv6",
+	"service.beta.kubernetes.io/aws-load-balancer-private-ipv4-addresses",
+	"service.beta.kubernetes.io/aws-load-balancer-eip-allocations",
+	"networking.gke.io/load-balancer-ip-addresses",
+}

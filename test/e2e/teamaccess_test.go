@@ -248,7 +248,7 @@ subjects: [{kind: ServiceAccount, name: powerful, namespace: guarded}]
 // publish its endpoint are its kube-apiserver's and the platform's. The Team operator otto may
 // edit Services in default, but adding a selector to default/kubernetes (a share of the API's
 // ClusterIP for Pods of his: every Pod's API access partly fails), deleting it, or making a
-// Service with spec.externalIPs or spec.loadBalancerIP is a 403 naming the policy; an account a tenant admin lets write EndpointSlices may not touch the API's.
+// Service with spec.externalIPs, spec.loadBalancerIP or MetalLB's address annotation is a 403 naming the policy; an account a tenant admin lets write EndpointSlices may not touch the API's.
 // The platform's writer (the admin kubeconfig, as the local provider publishes
 // kubernetes-butler-nodes for real nodes) may, and so may the admin alice; the Service she
 // deletes is made again by the tenant's kube-apiserver.
@@ -275,6 +275,12 @@ func apiServiceStaysTheAPIServers(t *testing.T, team, name, alice, otto string) 
 	refused("otto (operator) makes a Service with spec.loadBalancerIP", out, err)
 	if err != nil && !strings.Contains(out, "spec.loadBalancerIP") {
 		t.Errorf("otto's Service with spec.loadBalancerIP: the refusal does not name spec.loadBalancerIP:\n%s", out)
+	}
+	// The same asked of MetalLB (the TenantCluster's default load balancer) by its annotation.
+	out, err = kubectlAs(t, otto, `{"apiVersion":"v1","kind":"Service","metadata":{"name":"lb-thief","namespace":"default","annotations":{"metallb.io/loadBalancerIPs":"10.96.0.1"}},"spec":{"type":"LoadBalancer","selector":{"app":"api-thief"},"ports":[{"port":443}]}}`, "create", "-f", "-")
+	refused("otto (operator) makes a Service with metallb.io/loadBalancerIPs", out, err)
+	if err != nil && !strings.Contains(out, "metallb.io/loadBalancerIPs") {
+		t.Errorf("otto's Service with metallb.io/loadBalancerIPs: the refusal does not name the annotation:\n%s", out)
 	}
 	slice := func(name, service string) string {
 		return fmt.Sprintf(`{"apiVersion":"discovery.k8s.io/v1","kind":"EndpointSlice","metadata":{"name":%q,"namespace":"default","labels":{"kubernetes.io/service-name":%q}},"addressType":"IPv4","endpoints":[{"addresses":["10.250.255.254"]}],"ports":[{"name":"https","port":6443,"protocol":"TCP"}]}`, name, service)

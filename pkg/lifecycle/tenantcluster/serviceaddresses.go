@@ -23,7 +23,8 @@ import (
 )
 
 // ConditionServicesExposeExternalIPs says whether Services in the tenant's namespaces where
-// operators write Services (not protected) have spec.externalIPs or spec.loadBalancerIP: the
+// operators write Services (not protected) have spec.externalIPs, spec.loadBalancerIP or a load
+// balancer's address annotation (external.LoadBalancerAddressAnnotations): the
 // policy butler-api-endpoint judges writes only, so those set before it held (an older tenant,
 // its loading delay, a restored snapshot) or by a tenant admin stay, and take every Pod's
 // traffic to those addresses to Pods an operator may label. True names them (at most
@@ -39,8 +40,12 @@ const (
 // exposedListed bounds the Services a condition or Event names; the rest are counted.
 const exposedListed = 10
 
-// servicesPage bounds one list's page: a tenant's Services are read a page at a time.
-const servicesPage = 500
+// servicesPage bounds one list's page: a tenant's Services are read a page at a time, and the
+// audit needs their spec and annotations (no metadata-only list). A Service may be as large as
+// the tenant's etcd takes (about 1.5 MB, an operator's annotations, ports and managed fields),
+// so a page is at most about 75 MB of response however the tenant fills it; a few KB each as
+// written by hand or charts.
+const servicesPage = 50
 
 // serviceAudit remembers, per cluster UID, when the tenant's Services were last looked at.
 type serviceAudit struct {
@@ -91,8 +96,8 @@ type servicesLister interface {
 	Services(namespace string) corev1client.ServiceInterface
 }
 
-// exposedServices names, as "namespace/name (externalIPs a, b; loadBalancerIP c)", the Services
-// with spec.externalIPs or spec.loadBalancerIP in namespaces that are not protected (where
+// exposedServices names, as "namespace/name (externalIPs a, b; loadBalancerIP c; announced c)",
+// the Services with spec.externalIPs, spec.loadBalancerIP or an address annotation in namespaces that are not protected (where
 // operators are bound: a namespace that went since the access step's list counts as such).
 func exposedServices(ctx context.Context, core servicesLister, namespaces []access.Namespace) ([]string, error) {
 	protected := map[string]bool{}
@@ -123,25 +128,50 @@ func exposedServices(ctx context.Context, core servicesLister, namespaces []acce
 	return exposed, nil
 }
 
-// pinnedAddresses says which of spec.externalIPs and spec.loadBalancerIP a Service sets, with
-// their values ("" for neither). A value the kube-apiserver took is an address, but it is the
-// tenant's text: quoted unless it parses, and the list cut at four.
+// pinnedAddresses says which of spec.externalIPs, spec.loadBalancerIP and the load balancers'
+// address annotations (external.LoadBalancerAddressAnnotations) a Service sets, with their
+// values, and then the addresses its load balancer announced (status.loadBalancer.ingress):
+// "" for none set. A Service that asks for nothing is not named for its announced address, a
+// pool's own choice that every LoadBalancer Service has. A value is the tenant's text: quoted
+// unless it parses, and each list cut at four.
 func pinnedAddresses(svc *corev1.Service) string {
 	var parts []string
 	if ips := svc.Spec.ExternalIPs; len(ips) > 0 {
-		shown := make([]string, 0, 4)
-		for _, ip := range ips[:min(len(ips), 4)] {
-			shown = append(shown, printable(ip))
-		}
-		if len(ips) > 4 {
-			shown = append(shown, fmt.Sprintf("%d more", len(ips)-4))
-		}
-		parts = append(parts, "externalIPs "+strings.Join(shown, ", "))
+		parts = append(parts, "externalIPs "+printableList(ips))
 	}
 	if ip := svc.Spec.LoadBalancerIP; ip != "" {
 		parts = append(parts, "loadBalancerIP "+printable(ip))
 	}
+	for _, key := range external.LoadBalancerAddressAnnotations {
+		if v, ok := svc.Annotations[key]; ok {
+			parts = append(parts, key+" "+printableList(strings.Split(v, ",")))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	var announced []string
+	for _, ing := range svc.Status.LoadBalancer.Ingress {
+		if ing.IP != "" {
+			announced = append(announced, ing.IP)
+		}
+	}
+	if len(announced) > 0 {
+		parts = append(parts, "announced "+printableList(announced))
+	}
 	return strings.Join(parts, "; ")
+}
+
+// printableList is texts each printable, cut at four and the rest counted.
+func printableList(texts []string) string {
+	shown := make([]string, 0, 5)
+	for _, text := range texts[:min(len(texts), 4)] {
+		shown = append(shown, printable(strings.TrimSpace(text)))
+	}
+	if len(texts) > 4 {
+		shown = append(shown, fmt.Sprintf("%d more", len(texts)-4))
+	}
+	return strings.Join(shown, ", ")
 }
 
 // printable is an address as parsed, else the text quoted in ASCII and cut at 64 bytes: a
@@ -158,7 +188,7 @@ func printable(text string) string {
 func exposureCondition(exposed []string) metav1.Condition {
 	if len(exposed) == 0 {
 		return metav1.Condition{Type: ConditionServicesExposeExternalIPs, Status: metav1.ConditionFalse, Reason: ReasonNoExternalIPsSet,
-			Message: "no Service in a namespace operators write sets spec.externalIPs or spec.loadBalancerIP"}
+			Message: "no Service in a namespace operators write sets spec.externalIPs, spec.loadBalancerIP or a load balancer's address annotation"}
 	}
 	names := strings.Join(exposed[:min(len(exposed), exposedListed)], ", ")
 	if len(exposed) > exposedListed {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -100,8 +101,9 @@ func TestRedteam2FloodOfServicesIsReadToTheLastPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(*limits) != 3 || (*limits)[0] != servicesPage || (*limits)[2] != servicesPage {
-		t.Errorf("pages asked: %v; want 3 of %d", *limits, servicesPage)
+	pages := (len(all) + servicesPage - 1) / servicesPage
+	if len(*limits) != pages || slices.ContainsFunc(*limits, func(l int64) bool { return l != servicesPage }) {
+		t.Errorf("pages asked: %v; want %d of %d", *limits, pages, servicesPage)
 	}
 	if len(exposed) != 31 || exposed[0] != "later/last (loadBalancerIP 192.0.2.1)" {
 		t.Errorf("found %d: %.200q", len(exposed), exposed)

@@ -2,11 +2,15 @@ package access
 
 import (
 	"net/netip"
+	"reflect"
+	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/pki"
 )
 
@@ -40,7 +44,10 @@ const apiServiceName = "kubernetes"
 //     controller (a cloud's, MetalLB, kube-vip) asks for it, announces it, and writes it to
 //     status.loadBalancer.ingress, where kube-proxy takes every Pod's traffic to it (the other
 //     half of CVE-2020-8554). Not only the API's address: which addresses a controller hands out
-//     is its own pool's business, which the policy cannot see.
+//     is its own pool's business, which the policy cannot see;
+//   - a Service in any namespace with an annotation by which a load-balancer implementation is
+//     asked for addresses (external.LoadBalancerAddressAnnotations: MetalLB's, kube-vip's,
+//     Cilium's, ...), any value: the same request as spec.loadBalancerIP.
 //
 // Except by:
 //   - the tenant's kube-apiserver (system:apiserver), which makes the Service and, where its
@@ -54,8 +61,10 @@ const apiServiceName = "kubernetes"
 //
 // The rule is about the operator's role: butler:operator may not delete the policy, nor can any
 // service account an operator runs Pods as, unless a tenant admin granted it that. Deleting a
-// Service, an update that removes its externalIPs or loadBalancerIP, or one that leaves the spec
-// of a Service with them as it was, is not judged (outside default/kubernetes).
+// Service, an update that only removes its externalIPs, loadBalancerIP or address annotations, or
+// one that leaves the spec (and those annotations) of a Service with them as it was, is not judged
+// (outside default/kubernetes). A write that removes loadBalancerIP or an annotation and changes
+// the spec is: the address stays assigned (MetalLB keeps it) and would be repointed.
 func APIEndpointPolicies(apiAddress netip.Addr) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
 	fail, equivalent := admissionregistrationv1.Fail, admissionregistrationv1.Equivalent
 	forbidden := metav1.StatusReasonForbidden
@@ -66,7 +75,7 @@ func APIEndpointPolicies(apiAddress netip.Addr) (*admissionregistrationv1.Valida
 			Rule:       admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{"*"}, Resources: resources},
 		}}
 	}
-	endpoint, address, externalIPs, lbIP := apiEndpointExpr(), apiAddressExpr(apiAddress), externalIPsExpr(), loadBalancerIPExpr()
+	endpoint, address, externalIPs, lbIP, lbAsked := apiEndpointExpr(), apiAddressExpr(apiAddress), externalIPsExpr(), loadBalancerIPExpr(), loadBalancerAnnotationsExpr()
 	mayDelete := `authorizer.group('admissionregistration.k8s.io').resource('validatingadmissionpolicies').name('` +
 		APIEndpointPolicy + `').check('delete').allowed()`
 	admins := " is written only by its kube-apiserver, the platform and the tenant's admins"
@@ -88,7 +97,7 @@ func APIEndpointPolicies(apiAddress netip.Addr) (*admissionregistrationv1.Valida
 			// A condition that is false lets the request through unjudged, whatever the others say:
 			// the kube-apiserver's and the platform's writes never meet the authorizer.
 			MatchConditions: []admissionregistrationv1.MatchCondition{
-				{Name: "the-apis-endpoint-or-address-or-external-ips", Expression: `(` + endpoint + `) || (` + address + `) || (` + externalIPs + `) || (` + lbIP + `)`},
+				{Name: "the-apis-endpoint-or-address-or-external-ips", Expression: `(` + endpoint + `) || (` + address + `) || (` + externalIPs + `) || (` + lbIP + `) || (` + lbAsked + `)`},
 				{Name: "not-the-apiserver-or-the-platform", Expression: `request.userInfo.username != '` + APIServerUser + `' && ` +
 					`!(has(request.userInfo.groups) && request.userInfo.groups.exists(g, g == '` + pki.MastersGroup + `' || g == '` + pki.AdminsGroup + `'))`},
 			},
@@ -111,6 +120,12 @@ func APIEndpointPolicies(apiAddress netip.Addr) (*admissionregistrationv1.Valida
 				Reason:     &forbidden,
 				Message: "spec.loadBalancerIP is set only by the platform and the tenant's admins: a load-balancer controller would announce " +
 					"that address for this Service, and kube-proxy send every Pod's traffic to it to this Service (CVE-2020-8554)",
+			}, {
+				Expression: `!(` + lbAsked + `) || ` + mayDelete,
+				Reason:     &forbidden,
+				Message: "the annotations asking a load balancer for addresses (" + strings.Join(external.LoadBalancerAddressAnnotations, ", ") +
+					") are set only by the platform and the tenant's admins: as spec.loadBalancerIP, the address would be announced for this " +
+					"Service and kube-proxy send every Pod's traffic to it to this Service (CVE-2020-8554)",
 			}},
 		},
 	}
@@ -145,10 +160,49 @@ func externalIPsExpr() string {
 }
 
 // loadBalancerIPExpr is CEL that is true for a Service written with spec.loadBalancerIP, unless
-// the write leaves its spec as it was (as externalIPsExpr).
+// the write leaves its spec as it was (as externalIPsExpr), and for a write that removes it and
+// changes any other field of the spec: a load-balancer controller (MetalLB) keeps the address it
+// assigned once the Service stops asking, so that write repoints the address as if kept. The
+// removal alone is not judged.
 func loadBalancerIPExpr() string {
-	return `request.resource.resource == 'services' && object != null && has(object.spec.loadBalancerIP) && ` +
-		`object.spec.loadBalancerIP != '' && (oldObject == null || object.spec != oldObject.spec)`
+	var others []string
+	for _, f := range serviceSpecFields() {
+		if f != "loadBalancerIP" {
+			others = append(others, `has(object.spec.`+f+`) != has(oldObject.spec.`+f+`) || has(object.spec.`+f+`) && object.spec.`+f+` != oldObject.spec.`+f)
+		}
+	}
+	return `request.resource.resource == 'services' && object != null && (has(object.spec.loadBalancerIP) && ` +
+		`object.spec.loadBalancerIP != '' && (oldObject == null || object.spec != oldObject.spec) || ` +
+		`oldObject != null && has(oldObject.spec.loadBalancerIP) && oldObject.spec.loadBalancerIP != '' && (` + strings.Join(others, " || ") + `))`
+}
+
+// serviceSpecFields are the JSON names of a Service's spec fields as this build knows them: a
+// field added upstream since is judged once the dependency is updated.
+func serviceSpecFields() []string {
+	t := reflect.TypeFor[corev1.ServiceSpec]()
+	fields := make([]string, 0, t.NumField())
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
+			fields = append(fields, name)
+		}
+	}
+	return fields
+}
+
+// loadBalancerAnnotationsExpr is CEL that is true for a Service written with an annotation of
+// external.LoadBalancerAddressAnnotations, unless the write leaves it and the spec as they were,
+// and for a write that changes the spec of a Service that had one (removed or not, as
+// loadBalancerIPExpr): an annotation is metadata, so a write that only adds one leaves the spec
+// as it was. Removing one alone is not judged.
+func loadBalancerAnnotationsExpr() string {
+	keys := `['` + strings.Join(external.LoadBalancerAddressAnnotations, `', '`) + `']`
+	in := func(o string) string {
+		return `has(` + o + `.metadata.annotations) && k in ` + o + `.metadata.annotations`
+	}
+	return `request.resource.resource == 'services' && object != null && ` + keys + `.exists(k, ` +
+		in("object") + ` && (oldObject == null || object.spec != oldObject.spec || !(` + in("oldObject") + `) || ` +
+		`oldObject.metadata.annotations[k] != object.metadata.annotations[k]) || ` +
+		`oldObject != null && ` + in("oldObject") + ` && object.spec != oldObject.spec)`
 }
 
 // apiAddressExpr is CEL that is true for a Service written with apiAddress as a ClusterIP.
