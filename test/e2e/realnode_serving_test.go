@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/controlplane"
 )
 
 // realNodeServingCertificates: each kubelet serves with a certificate of the tenant CA for its
@@ -55,6 +56,7 @@ func realNodeServingCertificates(t *testing.T, kubeconfig string, tenant kuberne
 		t.Fatalf("node %s's credentials: %v", one, err)
 	}
 	asNode := kubernetes.NewForConfigOrDie(nodeConfig)
+	realNodeServingCapped(t, tenant, asNode, key, one, ip1)
 	for what, req := range map[string]struct {
 		client  kubernetes.Interface
 		subject string
@@ -65,7 +67,7 @@ func realNodeServingCertificates(t *testing.T, kubeconfig string, tenant kuberne
 		one + "'s request for its own name at " + two + "'s address":         {asNode, one, ip2, "IP address " + ip2},
 		"the tenant admin's request for node " + one + "'s name and address": {tenant, one, ip1, "which is no node"},
 	} {
-		name, err := realNodeRequestServing(req.client, req.subject, req.ip)
+		name, err := realNodeRequestServing(req.client, req.subject, req.ip, 0)
 		if apierrors.IsForbidden(err) && req.client == asNode && req.subject != one {
 			// The tenant's kube-apiserver itself refuses a node's CSR for another node's name.
 			t.Logf("%s: refused at create: %v", what, err)
@@ -74,13 +76,7 @@ func realNodeServingCertificates(t *testing.T, kubeconfig string, tenant kuberne
 		if err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
-		// The provider looks at a node's requests again within a minute, or at once when its
-		// LocalMachine changes.
-		ns, machine, _ := strings.Cut(key, "/")
-		if _, err := dynamicClient(t).Resource(external.LocalMachineGVR).Namespace(ns).Patch(context.Background(), machine, types.MergePatchType,
-			[]byte(`{"metadata":{"annotations":{"e2e.butlerlabs.dev/poke":"`+name+`"}}}`), metav1.PatchOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		realNodePoke(t, key, name)
 		lmWait(t, 30*time.Second, what+" to be decided", func() (bool, string) {
 			csr, err := tenant.CertificatesV1().CertificateSigningRequests().Get(context.Background(), name, metav1.GetOptions{})
 			if err != nil {
@@ -100,6 +96,53 @@ func realNodeServingCertificates(t *testing.T, kubeconfig string, tenant kuberne
 			}
 			return false, fmt.Sprint(csr.Status)
 		})
+	}
+}
+
+// realNodePoke changes the LocalMachine key (namespace/name) so that the provider looks at its
+// node's requests at once (else within a minute).
+func realNodePoke(t *testing.T, key, value string) {
+	t.Helper()
+	ns, machine, _ := strings.Cut(key, "/")
+	if _, err := dynamicClient(t).Resource(external.LocalMachineGVR).Namespace(ns).Patch(context.Background(), machine, types.MergePatchType,
+		[]byte(`{"metadata":{"annotations":{"e2e.butlerlabs.dev/poke":"`+value+`"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// realNodeServingCapped: node one, with its own credentials, asks for its own serving
+// certificate (which the provider approves) for ten years (spec.expirationSeconds); the
+// tenant's kube-controller-manager signs it for no longer than its --cluster-signing-duration
+// (controlplane.SigningDuration, and the 5 minutes it backdates a certificate by).
+func realNodeServingCapped(t *testing.T, tenant, asNode kubernetes.Interface, key, node, ip string) {
+	t.Helper()
+	const tenYears = 10 * 365 * 24 * 60 * 60
+	name, err := realNodeRequestServing(asNode, node, ip, tenYears)
+	if err != nil {
+		t.Fatalf("node %s's own request for ten years: %v", node, err)
+	}
+	realNodePoke(t, key, name)
+	var issued []byte
+	lmWait(t, 30*time.Second, "node "+node+"'s request for ten years to be issued", func() (bool, string) {
+		csr, err := tenant.CertificatesV1().CertificateSigningRequests().Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		issued = csr.Status.Certificate
+		return len(issued) > 0, fmt.Sprint(csr.Status.Conditions)
+	})
+	block, _ := pem.Decode(issued)
+	if block == nil {
+		t.Fatalf("node %s's certificate for ten years is no PEM: %q", node, issued)
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lifetime := cert.NotAfter.Sub(cert.NotBefore)
+	t.Logf("node %s asked for a serving certificate of %d s and got one of %s", node, tenYears, lifetime)
+	if lifetime > controlplane.SigningDuration+5*time.Minute {
+		t.Errorf("node %s asked for ten years and got a certificate of %s, longer than the cap %s", node, lifetime, controlplane.SigningDuration)
 	}
 }
 
@@ -160,8 +203,8 @@ func realNodeServesWithTenantCA(t *testing.T, roots *x509.CertPool, ip string) *
 }
 
 // realNodeRequestServing creates, with client (a node's credentials), a kubelet-serving CSR
-// for system:node:<subject> at ip, and returns its name.
-func realNodeRequestServing(client kubernetes.Interface, subject, ip string) (string, error) {
+// for system:node:<subject> at ip, asking for expirationSeconds when not 0, and returns its name.
+func realNodeRequestServing(client kubernetes.Interface, subject, ip string, expirationSeconds int32) (string, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return "", err
@@ -172,11 +215,16 @@ func realNodeRequestServing(client kubernetes.Interface, subject, ip string) (st
 	if err != nil {
 		return "", err
 	}
+	var expiration *int32
+	if expirationSeconds != 0 {
+		expiration = &expirationSeconds
+	}
 	csr, err := client.CertificatesV1().CertificateSigningRequests().Create(context.Background(), &certificatesv1.CertificateSigningRequest{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "attack-"},
 		Spec: certificatesv1.CertificateSigningRequestSpec{SignerName: certificatesv1.KubeletServingSignerName,
-			Request: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
-			Usages:  []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth}}}, metav1.CreateOptions{})
+			Request:           pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
+			Usages:            []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth},
+			ExpirationSeconds: expiration}}, metav1.CreateOptions{})
 	if err != nil {
 		return "", err
 	}

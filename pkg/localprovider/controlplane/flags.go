@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/pki"
 )
@@ -115,6 +116,11 @@ func withoutFlag(args []string, name string) []string {
 	return slices.DeleteFunc(slices.Clone(args), func(a string) bool { return flagName(a) == name })
 }
 
+// SigningDuration is the longest a certificate the tenant's kube-controller-manager signs lives
+// (--cluster-signing-duration, its default said here): a CSR's spec.expirationSeconds may ask
+// for less, never for more. A node asking for ten years gets this.
+const SigningDuration = 365 * 24 * time.Hour
+
 // controllerManagerArgs is kube-controller-manager's command line. It signs node client
 // certificates with the tenant CA (the kubelet TLS bootstrap), runs the bootstrap-token signer
 // and cleaner kubeadm enables, and serves nothing (--secure-port=0): its health is that of its
@@ -131,6 +137,7 @@ func controllerManagerArgs(a planeArgs) []string {
 		"--use-service-account-credentials=true",
 		"--cluster-signing-cert-file=" + p.pkiFile(pki.CACert),
 		"--cluster-signing-key-file=" + p.pkiFile(pki.CAKey),
+		"--cluster-signing-duration=" + SigningDuration.String(),
 		"--root-ca-file=" + p.pkiFile(pki.CACert),
 		"--service-account-private-key-file=" + p.pkiFile(pki.ServiceAccountPrivate),
 		"--service-cluster-ip-range=" + a.Spec.ServiceCIDR,

@@ -100,6 +100,7 @@ func TestControllerManagerArgs(t *testing.T) {
 		"controllers":                      "*,bootstrapsigner,tokencleaner",
 		"cluster-signing-cert-file":        "/state/0b6c-uid/pki/ca.crt",
 		"cluster-signing-key-file":         "/state/0b6c-uid/pki/ca.key",
+		"cluster-signing-duration":         "8760h0m0s",
 		"root-ca-file":                     "/state/0b6c-uid/pki/ca.crt",
 		"service-account-private-key-file": "/state/0b6c-uid/pki/sa.key",
 		"use-service-account-credentials":  "true",
