@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"net"
 	"net/http"
@@ -79,6 +81,8 @@ spec: {provider: local, local: {nodeType: real}}
 	if err != nil || !strings.HasSuffix(strings.TrimSpace(out), "hello from "+second) {
 		t.Errorf("kubectl exec: %v: %s", err, out)
 	}
+
+	kubeconfig, tenant = realNodeRotation(t, ns, name, kubeconfig, tenant, first, second)
 
 	realNodeKubeletRefusesStrangers(t, tenant, nodes[0])
 	realNodePodReachesNoHostService(t, kubeconfig, first)
@@ -532,6 +536,14 @@ func realNodeLeftovers() []string {
 			}
 		}
 	}
+	// The kubelet's default --cert-dir is the host's, whatever its --root-dir: a real node's
+	// serving certificate (of an address on the nodes' bridge) written there since this run began.
+	served, _ := filepath.Glob("/var/lib/kubelet/pki/kubelet-server-*.pem")
+	for _, f := range served {
+		if fi, err := os.Stat(f); err == nil && fi.ModTime().After(e2eStarted) && realNodeServingFile(f) {
+			left = append(left, "serving certificate "+f)
+		}
+	}
 	if rules, err := exec.Command("iptables-save").Output(); err == nil {
 		for _, r := range strings.Split(string(rules), "\n") {
 			if strings.Contains(r, "butlern0") || strings.Contains(r, "10.250.") {
@@ -540,4 +552,28 @@ func realNodeLeftovers() []string {
 		}
 	}
 	return left
+}
+
+// e2eStarted is when this run began: what is older than it is not this run's.
+var e2eStarted = time.Now()
+
+// realNodeServingFile says whether the PEM file holds a certificate for an address of the real
+// nodes' bridge (10.250.0.0/16).
+func realNodeServingFile(path string) bool {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	for block, rest := pem.Decode(data); block != nil; block, rest = pem.Decode(rest) {
+		cert, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			continue
+		}
+		for _, ip := range cert.IPAddresses {
+			if ip.To4() != nil && ip.To4()[0] == 10 && ip.To4()[1] == 250 {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -190,12 +190,13 @@ func (c *Controller) secretChanged(obj any) {
 	if !ok {
 		return
 	}
-	if cluster := s.Labels[clusterv1.ClusterNameLabel]; cluster != "" && s.Name == cluster+"-kubeconfig" {
+	cluster := s.Labels[clusterv1.ClusterNameLabel]
+	if cluster != "" && s.Name == cluster+"-kubeconfig" {
 		c.clusterQueue.Add(s.Namespace + "/" + localClusterNameFor(cluster))
-		return
 	}
-	if cluster := s.Labels[clusterv1.ClusterNameLabel]; cluster != "" && s.Name == cluster+"-ca" {
-		// A new cluster CA: every machine of the cluster renews its certificate.
+	if cluster != "" && (s.Name == cluster+"-ca" || s.Name == cluster+"-kubeconfig") {
+		// A new cluster CA, or CAs to trust: every machine of the cluster renews its
+		// certificate, or trusts them.
 		selector := labels.SelectorFromSet(labels.Set{clusterv1.ClusterNameLabel: cluster})
 		machines, _ := c.machines.ByNamespace(s.Namespace).List(selector)
 		for _, m := range machines {
@@ -404,8 +405,14 @@ func (c *Controller) reconcileMachine(ctx context.Context, key string) error {
 				return err
 			}
 		}
-		if err := c.renewCertificate(ctx, key, lm); err != nil || !real {
+		changed, err := c.renewCertificate(ctx, key, lm)
+		if err != nil || !real {
 			return err
+		}
+		if changed {
+			if err := c.nodes.Restart(ctx, key, c.machineDir(lm)); err != nil {
+				return c.machineFailed(ctx, key, lm, &JoinError{Reason: ReasonNodeBootFailed, Err: err})
+			}
 		}
 		if booted, down := c.nodes.Status(key); booted && down == "" {
 			return c.approveServing(ctx, key, lm)
@@ -504,15 +511,18 @@ func (c *Controller) machineFailed(ctx context.Context, key string, lm *external
 
 // renewCertificate renews a joined machine's node client certificate when the cluster's CA
 // (Secret <cluster>-ca, the one Cluster API names) did not sign it, as the machine's kubelet
-// would once its provider hands it the new CA: during a rotation's first phase.
-func (c *Controller) renewCertificate(ctx context.Context, key string, lm *external.LocalMachine) error {
+// would once its provider hands it the new CA: during a rotation's first phase. Then the
+// machine trusts the CAs the cluster's kubeconfig (Secret <cluster>-kubeconfig) names: both
+// while a rotation is prepared, the new one only once it completed. changed says whether its
+// credentials changed.
+func (c *Controller) renewCertificate(ctx context.Context, key string, lm *external.LocalMachine) (changed bool, err error) {
 	cluster := clusterOf(nil, lm.Labels, "")
 	if cluster == "" {
-		return nil
+		return false, nil
 	}
 	secret, err := c.secrets.Secrets(lm.Namespace).Get(cluster + "-ca")
 	if err != nil {
-		return nil // no CA to compare with; the Secret's event brings the machine back
+		return false, nil // no CA to compare with; the Secret's event brings the machine back
 	}
 	ca := secret.Data[corev1.TLSCertKey]
 	if len(ca) == 0 {
@@ -522,13 +532,41 @@ func (c *Controller) renewCertificate(ctx context.Context, key string, lm *exter
 	if err != nil {
 		after := c.retryAfter(key)
 		klog.FromContext(ctx).Info("Renewing the node client certificate failed; trying again later", "err", err, "after", after)
-		return worker.RequeueAfter(after)
+		return false, worker.RequeueAfter(after)
 	}
 	c.failures.Delete(key)
 	if renewed {
 		klog.FromContext(ctx).Info("Node client certificate renewed from the cluster's new CA", "node", lm.Status.NodeName)
 	}
-	return nil
+	trusted, err := c.followTrust(ctx, lm, cluster, ca)
+	return renewed || trusted, err
+}
+
+// followTrust makes the machine trust the CAs of the cluster's kubeconfig when they include the
+// cluster's CA ca (a kubeconfig for an endpoint of another CA says nothing of the tenant's);
+// changed says whether they changed.
+func (c *Controller) followTrust(ctx context.Context, lm *external.LocalMachine, cluster string, ca []byte) (changed bool, err error) {
+	secret, err := c.secrets.Secrets(lm.Namespace).Get(cluster + "-kubeconfig")
+	if err != nil {
+		return false, nil // the Secret's event brings the machine back
+	}
+	config, err := clientcmd.RESTConfigFromKubeConfig(secret.Data["value"])
+	if err != nil {
+		return false, nil
+	}
+	trust, err1 := certSet(config.CAData)
+	clusterCA, err2 := certSet(ca)
+	if err1 != nil || err2 != nil || !trust.IsSuperset(clusterCA) {
+		return false, nil
+	}
+	changed, err = c.joiner.Trust(c.machineDir(lm), config.CAData)
+	if err != nil {
+		return false, fmt.Errorf("the CAs the machine trusts: %w", err)
+	}
+	if changed {
+		klog.FromContext(ctx).Info("Machine trusts the CAs of the cluster's kubeconfig now", "node", lm.Status.NodeName)
+	}
+	return changed, nil
 }
 
 // retryAfter is the wait before the next join of key: RetryAfter doubled per earlier failure,

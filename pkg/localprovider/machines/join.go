@@ -22,6 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -461,6 +462,48 @@ func (j *Joiner) Renew(ctx context.Context, dir string, clusterCA []byte) (renew
 		return false, err
 	}
 	return true, os.Remove(nextKey)
+}
+
+// Trust makes the CAs the machine in dir trusts those of trust (PEM): its kubeconfig's, for the
+// tenant's API, and ca.crt, the kubelet's for client certificates. A rotation's completion
+// drops the previous CA this way: Renew trusted it beside the new one, and a kubelet that still
+// did would take client certificates of a CA the tenant no longer trusts. changed says whether
+// they changed.
+func (j *Joiner) Trust(dir string, trust []byte) (changed bool, err error) {
+	config, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, kubeconfigFile))
+	if err != nil {
+		return false, err
+	}
+	want, err := certSet(trust)
+	if err != nil {
+		return false, fmt.Errorf("the CAs to trust: %w", err)
+	}
+	have, _ := certSet(config.CAData)
+	onDisk, _ := os.ReadFile(filepath.Join(dir, caFile))
+	held, _ := certSet(onDisk)
+	if want.Equal(have) && want.Equal(held) {
+		return false, nil
+	}
+	current, err := parseCertificate(config.CertData)
+	if err != nil {
+		return false, fmt.Errorf("the node client certificate: %w", err)
+	}
+	config.CAData = trust
+	return true, writeState(dir, strings.TrimPrefix(current.Subject.CommonName, "system:node:"), config)
+}
+
+// certSet is the certificates of PEM data, by their DER bytes; an error when there is none.
+func certSet(data []byte) (sets.Set[string], error) {
+	out := sets.New[string]()
+	for block, rest := pem.Decode(data); block != nil; block, rest = pem.Decode(rest) {
+		if block.Type == "CERTIFICATE" {
+			out.Insert(string(block.Bytes))
+		}
+	}
+	if out.Len() == 0 {
+		return out, errors.New("no certificate")
+	}
+	return out, nil
 }
 
 func parseCertificate(data []byte) (*x509.Certificate, error) {

@@ -63,6 +63,25 @@ func newTestCA(t *testing.T) *testCA {
 	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
 }
 
+// issueClient issues a client certificate for cn.
+func (ca *testCA) issueClient(t *testing.T, cn string) *x509.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: cn}}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(ca.sign(t, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})))
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cert
+}
+
 // sign issues the certificate a CSR asks for.
 func (ca *testCA) sign(t *testing.T, request []byte) []byte {
 	block, _ := pem.Decode(request)
@@ -491,5 +510,40 @@ func TestRenew(t *testing.T) {
 	}
 	if renewed, err := f.joiner().Renew(ctx, dir, newCA.pem); renewed || err != nil {
 		t.Errorf("renewed again: %v, %v", renewed, err)
+	}
+
+	// While the rotation is prepared the cluster's kubeconfig trusts both: nothing changes.
+	both := append(append([]byte{}, oldCA.pem...), newCA.pem...)
+	if changed, err := f.joiner().Trust(dir, both); changed || err != nil {
+		t.Errorf("trusting both CAs again: changed %v, %v", changed, err)
+	}
+	// Once it completed, the new CA only: a client certificate of the previous CA, which the
+	// kubelet still took (ca.crt, its client CA file), is refused from then on.
+	if changed, err := f.joiner().Trust(dir, newCA.pem); !changed || err != nil {
+		t.Fatalf("trusting the new CA only: changed %v, %v", changed, err)
+	}
+	oldClient := oldCA.issueClient(t, "kubernetes-admin")
+	for _, f := range []string{caFile, kubeconfigFile} {
+		var trusted []byte
+		if f == caFile {
+			trusted, _ = os.ReadFile(filepath.Join(dir, caFile))
+		} else {
+			cfg, err := clientcmd.LoadFromFile(filepath.Join(dir, kubeconfigFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			trusted = cfg.Clusters["tenant"].CertificateAuthorityData
+			if !bytes.Equal(cfg.AuthInfos["system:node:worker-0"].ClientCertificateData, after.AuthInfos["system:node:worker-0"].ClientCertificateData) {
+				t.Error("the node's client certificate changed with its trust")
+			}
+		}
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(trusted)
+		if _, err := oldClient.Verify(x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err == nil {
+			t.Errorf("%s still trusts a certificate of the previous CA after the rotation completed", f)
+		}
+		if !bytes.Contains(trusted, newCA.pem) {
+			t.Errorf("%s does not trust the new CA", f)
+		}
 	}
 }

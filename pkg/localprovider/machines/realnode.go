@@ -60,6 +60,8 @@ type RealNodes struct {
 type nodeProc struct {
 	cmd  *exec.Cmd
 	done chan struct{} // closed once the process has been waited for
+	// stopping says the provider stops it to start it again (Restart): its exit is no NodeDown.
+	stopping bool
 }
 
 type realNode struct {
@@ -71,9 +73,11 @@ type realNode struct {
 	down string
 	// cluster and podCIDR place the node among its tenant cluster's nodes for pod routes.
 	cluster, podCIDR string
-	// serving says whether a serving certificate of this boot's kubelet was approved.
-	serving bool
-	wg      sync.WaitGroup
+	// serving says whether a serving certificate of this boot's kubelet was approved;
+	// kubeletStarted is when that kubelet started (a request made before is an earlier one's).
+	serving        bool
+	kubeletStarted time.Time
+	wg             sync.WaitGroup
 }
 
 // NewRealNodes returns the runner of the provider whose state is in stateDir; exited is told
@@ -288,8 +292,11 @@ func (r *RealNodes) startKubelet(key string, n *realNode, spec BootSpec) error {
 	if err := os.WriteFile(l.kubeletConfig(), []byte(config), 0o600); err != nil {
 		return err
 	}
+	r.mu.Lock()
+	n.kubeletStarted = time.Now()
+	r.mu.Unlock()
 	return r.start(key, n, "kubelet", filepath.Join(r.opts.BinDir, "kubelet"), "--config", l.kubeletConfig(),
-		"--kubeconfig", filepath.Join(spec.MachineDir, kubeconfigFile), "--root-dir", l.kubeletDir(),
+		"--kubeconfig", filepath.Join(spec.MachineDir, kubeconfigFile), "--root-dir", l.kubeletDir(), "--cert-dir", l.kubeletCertDir(),
 		"--hostname-override", spec.NodeName, "--node-ip", n.ip.String())
 }
 
@@ -318,7 +325,9 @@ func (r *RealNodes) start(key string, n *realNode, name string, command string, 
 		return fmt.Errorf("starting %s: %w", name, err)
 	}
 	p := &nodeProc{cmd: cmd, done: make(chan struct{})}
+	r.mu.Lock()
 	n.procs[name] = p
+	r.mu.Unlock()
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
@@ -326,7 +335,7 @@ func (r *RealNodes) start(key string, n *realNode, name string, command string, 
 		close(p.done)
 		logFile.Close()
 		r.mu.Lock()
-		if n.down == "" && n.cancel != nil {
+		if n.down == "" && n.cancel != nil && !p.stopping {
 			n.down = fmt.Sprintf("%s exited (%v): %s", name, err, lastLine(n.layout.log(name)))
 		}
 		r.mu.Unlock()
@@ -337,6 +346,55 @@ func (r *RealNodes) start(key string, n *realNode, name string, command string, 
 	return nil
 }
 
+// Restart starts the kubelet and kube-proxy of the node of key again, as an operator restarts a
+// node's kubelet once its credentials changed: both read the node's kubeconfig (its client
+// certificate and the CAs it trusts) only when they start. The kubelet's serving certificate
+// goes too, so that it asks for one of the cluster's current CA (a rotation's new one) instead of
+// serving one the tenant's kube-apiserver will stop trusting. A node not booted here, or down,
+// is left alone.
+func (r *RealNodes) Restart(ctx context.Context, key, machineDir string) error {
+	data, err := os.ReadFile(filepath.Join(machineDir, bootSpecFile))
+	if err != nil {
+		return fmt.Errorf("the node's boot record: %w", err)
+	}
+	var spec BootSpec
+	if err := json.Unmarshal(data, &spec); err != nil {
+		return fmt.Errorf("the node's boot record: %w", err)
+	}
+	spec.MachineDir = machineDir
+	r.mu.Lock()
+	n, ok := r.nodes[key]
+	var procs []*nodeProc
+	if ok && n.down == "" {
+		for _, name := range []string{"kube-proxy", "kubelet"} {
+			if p := n.procs[name]; p != nil {
+				p.stopping = true
+				procs = append(procs, p)
+			}
+		}
+		n.serving = false
+	}
+	r.mu.Unlock()
+	if !ok || len(procs) == 0 {
+		return nil
+	}
+	for _, p := range procs {
+		p.terminate(10 * time.Second)
+	}
+	served, _ := filepath.Glob(filepath.Join(n.layout.kubeletCertDir(), "kubelet-server-*"))
+	for _, f := range served {
+		_ = os.Remove(f)
+	}
+	if err := r.startKubelet(key, n, spec); err != nil {
+		return err
+	}
+	if err := r.startKubeProxy(key, n, spec); err != nil {
+		return err
+	}
+	klog.FromContext(ctx).Info("Real node's kubelet and kube-proxy restarted with its new credentials", "node", spec.NodeName)
+	return nil
+}
+
 // setServing records that the serving certificate of the node of key was approved.
 func (r *RealNodes) setServing(key string) {
 	r.mu.Lock()
@@ -344,6 +402,16 @@ func (r *RealNodes) setServing(key string) {
 	if n, ok := r.nodes[key]; ok {
 		n.serving = true
 	}
+}
+
+// kubeletSince is when the kubelet of the node of key started (zero when not booted here).
+func (r *RealNodes) kubeletSince(key string) time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n, ok := r.nodes[key]; ok {
+		return n.kubeletStarted
+	}
+	return time.Time{}
 }
 
 // serving says whether a serving certificate of this boot of the node of key was approved.
@@ -445,11 +513,15 @@ func (r *RealNodes) stopNode(ctx context.Context, key string, n *realNode) {
 	r.mu.Lock()
 	cancel := n.cancel
 	n.cancel = nil // what exits from now on is being stopped, not down
-	r.mu.Unlock()
+	var procs []*nodeProc
 	for _, name := range []string{"kube-proxy", "kubelet", "containerd"} {
 		if p := n.procs[name]; p != nil {
-			p.terminate(10 * time.Second)
+			procs = append(procs, p)
 		}
+	}
+	r.mu.Unlock()
+	for _, p := range procs {
+		p.terminate(10 * time.Second)
 	}
 	n.wg.Wait()
 	if cancel != nil {

@@ -33,6 +33,11 @@ func (l nodeLayout) kubeletConfig() string    { return filepath.Join(l.dir, "kub
 func (l nodeLayout) podLogsDir() string       { return filepath.Join(l.dir, "pod-logs") }
 func (l nodeLayout) log(name string) string   { return filepath.Join(l.dir, name+".log") }
 
+// kubeletCertDir holds the kubelet's serving certificate and key (its --cert-dir; the kubelet's
+// own default is the host's /var/lib/kubelet/pki, whatever its --root-dir, which every node
+// shared and none removed).
+func (l nodeLayout) kubeletCertDir() string { return filepath.Join(l.kubeletDir(), "pki") }
+
 // containerdConfig is a node's containerd 1.6 configuration: its own root, state and socket,
 // and CRI's CNI configuration rendered from a template once the kubelet hands it the Node's
 // pod CIDR (the kube-controller-manager allocates one per Node). The bridge in the template is

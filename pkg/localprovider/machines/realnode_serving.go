@@ -164,7 +164,7 @@ func (c *Controller) approveServing(ctx context.Context, key string, lm *externa
 	if err != nil || client == nil {
 		return worker.RequeueAfter(2 * time.Second)
 	}
-	approved, err := decideServingCSRs(ctx, client, id)
+	approved, err := decideServingCSRs(ctx, client, id, c.nodes.kubeletSince(key))
 	if err != nil {
 		return err
 	}
@@ -180,8 +180,9 @@ func (c *Controller) approveServing(ctx context.Context, key string, lm *externa
 // decideServingCSRs decides the pending kubelet-serving CSRs requested by the node id, and
 // denies those no node requested (no machine would ever approve them; left pending, they wait
 // for an approver less careful); another node's are its own machine's to decide. approved
-// says whether it approved one.
-func decideServingCSRs(ctx context.Context, client kubernetes.Interface, id servingIdentity) (approved bool, err error) {
+// says whether it approved one made since the node's kubelet started: one its restart left
+// pending (Restart) was the kubelet's before, whose key is gone.
+func decideServingCSRs(ctx context.Context, client kubernetes.Interface, id servingIdentity, since time.Time) (approved bool, err error) {
 	csrs := client.CertificatesV1().CertificateSigningRequests()
 	list, err := csrs.List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.signerName", certificatesv1.KubeletServingSignerName).String()})
 	if err != nil {
@@ -211,7 +212,7 @@ func decideServingCSRs(ctx context.Context, client kubernetes.Interface, id serv
 			return approved, fmt.Errorf("deciding certificate request %s: %w", csr.Name, err)
 		}
 		klog.FromContext(ctx).Info("Kubelet serving certificate request decided", "csr", csr.Name, "node", id.node, "requester", csr.Spec.Username, "decision", cond.Type, "why", why)
-		approved = approved || why == nil
+		approved = approved || (why == nil && !csr.CreationTimestamp.Time.Before(since.Truncate(time.Second)))
 	}
 	return approved, nil
 }

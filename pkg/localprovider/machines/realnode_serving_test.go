@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -100,7 +101,7 @@ func TestAttackServingCSRForAnotherNode(t *testing.T) {
 		}
 	}
 	for _, id := range []servingIdentity{machineNode("n1", "10.250.0.3"), machineNode("n0", "10.250.0.2")} {
-		if _, err := decideServingCSRs(context.Background(), client, id); err != nil {
+		if _, err := decideServingCSRs(context.Background(), client, id, time.Time{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -141,7 +142,7 @@ func TestServingCSRRequestedByAnother(t *testing.T) {
 		}
 	}
 	client := fake.NewClientset(servingCSR(t, "by-n1", "n1", "n0", []string{"n0"}, []string{"10.250.0.2"}))
-	approved, err := decideServingCSRs(context.Background(), client, machineNode("n0", "10.250.0.2"))
+	approved, err := decideServingCSRs(context.Background(), client, machineNode("n0", "10.250.0.2"), time.Time{})
 	csr, _ := client.CertificatesV1().CertificateSigningRequests().Get(context.Background(), "by-n1", metav1.GetOptions{})
 	if err != nil || approved || len(csr.Status.Conditions) != 0 {
 		t.Errorf("n0's decisions on n1's request: approved %v, %v, %+v; want it untouched", approved, err, csr.Status.Conditions)
@@ -174,7 +175,7 @@ func TestAttackServingCSRFromAUser(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	approved, err := decideServingCSRs(context.Background(), client, machineNode("n0", "10.250.0.2"))
+	approved, err := decideServingCSRs(context.Background(), client, machineNode("n0", "10.250.0.2"), time.Time{})
 	if err != nil || approved {
 		t.Fatalf("n0's decisions: approved %v, %v", approved, err)
 	}
@@ -187,6 +188,30 @@ func TestAttackServingCSRFromAUser(t *testing.T) {
 			!strings.Contains(c.Status.Conditions[0].Message, want.Spec.Username) {
 			t.Errorf("%s's request for %s: %+v, want denied naming the requester", want.Spec.Username, want.Name, c.Status.Conditions)
 		}
+	}
+}
+
+// A request the node's kubelet made before it was restarted (its credentials changed) is its
+// own and approved, but is no certificate of the running kubelet: the node is looked at again
+// each second until one made since is approved, not in a minute (the rotation's e2e waited 59 s).
+func TestServingApprovedSinceTheKubeletStarted(t *testing.T) {
+	stale := servingCSR(t, "before-restart", "n0", "n0", []string{"n0"}, []string{"10.250.0.2"})
+	stale.CreationTimestamp = metav1.NewTime(time.Now().Add(-time.Minute))
+	client := fake.NewClientset(stale)
+	approved, err := decideServingCSRs(context.Background(), client, machineNode("n0", "10.250.0.2"), time.Now())
+	if err != nil || approved {
+		t.Errorf("a request from before the kubelet started: approved %v (%v), want it not counted", approved, err)
+	}
+	if c, _ := client.CertificatesV1().CertificateSigningRequests().Get(context.Background(), "before-restart", metav1.GetOptions{}); len(c.Status.Conditions) != 1 || c.Status.Conditions[0].Type != certificatesv1.CertificateApproved {
+		t.Errorf("the node's earlier request: %+v, want approved (it is the node's own)", c.Status.Conditions)
+	}
+	fresh := servingCSR(t, "after-restart", "n0", "n0", []string{"n0"}, []string{"10.250.0.2"})
+	fresh.CreationTimestamp = metav1.NewTime(time.Now())
+	if _, err := client.CertificatesV1().CertificateSigningRequests().Create(context.Background(), fresh, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if approved, err := decideServingCSRs(context.Background(), client, machineNode("n0", "10.250.0.2"), time.Now().Add(-time.Second)); err != nil || !approved {
+		t.Errorf("a request made since the kubelet started: approved %v (%v)", approved, err)
 	}
 }
 
