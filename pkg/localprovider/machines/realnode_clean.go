@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 	"k8s.io/klog/v2"
@@ -103,21 +104,30 @@ func cleanNode(ctx context.Context, l nodeLayout) {
 	_ = os.RemoveAll(l.run)
 }
 
-// killCgroup kills every process left in the node's cgroups (its containers).
+// killCgroup kills every process left in the node's cgroups (its containers) and waits, up to
+// 5 s, until they are gone: a cgroup is removed only once empty, and a killed process stays in
+// it until its exit is done (a hibernated node's cgroups were left when they were removed at once).
 func killCgroup(root string) {
-	for _, h := range cgroupHierarchies() {
-		_ = filepath.WalkDir(filepath.Join(h, root), func(p string, d os.DirEntry, err error) error {
-			if err != nil || !d.IsDir() {
-				return nil
-			}
-			data, _ := os.ReadFile(filepath.Join(p, "cgroup.procs"))
-			for _, f := range strings.Fields(string(data)) {
-				if pid, err := strconv.Atoi(f); err == nil {
-					_ = unix.Kill(pid, unix.SIGKILL)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		left := 0
+		for _, h := range cgroupHierarchies() {
+			_ = filepath.WalkDir(filepath.Join(h, root), func(p string, d os.DirEntry, err error) error {
+				if err != nil || !d.IsDir() {
+					return nil
 				}
-			}
-			return nil
-		})
+				data, _ := os.ReadFile(filepath.Join(p, "cgroup.procs"))
+				for _, f := range strings.Fields(string(data)) {
+					if pid, err := strconv.Atoi(f); err == nil {
+						left++
+						_ = unix.Kill(pid, unix.SIGKILL)
+					}
+				}
+				return nil
+			})
+		}
+		if left == 0 || time.Now().After(deadline) {
+			return
+		}
 	}
 }
 
