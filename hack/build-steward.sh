@@ -24,13 +24,15 @@
 #                          cluster-api-control-plane-provider-steward-<commit>.tar.gz; it lies
 #                          outside the repository, so there is no default
 #   STEWARD_KUBE_VERSIONS  tenant versions to make images of (default v1.35.4, the e2e tests' extra version)
+#   STEWARD_UPGRADE_FROM   (opt-in) one more version to make images of: the Steward stage's
+#                          upgrade starts there (hack/lib/steward.sh); a Kubernetes build more
 #   IMAGES_DIR             default _output/images/steward
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"
 THIRD_PARTY_DIR="${THIRD_PARTY_DIR:-}"
-STEWARD_KUBE_VERSIONS="${STEWARD_KUBE_VERSIONS:-v1.35.4}"
+STEWARD_KUBE_VERSIONS="${STEWARD_KUBE_VERSIONS:-v1.35.4}${STEWARD_UPGRADE_FROM:+ ${STEWARD_UPGRADE_FROM}}"
 IMAGES_DIR="${IMAGES_DIR:-${ROOT}/_output/images/steward}"
 KUBE_VERSIONS_DIR="${KUBE_VERSIONS_DIR:-${ROOT}/_output/kube-versions}"
 SRC="${ROOT}/_output/third_party"

@@ -40,6 +40,11 @@ LB_CIDR_PREFIX="${LB_CIDR_PREFIX:-10.98.0}"
 # The tenant's Kubernetes: Steward d49041f runs up to v1.35 (its webhook refuses newer); an image
 # of it is built by hack/build-steward.sh (STEWARD_KUBE_VERSIONS).
 STEWARD_TENANT_VERSION="${STEWARD_TENANT_VERSION:-v1.35.4}"
+# STEWARD_UPGRADE_FROM (opt-in, e.g. v1.35.0): demo is created at this version and upgraded to
+# STEWARD_TENANT_VERSION (steward_upgrade). It needs that version's kube images, which
+# hack/build-steward.sh then builds too: one more Kubernetes build (about 11 min cold here, no
+# image of a second v1.35 exists otherwise), which CI's budget has no room for.
+STEWARD_UPGRADE_FROM="${STEWARD_UPGRADE_FROM:-}"
 
 # STEWARD_IMAGES_DIR: where hack/build-steward.sh put the archives.
 STEWARD_IMAGES_DIR="${STEWARD_IMAGES_DIR:-${ROOT}/_output/images/steward}"
@@ -296,6 +301,7 @@ steward_stage() {
 
   t1=${SECONDS}
   kc patch butlerconfig butler --type merge -p '{"spec":{"controlPlaneProvider":"steward"}}' >/dev/null
+  [[ -z "${STEWARD_UPGRADE_FROM}" ]] || steward_offer_version "${STEWARD_UPGRADE_FROM}"
   kc apply -f - >/dev/null <<EOT
 apiVersion: v1
 kind: Namespace
@@ -310,7 +316,7 @@ apiVersion: butler.butlerlabs.dev/v1alpha1
 kind: TenantCluster
 metadata: {name: demo, namespace: steward-demo}
 spec:
-  kubernetesVersion: ${STEWARD_TENANT_VERSION}
+  kubernetesVersion: ${STEWARD_UPGRADE_FROM:-${STEWARD_TENANT_VERSION}}
   providerConfigRef: {name: local}
   controlPlane: {replicas: 1}
   workers: {replicas: 2, machineTemplate: {os: {type: talos}}}
@@ -330,6 +336,8 @@ EOT
   [[ $(ready_nodes "${HOST_DIR}/steward-demo.kubeconfig") == 2 ]] \
     || die "steward-demo/demo's kubeconfig lists $(ready_nodes "${HOST_DIR}/steward-demo.kubeconfig") Ready nodes, want 2"
   steward_pod_security
+  steward_snapshot_refused
+  [[ -z "${STEWARD_UPGRADE_FROM}" ]] || steward_upgrade
   steward_isolation_and_faults
   steward_hibernation
   steward_compaction
@@ -423,6 +431,91 @@ steward_isolation_and_faults() {
   measure "demo's etcd credentials: its own prefix read, other's /${schema}/, the root, Compact and the access control refused ($((SECONDS - t)) s with other's start)"
   kc -n steward-demo delete tc other --wait=false >/dev/null
   STEWARD_OTHER="${tns} ${schema}"
+}
+
+# steward_snapshot_refused: a one-off TenantClusterSnapshot of demo is Failed at once, naming
+# Steward and the capability, as a schedule makes ProviderCapable False (Steward's contract
+# cannot read one tenant's data; nothing would take it); deleting it is not held (no data).
+steward_snapshot_refused() {
+  local t=${SECONDS} got
+  kc apply -f - >/dev/null <<EOT
+apiVersion: butler.butlerlabs.dev/v1alpha1
+kind: TenantClusterSnapshot
+metadata: {name: once, namespace: steward-demo}
+spec: {clusterRef: {name: demo}}
+EOT
+  until got=$(kc -n steward-demo get tcs once -o jsonpath='{.status.phase}: {.status.message}') \
+    && [[ "${got}" == "Failed: control plane provider steward cannot: snapshots"* ]]; do
+    ((SECONDS < t + 60)) || die "steward-demo/once, a snapshot of demo, is not refused 60 s after its create: ${got}"
+    sleep 1
+  done
+  measure "a one-off snapshot of steward-demo/demo refused in $((SECONDS - t)) s (${got})"
+  kc -n steward-demo delete tcs once --timeout=30s >/dev/null || die "the refused snapshot steward-demo/once is not deleted in 30 s"
+}
+
+# steward_upgrade (STEWARD_UPGRADE_FROM set): demo, Ready at STEWARD_UPGRADE_FROM, patched to
+# STEWARD_TENANT_VERSION as a user would. Steward rolls its Deployment (blue/green: the old Pod
+# serves until the new one is Ready) and says Upgrading meanwhile; the cluster goes Ready ->
+# Updating -> Ready only, says Upgrading on ControlPlaneReady, and ends with the Deployment's
+# three containers and the running Pod at the new version, the tenant's /version and both
+# Nodes' kubelets at it. Every change seen (1 s polls) is printed.
+steward_upgrade() {
+  local t=${SECONDS} from=${STEWARD_UPGRADE_FROM} to=${STEWARD_TENANT_VERSION} kubeconfig="${HOST_DIR}/steward-demo.kubeconfig"
+  local seen="" last="" now phase reason observed workers gen ogen state
+  [[ "$(tenant_version "${kubeconfig}")" == "${from}" ]] || die "steward-demo/demo serves $(tenant_version "${kubeconfig}") before its upgrade, want ${from}"
+  kc -n steward-demo patch tc demo --type merge -p "{\"spec\":{\"kubernetesVersion\":\"${to}\"}}" >/dev/null
+  while :; do
+    # '|' between the fields: an empty one (workers.ready 0 is left out) must not shift the rest.
+    IFS='|' read -r phase reason observed workers gen ogen < <(kc -n steward-demo get tc demo -o jsonpath='{.status.phase}|{.status.conditions[?(@.type=="ControlPlaneReady")].reason}|{.status.observedState.kubernetesVersion}|{.status.observedState.workers.ready}|{.metadata.generation}|{.status.observedGeneration}{"\n"}')
+    state=$(kc -n "${STEWARD_TNS}" get tenantcontrolplanes demo -o jsonpath='{.status.kubernetesResources.version.status}/{.status.kubernetesResources.version.version}' 2>/dev/null || true)
+    now="${phase} ${reason} TCP=${state}"
+    [[ "${now}" == "${last}" ]] || { seen+="t=$((SECONDS - t)) ${now}; "; last=${now}; log "upgrade: t=$((SECONDS - t)) ${now}"; }
+    [[ "${phase}" == Ready && "${observed}" == "${to}" && "${workers}" == 2 && "${gen}" == "${ogen}" ]] && break
+    [[ "${phase}" == Ready || "${phase}" == Updating ]] || die "steward-demo/demo ${phase} during its upgrade (${seen})"
+    ((SECONDS < t + 600)) || die "steward-demo/demo not Ready at ${to} 600 s after its upgrade: ${seen}"
+    sleep 1
+  done
+  [[ "${seen}" == *"Updating Upgrading TCP=Upgrading/${from}"* ]] \
+    || die "steward-demo/demo never said Upgrading while Steward rolled its Deployment: ${seen}"
+  wait_until "Steward's Deployment ${STEWARD_TNS}/demo at ${to}, no Pod of ${from} left" 120 steward_deployment_at "${STEWARD_TNS}" demo "${to}"
+  [[ "$(tenant_version "${kubeconfig}")" == "${to}" ]] || die "steward-demo/demo serves $(tenant_version "${kubeconfig}") after its upgrade, want ${to}"
+  # The old Machines' Nodes go once the new ones are Ready (Cluster API's rolling update).
+  wait_until "steward-demo/demo's Nodes: 2, Ready, kubelet ${to}" 180 tenant_nodes_at "${kubeconfig}" "${to}" 2
+  measure "steward-demo/demo upgraded ${from} -> ${to} (Steward rolled its Deployment) and Ready in $((SECONDS - t)) s: ${seen}"
+}
+
+# steward_offer_version VERSION: the platform's version catalog (ButlerConfig
+# spec.kubernetesVersions) offers VERSION too; admission refuses a TenantCluster at a version it
+# does not offer. No catalog offers every version.
+steward_offer_version() {
+  local offered
+  offered=$(kc get butlerconfig butler -o jsonpath='{.spec.kubernetesVersions[*].version}')
+  [[ -z "${offered}" || " ${offered} " == *" $1 "* ]] && return 0
+  kc patch butlerconfig butler --type json \
+    -p "[{\"op\":\"add\",\"path\":\"/spec/kubernetesVersions/-\",\"value\":{\"version\":\"$1\"}}]" >/dev/null
+}
+
+# tenant_nodes_at KUBECONFIG VERSION N: the tenant has N Nodes, all Ready, all kubelets at VERSION.
+tenant_nodes_at() {
+  [[ "$(kc --kubeconfig "$1" get nodes -o jsonpath='{range .items[*]}{.status.nodeInfo.kubeletVersion}{"\n"}{end}' | sort | uniq -c | awk '{print $1, $2}')" == "$3 $2" ]] \
+    && [[ $(ready_nodes "$1") == "$3" ]]
+}
+
+# tenant_version KUBECONFIG: the gitVersion the tenant's kube-apiserver answers on /version.
+tenant_version() {
+  kc --kubeconfig "$1" get --raw /version 2>/dev/null | grep -o '"gitVersion": *"[^"]*"' | cut -d'"' -f4
+}
+
+# steward_deployment_at NS NAME VERSION: the Deployment's three containers run VERSION's images
+# and every Pod of it (none of an older ReplicaSet left) runs them.
+steward_deployment_at() {
+  local selector images
+  images=$(kc -n "$1" get deploy "$2" -o jsonpath='{range .spec.template.spec.containers[*]}{.image}{"\n"}{end}' | grep -c ":$3\$")
+  [[ "${images}" == 3 ]] || return 1
+  # shellcheck disable=SC2016 # a Go template, not shell
+  selector=$(kc -n "$1" get deploy "$2" -o go-template='{{range $k, $v := .spec.selector.matchLabels}}{{$k}}={{$v}},{{end}}') || return 1
+  images=$(kc -n "$1" get pods -l "${selector%,}" -o jsonpath='{range .items[*]}{range .spec.containers[*]}{.image}{"\n"}{end}{end}' | sort -u)
+  [[ -n "${images}" ]] && ! grep -v ":$3\$" <<<"${images}" >/dev/null
 }
 
 # wait_condition WHAT SECONDS NAME TYPE REASON TEXT: waits for tc_condition_says steward-demo
