@@ -167,7 +167,6 @@ define realnode-deps
 	hack/install-cluster-deps.sh
 	hack/build-kube.sh kubelet kube-proxy
 	hack/build-node-images.sh >/dev/null
-	hack/build-flux-images.sh
 endef
 
 # test-starts: STARTS_N plane starts and stops in a row, then STARTS_TENANTS tenant control
