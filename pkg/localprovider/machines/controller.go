@@ -364,6 +364,8 @@ func (c *Controller) applyClusterStatus(ctx context.Context, lc *external.LocalC
 
 // --- LocalMachine ---------------------------------------------------------------------------
 
+// reconcileMachine joins a LocalMachine's node to its tenant (and boots it, for a real node),
+// keeps a joined one's credentials and certificates current, or removes it when deleted.
 func (c *Controller) reconcileMachine(ctx context.Context, key string) error {
 	ns, name, err := splitKey(key)
 	if err != nil {
@@ -400,28 +402,40 @@ func (c *Controller) reconcileMachine(ctx context.Context, key string) error {
 	}
 	if lm.Status.Provisioned() {
 		c.joined.Delete(key)
-		if real {
-			if err := c.keepRealNode(ctx, key, lm); err != nil {
-				return err
-			}
-		}
-		changed, err := c.renewCertificate(ctx, key, lm)
-		if err != nil || !real {
-			return err
-		}
-		if changed {
-			if err := c.nodes.Restart(ctx, key, c.machineDir(lm)); err != nil {
-				return c.machineFailed(ctx, key, lm, &JoinError{Reason: ReasonNodeBootFailed, Err: err})
-			}
-		}
-		if booted, down := c.nodes.Status(key); booted && down == "" {
-			return c.approveServing(ctx, key, lm)
-		}
-		return nil
+		return c.keepJoined(ctx, key, lm, real)
 	}
 	if uid, ok := c.joined.Load(key); ok && uid == lm.UID {
 		return nil // provisioned a moment ago; the informer has not seen it yet
 	}
+	return c.joinMachine(ctx, key, lm, real)
+}
+
+// keepJoined keeps a joined machine's node running (a real one), its certificate renewed (a
+// real node restarts on new credentials) and its kubelet's serving certificate approved.
+func (c *Controller) keepJoined(ctx context.Context, key string, lm *external.LocalMachine, real bool) error {
+	if real {
+		if err := c.keepRealNode(ctx, key, lm); err != nil {
+			return err
+		}
+	}
+	changed, err := c.renewCertificate(ctx, key, lm)
+	if err != nil || !real {
+		return err
+	}
+	if changed {
+		if err := c.nodes.Restart(ctx, key, c.machineDir(lm)); err != nil {
+			return c.machineFailed(ctx, key, lm, &JoinError{Reason: ReasonNodeBootFailed, Err: err})
+		}
+	}
+	if booted, down := c.nodes.Status(key); booted && down == "" {
+		return c.approveServing(ctx, key, lm)
+	}
+	return nil
+}
+
+// joinMachine joins the machine with its bootstrap data, as a kwok node or a real one (checked,
+// given an address, then booted once joined), and records it provisioned.
+func (c *Controller) joinMachine(ctx context.Context, key string, lm *external.LocalMachine, real bool) error {
 	info, waiting := c.bootstrapData(lm)
 	if waiting != nil {
 		phase := PhasePending
@@ -457,22 +471,33 @@ func (c *Controller) reconcileMachine(ctx context.Context, key string) error {
 		return c.machineFailed(ctx, key, lm, je)
 	}
 	if real {
-		if err := c.bindProxy(ctx, lm); err != nil {
-			return c.machineFailed(ctx, key, lm, &JoinError{Reason: ReasonNodeBootFailed, Err: err})
-		}
-		if err := c.applyClusterDNS(ctx, lm, info); err != nil {
-			return c.machineFailed(ctx, key, lm, &JoinError{Reason: ReasonNodeBootFailed, Err: err})
-		}
-		if err := c.applyAPIEndpoint(ctx, lm, info); err != nil {
-			return c.machineFailed(ctx, key, lm, &JoinError{Reason: ReasonNodeBootFailed, Err: err})
-		}
-		spec := BootSpec{Cluster: lm.Namespace + "/" + clusterOf(nil, lm.Labels, ""), MachineDir: c.machineDir(lm), Endpoint: info.Endpoint, NodeName: joined.Node.Name,
-			ProviderID: providerID, ClusterDNS: info.ClusterDNS, ClusterDomain: info.ClusterDomain}
-		if err := c.nodes.Boot(ctx, key, spec); err != nil {
+		if err := c.bootRealNode(ctx, key, lm, info, joined, providerID); err != nil {
 			return c.machineFailed(ctx, key, lm, &JoinError{Reason: ReasonNodeBootFailed, Err: err})
 		}
 	}
 	c.failures.Delete(key)
+	return c.recordJoined(ctx, key, lm, info, joined, reg, providerID)
+}
+
+// bootRealNode gives a joined real node its proxy binding, cluster DNS and API endpoint in the
+// tenant, and boots its kubelet and kube-proxy.
+func (c *Controller) bootRealNode(ctx context.Context, key string, lm *external.LocalMachine, info *bootstrap.JoinInfo, joined *Joined, providerID string) error {
+	if err := c.bindProxy(ctx, lm); err != nil {
+		return err
+	}
+	if err := c.applyClusterDNS(ctx, lm, info); err != nil {
+		return err
+	}
+	if err := c.applyAPIEndpoint(ctx, lm, info); err != nil {
+		return err
+	}
+	spec := BootSpec{Cluster: lm.Namespace + "/" + clusterOf(nil, lm.Labels, ""), MachineDir: c.machineDir(lm), Endpoint: info.Endpoint, NodeName: joined.Node.Name,
+		ProviderID: providerID, ClusterDNS: info.ClusterDNS, ClusterDomain: info.ClusterDomain}
+	return c.nodes.Boot(ctx, key, spec)
+}
+
+// recordJoined writes the machine provisioned, Running, with its node's name and addresses.
+func (c *Controller) recordJoined(ctx context.Context, key string, lm *external.LocalMachine, info *bootstrap.JoinInfo, joined *Joined, reg Registration, providerID string) error {
 	if err := c.applyMachine(ctx, lm, providerID, true); err != nil {
 		return err
 	}
