@@ -215,17 +215,26 @@ func writeBootSpec(spec BootSpec) error {
 	return os.WriteFile(filepath.Join(spec.MachineDir, bootSpecFile), data, 0o600)
 }
 
-// Reboot boots the node of key again with what its first boot recorded in machineDir.
-func (r *RealNodes) Reboot(ctx context.Context, key, machineDir string) error {
+// readBootSpec is what a node's first boot recorded in machineDir.
+func readBootSpec(machineDir string) (BootSpec, error) {
+	var spec BootSpec
 	data, err := os.ReadFile(filepath.Join(machineDir, bootSpecFile))
 	if err != nil {
-		return fmt.Errorf("the node's boot record: %w", err)
+		return spec, fmt.Errorf("the node's boot record: %w", err)
 	}
-	var spec BootSpec
 	if err := json.Unmarshal(data, &spec); err != nil {
-		return fmt.Errorf("the node's boot record: %w", err)
+		return spec, fmt.Errorf("the node's boot record: %w", err)
 	}
 	spec.MachineDir = machineDir
+	return spec, nil
+}
+
+// Reboot boots the node of key again with what its first boot recorded in machineDir.
+func (r *RealNodes) Reboot(ctx context.Context, key, machineDir string) error {
+	spec, err := readBootSpec(machineDir)
+	if err != nil {
+		return err
+	}
 	return r.Boot(ctx, key, spec)
 }
 
@@ -353,15 +362,10 @@ func (r *RealNodes) start(key string, n *realNode, name string, command string, 
 // serving one the tenant's kube-apiserver will stop trusting. A node not booted here, or down,
 // is left alone.
 func (r *RealNodes) Restart(ctx context.Context, key, machineDir string) error {
-	data, err := os.ReadFile(filepath.Join(machineDir, bootSpecFile))
+	spec, err := readBootSpec(machineDir)
 	if err != nil {
-		return fmt.Errorf("the node's boot record: %w", err)
+		return err
 	}
-	var spec BootSpec
-	if err := json.Unmarshal(data, &spec); err != nil {
-		return fmt.Errorf("the node's boot record: %w", err)
-	}
-	spec.MachineDir = machineDir
 	r.mu.Lock()
 	n, ok := r.nodes[key]
 	var procs []*nodeProc
