@@ -70,7 +70,9 @@ spec: {clusterRef: {name: sched}}
 				left = append(left, s)
 			}
 		}
-		return len(seen) >= 2 && len(left) == 1 && left[0].Status.Phase == v1alpha1.SnapshotReady, nil
+		// All but the kept one gone from the list, not only terminating: the provider deletes the
+		// data before it lets the finalizer go, so only then must the data be gone.
+		return len(seen) >= 2 && len(list.Items) == 1 && len(left) == 1 && left[0].Status.Phase == v1alpha1.SnapshotReady, nil
 	})
 	names := make([]string, 0, len(seen))
 	for n := range seen {
