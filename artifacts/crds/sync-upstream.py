@@ -1,19 +1,35 @@
 #!/usr/bin/env python3
 """Copies the upstream CRDs into artifacts/crds and applies the few changes README.md lists.
 
-Run from the repository root: python3 artifacts/crds/sync-upstream.py
-Needs the modules in the Go module cache (go mod download -json <module>@<version> prints Dir).
+Run from the repository root: THIRD_PARTY_DIR=<dir> python3 artifacts/crds/sync-upstream.py
+Needs the modules in the Go module cache (go mod download -json <module>@<version> prints Dir) and,
+for Steward's CRDs, THIRD_PARTY_DIR: the directory of the two source archives hack/build-steward.sh
+builds from (they are not on the module proxy, so the repository names no default).
 """
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tarfile
 
 import yaml
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)))
-STEWARD = "/work/shared/anchors/steward-crds"
+# Each Steward file: (archive, member) in THIRD_PARTY_DIR, the commits hack/build-steward.sh pins.
+STEWARD_ARCHIVE = "steward-d49041f.tar.gz"
+PROVIDER_ARCHIVE = "cluster-api-control-plane-provider-steward-78fc830.tar.gz"
+STEWARD_SOURCES = {
+    "steward.butlerlabs.dev_tenantcontrolplanes.yaml": (STEWARD_ARCHIVE, "steward/charts/steward/crds/"),
+    "steward.butlerlabs.dev_datastores.yaml": (STEWARD_ARCHIVE, "steward/charts/steward/crds/"),
+    "steward.butlerlabs.dev_kubeconfiggenerators.yaml": (STEWARD_ARCHIVE, "steward/charts/steward/crds/"),
+    "controlplane.cluster.x-k8s.io_stewardcontrolplanes.yaml":
+        (PROVIDER_ARCHIVE, "cluster-api-control-plane-provider-steward/config/crd/bases/"),
+    "controlplane.cluster.x-k8s.io_stewardcontrolplanetemplates.yaml":
+        (PROVIDER_ARCHIVE, "cluster-api-control-plane-provider-steward/config/crd/bases/"),
+    "LICENSE.steward": (STEWARD_ARCHIVE, "steward/LICENSE"),
+    "LICENSE.capi-provider-steward": (PROVIDER_ARCHIVE, "cluster-api-control-plane-provider-steward/LICENSE"),
+}
 
 CAPI = "sigs.k8s.io/cluster-api@v1.14.2"
 AWS = "sigs.k8s.io/cluster-api-provider-aws/v2@v2.13.0"
@@ -83,6 +99,18 @@ STEWARD_FILES = {
     "controlplane.cluster.x-k8s.io_stewardcontrolplanes.yaml": {"cluster.x-k8s.io/v1beta1": "v1alpha1"},
     "controlplane.cluster.x-k8s.io_stewardcontrolplanetemplates.yaml": {"cluster.x-k8s.io/v1beta1": "v1alpha1"},
 }
+
+
+def steward_text(name):
+    """One Steward file's text, read from its source archive in THIRD_PARTY_DIR."""
+    third_party = os.environ.get("THIRD_PARTY_DIR")
+    if not third_party:
+        sys.exit("THIRD_PARTY_DIR is not set: the directory holding " + STEWARD_ARCHIVE + " and " + PROVIDER_ARCHIVE)
+    archive, member = STEWARD_SOURCES[name]
+    if member.endswith("/"):
+        member += name
+    with tarfile.open(os.path.join(third_party, archive)) as tar:
+        return tar.extractfile(member).read().decode()
 
 
 def module_dir(mod):
@@ -157,8 +185,7 @@ def main():
         write(f, crd)
     for f, labels in STEWARD_FILES.items():
         # Text edits, so that the rest of the file stays byte for byte as Steward ships it.
-        with open(os.path.join(STEWARD, f)) as fh:
-            text = fh.read()
+        text = steward_text(f)
         crd = yaml.safe_load(text)
         if labels:
             anchor = f"\n  name: {crd['metadata']['name']}\n"
@@ -170,7 +197,8 @@ def main():
         with open(os.path.join(OUT, f), "w") as fh:
             fh.write(text)
     for lic in ["LICENSE.steward", "LICENSE.capi-provider-steward"]:
-        shutil.copyfile(os.path.join(STEWARD, lic), os.path.join(OUT, lic))
+        with open(os.path.join(OUT, lic), "w") as fh:
+            fh.write(steward_text(lic))
     shutil.copyfile(os.path.join(dirs[CAPI], "LICENSE"), os.path.join(OUT, "LICENSE.cluster-api"))
     shutil.copyfile(os.path.join(dirs[AWS], "LICENSE"), os.path.join(OUT, "LICENSE.cluster-api-provider-aws"))
     shutil.copyfile(os.path.join(dirs[GCP], "LICENSE"), os.path.join(OUT, "LICENSE.cluster-api-provider-gcp"))
