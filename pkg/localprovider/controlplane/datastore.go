@@ -16,6 +16,7 @@ import (
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/datastore"
+	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/process"
 	"github.com/butlerdotdev/butler-apiserver/pkg/pki"
 )
 
@@ -43,7 +44,7 @@ type localDataStore struct {
 	name  string
 	dir   string
 	rec   dataStoreRecord
-	proc  *process
+	proc  *process.Process
 	creds *datastore.Credentials
 	root  *clientv3.Client
 	// compactor compacts it; snapshots hold it off while they stream.
@@ -87,7 +88,7 @@ func (c *Controller) startDataStore(ctx context.Context) (*localDataStore, error
 	if err != nil {
 		return nil, err
 	}
-	d.proc = startProcess(ctx, procSpec{
+	d.proc = process.Start(ctx, process.Spec{
 		Component: componentEtcd, Binary: self, Args: append([]string{EtcdCommand}, d.args()...),
 		LogFile: filepath.Join(d.dir, "etcd.log"), PidFile: filepath.Join(d.dir, "etcd.pid"), Owner: d.dir,
 	}, func() {})
@@ -113,7 +114,7 @@ func (c *Controller) serveDataStore(ctx context.Context, d *localDataStore) erro
 		defer cancel()
 		return datastore.EnableAuth(actx, d.root)
 	}); err != nil {
-		return fmt.Errorf("datastore %s at %s: %w (log %s)", d.name, d.endpoint(), err, d.proc.spec.LogFile)
+		return fmt.Errorf("datastore %s at %s: %w (log %s)", d.name, d.endpoint(), err, d.proc.Spec().LogFile)
 	}
 	return c.publishDataStore(ctx, d)
 }
@@ -183,7 +184,7 @@ func (d *localDataStore) stop() {
 	if d.root != nil {
 		_ = d.root.Close()
 	}
-	d.proc.stop()
+	d.proc.Stop()
 }
 
 // ensureCAFiles reads the CA in dir (ca.crt, ca.key) or makes it.

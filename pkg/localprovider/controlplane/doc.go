@@ -21,11 +21,10 @@
 //     kubelet-config), Secret <tcp>-admin-kubeconfig (admin.conf, super-admin.conf, admin.svc,
 //     super-admin.svc) and status.kubernetesResources.version.status "Ready" once it all answers.
 //
-// Processes are supervised: restarted with backoff when they exit, stopped and their etcd prefix
-// deleted when the TenantControlPlane is deleted (a finalizer holds it until then), and all
-// stopped when the provider stops. They run in their own sessions and are recorded in the state
-// directory (<state>/<tcp uid>/*.pid with a hash of their command line), so a provider that
-// crashed adopts them when it starts again rather than starting a second set.
+// Processes are supervised (package process: restarted with backoff, adopted after a provider
+// crash), stopped and their etcd prefix deleted when the TenantControlPlane is deleted (a
+// finalizer holds it until then), and all stopped when the provider stops. Their pid files are in
+// the state directory (<state>/<TenantControlPlane UID>/*.pid).
 //
 // Any Kubernetes version other than the one in --bin-dir is built from the module proxy on first
 // use (a wrapper module requiring k8s.io/kubernetes with every staging module replaced), one build

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/process"
 )
 
 func flagValue(args []string, name string) (string, bool) {
@@ -201,10 +203,10 @@ func TestArgsWhileRotating(t *testing.T) {
 		t.Errorf("kube-controller-manager signs with %s, want the new CA", v)
 	}
 	// The same command line with other credentials is another process.
-	s := procSpec{Component: componentScheduler, Binary: "kube-scheduler", Args: schedulerArgs(a)}
+	s := process.Spec{Component: componentScheduler, Binary: "kube-scheduler", Args: schedulerArgs(a)}
 	other := s
 	other.Credentials = "after-the-rotation"
-	if s.hash() == other.hash() {
+	if s.Hash() == other.Hash() {
 		t.Error("a process with other credentials keeps the same hash: it would not be restarted")
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/localports"
+	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/process"
 	"github.com/butlerdotdev/butler-apiserver/pkg/pki"
 )
 
@@ -51,7 +52,7 @@ type plane struct {
 	notify func() // queues the tenant's key
 
 	mu    sync.Mutex
-	procs map[string]*process
+	procs map[string]*process.Process
 	// components are those the last ensure asked for: ready needs each of them running.
 	components []string
 	// version is the Kubernetes version the running kube-apiserver's binary is.
@@ -94,11 +95,11 @@ type plane struct {
 
 // ensure runs specs: a component not running is started, one running another command line is
 // replaced, and kube-apiserver's readiness is probed.
-func (pl *plane) ensure(ctx context.Context, version string, caPEM []byte, specs []procSpec) {
+func (pl *plane) ensure(ctx context.Context, version string, caPEM []byte, specs []process.Spec) {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	if pl.procs == nil {
-		pl.procs = map[string]*process{}
+		pl.procs = map[string]*process.Process{}
 	}
 	if !bytes.Equal(pl.caPEM, caPEM) {
 		pool := x509.NewCertPool()
@@ -110,11 +111,11 @@ func (pl *plane) ensure(ctx context.Context, version string, caPEM []byte, specs
 		pl.components = append(pl.components, spec.Component)
 		p, ok := pl.procs[spec.Component]
 		switch {
-		case ok && p.hash == spec.hash():
+		case ok && p.Spec().Hash() == spec.Hash():
 			continue
 		case ok:
 			pl.mu.Unlock()
-			p.stop()
+			p.Stop()
 			pl.mu.Lock()
 		case spec.Component != componentAPIServer && !pl.ready:
 			// The controllers' first start waits for kube-apiserver to answer /readyz (the probe
@@ -122,7 +123,7 @@ func (pl *plane) ensure(ctx context.Context, version string, caPEM []byte, specs
 			// its start needs, which was most of create -> control plane Ready on two cores.
 			continue
 		}
-		pl.procs[spec.Component] = startProcess(ctx, spec, pl.notify)
+		pl.procs[spec.Component] = process.Start(ctx, spec, pl.notify)
 		if spec.Component == componentAPIServer {
 			pl.version = version
 			pl.setReadyLocked(false)
@@ -252,10 +253,10 @@ func (pl *plane) apiServerPortTaken() bool {
 	if api == nil {
 		return false
 	}
-	if _, running, _ := api.state(); running {
+	if _, running, _ := api.State(); running {
 		return false
 	}
-	return lastRunFailedToBind(api.spec.LogFile)
+	return process.LastRunFailedToBind(api.Spec().LogFile)
 }
 
 // probedOnce says whether the probe has answered since the plane was made.
@@ -278,7 +279,7 @@ func (pl *plane) status() (ready bool, apiServerStarts int, version string) {
 		if p == nil {
 			return false, 0, pl.version // not started yet (the controllers wait for /readyz)
 		}
-		if _, running, _ := p.state(); !running {
+		if _, running, _ := p.State(); !running {
 			return false, 0, pl.version
 		}
 	}
@@ -368,7 +369,7 @@ func (pl *plane) probeLoop(ctx context.Context) {
 		}
 		ready, running, answered, starts := false, false, false, 0
 		if api != nil {
-			_, running, starts = api.state()
+			_, running, starts = api.State()
 			if running {
 				if resp, err := client.Get(url); err == nil {
 					ready, answered = resp.StatusCode == http.StatusOK, true
@@ -418,7 +419,7 @@ func (pl *plane) probeLoop(ctx context.Context) {
 }
 
 // stop stops the processes (the controllers first, kube-apiserver last) and the probe.
-func (pl *plane) stop() { pl.stopWithin(stopGrace) }
+func (pl *plane) stop() { pl.stopWithin(process.StopGrace) }
 
 // kill stops the processes at once (SIGKILL): for a restore, which replaces everything they
 // would finish on a graceful stop.
@@ -447,18 +448,18 @@ func (pl *plane) stopWithin(grace time.Duration) {
 			continue
 		}
 		wg.Add(1)
-		go func() { defer wg.Done(); p.stopWithin(grace) }()
+		go func() { defer wg.Done(); p.StopWithin(grace) }()
 	}
 	// A controller not yet adopted after a provider restart (it waits for /readyz) still runs.
 	for _, name := range unsupervised {
-		if rec, ok := readPidRecord(pl.paths.pidFile(name)); ok && alive(rec.PID, pl.paths.dir) {
+		if rec, ok := process.ReadPidRecord(pl.paths.pidFile(name)); ok && process.Alive(rec.PID, pl.paths.dir) {
 			wg.Add(1)
-			go func() { defer wg.Done(); terminate(rec.PID, grace) }()
+			go func() { defer wg.Done(); process.Terminate(rec.PID, grace) }()
 		}
 	}
 	wg.Wait()
 	if p := procs[componentAPIServer]; p != nil {
-		p.stopWithin(grace)
+		p.StopWithin(grace)
 	}
 }
 
@@ -466,8 +467,8 @@ func (pl *plane) stopWithin(grace time.Duration) {
 // tenant deleted while the provider was down).
 func stopRecorded(paths tenantPaths) {
 	for _, c := range []string{componentScheduler, componentControllerManager, componentAPIServer} {
-		if rec, ok := readPidRecord(paths.pidFile(c)); ok && alive(rec.PID, paths.dir) {
-			terminate(rec.PID, stopGrace)
+		if rec, ok := process.ReadPidRecord(paths.pidFile(c)); ok && process.Alive(rec.PID, paths.dir) {
+			process.Terminate(rec.PID, process.StopGrace)
 		}
 		_ = os.Remove(paths.pidFile(c))
 	}

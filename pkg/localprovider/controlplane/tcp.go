@@ -30,6 +30,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/external/steward"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/datastore"
+	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/process"
 	"github.com/butlerdotdev/butler-apiserver/pkg/pki"
 )
 
@@ -283,7 +284,7 @@ func (c *Controller) startProcesses(ctx context.Context, r *tcpRun) (bool, error
 	if tcpVersion(r.tcp) == "" && r.published != "" && pl.behindProxy() {
 		pl.holdFirstStart() // readied asleep, never started (readyUnstarted)
 	}
-	specs := []procSpec{
+	specs := []process.Spec{
 		c.procSpec(componentAPIServer, r.bins, apiServerArgs(args), r.paths),
 		c.procSpec(componentControllerManager, r.bins, controllerManagerArgs(args), r.paths),
 		c.procSpec(componentScheduler, r.bins, schedulerArgs(args), r.paths),
@@ -395,8 +396,8 @@ func tcpAdminSecret(tcp *unstructured.Unstructured) string {
 	return publishedStatus(tcp).Kubeconfig.Admin.SecretName
 }
 
-func (c *Controller) procSpec(component string, bins binaries, args []string, paths tenantPaths) procSpec {
-	return procSpec{Component: component, Binary: bins.path(component), Args: args,
+func (c *Controller) procSpec(component string, bins binaries, args []string, paths tenantPaths) process.Spec {
+	return process.Spec{Component: component, Binary: bins.path(component), Args: args,
 		LogFile: paths.log(component), PidFile: paths.pidFile(component), Owner: paths.dir}
 }
 

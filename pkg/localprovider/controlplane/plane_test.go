@@ -7,14 +7,13 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/localports"
+	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/process"
 )
 
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -30,83 +29,13 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 // sleepSpec is a process that runs until it is stopped; its command line names dir, as a tenant
 // process names its state directory.
-func sleepSpec(dir string) procSpec {
-	return procSpec{Component: "sleeper", Binary: "/bin/sh", Args: []string{"-c", "while :; do sleep 0.2; done", dir},
+func sleepSpec(dir string) process.Spec {
+	return process.Spec{Component: "sleeper", Binary: "/bin/sh", Args: []string{"-c", "while :; do sleep 0.2; done", dir},
 		LogFile: filepath.Join(dir, "sleeper.log"), PidFile: filepath.Join(dir, "sleeper.pid"), Owner: dir}
-}
-
-func TestProcessRestartsAndStops(t *testing.T) {
-	dir := t.TempDir()
-	var changes atomic.Int32
-	p := startProcess(context.Background(), sleepSpec(dir), func() { changes.Add(1) })
-	waitFor(t, "the process to run", func() bool { _, running, _ := p.state(); return running })
-	pid, _, _ := p.state()
-	if rec, ok := readPidRecord(filepath.Join(dir, "sleeper.pid")); !ok || rec.PID != pid || rec.Hash != sleepSpec(dir).hash() {
-		t.Fatalf("pid file %+v, want pid %d", rec, pid)
-	}
-
-	// Killed: it is started again (after the first backoff), as a new process.
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "a restart", func() bool { newPid, running, starts := p.state(); return running && starts == 2 && newPid != pid })
-	if changes.Load() < 3 {
-		t.Errorf("onChange called %d times for start, exit, start", changes.Load())
-	}
-
-	newPid, _, _ := p.state()
-	p.stop()
-	if alive(newPid, "") {
-		t.Error("the process runs after stop")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "sleeper.pid")); !os.IsNotExist(err) {
-		t.Errorf("pid file after stop: %v", err)
-	}
 }
 
 // A supervisor that finds a running process recorded with the same command line adopts it
 // instead of starting a second one; with another command line, it replaces it.
-func TestProcessAdoption(t *testing.T) {
-	dir := t.TempDir()
-	first := startProcess(context.Background(), sleepSpec(dir), func() {})
-	waitFor(t, "the process to run", func() bool { _, running, _ := first.state(); return running })
-	pid, _, _ := first.state()
-	// The provider "crashes": its supervisor goes away without stopping the process.
-	close(first.stopCh)
-
-	second := startProcess(context.Background(), sleepSpec(dir), func() {})
-	waitFor(t, "adoption", func() bool { _, running, _ := second.state(); return running })
-	if got, _, _ := second.state(); got != pid {
-		t.Fatalf("second supervisor runs pid %d, want the adopted %d", got, pid)
-	}
-	// The adopted process exits: the supervisor notices and starts its own.
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "a restart of the adopted process", func() bool { p, running, _ := second.state(); return running && p != pid })
-	adoptedPid, _, _ := second.state()
-	// The second provider crashes too; its child lives on, for the third to find.
-	close(second.stopCh)
-
-	changed := sleepSpec(dir)
-	changed.Args = append(changed.Args, "other")
-	third := startProcess(context.Background(), changed, func() {})
-	waitFor(t, "the replacement", func() bool { p, running, _ := third.state(); return running && p != adoptedPid })
-	if alive(adoptedPid, "") {
-		t.Error("the process with the old command line still runs")
-	}
-	third.stop()
-}
-
-func TestAliveChecksOwner(t *testing.T) {
-	if !alive(os.Getpid(), "") {
-		t.Error("this process is not alive")
-	}
-	if alive(os.Getpid(), "/no/such/tenant/dir") {
-		t.Error("a process whose command line lacks the owner was taken for the tenant's")
-	}
-}
-
 func TestPorts(t *testing.T) {
 	p, err := newPorts(localports.Range{Min: 30000, Max: 30002})
 	if err != nil {
@@ -187,10 +116,10 @@ func TestMovePortAfterBindFailure(t *testing.T) {
 	takenPort = old
 	pl := &plane{rec: tenantRecord{UID: "uid", Port: old}, paths: tenantPaths{dir: dir}, notify: func() {}}
 	// What kube-apiserver prints when its secure port is taken, then it exits.
-	failing := procSpec{Component: componentAPIServer, Binary: "/bin/sh",
+	failing := process.Spec{Component: componentAPIServer, Binary: "/bin/sh",
 		Args:    []string{"-c", fmt.Sprintf("echo 'failed to listen on 127.0.0.1:%d: listen tcp 127.0.0.1:%d: bind: address already in use'; exit 1", old, old), dir},
 		LogFile: filepath.Join(dir, "kube-apiserver.log"), PidFile: filepath.Join(dir, "kube-apiserver.pid"), Owner: dir}
-	pl.ensure(context.Background(), "v1.36.3", nil, []procSpec{failing, sleepSpec(dir)})
+	pl.ensure(context.Background(), "v1.36.3", nil, []process.Spec{failing, sleepSpec(dir)})
 	defer pl.stop()
 	waitFor(t, "the bind failure to be seen", pl.apiServerPortTaken)
 
@@ -211,62 +140,25 @@ func TestMovePortAfterBindFailure(t *testing.T) {
 	}
 }
 
-func TestLastRunFailedToBind(t *testing.T) {
-	log := filepath.Join(t.TempDir(), "x.log")
-	for _, c := range []struct {
-		content string
-		want    bool
-	}{
-		{"", false},
-		{"\n==== start\nlisten tcp 127.0.0.1:1: bind: address already in use\n", true},
-		// An earlier run failed, the last one did not (yet).
-		{"\n==== start\nbind: address already in use\n\n==== start\nserving\n", false},
-	} {
-		if err := os.WriteFile(log, []byte(c.content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if got := lastRunFailedToBind(log); got != c.want {
-			t.Errorf("lastRunFailedToBind(%q) = %v", c.content, got)
-		}
-	}
-}
-
 // A stop that comes while the process is being started (before it is recorded as running) still
 // ends it: it used to find nothing running, and the supervisor then waited on the process forever.
-func TestStopWhileStarting(t *testing.T) {
-	for i := range 20 {
-		dir := t.TempDir()
-		p := startProcess(context.Background(), sleepSpec(dir), func() {})
-		stopped := make(chan struct{})
-		go func() { p.stop(); close(stopped) }()
-		select {
-		case <-stopped:
-		case <-time.After(30 * time.Second):
-			t.Fatalf("round %d: stop did not return", i)
-		}
-		if pid, _, _ := p.state(); pid > 0 && alive(pid, dir) {
-			t.Fatalf("round %d: the process %d runs after stop", i, pid)
-		}
-	}
-}
-
 // The controllers' first start waits for kube-apiserver to answer /readyz, and the plane is not
 // ready until they run.
 func TestControllersStartOnceAPIServerServes(t *testing.T) {
 	dir := t.TempDir()
-	spec := func(component string) procSpec {
+	spec := func(component string) process.Spec {
 		s := sleepSpec(dir)
 		s.Component, s.LogFile, s.PidFile = component, filepath.Join(dir, component+".log"), filepath.Join(dir, component+".pid")
 		return s
 	}
-	specs := []procSpec{spec(componentAPIServer), spec(componentControllerManager), spec(componentScheduler)}
+	specs := []process.Spec{spec(componentAPIServer), spec(componentControllerManager), spec(componentScheduler)}
 	pl := &plane{rec: tenantRecord{UID: "uid", Port: 1}, paths: tenantPaths{dir: dir}, notify: func() {}}
 	defer pl.stop()
 	pl.ensure(context.Background(), "v1.36.3", nil, specs)
 	waitFor(t, "kube-apiserver to run", func() bool {
 		pl.mu.Lock()
 		defer pl.mu.Unlock()
-		_, running, _ := pl.procs[componentAPIServer].state()
+		_, running, _ := pl.procs[componentAPIServer].State()
 		return running
 	})
 	pl.mu.Lock()
@@ -303,7 +195,7 @@ func TestProbeNotesTheFirstAnswer(t *testing.T) {
 	if pl.answeredStart() != 0 {
 		t.Fatal("answered before it started")
 	}
-	pl.ensure(context.Background(), "v1.36.3", caPEM, []procSpec{s})
+	pl.ensure(context.Background(), "v1.36.3", caPEM, []process.Spec{s})
 	waitFor(t, "the first answer", func() bool { return pl.answeredStart() == 1 })
 	if ready, _, _ := pl.status(); ready {
 		t.Fatal("ready on a 500 from /readyz")
@@ -327,7 +219,7 @@ func TestNewAPIServerForgetsTheStartCounts(t *testing.T) {
 	pl := &plane{rec: tenantRecord{UID: "uid", Port: 1}, paths: tenantPaths{dir: dir}, notify: func() {}}
 	defer pl.stop()
 	for i, version := range []string{"v1.36.3", "v1.36.4"} {
-		pl.ensure(context.Background(), version, nil, []procSpec{apiServer})
+		pl.ensure(context.Background(), version, nil, []process.Spec{apiServer})
 		pl.mu.Lock()
 		pl.probe()
 		pl.probe = func() {}
@@ -352,7 +244,7 @@ func TestProbeToleratesAFailureOrTwo(t *testing.T) {
 	var answers atomic.Int32
 	port, caPEM := readyzServer(t, func() bool { return !failing.Load() }, &answers)
 	pl, s := probedAPIServer(t, port, func() {})
-	pl.ensure(context.Background(), "v1.36.3", caPEM, []procSpec{s})
+	pl.ensure(context.Background(), "v1.36.3", caPEM, []process.Spec{s})
 	waitFor(t, "ready", func() bool { ready, _ := pl.serving(); return ready })
 
 	failing.Store(true)
@@ -403,7 +295,7 @@ func TestProbeBacksOffWhileNotReady(t *testing.T) {
 	var answers atomic.Int32
 	port, caPEM := readyzServer(t, readyz.Load, &answers)
 	pl, s := probedAPIServer(t, port, func() {})
-	pl.ensure(context.Background(), "v1.36.3", caPEM, []procSpec{s})
+	pl.ensure(context.Background(), "v1.36.3", caPEM, []process.Spec{s})
 	waitFor(t, "the first answer", func() bool { return pl.answeredStart() == 1 })
 	from := answers.Load()
 	time.Sleep(time.Second)
@@ -432,7 +324,7 @@ func readyzServer(t *testing.T, ok func() bool, answers *atomic.Int32) (int, []b
 }
 
 // probedAPIServer is a kube-apiserver process (a sleep) of a plane whose probe asks port.
-func probedAPIServer(t *testing.T, port int, notify func()) (*plane, procSpec) {
+func probedAPIServer(t *testing.T, port int, notify func()) (*plane, process.Spec) {
 	t.Helper()
 	dir := t.TempDir()
 	s := sleepSpec(dir)

@@ -1,4 +1,9 @@
-package controlplane
+// Package process supervises the local provider's processes (a tenant control plane's
+// kube-apiserver, kube-controller-manager and kube-scheduler, and the datastore's etcd): each is
+// restarted with backoff when it exits and stopped on request. They run in their own sessions and
+// are recorded in pid files with a hash of their command line, so a provider that crashed adopts
+// them when it starts again rather than starting a second set.
+package process
 
 import (
 	"context"
@@ -18,8 +23,8 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// procSpec is one process of a tenant control plane.
-type procSpec struct {
+// Spec is one supervised process: a tenant control plane's component, or the datastore's etcd.
+type Spec struct {
 	Component string
 	Binary    string
 	Args      []string
@@ -33,9 +38,9 @@ type procSpec struct {
 	Credentials string
 }
 
-// hash identifies the command line: a process running another one (another version, other
+// Hash identifies the command line: a process running another one (another version, other
 // flags) is replaced.
-func (s procSpec) hash() string {
+func (s Spec) Hash() string {
 	h := sha256.New()
 	h.Write([]byte(s.Binary))
 	for _, a := range s.Args {
@@ -49,8 +54,8 @@ func (s procSpec) hash() string {
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
-// pidRecord is what a pid file holds.
-type pidRecord struct {
+// PidRecord is what a pid file holds.
+type PidRecord struct {
 	PID  int    `json:"pid"`
 	Hash string `json:"hash"`
 }
@@ -61,13 +66,13 @@ const (
 	restartInitial = 500 * time.Millisecond
 	restartMax     = 30 * time.Second
 	stableAfter    = time.Minute
-	stopGrace      = 15 * time.Second
+	StopGrace      = 15 * time.Second
 )
 
-// process supervises one process: it starts it (or adopts a running one recorded in its pid
+// Process supervises one process: it starts it (or adopts a running one recorded in its pid
 // file), starts it again when it exits, and stops it on request.
-type process struct {
-	spec     procSpec
+type Process struct {
+	spec     Spec
 	hash     string
 	onChange func()
 	logger   klog.Logger
@@ -82,11 +87,11 @@ type process struct {
 	done   chan struct{}
 }
 
-// startProcess supervises spec until stop is called. onChange is called (without locks held)
+// Start supervises spec until Stop is called. onChange is called (without locks held)
 // whenever the process starts or exits.
-func startProcess(ctx context.Context, spec procSpec, onChange func()) *process {
-	p := &process{
-		spec: spec, hash: spec.hash(), onChange: onChange,
+func Start(ctx context.Context, spec Spec, onChange func()) *Process {
+	p := &Process{
+		spec: spec, hash: spec.Hash(), onChange: onChange,
 		logger: klog.FromContext(ctx).WithValues("component", spec.Component),
 		stopCh: make(chan struct{}), done: make(chan struct{}),
 	}
@@ -94,14 +99,17 @@ func startProcess(ctx context.Context, spec procSpec, onChange func()) *process 
 	return p
 }
 
-// state is the process's pid (0 when none), whether it runs, and how often it was started.
-func (p *process) state() (pid int, running bool, starts int) {
+// State is the process's pid (0 when none), whether it runs, and how often it was started.
+func (p *Process) State() (pid int, running bool, starts int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.pid, p.running, p.starts
 }
 
-func (p *process) supervise() {
+// Spec is what the process runs.
+func (p *Process) Spec() Spec { return p.spec }
+
+func (p *Process) supervise() {
 	defer close(p.done)
 	backoff := restartInitial
 	for {
@@ -116,7 +124,7 @@ func (p *process) supervise() {
 			stopping, pid := p.stopping, p.pid
 			p.mu.Unlock()
 			if stopping {
-				terminate(pid, stopGrace)
+				Terminate(pid, StopGrace)
 				_ = wait()
 				return
 			}
@@ -146,8 +154,8 @@ func (p *process) supervise() {
 
 // adoptOrStart adopts the recorded process if it still runs this spec, or starts a new one. It
 // returns a function that blocks until the process exits (or stop is asked of an adopted one).
-func (p *process) adoptOrStart() (func() error, error) {
-	if rec, ok := readPidRecord(p.spec.PidFile); ok && alive(rec.PID, p.spec.Owner) {
+func (p *Process) adoptOrStart() (func() error, error) {
+	if rec, ok := ReadPidRecord(p.spec.PidFile); ok && Alive(rec.PID, p.spec.Owner) {
 		if rec.Hash == p.hash {
 			p.logger.Info("Adopted the running process", "pid", rec.PID)
 			p.setRunning(rec.PID)
@@ -155,7 +163,7 @@ func (p *process) adoptOrStart() (func() error, error) {
 		}
 		// A process of this tenant with another command line (another version): replace it.
 		p.logger.Info("Stopping the running process: its command line changed", "pid", rec.PID)
-		terminate(rec.PID, stopGrace)
+		Terminate(rec.PID, StopGrace)
 	}
 	logFile, err := os.OpenFile(p.spec.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -171,7 +179,7 @@ func (p *process) adoptOrStart() (func() error, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	if err := writePidRecord(p.spec.PidFile, pidRecord{PID: cmd.Process.Pid, Hash: p.hash}); err != nil {
+	if err := writePidRecord(p.spec.PidFile, PidRecord{PID: cmd.Process.Pid, Hash: p.hash}); err != nil {
 		p.logger.Error(err, "Recording the pid failed; a restarted provider will not adopt this process", "pid", cmd.Process.Pid)
 	}
 	p.setRunning(cmd.Process.Pid)
@@ -179,7 +187,7 @@ func (p *process) adoptOrStart() (func() error, error) {
 	return cmd.Wait, nil
 }
 
-func (p *process) setRunning(pid int) {
+func (p *Process) setRunning(pid int) {
 	p.mu.Lock()
 	p.pid, p.running = pid, true
 	p.starts++
@@ -187,30 +195,30 @@ func (p *process) setRunning(pid int) {
 }
 
 // waitAdopted polls a process that is not this one's child until it is gone or stop is asked.
-func (p *process) waitAdopted(pid int) error {
+func (p *Process) waitAdopted(pid int) error {
 	t := time.NewTicker(500 * time.Millisecond)
 	defer t.Stop()
 	for {
 		select {
 		case <-p.stopCh:
 			// stop terminates it; wait for that.
-			for alive(pid, p.spec.Owner) {
+			for Alive(pid, p.spec.Owner) {
 				time.Sleep(50 * time.Millisecond)
 			}
 			return nil
 		case <-t.C:
-			if !alive(pid, p.spec.Owner) {
+			if !Alive(pid, p.spec.Owner) {
 				return errors.New("the adopted process is gone")
 			}
 		}
 	}
 }
 
-// stop terminates the process (SIGTERM, then SIGKILL after stopGrace) and ends the supervision.
-func (p *process) stop() { p.stopWithin(stopGrace) }
+// Stop terminates the process (SIGTERM, then SIGKILL after StopGrace) and ends the supervision.
+func (p *Process) Stop() { p.StopWithin(StopGrace) }
 
-// stopWithin is stop with SIGKILL after grace.
-func (p *process) stopWithin(grace time.Duration) {
+// StopWithin is Stop with SIGKILL after grace.
+func (p *Process) StopWithin(grace time.Duration) {
 	p.mu.Lock()
 	if p.stopping {
 		p.mu.Unlock()
@@ -222,18 +230,18 @@ func (p *process) stopWithin(grace time.Duration) {
 	p.mu.Unlock()
 	close(p.stopCh)
 	if running && pid > 0 {
-		terminate(pid, grace)
+		Terminate(pid, grace)
 	}
 	<-p.done
 	_ = os.Remove(p.spec.PidFile)
 }
 
-// terminate sends SIGTERM to pid and SIGKILL if it has not exited within grace.
-func terminate(pid int, grace time.Duration) {
+// Terminate sends SIGTERM to pid and SIGKILL if it has not exited within grace.
+func Terminate(pid int, grace time.Duration) {
 	_ = syscall.Kill(pid, syscall.SIGTERM)
 	deadline := time.Now().Add(grace)
 	for time.Now().Before(deadline) {
-		if !alive(pid, "") {
+		if !Alive(pid, "") {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -242,14 +250,14 @@ func terminate(pid int, grace time.Duration) {
 		klog.InfoS("Killing a process that did not exit within its grace after SIGTERM", "pid", pid, "cmd", commandName(pid), "grace", grace)
 	}
 	_ = syscall.Kill(pid, syscall.SIGKILL)
-	for i := 0; i < 100 && alive(pid, ""); i++ {
+	for i := 0; i < 100 && Alive(pid, ""); i++ {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
 
-// alive says whether pid runs and is not a zombie, and, when owner is given, whether its command
+// Alive says whether pid runs and is not a zombie, and, when owner is given, whether its command
 // line contains owner.
-func alive(pid int, owner string) bool {
+func Alive(pid int, owner string) bool {
 	if pid <= 0 || syscall.Kill(pid, 0) != nil {
 		return false
 	}
@@ -271,9 +279,9 @@ func alive(pid int, owner string) bool {
 // startMarker begins the lines a process start writes to its log.
 const startMarker = "==== "
 
-// lastRunFailedToBind says whether the log's last run (after its last start marker) says a
+// LastRunFailedToBind says whether the log's last run (after its last start marker) says a
 // listener could not bind because the address was taken. Only the log's tail is read.
-func lastRunFailedToBind(logFile string) bool {
+func LastRunFailedToBind(logFile string) bool {
 	f, err := os.Open(logFile)
 	if err != nil {
 		return false
@@ -290,8 +298,9 @@ func lastRunFailedToBind(logFile string) bool {
 	return strings.Contains(string(data), "address already in use")
 }
 
-func readPidRecord(name string) (pidRecord, bool) {
-	var rec pidRecord
+// ReadPidRecord reads the pid file name; false when there is none.
+func ReadPidRecord(name string) (PidRecord, bool) {
+	var rec PidRecord
 	data, err := os.ReadFile(name)
 	if err != nil || json.Unmarshal(data, &rec) != nil || rec.PID <= 0 {
 		return rec, false
@@ -299,7 +308,7 @@ func readPidRecord(name string) (pidRecord, bool) {
 	return rec, true
 }
 
-func writePidRecord(name string, rec pidRecord) error {
+func writePidRecord(name string, rec PidRecord) error {
 	data, err := json.Marshal(rec)
 	if err != nil {
 		return err
