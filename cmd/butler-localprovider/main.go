@@ -27,6 +27,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localports"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/controlplane"
+	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/controlplane/wakeproxy"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/datastore"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/machines"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/snapshots"
@@ -95,7 +96,7 @@ Flags:
 	flags.StringVar(&o.portRange, "port-range", localports.Tenants.String(), "loopback ports for tenant kube-apiservers (min-max); ports inside the kernel's ephemeral range are not used")
 	flags.StringVar(&o.cp.Address, "address", "127.0.0.1", "where tenant kube-apiservers listen and what their endpoints name (make test-cluster gives the one-node cluster's bridge address, which its Pods reach)")
 	flags.IntVar(&o.cp.Workers, "workers", 4, "tenant control planes reconciled at once")
-	wl := controlplane.DefaultWakeLimits
+	wl := wakeproxy.DefaultLimits
 	flags.IntVar(&o.cp.WakeLimits.MaxWaking, "wake-max-waking", wl.MaxWaking, "clusters waking on request at once at most; a connection past it is closed (0: no bound)")
 	flags.IntVar(&o.cp.WakeLimits.MaxAwake, "wake-max-awake", wl.MaxAwake, "clusters awake because of a request at most (not those a user woke with hibernated: false; 0: no bound)")
 	flags.IntVar(&o.cp.WakeLimits.MaxAwakePerTeam, "wake-max-awake-per-team", wl.MaxAwakePerTeam, "of those, one Team's (namespace's) clusters at most, so a client reaching one Team's endpoints cannot hold every slot (0: no bound)")

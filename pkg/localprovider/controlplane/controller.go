@@ -24,6 +24,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/external/steward"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localports"
+	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/controlplane/wakeproxy"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/datastore"
 )
 
@@ -57,8 +58,8 @@ type Options struct {
 	Address string
 	// Workers is how many tenants are reconciled at once.
 	Workers int
-	// WakeLimits bound the wake-on-request listeners (DefaultWakeLimits on the command line).
-	WakeLimits WakeLimits
+	// WakeLimits bound the wake-on-request listeners (wakeproxy.DefaultLimits on the command line).
+	WakeLimits wakeproxy.Limits
 	// ExternalNamespaces are namespaces whose hosted control planes a real Steward and its
 	// Cluster API provider run: their StewardControlPlanes and TenantControlPlanes are left
 	// alone here, and only their machines are this provider's. A TenantCluster's namespace
@@ -94,7 +95,7 @@ type Controller struct {
 	mu     sync.Mutex
 	planes map[string]*plane // by TenantControlPlane UID
 	// wakeGate holds the wake-on-request listeners' shared counts.
-	wakeGate *wakeGate
+	wakeGate *wakeproxy.Gate
 	// placed is each tenant's datastore by UID, as placed or set up here: what placement counts,
 	// rather than reading other tenants' records under their own locks.
 	placed map[string]string
@@ -133,7 +134,7 @@ func New(d *worker.Deps, opts Options) (*Controller, error) {
 		recorder: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: string(external.LocalProvider)}),
 		ports:    ports,
 		planes:   map[string]*plane{},
-		wakeGate: newWakeGate(opts.WakeLimits),
+		wakeGate: wakeproxy.NewGate(opts.WakeLimits),
 		placed:   map[string]string{},
 		stores:   stores{clients: map[string]*storeClient{}},
 	}

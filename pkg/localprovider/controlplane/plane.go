@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/localports"
+	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/controlplane/wakeproxy"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/process"
 	"github.com/butlerdotdev/butler-apiserver/pkg/pki"
 )
@@ -82,7 +83,7 @@ type plane struct {
 	adminDigest string
 	// proxy holds the endpoint's port for a wake-on-request tenant; wakeUntil is when a wake
 	// it recorded stops counting as replicas 1 (the replicas come back through Cluster API).
-	proxy     *wakeProxy
+	proxy     *wakeproxy.Proxy
 	wakeUntil time.Time
 	// storeSetUp is the datastore the tenant's etcd user and role were made in since the plane
 	// was made.
@@ -240,7 +241,7 @@ func (pl *plane) closeProxy() {
 	pl.proxy = nil
 	pl.mu.Unlock()
 	if p != nil {
-		p.close()
+		p.Close()
 	}
 }
 

@@ -333,3 +333,33 @@ func probedAPIServer(t *testing.T, port int, notify func()) (*plane, process.Spe
 	t.Cleanup(pl.stop)
 	return pl, s
 }
+
+func TestPlaneReadyChannel(t *testing.T) {
+	pl := &plane{}
+	ready, ch := pl.serving()
+	if ready || closed(ch) {
+		t.Fatalf("a new plane: ready %v, channel closed %v", ready, closed(ch))
+	}
+	pl.mu.Lock()
+	pl.setReadyLocked(true)
+	pl.setReadyLocked(true) // twice: no double close
+	pl.mu.Unlock()
+	if !closed(ch) {
+		t.Fatal("the channel a waiter holds is not closed once ready")
+	}
+	pl.mu.Lock()
+	pl.setReadyLocked(false)
+	pl.mu.Unlock()
+	if ready, ch2 := pl.serving(); ready || closed(ch2) {
+		t.Fatalf("after not ready: ready %v, channel closed %v", ready, closed(ch2))
+	}
+}
+
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}

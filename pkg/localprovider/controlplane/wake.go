@@ -15,6 +15,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/hibernation"
+	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/controlplane/wakeproxy"
 )
 
 var tenantClusters = schema.GroupVersionResource{Group: "butler.butlerlabs.dev", Version: "v1alpha1", Resource: "tenantclusters"}
@@ -62,10 +63,10 @@ func (c *Controller) ensureWakeProxy(ctx context.Context, tcp *unstructured.Unst
 			return nil
 		}
 		tc, uid := tenantClusterOf(tcp), rec.UID
-		p, err := startWakeProxy(endpointString(pl.address(), rec.Port), wakeTarget{
-			uid: uid, team: tcp.GetNamespace(), backend: endpointString(pl.address(), rec.InternalPort), ready: pl.admitting,
-			wake: func(ctx context.Context, remote string) error { return c.recordWake(ctx, tc, pl, remote) },
-			idle: func(ctx context.Context, d time.Duration) error { return c.recordIdle(ctx, tc, d) },
+		p, err := wakeproxy.Start(endpointString(pl.address(), rec.Port), wakeproxy.Target{
+			UID: uid, Team: tcp.GetNamespace(), Backend: endpointString(pl.address(), rec.InternalPort), Ready: pl.admitting,
+			Wake: func(ctx context.Context, remote string) error { return c.recordWake(ctx, tc, pl, remote) },
+			Idle: func(ctx context.Context, d time.Duration) error { return c.recordIdle(ctx, tc, d) },
 		}, c.wakeGate)
 		if err != nil {
 			return fmt.Errorf("the wake-on-request listener cannot hold port %d of the endpoint: %w", rec.Port, err)
@@ -75,7 +76,7 @@ func (c *Controller) ensureWakeProxy(ctx context.Context, tcp *unstructured.Unst
 		pl.mu.Unlock()
 		klog.FromContext(ctx).Info("Wake-on-request listener holds the endpoint", "port", rec.Port, "apiServerPort", rec.InternalPort)
 	}
-	proxy.setIdleTimeout(idle)
+	proxy.SetIdleTimeout(idle)
 	return nil
 }
 

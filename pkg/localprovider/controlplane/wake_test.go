@@ -17,6 +17,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/hibernation"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localports"
+	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/controlplane/wakeproxy"
 )
 
 // A paused cluster is neither woken nor put to sleep by its endpoint's use: woken, it would
@@ -75,7 +76,7 @@ func TestWakeOnRequestTurnedOnWhileServing(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := &Controller{ports: ports, tcpQueue: worker.NewQueue("test", func(context.Context, string) error { return nil }),
-		wakeGate: newWakeGate(WakeLimits{})}
+		wakeGate: wakeproxy.NewGate(wakeproxy.Limits{})}
 	ctx := context.Background()
 	for _, published := range []bool{true, false} {
 		port, err := ports.allocate("u")

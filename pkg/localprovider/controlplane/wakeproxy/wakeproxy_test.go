@@ -1,4 +1,4 @@
-package controlplane
+package wakeproxy
 
 import (
 	"bytes"
@@ -70,34 +70,34 @@ func handshake(t *testing.T, addr string) net.Conn {
 // counter records the wishes a listener writes.
 type counter struct{ wakes, idles atomic.Int32 }
 
-func (n *counter) target(uid, backend string, ready func() (bool, <-chan struct{})) wakeTarget {
-	return wakeTarget{uid: uid, backend: backend, ready: ready,
-		wake: func(context.Context, string) error { n.wakes.Add(1); return nil },
-		idle: func(context.Context, time.Duration) error { n.idles.Add(1); return nil }}
+func (n *counter) target(uid, backend string, ready func() (bool, <-chan struct{})) Target {
+	return Target{UID: uid, Backend: backend, Ready: ready,
+		Wake: func(context.Context, string) error { n.wakes.Add(1); return nil },
+		Idle: func(context.Context, time.Duration) error { n.idles.Add(1); return nil }}
 }
 
-func startTestProxy(t *testing.T, target wakeTarget, gate *wakeGate) *wakeProxy {
+func startTestProxy(t *testing.T, target Target, gate *Gate) *Proxy {
 	t.Helper()
-	p, err := startWakeProxy("127.0.0.1:0", target, gate)
+	p, err := Start("127.0.0.1:0", target, gate)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(p.close)
+	t.Cleanup(p.Close)
 	return p
 }
 
 // TestWakeProxyWakesAndPassesThrough: a ClientHello to a sleeping backend records one wake,
 // waits without an answer until the backend serves, then passes bytes both ways untouched.
 func TestWakeProxyWakesAndPassesThrough(t *testing.T) {
-	pl := &plane{}
+	pl := &backendState{}
 	var n counter
 	target := n.target("a", echoBackend(t), pl.serving)
-	target.wake = func(context.Context, string) error {
+	target.Wake = func(context.Context, string) error {
 		n.wakes.Add(1)
-		time.AfterFunc(300*time.Millisecond, func() { pl.mu.Lock(); pl.setReadyLocked(true); pl.mu.Unlock() })
+		time.AfterFunc(300*time.Millisecond, func() { pl.setReady() })
 		return nil
 	}
-	p := startTestProxy(t, target, newWakeGate(WakeLimits{}))
+	p := startTestProxy(t, target, NewGate(Limits{}))
 
 	start := time.Now()
 	c := handshake(t, p.ln.Addr().String())
@@ -115,14 +115,14 @@ func TestWakeProxyWakesAndPassesThrough(t *testing.T) {
 // sleeping cluster nor keep an awake one from its idle sleep.
 func TestWakeProxyBareConnectsWakeNothing(t *testing.T) {
 	var asleep, awake counter
-	gate := newWakeGate(WakeLimits{})
-	sleeping := startTestProxy(t, asleep.target("asleep", echoBackend(t), (&plane{}).serving), gate)
+	gate := NewGate(Limits{})
+	sleeping := startTestProxy(t, asleep.target("asleep", echoBackend(t), (&backendState{}).serving), gate)
 	serving := startTestProxy(t, awake.target("awake", echoBackend(t), alwaysServing), gate)
-	serving.setIdleTimeout(time.Second)
+	serving.SetIdleTimeout(time.Second)
 
 	deadline := time.Now().Add(3 * time.Second)
 	for time.Now().Before(deadline) {
-		for _, p := range []*wakeProxy{sleeping, serving} {
+		for _, p := range []*Proxy{sleeping, serving} {
 			c, err := net.Dial("tcp", p.ln.Addr().String())
 			if err != nil {
 				t.Fatal(err)
@@ -150,8 +150,8 @@ func TestWakeProxyBareConnectsWakeNothing(t *testing.T) {
 // handshake went on is, for as long as it is open.
 func TestWakeProxyUseIsACompletedHandshake(t *testing.T) {
 	var n counter
-	p := startTestProxy(t, n.target("a", echoBackend(t), alwaysServing), newWakeGate(WakeLimits{}))
-	p.setIdleTimeout(time.Second)
+	p := startTestProxy(t, n.target("a", echoBackend(t), alwaysServing), NewGate(Limits{}))
+	p.SetIdleTimeout(time.Second)
 
 	hello, err := net.Dial("tcp", p.ln.Addr().String())
 	if err != nil {
@@ -174,23 +174,23 @@ func TestWakeProxyUseIsACompletedHandshake(t *testing.T) {
 // MaxWaking at once and MaxAwake in all; one source gets at most PerSource connections before
 // their handshakes complete.
 func TestWakeGateBounds(t *testing.T) {
-	gate := newWakeGate(WakeLimits{MaxWaking: 2, MaxAwake: 3, PerSource: 8})
+	gate := NewGate(Limits{MaxWaking: 2, MaxAwake: 3, PerSource: 8})
 	release := make(chan struct{})
 	var mu sync.Mutex
 	woken := map[string]bool{}
-	var proxies []*wakeProxy
+	var proxies []*Proxy
 	for i := range 6 {
 		uid := fmt.Sprint("t", i)
-		pl := &plane{}
-		target := wakeTarget{uid: uid, backend: echoBackend(t), ready: pl.serving,
-			wake: func(context.Context, string) error {
+		pl := &backendState{}
+		target := Target{UID: uid, Backend: echoBackend(t), Ready: pl.serving,
+			Wake: func(context.Context, string) error {
 				mu.Lock()
 				woken[uid] = true
 				mu.Unlock()
-				go func() { <-release; pl.mu.Lock(); pl.setReadyLocked(true); pl.mu.Unlock() }()
+				go func() { <-release; pl.setReady() }()
 				return nil
 			},
-			idle: func(context.Context, time.Duration) error { return nil }}
+			Idle: func(context.Context, time.Duration) error { return nil }}
 		proxies = append(proxies, startTestProxy(t, target, gate))
 	}
 	flood := func(conns int) (refused int) {
@@ -244,8 +244,8 @@ func TestWakeGateBounds(t *testing.T) {
 // going to sleep wins).
 func TestWakeProxyIdle(t *testing.T) {
 	var n counter
-	p := startTestProxy(t, n.target("a", echoBackend(t), alwaysServing), newWakeGate(WakeLimits{}))
-	p.setIdleTimeout(time.Second)
+	p := startTestProxy(t, n.target("a", echoBackend(t), alwaysServing), NewGate(Limits{}))
+	p.SetIdleTimeout(time.Second)
 
 	held := handshake(t, p.ln.Addr().String())
 	time.Sleep(3 * time.Second)
@@ -272,43 +272,13 @@ func alwaysServing() (bool, <-chan struct{}) {
 
 // TestPlaneReadyChannel: the channel serving returns is closed exactly while kube-apiserver is
 // seen ready, and a new one is handed out once it is not.
-func TestPlaneReadyChannel(t *testing.T) {
-	pl := &plane{}
-	ready, ch := pl.serving()
-	if ready || closed(ch) {
-		t.Fatalf("a new plane: ready %v, channel closed %v", ready, closed(ch))
-	}
-	pl.mu.Lock()
-	pl.setReadyLocked(true)
-	pl.setReadyLocked(true) // twice: no double close
-	pl.mu.Unlock()
-	if !closed(ch) {
-		t.Fatal("the channel a waiter holds is not closed once ready")
-	}
-	pl.mu.Lock()
-	pl.setReadyLocked(false)
-	pl.mu.Unlock()
-	if ready, ch2 := pl.serving(); ready || closed(ch2) {
-		t.Fatalf("after not ready: ready %v, channel closed %v", ready, closed(ch2))
-	}
-}
-
 // closed says whether ch is closed, without waiting.
-func closed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
-
 // TestWakeTimeoutFreesTheAwakeSlot: a tenant that never serves after a wake must not hold its
 // awake-by-request slot for good (one per MaxAwake would starve every other cluster's wake).
 func TestWakeTimeoutFreesTheAwakeSlot(t *testing.T) {
 	defer func(d time.Duration) { wakeWait = d }(wakeWait)
 	wakeWait = 200 * time.Millisecond
-	gate := newWakeGate(WakeLimits{MaxAwake: 1})
+	gate := NewGate(Limits{MaxAwake: 1})
 	var n counter
 	never := func() (bool, <-chan struct{}) { return false, make(chan struct{}) }
 	p := startTestProxy(t, n.target("broken", echoBackend(t), never), gate)
@@ -334,7 +304,7 @@ func TestWakeTimeoutFreesTheAwakeSlot(t *testing.T) {
 // handshakes with) every cluster of one Team holds at most MaxAwakePerTeam of the MaxAwake
 // slots; another Team's clusters still wake.
 func TestWakeGateSharesAwakeSlotsByTeam(t *testing.T) {
-	gate := newWakeGate(WakeLimits{MaxAwake: 16, MaxAwakePerTeam: 4})
+	gate := NewGate(Limits{MaxAwake: 16, MaxAwakePerTeam: 4})
 	woke := 0
 	for i := range 16 {
 		uid := fmt.Sprint("a", i)
@@ -359,7 +329,7 @@ func TestWakeGateSharesAwakeSlotsByTeam(t *testing.T) {
 // its 2^64 addresses: counted by address, none reached the per-source bound. Sources are counted
 // by /64 for IPv6 (by address for IPv4, an IPv4-mapped address as its IPv4 one).
 func TestAttackWakePerSourceByIPv6Prefix(t *testing.T) {
-	gate := newWakeGate(WakeLimits{PerSource: 4})
+	gate := NewGate(Limits{PerSource: 4})
 	admitted := 0
 	for i := range 10 {
 		if _, err := gate.admit(fmt.Sprintf("[2001:db8:1:2::%x]:443", i+1)); err == nil {
@@ -385,5 +355,46 @@ func TestAttackWakePerSourceByIPv6Prefix(t *testing.T) {
 	_, _ = gate.admit("198.51.100.7:443")
 	if _, err := gate.admit("[::ffff:198.51.100.7]:443"); err == nil {
 		t.Error("an IPv4 address, mapped and not, admitted past the bound")
+	}
+}
+
+// backendState stands in for a tenant plane's readiness: whether kube-apiserver serves, and a
+// channel closed once it does.
+type backendState struct {
+	mu    sync.Mutex
+	ready bool
+	ch    chan struct{}
+}
+
+func (b *backendState) serving() (bool, <-chan struct{}) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ch == nil {
+		b.ch = make(chan struct{})
+	}
+	return b.ready, b.ch
+}
+
+// setReady makes it serve.
+func (b *backendState) setReady() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ch == nil {
+		b.ch = make(chan struct{})
+	}
+	if !b.ready {
+		b.ready = true
+		close(b.ch)
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

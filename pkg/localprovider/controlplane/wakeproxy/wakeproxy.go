@@ -1,4 +1,8 @@
-package controlplane
+// Package wakeproxy is the wake-on-request listener of a hibernating tenant: it holds the
+// tenant's published port, passes connections through to kube-apiserver untouched, asks for a
+// wake when a ClientHello arrives while the control plane sleeps, and for sleep once it has been
+// idle. Gate bounds what unauthenticated clients can make the listeners do.
+package wakeproxy
 
 import (
 	"context"
@@ -12,7 +16,7 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// wakeProxy holds a wake-on-request tenant's published port for the tenant's whole life and
+// Proxy holds a wake-on-request tenant's published port for the tenant's whole life and
 // passes every connection through, untouched (no TLS ends here: the client's certificate must
 // reach the tenant's kube-apiserver, and no shared process holds a tenant's serving key), to
 // kube-apiserver on its internal port. While the control plane sleeps, a connection that opens
@@ -24,16 +28,16 @@ import (
 // the TLS handshake with the tenant completed: the tenant answered the ClientHello and the
 // client went on. The listener cannot see requests (they are encrypted, and must stay so), so a
 // completed handshake is the most it can know. Every connection passes the provider's
-// wakeGate: bounds on clusters waking and awake by request, and per source.
+// Gate: bounds on clusters waking and awake by request, and per source.
 //
 // Management-side clients (Cluster API, kwok, butler's workers) use the internal port (the
 // admin kubeconfig's .svc keys), so they neither wake the tenant nor keep it awake.
-type wakeProxy struct {
+type Proxy struct {
 	ln      net.Listener
 	uid     string
 	team    string // the tenant's namespace, whose share of the awake slots it counts in
 	backend string
-	gate    *wakeGate
+	gate    *Gate
 	// ready says whether kube-apiserver serves on backend, and returns a channel closed once it
 	// does.
 	ready func() (bool, <-chan struct{})
@@ -76,21 +80,22 @@ const (
 	wakeGrace = time.Minute
 )
 
-// wakeTarget is what a listener serves: the tenant, kube-apiserver's internal address, whether
+// Target is what a listener serves: the tenant, kube-apiserver's internal address, whether
 // it serves, and what a wake and an idle spell write.
-type wakeTarget struct {
-	uid, team, backend string
-	ready              func() (bool, <-chan struct{})
-	wake               func(context.Context, string) error
-	idle               func(context.Context, time.Duration) error
+type Target struct {
+	UID, Team, Backend string
+	Ready              func() (bool, <-chan struct{})
+	Wake               func(context.Context, string) error
+	Idle               func(context.Context, time.Duration) error
 }
 
-func startWakeProxy(addr string, t wakeTarget, gate *wakeGate) (*wakeProxy, error) {
+// Start listens on addr for t; gate holds the counts every listener shares.
+func Start(addr string, t Target, gate *Gate) (*Proxy, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	p := &wakeProxy{ln: ln, uid: t.uid, team: t.team, backend: t.backend, gate: gate, ready: t.ready, wake: t.wake, idle: t.idle,
+	p := &Proxy{ln: ln, uid: t.UID, team: t.Team, backend: t.Backend, gate: gate, ready: t.Ready, wake: t.Wake, idle: t.Idle,
 		last: time.Now(), done: make(chan struct{})}
 	p.wg.Add(2)
 	go p.accept()
@@ -98,17 +103,17 @@ func startWakeProxy(addr string, t wakeTarget, gate *wakeGate) (*wakeProxy, erro
 	return p, nil
 }
 
-// setIdleTimeout changes the idle timeout (0: never sleep by idleness).
-func (p *wakeProxy) setIdleTimeout(d time.Duration) {
+// SetIdleTimeout changes the idle timeout (0: never sleep by idleness).
+func (p *Proxy) SetIdleTimeout(d time.Duration) {
 	p.mu.Lock()
 	p.idleTimeout = d
 	p.mu.Unlock()
 }
 
-// close stops listening, ends the connections waiting for a wake, waits for the loops, and frees
+// Close stops listening, ends the connections waiting for a wake, waits for the loops, and frees
 // the tenant's slots of the gate. Slots are taken only under p.mu with done open (waitAwake), so
 // every slot taken is taken before the slept here, and none after it.
-func (p *wakeProxy) close() {
+func (p *Proxy) Close() {
 	p.mu.Lock()
 	select {
 	case <-p.done:
@@ -123,7 +128,7 @@ func (p *wakeProxy) close() {
 	p.gate.slept(p.uid)
 }
 
-func (p *wakeProxy) accept() {
+func (p *Proxy) accept() {
 	defer p.wg.Done()
 	for {
 		conn, err := p.ln.Accept()
@@ -141,7 +146,7 @@ func (p *wakeProxy) accept() {
 
 // touch records activity of an established connection; delta counts one opening (+1) or
 // closing (-1).
-func (p *wakeProxy) touch(delta int) {
+func (p *Proxy) touch(delta int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.open += delta
@@ -151,7 +156,7 @@ func (p *wakeProxy) touch(delta int) {
 	}
 }
 
-func (p *wakeProxy) serve(client net.Conn) {
+func (p *Proxy) serve(client net.Conn) {
 	defer client.Close()
 	accepted := time.Now()
 	remote := client.RemoteAddr().String()
@@ -214,7 +219,7 @@ func readClientHello(c net.Conn) ([]byte, error) {
 // refused the wake. The wake starts the processes before it writes the wish, so the two overlap;
 // the connection passes through once both are done. The wake goes on when the connection gives
 // up: watchWake keeps its slot of the gate until it serves.
-func (p *wakeProxy) waitAwake(remote string, accepted time.Time) bool {
+func (p *Proxy) waitAwake(remote string, accepted time.Time) bool {
 	p.mu.Lock()
 	if err := p.startWakeLocked(); err != nil {
 		p.mu.Unlock()
@@ -261,7 +266,7 @@ func (p *wakeProxy) waitAwake(remote string, accepted time.Time) bool {
 // startWakeLocked takes the tenant's slots of the gate for a wake, unless the listener is closed:
 // a connection accepted before close whose ClientHello arrives after it would otherwise take
 // slots that nothing frees (close freed them already). p.mu is held.
-func (p *wakeProxy) startWakeLocked() error {
+func (p *Proxy) startWakeLocked() error {
 	select {
 	case <-p.done:
 		return errors.New("the listener is closed")
@@ -271,7 +276,7 @@ func (p *wakeProxy) startWakeLocked() error {
 }
 
 // askWake records the wake; false (the wake's slots freed) when it could not be recorded.
-func (p *wakeProxy) askWake(remote string) bool {
+func (p *Proxy) askWake(remote string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), wakeWait)
 	defer cancel()
 	go func() {
@@ -297,7 +302,7 @@ func (p *wakeProxy) askWake(remote string) bool {
 // from then. A tenant that does not serve within wakeWait must hold neither a waking nor an
 // awake slot for good (it would never sleep by idleness, having never served). One runs at a
 // time (p.watching).
-func (p *wakeProxy) watchWake(start time.Time) {
+func (p *Proxy) watchWake(start time.Time) {
 	timeout := time.NewTimer(wakeWait)
 	defer timeout.Stop()
 	for {
@@ -329,7 +334,7 @@ func (p *wakeProxy) watchWake(start time.Time) {
 // and starts a watcher of its own, or came before and sees its slots freed here (its connection
 // is still held at most wakeHold): never a slot taken with no watcher to free it. grace: the
 // tenant serves, its wakeGrace counts from now.
-func (p *wakeProxy) endWatch(tell func(uid string), grace bool) {
+func (p *Proxy) endWatch(tell func(uid string), grace bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.watching = false
@@ -344,7 +349,7 @@ func (p *wakeProxy) endWatch(tell func(uid string), grace bool) {
 // graceLocked gives a cluster woken on request wakeGrace to be used: a wake is asked by a mere
 // ClientHello, so unless a handshake completes (and then the idle timeout counts from its last
 // byte) the cluster sleeps again after wakeGrace, whatever its idle timeout. p.mu is held.
-func (p *wakeProxy) graceLocked() {
+func (p *Proxy) graceLocked() {
 	if g := time.Now().Add(wakeGrace - p.idleTimeout); g.After(p.last) {
 		p.last = g
 	}
@@ -353,7 +358,7 @@ func (p *wakeProxy) graceLocked() {
 // splice copies both ways until either side closes. The connection is established (counted as
 // use, and released from its source's bound) once the tenant answered the ClientHello and the
 // client sent more: its side of the handshake went on. From then on every read is activity.
-func (p *wakeProxy) splice(client, backend net.Conn, release func()) {
+func (p *Proxy) splice(client, backend net.Conn, release func()) {
 	var (
 		mu                    sync.Mutex
 		answered, established bool
@@ -414,7 +419,7 @@ func (p *wakeProxy) splice(client, backend net.Conn, release func()) {
 // watchIdle writes the wish to sleep once no client connection has been open and no byte has
 // passed for the idle timeout, while the control plane serves. While it does not, it waits
 // without ticking: a machine of many sleeping tenants pays no timer per tenant.
-func (p *wakeProxy) watchIdle() {
+func (p *Proxy) watchIdle() {
 	defer p.wg.Done()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()

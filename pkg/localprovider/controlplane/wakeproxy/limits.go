@@ -1,4 +1,4 @@
-package controlplane
+package wakeproxy
 
 import (
 	"fmt"
@@ -7,10 +7,10 @@ import (
 	"sync"
 )
 
-// WakeLimits bound what unauthenticated clients can make the wake-on-request listeners do: the
+// Limits bound what unauthenticated clients can make the wake-on-request listeners do: the
 // listeners pass connections before any credential is checked (the tenant checks it), so
 // anyone who reaches an endpoint can send a ClientHello. Zero means no bound.
-type WakeLimits struct {
+type Limits struct {
 	// MaxWaking is how many clusters may be waking on request at once (asked, not yet serving).
 	MaxWaking int
 	// MaxAwake is how many clusters may be awake because of a request (woken by a connection and
@@ -27,12 +27,12 @@ type WakeLimits struct {
 	PerSource int
 }
 
-// DefaultWakeLimits are the provider's defaults (its flags).
-var DefaultWakeLimits = WakeLimits{MaxWaking: 4, MaxAwake: 16, MaxAwakePerTeam: 4, PerSource: 32}
+// DefaultLimits are the provider's defaults (its flags).
+var DefaultLimits = Limits{MaxWaking: 4, MaxAwake: 16, MaxAwakePerTeam: 4, PerSource: 32}
 
-// wakeGate holds the counts behind WakeLimits, shared by every listener of the provider.
-type wakeGate struct {
-	limits WakeLimits
+// Gate holds the counts behind Limits, shared by every listener of the provider.
+type Gate struct {
+	limits Limits
 
 	mu      sync.Mutex
 	waking  map[string]bool   // tenant UIDs asked to wake, not yet serving
@@ -40,13 +40,13 @@ type wakeGate struct {
 	pending map[string]int    // connections not yet established, by client address
 }
 
-func newWakeGate(l WakeLimits) *wakeGate {
-	return &wakeGate{limits: l, waking: map[string]bool{}, awake: map[string]string{}, pending: map[string]int{}}
+func NewGate(l Limits) *Gate {
+	return &Gate{limits: l, waking: map[string]bool{}, awake: map[string]string{}, pending: map[string]int{}}
 }
 
 // admit counts a new connection from remote against its source's bound; release (once) when
 // the connection is established or closed.
-func (g *wakeGate) admit(remote string) (release func(), err error) {
+func (g *Gate) admit(remote string) (release func(), err error) {
 	host := sourceOf(remote)
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -87,7 +87,7 @@ func sourceOf(remote string) string {
 
 // startWake counts a wake of tenant uid, unless a bound is reached; a tenant already counted
 // passes again.
-func (g *wakeGate) startWake(uid, team string) error {
+func (g *Gate) startWake(uid, team string) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if _, ok := g.awake[uid]; ok { // every waking tenant is counted awake too
@@ -107,7 +107,7 @@ func (g *wakeGate) startWake(uid, team string) error {
 }
 
 // awakeOf counts team's tenants awake by request; g.mu is held.
-func (g *wakeGate) awakeOf(team string) (n int) {
+func (g *Gate) awakeOf(team string) (n int) {
 	for _, t := range g.awake {
 		if t == team {
 			n++
@@ -117,14 +117,14 @@ func (g *wakeGate) awakeOf(team string) (n int) {
 }
 
 // woke says tenant uid serves: it no longer counts as waking (it stays awake by request).
-func (g *wakeGate) woke(uid string) {
+func (g *Gate) woke(uid string) {
 	g.mu.Lock()
 	delete(g.waking, uid)
 	g.mu.Unlock()
 }
 
 // slept says tenant uid stopped (or its wake failed, or its listener went): it counts no more.
-func (g *wakeGate) slept(uid string) {
+func (g *Gate) slept(uid string) {
 	g.mu.Lock()
 	delete(g.waking, uid)
 	delete(g.awake, uid)
@@ -132,7 +132,7 @@ func (g *wakeGate) slept(uid string) {
 }
 
 // counts returns the tenants waking and awake by request (for tests and logs).
-func (g *wakeGate) counts() (waking, awake int) {
+func (g *Gate) counts() (waking, awake int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return len(g.waking), len(g.awake)

@@ -1,4 +1,4 @@
-package controlplane
+package wakeproxy
 
 import (
 	"context"
@@ -28,13 +28,13 @@ func tlsBackend(t *testing.T) string {
 }
 
 // wakesAfter is a sleeping plane whose wake makes it serve after d.
-func wakesAfter(t *testing.T, d time.Duration, n *counter, backend string) (*plane, wakeTarget) {
+func wakesAfter(t *testing.T, d time.Duration, n *counter, backend string) (*backendState, Target) {
 	t.Helper()
-	pl := &plane{}
+	pl := &backendState{}
 	target := n.target("a", backend, pl.serving)
-	target.wake = func(context.Context, string) error {
+	target.Wake = func(context.Context, string) error {
 		n.wakes.Add(1)
-		time.AfterFunc(d, func() { pl.mu.Lock(); pl.setReadyLocked(true); pl.mu.Unlock() })
+		time.AfterFunc(d, func() { pl.setReady() })
 		return nil
 	}
 	return pl, target
@@ -50,7 +50,7 @@ func TestWakeLongerThanTheClientsHandshakeTimeout(t *testing.T) {
 	wakeHold = 600 * time.Millisecond // below the client's 1 s, as 8 s is below client-go's 10 s
 	var n counter
 	_, target := wakesAfter(t, 2500*time.Millisecond, &n, tlsBackend(t))
-	p := startTestProxy(t, target, newWakeGate(WakeLimits{}))
+	p := startTestProxy(t, target, NewGate(Limits{}))
 
 	client, err := discovery.NewDiscoveryClientForConfig(&rest.Config{Host: "https://" + p.ln.Addr().String(),
 		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, TLSHandshakeTimeout: time.Second}}) //nolint:gosec // a test backend
@@ -76,7 +76,7 @@ func TestWakeProxyHoldOutlastsHelloWait(t *testing.T) {
 	helloWait = 200 * time.Millisecond
 	var n counter
 	_, target := wakesAfter(t, 700*time.Millisecond, &n, echoBackend(t))
-	p := startTestProxy(t, target, newWakeGate(WakeLimits{}))
+	p := startTestProxy(t, target, NewGate(Limits{}))
 	handshake(t, p.ln.Addr().String()).Close()
 }
 
@@ -86,12 +86,12 @@ func TestWakeProxyHoldOutlastsHelloWait(t *testing.T) {
 func TestAttackWakeHoldKeepsTheWakingSlot(t *testing.T) {
 	defer func(d time.Duration) { wakeHold = d }(wakeHold)
 	wakeHold = 200 * time.Millisecond
-	gate := newWakeGate(WakeLimits{MaxWaking: 1})
+	gate := NewGate(Limits{MaxWaking: 1})
 	var n counter
 	never := func() (bool, <-chan struct{}) { return false, make(chan struct{}) }
 	slow := startTestProxy(t, n.target("slow", echoBackend(t), never), gate)
 	other := startTestProxy(t, n.target("other", echoBackend(t), never), gate)
-	for _, p := range []*wakeProxy{slow, other, slow} {
+	for _, p := range []*Proxy{slow, other, slow} {
 		c, err := net.Dial("tcp", p.ln.Addr().String())
 		if err != nil {
 			t.Fatal(err)
@@ -119,14 +119,14 @@ func TestAttackWakeHoldKeepsTheWakingSlot(t *testing.T) {
 // nothing freed them: repeated, it filled MaxWaking and refused every Team's wakes until the
 // provider restarted.
 func TestAttackWakeAfterCloseTakesNoSlot(t *testing.T) {
-	gate := newWakeGate(WakeLimits{MaxWaking: 1})
+	gate := NewGate(Limits{MaxWaking: 1})
 	var n counter
 	never := func() (bool, <-chan struct{}) { return false, make(chan struct{}) }
-	p, err := startWakeProxy("127.0.0.1:0", n.target("asleep", echoBackend(t), never), gate)
+	p, err := Start("127.0.0.1:0", n.target("asleep", echoBackend(t), never), gate)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.close()
+	defer p.Close()
 	late, err := net.Dial("tcp", p.ln.Addr().String()) // no ClientHello yet
 	if err != nil {
 		t.Fatal(err)
@@ -146,7 +146,7 @@ func TestAttackWakeAfterCloseTakesNoSlot(t *testing.T) {
 		return n.wakes.Load() == 1 && gate.pending["127.0.0.1"] == 2
 	})
 
-	p.close()
+	p.Close()
 	if waking, awake := gate.counts(); waking != 0 || awake != 0 {
 		t.Errorf("after close: %d waking, %d awake by request; want 0 and 0", waking, awake)
 	}
