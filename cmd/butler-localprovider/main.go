@@ -27,6 +27,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localports"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/controlplane"
+	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/controlplane/kubebuild"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/controlplane/wakeproxy"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/datastore"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/machines"
@@ -41,7 +42,7 @@ func main() {
 		etcdmain.Main(append([]string{"etcd"}, os.Args[2:]...))
 		return
 	}
-	if len(os.Args) > 1 && os.Args[1] == controlplane.BuildCommand {
+	if len(os.Args) > 1 && os.Args[1] == kubebuild.BuildCommand {
 		buildKube(os.Args[2:])
 		return
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/external/steward"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localports"
+	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/controlplane/kubebuild"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/controlplane/wakeproxy"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/datastore"
 )
@@ -85,7 +86,7 @@ type Controller struct {
 	scpQueue, tcpQueue               *worker.Queue
 
 	ports    *ports
-	versions *versions
+	versions *kubebuild.Versions
 	// restorer, if set, fills a tenant's prefix from a snapshot before its processes start.
 	restorer Restorer
 	// local is the datastore this provider runs; stores its connections to every datastore.
@@ -138,7 +139,7 @@ func New(d *worker.Deps, opts Options) (*Controller, error) {
 		placed:   map[string]string{},
 		stores:   stores{clients: map[string]*storeClient{}},
 	}
-	c.versions = newVersions(opts.PinnedVersion, opts.BinDir, opts.VersionsDir, c.versionBuilt)
+	c.versions = kubebuild.NewVersions(opts.PinnedVersion, opts.BinDir, opts.VersionsDir, c.versionBuilt)
 	c.scps = d.DynamicInformers.ForResource(stewardControlPlanes).Informer()
 	c.tcps = d.DynamicInformers.ForResource(tenantControlPlanes).Informer()
 	c.clusters = d.DynamicInformers.ForResource(clusters).Informer()
@@ -195,7 +196,7 @@ func (c *Controller) Run(ctx context.Context) {
 	}
 	var wg sync.WaitGroup
 	wg.Add(3)
-	go func() { defer wg.Done(); c.versions.run(ctx) }()
+	go func() { defer wg.Done(); c.versions.Run(ctx) }()
 	go func() {
 		defer wg.Done()
 		c.scpQueue.Run(ctx, c.opts.Workers, c.scps.HasSynced, c.tcps.HasSynced, c.clusters.HasSynced)

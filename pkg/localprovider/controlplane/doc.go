@@ -26,10 +26,8 @@
 // finalizer holds it until then), and all stopped when the provider stops. Their pid files are in
 // the state directory (<state>/<TenantControlPlane UID>/*.pid).
 //
-// Any Kubernetes version other than the one in --bin-dir is built from the module proxy on first
-// use (a wrapper module requiring k8s.io/kubernetes with every staging module replaced), one build
-// at a time, into --kube-versions-dir/<version>; while it builds the TenantControlPlane says
-// Provisioning (or Upgrading), and if it cannot be built, NotReady with the reason in the
-// annotations localprovider.butlerlabs.dev/reason and /message, an Event, and the
+// Any Kubernetes version other than the one in --bin-dir is built on first use (package
+// kubebuild); while it builds the TenantControlPlane says Provisioning (or Upgrading), and if it
+// cannot be built, NotReady with the reason in the annotations localprovider.butlerlabs.dev/reason and /message, an Event, and the
 // StewardControlPlane's failureReason/failureMessage and Ready condition.
 package controlplane

@@ -7,14 +7,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/controlplane/kubebuild"
 	"github.com/butlerdotdev/butler-apiserver/pkg/pki"
 )
 
 // Components of a tenant control plane, also their file stems in the state directory.
 const (
-	componentAPIServer         = "kube-apiserver"
-	componentControllerManager = "kube-controller-manager"
-	componentScheduler         = "kube-scheduler"
+	componentAPIServer         = kubebuild.APIServer
+	componentControllerManager = kubebuild.ControllerManager
+	componentScheduler         = kubebuild.Scheduler
 )
 
 // tenantPaths is the layout of one tenant's state directory.

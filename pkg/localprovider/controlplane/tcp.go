@@ -29,6 +29,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external/steward"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
+	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/controlplane/kubebuild"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/datastore"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/process"
 	"github.com/butlerdotdev/butler-apiserver/pkg/pki"
@@ -75,7 +76,7 @@ type tcpRun struct {
 	// published is the endpoint in the status (empty until kube-apiserver first served);
 	// endpoint is the one clients use now, apiEndpoint kube-apiserver's own address.
 	published, endpoint, apiEndpoint string
-	bins                             binaries
+	bins                             kubebuild.Binaries
 	rotated                          string
 	certs                            *pki.Tenant
 	kubeconfigs                      tenantKubeconfigs
@@ -194,11 +195,11 @@ func (c *Controller) ensureAPIPort(ctx context.Context, r *tcpRun) (bool, error)
 
 // ensureBinaries finds the binaries of the asked version, built or being built.
 func (c *Controller) ensureBinaries(ctx context.Context, r *tcpRun) (bool, error) {
-	bins, state, msg := c.versions.get(r.spec.Version)
+	bins, state, msg := c.versions.Get(r.spec.Version)
 	switch state {
-	case versionBuilding:
+	case kubebuild.Building:
 		return true, c.setTCPStatus(ctx, r.tcp, unavailableState(r.tcp, r.published, pendingStatus(r.tcp, r.spec.Version), "BuildingKubernetes", msg))
-	case versionFailed:
+	case kubebuild.Failed:
 		return true, c.setTCPStatus(ctx, r.tcp, unavailableState(r.tcp, r.published, statusNotReady, "KubernetesVersionUnavailable", msg))
 	}
 	r.bins = bins
@@ -396,8 +397,8 @@ func tcpAdminSecret(tcp *unstructured.Unstructured) string {
 	return publishedStatus(tcp).Kubeconfig.Admin.SecretName
 }
 
-func (c *Controller) procSpec(component string, bins binaries, args []string, paths tenantPaths) process.Spec {
-	return process.Spec{Component: component, Binary: bins.path(component), Args: args,
+func (c *Controller) procSpec(component string, bins kubebuild.Binaries, args []string, paths tenantPaths) process.Spec {
+	return process.Spec{Component: component, Binary: bins.Path(component), Args: args,
 		LogFile: paths.log(component), PidFile: paths.pidFile(component), Owner: paths.dir}
 }
 

@@ -1,4 +1,8 @@
-package controlplane
+// Package kubebuild finds the binaries of a Kubernetes version for the local provider's tenant
+// control planes: the pinned version's in --bin-dir, any other built from the module proxy on
+// first use (a wrapper module requiring k8s.io/kubernetes with every staging module replaced),
+// one build at a time, into --kube-versions-dir/<version>.
+package kubebuild
 
 import (
 	"bytes"
@@ -19,32 +23,41 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// binaries is where one Kubernetes version's control-plane commands are.
-type binaries struct{ dir string }
+// The commands a version's binaries hold: a tenant control plane's components.
+const (
+	APIServer         = "kube-apiserver"
+	ControllerManager = "kube-controller-manager"
+	Scheduler         = "kube-scheduler"
+)
 
-func (b binaries) path(component string) string { return filepath.Join(b.dir, component) }
+// Binaries is where one Kubernetes version's control-plane commands are.
+type Binaries struct{ dir string }
 
-func (b binaries) complete() bool {
-	for _, c := range []string{componentAPIServer, componentControllerManager, componentScheduler} {
-		if info, err := os.Stat(b.path(c)); err != nil || info.Mode()&0o111 == 0 {
+// Path is the command component (APIServer, ControllerManager or Scheduler).
+func (b Binaries) Path(component string) string { return filepath.Join(b.dir, component) }
+
+// Complete says whether the three commands are there and executable.
+func (b Binaries) Complete() bool {
+	for _, c := range []string{APIServer, ControllerManager, Scheduler} {
+		if info, err := os.Stat(b.Path(c)); err != nil || info.Mode()&0o111 == 0 {
 			return false
 		}
 	}
 	return true
 }
 
-// buildState is where a version's binaries stand.
-type buildState int
+// State is where a version's binaries stand.
+type State int
 
 const (
-	versionReady buildState = iota
-	versionBuilding
-	versionFailed
+	Ready State = iota
+	Building
+	Failed
 )
 
-// versions finds the binaries of a Kubernetes version: the pinned version's in binDir, any other
+// Versions finds the binaries of a Kubernetes version: the pinned version's in binDir, any other
 // built from the module proxy into dir/<version>/bin on first use, one build at a time.
-type versions struct {
+type Versions struct {
 	pinned string
 	binDir string
 	dir    string
@@ -60,8 +73,10 @@ type versions struct {
 	wake    chan struct{}
 }
 
-func newVersions(pinned, binDir, dir string, built func(string)) *versions {
-	return &versions{pinned: pinned, binDir: binDir, dir: dir, goCmd: "go", built: built,
+// NewVersions finds pinned in binDir and builds others into dir; built is called when a build
+// ends.
+func NewVersions(pinned, binDir, dir string, built func(string)) *Versions {
+	return &Versions{pinned: pinned, binDir: binDir, dir: dir, goCmd: "go", built: built,
 		failed: map[string]string{}, wake: make(chan struct{}, 1)}
 }
 
@@ -71,27 +86,27 @@ var versionPattern = regexp.MustCompile(`^v1\.(\d+)\.(\d+)$`)
 // Oldest minor built here: older k8s.io/kubernetes releases do not build with this Go.
 const oldestMinor = 29
 
-// get returns the binaries of version, or where their build stands and why.
-func (v *versions) get(version string) (binaries, buildState, string) {
+// Get returns the binaries of version, or where their build stands and why.
+func (v *Versions) Get(version string) (Binaries, State, string) {
 	if version == v.pinned {
-		b := binaries{dir: v.binDir}
-		if !b.complete() {
-			return b, versionFailed, fmt.Sprintf("the binaries of %s are missing from %s; run hack/build-kube.sh", version, v.binDir)
+		b := Binaries{dir: v.binDir}
+		if !b.Complete() {
+			return b, Failed, fmt.Sprintf("the binaries of %s are missing from %s; run hack/build-kube.sh", version, v.binDir)
 		}
-		return b, versionReady, ""
+		return b, Ready, ""
 	}
-	b := binaries{dir: filepath.Join(v.dir, version, "bin")}
-	if b.complete() {
-		return b, versionReady, ""
+	b := Binaries{dir: filepath.Join(v.dir, version, "bin")}
+	if b.Complete() {
+		return b, Ready, ""
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if msg, ok := v.failed[version]; ok {
-		return b, versionFailed, msg
+		return b, Failed, msg
 	}
 	if msg := unbuildable(version); msg != "" {
 		v.failed[version] = msg
-		return b, versionFailed, msg
+		return b, Failed, msg
 	}
 	if v.current != version && !contains(v.pending, version) {
 		v.pending = append(v.pending, version)
@@ -101,12 +116,12 @@ func (v *versions) get(version string) (binaries, buildState, string) {
 		}
 	}
 	if v.current == version {
-		return b, versionBuilding, fmt.Sprintf("building kube-apiserver, kube-controller-manager and kube-scheduler %s from the module proxy (minutes; log in %s)", version, filepath.Join(v.dir, version, "build.log"))
+		return b, Building, fmt.Sprintf("building kube-apiserver, kube-controller-manager and kube-scheduler %s from the module proxy (minutes; log in %s)", version, filepath.Join(v.dir, version, "build.log"))
 	}
-	return b, versionBuilding, fmt.Sprintf("waiting to build %s (%d builds queued before it)", version, v.queuedBefore(version))
+	return b, Building, fmt.Sprintf("waiting to build %s (%d builds queued before it)", version, v.queuedBefore(version))
 }
 
-func (v *versions) queuedBefore(version string) int {
+func (v *Versions) queuedBefore(version string) int {
 	n := 0
 	if v.current != "" {
 		n++
@@ -133,8 +148,8 @@ func unbuildable(version string) string {
 	return ""
 }
 
-// run builds the queued versions one at a time until ctx is done.
-func (v *versions) run(ctx context.Context) {
+// Run builds the queued versions one at a time until ctx is done.
+func (v *Versions) Run(ctx context.Context) {
 	for {
 		v.mu.Lock()
 		if len(v.pending) > 0 {
@@ -167,7 +182,7 @@ func (v *versions) run(ctx context.Context) {
 // build makes dir/<version>/bin through a wrapper module: k8s.io/kubernetes cannot be required
 // as it is (its go.mod replaces the staging modules with local paths), so the wrapper replaces
 // each of them with its published v0.<minor>.<patch>.
-func (v *versions) build(ctx context.Context, version string) error {
+func (v *Versions) build(ctx context.Context, version string) error {
 	logger := klog.FromContext(ctx).WithValues("version", version)
 	started := time.Now()
 	// Absolute: go runs in src, and a relative output path would land under it (make
@@ -321,9 +336,9 @@ const BuildCommand = "build-kube"
 
 // BuildVersions builds each of the versions not yet in dir, one after another.
 func BuildVersions(ctx context.Context, dir string, versions []string) error {
-	v := newVersions("", "", dir, nil)
+	v := NewVersions("", "", dir, nil)
 	for _, version := range versions {
-		if (binaries{dir: filepath.Join(dir, version, "bin")}).complete() {
+		if (Binaries{dir: filepath.Join(dir, version, "bin")}).Complete() {
 			continue
 		}
 		if msg := unbuildable(version); msg != "" {
@@ -334,4 +349,11 @@ func BuildVersions(ctx context.Context, dir string, versions []string) error {
 		}
 	}
 	return nil
+}
+
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
 }

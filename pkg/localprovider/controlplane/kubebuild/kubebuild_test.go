@@ -1,4 +1,4 @@
-package controlplane
+package kubebuild
 
 import (
 	"context"
@@ -71,25 +71,25 @@ func TestUnbuildable(t *testing.T) {
 
 func TestVersionsGet(t *testing.T) {
 	bin := t.TempDir()
-	for _, c := range []string{componentAPIServer, componentControllerManager} {
+	for _, c := range []string{APIServer, ControllerManager} {
 		writeScript(t, filepath.Join(bin, c))
 	}
-	v := newVersions("v1.36.3", bin, t.TempDir(), func(string) {})
-	if _, state, msg := v.get("v1.36.3"); state != versionFailed || !strings.Contains(msg, "hack/build-kube.sh") {
+	v := NewVersions("v1.36.3", bin, t.TempDir(), func(string) {})
+	if _, state, msg := v.Get("v1.36.3"); state != Failed || !strings.Contains(msg, "hack/build-kube.sh") {
 		t.Errorf("pinned version without kube-scheduler: %v %q", state, msg)
 	}
-	writeScript(t, filepath.Join(bin, componentScheduler))
-	if b, state, _ := v.get("v1.36.3"); state != versionReady || b.path(componentScheduler) != filepath.Join(bin, componentScheduler) {
+	writeScript(t, filepath.Join(bin, Scheduler))
+	if b, state, _ := v.Get("v1.36.3"); state != Ready || b.Path(Scheduler) != filepath.Join(bin, Scheduler) {
 		t.Errorf("pinned version: %v %v", b, state)
 	}
-	if _, state, msg := v.get("v1.2.3"); state != versionFailed || !strings.Contains(msg, "older") {
+	if _, state, msg := v.Get("v1.2.3"); state != Failed || !strings.Contains(msg, "older") {
 		t.Errorf("v1.2.3: %v %q", state, msg)
 	}
 	// Another version is queued (the builder is not running here) and says so.
-	if _, state, msg := v.get("v1.30.2"); state != versionBuilding || !strings.Contains(msg, "waiting to build") {
+	if _, state, msg := v.Get("v1.30.2"); state != Building || !strings.Contains(msg, "waiting to build") {
 		t.Errorf("v1.30.2: %v %q", state, msg)
 	}
-	if _, _, _ = v.get("v1.30.2"); len(v.pending) != 1 {
+	if _, _, _ = v.Get("v1.30.2"); len(v.pending) != 1 {
 		t.Errorf("asking twice queued %d builds", len(v.pending))
 	}
 	// Built binaries in the versions directory are used as they are.
@@ -97,10 +97,10 @@ func TestVersionsGet(t *testing.T) {
 	if err := os.MkdirAll(built, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []string{componentAPIServer, componentControllerManager, componentScheduler} {
+	for _, c := range []string{APIServer, ControllerManager, Scheduler} {
 		writeScript(t, filepath.Join(built, c))
 	}
-	if b, state, _ := v.get("v1.31.0"); state != versionReady || b.dir != built {
+	if b, state, _ := v.Get("v1.31.0"); state != Ready || b.dir != built {
 		t.Errorf("built v1.31.0: %v %v", b, state)
 	}
 }
@@ -113,7 +113,7 @@ func TestBuildVersions(t *testing.T) {
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []string{componentAPIServer, componentControllerManager, componentScheduler} {
+	for _, c := range []string{APIServer, ControllerManager, Scheduler} {
 		if err := os.WriteFile(filepath.Join(bin, c), []byte("#!/bin/true\n"), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -155,17 +155,17 @@ esac
 		t.Fatal(err)
 	}
 	t.Chdir(work)
-	v := newVersions("", "", "kube-versions", nil)
+	v := NewVersions("", "", "kube-versions", nil)
 	v.goCmd = fakeGo
 	if err := v.build(context.Background(), "v1.30.2"); err != nil {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(work, "kube-versions", "v1.30.2", "bin")
-	if !(binaries{dir: bin}).complete() {
+	if !(Binaries{dir: bin}).Complete() {
 		entries, _ := os.ReadDir(bin)
 		t.Fatalf("%s is not complete: %v", bin, entries)
 	}
-	got, err := os.ReadFile(filepath.Join(bin, componentAPIServer))
+	got, err := os.ReadFile(filepath.Join(bin, APIServer))
 	if err != nil || strings.TrimSpace(string(got)) != "CGO_ENABLED=0" {
 		t.Errorf("kube-apiserver built with %q (%v), want CGO_ENABLED=0", got, err)
 	}
