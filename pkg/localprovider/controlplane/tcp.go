@@ -29,6 +29,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external/steward"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
+	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/controlplane/kubeadm"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/controlplane/kubebuild"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/datastore"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/process"
@@ -631,7 +632,7 @@ func (c *Controller) setUpTenant(ctx context.Context, spec tenantSpec, endpoint 
 		return err
 	}
 	cfg.UserAgent = string(external.LocalProvider)
-	// The join objects go in one burst (setUpJoin): client-go's default 5/s, burst 10, would
+	// The join objects go in one burst (kubeadm.SetUpJoin): client-go's default 5/s, burst 10, would
 	// pace its last few.
 	cfg.QPS, cfg.Burst = 50, 50
 	tenant, err := kubernetes.NewForConfig(cfg)
@@ -644,7 +645,7 @@ func (c *Controller) setUpTenant(ctx context.Context, spec tenantSpec, endpoint 
 			dns = []string{ip.String()}
 		}
 	}
-	return setUpJoin(ctx, tenant, joinSetup{
+	return kubeadm.SetUpJoin(ctx, tenant, kubeadm.JoinSetup{
 		ClusterName: spec.Name, Endpoint: endpoint, CAPEM: caPEM, Version: spec.Version,
 		ServiceCIDR: spec.ServiceCIDR, PodCIDR: spec.PodCIDR, ClusterDomain: spec.ClusterDomain,
 		ClusterDNS: dns, CgroupDriver: spec.CgroupDriver,

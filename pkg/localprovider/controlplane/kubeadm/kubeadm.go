@@ -1,4 +1,8 @@
-package controlplane
+// Package kubeadm writes into a new tenant what kubeadm init makes so that nodes can join with a
+// bootstrap token: the bootstrap-token RBAC, CSR auto-approval, cluster-info, kubeadm-config and
+// kubelet-config. The local provider's control planes are not made by kubeadm, and their nodes
+// join with kubeadm join.
+package kubeadm
 
 import (
 	"context"
@@ -28,8 +32,8 @@ const (
 	kubeletConfig      = "kubelet-config"
 )
 
-// joinSetup is what the tenant needs to know to write kubeadm's objects.
-type joinSetup struct {
+// JoinSetup is what the tenant needs to know to write kubeadm's objects.
+type JoinSetup struct {
 	ClusterName   string
 	Endpoint      string // host:port
 	CAPEM         []byte
@@ -41,8 +45,8 @@ type joinSetup struct {
 	CgroupDriver  string
 }
 
-// setUpJoin applies kubeadm's join objects to the tenant (server-side apply: it can run again).
-func setUpJoin(ctx context.Context, tenant kubernetes.Interface, s joinSetup) error {
+// SetUpJoin applies kubeadm's join objects to the tenant (server-side apply: it can run again).
+func SetUpJoin(ctx context.Context, tenant kubernetes.Interface, s JoinSetup) error {
 	apply := external.LocalProvider.ApplyOptions()
 	info, err := clusterInfoKubeconfig(s.Endpoint, s.CAPEM)
 	if err != nil {
@@ -157,7 +161,7 @@ func clusterInfoKubeconfig(endpoint string, caPEM []byte) ([]byte, error) {
 }
 
 // clusterConfiguration is kubeadm's ClusterConfiguration of the tenant.
-func clusterConfiguration(s joinSetup) string {
+func clusterConfiguration(s JoinSetup) string {
 	return fmt.Sprintf(`apiVersion: kubeadm.k8s.io/v1beta4
 kind: ClusterConfiguration
 clusterName: %s
@@ -172,7 +176,7 @@ networking:
 }
 
 // kubeletConfiguration is the KubeletConfiguration kubeadm uploads for joining nodes.
-func kubeletConfiguration(s joinSetup) string {
+func kubeletConfiguration(s JoinSetup) string {
 	dns := ""
 	for _, ip := range s.ClusterDNS {
 		dns += "\n- " + ip
