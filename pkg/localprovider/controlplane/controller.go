@@ -85,7 +85,7 @@ type Controller struct {
 	scps, tcps, clusters, dataStores cache.SharedIndexInformer
 	scpQueue, tcpQueue               *worker.Queue
 
-	ports    *ports
+	ports    *localports.Allocator
 	versions *kubebuild.Versions
 	// restorer, if set, fills a tenant's prefix from a snapshot before its processes start.
 	restorer Restorer
@@ -115,7 +115,7 @@ func New(d *worker.Deps, opts Options) (*Controller, error) {
 	if opts.CompactionInterval <= 0 {
 		opts.CompactionInterval = 5 * time.Minute
 	}
-	ports, err := newPorts(opts.Ports)
+	ports, err := localports.NewAllocator(opts.Ports)
 	if err != nil {
 		return nil, err
 	}
@@ -231,10 +231,10 @@ func (c *Controller) loadState(ctx context.Context) error {
 		if err != nil {
 			continue
 		}
-		if !c.ports.claim(rec.Port, rec.UID) {
+		if !c.ports.Claim(rec.Port, rec.UID) {
 			klog.FromContext(ctx).Info("Two tenants recorded the same port; the second gets another", "port", rec.Port, "uid", rec.UID)
 		}
-		if rec.InternalPort != 0 && !c.ports.claim(rec.InternalPort, rec.UID) {
+		if rec.InternalPort != 0 && !c.ports.Claim(rec.InternalPort, rec.UID) {
 			klog.FromContext(ctx).Info("Two tenants recorded the same port; the second gets another", "port", rec.InternalPort, "uid", rec.UID)
 		}
 	}

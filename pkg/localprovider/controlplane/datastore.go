@@ -147,15 +147,15 @@ func (c *Controller) dataStorePorts(d *localDataStore) error {
 	file := filepath.Join(d.dir, "datastore.json")
 	if data, err := os.ReadFile(file); err == nil && json.Unmarshal(data, &d.rec) == nil &&
 		d.rec.ClientPort != 0 && d.rec.PeerPort != 0 &&
-		c.ports.claim(d.rec.ClientPort, owner) && c.ports.claim(d.rec.PeerPort, owner+"/peer") {
+		c.ports.Claim(d.rec.ClientPort, owner) && c.ports.Claim(d.rec.PeerPort, owner+"/peer") {
 		return nil
 	}
 	var err error
 	d.rec = dataStoreRecord{Name: d.name}
-	if d.rec.ClientPort, err = c.ports.allocate(owner); err != nil {
+	if d.rec.ClientPort, err = c.ports.Allocate(owner); err != nil {
 		return err
 	}
-	if d.rec.PeerPort, err = c.ports.allocate(owner + "/peer"); err != nil {
+	if d.rec.PeerPort, err = c.ports.Allocate(owner + "/peer"); err != nil {
 		return err
 	}
 	data, _ := json.MarshalIndent(d.rec, "", "  ")

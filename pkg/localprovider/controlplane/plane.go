@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -18,7 +17,6 @@ import (
 
 	"k8s.io/klog/v2"
 
-	"github.com/butlerdotdev/butler-apiserver/pkg/localports"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/controlplane/wakeproxy"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/process"
 	"github.com/butlerdotdev/butler-apiserver/pkg/pki"
@@ -472,70 +470,6 @@ func stopRecorded(paths tenantPaths) {
 			process.Terminate(rec.PID, process.StopGrace)
 		}
 		_ = os.Remove(paths.pidFile(c))
-	}
-}
-
-// ports hands out loopback ports from a range, one per tenant, remembering which are taken.
-// Ports inside the kernel's ephemeral range are never handed out (package localports says why).
-type ports struct {
-	mu        sync.Mutex
-	r         localports.Range
-	ephemeral localports.Range
-	taken     map[int]string // port -> tenant uid
-	// available says whether nothing is bound to a port (a fake in unit tests).
-	available func(port int) bool
-}
-
-func newPorts(r localports.Range) (*ports, error) {
-	eph := localports.Ephemeral()
-	if r.Min <= 0 || r.Max < r.Min || r.Max > 65535 {
-		return nil, fmt.Errorf("invalid port range %s", r)
-	}
-	if r.Min >= eph.Min && r.Max <= eph.Max {
-		return nil, fmt.Errorf("the port range %s lies inside the kernel's ephemeral range %s: any outgoing connection may take its ports; choose one outside it", r, eph)
-	}
-	if r.Overlaps(eph) {
-		klog.InfoS("The tenants' port range overlaps the kernel's ephemeral range; those ports are not used", "range", r.String(), "ephemeral", eph.String())
-	}
-	return &ports{r: r, ephemeral: eph, taken: map[int]string{}, available: localports.Available}, nil
-}
-
-// claim records port as uid's (a port recorded in the state directory); false when another
-// tenant holds it.
-func (p *ports) claim(port int, uid string) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if owner, ok := p.taken[port]; ok && owner != uid {
-		return false
-	}
-	p.taken[port] = uid
-	return true
-}
-
-// allocate gives uid a port of the range that no tenant holds and nothing is bound to. The search
-// starts at a random place, so that two planes on one machine (a test's and `make run`'s) rarely
-// pick the same free port before either listens on it.
-func (p *ports) allocate(uid string) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	size := p.r.Max - p.r.Min + 1
-	start := rand.IntN(size)
-	for i := range size {
-		port := p.r.Min + (start+i)%size
-		if _, ok := p.taken[port]; ok || p.ephemeral.Contains(port) || !p.available(port) {
-			continue
-		}
-		p.taken[port] = uid
-		return port, nil
-	}
-	return 0, fmt.Errorf("no free port left in %s on 127.0.0.1 (outside the ephemeral range %s)", p.r, p.ephemeral)
-}
-
-func (p *ports) release(port int, uid string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.taken[port] == uid {
-		delete(p.taken, port)
 	}
 }
 

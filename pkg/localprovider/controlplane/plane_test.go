@@ -36,80 +36,19 @@ func sleepSpec(dir string) process.Spec {
 
 // A supervisor that finds a running process recorded with the same command line adopts it
 // instead of starting a second one; with another command line, it replaces it.
-func TestPorts(t *testing.T) {
-	p, err := newPorts(localports.Range{Min: 30000, Max: 30002})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.available = func(int) bool { return true } // whatever else runs on this machine
-	if !p.claim(30001, "a") || p.claim(30001, "b") || !p.claim(30001, "a") {
-		t.Fatal("claim")
-	}
-	seen := map[int]bool{}
-	for _, uid := range []string{"b", "c"} {
-		port, err := p.allocate(uid)
-		if err != nil || port == 30001 || seen[port] {
-			t.Fatalf("allocate(%s) = %d, %v", uid, port, err)
-		}
-		seen[port] = true
-	}
-	if _, err := p.allocate("d"); err == nil {
-		t.Error("allocated past the end of the range")
-	}
-	p.release(30001, "someone-else")
-	if _, err := p.allocate("d"); err == nil {
-		t.Error("a release by another tenant freed the port")
-	}
-	p.release(30001, "a")
-	if port, err := p.allocate("d"); err != nil || port != 30001 {
-		t.Errorf("after release: %d, %v", port, err)
-	}
-}
-
-func TestPortsSkipTheEphemeralRange(t *testing.T) {
-	eph := localports.Ephemeral()
-	if _, err := newPorts(localports.Range{Min: eph.Min, Max: eph.Min + 10}); err == nil {
-		t.Errorf("a range inside the ephemeral range %s was accepted", eph)
-	}
-	// Four ports outside the ephemeral range, a hundred inside it.
-	r := localports.Range{Min: eph.Min - 4, Max: eph.Min + 100}
-	if eph.Min < 1030 {
-		r = localports.Range{Min: eph.Max - 100, Max: eph.Max + 4}
-	}
-	p, err := newPorts(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.available = func(int) bool { return true }
-	got := map[int]bool{}
-	for i := range 4 {
-		port, err := p.allocate(fmt.Sprint("tenant-", i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got[port] = true
-		if eph.Contains(port) {
-			t.Fatalf("allocated %d, inside the ephemeral range %s", port, eph)
-		}
-	}
-	if port, err := p.allocate("one-too-many"); err == nil {
-		t.Errorf("allocated %d: only 4 ports lie outside the ephemeral range (%v taken)", port, got)
-	}
-}
-
 // A tenant whose kube-apiserver finds its port taken before the endpoint was published gets
 // another port, its processes stopped to start again on it; the record follows.
 func TestMovePortAfterBindFailure(t *testing.T) {
 	dir := t.TempDir()
 	takenPort := 0
-	ports, err := newPorts(localports.Range{Min: 30000, Max: 30010})
+	ports, err := localports.NewAllocator(localports.Range{Min: 30000, Max: 30010})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Every port is free but the one kube-apiserver finds taken.
-	ports.available = func(port int) bool { return port != takenPort }
+	ports.Available = func(port int) bool { return port != takenPort }
 	c := &Controller{ports: ports}
-	old, err := ports.allocate("uid")
+	old, err := ports.Allocate("uid")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +74,7 @@ func TestMovePortAfterBindFailure(t *testing.T) {
 	if pl.procs != nil {
 		t.Error("the processes were not stopped to start on the new port")
 	}
-	if !ports.claim(old, "another") {
+	if !ports.Claim(old, "another") {
 		t.Error("the old port is still held for the tenant")
 	}
 }

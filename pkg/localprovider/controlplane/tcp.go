@@ -427,7 +427,7 @@ func publishedEndpoint(tcp *unstructured.Unstructured) string {
 // their kubeconfigs once); the next ensure starts them on the new one.
 func (c *Controller) movePort(ctx context.Context, pl *plane) error {
 	uid := pl.rec.UID
-	port, err := c.ports.allocate(uid)
+	port, err := c.ports.Allocate(uid)
 	if err != nil {
 		return err
 	}
@@ -445,7 +445,7 @@ func (c *Controller) movePort(ctx context.Context, pl *plane) error {
 	if err := writeRecord(pl.paths, rec); err != nil {
 		return err
 	}
-	c.ports.release(old, uid)
+	c.ports.Release(old, uid)
 	klog.FromContext(ctx).Info("Another process holds the tenant's port; moved it, as the endpoint is not yet published", "from", old, "to", port)
 	return nil
 }
@@ -459,17 +459,17 @@ func (c *Controller) plane(ctx context.Context, tcp *unstructured.Unstructured, 
 		return pl, nil
 	}
 	rec, err := readRecord(paths.dir)
-	if err == nil && rec.InternalPort != 0 && !c.ports.claim(rec.InternalPort, uid) {
+	if err == nil && rec.InternalPort != 0 && !c.ports.Claim(rec.InternalPort, uid) {
 		rec.InternalPort = 0 // another is given with the listener
 	}
-	if err != nil || rec.UID != uid || !c.ports.claim(rec.Port, uid) {
-		port, err := c.ports.allocate(uid)
+	if err != nil || rec.UID != uid || !c.ports.Claim(rec.Port, uid) {
+		port, err := c.ports.Allocate(uid)
 		if err != nil {
 			return nil, err
 		}
 		rec = tenantRecord{Namespace: tcp.GetNamespace(), Name: tcp.GetName(), UID: uid, Port: port}
 		if err := writeRecord(paths, rec); err != nil {
-			c.ports.release(port, uid)
+			c.ports.Release(port, uid)
 			return nil, err
 		}
 	}
@@ -503,10 +503,10 @@ func (c *Controller) removeTenant(ctx context.Context, rec tenantRecord, paths t
 	delete(c.placed, rec.UID)
 	c.mu.Unlock()
 	if rec.Port != 0 {
-		c.ports.release(rec.Port, rec.UID)
+		c.ports.Release(rec.Port, rec.UID)
 	}
 	if rec.InternalPort != 0 {
-		c.ports.release(rec.InternalPort, rec.UID)
+		c.ports.Release(rec.InternalPort, rec.UID)
 	}
 	logger.Info("Removed the tenant control plane", "tenant", rec.Namespace+"/"+rec.Name)
 	return nil

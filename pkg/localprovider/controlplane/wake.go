@@ -41,7 +41,7 @@ func (c *Controller) ensureWakeProxy(ctx context.Context, tcp *unstructured.Unst
 		}
 		pl.closeProxy()
 		pl.stop()
-		c.ports.release(rec.InternalPort, rec.UID)
+		c.ports.Release(rec.InternalPort, rec.UID)
 		pl.mu.Lock()
 		pl.rec.InternalPort, pl.rec.ListenAfter = 0, time.Time{}
 		rec = pl.rec
@@ -93,7 +93,7 @@ const capiDropsConnection = 90 * time.Second
 // and its open connection keep it awake. With the endpoint refusing meanwhile, it drops that
 // client and makes a new one from <cluster>-kubeconfig, which names the internal port.
 func (c *Controller) moveBehindListener(pl *plane, served bool) error {
-	port, err := c.ports.allocate(pl.rec.UID)
+	port, err := c.ports.Allocate(pl.rec.UID)
 	if err != nil {
 		return err
 	}

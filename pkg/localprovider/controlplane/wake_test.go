@@ -71,7 +71,7 @@ func TestRecordWakeNamesNoAddress(t *testing.T) {
 // only after capiDropsConnection (Cluster API's client of the endpoint must see it refuse and be
 // dropped); one never published gets it at once.
 func TestWakeOnRequestTurnedOnWhileServing(t *testing.T) {
-	ports, err := newPorts(localports.Tenants)
+	ports, err := localports.NewAllocator(localports.Tenants)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestWakeOnRequestTurnedOnWhileServing(t *testing.T) {
 		wakeGate: wakeproxy.NewGate(wakeproxy.Limits{})}
 	ctx := context.Background()
 	for _, published := range []bool{true, false} {
-		port, err := ports.allocate("u")
+		port, err := ports.Allocate("u")
 		if err != nil {
 			t.Fatal(err)
 		}
