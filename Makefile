@@ -32,7 +32,7 @@ build-butler: ## butler-apiserver into _output/bin
 kubectl-butler: ## install the kubectl plugin (kubectl butler) into GOBIN
 	$(GO) install ./cmd/kubectl-butler
 
-build-kube: ## kube-apiserver, kube-controller-manager, kube-scheduler and etcd (pinned) into _output/bin
+build-kube: ## kube-apiserver, kube-controller-manager, kube-scheduler (pinned) and etcd (this module's) into _output/bin
 	hack/build-kube.sh
 
 build-capi: ## the Cluster API manager into _output/bin

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds the kube-apiserver, kube-controller-manager, kube-scheduler and etcd that the local
-# management plane and the local provider's tenant control planes run into _output/bin, from
-# the pinned module in hack/kube. Everything comes from the Go module proxy; the Go build cache
+# management plane and the local provider's tenant control planes run into _output/bin: the kube
+# commands from the pinned module in hack/kube, etcd from this module (the v3.7 server
+# butler-localprovider runs as tenant datastores, so the management plane's etcd is not an older
+# one without their fixes, and its packages are compiled once for both). Everything comes from the Go module proxy; the Go build cache
 # makes every build after the first one take seconds.
 set -euo pipefail
 
@@ -19,8 +21,10 @@ ldflags+=" -X k8s.io/component-base/version.gitTreeState=clean"
 # Arguments name other commands of k8s.io/kubernetes/cmd to build instead (hack/cluster-up.sh:
 # kubelet kube-proxy).
 packages=(k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
-  k8s.io/kubernetes/cmd/kube-scheduler ./cmd/etcd)
+  k8s.io/kubernetes/cmd/kube-scheduler)
+with_etcd=1
 if (($#)); then
+  with_etcd=0
   packages=()
   for command in "$@"; do packages+=("k8s.io/kubernetes/cmd/${command}"); done
 fi
@@ -31,3 +35,7 @@ cd "${ROOT}/hack/kube"
 # (CGO_ENABLED=0, as upstream builds them and as the tenant versions are built): the caller's
 # environment would otherwise choose, and a build with cgo shares no cache entry with one without.
 CGO_ENABLED=0 GOBIN="${BIN}" go install -trimpath -ldflags "${ldflags}" "${packages[@]}"
+if ((with_etcd)); then
+  cd "${ROOT}"
+  CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "${BIN}/etcd" go.etcd.io/etcd/server/v3
+fi

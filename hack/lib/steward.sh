@@ -17,7 +17,7 @@
 #     are the Secrets the DataStore names, as Steward needs both (it signs each tenant's client
 #     certificate with the CA and creates the tenant's etcd user and role as root).
 #   - That etcd is the one the local provider runs as its datastores (butler-localprovider etcd,
-#     v3.7), not BIN/etcd (v3.6.8, the management plane's): before v3.6.9 (and v3.5.28, v3.4.42)
+#     v3.7; BIN/etcd is the same server since, it was v3.6.8): before v3.6.9 (and v3.5.28, v3.4.42)
 #     etcd let any authenticated user Compact (server/etcdserver/api/v3rpc/key.go asks for the
 #     root role since etcd's a07ecd124), so every tenant could compact the history all tenants'
 #     watches resume from. Tenants never compact (Steward runs their kube-apiservers with
