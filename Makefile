@@ -152,7 +152,9 @@ kube-versions: ## build the extra Kubernetes versions the e2e tests' tenants run
 # -parallel 64 opens Go's own gate, which would start them in no set order.
 test-e2e: build kube-versions ## kubectl end-to-end tests on the standalone server and the local plane
 	test/e2e/standalone.sh $(BIN)/butler-apiserver
-	$(GO) test -vet=off -count=1 -timeout 45m -parallel 64 -skip '^(TestFault|TestSlow|TestS3|TestRealNode)' ./test/e2e/...
+	rm -f _output/e2e-durations.txt
+	$(GO) test -vet=off -count=1 -timeout 45m -parallel 64 -skip '^(TestFault|TestSlow|TestS3|TestRealNode)' ./test/e2e/...; \
+	  rc=$$?; cat _output/e2e-durations.txt 2>/dev/null; exit $$rc
 	$(GO) test -vet=off -count=1 -timeout 20m -run '^TestPlaneStartFailsCleanly$$' ./test/starts/
 
 # test-realnode: real worker nodes (LocalMachine spec.nodeType real) on this machine (root;

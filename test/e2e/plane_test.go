@@ -88,11 +88,23 @@ func run(m *testing.M) (code int) {
 	plane.kube = kubernetes.NewForConfigOrDie(plane.config)
 
 	code = m.Run()
+	writeDurations(root, time.Since(started))
 	if code != 0 {
 		dumpLogs(dir)
 		keepLogs(root, dir)
 	}
 	return code
+}
+
+// writeDurations leaves the parallel tests' times, longest first, in _output/e2e-durations.txt,
+// which make test-e2e prints: go test shows a passing package's output only with -v, and the
+// CI budget is read from it.
+func writeDurations(root string, suite time.Duration) {
+	text := fmt.Sprintf("e2e: the suite took %s; the parallel tests' longest slots:\n%s",
+		suite.Round(time.Second), order.Summary(15))
+	if err := os.WriteFile(filepath.Join(root, "_output", "e2e-durations.txt"), []byte(text), 0o644); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
+	}
 }
 
 // keepLogs copies the plane's logs of a failed run to _output/e2e-logs/<run>, where they outlive

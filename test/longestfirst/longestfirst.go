@@ -8,7 +8,9 @@
 package longestfirst
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -27,6 +29,12 @@ type Gate struct {
 	waiting []*waiter // longest expected first
 	settled bool      // no test has arrived for Settle
 	timer   *time.Timer
+	ran     []ran // each test's time in its slot, for Summary
+}
+
+type ran struct {
+	name         string
+	expect, took time.Duration
 }
 
 type waiter struct {
@@ -44,7 +52,27 @@ func (g *Gate) Parallel(t *testing.T, expect time.Duration) {
 	t.Helper()
 	t.Parallel()
 	g.Acquire(expect)
-	t.Cleanup(g.Release) // registered first: runs after the test's other cleanups
+	start := time.Now()
+	t.Cleanup(func() { // registered first: runs after the test's other cleanups
+		g.mu.Lock()
+		g.ran = append(g.ran, ran{name: t.Name(), expect: expect, took: time.Since(start)})
+		g.mu.Unlock()
+		g.Release()
+	})
+}
+
+// Summary lists the n tests that held a slot longest, with what each was expected to take: where
+// a suite's time goes, and which expectations to correct.
+func (g *Gate) Summary(n int) string {
+	g.mu.Lock()
+	byTook := slices.Clone(g.ran)
+	g.mu.Unlock()
+	slices.SortFunc(byTook, func(a, b ran) int { return int(b.took - a.took) })
+	var out strings.Builder
+	for _, r := range byTook[:min(n, len(byTook))] {
+		fmt.Fprintf(&out, "%8s  (expected %s)  %s\n", r.took.Round(time.Second), r.expect, r.name)
+	}
+	return out.String()
 }
 
 // Acquire waits for a slot; the gate hands them out longest expected first.

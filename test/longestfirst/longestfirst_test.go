@@ -2,6 +2,7 @@ package longestfirst
 
 import (
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -71,4 +72,24 @@ func TestLateArrivalStarts(t *testing.T) {
 	if waited := time.Since(start); waited > 10*Settle {
 		t.Errorf("a late test waited %s on a free slot", waited)
 	}
+}
+
+// Summary lists the tests that held a slot longest first, each with its expectation.
+func TestSummary(t *testing.T) {
+	g := New(2)
+	for _, tc := range []struct {
+		name  string
+		sleep time.Duration
+	}{{"short", time.Millisecond}, {"long", 30 * time.Millisecond}} {
+		t.Run(tc.name, func(t *testing.T) {
+			g.Parallel(t, time.Minute)
+			time.Sleep(tc.sleep)
+		})
+	}
+	t.Cleanup(func() {
+		lines := strings.Split(strings.TrimSpace(g.Summary(1)), "\n")
+		if len(lines) != 1 || !strings.HasSuffix(lines[0], "TestSummary/long") || !strings.Contains(lines[0], "(expected 1m0s)") {
+			t.Errorf("Summary(1) = %q, want the long one only, with its expectation", lines)
+		}
+	})
 }
