@@ -130,8 +130,8 @@ render-deploy: ## regenerate artifacts/deploy from the chart
 
 # The tests run with -vet=off: `make vet` has already vetted every package, test files included,
 # with a superset of the checks go test runs.
-test-unit: ## unit tests of pkg, cmd, the layering test, the bench driver, the Steward stage's checks and the tests' Git server
-	$(GO) test -vet=off ./pkg/... ./cmd/... ./test/architecture/ ./test/bench/ ./test/steward/ ./test/gitserver/
+test-unit: ## unit tests of pkg, cmd, the layering test, the bench driver, the Steward stage's checks, the tests' Git server and their longest-first gate
+	$(GO) test -vet=off ./pkg/... ./cmd/... ./test/architecture/ ./test/bench/ ./test/steward/ ./test/gitserver/ ./test/longestfirst/
 	$(GO_BIN) test -vet=off -race -run '^TestPlaceTenantsAtOnce$$' ./pkg/localprovider/controlplane/
 	cd hack/dist && $(GO) test -vet=off ./...
 
