@@ -81,7 +81,7 @@ func Build(tc *v1alpha1.TenantCluster, credential *corev1.Secret) (*Objects, err
 		out.Credential = copied
 	}
 	var err error
-	if out.GitRepository, err = toUnstructured(gitRepository(repo), external.FluxGitRepositoryGVK.Kind); err != nil {
+	if out.GitRepository, err = toUnstructured(gitRepository(repo, credential), external.FluxGitRepositoryGVK.Kind); err != nil {
 		return nil, err
 	}
 	if out.Kustomization, err = toUnstructured(kustomization(repo), external.FluxKustomizationGVK.Kind); err != nil {
@@ -120,7 +120,15 @@ func objectMeta() metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: Name, Namespace: Namespace, Labels: map[string]string{external.ManagedByLabel: external.ManagedBy}}
 }
 
-func gitRepository(repo *v1alpha1.GitRepository) *flux.GitRepository {
+// ReconcileRequestedAnnotation is Flux's "fetch now" (what `flux reconcile` writes): a change of
+// its value makes source-controller fetch at once rather than at its interval.
+const ReconcileRequestedAnnotation = "reconcile.fluxcd.io/requestedAt"
+
+// gitRepository is the source for repo; credential is the Secret its secretRef names. Flux reads
+// a Secret only when it fetches, so a changed credential (fixed, rotated, another Secret) is asked
+// for at once by the Secret's UID and resourceVersion in ReconcileRequestedAnnotation: nothing of
+// its data, since Flux's view role lets tenant viewers read GitRepositories.
+func gitRepository(repo *v1alpha1.GitRepository, credential *corev1.Secret) *flux.GitRepository {
 	branch := repo.Branch
 	if branch == "" {
 		branch = DefaultBranch
@@ -137,6 +145,9 @@ func gitRepository(repo *v1alpha1.GitRepository) *flux.GitRepository {
 	}
 	if repo.SecretRef != nil {
 		obj.Spec.SecretRef = &flux.LocalObjectReference{Name: Name}
+	}
+	if repo.SecretRef != nil && credential != nil {
+		obj.Annotations = map[string]string{ReconcileRequestedAnnotation: "credential " + string(credential.UID) + "/" + credential.ResourceVersion}
 	}
 	return obj
 }

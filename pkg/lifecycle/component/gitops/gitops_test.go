@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 )
@@ -126,6 +127,45 @@ func TestBuild(t *testing.T) {
 	}
 	if _, found, _ := unstructured.NestedMap(objs.GitRepository.Object, "spec", "secretRef"); found {
 		t.Error("a secretRef without a credential")
+	}
+}
+
+// Flux reads the Secret only when it fetches: a changed credential (another resourceVersion,
+// another Secret) changes the GitRepository's ReconcileRequestedAnnotation, so Flux fetches at
+// once with it rather than at its interval; the value carries nothing of the Secret's data (Flux's
+// view role lets tenant viewers read GitRepositories), and the same Secret gives the same value.
+func TestBuildAsksForAFetchWhenTheCredentialChanges(t *testing.T) {
+	tc := cluster("https://git.example.com/team-a/fleet.git", "", "", "git-token")
+	requested := func(uid, rv, password string) string {
+		t.Helper()
+		s := secret(map[string]string{"username": "git", "password": password})
+		s.UID, s.ResourceVersion = types.UID(uid), rv
+		objs, err := Build(tc, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := objs.GitRepository.GetAnnotations()[ReconcileRequestedAnnotation]
+		if v == "" || strings.Contains(v, password) || strings.Contains(v, "git:") {
+			t.Fatalf("%s = %q: want a value naming the Secret's version, nothing of its data", ReconcileRequestedAnnotation, v)
+		}
+		return v
+	}
+	first := requested("u1", "10", "s3cret")
+	if again := requested("u1", "10", "s3cret"); again != first {
+		t.Errorf("the same Secret asked for another fetch: %q, then %q", first, again)
+	}
+	if rotated := requested("u1", "11", "r0tated"); rotated == first {
+		t.Errorf("a rotated Secret (resourceVersion 10 -> 11) asked for no fetch: %q", rotated)
+	}
+	if other := requested("u2", "10", "s3cret"); other == first {
+		t.Errorf("another Secret of the same name asked for no fetch: %q", other)
+	}
+	objs, err := Build(cluster("https://github.com/example/public.git", "", "", ""), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := objs.GitRepository.GetAnnotations()[ReconcileRequestedAnnotation]; ok {
+		t.Error("a repository without a credential asks for fetches")
 	}
 }
 
