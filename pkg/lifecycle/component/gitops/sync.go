@@ -58,10 +58,13 @@ func Read(repoObj, ksObj *unstructured.Unstructured) (Sync, error) {
 	out := Sync{Revision: ks.Status.LastAppliedRevision}
 	srcReady := meta.FindStatusCondition(repo.Status.Conditions, flux.ReadyCondition)
 	ksReady := meta.FindStatusCondition(ks.Status.Conditions, flux.ReadyCondition)
+	// A failure is said once Flux tried the current spec: Flux moves status.observedGeneration
+	// only when a reconcile succeeds, while each condition carries the generation it was set for
+	// (fluxcd/pkg/runtime/conditions.Set), so a failed URL or path change shows there only.
 	switch {
-	case failed(srcReady) && repo.Status.ObservedGeneration == repo.Generation:
+	case failed(srcReady) && srcReady.ObservedGeneration == repo.Generation:
 		out.Reason, out.Message = sourceFailure(srcReady), srcReady.Message
-	case failed(ksReady) && ks.Status.ObservedGeneration == ks.Generation:
+	case failed(ksReady) && ksReady.ObservedGeneration == ks.Generation:
 		out.Reason, out.Message = applyFailure(ksReady), ksReady.Message
 	case succeeded(srcReady) && succeeded(ksReady) && repo.Status.Artifact != nil &&
 		repo.Status.ObservedGeneration == repo.Generation && ks.Status.ObservedGeneration == ks.Generation &&

@@ -13,8 +13,9 @@ import (
 func object(kind string, generation, observed int64, ready, reason, message string, status map[string]any) *unstructured.Unstructured {
 	st := map[string]any{"observedGeneration": observed}
 	if ready != "" {
+		// The generation the condition was set for: the observed one, as after a success.
 		st["conditions"] = []any{map[string]any{"type": "Ready", "status": ready, "reason": reason, "message": message,
-			"lastTransitionTime": "2026-11-28T17:00:00Z"}}
+			"lastTransitionTime": "2026-11-28T17:00:00Z", "observedGeneration": observed}}
 	}
 	for k, v := range status {
 		st[k] = v
@@ -72,6 +73,46 @@ func TestRead(t *testing.T) {
 		}
 		if got.Reason != tc.reason || got.Revision != tc.rev || got.InSync != tc.inSync || !strings.Contains(got.Message, tc.messageHasIt) {
 			t.Errorf("%s: %+v, want reason %s, revision %q, in sync %v, a message with %q", tc.name, got, tc.reason, tc.rev, tc.inSync, tc.messageHasIt)
+		}
+	}
+}
+
+// tried is u after Flux tried generation g and failed: its Ready condition carries g, while
+// status.observedGeneration stays at the last success (Flux moves it only on success).
+func tried(u *unstructured.Unstructured, g int64) *unstructured.Unstructured {
+	u = u.DeepCopy()
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	conds[0].(map[string]any)["observedGeneration"] = g
+	_ = unstructured.SetNestedSlice(u.Object, conds, "status", "conditions")
+	return u
+}
+
+// A change of URL, credential or path that fails is said as soon as Flux tried it, although
+// Flux leaves status.observedGeneration at the last success (read by the condition's own
+// generation); a failure of the spec before, not yet tried again, is not said of the new one.
+func TestReadFailureOfAChangedSpec(t *testing.T) {
+	artifact := map[string]any{"artifact": map[string]any{"revision": prev}}
+	applied := object("Kustomization", 1, 1, "True", "ReconciliationSucceeded", "Applied revision: "+prev, map[string]any{"lastAppliedRevision": prev})
+	okSource := object("GitRepository", 1, 1, "True", "Succeeded", "stored artifact for revision '"+prev+"'", artifact)
+	refused := "failed to checkout and determine revision: unable to list remote for 'https://10.250.255.254:9444/apps.git': dial tcp 10.250.255.254:9444: connect: connection refused"
+	for _, tc := range []struct {
+		name     string
+		repo, ks *unstructured.Unstructured
+		reason   string
+	}{
+		{"URL changed, its fetch failed", tried(object("GitRepository", 2, 1, "False", "GitOperationFailed", refused, artifact), 2), applied, ReasonRepositoryUnreachable},
+		{"first fetch failed", tried(object("GitRepository", 1, 0, "False", "GitOperationFailed", refused, nil), 1), object("Kustomization", 1, 0, "", "", "", nil), ReasonRepositoryUnreachable},
+		{"path changed, not found", okSource, tried(object("Kustomization", 2, 1, "False", "ArtifactFailed",
+			"kustomization path not found: stat /tmp/kustomization-1/nope: no such file or directory", map[string]any{"lastAppliedRevision": prev}), 2), ReasonPathNotFound},
+		{"URL changed, not tried yet; the failure is the URL's before", tried(object("GitRepository", 3, 1, "False", "GitOperationFailed", refused, artifact), 2), applied, ReasonProgressing},
+	} {
+		got, err := Read(tc.repo, tc.ks)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		rev, _, _ := unstructured.NestedString(tc.ks.Object, "status", "lastAppliedRevision")
+		if got.Reason != tc.reason || got.InSync || got.Revision != rev {
+			t.Errorf("%s: %+v, want reason %s, not in sync, the last applied revision", tc.name, got, tc.reason)
 		}
 	}
 }
