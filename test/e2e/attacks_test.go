@@ -55,8 +55,9 @@ func TestTenancyRestoreIsTheTeamAdmins(t *testing.T) {
 // TestTenancyGitOpsRepositoryIsTheTeamAdmins: Flux applies a cluster's GitOps repository as the
 // tenant's cluster-admin, so a Team operator may not set one (403 naming tenantclusters/gitops,
 // through kubectl as the operator, with a public repository and no credential), while the Team's
-// admin may, and the operator may then still scale the cluster. The cluster is paused: the attack
-// is at admission.
+// admin may, though not at an internal address (the cloud's metadata address: 422 naming the
+// URL's field, the fetch policy), and the operator may then still scale the cluster. The cluster
+// is paused: the attack is at admission.
 func TestTenancyGitOpsRepositoryIsTheTeamAdmins(t *testing.T) {
 	longestFirst(t, 7*time.Second)
 	const ns = "atk-gitops"
@@ -72,6 +73,10 @@ func TestTenancyGitOpsRepositoryIsTheTeamAdmins(t *testing.T) {
 		t.Errorf("the operator's repository: %v, want 403 naming tenantclusters/gitops\n%s", err, out)
 	} else {
 		t.Logf("the operator's repository: %s", strings.TrimSpace(out))
+	}
+	if out, err := kubectlAs(t, admin, "", "patch", "tc", "fleet", "-n", ns, "--type", "merge", "-p", repo("http://169.254.169.254/latest/meta-data")); err == nil ||
+		!strings.Contains(out, "spec.addons.gitops.repository.url") || !strings.Contains(out, "link-local address") {
+		t.Errorf("the Team admin's repository at the cloud's metadata address: %v, want 422 naming the URL's field\n%s", err, out)
 	}
 	if out, err := kubectlAs(t, admin, "", "patch", "tc", "fleet", "-n", ns, "--type", "merge", "-p", repo("https://github.com/atk-gitops/fleet.git")); err != nil {
 		t.Fatalf("the Team admin's repository: %v\n%s", err, out)
