@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/controlplane/kubebuild"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/process"
 )
 
@@ -235,5 +236,20 @@ func TestAPIServerEnforcesPodSecurityBaseline(t *testing.T) {
 		if !strings.Contains(string(data), want) {
 			t.Errorf("admission configuration without %q:\n%s", want, data)
 		}
+	}
+}
+
+// Each tenant process the provider starts runs its garbage collector at GOGC=50 (an idle tenant's
+// memory is mostly collector headroom, issue 40); the datastore's etcd keeps Go's defaults.
+func TestTenantProcessesCollectAtGOGC50(t *testing.T) {
+	paths := tenantPaths{dir: "/state/0b6c-uid"}
+	for _, component := range []string{componentAPIServer, componentControllerManager, componentScheduler} {
+		spec := (&Controller{}).procSpec(component, kubebuild.Binaries{}, nil, paths)
+		if !slices.Equal(spec.Env, []string{"GOGC=50"}) {
+			t.Errorf("%s starts with environment %q, want GOGC=50", component, spec.Env)
+		}
+	}
+	if env := tenantEnv(componentEtcd); env != nil {
+		t.Errorf("the datastore's etcd starts with %q, want Go's defaults", env)
 	}
 }

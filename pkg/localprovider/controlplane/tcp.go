@@ -399,7 +399,7 @@ func tcpAdminSecret(tcp *unstructured.Unstructured) string {
 }
 
 func (c *Controller) procSpec(component string, bins kubebuild.Binaries, args []string, paths tenantPaths) process.Spec {
-	return process.Spec{Component: component, Binary: bins.Path(component), Args: args,
+	return process.Spec{Component: component, Binary: bins.Path(component), Args: args, Env: tenantEnv(component),
 		LogFile: paths.log(component), PidFile: paths.pidFile(component), Owner: paths.dir}
 }
 

@@ -36,10 +36,13 @@ type Spec struct {
 	// Credentials is a digest of what the process reads once when it starts (certificates and
 	// keys, not named by its command line): a process started with others is replaced.
 	Credentials string
+	// Env is added to the provider's environment ("NAME=value", later ones winning): the Go
+	// runtime's settings of a tenant's processes (tenantEnv).
+	Env []string
 }
 
-// Hash identifies the command line: a process running another one (another version, other
-// flags) is replaced.
+// Hash identifies the command line and the environment added to it: a process running another
+// one (another version, other flags, another GOGC) is replaced.
 func (s Spec) Hash() string {
 	h := sha256.New()
 	h.Write([]byte(s.Binary))
@@ -50,6 +53,10 @@ func (s Spec) Hash() string {
 	if s.Credentials != "" {
 		h.Write([]byte{1})
 		h.Write([]byte(s.Credentials))
+	}
+	for _, e := range s.Env {
+		h.Write([]byte{2})
+		h.Write([]byte(e))
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
@@ -173,6 +180,9 @@ func (p *Process) adoptOrStart() (func() error, error) {
 	fmt.Fprintf(logFile, "\n"+startMarker+"%s starting: %s %s\n", time.Now().Format(time.RFC3339), p.spec.Binary, strings.Join(p.spec.Args, " "))
 	cmd := exec.Command(p.spec.Binary, p.spec.Args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if len(p.spec.Env) > 0 {
+		cmd.Env = append(os.Environ(), p.spec.Env...)
+	}
 	// Its own session: a signal to the provider's process group does not reach it, and it
 	// outlives a provider that crashed (the next one adopts it).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}

@@ -132,3 +132,26 @@ func TestStopWhileStarting(t *testing.T) {
 		}
 	}
 }
+
+// TestEnvReachesTheProcess: Spec.Env is added to the provider's environment (which the process
+// keeps), and another Env is another process: the supervisor replaces a running one.
+func TestEnvReachesTheProcess(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("PROVIDER_SETTING", "kept")
+	out := filepath.Join(dir, "env")
+	spec := Spec{Component: "env", Binary: "/bin/sh",
+		Args:    []string{"-c", `echo "$GOGC $PROVIDER_SETTING" > "$0"; while :; do sleep 0.2; done`, out},
+		Env:     []string{"GOGC=50"},
+		LogFile: filepath.Join(dir, "env.log"), PidFile: filepath.Join(dir, "env.pid"), Owner: dir}
+	p := Start(context.Background(), spec, func() {})
+	defer p.Stop()
+	waitFor(t, "the process to write its environment", func() bool { data, _ := os.ReadFile(out); return len(data) > 0 })
+	if data, _ := os.ReadFile(out); string(data) != "50 kept\n" {
+		t.Errorf("the process saw GOGC and PROVIDER_SETTING %q, want \"50 kept\"", data)
+	}
+	without := spec
+	without.Env = nil
+	if spec.Hash() == without.Hash() {
+		t.Error("a spec with Env has the hash of one without: a running process would keep its old environment")
+	}
+}
