@@ -287,9 +287,9 @@ bench: build bench-bin ## the aggregated API against butler's own CRDs, BENCH_N 
 # BENCH_LOCK="flock /tmp/heavy.lock"). ONLY=P9 runs only the figures named; the document keeps
 # the last runs of the others, each with its commit. P1, P1p, P2 and P2b are measured together
 # (any of their names runs all four, BENCH_API_N TenantClusters a side), as are P11 and P11r
-# (BENCH_P11_N keys). Figures not yet reproduced are listed in the document with why. Not part of
-# `make test`.
-BENCH_REPORT_FIGURES := P2 P3 P9 P11
+# (BENCH_P11_N keys). P7m runs three local tenants' processes at a time (TestTenantFootprint).
+# Figures not yet reproduced are listed in the document with why. Not part of `make test`.
+BENCH_REPORT_FIGURES := P2 P3 P7m P9 P11
 ONLY        ?= $(BENCH_REPORT_FIGURES)
 BENCH_PAIRS ?= 3
 BENCH_P9_N  ?= 200
@@ -314,6 +314,11 @@ bench-report: build bench-bin ## run the figures of docs/performance.md and rege
 	      $(BENCH_LOCK) env P3_PAIRS=$(BENCH_PAIRS) P3_PAIRS_OUT=$(CURDIR)/_output/bench/p3-pairs.tsv \
 	        $(GO) test -count=1 -timeout 20m -run '^$$' -bench AllocationRate -benchtime $$(( $(BENCH_PAIRS) * 1000 ))x ./test/e2e/ && \
 	      $(BIN)/bench -pairs P3=_output/bench/p3-pairs.tsv -commit $(BENCH_COMMIT) || failed="$$failed P3" ;; \
+	  P7m) rm -f _output/bench/p7m-pairs.tsv; \
+	      $(BENCH_LOCK) env BUTLER_FOOTPRINT_BIN=$(CURDIR)/$(BIN) BUTLER_FOOTPRINT_N=3 BUTLER_FOOTPRINT_PAIRS=$(BENCH_PAIRS) \
+	        BUTLER_FOOTPRINT_PAIRS_OUT=$(CURDIR)/_output/bench/p7m-pairs.tsv \
+	        $(GO) test -count=1 -timeout 60m -run '^TestTenantFootprint$$' -v ./pkg/localprovider/controlplane/ && \
+	      $(BIN)/bench -pairs P7m=_output/bench/p7m-pairs.tsv -n 3 -commit $(BENCH_COMMIT) || failed="$$failed P7m" ;; \
 	  P11|P11r) [ -n "$$snap" ] && continue; snap=1; rm -f _output/bench/p11-pairs.tsv _output/bench/p11r-pairs.tsv; \
 	      $(BENCH_LOCK) env SNAPSHOT_BENCH=1 SNAPSHOT_BENCH_SIZES=$(BENCH_P11_N) SNAPSHOT_PAIRS=$(BENCH_PAIRS) SNAPSHOT_PAIRS_OUT=$(CURDIR)/_output/bench \
 	        $(GO) test -count=1 -timeout 20m -run '^TestSnapshotFigures$$' -v ./pkg/snapshot/ && \

@@ -60,10 +60,32 @@ func p11r(pairs, n int) figure {
 	}
 }
 
+// p7m is an awake tenant's memory with the provider's Go settings against Go's defaults,
+// measured by pkg/localprovider/controlplane's TestTenantFootprint, which writes its pairs to a
+// file; n is the tenants awake at once.
+func p7m(pairs, n int) figure {
+	return figure{
+		ID:    "P7m",
+		Title: fmt.Sprintf("Memory of an awake local tenant, %d awake at once: the provider's Go settings against Go's defaults.", n),
+		What: fmt.Sprintf("%d tenant control planes started as the local provider starts them (its supervisor, command lines, "+
+			"environment and credentials; the join objects applied) on one datastore as it starts one (TLS, auth, a user per "+
+			"tenant), idle for 2 minutes; per tenant the PSS (smaps_rollup) of its kube-apiserver, kube-controller-manager and "+
+			"kube-scheduler plus 1/%d of the datastore's PSS growth since before the tenants started; the mean of the %d", n, n, n),
+		Baseline: "the same tenants, processes and command lines with Go's default runtime settings (GOGC=100), as before issue 40",
+		Subject:  "provider's settings", Base: "Go's defaults", Unit: "MiB", Better: "lower",
+		Command: fmt.Sprintf("make bench-report ONLY=P7m (BUTLER_FOOTPRINT_BIN=_output/bin BUTLER_FOOTPRINT_N=%d BUTLER_FOOTPRINT_PAIRS=%d "+
+			"go test -run '^TestTenantFootprint$' ./pkg/localprovider/controlplane/)", n, pairs),
+		Notes: []string{"Both sides run in one test process, one after the other in each pair, each on a fresh datastore. " +
+			"PSS divides a page shared by k processes among them: the binaries' pages (about 200 MiB for the three) count " +
+			"1/" + fmt.Sprint(n) + " per tenant here, about 1/100 with 100 tenants, the same on both sides."},
+	}
+}
+
 // pairFigures are the figures made of a file of pairs (-pairs), by ID: the number of pairs and
 // the figure's N give the definition.
 var pairFigures = map[string]func(pairs, n int) figure{
 	"P3":   func(pairs, _ int) figure { return p3(pairs) },
+	"P7m":  p7m,
 	"P11":  p11,
 	"P11r": p11r,
 }
@@ -106,7 +128,7 @@ func importPairs(spec, out, commit string, n int) error {
 		id, file, ok := strings.Cut(item, "=")
 		def := pairFigures[id]
 		if !ok || def == nil {
-			return fmt.Errorf("-pairs %q: want ID=file with ID one of P3, P11, P11r", item)
+			return fmt.Errorf("-pairs %q: want ID=file with ID one of P3, P7m, P11, P11r", item)
 		}
 		runs, work, err := readPairs(file)
 		if err != nil {

@@ -32,6 +32,7 @@ var catalog = []catalogEntry{
 		"not yet in bench-report: no make target runs hack/bench-datastore.sh; no baseline of the same work in the same run"},
 	{"P7", "local TenantClusters held Ready at once, memory and idle CPU each", "make bench-local",
 		"not yet in bench-report: no run of today's code; its table now gives the tenants' PSS with their datastore beside the RSS sum, but no baseline of the same work"},
+	{"P7m", "an awake local tenant's memory (its processes' PSS and datastore share, 3 awake), the provider's Go settings against Go's defaults", "make bench-report ONLY=P7m", ""},
 	{"P8", "management plane memory per hibernated cluster (1,000)", "make bench-density",
 		"not yet in bench-report: the clusters never ran (created asleep, no workers, no data); bench-density now sums PSS beside VmRSS, not yet run"},
 	{"P9", "the TenantCluster worker writing N clusters' objects, against the same objects written without butler", "make bench-report ONLY=P9", ""},
@@ -80,7 +81,7 @@ alternating from pair to pair, both clocks stopped on the same watched condition
 the median and the spread (least - greatest) of **all** runs, and every run in the order it
 ran; a ratio is taken within each pair, then summarised. A spread wider than %.0f%% of the
 median asks for 5 pairs rather than 3. P1, P2, P2b and P5 are numbered as in issue 6, P3 and
-P6-P11 as issue 40 names them; P1p, P4, P10 and P11r are this document's.
+P6-P11 as issue 40 names them; P1p, P4, P7m, P10 and P11r are this document's.
 
 - commit: %s
 - machine: %s
