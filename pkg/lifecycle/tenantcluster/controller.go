@@ -84,6 +84,8 @@ type Controller struct {
 	synced        []cache.InformerSynced
 	// clock is every time-dependent decision's (schedules, windows, resyncs).
 	clock clock.PassiveClock
+	// leases are the hosted control plane controllers' leader-election Leases, as last listed.
+	leases leaseReads
 }
 
 // New builds the controller from the shared informers. It watches the external kinds it writes

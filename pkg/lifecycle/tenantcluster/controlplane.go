@@ -87,9 +87,25 @@ func tenantControlPlaneKind(cp *unstructured.Unstructured) schema.GroupVersionKi
 	return external.TenantControlPlaneGVK
 }
 
-// hostedReady reads the TenantControlPlane that Steward (or Kamaji) made for the control plane
-// object: ready when status.kubernetesResources.version.status is "Ready" at the asked version.
+// hostedReady is readTenantControlPlane's result, unless the control plane waits (or the
+// engine's webhook does not answer) while a controller it needs is not running: then the cluster
+// names that controller at once rather than wait, or say after providerSilentAfter that
+// something did not act.
 func (c *Controller) hostedReady(ctx context.Context, s *state, cp *unstructured.Unstructured) (steps.Result, error) {
+	r, err := c.readTenantControlPlane(ctx, s, cp)
+	if err != nil || r.Done || r.Failed && r.Reason != reasonProviderUnavailable {
+		return r, err
+	}
+	if down := c.controllerNotRunning(ctx, s, cp); down != nil {
+		return *down, nil
+	}
+	return r, nil
+}
+
+// readTenantControlPlane reads the TenantControlPlane that Steward (or Kamaji) made for the
+// control plane object: ready when status.kubernetesResources.version.status is "Ready" at the
+// asked version.
+func (c *Controller) readTenantControlPlane(ctx context.Context, s *state, cp *unstructured.Unstructured) (steps.Result, error) {
 	tcp, err := c.objects.get(ctx, tenantControlPlaneKind(cp), s.namespace, s.tc.Name)
 	if err != nil {
 		return steps.Result{}, err
@@ -109,9 +125,7 @@ func (c *Controller) hostedReady(ctx context.Context, s *state, cp *unstructured
 		return steps.Result{}, err
 	}
 	s.rotated = typed.Annotations[external.CredentialsRotatedAnnotation]
-	capable := capabilityCondition(s.in, typed.Annotations)
-	s.capable = &capable
-	s.offersSnapshots = external.ProviderOffers(typed.Annotations, external.CapabilitySnapshots)
+	s.readCapabilities(typed.Annotations)
 	status := typed.Status
 	version, state, endpoint := status.KubernetesResources.Version.Version, status.KubernetesResources.Version.Status, status.ControlPlaneEndpoint
 	secret := status.Kubeconfig.Admin.SecretName

@@ -25,6 +25,8 @@ const (
 	refusedDataStore = "DataStore does not exist"
 	// The API server could not reach the provider's admission webhook: Steward is not serving.
 	webhookUnreachable = "failed calling webhook"
+	// reasonProviderUnavailable: the engine's webhook does not answer.
+	reasonProviderUnavailable = "ProviderUnavailable"
 )
 
 // refusedBecause turns the provider's refusal to create or update the TenantControlPlane (the
@@ -41,7 +43,7 @@ func refusedBecause(in component.Input, namespace, why string) steps.Result {
 		return steps.Failure("DataStoreNotFound", "control plane provider %s cannot keep the cluster's data in %s: %s",
 			provider, dataStoreAsked(in), why)
 	case strings.Contains(why, webhookUnreachable):
-		return steps.Failure("ProviderUnavailable", "control plane provider %s cannot create or update TenantControlPlanes: its admission webhook does not answer (is it running?): %s",
+		return steps.Failure(reasonProviderUnavailable, "control plane provider %s cannot create or update TenantControlPlanes: its admission webhook does not answer (is it running?): %s",
 			provider, why)
 	}
 	return steps.Waiting("TenantControlPlaneNotCreated", "control plane provider %s could not create TenantControlPlane %s/%s: %s",

@@ -6,9 +6,13 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	kubefake "k8s.io/client-go/kubernetes/fake"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
@@ -149,5 +153,105 @@ func TestEnsureControlPlaneSaysWhyTheProviderDidNot(t *testing.T) {
 	wantResult(t, "Steward silent", r, err, false, "ProviderNotResponding")
 	if !strings.Contains(r.Message, "did not write a status on TenantControlPlane "+s.namespace+"/prod") {
 		t.Errorf("message %q does not say what Steward did not do", r.Message)
+	}
+}
+
+// lease is a leader-election Lease as client-go's leader election writes it: held by holder
+// ("" once released), renewed at renewed, for 15 s.
+func lease(ns, name, holder string, renewed time.Time) *coordinationv1.Lease {
+	return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: ptr.To[int32](15),
+			RenewTime: &metav1.MicroTime{Time: renewed}}}
+}
+
+// TestEnsureControlPlaneNamesTheControllerNotRunning: a Steward control plane that waits while
+// the Cluster API Steward provider or Steward itself is not running (scaled to 0: its
+// leader-election Lease no longer renewed, or released) says at once which of the two, as a
+// failure; before, it waited (WaitingForTenantControlPlane, TenantControlPlaneNotReady) and said
+// ProviderNotResponding only after 90 s, naming neither, or, with Steward down and its webhook
+// unanswered, ProviderUnavailable about a webhook. A Lease not renewed lately but not lapsed
+// brings the cluster back when it would lapse; no Lease at all (leader election off, another
+// engine) leaves the usual waits.
+func TestEnsureControlPlaneNamesTheControllerNotRunning(t *testing.T) {
+	now := time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC)
+	const provider, stewardLease = "steward.controlplane.cluster.x-k8s.io", "steward.butlerlabs.dev"
+	type want struct {
+		reason   string
+		failed   bool
+		contains []string
+		recheck  time.Duration // the recheck the Leases ask for (0: none beyond the silence's)
+	}
+	for _, tc := range []struct {
+		name   string
+		leases []runtime.Object
+		tcp    bool   // a TenantControlPlane without status exists
+		why    string // the provider's TenantControlPlaneCreated False message
+		want   want
+	}{
+		{"the provider scaled to 0", []runtime.Object{lease("steward-system", provider, "capi-1", now.Add(-40*time.Second)),
+			lease("steward-system", stewardLease, "steward-1", now.Add(-time.Second))}, false, "",
+			want{"ProviderNotRunning", true, []string{"control plane provider steward: the Cluster API Steward provider is not running",
+				"Lease steward-system/" + provider + " last renewed 40s ago"}, 0}},
+		{"Steward released its Lease", []runtime.Object{lease("steward-system", provider, "capi-1", now.Add(-time.Second)),
+			lease("steward-system", stewardLease, "", now.Add(-30*time.Second))}, true, "",
+			want{"ProviderNotRunning", true, []string{"control plane provider steward: Steward is not running",
+				"Lease steward-system/" + stewardLease + " released 30s ago"}, 0}},
+		{"Steward's webhook unanswered, its Lease lapsed", []runtime.Object{lease("steward-system", provider, "capi-1", now.Add(-time.Second)),
+			lease("steward-system", stewardLease, "steward-1", now.Add(-time.Minute))}, false, webhookDown,
+			want{"ProviderNotRunning", true, []string{"Steward is not running", "last renewed 1m0s ago"}, 0}},
+		{"both running", []runtime.Object{lease("steward-system", provider, "capi-1", now.Add(-time.Second)),
+			lease("steward-system", stewardLease, "steward-1", now.Add(-2*time.Second))}, false, "",
+			want{"WaitingForTenantControlPlane", false, nil, 0}},
+		{"a stale leader elsewhere, a live one here", []runtime.Object{lease("old", provider, "capi-0", now.Add(-time.Hour)),
+			lease("steward-system", provider, "capi-1", now.Add(-time.Second))}, false, "",
+			want{"WaitingForTenantControlPlane", false, nil, 0}},
+		{"the provider's renewal 12 s old", []runtime.Object{lease("steward-system", provider, "capi-1", now.Add(-12*time.Second))}, false, "",
+			want{"WaitingForTenantControlPlane", false, nil, 8 * time.Second}},
+		{"no Lease", nil, false, "", want{"WaitingForTenantControlPlane", false, nil, 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs, client := fakeObjects(t)
+			c := &Controller{objects: objs, kube: kubefake.NewSimpleClientset(tc.leases...), clock: clocktesting.NewFakePassiveClock(now)}
+			s := stepState(v1alpha1.ProviderLocal)
+			ctx := context.Background()
+			if _, err := c.ensureControlPlane(ctx, s); err != nil { // writes the Cluster and StewardControlPlane
+				t.Fatal(err)
+			}
+			if tc.why != "" {
+				setStatus(t, client, external.StewardControlPlaneGVK, s.namespace, "prod", map[string]any{"conditions": []any{
+					map[string]any{"type": "TenantControlPlaneCreated", "status": "False", "reason": "X", "message": tc.why}}})
+			}
+			if tc.tcp {
+				tcp := &unstructured.Unstructured{}
+				tcp.SetGroupVersionKind(external.TenantControlPlaneGVK)
+				tcp.SetName("prod")
+				tcp.SetNamespace(s.namespace)
+				tcp.SetCreationTimestamp(metav1.NewTime(now.Add(-5 * time.Second)))
+				if err := client.Tracker().Create(external.TenantControlPlaneGVR, tcp, s.namespace); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s.recheckAfter = 0
+			r, err := c.ensureControlPlane(ctx, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Reason != tc.want.reason || r.Failed != tc.want.failed || r.Done {
+				t.Fatalf("%+v, want reason %s, failed %v", r, tc.want.reason, tc.want.failed)
+			}
+			for _, w := range tc.want.contains {
+				if !strings.Contains(r.Message, w) {
+					t.Errorf("message %q lacks %q", r.Message, w)
+				}
+			}
+			// The usual waits ask to look again when the provider's silence would be named
+			// (90 s less the object's age); a Lease about to lapse asks sooner.
+			if tc.want.recheck != 0 && s.recheckAfter != tc.want.recheck {
+				t.Errorf("recheck after %s, want %s: the Lease lapses then, and nothing else would say so", s.recheckAfter, tc.want.recheck)
+			}
+			if tc.want.recheck == 0 && !tc.want.failed && s.recheckAfter < 30*time.Second {
+				t.Errorf("recheck after %s for running controllers: the Leases ask for none", s.recheckAfter)
+			}
+		})
 	}
 }
