@@ -55,3 +55,12 @@ func capabilityCondition(in component.Input, tcpAnnotations map[string]string) m
 	}
 	return cond
 }
+
+// readCapabilities keeps what the provider of the cluster's TenantControlPlane says it does (its
+// annotations): the ProviderCapable condition, and whether it takes snapshots (refuseSnapshots).
+// Awake or asleep: the TenantControlPlane stays while its replicas are 0.
+func (s *state) readCapabilities(tcpAnnotations map[string]string) {
+	capable := capabilityCondition(s.in, tcpAnnotations)
+	s.capable = &capable
+	s.offersSnapshots = external.ProviderOffers(tcpAnnotations, external.CapabilitySnapshots)
+}

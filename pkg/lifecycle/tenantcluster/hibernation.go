@@ -125,7 +125,7 @@ func (c *Controller) ensureWorkersAsleep(ctx context.Context, s *state) (steps.R
 }
 
 // ensureControlPlaneAsleep sets the control plane object's replicas to 0 and waits for its
-// TenantControlPlane to say Sleeping.
+// TenantControlPlane to say Sleeping; what its provider can do is read on the way.
 func (c *Controller) ensureControlPlaneAsleep(ctx context.Context, s *state) (steps.Result, error) {
 	if s.tc.Spec.ControlPlane.Type == v1alpha1.ControlPlaneStandalone {
 		return steps.Failure("NotSupported", "a standalone control plane runs on machines of its own and cannot hibernate"), nil
@@ -142,6 +142,7 @@ func (c *Controller) ensureControlPlaneAsleep(ctx context.Context, s *state) (st
 	if err != nil {
 		return steps.Result{}, err
 	}
+	s.readCapabilities(typed.Annotations)
 	state := typed.Status.KubernetesResources.Version.Status
 	if state != tcpSleeping {
 		return steps.Waiting("ControlPlaneStopping", "TenantControlPlane %s/%s is %s, waiting for %s", s.namespace, s.tc.Name, orDefault(state, "unknown"), tcpSleeping), nil
@@ -189,6 +190,7 @@ func (c *Controller) ensureControlPlaneUnstarted(ctx context.Context, s *state) 
 	if err != nil {
 		return steps.Result{}, err
 	}
+	s.readCapabilities(typed.Annotations)
 	status := typed.Status
 	state, endpoint, secret := status.KubernetesResources.Version.Status, status.ControlPlaneEndpoint, status.Kubeconfig.Admin.SecretName
 	if state != tcpSleeping || endpoint == "" || secret == "" {
@@ -235,6 +237,10 @@ func (c *Controller) reconcileAsleep(ctx context.Context, tc *v1alpha1.TenantClu
 		return err
 	}
 	c.recordSleep(tc, status, ensureErr)
+	// A snapshot of a sleeping cluster whose provider takes none is refused now, not on the wake.
+	if err := c.refuseSnapshots(ctx, s); err != nil {
+		return err
+	}
 	if c.secrets != nil && status.Phase == v1alpha1.TenantClusterHibernated && meta.IsStatusConditionTrue(status.Conditions, ConditionHibernated) {
 		// Asleep, nothing waits on its Secrets: the wake's ordinary plan watches them again.
 		c.secrets.Sleep(s.namespace)

@@ -121,3 +121,64 @@ func TestSnapshotToTake(t *testing.T) {
 		}
 	}
 }
+
+// TestHibernatedClusterRefusesSnapshotsAtOnce: a one-off snapshot of a hibernated cluster whose
+// TenantControlPlane a real Steward runs (no capabilities annotation) is Failed by the reconcile
+// of the sleeping cluster, naming the provider, as an awake one's is; before, only the ordinary
+// plan read the TenantControlPlane, and the snapshot waited, Pending, until the cluster woke.
+// The stand-in's sleeping clusters keep theirs for it to take.
+func TestHibernatedClusterRefusesSnapshotsAtOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+		refused     bool
+	}{
+		{"real Steward", nil, true},
+		{"the local stand-in", map[string]string{external.LocalProviderCapabilitiesAnnotation: "wake-on-request,restore,snapshots,credential-rotation"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			asleep := cluster()
+			asleep.Finalizers = []string{Finalizer}
+			asleep.Spec.Hibernation = &v1alpha1.HibernationSpec{Hibernated: true}
+			asleep.Status.Phase = v1alpha1.TenantClusterHibernated
+			asleep.Status.KubeconfigSecretRef = &v1alpha1.LocalObjectReference{Name: "prod-admin-kubeconfig"}
+			pc := &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "lab", Namespace: "team-a"},
+				Spec: v1alpha1.ProviderConfigSpec{Provider: v1alpha1.ProviderLocal}, Status: v1alpha1.ProviderConfigStatus{Ready: true}}
+			snap := &v1alpha1.TenantClusterSnapshot{ObjectMeta: metav1.ObjectMeta{Name: "once", Namespace: "team-a",
+				Labels: map[string]string{v1alpha1.SnapshotClusterLabel: "prod"}, Finalizers: []string{v1alpha1.SnapshotDataFinalizer}},
+				Spec: v1alpha1.TenantClusterSnapshotSpec{ClusterRef: v1alpha1.LocalObjectReference{Name: "prod"}}}
+			objs, dyn := fakeObjects(t)
+			butler := butlerfake.NewSimpleClientset(asleep, snap)
+			c := &Controller{objects: objs, butler: butler, events: events.NewFakeRecorder(10), clock: clocktesting.NewFakePassiveClock(time.Now()),
+				clusters: listers.NewTenantClusterLister(indexer(asleep)), providers: listers.NewProviderConfigLister(indexer(pc)),
+				configs: listers.NewButlerConfigLister(indexer()), teams: listers.NewTeamLister(indexer()),
+				snaps: listers.NewTenantClusterSnapshotLister(indexer(snap))}
+			c.plan, c.sleepPlan, c.unstartedPlan = c.steps(), c.sleepSteps(), c.unstartedSteps()
+			// Steward's TenantControlPlane at 0 replicas, as the sleep left it.
+			tcp := &unstructured.Unstructured{}
+			tcp.SetGroupVersionKind(external.TenantControlPlaneGVK)
+			tcp.SetName("prod")
+			tcp.SetNamespace(TenantNamespace(asleep))
+			tcp.SetAnnotations(tc.annotations)
+			tcp.Object["status"] = map[string]any{"kubernetesResources": map[string]any{"version": map[string]any{"version": "v1.36.3", "status": tcpSleeping}}}
+			if err := dyn.Tracker().Create(external.TenantControlPlaneGVR, tcp, tcp.GetNamespace()); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Reconcile(ctx, "team-a/prod"); err != nil {
+				t.Fatal(err)
+			}
+			got, err := butler.ButlerV1alpha1().TenantClusterSnapshots("team-a").Get(ctx, "once", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := "control plane provider steward cannot: snapshots (TenantClusterSnapshot of TenantCluster prod)"
+			if refused := got.Status.Phase == v1alpha1.SnapshotFailed && strings.HasPrefix(got.Status.Message, want); refused != tc.refused {
+				t.Errorf("%s %q, want refused %v (%q)", got.Status.Phase, got.Status.Message, tc.refused, want)
+			}
+			if stored, _ := butler.ButlerV1alpha1().TenantClusters("team-a").Get(ctx, "prod", metav1.GetOptions{}); stored.Status.Phase != v1alpha1.TenantClusterHibernated {
+				t.Errorf("the cluster's phase %s, want it still Hibernated", stored.Status.Phase)
+			}
+		})
+	}
+}
