@@ -269,13 +269,14 @@ steward_lb_standin() {
 # steward_dns_alias NS NAME: <NAME>.<NS>.svc resolves in Steward's and butler-apiserver's Pods
 # to the Service's ClusterIP (hostAliases; both Deployments roll).
 steward_dns_alias() {
-  local ip patch
+  local ip patch t=${SECONDS}
   ip=$(kc -n "$1" get service "$2" -o jsonpath='{.spec.clusterIP}')
   patch="{\"spec\":{\"template\":{\"spec\":{\"hostAliases\":[{\"ip\":\"${ip}\",\"hostnames\":[\"$2.$1.svc\",\"$2.$1.svc.cluster.local\"]}]}}}}"
   kc -n "${STEWARD_NS}" patch deploy steward --type strategic -p "${patch}" >/dev/null
   kc -n butler-system patch deploy butler-apiserver --type strategic -p "${patch}" >/dev/null
   kc -n "${STEWARD_NS}" rollout status deploy/steward --timeout=3m >/dev/null
   kc -n butler-system rollout status deploy/butler-apiserver --timeout=3m >/dev/null
+  STEWARD_ALIAS_SECONDS=$((SECONDS - t))
 }
 
 # steward_stage: hack/test-cluster.sh's Steward stage (TEST_STEWARD=1), after the chart's own
@@ -335,6 +336,7 @@ EOT
   kc --kubeconfig "${HOST_DIR}/steward-demo.kubeconfig" get nodes
   [[ $(ready_nodes "${HOST_DIR}/steward-demo.kubeconfig") == 2 ]] \
     || die "steward-demo/demo's kubeconfig lists $(ready_nodes "${HOST_DIR}/steward-demo.kubeconfig") Ready nodes, want 2"
+  steward_sample
   steward_pod_security
   steward_snapshot_refused
   [[ -z "${STEWARD_UPGRADE_FROM}" ]] || steward_upgrade
@@ -391,6 +393,57 @@ spec:
 EOT
 }
 
+# steward_controllers_down: a TenantCluster (other) created while the Cluster API Steward
+# provider and Steward are scaled to 0 (their Pods gone) must name the one not running at once,
+# not wait: ControlPlaneReady ProviderNotRunning naming the provider (its leader-election Lease
+# lapses 15 s after its last renewal; butler allows 5 s more for clocks); with the provider back
+# and Steward still at 0 (its webhook refuses the provider's TenantControlPlane: nobody serves
+# it), naming Steward. Then both run again and other goes on (steward_isolation_and_faults reads
+# its DataStore schema). What the cluster said meanwhile is printed, with its second.
+steward_controllers_down() {
+  local t
+  steward_scale capi-steward-controller-manager 0
+  steward_scale steward 0
+  t=${SECONDS}
+  steward_tc other "${STEWARD_TENANT_VERSION}"
+  steward_reasons other "control plane provider steward: the Cluster API Steward provider is not running" 60
+  measure "steward-demo/other created with Steward and its provider at 0 replicas: ControlPlaneReady ProviderNotRunning naming the provider $((SECONDS - t)) s after its create (said: ${STEWARD_SAID})"
+  t=${SECONDS}
+  steward_scale capi-steward-controller-manager 1
+  steward_reasons other "control plane provider steward: Steward is not running" 90
+  measure "steward-demo/other with the provider back, Steward at 0: ProviderNotRunning naming Steward $((SECONDS - t)) s after the provider's scale to 1 (said: ${STEWARD_SAID})"
+  steward_scale steward 1
+}
+
+# steward_scale NAME REPLICAS: the Deployment STEWARD_NS/NAME at REPLICAS: at 0 once it has no
+# Pod, else once its rollout is complete.
+steward_scale() {
+  kc -n "${STEWARD_NS}" scale deploy "$1" --replicas "$2" >/dev/null
+  if [[ "$2" == 0 ]]; then
+    wait_until "no Pod of ${STEWARD_NS}/$1" 120 steward_deployment_stopped "${STEWARD_NS}" "$1"
+    return
+  fi
+  kc -n "${STEWARD_NS}" rollout status "deploy/$1" --timeout=3m >/dev/null || die "${STEWARD_NS}/$1 not back at $2 replicas"
+}
+
+# steward_reasons NAME TEXT SECONDS: waits for steward-demo/NAME's ControlPlaneReady to be
+# ProviderNotRunning with TEXT in its message; STEWARD_SAID is each reason it gave meanwhile,
+# with the second it was first seen (1 s polls).
+steward_reasons() {
+  local t=${SECONDS} last="" now
+  STEWARD_SAID=""
+  until tc_condition_says steward-demo "$1" ControlPlaneReady ProviderNotRunning "$2" 2>/dev/null; do
+    now=$(kc -n steward-demo get tc "$1" -o jsonpath='{.status.conditions[?(@.type=="ControlPlaneReady")].reason}' 2>/dev/null || true)
+    [[ "${now}" == "${last}" ]] || { STEWARD_SAID+="t=$((SECONDS - t)) ${now:-none}; "; last=${now}; }
+    if ((SECONDS >= t + $3)); then
+      kc -n steward-demo get tc "$1" -o jsonpath='{range .status.conditions[*]}{.type}={.status} {.reason}: {.message}{"\n"}{end}' >&2 || true
+      die "steward-demo/$1 did not say \"$2\" in $3 s (said: ${STEWARD_SAID})"
+    fi
+    sleep 1
+  done
+  STEWARD_SAID+="t=$((SECONDS - t)) ProviderNotRunning"
+}
+
 # steward_isolation_and_faults: with steward-demo/demo Ready,
 #   - a second tenant, other, on the same DataStore: with the etcd client certificate Steward
 #     gives demo's kube-apiserver, test/steward reads demo's prefix and is refused other's
@@ -399,10 +452,12 @@ EOT
 #   - the faults say why at once, naming the provider and what it cannot do: a version Steward
 #     cannot run (badversion, v1.36.3), a DataStore that does not exist (nostore), and a
 #     snapshot schedule on demo (Steward has no snapshot contract: ProviderCapable False).
-# The three clusters are made together; Steward takes one TenantControlPlane at a time.
+# other is made while Steward and its provider are down (steward_controllers_down), the other two
+# once they are back; Steward takes one TenantControlPlane at a time.
 steward_isolation_and_faults() {
-  local t=${SECONDS} tns schema
-  steward_tc other "${STEWARD_TENANT_VERSION}"
+  local t tns schema
+  steward_controllers_down
+  t=${SECONDS}
   steward_tc badversion v1.36.3
   steward_tc nostore "${STEWARD_TENANT_VERSION}" "dataStoreRef: {name: no-such-datastore}"
   wait_condition "steward-demo/badversion: the provider names the version it cannot run" 120 badversion ControlPlaneReady VersionUnsupported "control plane provider steward cannot run Kubernetes v1.36.3 (spec.kubernetesVersion)"
@@ -433,24 +488,25 @@ steward_isolation_and_faults() {
   STEWARD_OTHER="${tns} ${schema}"
 }
 
-# steward_snapshot_refused: a one-off TenantClusterSnapshot of demo is Failed at once, naming
+# steward_snapshot_refused [NAME]: a one-off TenantClusterSnapshot NAME (once) of demo is Failed
+# at once, naming
 # Steward and the capability, as a schedule makes ProviderCapable False (Steward's contract
 # cannot read one tenant's data; nothing would take it); deleting it is not held (no data).
 steward_snapshot_refused() {
-  local t=${SECONDS} got
+  local t=${SECONDS} got name=${1:-once}
   kc apply -f - >/dev/null <<EOT
 apiVersion: butler.butlerlabs.dev/v1alpha1
 kind: TenantClusterSnapshot
-metadata: {name: once, namespace: steward-demo}
+metadata: {name: ${name}, namespace: steward-demo}
 spec: {clusterRef: {name: demo}}
 EOT
-  until got=$(kc -n steward-demo get tcs once -o jsonpath='{.status.phase}: {.status.message}') \
+  until got=$(kc -n steward-demo get tcs "${name}" -o jsonpath='{.status.phase}: {.status.message}') \
     && [[ "${got}" == "Failed: control plane provider steward cannot: snapshots"* ]]; do
-    ((SECONDS < t + 60)) || die "steward-demo/once, a snapshot of demo, is not refused 60 s after its create: ${got}"
+    ((SECONDS < t + 60)) || die "steward-demo/${name}, a snapshot of demo ($(tc_phase_is steward-demo demo Hibernated && echo hibernated || echo awake)), is not refused 60 s after its create: ${got}"
     sleep 1
   done
-  measure "a one-off snapshot of steward-demo/demo refused in $((SECONDS - t)) s (${got})"
-  kc -n steward-demo delete tcs once --timeout=30s >/dev/null || die "the refused snapshot steward-demo/once is not deleted in 30 s"
+  measure "a one-off snapshot (${name}) of steward-demo/demo, $(kc -n steward-demo get tc demo -o jsonpath='{.status.phase}'), refused in $((SECONDS - t)) s (${got})"
+  kc -n steward-demo delete tcs "${name}" --timeout=30s >/dev/null || die "the refused snapshot steward-demo/${name} is not deleted in 30 s"
 }
 
 # steward_upgrade (STEWARD_UPGRADE_FROM set): demo, Ready at STEWARD_UPGRADE_FROM, patched to
@@ -548,14 +604,16 @@ tcp_schema() {
 
 steward_etcd_has_keys() { local n; n=$(steward_etcd_keys "$1"); [[ "${n}" =~ ^[0-9]+$ && "${n}" -gt 0 ]]; }
 
-# steward_hibernation: hibernated takes Steward's Deployment to 0 replicas (no Pod left), and
-# awake again to a running Pod and a Ready cluster.
+# steward_hibernation: hibernated takes Steward's Deployment to 0 replicas (no Pod left), a
+# one-off snapshot of it asleep is refused at once (as awake), and awake again to a running Pod
+# and a Ready cluster.
 steward_hibernation() {
   local t=${SECONDS}
   kc -n steward-demo patch tc demo --type merge -p '{"spec":{"hibernation":{"hibernated":true}}}' >/dev/null
   wait_until "steward-demo/demo Hibernated" 300 tc_phase_is steward-demo demo Hibernated
   wait_until "Steward's Deployment ${STEWARD_TNS}/demo at 0 replicas, no Pod" 120 steward_deployment_stopped "${STEWARD_TNS}" demo
   measure "steward-demo/demo Hibernated, Steward's Deployment at 0 replicas, in $((SECONDS - t)) s"
+  steward_snapshot_refused asleep
   t=${SECONDS}
   kc -n steward-demo patch tc demo --type merge -p '{"spec":{"hibernation":{"hibernated":false}}}' >/dev/null
   wait_until "Steward's Deployment ${STEWARD_TNS}/demo running again" 300 steward_deployment_running "${STEWARD_TNS}" demo
@@ -571,6 +629,7 @@ steward_hibernation() {
 # they are deleted first; a management cluster runs one engine.
 steward_clear_standin() {
   [[ -n "$(kc get tc -n local-demo -o name)" ]] || return 0
+  steward_local_sample
   kc delete tc --all -n local-demo --wait=false >/dev/null
   wait_until "the stand-in's TenantControlPlanes gone" 180 no_tenant_control_planes
 }
@@ -689,4 +748,116 @@ steward_deployment_running() {
   selector=$(kc -n "$1" get deploy "$2" -o go-template='{{range $k, $v := .spec.selector.matchLabels}}{{$k}}={{$v}},{{end}}') || return 1
   running=$(kc -n "$1" get pods -l "${selector%,}" -o jsonpath='{range .items[*]}{range .status.containerStatuses[*]}{.state.running.startedAt}{" "}{end}{"\n"}{end}' | awk 'NF == 3' | wc -l)
   ((running >= 1))
+}
+
+# --- Steward beside the local provider: create -> control plane Ready, and memory -------------
+# One pair, not alternating pairs: the stand-in and the real pair cannot run tenants at once
+# (Steward and capi-steward take every TenantControlPlane and StewardControlPlane, the
+# stand-in's too), so the local side is stage 4's local-demo/demo, read before the Steward stage
+# deletes it, and the Steward side steward-demo/demo; both are the first cluster of their engine
+# in the run (3 and 2 workers; the control plane is Ready before any worker joins). The clock
+# of each is the API server's: the TenantCluster's creationTimestamp to its ControlPlaneReady's
+# lastTransitionTime to True (1 s resolution). Steward's includes the stage's steward_dns_alias
+# (Steward and butler-apiserver rolled for a hostAlias: no cluster DNS here), said in the record.
+# Memory, like for like: the sum of the three control plane processes' RSS (and PSS) from
+# /proc (kube-apiserver, kube-controller-manager, kube-scheduler; the datastore is apart on both
+# sides); for Steward's Pod also its memory cgroup's usage and working set (usage less inactive
+# file, as the kubelet counts it), which includes the pause container and the page cache.
+# Written to _output/bench: p12-pairs.tsv and p12m-pairs.tsv (bench -pairs P12=...,P12m=...)
+# and steward-vs-local.md (every figure read).
+STEWARD_BENCH_DIR="${ROOT}/_output/bench"
+
+# steward_cp_seconds NS NAME: seconds from the TenantCluster's create to ControlPlaneReady True.
+steward_cp_seconds() {
+  local created ready
+  created=$(kc -n "$1" get tc "$2" -o jsonpath='{.metadata.creationTimestamp}')
+  ready=$(kc -n "$1" get tc "$2" -o jsonpath='{.status.conditions[?(@.type=="ControlPlaneReady")].lastTransitionTime}')
+  echo $(($(date -d "${ready}" +%s) - $(date -d "${created}" +%s)))
+}
+
+# steward_since NS NAME TIME: seconds from the TenantCluster's create to TIME (RFC 3339).
+steward_since() {
+  echo $(($(date -d "$3" +%s) - $(date -d "$(kc -n "$1" get tc "$2" -o jsonpath='{.metadata.creationTimestamp}')" +%s)))
+}
+
+# steward_procs_memory PID...: "<PSS KiB> <RSS KiB> <n>" summed over the control plane's
+# processes among PID... (kube-apiserver, kube-controller-manager, kube-scheduler).
+steward_procs_memory() {
+  local pid pss=0 rss=0 n=0 comm v r
+  for pid in "$@"; do
+    comm=$(cat "/proc/${pid}/comm" 2>/dev/null) || continue
+    [[ "${comm}" == kube-apiserver || "${comm}" == kube-controller || "${comm}" == kube-scheduler ]] || continue
+    v=$(awk '/^Pss:/ {print $2}' "/proc/${pid}/smaps_rollup" 2>/dev/null) || continue
+    r=$(awk '/^VmRSS:/ {print $2}' "/proc/${pid}/status" 2>/dev/null) || continue
+    [[ "${v}" =~ ^[0-9]+$ && "${r}" =~ ^[0-9]+$ ]] || continue
+    pss=$((pss + v)) rss=$((rss + r)) n=$((n + 1))
+  done
+  echo "${pss} ${rss} ${n}"
+}
+
+# steward_local_sample: local-demo/demo's create -> control plane Ready and its three processes'
+# memory (found by the TenantControlPlane's UID in their command lines: the stand-in's state
+# directory), for the pair; nothing when it is not Ready (TEST_STEWARD=only has no stage 4).
+steward_local_sample() {
+  local tns uid pids=() p pss rss n
+  STEWARD_LOCAL=""
+  kc -n local-demo wait tc/demo --for=condition=ControlPlaneReady --timeout=1s >/dev/null 2>&1 || return 0
+  tns=$(kc -n local-demo get tc demo -o jsonpath='{.status.tenantNamespace}')
+  uid=$(kc -n "${tns}" get tenantcontrolplanes demo -o jsonpath='{.metadata.uid}')
+  for p in /proc/[0-9]*; do
+    # No pipe: with pipefail, grep -q leaving early could fail the writer, and the match.
+    if grep -qzF -- "/${uid}/" "${p}/cmdline" 2>/dev/null; then pids+=("${p#/proc/}"); fi
+  done
+  read -r pss rss n < <(steward_procs_memory "${pids[@]}")
+  [[ "${n}" == 3 ]] || { log "local-demo/demo: ${n} control plane processes found by /${uid}/, not 3: no memory sample"; return 0; }
+  STEWARD_LOCAL="$(steward_cp_seconds local-demo demo) ${pss} ${rss}"
+  measure "local-demo/demo (the stand-in): control plane Ready $(steward_cp_seconds local-demo demo) s after its create; its 3 processes PSS $((pss / 1024)) MiB, RSS $((rss / 1024)) MiB"
+}
+
+# steward_sample: steward-demo/demo's create -> control plane Ready with where its time went,
+# and its Pod's memory; written with the local sample as one pair.
+steward_sample() {
+  local selector pod uid dir usage inactive pids cp where pss rss n tcp deploy running lcp lpss lrss
+  # shellcheck disable=SC2016 # a Go template, not shell
+  selector=$(kc -n "${STEWARD_TNS}" get deploy demo -o go-template='{{range $k, $v := .spec.selector.matchLabels}}{{$k}}={{$v}},{{end}}')
+  pod=$(kc -n "${STEWARD_TNS}" get pods -l "${selector%,}" --field-selector=status.phase=Running -o jsonpath='{.items[0].metadata.name}')
+  uid=$(kc -n "${STEWARD_TNS}" get pod "${pod}" -o jsonpath='{.metadata.uid}')
+  # The Pod's memory cgroup (cgroup v1 here; v2 too): pod<uid>, with - or _ (systemd) in it.
+  dir=$(find /sys/fs/cgroup/memory /sys/fs/cgroup -maxdepth 6 -type d \( -name "pod${uid}" -o -name "*pod${uid//-/_}*" \) 2>/dev/null | head -n 1 || true)
+  [[ -n "${dir}" ]] || die "no memory cgroup of Pod ${STEWARD_TNS}/${pod} (pod${uid})"
+  if [[ -f "${dir}/memory.usage_in_bytes" ]]; then
+    usage=$(cat "${dir}/memory.usage_in_bytes"); inactive=$(awk '$1 == "total_inactive_file" {print $2}' "${dir}/memory.stat")
+  else
+    usage=$(cat "${dir}/memory.current"); inactive=$(awk '$1 == "inactive_file" {print $2}' "${dir}/memory.stat")
+  fi
+  pids=$(find "${dir}" -name cgroup.procs -exec cat {} + 2>/dev/null | sort -un || true)
+  # shellcheck disable=SC2086 # one pid a word
+  read -r pss rss n < <(steward_procs_memory ${pids})
+  [[ "${n}" == 3 ]] || die "Pod ${STEWARD_TNS}/${pod}: ${n} control plane processes in its cgroup, not 3"
+  cp=$(steward_cp_seconds steward-demo demo)
+  tcp=$(steward_since steward-demo demo "$(kc -n "${STEWARD_TNS}" get tenantcontrolplanes demo -o jsonpath='{.metadata.creationTimestamp}')")
+  deploy=$(steward_since steward-demo demo "$(kc -n "${STEWARD_TNS}" get deploy demo -o jsonpath='{.metadata.creationTimestamp}')")
+  running=$(kc -n "${STEWARD_TNS}" get pod "${pod}" -o jsonpath='{range .status.containerStatuses[*]}{.state.running.startedAt}{"\n"}{end}' | sort | tail -n 1)
+  running=$(steward_since steward-demo demo "${running}")
+  where="TenantControlPlane by the provider at +${tcp} s, Deployment by Steward at +${deploy} s, its Pod's last container started at +${running} s (Pod ${pod}, after the stage's DNS alias roll of ${STEWARD_ALIAS_SECONDS:-?} s), ControlPlaneReady at +${cp} s"
+  measure "steward-demo/demo (Steward): control plane Ready ${cp} s after its create: ${where}; its Pod's 3 processes PSS $((pss / 1024)) MiB, RSS $((rss / 1024)) MiB; its memory cgroup usage $((usage / 1048576)) MiB, working set $(((usage - inactive) / 1048576)) MiB"
+  mkdir -p "${STEWARD_BENCH_DIR}"
+  {
+    echo "# Steward beside the local provider ($(date -u +%FT%TZ), one run of make test-steward, one pair)"
+    echo
+    echo "- Steward, steward-demo/demo: create -> ControlPlaneReady ${cp} s: ${where}."
+    echo "- Steward's Pod: PSS of kube-apiserver, kube-controller-manager and kube-scheduler summed $((pss / 1024)) MiB (RSS $((rss / 1024)) MiB); memory cgroup ${dir#/sys/fs/cgroup}: usage $((usage / 1048576)) MiB, working set (usage - inactive file) $(((usage - inactive) / 1048576)) MiB."
+    if [[ -n "${STEWARD_LOCAL:-}" ]]; then
+      read -r lcp lpss lrss <<<"${STEWARD_LOCAL}"
+      echo "- local (the stand-in), local-demo/demo: create -> ControlPlaneReady ${lcp} s; its 3 processes' PSS summed $((lpss / 1024)) MiB (RSS $((lrss / 1024)) MiB). No cgroup of its own: host processes."
+    else
+      echo "- local: no sample in this run (TEST_STEWARD=only skips stage 4)."
+    fi
+  } >"${STEWARD_BENCH_DIR}/steward-vs-local.md"
+  [[ -n "${STEWARD_LOCAL:-}" ]] || { rm -f "${STEWARD_BENCH_DIR}/p12-pairs.tsv" "${STEWARD_BENCH_DIR}/p12m-pairs.tsv"; return 0; }
+  # subject (Steward), baseline (local), subject first: false (stage 4 ran before).
+  printf '%s\t%s\tfalse\n' "${cp}" "${lcp}" >"${STEWARD_BENCH_DIR}/p12-pairs.tsv"
+  # RSS, not PSS: the stand-in's tenants share their binaries' pages (demo2 runs the same ones),
+  # which PSS halves, while demo's Pod is the only one of its image; RSS counts them whole on both.
+  printf '%s\t%s\tfalse\n' "$((rss / 1024))" "$((lrss / 1024))" >"${STEWARD_BENCH_DIR}/p12m-pairs.tsv"
 }

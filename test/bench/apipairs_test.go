@@ -162,7 +162,7 @@ func TestPairsWithWorkFromATest(t *testing.T) {
 			t.Errorf("the report lacks %q:\n%s", want, doc)
 		}
 	}
-	if err := importPairs("P12="+file, dir, "", 1); err == nil {
+	if err := importPairs("P99="+file, dir, "", 1); err == nil {
 		t.Error("an unknown figure was imported")
 	}
 }

@@ -81,6 +81,39 @@ func p7m(pairs, n int) figure {
 	}
 }
 
+// p12 is create -> control plane Ready on the real Steward against the local provider, one pair
+// read by make test-steward's Steward stage (hack/lib/steward.sh, steward_sample).
+func p12(pairs, _ int) figure {
+	return figure{
+		ID:    "P12",
+		Title: "Create -> control plane Ready of a TenantCluster on the real Steward, against the local provider, in the same make test-steward run.",
+		What: "steward-demo/demo (2 local workers; Steward and its Cluster API provider from source-built images, its DataStore a host etcd): " +
+			"the TenantCluster's creationTimestamp to its ControlPlaneReady lastTransitionTime (True), both the API server's clock, 1 s " +
+			"resolution; includes the stage's DNS alias roll of Steward and butler-apiserver (no cluster DNS in the one-node cluster)",
+		Baseline: "local-demo/demo (3 workers), the stand-in's first cluster of the same run (stage 4), same clock and condition",
+		Subject:  "Steward", Base: "local", Unit: "s", Better: "lower",
+		Command: "make test-steward (writes _output/bench/p12-pairs.tsv), then bench -pairs P12=_output/bench/p12-pairs.tsv",
+		Notes: []string{fmt.Sprintf("%d pair(s), not alternating: the stand-in and the real pair cannot run tenants at once (Steward takes every "+
+			"TenantControlPlane), so the local side ran first, in stage 4, and the Steward side in the Steward stage. "+
+			"_output/bench/steward-vs-local.md says where the Steward side's time went.", pairs)},
+	}
+}
+
+// p12m is the memory of one Steward control plane Pod against a local tenant's control plane.
+func p12m(pairs, _ int) figure {
+	return figure{
+		ID:    "P12m",
+		Title: "Memory of one control plane on the real Steward (its Pod) against one of the local provider (host processes).",
+		What: "the RSS of steward-demo/demo's Pod's kube-apiserver, kube-controller-manager and kube-scheduler, summed (/proc/<pid>/status VmRSS), " +
+			"with 2 workers joined, once it is Ready; their PSS and the Pod's memory cgroup usage and working set are in _output/bench/steward-vs-local.md",
+		Baseline: "the RSS of local-demo/demo's same three processes, summed (3 workers), read before the Steward stage deletes it; " +
+			"the datastore is apart on both sides. RSS, not PSS: the stand-in's tenants share their binaries' pages, which PSS divides among them",
+		Subject: "Steward Pod", Base: "local processes", Unit: "MiB", Better: "lower",
+		Command: "make test-steward (writes _output/bench/p12m-pairs.tsv), then bench -pairs P12m=_output/bench/p12m-pairs.tsv",
+		Notes:   []string{fmt.Sprintf("%d pair(s), read once each, not alternating (see P12).", pairs)},
+	}
+}
+
 // pairFigures are the figures made of a file of pairs (-pairs), by ID: the number of pairs and
 // the figure's N give the definition.
 var pairFigures = map[string]func(pairs, n int) figure{
@@ -88,6 +121,8 @@ var pairFigures = map[string]func(pairs, n int) figure{
 	"P7m":  p7m,
 	"P11":  p11,
 	"P11r": p11r,
+	"P12":  p12,
+	"P12m": p12m,
 }
 
 // readPairs parses a benchmark's file: a pair a line, "subject<TAB>baseline<TAB>subjectFirst",
@@ -128,7 +163,7 @@ func importPairs(spec, out, commit string, n int) error {
 		id, file, ok := strings.Cut(item, "=")
 		def := pairFigures[id]
 		if !ok || def == nil {
-			return fmt.Errorf("-pairs %q: want ID=file with ID one of P3, P7m, P11, P11r", item)
+			return fmt.Errorf("-pairs %q: want ID=file with ID one of P3, P7m, P11, P11r, P12, P12m", item)
 		}
 		runs, work, err := readPairs(file)
 		if err != nil {

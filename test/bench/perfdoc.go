@@ -40,10 +40,12 @@ var catalog = []catalogEntry{
 		"not yet in bench-report: three samples of one run, read from a test's log"},
 	{"P11", "a tenant's snapshot against etcd's own snapshot of the whole datastore (incompressible values)", "make bench-report ONLY=P11", ""},
 	{"P11r", "a tenant's restore against plain writes of the same keys and values", "make bench-report ONLY=P11", ""},
+	{"P12", "create -> control plane Ready on the real Steward against the local provider", "make test-steward, then make bench-report ONLY=P12", ""},
+	{"P12m", "one control plane's memory on the real Steward (its Pod) against the local provider's", "make test-steward, then make bench-report ONLY=P12", ""},
 }
 
 // measuredTogether are the figures one name in ONLY runs together (make bench-report).
-var measuredTogether = [][]string{{"P1", "P1p", "P2", "P2b"}, {"P11", "P11r"}}
+var measuredTogether = [][]string{{"P1", "P1p", "P2", "P2b"}, {"P11", "P11r"}, {"P12", "P12m"}}
 
 // expandRan is ONLY with every figure that ran alongside one named: ONLY=P2 ran P1 too.
 func expandRan(ran string) string {
