@@ -33,7 +33,8 @@ import (
 // kube-scheduler and butler-localprovider (its etcd). BUTLER_FOOTPRINT_BASELINE=1 starts the
 // processes with Go's defaults (no tenantEnv), as before issue 40. BUTLER_FOOTPRINT_PAIRS=k runs
 // k pairs of both, the order alternating, and appends each pair to BUTLER_FOOTPRINT_PAIRS_OUT
-// (the pairs file of figure P7m, test/bench).
+// (the pairs file of figure P7m, test/bench). BUTLER_FOOTPRINT_ENV adds to the tenant
+// processes' environment and BUTLER_FOOTPRINT_ETCD_ENV to the datastore's, for experiments.
 func TestTenantFootprint(t *testing.T) {
 	bin := os.Getenv("BUTLER_FOOTPRINT_BIN")
 	if bin == "" {
@@ -227,7 +228,7 @@ func footprintDataStore(t *testing.T, ctx context.Context, bin, dir string) (*fo
 		t.Fatal(err)
 	}
 	creds := &datastore.Credentials{Spec: datastore.Spec{Name: d.name, Driver: datastore.DriverEtcd, Endpoints: []string{d.endpoint()}}, CA: ca, Root: root}
-	cmd := footprintCmd(t, filepath.Join(bin, "butler-localprovider"), append([]string{EtcdCommand}, d.args()...), nil, filepath.Join(dir, "etcd.log"))
+	cmd := footprintCmd(t, filepath.Join(bin, "butler-localprovider"), append([]string{EtcdCommand}, d.args()...), strings.Fields(os.Getenv("BUTLER_FOOTPRINT_ETCD_ENV")), filepath.Join(dir, "etcd.log"))
 	rc, err := creds.Connect(root)
 	if err != nil {
 		t.Fatal(err)
