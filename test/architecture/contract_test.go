@@ -40,12 +40,12 @@ func TestExternalContractDefinedOnce(t *testing.T) {
 	// StewardControlPlane's status, which it writes (each kept or dropped one by one); and it
 	// compares the status it writes, on both kinds, with the one there.
 	pathAllowed := map[string][]string{
-		"pkg/localprovider/controlplane/scp.go": {
-			`unstructured.NestedFieldCopy(scp.Object, path...)`,
+		"pkg/localprovider/controlplane/stewardcontrolplane_desired.go": {`unstructured.NestedFieldCopy(scp.Object, path...)`},
+		"pkg/localprovider/controlplane/stewardcontrolplane_status.go": {
 			`unstructured.NestedSlice(scp.Object, "status", "conditions")`,
 			`scp.Object["status"].(map[string]any)`,
 		},
-		"pkg/localprovider/controlplane/tcp.go": {`tcp.Object["status"].(map[string]any)`},
+		"pkg/localprovider/controlplane/tenantcontrolplane_status.go": {`tcp.Object["status"].(map[string]any)`},
 	}
 	allowedPath := func(rel, line string) bool {
 		return slices.ContainsFunc(pathAllowed[rel], func(read string) bool { return strings.Contains(line, read) })

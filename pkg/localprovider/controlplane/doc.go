@@ -8,7 +8,7 @@
 // LocalCluster), and only the TenantControlPlanes it made: another provider's clusters are
 // Steward's in a real management cluster, and nobody's here.
 //
-// It keeps the contracts a production management cluster keeps (LIFECYCLE.md):
+// It keeps the contracts a production management cluster keeps (docs/architecture.md):
 //   - StewardControlPlane (controlplane.cluster.x-k8s.io/v1alpha1) waits for its Cluster
 //     ownerReference, then applies TenantControlPlane <same name> (steward.butlerlabs.dev/v1alpha1)
 //     owned by it, copies <tcp>-admin-kubeconfig's admin.conf into <cluster>-kubeconfig

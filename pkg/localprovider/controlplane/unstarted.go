@@ -2,8 +2,6 @@ package controlplane
 
 import (
 	"context"
-	"fmt"
-	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,31 +13,7 @@ import (
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/access"
-	"github.com/butlerdotdev/butler-apiserver/pkg/pki"
 )
-
-// ensureCredentials makes (once) and returns the tenant's CA, its certificates and the
-// kubeconfigs its processes and the admin kubeconfig Secret hold: the public ones name endpoint,
-// the internal ones apiEndpoint.
-func (c *Controller) ensureCredentials(ctx context.Context, tcp *unstructured.Unstructured, spec tenantSpec, pl *plane, endpoint, apiEndpoint string) (*pki.Tenant, tenantKubeconfigs, error) {
-	ca, err := c.ensureCA(ctx, tcp, pl)
-	if err != nil {
-		return nil, tenantKubeconfigs{}, err
-	}
-	serviceIP, _ := firstServiceIP(spec.ServiceCIDR)
-	certs, _, err := pki.EnsureTenant(pl.paths.pki(), ca, pki.TenantOptions{
-		Name: tcp.GetNamespace() + "/" + tcp.GetName(), ServiceIP: serviceIP,
-		ClusterDomain: spec.ClusterDomain, CertSANs: append(slices.Clone(spec.CertSANs), pl.address()),
-	})
-	if err != nil {
-		return nil, tenantKubeconfigs{}, fmt.Errorf("certificates: %w", err)
-	}
-	kubeconfigs, err := c.writeKubeconfigs(tcp.GetName(), endpoint, apiEndpoint, pl.paths, certs)
-	if err != nil {
-		return nil, tenantKubeconfigs{}, err
-	}
-	return certs, kubeconfigs, writeAdmissionConfig(pl.paths)
-}
 
 // readyUnstarted readies a wake-on-request tenant that was created asleep and has never run,
 // without starting anything: its CA and certificates, the admin kubeconfig Secret (kubeconfigs
