@@ -153,22 +153,25 @@ kube-versions: ## build the extra Kubernetes versions the e2e tests' tenants run
 test-e2e: build kube-versions ## kubectl end-to-end tests on the standalone server and the local plane
 	test/e2e/standalone.sh $(BIN)/butler-apiserver
 	rm -f _output/e2e-durations.txt
-	$(GO) test -vet=off -count=1 -timeout 45m -parallel 64 -skip '^(TestFault|TestSlow|TestS3|TestRealNode)' ./test/e2e/...; \
+	$(GO) test -vet=off -count=1 -timeout 45m -parallel 64 -skip '^(TestFault|TestSlow|TestS3|TestRealNode|TestGitOpsTenant)' ./test/e2e/...; \
 	  rc=$$?; cat _output/e2e-durations.txt 2>/dev/null; exit $$rc
 	$(GO) test -vet=off -count=1 -timeout 20m -run '^TestPlaneStartFailsCleanly$$' ./test/starts/
 
 # test-realnode: real worker nodes (LocalMachine spec.nodeType real) on this machine (root;
 # Debian's containerd, runc and CNI plugins, installed when missing; the kubelet and kube-proxy
 # built from source as make cluster's; the pause and echo images of hack/build-node-images.sh and
-# Flux's of hack/build-flux-images.sh)
+# Flux's of hack/build-flux-images.sh), and Flux syncing a tenant on them from a Git server
+# (TestGitOpsTenant). REALNODE_RUN picks tests by go test's -run (REALNODE_RUN=TestGitOpsTenant).
+REALNODE_RUN ?= ^(TestRealNode|TestGitOpsTenant)
 test-realnode: build kube-versions ## real worker nodes on this machine (root)
 	$(realnode-deps)
-	BUTLER_E2E_REALNODE=1 $(GO) test -vet=off -count=1 -timeout 15m -run '^TestRealNode' ./test/e2e/...
+	BUTLER_E2E_REALNODE=1 $(GO) test -vet=off -count=1 -timeout 15m -run '$(REALNODE_RUN)' -v ./test/e2e/...
 
 define realnode-deps
 	hack/install-cluster-deps.sh
 	hack/build-kube.sh kubelet kube-proxy
 	hack/build-node-images.sh >/dev/null
+	hack/build-flux-images.sh
 endef
 
 # test-starts: STARTS_N plane starts and stops in a row, then STARTS_TENANTS tenant control
@@ -260,7 +263,7 @@ test-faults: build ## the fault battery on a two-replica plane
 # and checks that nothing of them is left, so the real nodes start on a whole plane.
 test-realnode-faults: build kube-versions ## test-realnode and test-faults on one plane (root; CI)
 	$(realnode-deps)
-	BUTLER_E2E_REALNODE=1 R4_CLUSTERS=10 $(FAULTS_PLANE) $(GO) test -vet=off -count=1 -timeout 45m -run '^(TestFault|TestRealNode)' -v ./test/e2e/...
+	BUTLER_E2E_REALNODE=1 R4_CLUSTERS=10 $(FAULTS_PLANE) $(GO) test -vet=off -count=1 -timeout 45m -run '^(TestFault|TestRealNode|TestGitOpsTenant)' -v ./test/e2e/...
 
 # fuzz: each fuzz target for FUZZTIME (go test -fuzz takes one target at a time); new crashers
 # land in testdata/fuzz of the package. Not part of `make test`; plain `go test` runs the seeds.

@@ -55,7 +55,14 @@ func run(m *testing.M) (code int) {
 	defer os.RemoveAll(dir)
 
 	started := time.Now()
-	up, err := localplane.Start(root, dir, 10*time.Minute)
+	var env []string
+	if os.Getenv("BUTLER_E2E_REALNODE") != "" {
+		// TestGitOpsTenant's Git server is at an internal address, and so is the address where
+		// nothing answers: the fetch policy's exception for tests, never a user's.
+		env = append(env, "BUTLER_APISERVER_ARGS="+strings.TrimSpace(os.Getenv("BUTLER_APISERVER_ARGS")+
+			" --fetch-allowed-internal="+gitOpsServerAddr+","+gitOpsNobodyAddr))
+	}
+	up, err := localplane.Start(root, dir, 10*time.Minute, env...)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: %v:\n%s", err, up.Output())
 		dumpLogs(dir)
