@@ -526,6 +526,10 @@ func realNodeLeftovers() []string {
 	if ns, _ := filepath.Glob("/var/run/netns/butler-*"); len(ns) > 0 {
 		left = append(left, "network namespaces "+strings.Join(ns, " "))
 	}
+	// An address on the nodes' bridge is leased while a node holds it (a file named by it).
+	if leases, _ := filepath.Glob("/run/butler-nodes/leases/*"); len(leases) > 0 {
+		left = append(left, "address leases "+strings.Join(leases, " "))
+	}
 	if cg, _ := filepath.Glob("/sys/fs/cgroup/*/butler-nodes"); len(cg) > 0 {
 		left = append(left, "cgroups "+strings.Join(cg, " "))
 	}

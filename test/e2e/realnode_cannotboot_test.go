@@ -1,0 +1,305 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+)
+
+// TestRealNodeCannotBootOrJoin: a real node that cannot join or boot says why in its
+// LocalMachine's condition and leaves nothing on the host between its tries; deleting the
+// machines leaves nothing either, and no Node in the tenant, also of a machine that joined but
+// never booted. One tenant cluster, four machines:
+//   - rn-small: its state directory is a 1 MiB tmpfs; the provider sees it before the node joins.
+//   - rn-inodes: a tmpfs with bytes for the estimate but 50 inodes; the node joins, then runs out
+//     midway, when its containerd unpacks the pause image.
+//   - rn-badtoken: bootstrap data with a token the tenant does not know; discovery fails (no
+//     Node, no address kept).
+//   - rn-port: a socket of this test holds the kubelet's port 10250 in the node's network
+//     namespace (every port a node listens on is in its own namespace, none on the host's); the
+//     node joins, then its boot stops before the kubelet, naming the port and this process.
+//
+// The tmpfs mounts are the test's (the host's disk is not filled).
+func TestRealNodeCannotBootOrJoin(t *testing.T) {
+	realNodeRequirements(t)
+	ctx := context.Background()
+	env := lmTenant(t, "rn-noboot", "noboot")
+	cases := []struct {
+		machine, reason string
+		want            []string // in the condition's message
+		registers       bool     // whether the node registered before it failed
+		mount, token    string   // a tmpfs's options for the state directory; another token
+		takePort        bool
+	}{
+		{machine: "rn-small", reason: "NodeOutOfSpace", want: []string{"no space left for a node"}, mount: "size=1m"},
+		// Bytes beyond the provider's estimate (64 MiB and three times the node images, Flux's
+		// too when built), inodes for the join and containerd's start but not an image's unpacking.
+		{machine: "rn-inodes", reason: "NodeOutOfSpace", want: []string{"no space left on device"}, registers: true, mount: "size=2g,nr_inodes=50"},
+		{machine: "rn-badtoken", reason: "DiscoveryFailed", want: []string{`for token "abcdef"`}, token: "abcdef.0123456789abcdef"},
+		{machine: "rn-port", reason: "NodePortTaken", want: []string{":10250", fmt.Sprintf("pid=%d,", os.Getpid())}, registers: true, takePort: true},
+	}
+	var mounts []string
+	for _, c := range cases {
+		if c.mount == "" {
+			continue
+		}
+		dir := filepath.Join(plane.dir, "machines", env.ns, c.machine)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Mount("tmpfs", dir, "tmpfs", 0, c.mount+",mode=0700"); err != nil {
+			t.Fatalf("mounting a tmpfs (%s) at %s: %v", c.mount, dir, err)
+		}
+		mounts = append(mounts, dir)
+		t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
+	}
+	taker := &portTaker{machineDir: filepath.Join(plane.dir, "machines", env.ns, "rn-port") + "/", addr: "0.0.0.0:10250"}
+	defer taker.stop()
+	for _, c := range cases {
+		start := time.Now()
+		if c.takePort {
+			go taker.run()
+		}
+		token := env.token
+		if c.token != "" {
+			token = c.token
+		}
+		env.machine(t, c.machine, token, "real")
+		message := realNodeFailure(t, env, c.machine, c.reason)
+		t.Logf("%s: %s in %s: %s", c.machine, c.reason, time.Since(start).Round(100*time.Millisecond), message)
+		for _, want := range c.want {
+			if !strings.Contains(message, want) {
+				t.Errorf("%s: the condition says %q; want it to say %q", c.machine, message, want)
+			}
+		}
+		if c.mount != "" && !strings.Contains(message, filepath.Join(plane.dir, "machines", env.ns, c.machine)) {
+			t.Errorf("%s: the condition says %q; want it to name the directory", c.machine, message)
+		}
+		_, err := env.tenant.CoreV1().Nodes().Get(ctx, c.machine, metav1.GetOptions{})
+		if registered := err == nil; registered != c.registers {
+			t.Errorf("%s: a Node registered: %v (%v), want %v", c.machine, registered, err, c.registers)
+		}
+		// A failed boot is tried again (0.5 s, doubled up to 30 s): what it leaves stays between
+		// two tries, what a try makes while it runs does not.
+		if ok, left := realNodePoll(30*time.Second, func() (bool, string) {
+			left := realNodeLeftoversBut(mounts...)
+			return len(left) == 0, strings.Join(left, "\n  ")
+		}); !ok {
+			t.Errorf("%s left between its tries:\n  %s", c.machine, left)
+		}
+	}
+	realNodeDeleteFailed(t, env, cases[0].machine, cases[1].machine, cases[2].machine, cases[3].machine)
+	taker.stop()
+	for _, dir := range mounts {
+		_ = unix.Unmount(dir, unix.MNT_DETACH)
+	}
+	realNodeWaitGone(t, env, cases[0].machine, cases[1].machine, cases[2].machine, cases[3].machine)
+	if left := realNodeLeftovers(); len(left) > 0 {
+		t.Errorf("the deleted machines left:\n  %s", strings.Join(left, "\n  "))
+	}
+	for _, c := range cases {
+		if _, err := env.tenant.CoreV1().Nodes().Get(ctx, c.machine, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("%s's Node is left in the tenant after its machine was deleted (%v)", c.machine, err)
+		}
+	}
+}
+
+// realNodeFailure waits until the machine's Ready condition is False with reason, and returns its
+// message (an error of the test if it does not within a minute).
+func realNodeFailure(t *testing.T, env *lmEnv, machine, reason string) string {
+	t.Helper()
+	var message string
+	ok, last := realNodePoll(time.Minute, func() (bool, string) {
+		u, err := env.dyn.Resource(external.LocalMachineGVR).Namespace(env.ns).Get(context.Background(), machine, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		for _, cond := range conds {
+			cond := cond.(map[string]any)
+			if cond["type"] == "Ready" && cond["status"] == "False" && cond["reason"] == reason {
+				message = fmt.Sprint(cond["message"])
+				return true, ""
+			}
+		}
+		return false, fmt.Sprint(u.Object["status"])
+	})
+	if !ok {
+		t.Errorf("%s's condition does not say %s after a minute: %s", machine, reason, last)
+	}
+	return message
+}
+
+// realNodePoll is lmWait that does not end the test: whether check passed within timeout, and
+// what it said last.
+func realNodePoll(timeout time.Duration, check func() (bool, string)) (bool, string) {
+	var last string
+	for deadline := time.Now().Add(timeout); ; time.Sleep(100 * time.Millisecond) {
+		ok, said := check()
+		if ok {
+			return true, ""
+		}
+		last = said
+		if time.Now().After(deadline) {
+			return false, last
+		}
+	}
+}
+
+// realNodeDeleteFailed deletes the machines' Machines and waits until their LocalMachines are
+// being deleted: nothing boots them again from then on.
+func realNodeDeleteFailed(t *testing.T, env *lmEnv, machines ...string) {
+	t.Helper()
+	for _, m := range machines {
+		mustKubectl(t, "delete", "-n", env.ns, "machines.cluster.x-k8s.io", m, "--wait=false")
+	}
+	for _, m := range machines {
+		lmWait(t, time.Minute, m+"'s LocalMachine to be deleting", func() (bool, string) {
+			u, err := env.dyn.Resource(external.LocalMachineGVR).Namespace(env.ns).Get(context.Background(), m, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return true, ""
+			}
+			if err != nil {
+				return false, err.Error()
+			}
+			return u.GetDeletionTimestamp() != nil, "not yet"
+		})
+	}
+}
+
+// realNodeWaitGone waits until the machines' LocalMachines are gone (the provider removes a
+// machine's directory, which a mount point keeps: the test's mounts go first).
+func realNodeWaitGone(t *testing.T, env *lmEnv, machines ...string) {
+	t.Helper()
+	for _, m := range machines {
+		lmWait(t, time.Minute, m+"'s LocalMachine to be gone", func() (bool, string) {
+			_, err := env.dyn.Resource(external.LocalMachineGVR).Namespace(env.ns).Get(context.Background(), m, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), fmt.Sprint(err)
+		})
+	}
+}
+
+// portTaker holds addr in the network namespace of every boot of one machine's node, from the
+// moment its containerd runs (before the kubelet starts): it finds the node's containerd by the
+// machine's directory in its command line.
+type portTaker struct {
+	machineDir, addr string
+
+	mu      sync.Mutex
+	stopped bool
+	held    map[string]net.Listener // by network namespace (its /proc link)
+}
+
+func (p *portTaker) run() {
+	for {
+		p.mu.Lock()
+		if p.stopped {
+			p.mu.Unlock()
+			return
+		}
+		p.mu.Unlock()
+		own, _ := os.Readlink("/proc/self/ns/net")
+		for _, pid := range processesNaming(p.machineDir + "node/containerd/") {
+			ns := fmt.Sprintf("/proc/%s/ns/net", pid)
+			id, err := os.Readlink(ns)
+			if err != nil || id == own {
+				continue // nsenter before it entered the node's namespace
+			}
+			p.mu.Lock()
+			if _, ok := p.held[id]; !ok && !p.stopped {
+				if l, err := listenIn(ns, p.addr); err == nil {
+					if p.held == nil {
+						p.held = map[string]net.Listener{}
+					}
+					p.held[id] = l
+				}
+			}
+			p.mu.Unlock()
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (p *portTaker) stop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stopped = true
+	for _, l := range p.held {
+		l.Close()
+	}
+	p.held = nil
+}
+
+// processesNaming are the pids whose command line contains s.
+func processesNaming(s string) []string {
+	var pids []string
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range procs {
+		if data, err := os.ReadFile(f); err == nil && strings.Contains(string(data), s) {
+			pids = append(pids, filepath.Base(filepath.Dir(f)))
+		}
+	}
+	return pids
+}
+
+// listenIn listens on addr in the network namespace at nsPath from a thread that enters it and
+// comes back.
+func listenIn(nsPath, addr string) (net.Listener, error) {
+	runtime.LockOSThread()
+	self, err := os.Open("/proc/thread-self/ns/net")
+	if err != nil {
+		runtime.UnlockOSThread()
+		return nil, err
+	}
+	defer self.Close()
+	target, err := os.Open(nsPath)
+	if err != nil {
+		runtime.UnlockOSThread()
+		return nil, err
+	}
+	defer target.Close()
+	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+		runtime.UnlockOSThread()
+		return nil, err
+	}
+	l, lerr := net.Listen("tcp", addr)
+	if err := unix.Setns(int(self.Fd()), unix.CLONE_NEWNET); err != nil {
+		if l != nil {
+			l.Close()
+		}
+		return nil, err // the thread stays locked, and ends with this goroutine
+	}
+	runtime.UnlockOSThread()
+	return l, lerr
+}
+
+// realNodeLeftoversBut is realNodeLeftovers but for the mounts at the given mount points.
+func realNodeLeftoversBut(mountPoints ...string) []string {
+	var left []string
+	for _, l := range realNodeLeftovers() {
+		ours := false
+		for _, mp := range mountPoints {
+			if f := strings.Fields(l); len(f) > 2 && f[0] == "mount" && f[2] == mp {
+				ours = true
+			}
+		}
+		if !ours {
+			left = append(left, l)
+		}
+	}
+	return left
+}
