@@ -460,7 +460,7 @@ func (c *Controller) joinMachine(ctx context.Context, key string, lm *external.L
 		}
 		reg = Registration{ProviderID: providerID, Address: ip.String()}
 	}
-	joined, err := c.joiner.Join(ctx, *info, reg, c.machineDir(lm))
+	joined, err := c.join(ctx, lm, info, reg)
 	if err != nil {
 		var je *JoinError
 		if isNoSpace(err) {
@@ -468,15 +468,29 @@ func (c *Controller) joinMachine(ctx context.Context, key string, lm *external.L
 		} else if !errors.As(err, &je) {
 			return err
 		}
+		if real {
+			c.nodes.Release(ctx, key)
+		}
 		return c.machineFailed(ctx, key, lm, je)
 	}
 	if real {
 		if err := c.bootRealNode(ctx, key, lm, info, joined, providerID); err != nil {
+			c.nodes.Release(ctx, key)
 			return c.machineFailed(ctx, key, lm, &JoinError{Reason: ReasonNodeBootFailed, Err: err})
 		}
 	}
 	c.failures.Delete(key)
 	return c.recordJoined(ctx, key, lm, info, joined, reg, providerID)
+}
+
+// join records the Node the machine is about to register, then joins: a real node that joined
+// but never booted is not provisioned, so its status names no Node, and deleting the machine
+// must find it.
+func (c *Controller) join(ctx context.Context, lm *external.LocalMachine, info *bootstrap.JoinInfo, reg Registration) (*Joined, error) {
+	if err := writeRegistration(c.machineDir(lm), registration{NodeName: info.NodeName, ProviderID: reg.ProviderID}); err != nil {
+		return nil, err
+	}
+	return c.joiner.Join(ctx, *info, reg, c.machineDir(lm))
 }
 
 // bootRealNode gives a joined real node its proxy binding, cluster DNS and API endpoint in the
@@ -524,6 +538,8 @@ func (c *Controller) recordJoined(ctx context.Context, key string, lm *external.
 func (c *Controller) machineFailed(ctx context.Context, key string, lm *external.LocalMachine, je *JoinError) error {
 	if isNoSpace(je.Err) {
 		je = &JoinError{Reason: ReasonNodeOutOfSpace, Err: je.Err}
+	} else if errors.Is(je.Err, ErrPortTaken) {
+		je = &JoinError{Reason: ReasonNodePortTaken, Err: je.Err}
 	}
 	if err := c.setMachineCondition(ctx, lm, PhaseFailed, metav1.Condition{Type: ConditionReady,
 		Status: metav1.ConditionFalse, Reason: je.Reason, Message: je.Error()}); err != nil {
@@ -715,12 +731,7 @@ func (c *Controller) deleteMachine(ctx context.Context, lm *external.LocalMachin
 // tenant cluster is going away as well, a control plane that no longer answers ends the
 // attempt: there is no Node left to delete.
 func (c *Controller) deleteNode(ctx context.Context, lm *external.LocalMachine) error {
-	nodeName := lm.Status.NodeName
-	for _, a := range lm.Status.Addresses {
-		if a.Type == string(clusterv1.MachineHostName) && nodeName == "" {
-			nodeName = a.Address
-		}
-	}
+	nodeName, providerID := c.registeredNode(lm)
 	if nodeName == "" {
 		return nil // it never registered
 	}
@@ -730,7 +741,7 @@ func (c *Controller) deleteNode(ctx context.Context, lm *external.LocalMachine) 
 		klog.FromContext(ctx).Info("No credentials left for the tenant cluster; its Node goes with it", "node", nodeName, "err", err)
 		return nil
 	}
-	err = client.CoreV1().Nodes().Delete(ctx, nodeName, metav1.DeleteOptions{})
+	err = deleteNodeOf(ctx, client, nodeName, providerID)
 	if err == nil || apierrors.IsNotFound(err) {
 		klog.FromContext(ctx).Info("Node deleted", "node", nodeName)
 		return nil

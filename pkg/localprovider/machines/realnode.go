@@ -172,10 +172,10 @@ func (r *RealNodes) Boot(ctx context.Context, key string, spec BootSpec) (err er
 	if err := r.startContainerd(ctx, key, n); err != nil {
 		return err
 	}
-	if err := r.startKubelet(key, n, spec); err != nil {
+	if err := r.startKubelet(ctx, key, n, spec); err != nil {
 		return err
 	}
-	if err := r.startKubeProxy(key, n, spec); err != nil {
+	if err := r.startKubeProxy(ctx, key, n, spec); err != nil {
 		return err
 	}
 	if err := writeBootSpec(spec); err != nil {
@@ -292,8 +292,11 @@ func (r *RealNodes) startContainerd(ctx context.Context, key string, n *realNode
 	return nil
 }
 
-func (r *RealNodes) startKubelet(key string, n *realNode, spec BootSpec) error {
+func (r *RealNodes) startKubelet(ctx context.Context, key string, n *realNode, spec BootSpec) error {
 	l := n.layout
+	if err := checkPorts(ctx, l, "the kubelet", kubeletAddresses(n.ip.String())); err != nil {
+		return err
+	}
 	if err := createCgroup(l.cgroupRoot()); err != nil {
 		return fmt.Errorf("the node's cgroup: %w", err)
 	}
@@ -312,11 +315,14 @@ func (r *RealNodes) startKubelet(key string, n *realNode, spec BootSpec) error {
 // startKubeProxy runs kube-proxy (iptables mode) in the node's namespace with the node's own
 // credentials (the tenant binds system:node-proxier to the nodes: ProxyBinding), so its rules
 // are the namespace's and go with it. It leaves the host-wide conntrack table size alone.
-func (r *RealNodes) startKubeProxy(key string, n *realNode, spec BootSpec) error {
+func (r *RealNodes) startKubeProxy(ctx context.Context, key string, n *realNode, spec BootSpec) error {
+	if err := checkPorts(ctx, n.layout, "kube-proxy", kubeProxyAddresses()); err != nil {
+		return err
+	}
 	return r.start(key, n, "kube-proxy", filepath.Join(r.opts.BinDir, "kube-proxy"),
 		"--kubeconfig", filepath.Join(spec.MachineDir, kubeconfigFile), "--hostname-override", spec.NodeName,
 		"--proxy-mode", "iptables", "--iptables-localhost-nodeports=false", "--conntrack-max-per-core", "0",
-		"--healthz-bind-address", "127.0.0.1:10256", "--metrics-bind-address", "127.0.0.1:10249")
+		"--healthz-bind-address", loopbackAddress(proxyHealthzPort), "--metrics-bind-address", loopbackAddress(proxyMetricsPort))
 }
 
 // start runs a process of the node in its network namespace, in a session of its own, its
@@ -389,10 +395,10 @@ func (r *RealNodes) Restart(ctx context.Context, key, machineDir string) error {
 	for _, f := range served {
 		_ = os.Remove(f)
 	}
-	if err := r.startKubelet(key, n, spec); err != nil {
+	if err := r.startKubelet(ctx, key, n, spec); err != nil {
 		return err
 	}
-	if err := r.startKubeProxy(key, n, spec); err != nil {
+	if err := r.startKubeProxy(ctx, key, n, spec); err != nil {
 		return err
 	}
 	klog.FromContext(ctx).Info("Real node's kubelet and kube-proxy restarted with its new credentials", "node", spec.NodeName)
@@ -576,4 +582,15 @@ func waitFor(ctx context.Context, timeout time.Duration, cond func() bool) error
 		}
 	}
 	return nil
+}
+
+// Release frees the address of the node of key unless this process booted it: a real machine
+// that failed to join or boot holds no address between its tries.
+func (r *RealNodes) Release(ctx context.Context, key string) {
+	r.mu.Lock()
+	_, booted := r.nodes[key]
+	r.mu.Unlock()
+	if !booted {
+		r.bridge.release(ctx, r.nodeID(key))
+	}
 }

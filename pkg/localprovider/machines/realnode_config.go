@@ -113,10 +113,10 @@ cgroupDriver: cgroupfs
 cgroupRoot: %[1]s
 containerRuntimeEndpoint: unix://%[2]s
 address: %[3]s
-port: 10250
+port: %[9]d
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
-healthzPort: 10248
+healthzPort: %[10]d
 providerID: %[4]q
 authentication:
   anonymous: {enabled: false}
@@ -133,5 +133,5 @@ resolvConf: /etc/resolv.conf
 podLogsDir: %[6]s
 maxPods: 30
 clusterDomain: %[7]s
-%[8]s`, l.cgroupRoot(), l.containerdSock(), nodeIP, providerID, caFile, l.podLogsDir(), clusterDomain, dns)
+%[8]s`, l.cgroupRoot(), l.containerdSock(), nodeIP, providerID, caFile, l.podLogsDir(), clusterDomain, dns, kubeletPort, kubeletHealthzPort)
 }

@@ -55,6 +55,9 @@ const (
 	// A machine that has no room for its files (bytes or inodes): a real node's state directory
 	// or the nodes' run directory, seen before it joins, or a write that failed midway.
 	ReasonNodeOutOfSpace = "NodeOutOfSpace"
+	// A real node whose process would listen where another socket in its network namespace
+	// does: the message names the address and the socket's processes.
+	ReasonNodePortTaken = "NodePortTaken"
 )
 
 // LocalMachine phases (status.phase, a column of kubectl get).
