@@ -291,8 +291,9 @@ bench: build bench-bin ## the aggregated API against butler's own CRDs, BENCH_N 
 # the last runs of the others, each with its commit. P1, P1p, P2 and P2b are measured together
 # (any of their names runs all four, BENCH_API_N TenantClusters a side), as are P11 and P11r
 # (BENCH_P11_N keys). P7m runs three local tenants' processes at a time (TestTenantFootprint).
+# P13 and P13m are real worker nodes beside kwok's (root, with make test-realnode's dependencies).
 # Figures not yet reproduced are listed in the document with why. Not part of `make test`.
-BENCH_REPORT_FIGURES := P2 P3 P7m P9 P11
+BENCH_REPORT_FIGURES := P2 P3 P7m P9 P11 P13
 ONLY        ?= $(BENCH_REPORT_FIGURES)
 BENCH_PAIRS ?= 3
 BENCH_P9_N  ?= 200
@@ -302,7 +303,7 @@ BENCH_LOCK  ?=
 BENCH_COMMIT = $(shell git describe --always --dirty)
 bench-report: build bench-bin ## run the figures of docs/performance.md and regenerate it
 	$(GO) build -o $(BIN)/butler-localprovider ./cmd/butler-localprovider
-	@mkdir -p _output/bench; start=$$(date +%s); failed=; api=; snap=; stw=; \
+	@mkdir -p _output/bench; start=$$(date +%s); failed=; api=; snap=; stw=; realnode=; \
 	for fig in $(ONLY); do \
 	  case $$fig in \
 	  P9) for k in $$(seq 0 $$(( $(BENCH_PAIRS) - 1 ))); do \
@@ -330,6 +331,11 @@ bench-report: build bench-bin ## run the figures of docs/performance.md and rege
 	      if [ -f _output/bench/p12-pairs.tsv ]; then \
 	        $(BIN)/bench -pairs P12=_output/bench/p12-pairs.tsv,P12m=_output/bench/p12m-pairs.tsv -commit $(BENCH_COMMIT) || failed="$$failed P12"; \
 	      else echo "bench-report: P12 and P12m come from make test-steward's Steward stage (_output/bench/p12-pairs.tsv): run it first"; fi ;; \
+	  P13|P13m) [ -n "$$realnode" ] && continue; realnode=1; rm -f _output/bench/p13-pairs.tsv _output/bench/p13m-pairs.tsv; \
+	      hack/install-cluster-deps.sh && hack/build-kube.sh kubelet kube-proxy && hack/build-node-images.sh >/dev/null && \
+	      $(BENCH_LOCK) env BUTLER_E2E_REALNODE=1 REALNODE_BENCH=1 REALNODE_PAIRS=$(BENCH_PAIRS) REALNODE_PAIRS_OUT=$(CURDIR)/_output/bench \
+	        $(GO) test -vet=off -count=1 -timeout 30m -run '^TestRealNodeFigures$$' -v ./test/e2e/ && \
+	      $(BIN)/bench -pairs P13=_output/bench/p13-pairs.tsv,P13m=_output/bench/p13m-pairs.tsv -commit $(BENCH_COMMIT) || failed="$$failed P13" ;; \
 	  *) echo "bench-report: $$fig is not reproduced yet (docs/performance.md says why)" ;; \
 	  esac; \
 	done; \

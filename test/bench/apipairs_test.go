@@ -166,3 +166,33 @@ func TestPairsWithWorkFromATest(t *testing.T) {
 		t.Error("an unknown figure was imported")
 	}
 }
+
+// TestRealNodeFiguresImport: TestRealNodeFigures' two files of pairs become P13 and P13m, reported
+// together (ONLY=P13 runs both).
+func TestRealNodeFiguresImport(t *testing.T) {
+	dir := t.TempDir()
+	times, memory := filepath.Join(dir, "p13-pairs.tsv"), filepath.Join(dir, "p13m-pairs.tsv")
+	if err := os.WriteFile(times, []byte("30.5\t20.1\ttrue\n28\t21\tfalse\n31\t19.5\ttrue\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(memory, []byte("140\t2\ttrue\n138\t1.5\tfalse\n141\t2.5\ttrue\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := importPairs("P13="+times+",P13m="+memory, dir, "abc1234", 0); err != nil {
+		t.Fatal(err)
+	}
+	var figs []*figure
+	for _, id := range []string{"P13", "P13m"} {
+		f, err := loadFigure(figurePath(dir, id), false, figure{ID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		figs = append(figs, f)
+	}
+	doc := renderReport(figs, "abc1234", "2 CPUs", expandRan("P13"), time.Now(), time.Minute)
+	for _, want := range []string{"| [P13](#p13) | ", "| [P13m](#p13m) | ", "| 2 real nodes | 30.50 s |", "| real node | 140.0 MiB |"} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("the report lacks %q:\n%s", want, doc)
+		}
+	}
+}

@@ -123,6 +123,8 @@ var pairFigures = map[string]func(pairs, n int) figure{
 	"P11r": p11r,
 	"P12":  p12,
 	"P12m": p12m,
+	"P13":  func(pairs, _ int) figure { return p13(pairs) },
+	"P13m": func(pairs, _ int) figure { return p13m(pairs) },
 }
 
 // readPairs parses a benchmark's file: a pair a line, "subject<TAB>baseline<TAB>subjectFirst",
@@ -163,7 +165,7 @@ func importPairs(spec, out, commit string, n int) error {
 		id, file, ok := strings.Cut(item, "=")
 		def := pairFigures[id]
 		if !ok || def == nil {
-			return fmt.Errorf("-pairs %q: want ID=file with ID one of P3, P7m, P11, P11r, P12, P12m", item)
+			return fmt.Errorf("-pairs %q: want ID=file with ID one of P3, P7m, P11, P11r, P12, P12m, P13, P13m", item)
 		}
 		runs, work, err := readPairs(file)
 		if err != nil {

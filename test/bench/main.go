@@ -105,7 +105,7 @@ func main() {
 	flag.StringVar(&o.report, "report", "", "render every figure under <out>/figures into this file (docs/performance.md) and stop")
 	flag.StringVar(&o.commit, "commit", "", "the commit the figures are of (git describe), for the report")
 	flag.StringVar(&o.pairs, "pairs", "",
-		"ID=file,...: make each figure (P3, P7m, P11, P11r) of its file of pairs, written by its test (P3_PAIRS_OUT, BUTLER_FOOTPRINT_PAIRS_OUT, SNAPSHOT_PAIRS_OUT), with N -n, in <out>/figures and stop")
+		"ID=file,...: make each figure (P3, P7m, P11, P11r, P12, P12m, P13, P13m) of its file of pairs, written by its test (P3_PAIRS_OUT, BUTLER_FOOTPRINT_PAIRS_OUT, SNAPSHOT_PAIRS_OUT, the Steward stage, REALNODE_PAIRS_OUT), with N -n, in <out>/figures and stop")
 	flag.StringVar(&o.reportRan, "report-ran", "", "with -report: the figures this bench-report ran (ONLY)")
 	flag.DurationVar(&o.reportTook, "report-took", 0, "with -report: how long the whole bench-report took")
 	flag.IntVar(&o.local.n, "local", 0,

@@ -42,10 +42,12 @@ var catalog = []catalogEntry{
 	{"P11r", "a tenant's restore against plain writes of the same keys and values", "make bench-report ONLY=P11", ""},
 	{"P12", "create -> control plane Ready on the real Steward against the local provider", "make test-steward, then make bench-report ONLY=P12", ""},
 	{"P12m", "one control plane's memory on the real Steward (its Pod) against the local provider's", "make test-steward, then make bench-report ONLY=P12", ""},
+	{"P13", "create -> Ready of a local TenantCluster with 2 real worker nodes against 2 kwok nodes", "make bench-report ONLY=P13", ""},
+	{"P13m", "a real worker node's memory (its processes' PSS) against a kwok node's (the provider's growth)", "make bench-report ONLY=P13", ""},
 }
 
 // measuredTogether are the figures one name in ONLY runs together (make bench-report).
-var measuredTogether = [][]string{{"P1", "P1p", "P2", "P2b"}, {"P11", "P11r"}, {"P12", "P12m"}}
+var measuredTogether = [][]string{{"P1", "P1p", "P2", "P2b"}, {"P11", "P11r"}, {"P12", "P12m"}, {"P13", "P13m"}}
 
 // expandRan is ONLY with every figure that ran alongside one named: ONLY=P2 ran P1 too.
 func expandRan(ran string) string {

@@ -448,6 +448,13 @@ func realNodeHostAddress(t *testing.T) string {
 // pods).
 func realNodePSS(t *testing.T, key string) string {
 	t.Helper()
+	kib, n := realNodePSSKiB(t, key)
+	return fmt.Sprintf("%.1f MiB PSS over %d processes", float64(kib)/1024, n)
+}
+
+// realNodePSSKiB is realNodePSS's sum, in KiB, and how many processes it counted.
+func realNodePSSKiB(t *testing.T, key string) (int64, int) {
+	t.Helper()
 	dir := "/machines/" + key + "/"
 	procs, _ := filepath.Glob("/proc/[0-9]*")
 	cmdline := func(p string) string {
@@ -502,7 +509,7 @@ func realNodePSS(t *testing.T, key string) string {
 			}
 		}
 	}
-	return fmt.Sprintf("%.1f MiB PSS over %d processes", float64(kib)/1024, len(counted))
+	return kib, len(counted)
 }
 
 // realNodeLeftovers lists what real nodes of this plane left on the host.
