@@ -448,19 +448,13 @@ func (c *Controller) joinMachine(ctx context.Context, key string, lm *external.L
 	if providerID == "" {
 		providerID = ProviderIDPrefix + lm.Namespace + "/" + lm.Name
 	}
-	reg := KwokNode(providerID)
 	if real {
 		// What it lacks (images, binaries, space) it says before it joins: no Node, no address.
 		if err := c.nodes.Preflight(key, c.machineDir(lm)); err != nil {
 			return c.machineFailed(ctx, key, lm, &JoinError{Reason: ReasonNodeBootFailed, Err: err})
 		}
-		ip, err := c.nodes.Address(key)
-		if err != nil {
-			return c.machineFailed(ctx, key, lm, &JoinError{Reason: ReasonNodeBootFailed, Err: err})
-		}
-		reg = Registration{ProviderID: providerID, Address: ip.String()}
 	}
-	joined, err := c.join(ctx, lm, info, reg)
+	joined, reg, err := c.join(ctx, key, lm, info, providerID, real)
 	if err != nil {
 		var je *JoinError
 		if isNoSpace(err) {
@@ -485,12 +479,24 @@ func (c *Controller) joinMachine(ctx context.Context, key string, lm *external.L
 
 // join records the Node the machine is about to register, then joins: a real node that joined
 // but never booted is not provisioned, so its status names no Node, and deleting the machine
-// must find it.
-func (c *Controller) join(ctx context.Context, lm *external.LocalMachine, info *bootstrap.JoinInfo, reg Registration) (*Joined, error) {
-	if err := writeRegistration(c.machineDir(lm), registration{NodeName: info.NodeName, ProviderID: reg.ProviderID}); err != nil {
-		return nil, err
+// must find it. A real node's address is leased once it holds its credentials.
+func (c *Controller) join(ctx context.Context, key string, lm *external.LocalMachine, info *bootstrap.JoinInfo, providerID string, real bool) (*Joined, Registration, error) {
+	if err := writeRegistration(c.machineDir(lm), registration{NodeName: info.NodeName, ProviderID: providerID}); err != nil {
+		return nil, Registration{}, err
 	}
-	return c.joiner.Join(ctx, *info, reg, c.machineDir(lm))
+	reg := KwokNode(providerID)
+	joined, err := c.joiner.JoinAs(ctx, *info, c.machineDir(lm), func() (Registration, error) {
+		if !real {
+			return reg, nil
+		}
+		ip, err := c.nodes.Address(key)
+		if err != nil {
+			return Registration{}, &JoinError{Reason: ReasonNodeBootFailed, Err: err}
+		}
+		reg = Registration{ProviderID: providerID, Address: ip.String()}
+		return reg, nil
+	})
+	return joined, reg, err
 }
 
 // bootRealNode gives a joined real node its proxy binding, cluster DNS and API endpoint in the

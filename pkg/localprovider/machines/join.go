@@ -100,13 +100,28 @@ const (
 // what the Node registers. It is idempotent: the private key survives in dir, so a join
 // interrupted after its certificate request resumes with the same request.
 func (j *Joiner) Join(ctx context.Context, info bootstrap.JoinInfo, reg Registration, dir string) (*Joined, error) {
+	return j.JoinAs(ctx, info, dir, func() (Registration, error) { return reg, nil })
+}
+
+// JoinAs is Join that asks for the Node's registration only once the machine holds its node
+// credentials: a real node leases its address then, not while discovery waits on a token the
+// cluster may not know. registration may be asked for twice.
+func (j *Joiner) JoinAs(ctx context.Context, info bootstrap.JoinInfo, dir string, registration func() (Registration, error)) (*Joined, error) {
 	if before := joinedBefore(dir, info); before != nil {
+		reg, err := registration()
+		if err != nil {
+			return nil, err
+		}
 		if joined, err := j.register(ctx, info, reg, before); err == nil {
 			return joined, nil
 		}
 		// Not admitted any more (a rotated CA, say): join afresh, as before it joined.
 	}
 	nodeConfig, err := j.requestCredentials(ctx, info, dir)
+	if err != nil {
+		return nil, err
+	}
+	reg, err := registration()
 	if err != nil {
 		return nil, err
 	}
@@ -218,21 +233,25 @@ func (j *Joiner) Discover(ctx context.Context, info bootstrap.JoinInfo) ([]byte,
 	// As kubeadm, wait a while for the signature: a token minted a moment ago is signed by the
 	// control plane's bootstrap signer shortly after. (Anonymous users may get cluster-info,
 	// not watch it.)
+	// A failed read is tried again too, as kubeadm does: the wait's own deadline fails the last one
+	// (client-go's rate limiter refuses a request that would outlast it), and the machine's
+	// condition then named that instead of the token.
 	var cm *corev1.ConfigMap
 	var signature string
+	var readErr error
 	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, j.signatureTimeout(), true, func(ctx context.Context) (bool, error) {
-		var err error
-		cm, err = insecure.CoreV1().ConfigMaps(metav1.NamespacePublic).Get(ctx, bootstrapapi.ConfigMapClusterInfo, metav1.GetOptions{})
+		got, err := insecure.CoreV1().ConfigMaps(metav1.NamespacePublic).Get(ctx, bootstrapapi.ConfigMapClusterInfo, metav1.GetOptions{})
 		if err != nil {
-			return false, stepError(ReasonDiscoveryFailed, "reading %s/%s from %s: %w", metav1.NamespacePublic, bootstrapapi.ConfigMapClusterInfo, server, err)
+			readErr = err
+			return false, nil
 		}
 		var signed bool
+		cm = got
 		signature, signed = cm.Data[bootstrapapi.JWSSignatureKeyPrefix+tokenID]
 		return signed, nil
 	})
-	var je *JoinError
-	if errors.As(err, &je) {
-		return nil, err
+	if err != nil && cm == nil {
+		return nil, stepError(ReasonDiscoveryFailed, "reading %s/%s from %s: %v", metav1.NamespacePublic, bootstrapapi.ConfigMapClusterInfo, server, readErr)
 	}
 	if err != nil {
 		return nil, stepError(ReasonDiscoveryFailed, "%s is not signed for token %q after %s: the token does not exist in the cluster, or its control plane signs no tokens", bootstrapapi.ConfigMapClusterInfo, tokenID, j.signatureTimeout())
