@@ -21,14 +21,15 @@ import (
 )
 
 // TestRealNodeCannotBootOrJoin: a real node that cannot join or boot says why in its
-// LocalMachine's condition and leaves nothing on the host between its tries; deleting the
-// machines leaves nothing either, and no Node in the tenant, also of a machine that joined but
-// never booted. One tenant cluster, four machines:
+// LocalMachine's condition and leaves nothing on the host between its tries; deleting its machine
+// leaves nothing either, and no Node in the tenant, also of a machine that joined but never
+// booted. One tenant cluster, four machines, one after the other (each deleted before the next,
+// so that what one try makes is not taken for what another left):
 //   - rn-small: its state directory is a 1 MiB tmpfs; the provider sees it before the node joins.
 //   - rn-inodes: a tmpfs with bytes for the estimate but 50 inodes; the node joins, then runs out
 //     midway, when its containerd unpacks the pause image.
 //   - rn-badtoken: bootstrap data with a token the tenant does not know; discovery fails (no
-//     Node, no address kept).
+//     Node, no address taken).
 //   - rn-port: a socket of this test holds the kubelet's port 10250 in the node's network
 //     namespace (every port a node listens on is in its own namespace, none on the host's); the
 //     node joins, then its boot stops before the kubelet, naming the port and this process.
@@ -36,28 +37,36 @@ import (
 // The tmpfs mounts are the test's (the host's disk is not filled).
 func TestRealNodeCannotBootOrJoin(t *testing.T) {
 	realNodeRequirements(t)
-	ctx := context.Background()
 	env := lmTenant(t, "rn-noboot", "noboot")
-	cases := []struct {
-		machine, reason string
-		want            []string // in the condition's message
-		registers       bool     // whether the node registered before it failed
-		mount, token    string   // a tmpfs's options for the state directory; another token
-		takePort        bool
-	}{
+	for _, c := range []realNodeFault{
 		{machine: "rn-small", reason: "NodeOutOfSpace", want: []string{"no space left for a node"}, mount: "size=1m"},
 		// Bytes beyond the provider's estimate (64 MiB and three times the node images, Flux's
 		// too when built), inodes for the join and containerd's start but not an image's unpacking.
 		{machine: "rn-inodes", reason: "NodeOutOfSpace", want: []string{"no space left on device"}, registers: true, mount: "size=2g,nr_inodes=50"},
-		{machine: "rn-badtoken", reason: "DiscoveryFailed", want: []string{`for token "abcdef"`}, token: "abcdef.0123456789abcdef"},
+		{machine: "rn-badtoken", reason: "DiscoveryFailed", want: []string{`not signed for token "abcdef"`}, token: "abcdef.0123456789abcdef"},
 		{machine: "rn-port", reason: "NodePortTaken", want: []string{":10250", fmt.Sprintf("pid=%d,", os.Getpid())}, registers: true, takePort: true},
+	} {
+		realNodeCannotBoot(t, env, c)
 	}
+}
+
+// realNodeFault is a real machine that cannot join or boot, and what its condition says.
+type realNodeFault struct {
+	machine, reason string
+	want            []string // in the condition's message
+	registers       bool     // whether the node registered before it failed
+	mount, token    string   // a tmpfs's options for the state directory; another token
+	takePort        bool
+}
+
+// realNodeCannotBoot makes the machine of c, checks its condition, its Node and that nothing is
+// left between its tries, then deletes it and checks nothing is left at all.
+func realNodeCannotBoot(t *testing.T, env *lmEnv, c realNodeFault) {
+	t.Helper()
+	ctx := context.Background()
+	dir := filepath.Join(plane.dir, "machines", env.ns, c.machine)
 	var mounts []string
-	for _, c := range cases {
-		if c.mount == "" {
-			continue
-		}
-		dir := filepath.Join(plane.dir, "machines", env.ns, c.machine)
+	if c.mount != "" {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -67,54 +76,49 @@ func TestRealNodeCannotBootOrJoin(t *testing.T) {
 		mounts = append(mounts, dir)
 		t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
 	}
-	taker := &portTaker{machineDir: filepath.Join(plane.dir, "machines", env.ns, "rn-port") + "/", addr: "0.0.0.0:10250"}
+	taker := &portTaker{machineDir: dir + "/", addr: "0.0.0.0:10250"}
 	defer taker.stop()
-	for _, c := range cases {
-		start := time.Now()
-		if c.takePort {
-			go taker.run()
-		}
-		token := env.token
-		if c.token != "" {
-			token = c.token
-		}
-		env.machine(t, c.machine, token, "real")
-		message := realNodeFailure(t, env, c.machine, c.reason)
-		t.Logf("%s: %s in %s: %s", c.machine, c.reason, time.Since(start).Round(100*time.Millisecond), message)
-		for _, want := range c.want {
-			if !strings.Contains(message, want) {
-				t.Errorf("%s: the condition says %q; want it to say %q", c.machine, message, want)
-			}
-		}
-		if c.mount != "" && !strings.Contains(message, filepath.Join(plane.dir, "machines", env.ns, c.machine)) {
-			t.Errorf("%s: the condition says %q; want it to name the directory", c.machine, message)
-		}
-		_, err := env.tenant.CoreV1().Nodes().Get(ctx, c.machine, metav1.GetOptions{})
-		if registered := err == nil; registered != c.registers {
-			t.Errorf("%s: a Node registered: %v (%v), want %v", c.machine, registered, err, c.registers)
-		}
-		// A failed boot is tried again (0.5 s, doubled up to 30 s): what it leaves stays between
-		// two tries, what a try makes while it runs does not.
-		if ok, left := realNodePoll(30*time.Second, func() (bool, string) {
-			left := realNodeLeftoversBut(mounts...)
-			return len(left) == 0, strings.Join(left, "\n  ")
-		}); !ok {
-			t.Errorf("%s left between its tries:\n  %s", c.machine, left)
+	if c.takePort {
+		go taker.run()
+	}
+	token := env.token
+	if c.token != "" {
+		token = c.token
+	}
+	start := time.Now()
+	env.machine(t, c.machine, token, "real")
+	message := realNodeFailure(t, env, c.machine, c.reason)
+	t.Logf("%s: %s in %s: %s", c.machine, c.reason, time.Since(start).Round(100*time.Millisecond), message)
+	for _, want := range append(c.want, mounts...) {
+		if !strings.Contains(message, want) {
+			t.Errorf("%s: the condition says %q; want it to say %q", c.machine, message, want)
 		}
 	}
-	realNodeDeleteFailed(t, env, cases[0].machine, cases[1].machine, cases[2].machine, cases[3].machine)
+	_, err := env.tenant.CoreV1().Nodes().Get(ctx, c.machine, metav1.GetOptions{})
+	if registered := err == nil; registered != c.registers {
+		t.Errorf("%s: a Node registered: %v (%v), want %v", c.machine, registered, err, c.registers)
+	}
+	// A failed boot is tried again (0.5 s, doubled up to 30 s): what it leaves stays between
+	// two tries, what a try makes while it runs does not.
+	if ok, left := realNodePoll(30*time.Second, func() (bool, string) {
+		left := realNodeLeftoversBut(mounts...)
+		return len(left) == 0, strings.Join(left, "\n  ")
+	}); !ok {
+		t.Errorf("%s left between its tries:\n  %s", c.machine, left)
+	}
+	// Once its LocalMachine is being deleted nothing boots it again; the test's mount goes then
+	// (the provider removes a machine's directory, which a mount point keeps).
+	realNodeDeleteFailed(t, env, c.machine)
 	taker.stop()
-	for _, dir := range mounts {
-		_ = unix.Unmount(dir, unix.MNT_DETACH)
+	for _, m := range mounts {
+		_ = unix.Unmount(m, unix.MNT_DETACH)
 	}
-	realNodeWaitGone(t, env, cases[0].machine, cases[1].machine, cases[2].machine, cases[3].machine)
+	realNodeWaitGone(t, env, c.machine)
 	if left := realNodeLeftovers(); len(left) > 0 {
-		t.Errorf("the deleted machines left:\n  %s", strings.Join(left, "\n  "))
+		t.Errorf("the deleted machine %s left:\n  %s", c.machine, strings.Join(left, "\n  "))
 	}
-	for _, c := range cases {
-		if _, err := env.tenant.CoreV1().Nodes().Get(ctx, c.machine, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			t.Errorf("%s's Node is left in the tenant after its machine was deleted (%v)", c.machine, err)
-		}
+	if _, err := env.tenant.CoreV1().Nodes().Get(ctx, c.machine, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("%s's Node is left in the tenant after its machine was deleted (%v)", c.machine, err)
 	}
 }
 
