@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -72,8 +71,10 @@ func pairRatios(subject, baseline []float64) ([]float64, error) {
 	}
 	out := make([]float64, len(subject))
 	for i := range subject {
-		if baseline[i] == 0 {
-			return nil, errors.New("a baseline run of 0: no ratio")
+		if baseline[i] <= 0 {
+			// A baseline at or below 0 is one within its measurement's noise (a memory growth read
+			// at one moment): a ratio against it says nothing, and its sign flips.
+			return nil, fmt.Errorf("a baseline run of %v, not above 0: no ratio", baseline[i])
 		}
 		out[i] = subject[i] / baseline[i]
 	}
