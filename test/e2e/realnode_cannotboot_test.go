@@ -106,9 +106,16 @@ func realNodeCannotBoot(t *testing.T, env *lmEnv, c realNodeFault) {
 	}); !ok {
 		t.Errorf("%s left between its tries:\n  %s", c.machine, left)
 	}
-	// Once its LocalMachine is being deleted nothing boots it again; the test's mount goes then
-	// (the provider removes a machine's directory, which a mount point keeps).
+	// Once its LocalMachine is being deleted nothing boots it again. The test's mount goes once the
+	// provider deleted the Node (its record of the Node is in the machine's directory, on the
+	// mount), and must go for the machine to be gone (a mount point keeps the directory).
 	realNodeDeleteFailed(t, env, c.machine)
+	if ok, last := realNodePoll(time.Minute, func() (bool, string) {
+		_, err := env.tenant.CoreV1().Nodes().Get(ctx, c.machine, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	}); !ok {
+		t.Errorf("%s's Node is left in the tenant a minute after its machine's delete (%s)", c.machine, last)
+	}
 	taker.stop()
 	for _, m := range mounts {
 		_ = unix.Unmount(m, unix.MNT_DETACH)
@@ -116,9 +123,6 @@ func realNodeCannotBoot(t *testing.T, env *lmEnv, c realNodeFault) {
 	realNodeWaitGone(t, env, c.machine)
 	if left := realNodeLeftovers(); len(left) > 0 {
 		t.Errorf("the deleted machine %s left:\n  %s", c.machine, strings.Join(left, "\n  "))
-	}
-	if _, err := env.tenant.CoreV1().Nodes().Get(ctx, c.machine, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Errorf("%s's Node is left in the tenant after its machine was deleted (%v)", c.machine, err)
 	}
 }
 
