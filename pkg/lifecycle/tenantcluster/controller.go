@@ -86,6 +86,9 @@ type Controller struct {
 	clock clock.PassiveClock
 	// leases are the hosted control plane controllers' leader-election Leases, as last listed.
 	leases leaseReads
+	// unobserved holds, per control plane object (UID), the generation its provider has not
+	// observed during a wake, and since when (nudgeMissedWake).
+	unobserved sync.Map
 }
 
 // New builds the controller from the shared informers. It watches the external kinds it writes

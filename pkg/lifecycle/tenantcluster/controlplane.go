@@ -138,6 +138,11 @@ func (c *Controller) readTenantControlPlane(ctx context.Context, s *state, cp *u
 		s.dataStore = status.Storage.DataStoreName
 	}
 	s.version, s.endpoint = version, endpoint
+	if state == tcpSleeping && cp.GetKind() == external.StewardControlPlaneGVK.Kind {
+		if err := c.nudgeMissedWake(ctx, s, cp); err != nil {
+			return steps.Result{}, err
+		}
+	}
 	if state != steward.VersionStatusReady {
 		return c.notReady(s, cp, typed), nil
 	}

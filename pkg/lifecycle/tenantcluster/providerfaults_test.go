@@ -255,3 +255,80 @@ func TestEnsureControlPlaneNamesTheControllerNotRunning(t *testing.T) {
 		})
 	}
 }
+
+// TestNudgeMissedWake: during a wake (the TenantControlPlane Sleeping, the StewardControlPlane
+// asking for replicas), a spec generation the provider's conditions have not observed gets an
+// annotation written once it has waited providerNudgeAfter, and again after as long; none before,
+// and none once the provider has observed it. Before, nothing was written: capi-steward, having
+// found its cached Cluster still paused, never looked again (docs/providers.md item 22).
+func TestNudgeMissedWake(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 29, 11, 21, 26, 0, time.UTC))
+	objs, client := fakeObjects(t)
+	c := &Controller{objects: objs, clock: clk}
+	s := stepState(v1alpha1.ProviderLocal)
+	ctx := context.Background()
+	if _, err := c.ensureControlPlane(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	scpGVR := external.MustGVR(external.StewardControlPlaneGVK)
+	setGeneration := func(gen, observed int64) {
+		obj, err := client.Tracker().Get(scpGVR, s.namespace, "prod")
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := obj.(*unstructured.Unstructured).DeepCopy()
+		u.SetGeneration(gen)
+		u.SetUID("scp-uid")
+		u.Object["status"] = map[string]any{"conditions": []any{map[string]any{"type": "TenantControlPlaneCreated", "status": "True",
+			"reason": "Succeeded", "observedGeneration": observed}}}
+		if err := client.Tracker().Update(scpGVR, u, s.namespace); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nudged := func() string {
+		obj, err := client.Tracker().Get(scpGVR, s.namespace, "prod")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return obj.(*unstructured.Unstructured).GetAnnotations()[nudgeAnnotation]
+	}
+	tcp := &unstructured.Unstructured{}
+	tcp.SetGroupVersionKind(external.TenantControlPlaneGVK)
+	tcp.SetName("prod")
+	tcp.SetNamespace(s.namespace)
+	tcp.Object["status"] = map[string]any{"kubernetesResources": map[string]any{"version": map[string]any{"version": "v1.36.3", "status": tcpSleeping}}}
+	if err := client.Tracker().Create(external.TenantControlPlaneGVR, tcp, s.namespace); err != nil {
+		t.Fatal(err)
+	}
+	setGeneration(5, 4)
+	step := func(d time.Duration) {
+		clk.Step(d)
+		s.recheckAfter = 0
+		if _, err := c.ensureControlPlane(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step(0)
+	if got := nudged(); got != "" || s.recheckAfter != providerNudgeAfter {
+		t.Fatalf("first look: nudged %q, recheck after %s; want none yet, a recheck in %s", got, s.recheckAfter, providerNudgeAfter)
+	}
+	step(4 * time.Second)
+	if got := nudged(); got != "" || s.recheckAfter != 6*time.Second {
+		t.Fatalf("4 s later: nudged %q, recheck after %s; want none yet, a recheck in 6s", got, s.recheckAfter)
+	}
+	step(6 * time.Second)
+	first := nudged()
+	if first == "" {
+		t.Fatal("generation 5 unobserved for 10 s during a wake: no nudge")
+	}
+	step(10 * time.Second)
+	if got := nudged(); got == first {
+		t.Errorf("still unobserved 10 s after the nudge: not nudged again (%q)", got)
+	}
+	setGeneration(5, 5)
+	before := nudged()
+	step(30 * time.Second)
+	if got := nudged(); got != before {
+		t.Errorf("nudged again (%q) once the provider observed the generation", got)
+	}
+}
