@@ -24,7 +24,7 @@ import (
 	"k8s.io/klog/v2"
 
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/controllerkit"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localports"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/controlplane"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/controlplane/kubebuild"
@@ -143,24 +143,24 @@ func (o *options) complete() error {
 }
 
 // controllers are the control planes', the snapshots' and the machines' controllers.
-func (o *options) controllers() []worker.Controller {
+func (o *options) controllers() []controllerkit.Controller {
 	var planes *controlplane.Controller
-	return []worker.Controller{
-		{Name: "controlplane", New: func(d *worker.Deps) (worker.Runner, error) {
+	return []controllerkit.Controller{
+		{Name: "controlplane", New: func(d *controllerkit.Deps) (controllerkit.Runner, error) {
 			var err error
 			planes, err = controlplane.New(d, o.cp)
 			return planes, err
 		}},
 		// Snapshots are taken where the datastores' credentials are; restores run before a
 		// tenant's control plane starts.
-		{Name: "snapshots", New: func(d *worker.Deps) (worker.Runner, error) {
+		{Name: "snapshots", New: func(d *controllerkit.Deps) (controllerkit.Runner, error) {
 			s, err := snapshots.New(d, planes, o.snaps)
 			if err == nil {
 				planes.SetRestorer(s)
 			}
 			return s, err
 		}},
-		{Name: "machines", New: func(d *worker.Deps) (worker.Runner, error) {
+		{Name: "machines", New: func(d *controllerkit.Deps) (controllerkit.Runner, error) {
 			// machines/ and kwok/ next to the tenants' state directory.
 			return machines.New(d, machines.Options{StateDir: filepath.Dir(o.cp.StateDir), RealNodes: o.nodes,
 				ExternalControlPlaneNamespaces: o.cp.ExternalNamespaces})
@@ -170,7 +170,7 @@ func (o *options) controllers() []worker.Controller {
 
 // run builds every controller over shared clients and informers, runs them until ctx is done,
 // and returns once each has stopped (the control planes stop their processes first).
-func run(ctx context.Context, kubeconfig string, controllers []worker.Controller) error {
+func run(ctx context.Context, kubeconfig string, controllers []controllerkit.Controller) error {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return err
@@ -189,5 +189,5 @@ func run(ctx context.Context, kubeconfig string, controllers []worker.Controller
 	if err != nil {
 		return err
 	}
-	return worker.RunControllers(ctx, worker.NewDeps(butler, kube, dyn, nil), controllers)
+	return controllerkit.RunControllers(ctx, controllerkit.NewDeps(butler, kube, dyn, nil), controllers)
 }

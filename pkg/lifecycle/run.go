@@ -18,6 +18,7 @@ import (
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/bootstrapprovider"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/butlerconfig"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/controllerkit"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/maintenance"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/providerconfig"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/snapshotschedule"
@@ -25,7 +26,6 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/tenantaddon"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/tenantcluster"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/updaterun"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
 )
 
 // Config is what the workers need.
@@ -46,7 +46,7 @@ type Config struct {
 	// LeaseDuration, RenewDeadline and RetryPeriod pace the election (15s, 10s, 2s when zero).
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// Fetch is the outbound fetch policy's settings.
-	Fetch worker.FetchSettings
+	Fetch controllerkit.FetchSettings
 }
 
 // Run takes part in the election until ctx is done; while this replica leads, it runs the
@@ -96,27 +96,27 @@ func Run(ctx context.Context, cfg Config) {
 }
 
 // controllers are the workers the leader runs, in the order they are built.
-var controllers = []worker.Controller{
-	{Name: "team", New: worker.As(team.New)},
-	{Name: "butlerconfig", New: worker.As(butlerconfig.New)},
-	{Name: "providerconfig", New: worker.As(providerconfig.New)},
-	{Name: "tenantcluster", New: worker.As(tenantcluster.New)},
-	{Name: "tenantaddon", New: worker.As(tenantaddon.New)},
-	{Name: "bootstrap", New: worker.As(bootstrapprovider.New)},
-	{Name: "snapshotschedule", New: worker.As(snapshotschedule.New)},
-	{Name: "maintenance", New: worker.As(maintenance.New)},
-	{Name: "updaterun", New: worker.As(updaterun.New)},
+var controllers = []controllerkit.Controller{
+	{Name: "team", New: controllerkit.As(team.New)},
+	{Name: "butlerconfig", New: controllerkit.As(butlerconfig.New)},
+	{Name: "providerconfig", New: controllerkit.As(providerconfig.New)},
+	{Name: "tenantcluster", New: controllerkit.As(tenantcluster.New)},
+	{Name: "tenantaddon", New: controllerkit.As(tenantaddon.New)},
+	{Name: "bootstrap", New: controllerkit.As(bootstrapprovider.New)},
+	{Name: "snapshotschedule", New: controllerkit.As(snapshotschedule.New)},
+	{Name: "maintenance", New: controllerkit.As(maintenance.New)},
+	{Name: "updaterun", New: controllerkit.As(updaterun.New)},
 }
 
 // RunStandalone runs the workers that need no management cluster (the ButlerConfig's status)
 // until ctx is done: for a server on its own etcd, the only replica there is.
 func RunStandalone(ctx context.Context, butlerClient clientset.Interface) error {
-	return worker.RunControllers(ctx, worker.NewDeps(butlerClient, nil, nil, nil), controllers[1:2])
+	return controllerkit.RunControllers(ctx, controllerkit.NewDeps(butlerClient, nil, nil, nil), controllers[1:2])
 }
 
 // runWorkers starts fresh informers and every worker, and blocks until ctx is done.
 func runWorkers(ctx context.Context, cfg Config) error {
-	d := worker.NewDeps(cfg.Butler, cfg.Kube, cfg.Dynamic, cfg.Metadata)
+	d := controllerkit.NewDeps(cfg.Butler, cfg.Kube, cfg.Dynamic, cfg.Metadata)
 	d.Fetch = cfg.Fetch
-	return worker.RunControllers(ctx, d, controllers)
+	return controllerkit.RunControllers(ctx, d, controllers)
 }

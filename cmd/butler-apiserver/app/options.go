@@ -20,7 +20,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler"
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/apiserver"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/controllerkit"
 	"github.com/butlerdotdev/butler-apiserver/pkg/quota"
 )
 
@@ -83,7 +83,7 @@ func NewOptions() *Options {
 		KubeconfigMaxExpiration:             24 * time.Hour,
 		Out:                                 os.Stdout,
 		Workers: WorkerOptions{Enabled: true, LeaseNamespace: "butler-system", LeaseName: "butler-apiserver-workers", QPS: 300, Burst: 600,
-			Fetch: worker.FetchSettings{MaxBytes: addons.DefaultMaxFetchBytes}},
+			Fetch: controllerkit.FetchSettings{MaxBytes: addons.DefaultMaxFetchBytes}},
 		Memory: defaultMemoryOptions(),
 		ledger: &quota.Ledger{},
 	}

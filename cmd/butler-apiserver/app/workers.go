@@ -29,7 +29,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/controllerkit"
 	"github.com/butlerdotdev/butler-apiserver/pkg/registry/butler/quotastore"
 )
 
@@ -55,7 +55,7 @@ type WorkerOptions struct {
 	QPS   float32
 	Burst int
 	// Fetch is the outbound fetch policy of what the workers fetch for tenants (charts).
-	Fetch worker.FetchSettings
+	Fetch controllerkit.FetchSettings
 }
 
 func (w *WorkerOptions) addFlags(fs *pflag.FlagSet) {

@@ -27,8 +27,8 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/controllerkit"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
 )
 
 const (
@@ -71,13 +71,13 @@ type Controller struct {
 	configs  cache.GenericLister
 	machines cache.GenericLister
 	clusters cache.GenericLister
-	// secrets lists the Secrets of a tenant namespace (worker.TenantSecrets).
+	// secrets lists the Secrets of a tenant namespace (controllerkit.TenantSecrets).
 	secrets interface {
 		Secrets(namespace string) corelisters.SecretNamespaceLister
 	}
 
 	plan   steps.Plan[*state]
-	queue  *worker.Queue
+	queue  *controllerkit.Queue
 	synced []cache.InformerSynced
 
 	// tenantClient builds a client of a tenant cluster from its kubeconfig (tests replace it).
@@ -96,7 +96,7 @@ type cachedTenant struct {
 
 // New builds the controller on the shared informers: BootstrapConfigs, Machines and Clusters
 // through the dynamic factory, and the Secrets of the tenant namespaces.
-func New(d *worker.Deps) (*Controller, error) {
+func New(d *controllerkit.Deps) (*Controller, error) {
 	if d.Dynamic == nil || d.DynamicInformers == nil || d.Kube == nil {
 		return nil, errors.New("the bootstrap worker needs a management cluster (kube and dynamic clients)")
 	}
@@ -120,16 +120,16 @@ func New(d *worker.Deps) (*Controller, error) {
 		clock:        d.Now(),
 	}
 	c.plan = c.steps()
-	c.queue = worker.NewQueue("bootstrapconfig", c.Reconcile)
+	c.queue = controllerkit.NewQueue("bootstrapconfig", c.Reconcile)
 	for _, h := range []struct {
 		inf  cache.SharedIndexInformer
 		keys func(any) []string
 	}{
-		{configs.Informer(), worker.ByKey},
+		{configs.Informer(), controllerkit.ByKey},
 		{machines.Informer(), configOfMachine},
 		{clusters.Informer(), c.configsOfCluster},
 	} {
-		_ = h.inf.SetTransform(worker.DropManagedFields)
+		_ = h.inf.SetTransform(controllerkit.DropManagedFields)
 		if _, err := h.inf.AddEventHandler(c.queue.Handler(h.keys)); err != nil {
 			return nil, err
 		}

@@ -32,7 +32,7 @@ import (
 
 	bootstrapdata "github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/controllerkit"
 )
 
 const (
@@ -150,7 +150,7 @@ func newEnv(t *testing.T, dynObjs []runtime.Object, kubeObjs ...runtime.Object) 
 	kube := kubefake.NewClientset(append(kubeObjs, tenantNS)...)
 	kube.Resources = []*metav1.APIResourceList{
 		{GroupVersion: configGVR.GroupVersion().String()}, {GroupVersion: machineGVR.GroupVersion().String()}}
-	d := &worker.Deps{Kube: kube, Dynamic: dyn, DynamicInformers: dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)}
+	d := &controllerkit.Deps{Kube: kube, Dynamic: dyn, DynamicInformers: dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)}
 	c, err := New(d)
 	if err != nil {
 		t.Fatal(err)
@@ -160,7 +160,7 @@ func newEnv(t *testing.T, dynObjs []runtime.Object, kubeObjs ...runtime.Object) 
 	}
 	e := &env{t: t, ctx: ctx, kube: kube, dyn: dyn, tenant: kubefake.NewClientset(), c: c, now: time.Now()}
 	c.tenantClient = func([]byte) (kubernetes.Interface, error) { return e.tenant, nil }
-	c.clock = worker.ClockFunc(func() time.Time { return e.now })
+	c.clock = controllerkit.ClockFunc(func() time.Time { return e.now })
 	d.DynamicInformers.Start(ctx.Done())
 	d.KubeInformersFor(external.TenantClusterLabel).Start(ctx.Done())
 	d.TenantSecrets().Start(ctx.Done())
@@ -255,7 +255,7 @@ func readyEnv(t *testing.T, os string) *env {
 
 // isRequeue: a written config comes back after a third of its 15m token TTL.
 func isRequeue(err error) bool {
-	return err != nil && err.Error() == worker.RequeueAfter(5*time.Minute).Error()
+	return err != nil && err.Error() == controllerkit.RequeueAfter(5*time.Minute).Error()
 }
 
 // TestDataSecretPerOS: for each OS the worker mints a token in the tenant, writes the data
@@ -586,7 +586,7 @@ func TestDeletionRemovesTokens(t *testing.T) {
 func TestIdleWithoutCRDs(t *testing.T) {
 	kube := kubefake.NewClientset()
 	dyn := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
-	c, err := New(&worker.Deps{Kube: kube, Dynamic: dyn, DynamicInformers: dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)})
+	c, err := New(&controllerkit.Deps{Kube: kube, Dynamic: dyn, DynamicInformers: dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,8 +12,8 @@ import (
 
 	bootstrapdata "github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/controllerkit"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
 )
 
 // ensureControlPlane waits until the Machine's Cluster reports its control plane initialized
@@ -48,7 +48,7 @@ func (c *Controller) ensureCA(ctx context.Context, s *state) (steps.Result, erro
 	ns, name := s.bc.Namespace, s.cluster+"-ca"
 	secret, err := c.kube.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return s.fail(ReasonCASecretNotFound, fmt.Errorf("the cluster CA Secret %s/%s does not exist", ns, name), worker.RequeueAfter(caRetry)), nil
+		return s.fail(ReasonCASecretNotFound, fmt.Errorf("the cluster CA Secret %s/%s does not exist", ns, name), controllerkit.RequeueAfter(caRetry)), nil
 	}
 	if err != nil {
 		return s.fail(ReasonCASecretNotFound, fmt.Errorf("reading the cluster CA Secret %s/%s: %w", ns, name, err), err), nil
@@ -58,7 +58,7 @@ func (c *Controller) ensureCA(ctx context.Context, s *state) (steps.Result, erro
 		ca = secret.Data["ca.crt"]
 	}
 	if _, err := bootstrapdata.CAPin(ca); err != nil {
-		return s.fail(ReasonInvalidCA, fmt.Errorf("Secret %s/%s holds no CA certificate in tls.crt: %w", ns, name, err), worker.RequeueAfter(caRetry)), nil
+		return s.fail(ReasonInvalidCA, fmt.Errorf("Secret %s/%s holds no CA certificate in tls.crt: %w", ns, name, err), controllerkit.RequeueAfter(caRetry)), nil
 	}
 	s.ca = ca
 	return steps.Ready("CAFound", "cluster CA from Secret %s/%s", ns, name), nil

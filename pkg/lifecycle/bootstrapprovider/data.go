@@ -10,8 +10,8 @@ import (
 
 	bootstrapdata "github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/controllerkit"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
 )
 
 // ensureData renders the data with the token and writes the data Secret; the config comes back
@@ -32,7 +32,7 @@ func (c *Controller) ensureData(ctx context.Context, s *state) (steps.Result, er
 		return s.fail(ReasonDataSecretWriteFailed, err, err), nil
 	}
 	s.secretName = s.bc.Name
-	s.next = worker.RequeueAfter(s.ttl / 3)
+	s.next = controllerkit.RequeueAfter(s.ttl / 3)
 	return steps.Ready(ReasonDataSecretCreated, "%s data for node %s in Secret %s", s.os, s.machine.Name, s.bc.Name), nil
 }
 

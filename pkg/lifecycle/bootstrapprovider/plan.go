@@ -30,7 +30,7 @@ type state struct {
 	in bootstrapdata.Input
 	// secretName is the data Secret once it is written (or, for a Machine that joined, found).
 	secretName string
-	// next is what the queue does after this reconcile: a worker.RequeueAfter, or an error
+	// next is what the queue does after this reconcile: a controllerkit.RequeueAfter, or an error
 	// retried with backoff (nil: wait for a watch).
 	next error
 }

@@ -16,7 +16,7 @@ import (
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
 	butlerinformers "github.com/butlerdotdev/butler-apiserver/pkg/generated/informers/externalversions/butler/v1alpha1"
 	listers "github.com/butlerdotdev/butler-apiserver/pkg/generated/listers/butler/v1alpha1"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/controllerkit"
 )
 
 // Controller keeps the ButlerConfig singleton's status: how many Teams and
@@ -27,11 +27,11 @@ type Controller struct {
 	teams    listers.TeamLister
 	clusters listers.TenantClusterLister
 	synced   []cache.InformerSynced
-	queue    *worker.Queue
+	queue    *controllerkit.Queue
 }
 
 // New builds the controller from the shared informers.
-func New(d *worker.Deps) (*Controller, error) {
+func New(d *controllerkit.Deps) (*Controller, error) {
 	b := d.ButlerInformers.Butler().V1alpha1()
 	return NewController(d.Butler, b.ButlerConfigs(), b.Teams(), b.TenantClusters())
 }
@@ -46,7 +46,7 @@ func NewController(butlerClient clientset.Interface, configs butlerinformers.But
 		butler: butlerClient, configs: configs.Lister(), teams: teams.Lister(), clusters: clusters.Lister(),
 		synced: []cache.InformerSynced{configs.Informer().HasSynced, teams.Informer().HasSynced, clusters.Informer().HasSynced},
 	}
-	c.queue = worker.NewQueue("butlerconfig", func(ctx context.Context, _ string) error { return c.Reconcile(ctx) })
+	c.queue = controllerkit.NewQueue("butlerconfig", func(ctx context.Context, _ string) error { return c.Reconcile(ctx) })
 	now := func(any) { c.queue.Add(butler.ButlerConfigName) }
 	// Counts change only when objects come and go; a burst of them is one status write.
 	counted := func(any) { c.queue.AddAfter(butler.ButlerConfigName, usageDelay) }

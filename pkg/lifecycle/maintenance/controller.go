@@ -27,7 +27,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
 	listers "github.com/butlerdotdev/butler-apiserver/pkg/generated/listers/butler/v1alpha1"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/controllerkit"
 	"github.com/butlerdotdev/butler-apiserver/pkg/maintenance"
 )
 
@@ -44,22 +44,22 @@ type Controller struct {
 	runs     listers.UpdateRunLister
 	events   events.EventRecorder
 	clock    clock.PassiveClock
-	queue    *worker.Queue
+	queue    *controllerkit.Queue
 	synced   []cache.InformerSynced
 }
 
 // New builds the controller on the shared informers: a cluster is looked at when it, its Team
 // or ButlerConfig changes, and when its next window opens.
-func New(d *worker.Deps) (*Controller, error) {
+func New(d *controllerkit.Deps) (*Controller, error) {
 	b := d.ButlerInformers.Butler().V1alpha1()
 	c := &Controller{butler: d.Butler, clusters: b.TenantClusters().Lister(), teams: b.Teams().Lister(),
 		configs: b.ButlerConfigs().Lister(), runs: b.UpdateRuns().Lister(), events: d.Recorder("butler-maintenance"), clock: d.Now()}
-	c.queue = worker.NewQueue("maintenance", c.reconcile)
+	c.queue = controllerkit.NewQueue("maintenance", c.reconcile)
 	handlers := []struct {
 		inf cache.SharedIndexInformer
 		h   cache.ResourceEventHandler
 	}{
-		{b.TenantClusters().Informer(), c.queue.Handler(worker.ByKey)},
+		{b.TenantClusters().Informer(), c.queue.Handler(controllerkit.ByKey)},
 		{b.Teams().Informer(), c.queue.Handler(c.clustersOfTeam)},
 		{b.ButlerConfigs().Informer(), c.queue.Handler(c.allClusters)},
 		{b.UpdateRuns().Informer(), c.queue.Handler(func(any) []string { return nil })},
@@ -86,7 +86,7 @@ func (c *Controller) allClusters(any) []string {
 }
 
 func (c *Controller) clustersOfTeam(obj any) []string {
-	team, ok := worker.Unwrap(obj).(*v1alpha1.Team)
+	team, ok := controllerkit.Unwrap(obj).(*v1alpha1.Team)
 	if !ok {
 		return nil
 	}
@@ -163,7 +163,7 @@ func (c *Controller) maintain(ctx context.Context, tc *v1alpha1.TenantCluster, s
 	record := &v1alpha1.MaintenanceRecord{Time: metav1.NewTime(now)}
 	if update.Target == "" {
 		record.Description = update.Reason
-		c.events.Eventf(tc, nil, corev1.EventTypeWarning, "MaintenanceBlocked", "Maintain", "%s", worker.EventNote(update.Reason))
+		c.events.Eventf(tc, nil, corev1.EventTypeWarning, "MaintenanceBlocked", "Maintain", "%s", controllerkit.EventNote(update.Reason))
 		return record, ""
 	}
 	if busy := unsettled(tc); busy != "" {
@@ -182,12 +182,12 @@ func (c *Controller) maintain(ctx context.Context, tc *v1alpha1.TenantCluster, s
 		// Refused (a Team's allowed versions, its limits): said in status and an Event, tried
 		// again in the next window.
 		record.Description = fmt.Sprintf("updating %s to %s (%s) was refused: %v", tc.Spec.KubernetesVersion, update.Target, update.Reason, err)
-		c.events.Eventf(tc, nil, corev1.EventTypeWarning, "MaintenanceFailed", "Maintain", "%s", worker.EventNote(record.Description))
+		c.events.Eventf(tc, nil, corev1.EventTypeWarning, "MaintenanceFailed", "Maintain", "%s", controllerkit.EventNote(record.Description))
 		return record, ""
 	}
 	record.Description = fmt.Sprintf("updated %s to %s (%s)", tc.Spec.KubernetesVersion, update.Target, update.Reason)
 	klog.FromContext(ctx).Info("Maintenance updated the Kubernetes version", "from", tc.Spec.KubernetesVersion, "to", update.Target, "reason", update.Reason)
-	c.events.Eventf(tc, nil, corev1.EventTypeNormal, "MaintenanceUpdate", "Maintain", "%s", worker.EventNote(record.Description))
+	c.events.Eventf(tc, nil, corev1.EventTypeNormal, "MaintenanceUpdate", "Maintain", "%s", controllerkit.EventNote(record.Description))
 	return record, ""
 }
 

@@ -16,7 +16,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	butlerfake "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned/fake"
 	listers "github.com/butlerdotdev/butler-apiserver/pkg/generated/listers/butler/v1alpha1"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/controllerkit"
 )
 
 func indexer(objs ...runtime.Object) cache.Indexer {
@@ -64,7 +64,7 @@ func newFixture(t *testing.T, version string, teamAuto bool, own *v1alpha1.Maint
 	f.c = &Controller{butler: f.client, clusters: listers.NewTenantClusterLister(indexer(tc)),
 		teams: listers.NewTeamLister(indexer(team)), configs: listers.NewButlerConfigLister(indexer(config)), runs: listers.NewUpdateRunLister(indexer()),
 		events: &events.FakeRecorder{}, clock: f.clock}
-	f.c.queue = worker.NewQueue("test", f.c.reconcile)
+	f.c.queue = controllerkit.NewQueue("test", f.c.reconcile)
 	return f
 }
 

@@ -28,7 +28,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
 	listers "github.com/butlerdotdev/butler-apiserver/pkg/generated/listers/butler/v1alpha1"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/controllerkit"
 )
 
 // secretRecheck is how often a ProviderConfig whose credentials Secret is missing looks again:
@@ -42,16 +42,16 @@ type Controller struct {
 	dynamic   dynamic.Interface
 	providers listers.ProviderConfigLister
 	pools     listers.NetworkPoolLister
-	queue     *worker.Queue
+	queue     *controllerkit.Queue
 	synced    []cache.InformerSynced
 }
 
 // New builds the controller from the shared informers.
-func New(d *worker.Deps) (*Controller, error) {
+func New(d *controllerkit.Deps) (*Controller, error) {
 	b := d.ButlerInformers.Butler().V1alpha1()
 	c := &Controller{butler: d.Butler, kube: d.Kube, dynamic: d.Dynamic, providers: b.ProviderConfigs().Lister(), pools: b.NetworkPools().Lister()}
-	c.queue = worker.NewQueue("providerconfig", c.Reconcile)
-	if _, err := b.ProviderConfigs().Informer().AddEventHandler(c.queue.Handler(worker.ByKey)); err != nil {
+	c.queue = controllerkit.NewQueue("providerconfig", c.Reconcile)
+	if _, err := b.ProviderConfigs().Informer().AddEventHandler(c.queue.Handler(controllerkit.ByKey)); err != nil {
 		return nil, err
 	}
 	// A pool's capacity, or its creation, changes the ProviderConfigs of its namespace.
@@ -111,7 +111,7 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 		}
 	}
 	if recheck {
-		return worker.RequeueAfter(secretRecheck)
+		return controllerkit.RequeueAfter(secretRecheck)
 	}
 	return nil
 }

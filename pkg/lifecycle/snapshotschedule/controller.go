@@ -26,7 +26,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
 	listers "github.com/butlerdotdev/butler-apiserver/pkg/generated/listers/butler/v1alpha1"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/controllerkit"
 )
 
 // restoreRecheck is how often a cluster being restored is looked at again besides its changes.
@@ -38,19 +38,19 @@ type Controller struct {
 	clusters listers.TenantClusterLister
 	snaps    listers.TenantClusterSnapshotLister
 	events   events.EventRecorder
-	queue    *worker.Queue
+	queue    *controllerkit.Queue
 	synced   []cache.InformerSynced
 	clock    clock.PassiveClock
 }
 
 // New builds the controller on the shared informers: a cluster is looked at when it changes,
 // when one of its snapshots does (retention counts Ready ones), and at its next firing.
-func New(d *worker.Deps) (*Controller, error) {
+func New(d *controllerkit.Deps) (*Controller, error) {
 	b := d.ButlerInformers.Butler().V1alpha1()
 	c := &Controller{butler: d.Butler, clusters: b.TenantClusters().Lister(), snaps: b.TenantClusterSnapshots().Lister(),
 		events: d.Recorder("butler-snapshotschedule"), clock: d.Now()}
-	c.queue = worker.NewQueue("snapshotschedule", c.reconcile)
-	if _, err := b.TenantClusters().Informer().AddEventHandler(c.queue.Handler(worker.ByKey)); err != nil {
+	c.queue = controllerkit.NewQueue("snapshotschedule", c.reconcile)
+	if _, err := b.TenantClusters().Informer().AddEventHandler(c.queue.Handler(controllerkit.ByKey)); err != nil {
 		return nil, err
 	}
 	if _, err := b.TenantClusterSnapshots().Informer().AddEventHandler(c.queue.Handler(clusterOfSnapshot)); err != nil {
@@ -65,7 +65,7 @@ func (c *Controller) Run(ctx context.Context) { c.queue.Run(ctx, 2, c.synced...)
 
 // clusterOfSnapshot keys a scheduled snapshot by its cluster; others concern no schedule.
 func clusterOfSnapshot(obj any) []string {
-	s, ok := worker.Unwrap(obj).(*v1alpha1.TenantClusterSnapshot)
+	s, ok := controllerkit.Unwrap(obj).(*v1alpha1.TenantClusterSnapshot)
 	if !ok || s.Labels[v1alpha1.SnapshotScheduleLabel] == "" {
 		return nil
 	}
@@ -91,7 +91,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 		// delete the snapshot being restored. The firings wait (the latest is taken after);
 		// the restore's end changes the cluster and brings it back here.
 		logger.V(2).Info("Waiting for the cluster's restore before its scheduled snapshots", "restoreFrom", tc.Spec.RestoreFrom.Name)
-		return worker.RequeueAfter(restoreRecheck)
+		return controllerkit.RequeueAfter(restoreRecheck)
 	}
 	schedules := c.schedulesOf(ctx, tc)
 	now := c.clock.Now()

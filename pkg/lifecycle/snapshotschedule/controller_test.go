@@ -14,7 +14,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	butlerfake "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned/fake"
 	listers "github.com/butlerdotdev/butler-apiserver/pkg/generated/listers/butler/v1alpha1"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/controllerkit"
 )
 
 func indexer(objs ...runtime.Object) cache.Indexer {
@@ -52,12 +52,12 @@ func TestScheduledSnapshotWaitsForRestore(t *testing.T) {
 		c := &Controller{butler: client, clusters: listers.NewTenantClusterLister(indexer(tc)),
 			snaps: listers.NewTenantClusterSnapshotLister(indexer(old, newer)), events: &events.FakeRecorder{},
 			clock: testingclock.NewFakePassiveClock(now)}
-		c.queue = worker.NewQueue("test", c.reconcile)
+		c.queue = controllerkit.NewQueue("test", c.reconcile)
 		return client, c.reconcile(context.Background(), "team-a/prod")
 	}
 
 	client, err := reconcile(tc)
-	if want := worker.RequeueAfter(restoreRecheck); err == nil || err.Error() != want.Error() {
+	if want := controllerkit.RequeueAfter(restoreRecheck); err == nil || err.Error() != want.Error() {
 		t.Fatalf("a cluster being restored: want a requeue, got %v", err)
 	}
 	for _, a := range client.Actions() {

@@ -30,8 +30,8 @@ import (
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
 	butlerinformers "github.com/butlerdotdev/butler-apiserver/pkg/generated/informers/externalversions/butler/v1alpha1"
 	listers "github.com/butlerdotdev/butler-apiserver/pkg/generated/listers/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/controllerkit"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
 	"github.com/butlerdotdev/butler-apiserver/pkg/quota"
 )
 
@@ -79,7 +79,7 @@ type Controller struct {
 	clusterRoles        rbaclisters.ClusterRoleLister
 	clusterRoleBindings rbaclisters.ClusterRoleBindingLister
 	synced              []cache.InformerSynced
-	queue               *worker.Queue
+	queue               *controllerkit.Queue
 	plan                steps.Plan[*state]
 }
 
@@ -94,7 +94,7 @@ type RBACInformers struct {
 
 // New builds the Team worker from the shared informers; the management cluster's are filtered to
 // what carries TeamLabel, as the management cluster may hold many namespaces.
-func New(d *worker.Deps) (*Controller, error) {
+func New(d *controllerkit.Deps) (*Controller, error) {
 	b := d.ButlerInformers.Butler().V1alpha1()
 	k := d.KubeInformersFor(TeamLabel)
 	return NewController(d.Butler, d.Kube, b.Teams(), b.TenantClusters(), b.ButlerConfigs(), RBACInformers{
@@ -117,20 +117,20 @@ func NewController(butlerClient clientset.Interface, kube kubernetes.Interface,
 			mgmt.ClusterRoles.Informer().HasSynced, mgmt.ClusterRoleBindings.Informer().HasSynced},
 	}
 	c.plan = c.steps()
-	c.queue = worker.NewQueue("teams", c.reconcileKey)
+	c.queue = controllerkit.NewQueue("teams", c.reconcileKey)
 	byName := func(obj any) {
-		if m, err := meta.Accessor(worker.Unwrap(obj)); err == nil {
+		if m, err := meta.Accessor(controllerkit.Unwrap(obj)); err == nil {
 			c.queue.Add(m.GetName())
 		}
 	}
 	// A burst of cluster writes in one Team becomes one status write per usageDelay.
 	byNamespace := func(obj any) {
-		if m, err := meta.Accessor(worker.Unwrap(obj)); err == nil {
+		if m, err := meta.Accessor(controllerkit.Unwrap(obj)); err == nil {
 			c.queue.AddAfter(m.GetNamespace(), usageDelay)
 		}
 	}
 	byLabel := func(obj any) {
-		if m, err := meta.Accessor(worker.Unwrap(obj)); err == nil && m.GetLabels()[TeamLabel] != "" {
+		if m, err := meta.Accessor(controllerkit.Unwrap(obj)); err == nil && m.GetLabels()[TeamLabel] != "" {
 			c.queue.Add(m.GetLabels()[TeamLabel])
 		}
 	}
@@ -196,7 +196,7 @@ func (c *Controller) Run(ctx context.Context) { c.queue.Run(ctx, 2, c.synced...)
 func (c *Controller) reconcileKey(ctx context.Context, name string) error {
 	after, err := c.Reconcile(ctx, name)
 	if err == nil && after > 0 {
-		return worker.RequeueAfter(after)
+		return controllerkit.RequeueAfter(after)
 	}
 	return err
 }

@@ -21,7 +21,7 @@ import (
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
 	butlerinformers "github.com/butlerdotdev/butler-apiserver/pkg/generated/informers/externalversions/butler/v1alpha1"
 	listers "github.com/butlerdotdev/butler-apiserver/pkg/generated/listers/butler/v1alpha1"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/controllerkit"
 )
 
 const (
@@ -62,13 +62,13 @@ type Controller struct {
 	configs         listers.ButlerConfigLister
 	allocations     listers.IPAllocationLister
 	synced          []cache.InformerSynced
-	queue           *worker.Queue
+	queue           *controllerkit.Queue
 	workers         int
 	// events records the addon's phase and reason changes (a no-op recorder until set).
 	events events.EventRecorder
 	// written tells an addon's stale informer copy (one this process's own write replaced)
 	// from a current one: a reconcile of the stale copy stops, the write's event follows.
-	written worker.OwnWrites
+	written controllerkit.OwnWrites
 
 	// retries paces a failed addon's next attempt: 15 s after the first failure, doubling to
 	// 5 min; a success forgets the key.
@@ -77,7 +77,7 @@ type Controller struct {
 
 // New builds the controller from the shared informers, with a Helm engine caching charts under
 // the user's cache directory (or the temporary directory).
-func New(d *worker.Deps) (*Controller, error) {
+func New(d *controllerkit.Deps) (*Controller, error) {
 	dir, err := os.UserCacheDir()
 	if err != nil {
 		dir = os.TempDir()
@@ -112,7 +112,7 @@ func NewController(butlerClient clientset.Interface, kube kubernetes.Interface, 
 		retries: workqueue.NewTypedItemExponentialFailureRateLimiter[string](15*time.Second, 5*time.Minute),
 		events:  &events.FakeRecorder{},
 	}
-	c.queue = worker.NewQueue("tenantaddon", c.Reconcile)
+	c.queue = controllerkit.NewQueue("tenantaddon", c.Reconcile)
 	if err := tenantAddons.Informer().AddIndexers(cache.Indexers{
 		byCluster: func(obj any) ([]string, error) {
 			a, ok := obj.(*v1alpha1.TenantAddon)
@@ -199,7 +199,7 @@ func (c *Controller) keysFor(index, value string) []string {
 
 // forgetCluster drops the engine's clients of a deleted cluster.
 func (c *Controller) forgetCluster(obj any) {
-	if tc, ok := worker.Unwrap(obj).(*v1alpha1.TenantCluster); ok {
+	if tc, ok := controllerkit.Unwrap(obj).(*v1alpha1.TenantCluster); ok {
 		c.engine.Forget(clusterID(tc))
 	}
 }
@@ -218,7 +218,7 @@ func (c *Controller) succeeded(key string) { c.retries.Forget(key) }
 // fetchPolicy is the outbound policy of chart fetches: the platform's settings, and the
 // repositories of its AddonDefinitions allowed by host:port though they are internal (a
 // platform admin listed them).
-func fetchPolicy(settings worker.FetchSettings, definitions listers.AddonDefinitionLister) addons.FetchPolicy {
+func fetchPolicy(settings controllerkit.FetchSettings, definitions listers.AddonDefinitionLister) addons.FetchPolicy {
 	static := addons.AllowHostPorts(settings.AllowedInternal)
 	return addons.FetchPolicy{
 		MaxBytes: settings.MaxBytes,

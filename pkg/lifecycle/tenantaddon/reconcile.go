@@ -17,7 +17,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/hibernation"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/controllerkit"
 )
 
 // Reconcile brings one TenantAddon (key namespace/name) in line with its spec: its cluster
@@ -59,7 +59,7 @@ func (c *Controller) current(key string) (*v1alpha1.TenantAddon, error) {
 		return nil, err
 	}
 	if c.written.Stale(cached.UID, cached.ResourceVersion) {
-		return nil, worker.ErrStaleCopy
+		return nil, controllerkit.ErrStaleCopy
 	}
 	return cached.DeepCopy(), nil
 }
@@ -145,7 +145,7 @@ func (c *Controller) ensureRelease(ctx context.Context, key string, addon *v1alp
 		if werr := c.wait(ctx, addon, "NamespaceNotProtected", err.Error()); werr != nil {
 			return werr
 		}
-		return worker.RequeueAfter(c.backoff(key))
+		return controllerkit.RequeueAfter(c.backoff(key))
 	}
 	res, err := c.engine.Ensure(ctx, req, c.progress(ctx, addon, want))
 	if err != nil {
@@ -179,7 +179,7 @@ func (c *Controller) installed(ctx context.Context, key string, addon *v1alpha1.
 			if werr := c.writeStatus(ctx, addon, v1alpha1.TenantAddonDegraded, "LoadBalancerPoolFailed", msg+"; "+err.Error(), metav1.ConditionFalse, &rel); werr != nil {
 				return werr
 			}
-			return worker.RequeueAfter(c.backoff(key))
+			return controllerkit.RequeueAfter(c.backoff(key))
 		}
 		msg += more
 	}
@@ -187,7 +187,7 @@ func (c *Controller) installed(ctx context.Context, key string, addon *v1alpha1.
 	if err := c.writeStatus(ctx, addon, v1alpha1.TenantAddonInstalled, "Installed", msg, metav1.ConditionTrue, &rel); err != nil {
 		return err
 	}
-	return worker.RequeueAfter(resyncInstalled)
+	return controllerkit.RequeueAfter(resyncInstalled)
 }
 
 // failed reports an engine failure and asks for a retry after the key's backoff.
@@ -230,7 +230,7 @@ func (c *Controller) failed(ctx context.Context, key string, addon *v1alpha1.Ten
 	if werr := c.writeStatus(ctx, addon, phase, reason, err.Error(), metav1.ConditionFalse, op.Release); werr != nil {
 		return werr
 	}
-	return worker.RequeueAfter(c.backoff(key))
+	return controllerkit.RequeueAfter(c.backoff(key))
 }
 
 // remove uninstalls a deleted addon's release and lets the object go.
@@ -306,7 +306,7 @@ func (c *Controller) remove(ctx context.Context, key string, addon *v1alpha1.Ten
 		if werr := c.writeStatus(ctx, addon, v1alpha1.TenantAddonDeleting, "UninstallFailed", err.Error(), metav1.ConditionFalse, addon.Status.HelmRelease); werr != nil {
 			return werr
 		}
-		return worker.RequeueAfter(c.backoff(key))
+		return controllerkit.RequeueAfter(c.backoff(key))
 	}
 	c.succeeded(key)
 	return c.dropFinalizer(ctx, addon)

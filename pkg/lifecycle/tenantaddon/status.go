@@ -12,7 +12,7 @@ import (
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/addons"
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/controllerkit"
 )
 
 // ConditionReady is True exactly when the addon is Installed at its current spec.
@@ -93,5 +93,5 @@ func (c *Controller) recordStatus(addon *v1alpha1.TenantAddon, status *v1alpha1.
 	if reason == "" {
 		reason = string(status.Phase)
 	}
-	c.events.Eventf(addon, nil, eventType, reason, "Reconcile", "%s", worker.EventNote(fmt.Sprintf("phase %s -> %s: %s", from, status.Phase, status.Message)))
+	c.events.Eventf(addon, nil, eventType, reason, "Reconcile", "%s", controllerkit.EventNote(fmt.Sprintf("phase %s -> %s: %s", from, status.Phase, status.Message)))
 }

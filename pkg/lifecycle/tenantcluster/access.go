@@ -31,8 +31,8 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/access"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/controllerkit"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
 )
 
 // accessApplied remembers, per cluster UID, the digest of the bindings last applied in its
@@ -173,7 +173,7 @@ func (c *Controller) accessWhilePaused(ctx context.Context, tc *v1alpha1.TenantC
 	s.kubeconfigSecret = ref.Name
 	_, _ = c.ensureAccess(ctx, s) // a failure comes back as waiting, with its retry in recheckAfter
 	if s.recheckAfter > 0 {
-		return worker.RequeueAfter(s.recheckAfter)
+		return controllerkit.RequeueAfter(s.recheckAfter)
 	}
 	return nil
 }

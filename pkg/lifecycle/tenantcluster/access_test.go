@@ -27,7 +27,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	listers "github.com/butlerdotdev/butler-apiserver/pkg/generated/listers/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/access"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/controllerkit"
 )
 
 // The access step applies the Team's bindings in the tenant, through the admin kubeconfig, and
@@ -326,7 +326,7 @@ func TestAccessWhilePaused(t *testing.T) {
 	if !slices.Equal(admins(), []string{"butler:alice"}) {
 		t.Errorf("paused: the tenant binds %v as admins, want only butler:alice", admins())
 	}
-	if err == nil || err.Error() != worker.RequeueAfter(accessResync).Error() {
+	if err == nil || err.Error() != controllerkit.RequeueAfter(accessResync).Error() {
 		t.Errorf("paused: %v, want the resync asked for", err)
 	}
 }
@@ -346,7 +346,7 @@ func accessFixture(t *testing.T, teams cache.Indexer, ns string, clock *time.Tim
 		Data: map[string][]byte{"admin.conf": []byte("kubeconfig")}})
 	return &Controller{kube: mgmt, teams: listers.NewTeamLister(teams),
 		access:          accessApplied{digest: map[string]string{}, granted: map[string]grant{}, clients: map[string]tenantClient{}},
-		newTenantClient: func([]byte) (kubernetes.Interface, error) { return tenant, nil }, clock: worker.ClockFunc(func() time.Time { return *clock })}, tenant
+		newTenantClient: func([]byte) (kubernetes.Interface, error) { return tenant, nil }, clock: controllerkit.ClockFunc(func() time.Time { return *clock })}, tenant
 }
 
 // subjectsOf names the subjects of the tenant's ClusterRoleBinding name.

@@ -28,8 +28,8 @@ import (
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
 	listers "github.com/butlerdotdev/butler-apiserver/pkg/generated/listers/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/hibernation"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/controllerkit"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
 )
 
 // Controller provisions TenantClusters.
@@ -47,7 +47,7 @@ type Controller struct {
 	snaps       listers.TenantClusterSnapshotLister
 	namespaces  corelisters.NamespaceLister
 	// secrets lists the Secrets of the tenant namespaces; nil reads them live.
-	secrets *worker.TenantSecrets
+	secrets *controllerkit.TenantSecrets
 	// self is butler-apiserver's own user name in the management cluster, which each tenant
 	// namespace's RoleBinding lets read and write Secrets there ("" binds nothing).
 	self  string
@@ -73,14 +73,14 @@ type Controller struct {
 
 	// written tells a cluster's stale informer copy (one this process's own write replaced)
 	// from a current one: a reconcile of the stale copy stops, the write's event follows.
-	written worker.OwnWrites
+	written controllerkit.OwnWrites
 
 	plan steps.Plan[*state]
 	// sleepPlan takes the cluster down when spec.hibernation.hibernated is true.
 	sleepPlan steps.Plan[*state]
 	// unstartedPlan makes a cluster created hibernated with wake on request, never started.
 	unstartedPlan steps.Plan[*state]
-	queue         *worker.Queue
+	queue         *controllerkit.Queue
 	synced        []cache.InformerSynced
 	// clock is every time-dependent decision's (schedules, windows, resyncs).
 	clock clock.PassiveClock
@@ -94,7 +94,7 @@ type Controller struct {
 // New builds the controller from the shared informers. It watches the external kinds it writes
 // that the management cluster serves now; a kind whose CRD is installed later is applied all
 // the same, and read on every reconcile.
-func New(d *worker.Deps) (*Controller, error) {
+func New(d *controllerkit.Deps) (*Controller, error) {
 	b := d.ButlerInformers.Butler().V1alpha1()
 	nsInformer := d.KubeInformersFor(external.TenantClusterLabel).Core().V1().Namespaces()
 	c := &Controller{
@@ -119,14 +119,14 @@ func New(d *worker.Deps) (*Controller, error) {
 	c.plan = c.steps()
 	c.sleepPlan = c.sleepSteps()
 	c.unstartedPlan = c.unstartedSteps()
-	c.queue = worker.NewQueue("tenantcluster", c.Reconcile)
+	c.queue = controllerkit.NewQueue("tenantcluster", c.Reconcile)
 
 	byLabels := c.queue.Handler(keyOf)
 	handlers := []struct {
 		inf cache.SharedIndexInformer
 		h   cache.ResourceEventHandler
 	}{
-		{b.TenantClusters().Informer(), c.queue.Handler(worker.ByKey)},
+		{b.TenantClusters().Informer(), c.queue.Handler(controllerkit.ByKey)},
 		{b.TenantClusters().Informer(), c.written.ForgetDeleted()},
 		{b.IPAllocations().Informer(), byLabels},
 		{b.TenantAddons().Informer(), c.queue.Handler(addonCluster)},
@@ -152,12 +152,12 @@ var crdsGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version
 // watchCRDs resets the cached discovery whenever a CRD comes, changes or goes, and brings every
 // cluster back: one that failed because a kind was not installed goes on once it is. Metadata
 // only; the CRDs of the first list are the ones discovery was loaded with.
-func (c *Controller) watchCRDs(d *worker.Deps) {
+func (c *Controller) watchCRDs(d *controllerkit.Deps) {
 	if d.MetadataInformers == nil {
 		return
 	}
 	inf := d.MetadataInformers.ForResource(crdsGVR).Informer()
-	_ = inf.SetTransform(worker.DropManagedFields)
+	_ = inf.SetTransform(controllerkit.DropManagedFields)
 	h := c.queue.Handler(func(any) []string {
 		c.objects.mapper.Reset()
 		return c.allClusters(nil)
@@ -176,7 +176,7 @@ func (c *Controller) watchCRDs(d *worker.Deps) {
 // watchExternal adds watches on the external kinds the management cluster serves. Objects the
 // worker wrote carry the cluster labels; those a provider made (a TenantControlPlane) are mapped
 // through their namespace's labels.
-func (c *Controller) watchExternal(d *worker.Deps) {
+func (c *Controller) watchExternal(d *controllerkit.Deps) {
 	handler := c.queue.Handler(func(obj any) []string {
 		if keys := keyOf(obj); len(keys) > 0 {
 			return keys
@@ -265,7 +265,7 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 		return err
 	}
 	if c.written.Stale(cached.UID, cached.ResourceVersion) {
-		return worker.ErrStaleCopy
+		return controllerkit.ErrStaleCopy
 	}
 	tc := cached.DeepCopy()
 	if tc.DeletionTimestamp != nil {
@@ -312,7 +312,7 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 		return err
 	}
 	if ensureErr == nil && s.recheckAfter > 0 {
-		return worker.RequeueAfter(s.recheckAfter)
+		return controllerkit.RequeueAfter(s.recheckAfter)
 	}
 	return ensureErr
 }

@@ -6,8 +6,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/controllerkit"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
 )
 
 // Event reasons of a step's transition, by the state it moved to: <condition stem><word>, e.g.
@@ -25,7 +25,7 @@ func (c *Controller) recordReconcile(tc *v1alpha1.TenantCluster, out steps.Outco
 			eventType = corev1.EventTypeWarning
 		}
 		reason := strings.TrimSuffix(t.Condition, "Ready") + stateWords[t.Result.State()]
-		c.events.Eventf(tc, nil, eventType, reason, "Reconcile", "%s", worker.EventNote(t.Step+": "+t.Result.Message))
+		c.events.Eventf(tc, nil, eventType, reason, "Reconcile", "%s", controllerkit.EventNote(t.Step+": "+t.Result.Message))
 	}
 	if status.Phase != tc.Status.Phase {
 		eventType := corev1.EventTypeNormal
@@ -41,17 +41,17 @@ func (c *Controller) recordReconcile(tc *v1alpha1.TenantCluster, out steps.Outco
 	c.recordRotation(tc, rotationOf(&tc.Status), rotationOf(status))
 	c.recordExposure(tc, status)
 	if ensureErr != nil {
-		c.events.Eventf(tc, nil, corev1.EventTypeWarning, "ReconcileError", "Reconcile", "%s", worker.EventNote(ensureErr.Error()+" (retried with backoff)"))
+		c.events.Eventf(tc, nil, corev1.EventTypeWarning, "ReconcileError", "Reconcile", "%s", controllerkit.EventNote(ensureErr.Error()+" (retried with backoff)"))
 	}
 }
 
 // recordDelete makes an Event when the deletion moves on to another step, or fails.
 func (c *Controller) recordDelete(tc *v1alpha1.TenantCluster, description string, err error) {
 	if err != nil {
-		c.events.Eventf(tc, nil, corev1.EventTypeWarning, "DeleteError", "Delete", "%s", worker.EventNote(err.Error()+" (retried with backoff)"))
+		c.events.Eventf(tc, nil, corev1.EventTypeWarning, "DeleteError", "Delete", "%s", controllerkit.EventNote(err.Error()+" (retried with backoff)"))
 		return
 	}
 	if op := tc.Status.LastOperation; op == nil || op.Type != "Delete" || op.Description != description {
-		c.events.Eventf(tc, nil, corev1.EventTypeNormal, "Deleting", "Delete", "%s", worker.EventNote(description))
+		c.events.Eventf(tc, nil, corev1.EventTypeNormal, "Deleting", "Delete", "%s", controllerkit.EventNote(description))
 	}
 }

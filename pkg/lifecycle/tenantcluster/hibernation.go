@@ -20,8 +20,8 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/hibernation"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/capi"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/controllerkit"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
 )
 
 const (
@@ -323,7 +323,7 @@ func wakeCondition(tc *v1alpha1.TenantCluster, status *v1alpha1.TenantClusterSta
 // done. A cluster created asleep was never awake: its one Event is Hibernated (or a failure).
 func (c *Controller) recordSleep(tc *v1alpha1.TenantCluster, status *v1alpha1.TenantClusterStatus, ensureErr error) {
 	if ensureErr != nil {
-		c.events.Eventf(tc, nil, corev1.EventTypeWarning, "ReconcileError", "Hibernate", "%s", worker.EventNote(ensureErr.Error()+" (retried with backoff)"))
+		c.events.Eventf(tc, nil, corev1.EventTypeWarning, "ReconcileError", "Hibernate", "%s", controllerkit.EventNote(ensureErr.Error()+" (retried with backoff)"))
 		return
 	}
 	prev := meta.FindStatusCondition(tc.Status.Conditions, ConditionHibernated)
@@ -338,9 +338,9 @@ func (c *Controller) recordSleep(tc *v1alpha1.TenantCluster, status *v1alpha1.Te
 		if !servedOnce(tc) {
 			return
 		}
-		c.events.Eventf(tc, nil, corev1.EventTypeNormal, "Hibernating", "Hibernate", "%s", worker.EventNote(now.Message))
+		c.events.Eventf(tc, nil, corev1.EventTypeNormal, "Hibernating", "Hibernate", "%s", controllerkit.EventNote(now.Message))
 	default:
-		c.events.Eventf(tc, nil, corev1.EventTypeWarning, now.Reason, "Hibernate", "%s", worker.EventNote(now.Message))
+		c.events.Eventf(tc, nil, corev1.EventTypeWarning, now.Reason, "Hibernate", "%s", controllerkit.EventNote(now.Message))
 	}
 }
 
@@ -355,7 +355,7 @@ func (c *Controller) recordWake(tc *v1alpha1.TenantCluster, status *v1alpha1.Ten
 	if by := tc.Annotations[hibernation.LastChangeAnnotation]; by != "" {
 		why = " (" + by + ")"
 	}
-	c.events.Eventf(tc, nil, corev1.EventTypeNormal, now.Reason, "Wake", "%s%s", now.Message, worker.EventNote(why))
+	c.events.Eventf(tc, nil, corev1.EventTypeNormal, now.Reason, "Wake", "%s%s", now.Message, controllerkit.EventNote(why))
 }
 
 // applySchedules writes the latest schedule time due since the last one applied into

@@ -19,8 +19,8 @@ import (
 	butlerfake "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned/fake"
 	"github.com/butlerdotdev/butler-apiserver/pkg/hibernation"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/controllerkit"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
 )
 
 func TestSleepStatus(t *testing.T) {
@@ -78,7 +78,7 @@ func TestApplySchedules(t *testing.T) {
 		{Start: "0 20 * * *", End: "0 7 * * *", Location: "Europe/Berlin"}}}
 	client := butlerfake.NewClientset(tc)
 	now := time.Date(2026, 11, 25, 19, 0, 30, 0, time.UTC) // 20:00:30 in Berlin
-	c := &Controller{butler: client, clock: worker.ClockFunc(func() time.Time { return now }), queue: worker.NewQueue("test", nil)}
+	c := &Controller{butler: client, clock: controllerkit.ClockFunc(func() time.Time { return now }), queue: controllerkit.NewQueue("test", nil)}
 	ctx := context.Background()
 
 	wrote, err := c.applySchedules(ctx, tc)

@@ -18,8 +18,8 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/access"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/controllerkit"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/steps"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
 )
 
 // ConditionServicesExposeExternalIPs says whether Services in the tenant's namespaces where
@@ -208,9 +208,9 @@ func (c *Controller) recordExposure(tc *v1alpha1.TenantCluster, status *v1alpha1
 	switch {
 	case now == nil:
 	case now.Status == metav1.ConditionTrue && (was == nil || was.Status != now.Status || was.Message != now.Message):
-		c.events.Eventf(tc, nil, corev1.EventTypeWarning, ReasonExternalIPsSet, "Audit", "%s", worker.EventNote(now.Message))
+		c.events.Eventf(tc, nil, corev1.EventTypeWarning, ReasonExternalIPsSet, "Audit", "%s", controllerkit.EventNote(now.Message))
 	case now.Status == metav1.ConditionFalse && was != nil && was.Status == metav1.ConditionTrue:
-		c.events.Eventf(tc, nil, corev1.EventTypeNormal, ReasonNoExternalIPsSet, "Audit", "%s", worker.EventNote(now.Message))
+		c.events.Eventf(tc, nil, corev1.EventTypeNormal, ReasonNoExternalIPsSet, "Audit", "%s", controllerkit.EventNote(now.Message))
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/controllerkit"
 )
 
 // deleteScheduledSnapshots deletes the snapshots the cluster's schedules took when its
@@ -55,7 +55,7 @@ func untaken(s *v1alpha1.TenantClusterSnapshot) bool {
 
 // snapshotToTake keys a snapshot not taken yet by its cluster, whose provider may not take it.
 func snapshotToTake(obj any) []string {
-	s, ok := worker.Unwrap(obj).(*v1alpha1.TenantClusterSnapshot)
+	s, ok := controllerkit.Unwrap(obj).(*v1alpha1.TenantClusterSnapshot)
 	if !ok || !untaken(s) || s.Spec.ClusterRef.Name == "" {
 		return nil
 	}

@@ -15,7 +15,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/controllerkit"
 )
 
 // strandedAfter is how old a Machine without its infrastructure machine or bootstrap config
@@ -132,7 +132,7 @@ func (c *Controller) tellRepairs(s *state, machines []*clusterv1.Machine) {
 		}
 		c.events.Eventf(s.tc, nil, corev1.EventTypeWarning, "WorkerUnhealthy", "Repair",
 			"Machine %s (%s) failed auto-repair's health check: %s; Cluster API replaces it unless too many are unhealthy",
-			m.Name, node, worker.EventNote(cond.Message))
+			m.Name, node, controllerkit.EventNote(cond.Message))
 	}
 	if len(now) == 0 {
 		c.repairsTold.Delete(s.namespace)

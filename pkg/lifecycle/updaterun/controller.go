@@ -27,7 +27,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
 	listers "github.com/butlerdotdev/butler-apiserver/pkg/generated/listers/butler/v1alpha1"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/controllerkit"
 )
 
 // PlatformNamespace is where a run may select clusters of every namespace; a run anywhere else
@@ -47,26 +47,26 @@ type Controller struct {
 	snapshots  listers.TenantClusterSnapshotLister
 	events     events.EventRecorder
 	clock      clock.PassiveClock
-	queue      *worker.Queue
+	queue      *controllerkit.Queue
 	synced     []cache.InformerSynced
 	// written tells a cached run older than this worker's own last status write: a pass on it
 	// would decide again what the stored status already decided (and may move a cluster on it).
-	written worker.OwnWrites
+	written controllerkit.OwnWrites
 }
 
 // New builds the controller on the shared informers: a run is looked at when it changes, and
 // when a cluster or a snapshot it may be waiting for changes.
-func New(d *worker.Deps) (*Controller, error) {
+func New(d *controllerkit.Deps) (*Controller, error) {
 	b := d.ButlerInformers.Butler().V1alpha1()
 	c := &Controller{butler: d.Butler, runs: b.UpdateRuns().Lister(), strategies: b.UpdateStrategies().Lister(),
 		clusters: b.TenantClusters().Lister(), snapshots: b.TenantClusterSnapshots().Lister(),
 		events: d.Recorder("butler-updaterun"), clock: d.Now()}
-	c.queue = worker.NewQueue("updaterun", c.reconcile)
+	c.queue = controllerkit.NewQueue("updaterun", c.reconcile)
 	handlers := []struct {
 		inf cache.SharedIndexInformer
 		h   cache.ResourceEventHandler
 	}{
-		{b.UpdateRuns().Informer(), c.queue.Handler(worker.ByKey)},
+		{b.UpdateRuns().Informer(), c.queue.Handler(controllerkit.ByKey)},
 		{b.UpdateRuns().Informer(), c.written.ForgetDeleted()},
 		{b.TenantClusters().Informer(), c.queue.Handler(c.activeRuns)},
 		{b.TenantClusterSnapshots().Informer(), c.queue.Handler(c.activeRuns)},
@@ -146,7 +146,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 		return nil
 	}
 	if c.written.Stale(stored.UID, stored.ResourceVersion) {
-		return worker.ErrStaleCopy
+		return controllerkit.ErrStaleCopy
 	}
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("updateRun", key))
 	p := &pass{run: stored.DeepCopy(), key: key, now: c.clock.Now()}
@@ -237,7 +237,7 @@ func (c *Controller) writeStatus(ctx context.Context, stored *v1alpha1.UpdateRun
 		if n.regarding != runtime.Object(p.run) {
 			related = p.run
 		}
-		c.events.Eventf(n.regarding, related, n.kind, n.reason, "UpdateRun", "%s", worker.EventNote(n.msg))
+		c.events.Eventf(n.regarding, related, n.kind, n.reason, "UpdateRun", "%s", controllerkit.EventNote(n.msg))
 	}
 	return nil
 }

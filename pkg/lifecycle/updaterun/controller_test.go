@@ -22,7 +22,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	butlerfake "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned/fake"
 	listers "github.com/butlerdotdev/butler-apiserver/pkg/generated/listers/butler/v1alpha1"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/controllerkit"
 )
 
 const from, target = "v1.30.1", "v1.30.2"
@@ -43,7 +43,7 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	f := &fixture{t: t, ctx: context.Background(), client: butlerfake.NewSimpleClientset(objs...),
 		clock: testingclock.NewFakePassiveClock(time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)), rec: events.NewFakeRecorder(1000)}
 	f.c = &Controller{butler: f.client, events: f.rec, clock: f.clock}
-	f.c.queue = worker.NewQueue("test", f.c.reconcile)
+	f.c.queue = controllerkit.NewQueue("test", f.c.reconcile)
 	return f
 }
 

@@ -22,7 +22,7 @@ import (
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external/steward"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/controllerkit"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localports"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/controlplane/kubebuild"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/controlplane/wakeproxy"
@@ -78,12 +78,12 @@ func (o Options) external(obj metav1.Object) bool {
 // Controller runs the StewardControlPlane and TenantControlPlane controllers.
 type Controller struct {
 	opts     Options
-	deps     *worker.Deps
+	deps     *controllerkit.Deps
 	mapper   meta.RESTMapper
 	recorder record.EventRecorder
 
 	scps, tcps, clusters, dataStores cache.SharedIndexInformer
-	scpQueue, tcpQueue               *worker.Queue
+	scpQueue, tcpQueue               *controllerkit.Queue
 
 	ports    *localports.Allocator
 	versions *kubebuild.Versions
@@ -105,7 +105,7 @@ type Controller struct {
 }
 
 // New builds the controllers over deps' management cluster clients.
-func New(d *worker.Deps, opts Options) (*Controller, error) {
+func New(d *controllerkit.Deps, opts Options) (*Controller, error) {
 	if d.Dynamic == nil || d.Kube == nil || d.DynamicInformers == nil {
 		return nil, errors.New("the control planes need the management cluster's dynamic and kube clients")
 	}
@@ -144,17 +144,17 @@ func New(d *worker.Deps, opts Options) (*Controller, error) {
 	c.tcps = d.DynamicInformers.ForResource(tenantControlPlanes).Informer()
 	c.clusters = d.DynamicInformers.ForResource(clusters).Informer()
 	c.dataStores = d.DynamicInformers.ForResource(datastore.GVR).Informer()
-	c.scpQueue = worker.NewQueue("stewardcontrolplanes", c.reconcileSCP)
-	c.tcpQueue = worker.NewQueue("tenantcontrolplanes", c.reconcileTCP)
+	c.scpQueue = controllerkit.NewQueue("stewardcontrolplanes", c.reconcileSCP)
+	c.tcpQueue = controllerkit.NewQueue("tenantcontrolplanes", c.reconcileTCP)
 
-	if _, err := c.scps.AddEventHandler(c.scpQueue.Handler(worker.ByKey)); err != nil {
+	if _, err := c.scps.AddEventHandler(c.scpQueue.Handler(controllerkit.ByKey)); err != nil {
 		return nil, err
 	}
 	// A TenantControlPlane's changes (its status) wake the StewardControlPlane of its name.
-	if _, err := c.tcps.AddEventHandler(c.scpQueue.Handler(worker.ByKey)); err != nil {
+	if _, err := c.tcps.AddEventHandler(c.scpQueue.Handler(controllerkit.ByKey)); err != nil {
 		return nil, err
 	}
-	if _, err := c.tcps.AddEventHandler(c.tcpQueue.Handler(worker.ByKey)); err != nil {
+	if _, err := c.tcps.AddEventHandler(c.tcpQueue.Handler(controllerkit.ByKey)); err != nil {
 		return nil, err
 	}
 	if _, err := c.dataStores.AddEventHandler(c.dataStoreHandler()); err != nil {
@@ -168,7 +168,7 @@ func New(d *worker.Deps, opts Options) (*Controller, error) {
 }
 
 // discoveryOf is the discovery client of the management cluster.
-func discoveryOf(d *worker.Deps) discovery.DiscoveryInterface { return d.Kube.Discovery() }
+func discoveryOf(d *controllerkit.Deps) discovery.DiscoveryInterface { return d.Kube.Discovery() }
 
 // Run runs the controllers until ctx is done, then stops every tenant's processes.
 func (c *Controller) Run(ctx context.Context) {

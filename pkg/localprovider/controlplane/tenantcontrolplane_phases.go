@@ -12,7 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/controllerkit"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/controlplane/kubeadm"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/controlplane/kubebuild"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/datastore"
@@ -256,7 +256,7 @@ func (c *Controller) reportServing(ctx context.Context, r *tcpRun) (bool, error)
 		adminSecret: adminKubeconfigName(tcp.GetName()), replicas: 1}); err != nil || released {
 		return true, err
 	}
-	return true, worker.RequeueAfter(accessPoll)
+	return true, controllerkit.RequeueAfter(accessPoll)
 }
 
 // setUpTenant applies kubeadm's join objects in the tenant as its super-admin.

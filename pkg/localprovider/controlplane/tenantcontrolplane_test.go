@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/controllerkit"
 )
 
 // A TenantControlPlane waiting for its version's build: a new one is Provisioning with no
@@ -117,7 +117,7 @@ func TestSetTCPStatusOrder(t *testing.T) {
 		writes = append(writes, what)
 		return true, &unstructured.Unstructured{Object: map[string]any{}}, nil
 	})
-	c := &Controller{deps: &worker.Deps{Dynamic: client}, recorder: record.NewFakeRecorder(10), planes: map[string]*plane{}}
+	c := &Controller{deps: &controllerkit.Deps{Dynamic: client}, recorder: record.NewFakeRecorder(10), planes: map[string]*plane{}}
 	starting := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "t", "namespace": "t-1"}}}
 	starting.SetAnnotations(map[string]string{external.LocalProviderReasonAnnotation: "Starting", external.LocalProviderMessageAnnotation: "waiting"})
 	ready := tcpState{endpoint: "127.0.0.1:30001", versionStatus: statusReady, runningVersion: "v1.36.3", replicas: 1}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/hibernation"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/controllerkit"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localports"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/controlplane/wakeproxy"
 )
@@ -28,7 +28,7 @@ func TestHibernationWishOfAPausedCluster(t *testing.T) {
 		"spec":     map[string]any{"hibernation": map[string]any{"hibernated": true}}}}
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{tenantClusters: "TenantClusterList"}, tc)
-	c := &Controller{deps: &worker.Deps{Dynamic: client}}
+	c := &Controller{deps: &controllerkit.Deps{Dynamic: client}}
 	name := types.NamespacedName{Namespace: "team-a", Name: "prod"}
 	ctx := context.Background()
 	if asleep, err := c.hibernationWish(ctx, name); err != nil || !asleep {
@@ -51,7 +51,7 @@ func TestRecordWakeNamesNoAddress(t *testing.T) {
 		"spec":     map[string]any{"hibernation": map[string]any{"hibernated": true, "wakeOnRequest": true}}}}
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{tenantClusters: "TenantClusterList"}, tc)
-	c := &Controller{deps: &worker.Deps{Dynamic: client}}
+	c := &Controller{deps: &controllerkit.Deps{Dynamic: client}}
 	name := types.NamespacedName{Namespace: "team-a", Name: "prod"}
 	ctx := context.Background()
 	if err := c.recordWake(ctx, name, &plane{notify: func() {}}, "203.0.113.7:51234"); err != nil {
@@ -75,7 +75,7 @@ func TestWakeOnRequestTurnedOnWhileServing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &Controller{ports: ports, tcpQueue: worker.NewQueue("test", func(context.Context, string) error { return nil }),
+	c := &Controller{ports: ports, tcpQueue: controllerkit.NewQueue("test", func(context.Context, string) error { return nil }),
 		wakeGate: wakeproxy.NewGate(wakeproxy.Limits{})}
 	ctx := context.Background()
 	for _, published := range []bool{true, false} {

@@ -30,7 +30,7 @@ import (
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/controllerkit"
 )
 
 // Options configure the controller.
@@ -70,8 +70,8 @@ type Controller struct {
 	capi         cache.SharedIndexInformer
 	secrets      corelisters.SecretLister
 
-	machineQueue *worker.Queue
-	clusterQueue *worker.Queue
+	machineQueue *controllerkit.Queue
+	clusterQueue *controllerkit.Queue
 	failures     sync.Map // machine key -> consecutive failed joins (int)
 	// joined holds the machines whose join this process finished, until the informer shows
 	// them provisioned: an event in between must not join again.
@@ -84,7 +84,7 @@ const byDataSecret = "dataSecret"
 
 // New builds the controller on d's informers. d.Dynamic and d.Kube are the management
 // cluster's clients.
-func New(d *worker.Deps, opts Options) (*Controller, error) {
+func New(d *controllerkit.Deps, opts Options) (*Controller, error) {
 	if opts.StateDir == "" {
 		return nil, errors.New("machines: a state directory is needed")
 	}
@@ -104,13 +104,13 @@ func New(d *worker.Deps, opts Options) (*Controller, error) {
 		return nil, err
 	}
 	c := &Controller{kube: d.Kube, dyn: d.Dynamic, opts: opts, joiner: NewJoiner(), kwoks: kwoks}
-	c.machineQueue = worker.NewQueue("localmachine", c.reconcileMachine)
+	c.machineQueue = controllerkit.NewQueue("localmachine", c.reconcileMachine)
 	if opts.RealNodes.RunDir == "" {
 		opts.RealNodes.RunDir = "/run/butler-nodes"
 	}
 	// A node whose process exits is looked at again: its condition says so.
 	c.nodes = NewRealNodes(opts.RealNodes, opts.StateDir, c.machineQueue.Add)
-	c.clusterQueue = worker.NewQueue("localcluster", c.reconcileCluster)
+	c.clusterQueue = controllerkit.NewQueue("localcluster", c.reconcileCluster)
 
 	lm := d.DynamicInformers.ForResource(LocalMachinesResource)
 	lc := d.DynamicInformers.ForResource(LocalClustersResource)
@@ -123,10 +123,10 @@ func New(d *worker.Deps, opts Options) (*Controller, error) {
 	if err := c.capi.AddIndexers(cache.Indexers{byDataSecret: indexByDataSecret}); err != nil {
 		return nil, err
 	}
-	if _, err := lm.Informer().AddEventHandler(c.machineQueue.Handler(worker.ByKey)); err != nil {
+	if _, err := lm.Informer().AddEventHandler(c.machineQueue.Handler(controllerkit.ByKey)); err != nil {
 		return nil, err
 	}
-	if _, err := lc.Informer().AddEventHandler(c.clusterQueue.Handler(worker.ByKey)); err != nil {
+	if _, err := lc.Informer().AddEventHandler(c.clusterQueue.Handler(controllerkit.ByKey)); err != nil {
 		return nil, err
 	}
 	if _, err := c.capi.AddEventHandler(c.machineQueue.Handler(localMachineOf)); err != nil {
@@ -186,7 +186,7 @@ func localMachineOf(obj any) []string {
 // secretChanged queues what a Secret of a cluster feeds: the LocalCluster (its kwok) for the
 // cluster's kubeconfig, the LocalMachines whose Machines name it as bootstrap data.
 func (c *Controller) secretChanged(obj any) {
-	s, ok := worker.Unwrap(obj).(*corev1.Secret)
+	s, ok := controllerkit.Unwrap(obj).(*corev1.Secret)
 	if !ok {
 		return
 	}
@@ -219,7 +219,7 @@ func (c *Controller) secretChanged(obj any) {
 
 // localClusterOf maps a Cluster to its LocalCluster's key.
 func localClusterOf(obj any) []string {
-	m, err := meta.Accessor(worker.Unwrap(obj))
+	m, err := meta.Accessor(controllerkit.Unwrap(obj))
 	if err != nil {
 		return nil
 	}
@@ -553,7 +553,7 @@ func (c *Controller) machineFailed(ctx context.Context, key string, lm *external
 	}
 	after := c.retryAfter(key)
 	klog.FromContext(ctx).Info("Join failed; trying again later", "reason", je.Reason, "err", je.Err, "after", after)
-	return worker.RequeueAfter(after)
+	return controllerkit.RequeueAfter(after)
 }
 
 // renewCertificate renews a joined machine's node client certificate when the cluster's CA
@@ -579,7 +579,7 @@ func (c *Controller) renewCertificate(ctx context.Context, key string, lm *exter
 	if err != nil {
 		after := c.retryAfter(key)
 		klog.FromContext(ctx).Info("Renewing the node client certificate failed; trying again later", "err", err, "after", after)
-		return false, worker.RequeueAfter(after)
+		return false, controllerkit.RequeueAfter(after)
 	}
 	c.failures.Delete(key)
 	if renewed {
@@ -928,11 +928,11 @@ func (c *Controller) routePods(ctx context.Context, key string, lm *external.Loc
 	cluster := clusterOf(nil, lm.Labels, "")
 	client, err := c.tenantClient(lm, cluster)
 	if err != nil || client == nil {
-		return worker.RequeueAfter(2 * time.Second)
+		return controllerkit.RequeueAfter(2 * time.Second)
 	}
 	node, err := client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 	if err != nil || node.Spec.PodCIDR == "" {
-		return worker.RequeueAfter(time.Second)
+		return controllerkit.RequeueAfter(time.Second)
 	}
 	return c.nodes.SetPodCIDR(ctx, key, node.Spec.PodCIDR)
 }

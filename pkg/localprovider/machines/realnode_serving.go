@@ -23,7 +23,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/controllerkit"
 )
 
 // A real node's kubelet asks for its serving certificate through a CSR (serverTLSBootstrap),
@@ -162,7 +162,7 @@ func (c *Controller) approveServing(ctx context.Context, key string, lm *externa
 	}
 	client, err := c.tenantClient(lm, clusterOf(nil, lm.Labels, ""))
 	if err != nil || client == nil {
-		return worker.RequeueAfter(2 * time.Second)
+		return controllerkit.RequeueAfter(2 * time.Second)
 	}
 	approved, err := decideServingCSRs(ctx, client, id, c.nodes.kubeletSince(key))
 	if err != nil {
@@ -172,9 +172,9 @@ func (c *Controller) approveServing(ctx context.Context, key string, lm *externa
 		c.nodes.setServing(key)
 	}
 	if c.nodes.serving(key) {
-		return worker.RequeueAfter(servingRecheck)
+		return controllerkit.RequeueAfter(servingRecheck)
 	}
-	return worker.RequeueAfter(time.Second)
+	return controllerkit.RequeueAfter(time.Second)
 }
 
 // decideServingCSRs decides the pending kubelet-serving CSRs requested by the node id, and

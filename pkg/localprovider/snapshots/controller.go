@@ -24,7 +24,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	listers "github.com/butlerdotdev/butler-apiserver/pkg/generated/listers/butler/v1alpha1"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/controllerkit"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/controlplane"
 	"github.com/butlerdotdev/butler-apiserver/pkg/snapshot"
 )
@@ -45,12 +45,12 @@ type Options struct {
 // Controller takes and deletes snapshots and restores them.
 type Controller struct {
 	opts     Options
-	deps     *worker.Deps
+	deps     *controllerkit.Deps
 	planes   *controlplane.Controller
 	snaps    listers.TenantClusterSnapshotLister
 	clusters listers.TenantClusterLister
 	configs  listers.ButlerConfigLister
-	queue    *worker.Queue
+	queue    *controllerkit.Queue
 	synced   []cache.InformerSynced
 
 	// tenants holds one lock per TenantControlPlane UID: a snapshot streams and a restore
@@ -79,7 +79,7 @@ func (c *Controller) lockTenant(uid string) func() {
 }
 
 // New builds the controller; cp is the control plane controller whose datastores it reads.
-func New(d *worker.Deps, cp *controlplane.Controller, opts Options) (*Controller, error) {
+func New(d *controllerkit.Deps, cp *controlplane.Controller, opts Options) (*Controller, error) {
 	if opts.Dir == "" || !filepath.IsAbs(opts.Dir) {
 		return nil, fmt.Errorf("the snapshot directory %q is not an absolute path", opts.Dir)
 	}
@@ -87,7 +87,7 @@ func New(d *worker.Deps, cp *controlplane.Controller, opts Options) (*Controller
 	c := &Controller{opts: opts, deps: d, planes: cp,
 		snaps: b.TenantClusterSnapshots().Lister(), clusters: b.TenantClusters().Lister(), configs: b.ButlerConfigs().Lister()}
 	c.turns = newTurns()
-	c.queue = worker.NewQueue("tenantclustersnapshots", c.reconcile)
+	c.queue = controllerkit.NewQueue("tenantclustersnapshots", c.reconcile)
 	if _, err := b.TenantClusterSnapshots().Informer().AddEventHandler(c.queue.Handler(func(obj any) []string {
 		s, ok := obj.(*v1alpha1.TenantClusterSnapshot)
 		if !ok {
@@ -249,7 +249,7 @@ func (c *Controller) waitPending(ctx context.Context, s *v1alpha1.TenantClusterS
 	if err := c.setStatus(ctx, s, func(st *v1alpha1.TenantClusterSnapshotStatus) { st.Phase, st.Message = v1alpha1.SnapshotPending, msg }); err != nil {
 		return err
 	}
-	return worker.RequeueAfter(after)
+	return controllerkit.RequeueAfter(after)
 }
 
 // observedVersion is the Kubernetes version the cluster runs (as observed; else as asked).

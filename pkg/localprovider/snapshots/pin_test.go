@@ -13,7 +13,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/etcdtest"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned/fake"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/controllerkit"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/controlplane"
 )
 
@@ -40,7 +40,7 @@ func TestRestoreRefusesASnapshotNotTheOneAdmitted(t *testing.T) {
 			tc.Annotations[v1alpha1.RestorePinAnnotation] = c.pin
 		}
 		client := fake.NewSimpleClientset(tc, snap)
-		ctrl := &Controller{deps: &worker.Deps{Butler: client}}
+		ctrl := &Controller{deps: &controllerkit.Deps{Butler: client}}
 		tcp := &unstructured.Unstructured{}
 		tcp.SetLabels(map[string]string{external.TenantClusterNamespaceLabel: "team-a", external.TenantClusterLabel: "src"})
 		tcp.SetAnnotations(map[string]string{v1alpha1.RestoreFromAnnotation: "good"})

@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/worker"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/controllerkit"
 	"github.com/butlerdotdev/butler-apiserver/pkg/snapshot"
 )
 
@@ -24,7 +24,7 @@ func TestS3StoreFromSecret(t *testing.T) {
 			Data: map[string][]byte{accessKeyIDKey: []byte("id"), secretAccessKeyKey: []byte(secretValue)}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "half", Namespace: "butler-system"},
 			Data: map[string][]byte{accessKeyIDKey: []byte(secretValue)}})
-	c := &Controller{deps: &worker.Deps{Kube: kube}}
+	c := &Controller{deps: &controllerkit.Deps{Kube: kube}}
 	store := func(secret string) *v1alpha1.S3SnapshotStore {
 		return &v1alpha1.S3SnapshotStore{Endpoint: "http://127.0.0.1:8333", Bucket: "snapshots", Prefix: "butler/",
 			CredentialsSecretRef: v1alpha1.NamespacedObjectReference{Name: secret, Namespace: "butler-system"}}

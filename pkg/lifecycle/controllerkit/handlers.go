@@ -1,4 +1,4 @@
-package worker
+package controllerkit
 
 import (
 	"k8s.io/apimachinery/pkg/api/meta"

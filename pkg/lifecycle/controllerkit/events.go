@@ -1,4 +1,4 @@
-package worker
+package controllerkit
 
 import (
 	"strings"

@@ -1,7 +1,9 @@
-// Package worker is the one queue loop every lifecycle controller runs on: a rate-limited
+// Package controllerkit is what every lifecycle controller runs on: the table both binaries run
+// their controllers from, the shared clients and informers (Deps), one queue loop (a rate-limited
 // workqueue of string keys, a reconcile function, event handlers that turn informer events into
-// keys, and a typed error that asks for a later look without counting as a failure.
-package worker
+// keys, and a typed error that asks for a later look without counting as a failure), and the
+// Events and own-write bookkeeping they share. (It was named "worker", which here means a node.)
+package controllerkit
 
 import (
 	"context"
