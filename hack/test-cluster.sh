@@ -13,8 +13,10 @@
 #      the other replica takes the Lease and the cluster becomes Ready once;
 #   6. `helm upgrade` to the second image while a bounded client loop lists TenantClusters: both
 #      replicas rolled, the requests that failed counted (the test fails unless 0);
-#   7. `helm uninstall` leaves no Pod, Service or APIService; then everything stops, and no
-#      process, mount or bridge of the cluster is left.
+#   7. `helm uninstall` leaves no Pod, Service or APIService;
+#   8. the README's own install block, run as written (no values: one Pod on its embedded etcd),
+#      serves a list and a write, and is uninstalled; then everything stops, and no process,
+#      mount or bridge of the cluster is left.
 # Prints the timings and the request counts. Needs root and the Debian packages of
 # hack/install-cluster-deps.sh (make test-cluster installs those missing). IMAGE_TAG overrides
 # the first image's tag (`git describe`); an all-digit one checks the chart is given a string.
@@ -362,6 +364,26 @@ for _ in $(seq 120); do
 done
 [[ -z "${left}" ]] || die "helm uninstall left: ${left}"
 log "helm uninstall left no Pod, Service or APIService"
+
+# --- 8. the README's install, as written: no values, the trial's embedded etcd --------------
+# The README's block from `helm install` to `kubectl wait`, run in the clone; only the image tag
+# is this run's (IMAGE_TAG may differ from `git describe`).
+stage_readme_install() {
+  local block t8=${SECONDS}
+  block=$(awk '/^helm install butler charts\/butler-apiserver/ {on=1} on {print} on && /^kubectl wait/ {exit}' "${ROOT}/README.md")
+  [[ "${block}" == *"kubectl wait"* ]] || die "no helm install block found in README.md"
+  # shellcheck disable=SC2016 # the README's text, not an expansion
+  block=${block//'$(git describe --tags --always --dirty)'/${tag}}
+  (cd "${ROOT}" && eval "${block}") >/dev/null \
+    || { kc -n butler-system get pods -o wide >&2; kc -n butler-system logs deploy/butler-apiserver --tail 30 >&2 || true; die "the README's install did not become Available"; }
+  measure "the README's helm install (no values, embedded etcd) -> APIService Available in $((SECONDS - t8)) s"
+  kc get tenantclusters -A >/dev/null
+  kc apply -f "${ROOT}/artifacts/examples/01-team.yaml" >/dev/null
+  kc delete -f "${ROOT}/artifacts/examples/01-team.yaml" --timeout=90s >/dev/null
+  helm uninstall butler -n butler-system --wait --timeout 3m >/dev/null
+  log "the README's install served a list and a Team write, then uninstalled"
+}
+stage_readme_install
 
 trap - EXIT ERR
 trap '' INT TERM
