@@ -89,12 +89,12 @@ P6-P11 as issue 40 names them; P1p, P4, P7m, P10 and P11r are this document's.
 
 - commit: %s
 - machine: %s
-- generated: %s; this `+"`make bench-report`"+` ran %s in %s (each figure's section names its own commit)
+- generated: %s; %s (each figure's section names its own commit and when each pair ran)
 - reproduce: `+"`make bench-report`"+` (all figures), `+"`make bench-report ONLY=P9`"+` (one)
 
 | figure | measures | ratio, median (spread) | pairs |
 |---|---|---|---|
-`, wide*100, commit, host, generated.UTC().Format("2006-01-02 15:04 UTC"), expandRan(ran), took.Round(time.Second))
+`, wide*100, commit, host, generated.UTC().Format("2006-01-02 15:04 UTC"), ranLine(ran, took))
 	for _, c := range catalog {
 		f := byID[c.id]
 		if f == nil || len(f.Runs) == 0 {
@@ -211,4 +211,13 @@ func writeReport(dir, path, commit, ran string, took time.Duration) error {
 		figs = append(figs, f)
 	}
 	return os.WriteFile(path, []byte(renderReport(figs, commit, machine(), ran, time.Now(), took)), 0o644)
+}
+
+// ranLine says what produced the document: a bench-report that ran figures for a while, or a
+// rendering of figure files measured before (-report-took 0), which ran nothing.
+func ranLine(ran string, took time.Duration) string {
+	if took == 0 {
+		return fmt.Sprintf("rendered from the figure files of %s, measured before (nothing ran while rendering)", expandRan(ran))
+	}
+	return fmt.Sprintf("this `make bench-report` ran %s in %s", expandRan(ran), took.Round(time.Second))
 }
