@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -264,35 +263,14 @@ func processesNaming(s string) []string {
 	return pids
 }
 
-// listenIn listens on addr in the network namespace at nsPath from a thread that enters it and
-// comes back.
+// listenIn listens on addr in the network namespace at nsPath (listenInNamespace).
 func listenIn(nsPath, addr string) (net.Listener, error) {
-	runtime.LockOSThread()
-	self, err := os.Open("/proc/thread-self/ns/net")
+	netns, err := os.Open(nsPath)
 	if err != nil {
-		runtime.UnlockOSThread()
 		return nil, err
 	}
-	defer self.Close()
-	target, err := os.Open(nsPath)
-	if err != nil {
-		runtime.UnlockOSThread()
-		return nil, err
-	}
-	defer target.Close()
-	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-		runtime.UnlockOSThread()
-		return nil, err
-	}
-	l, lerr := net.Listen("tcp", addr)
-	if err := unix.Setns(int(self.Fd()), unix.CLONE_NEWNET); err != nil {
-		if l != nil {
-			l.Close()
-		}
-		return nil, err // the thread stays locked, and ends with this goroutine
-	}
-	runtime.UnlockOSThread()
-	return l, lerr
+	defer netns.Close()
+	return listenInNamespace(netns, addr)
 }
 
 // realNodeLeftoversBut is realNodeLeftovers but for the mounts at the given mount points.

@@ -86,11 +86,20 @@ func realNodeNetns(t *testing.T, key string) *os.File {
 	return nil
 }
 
-// listenInNetns listens at addr in the network namespace netns: from a thread of its own that
-// enters the namespace and ends with the goroutine (it stays locked), so no other goroutine
-// runs there; the socket stays in the namespace it was made in.
+// listenInNetns listens at addr in the network namespace netns, and fails the test if it cannot.
 func listenInNetns(t *testing.T, netns *os.File, addr string) net.Listener {
 	t.Helper()
+	l, err := listenInNamespace(netns, addr)
+	if err != nil {
+		t.Fatalf("listening at %s in the node's network namespace: %v", addr, err)
+	}
+	return l
+}
+
+// listenInNamespace listens at addr in the network namespace netns: from a thread of its own that
+// enters the namespace and ends with the goroutine (it stays locked), so no other goroutine
+// runs there; the socket stays in the namespace it was made in.
+func listenInNamespace(netns *os.File, addr string) (net.Listener, error) {
 	type result struct {
 		l   net.Listener
 		err error
@@ -106,10 +115,7 @@ func listenInNetns(t *testing.T, netns *os.File, addr string) net.Listener {
 		done <- result{l, err}
 	}()
 	r := <-done
-	if r.err != nil {
-		t.Fatalf("listening at %s in the node's network namespace: %v", addr, r.err)
-	}
-	return r.l
+	return r.l, r.err
 }
 
 // realNodeImpostorCert is a serving certificate for ip of a CA of its own (self-signed).
