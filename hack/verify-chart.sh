@@ -72,5 +72,17 @@ fails "external etcd without endpoints" "at '/etcd/external/endpoints': minItems
 fails "values-production.yaml without endpoints" "at '/etcd/external/endpoints': minItems" -f "${CHART}/values-production.yaml"
 fails "a misspelt value" "additional properties 'replica' not allowed" "${external[@]}" --set replica=3
 
+# ManagementAddons: butler-apiserver may impersonate the listed accounts of one namespace, and
+# nothing when none is listed (the default).
+if helm template butler-apiserver "${CHART}" --namespace butler-system "${external[@]}" | grep -qF 'verbs: ["impersonate"]'; then
+  echo "verify-chart: impersonation granted with no managementAddons.serviceAccounts" >&2; exit 1
+fi
+addons=$(helm template butler-apiserver "${CHART}" --namespace butler-system "${external[@]}" \
+  --set 'managementAddons.serviceAccounts={flux-installer}' --show-only templates/managementaddons.yaml)
+for want in 'name: butler-management-addons' 'verbs: ["impersonate"]' '- "flux-installer"' 'namespace: butler-system'; do
+  grep -qF -- "${want}" <<<"${addons}" || { echo "verify-chart: managementaddons.yaml lacks '${want}':" >&2; echo "${addons}" >&2; exit 1; }
+done
+fails "a ManagementAddon account that is no name" "at '/managementAddons/serviceAccounts/0'" "${external[@]}" --set 'managementAddons.serviceAccounts={Flux Installer}'
+
 "${ROOT}/hack/render-deploy.sh" --verify
 echo "verify-chart: ok"

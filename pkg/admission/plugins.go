@@ -29,6 +29,8 @@
 //   - butler.butlerlabs.dev/GitOpsSource: whoever sets or redirects spec.addons.gitops.repository
 //     may get the Secret it names (403), and its URL names no address the outbound fetch policy
 //     refuses (422 at the url); what it decided is pinned (v1alpha1.GitOpsSourcePinAnnotation).
+//   - butler.butlerlabs.dev/ManagementAddonAccount: whoever creates a ManagementAddon or changes
+//     its spec may impersonate the ServiceAccount it is installed as (403).
 //
 // They read butler objects only, from butler-apiserver's own storage, so they run the same with
 // and without a management cluster. They are enabled by default, after the generic plugins
@@ -54,22 +56,23 @@ import (
 
 // Plugin names.
 const (
-	MultiTenancyName      = "butler.butlerlabs.dev/MultiTenancy"
-	ProviderConfigUseName = "butler.butlerlabs.dev/ProviderConfigUse"
-	AddonSourcesName      = "butler.butlerlabs.dev/AddonSources"
-	TeamLimitsName        = "butler.butlerlabs.dev/TeamLimits"
-	TeamInUseName         = "butler.butlerlabs.dev/TeamInUse"
-	ProviderSupportName   = "butler.butlerlabs.dev/ProviderSupport"
-	SnapshotRestoreName   = "butler.butlerlabs.dev/SnapshotRestore"
-	DataStoreUseName      = "butler.butlerlabs.dev/DataStoreUse"
-	SnapshotLimitsName    = "butler.butlerlabs.dev/SnapshotLimits"
-	VersionCatalogName    = "butler.butlerlabs.dev/VersionCatalog"
-	UpdateRunRefsName     = "butler.butlerlabs.dev/UpdateRunRefs"
-	GitOpsSourceName      = "butler.butlerlabs.dev/GitOpsSource"
+	MultiTenancyName           = "butler.butlerlabs.dev/MultiTenancy"
+	ProviderConfigUseName      = "butler.butlerlabs.dev/ProviderConfigUse"
+	AddonSourcesName           = "butler.butlerlabs.dev/AddonSources"
+	TeamLimitsName             = "butler.butlerlabs.dev/TeamLimits"
+	TeamInUseName              = "butler.butlerlabs.dev/TeamInUse"
+	ProviderSupportName        = "butler.butlerlabs.dev/ProviderSupport"
+	SnapshotRestoreName        = "butler.butlerlabs.dev/SnapshotRestore"
+	DataStoreUseName           = "butler.butlerlabs.dev/DataStoreUse"
+	SnapshotLimitsName         = "butler.butlerlabs.dev/SnapshotLimits"
+	VersionCatalogName         = "butler.butlerlabs.dev/VersionCatalog"
+	UpdateRunRefsName          = "butler.butlerlabs.dev/UpdateRunRefs"
+	GitOpsSourceName           = "butler.butlerlabs.dev/GitOpsSource"
+	ManagementAddonAccountName = "butler.butlerlabs.dev/ManagementAddonAccount"
 )
 
 // Names are the plugins in the order they run.
-var Names = []string{MultiTenancyName, ProviderConfigUseName, DataStoreUseName, AddonSourcesName, VersionCatalogName, UpdateRunRefsName, ProviderSupportName, GitOpsSourceName, SnapshotRestoreName, SnapshotLimitsName, TeamLimitsName, TeamInUseName}
+var Names = []string{MultiTenancyName, ProviderConfigUseName, DataStoreUseName, AddonSourcesName, VersionCatalogName, UpdateRunRefsName, ProviderSupportName, GitOpsSourceName, ManagementAddonAccountName, SnapshotRestoreName, SnapshotLimitsName, TeamLimitsName, TeamInUseName}
 
 // Register registers the plugins.
 func Register(plugins *admission.Plugins) {
@@ -85,6 +88,7 @@ func Register(plugins *admission.Plugins) {
 	plugins.Register(VersionCatalogName, func(io.Reader) (admission.Interface, error) { return NewVersionCatalog(), nil })
 	plugins.Register(UpdateRunRefsName, func(io.Reader) (admission.Interface, error) { return NewUpdateRunRefs(), nil })
 	plugins.Register(GitOpsSourceName, func(io.Reader) (admission.Interface, error) { return NewGitOpsSource(), nil })
+	plugins.Register(ManagementAddonAccountName, func(io.Reader) (admission.Interface, error) { return NewManagementAddonAccount(), nil })
 }
 
 // WantsLedger is a plugin that reads butler objects through the quota Ledger's Store.
@@ -188,9 +192,10 @@ func (b *base) clusterChange(ctx context.Context, a admission.Attributes) (tc, o
 }
 
 var (
-	tenantClusters = butler.Resource("tenantclusters")
-	tenantAddons   = butler.Resource("tenantaddons")
-	teams          = butler.Resource("teams")
+	tenantClusters   = butler.Resource("tenantclusters")
+	tenantAddons     = butler.Resource("tenantaddons")
+	teams            = butler.Resource("teams")
+	managementAddons = butler.Resource("managementaddons")
 )
 
 // New returns the plugins, initialized, in order: for a server without a management cluster,

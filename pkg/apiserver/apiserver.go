@@ -25,6 +25,7 @@ import (
 	addondefinition "github.com/butlerdotdev/butler-apiserver/pkg/registry/butler/addondefinition/storage"
 	butlerconfig "github.com/butlerdotdev/butler-apiserver/pkg/registry/butler/butlerconfig/storage"
 	ipallocation "github.com/butlerdotdev/butler-apiserver/pkg/registry/butler/ipallocation/storage"
+	managementaddon "github.com/butlerdotdev/butler-apiserver/pkg/registry/butler/managementaddon/storage"
 	networkpool "github.com/butlerdotdev/butler-apiserver/pkg/registry/butler/networkpool/storage"
 	providerconfig "github.com/butlerdotdev/butler-apiserver/pkg/registry/butler/providerconfig/storage"
 	team "github.com/butlerdotdev/butler-apiserver/pkg/registry/butler/team/storage"
@@ -128,6 +129,7 @@ func newResources(optsGetter generic.RESTOptionsGetter, mgmt ManagementCluster, 
 	add(updatestrategy.NewStorage(Scheme, optsGetter))
 	add(updaterun.NewStorage(Scheme, optsGetter))
 	add(addondefinition.NewStorage(Scheme, optsGetter))
+	add(managementaddon.NewStorage(Scheme, optsGetter))
 	allocations, err := ipallocation.NewStorage(Scheme, optsGetter, ipamStore)
 	add(allocations, err)
 	if err == nil {

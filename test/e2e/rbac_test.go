@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
@@ -130,5 +131,47 @@ spec:
 	}
 	if _, err := plane.kube.RbacV1().RoleBindings("kube-system").Get(ctx, "steal", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the refused RoleBinding exists: %v", err)
+	}
+}
+
+// TestManagementAddonsArePlatformOnly: a ManagementAddon installs into the management cluster
+// itself, so no Team role may write one: not a Team's admin in the Team's namespace, not even a
+// user a platform bound to the built-in admin role cluster-wide (the Team roles aggregate into
+// it); butler-platform-addons, bound to nobody, grants them. butler-apiserver's account may
+// impersonate no ServiceAccount while the chart lists none (the default, artifacts/deploy).
+func TestManagementAddonsArePlatformOnly(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "e2e-ma-team")
+	mustKubectl(t, "create", "rolebinding", "ns-admin", "-n", ns, "--clusterrole=admin", "--user=ma-ns-admin")
+	mustKubectl(t, "create", "clusterrolebinding", "e2e-ma-admin-everywhere", "--clusterrole=admin", "--user=ma-admin-everywhere")
+	mustKubectl(t, "create", "clusterrolebinding", "e2e-ma-platform-addons", "--clusterrole=butler-platform-addons", "--user=ma-platform")
+	t.Cleanup(func() {
+		_, _ = kubectl(t, "delete", "clusterrolebinding", "e2e-ma-admin-everywhere", "e2e-ma-platform-addons")
+	})
+	for _, c := range []struct {
+		user string
+		args []string
+		want string
+	}{
+		{"ma-ns-admin", []string{"create", "managementaddons"}, "no"},
+		{"ma-ns-admin", []string{"create", "tenantclusters", "-n", ns}, "yes"},
+		{"ma-admin-everywhere", []string{"create", "managementaddons"}, "no"},
+		{"ma-admin-everywhere", []string{"update", "managementaddons", "--subresource=status"}, "no"},
+		{"ma-platform", []string{"create", "managementaddons"}, "yes"},
+		{butlerSA, []string{"impersonate", "serviceaccounts/flux-installer", "-n", "butler-management-addons"}, "no"},
+		{butlerSA, []string{"impersonate", "serviceaccounts", "-n", "kube-system"}, "no"},
+	} {
+		out, _ := kubectl(t, append([]string{"auth", "can-i", "--as", c.user}, c.args...)...)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if got := strings.TrimSpace(lines[len(lines)-1]); got != c.want {
+			t.Errorf("kubectl auth can-i %s --as %s: %q, want %q", strings.Join(c.args, " "), c.user, got, c.want)
+		}
+	}
+	// The real request of a Team's namespace admin, through kube-apiserver: RBAC's 403.
+	obj := newObject(gvrMA, "", "e2e-ma-by-a-team")
+	cfg := userConfig(t, "ma-ns-admin")
+	_, err := dynamic.NewForConfigOrDie(cfg).Resource(gvrMA).Create(ctx, obj, metav1.CreateOptions{})
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `cannot create resource "managementaddons"`) {
+		t.Errorf("a Team namespace admin's ManagementAddon: %v, want RBAC's 403", err)
 	}
 }

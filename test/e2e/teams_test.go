@@ -189,6 +189,7 @@ var (
 	gvrAD   = v1alpha1.SchemeGroupVersion.WithResource("addondefinitions")
 	gvrTeam = v1alpha1.SchemeGroupVersion.WithResource("teams")
 	gvrIPA  = v1alpha1.SchemeGroupVersion.WithResource("ipallocations")
+	gvrMA   = v1alpha1.SchemeGroupVersion.WithResource("managementaddons")
 )
 
 // matrixUser is one member of one of the matrix teams.
@@ -348,7 +349,7 @@ func TestTeamRBACMatrix(t *testing.T) {
 			for _, p := range []struct {
 				gvr schema.GroupVersionResource
 				ns  string
-			}{{gvrNP, u.team}, {gvrPC, u.team}, {gvrBC, ""}, {gvrAD, ""}, {gvrTeam, ""}} {
+			}{{gvrNP, u.team}, {gvrPC, u.team}, {gvrBC, ""}, {gvrAD, ""}, {gvrTeam, ""}, {gvrMA, ""}} {
 				cells = append(cells, &cell{user: u, gvr: p.gvr, namespace: p.ns, verb: v})
 			}
 		}
@@ -588,6 +589,9 @@ func newObject(gvr schema.GroupVersionResource, ns, name string) *unstructured.U
 			"chart": map[string]any{"repository": "https://charts.example.com", "name": "x", "defaultVersion": "1.0.0"}}
 	case gvrTeam:
 		kind, spec = "Team", map[string]any{}
+	case gvrMA:
+		kind, spec = "ManagementAddon", map[string]any{"addon": "flux-management",
+			"serviceAccountRef": map[string]any{"namespace": "butler-management-addons", "name": "flux-installer"}}
 	}
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "butler.butlerlabs.dev/v1alpha1", "kind": kind, "metadata": meta, "spec": spec}}

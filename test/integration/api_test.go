@@ -278,7 +278,7 @@ func TestDiscoveryNamesEveryKind(t *testing.T) {
 		"butlerconfigs": {"bc", false}, "teams": {"tm", false}, "tenantclusters": {"tc", true},
 		"tenantaddons": {"ta", true}, "addondefinitions": {"ad", false}, "networkpools": {"np", true},
 		"ipallocations": {"ipa", true}, "providerconfigs": {"pc", true}, "tenantclustersnapshots": {"tcs", true},
-		"updatestrategies": {"ustr", true}, "updateruns": {"ur", true},
+		"updatestrategies": {"ustr", true}, "updateruns": {"ur", true}, "managementaddons": {"ma", false},
 	}
 	for name, w := range want {
 		r, ok := byName[name]

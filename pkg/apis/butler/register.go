@@ -37,6 +37,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&ProviderConfig{}, &ProviderConfigList{},
 		&UpdateStrategy{}, &UpdateStrategyList{},
 		&UpdateRun{}, &UpdateRunList{}, &UpdateRunApproval{},
+		&ManagementAddon{}, &ManagementAddonList{},
 	)
 	return nil
 }

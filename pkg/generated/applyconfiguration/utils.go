@@ -130,6 +130,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &butlerv1alpha1.MaintenanceStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("MaintenanceWindow"):
 		return &butlerv1alpha1.MaintenanceWindowApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ManagementAddon"):
+		return &butlerv1alpha1.ManagementAddonApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ManagementAddonSpec"):
+		return &butlerv1alpha1.ManagementAddonSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("MultiTenancyConfig"):
 		return &butlerv1alpha1.MultiTenancyConfigApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("NamespacedObjectReference"):

@@ -91,6 +91,9 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.MaintenanceSpec{}.OpenAPIModelName():             schema_pkg_apis_butler_v1alpha1_MaintenanceSpec(ref),
 		v1alpha1.MaintenanceStatus{}.OpenAPIModelName():           schema_pkg_apis_butler_v1alpha1_MaintenanceStatus(ref),
 		v1alpha1.MaintenanceWindow{}.OpenAPIModelName():           schema_pkg_apis_butler_v1alpha1_MaintenanceWindow(ref),
+		v1alpha1.ManagementAddon{}.OpenAPIModelName():             schema_pkg_apis_butler_v1alpha1_ManagementAddon(ref),
+		v1alpha1.ManagementAddonList{}.OpenAPIModelName():         schema_pkg_apis_butler_v1alpha1_ManagementAddonList(ref),
+		v1alpha1.ManagementAddonSpec{}.OpenAPIModelName():         schema_pkg_apis_butler_v1alpha1_ManagementAddonSpec(ref),
 		v1alpha1.MultiTenancyConfig{}.OpenAPIModelName():          schema_pkg_apis_butler_v1alpha1_MultiTenancyConfig(ref),
 		v1alpha1.NamespacedObjectReference{}.OpenAPIModelName():   schema_pkg_apis_butler_v1alpha1_NamespacedObjectReference(ref),
 		v1alpha1.NetworkPool{}.OpenAPIModelName():                 schema_pkg_apis_butler_v1alpha1_NetworkPool(ref),
@@ -2688,6 +2691,148 @@ func schema_pkg_apis_butler_v1alpha1_MaintenanceWindow(ref common.ReferenceCallb
 		},
 		Dependencies: []string{
 			metav1.Duration{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_butler_v1alpha1_ManagementAddon(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ManagementAddon is an addon the platform installs into the management cluster itself (Flux, for one), on the TenantAddons' Helm engine. It is cluster-scoped and a platform admin's; its status is a TenantAddon's.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1alpha1.ManagementAddonSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1alpha1.TenantAddonStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.ManagementAddonSpec{}.OpenAPIModelName(), v1alpha1.TenantAddonStatus{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_butler_v1alpha1_ManagementAddonList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ManagementAddonList is a list of ManagementAddon.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.ManagementAddon{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.ManagementAddon{}.OpenAPIModelName(), metav1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_butler_v1alpha1_ManagementAddonSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ManagementAddonSpec is the desired addon. Exactly one of addon and helm is set.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"addon": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Addon names an AddonDefinition from the catalog.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"helm": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Helm installs a chart that is not in the catalog; its namespace is required.",
+							Ref:         ref(v1alpha1.HelmChartSpec{}.OpenAPIModelName()),
+						},
+					},
+					"version": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"values": {
+						SchemaProps: spec.SchemaProps{
+							Ref: ref(runtime.RawExtension{}.OpenAPIModelName()),
+						},
+					},
+					"serviceAccountRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ServiceAccountRef is the account of the management cluster the release is installed, upgraded and uninstalled as: the controller impersonates it, and holds no rights of its own for the addon.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.NamespacedObjectReference{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"serviceAccountRef"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.HelmChartSpec{}.OpenAPIModelName(), v1alpha1.NamespacedObjectReference{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
 	}
 }
 

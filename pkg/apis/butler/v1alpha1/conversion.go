@@ -18,10 +18,11 @@ var selectableFields = map[string][]string{
 	"IPAllocation":          {"status.phase", "spec.poolRef.name"},
 	"TenantClusterSnapshot": {"status.phase", "spec.clusterRef.name"},
 	"UpdateRun":             {"status.phase", "spec.strategyRef.name"},
+	"ManagementAddon":       {"status.phase"},
 }
 
 var allKinds = []string{"ButlerConfig", "Team", "TenantCluster", "TenantAddon", "AddonDefinition",
-	"NetworkPool", "IPAllocation", "ProviderConfig", "TenantClusterSnapshot", "UpdateStrategy", "UpdateRun"}
+	"NetworkPool", "IPAllocation", "ProviderConfig", "TenantClusterSnapshot", "UpdateStrategy", "UpdateRun", "ManagementAddon"}
 
 func addFieldLabelConversionFuncs(scheme *runtime.Scheme) error {
 	for _, kind := range allKinds {

@@ -38,6 +38,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&ProviderConfig{}, &ProviderConfigList{},
 		&UpdateStrategy{}, &UpdateStrategyList{},
 		&UpdateRun{}, &UpdateRunList{}, &UpdateRunApproval{},
+		&ManagementAddon{}, &ManagementAddonList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

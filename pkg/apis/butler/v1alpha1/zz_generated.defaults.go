@@ -31,6 +31,8 @@ import (
 func RegisterDefaults(scheme *runtime.Scheme) error {
 	scheme.AddTypeDefaultingFunc(&ButlerConfig{}, func(obj interface{}) { SetObjectDefaults_ButlerConfig(obj.(*ButlerConfig)) })
 	scheme.AddTypeDefaultingFunc(&ButlerConfigList{}, func(obj interface{}) { SetObjectDefaults_ButlerConfigList(obj.(*ButlerConfigList)) })
+	scheme.AddTypeDefaultingFunc(&ManagementAddon{}, func(obj interface{}) { SetObjectDefaults_ManagementAddon(obj.(*ManagementAddon)) })
+	scheme.AddTypeDefaultingFunc(&ManagementAddonList{}, func(obj interface{}) { SetObjectDefaults_ManagementAddonList(obj.(*ManagementAddonList)) })
 	scheme.AddTypeDefaultingFunc(&NetworkPool{}, func(obj interface{}) { SetObjectDefaults_NetworkPool(obj.(*NetworkPool)) })
 	scheme.AddTypeDefaultingFunc(&NetworkPoolList{}, func(obj interface{}) { SetObjectDefaults_NetworkPoolList(obj.(*NetworkPoolList)) })
 	scheme.AddTypeDefaultingFunc(&ProviderConfig{}, func(obj interface{}) { SetObjectDefaults_ProviderConfig(obj.(*ProviderConfig)) })
@@ -56,6 +58,19 @@ func SetObjectDefaults_ButlerConfigList(in *ButlerConfigList) {
 	for i := range in.Items {
 		a := &in.Items[i]
 		SetObjectDefaults_ButlerConfig(a)
+	}
+}
+
+func SetObjectDefaults_ManagementAddon(in *ManagementAddon) {
+	if in.Spec.Helm != nil {
+		SetDefaults_HelmChartSpec(in.Spec.Helm)
+	}
+}
+
+func SetObjectDefaults_ManagementAddonList(in *ManagementAddonList) {
+	for i := range in.Items {
+		a := &in.Items[i]
+		SetObjectDefaults_ManagementAddon(a)
 	}
 }
 

@@ -302,6 +302,21 @@ func (in MaintenanceWindow) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ManagementAddon) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.ManagementAddon"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ManagementAddonList) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.ManagementAddonList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ManagementAddonSpec) OpenAPIModelName() string {
+	return "dev.butlerlabs.butler.v1alpha1.ManagementAddonSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in MultiTenancyConfig) OpenAPIModelName() string {
 	return "dev.butlerlabs.butler.v1alpha1.MultiTenancyConfig"
 }

@@ -58,10 +58,14 @@ func ValidateTenantAddonUpdate(obj, old *butler.TenantAddon) field.ErrorList {
 // ValidateTenantAddonStatusUpdate validates a write to TenantAddon's status subresource.
 func ValidateTenantAddonStatusUpdate(obj, old *butler.TenantAddon) field.ErrorList {
 	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(&obj.ObjectMeta, &old.ObjectMeta, field.NewPath("metadata"))
-	statusPath := field.NewPath("status")
-	allErrs = append(allErrs, validateOptionalEnum(obj.Status.Phase, tenantAddonPhases, statusPath.Child("phase"))...)
-	allErrs = append(allErrs, validateMinimum(obj.Status.ObservedGeneration, 0, statusPath.Child("observedGeneration"))...)
-	if rel := obj.Status.HelmRelease; rel != nil {
+	return append(allErrs, validateAddonStatus(&obj.Status, field.NewPath("status"))...)
+}
+
+// validateAddonStatus checks the status TenantAddons and ManagementAddons share.
+func validateAddonStatus(status *butler.TenantAddonStatus, statusPath *field.Path) field.ErrorList {
+	allErrs := validateOptionalEnum(status.Phase, tenantAddonPhases, statusPath.Child("phase"))
+	allErrs = append(allErrs, validateMinimum(status.ObservedGeneration, 0, statusPath.Child("observedGeneration"))...)
+	if rel := status.HelmRelease; rel != nil {
 		allErrs = append(allErrs, validateMinimum(rel.Revision, 0, statusPath.Child("helmRelease", "revision"))...)
 	}
 	return allErrs

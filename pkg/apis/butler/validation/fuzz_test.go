@@ -75,6 +75,7 @@ var fuzzKinds = []fuzzKind{
 	kindOf("UpdateStrategy", validation.ValidateUpdateStrategy, validation.ValidateUpdateStrategyUpdate, nil),
 	kindOf("UpdateRun", validation.ValidateUpdateRun, validation.ValidateUpdateRunUpdate, validation.ValidateUpdateRunStatusUpdate),
 	kindOf("UpdateRunApproval", validation.ValidateUpdateRunApproval, nil, nil),
+	kindOf("ManagementAddon", validation.ValidateManagementAddon, validation.ValidateManagementAddonUpdate, validation.ValidateManagementAddonStatusUpdate),
 }
 
 func FuzzDecodeJSON(f *testing.F)     { fuzzDecode(f, runtime.ContentTypeJSON) }

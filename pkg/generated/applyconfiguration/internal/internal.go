@@ -69,6 +69,16 @@ var schemaYAML = typed.YAMLObject(`types:
     elementType:
       namedType: __untyped_deduced_
     elementRelationship: separable
+- name: com.github.butlerdotdev.butler-apiserver.pkg.apis.butler.v1alpha1.ManagementAddon
+  scalar: untyped
+  list:
+    elementType:
+      namedType: __untyped_atomic_
+    elementRelationship: atomic
+  map:
+    elementType:
+      namedType: __untyped_deduced_
+    elementRelationship: separable
 - name: com.github.butlerdotdev.butler-apiserver.pkg.apis.butler.v1alpha1.NetworkPool
   scalar: untyped
   list:

@@ -59,6 +59,8 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Butler().V1alpha1().ButlerConfigs().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("ipallocations"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Butler().V1alpha1().IPAllocations().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("managementaddons"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Butler().V1alpha1().ManagementAddons().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("networkpools"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Butler().V1alpha1().NetworkPools().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("providerconfigs"):

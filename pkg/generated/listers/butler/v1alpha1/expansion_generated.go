@@ -34,6 +34,10 @@ type IPAllocationListerExpansion interface{}
 // IPAllocationNamespaceLister.
 type IPAllocationNamespaceListerExpansion interface{}
 
+// ManagementAddonListerExpansion allows custom methods to be added to
+// ManagementAddonLister.
+type ManagementAddonListerExpansion interface{}
+
 // NetworkPoolListerExpansion allows custom methods to be added to
 // NetworkPoolLister.
 type NetworkPoolListerExpansion interface{}

@@ -30,6 +30,8 @@ type Interface interface {
 	ButlerConfigs() TypedButlerConfigInformer
 	// IPAllocations returns a IPAllocationInformer.
 	IPAllocations() TypedIPAllocationInformer
+	// ManagementAddons returns a ManagementAddonInformer.
+	ManagementAddons() TypedManagementAddonInformer
 	// NetworkPools returns a NetworkPoolInformer.
 	NetworkPools() TypedNetworkPoolInformer
 	// ProviderConfigs returns a ProviderConfigInformer.
@@ -72,6 +74,11 @@ func (v *version) ButlerConfigs() TypedButlerConfigInformer {
 // IPAllocations returns a TypedIPAllocationInformer.
 func (v *version) IPAllocations() TypedIPAllocationInformer {
 	return &iPAllocationInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// ManagementAddons returns a TypedManagementAddonInformer.
+func (v *version) ManagementAddons() TypedManagementAddonInformer {
+	return &managementAddonInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
 }
 
 // NetworkPools returns a TypedNetworkPoolInformer.

@@ -31,6 +31,7 @@ type ButlerV1alpha1Interface interface {
 	AddonDefinitionsGetter
 	ButlerConfigsGetter
 	IPAllocationsGetter
+	ManagementAddonsGetter
 	NetworkPoolsGetter
 	ProviderConfigsGetter
 	TeamsGetter
@@ -56,6 +57,10 @@ func (c *ButlerV1alpha1Client) ButlerConfigs() ButlerConfigInterface {
 
 func (c *ButlerV1alpha1Client) IPAllocations(namespace string) IPAllocationInterface {
 	return newIPAllocations(c, namespace)
+}
+
+func (c *ButlerV1alpha1Client) ManagementAddons() ManagementAddonInterface {
+	return newManagementAddons(c)
 }
 
 func (c *ButlerV1alpha1Client) NetworkPools(namespace string) NetworkPoolInterface {

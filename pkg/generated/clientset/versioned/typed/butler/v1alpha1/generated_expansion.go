@@ -24,6 +24,8 @@ type ButlerConfigExpansion interface{}
 
 type IPAllocationExpansion interface{}
 
+type ManagementAddonExpansion interface{}
+
 type NetworkPoolExpansion interface{}
 
 type ProviderConfigExpansion interface{}

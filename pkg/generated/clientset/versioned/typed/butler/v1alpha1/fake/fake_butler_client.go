@@ -40,6 +40,10 @@ func (c *FakeButlerV1alpha1) IPAllocations(namespace string) v1alpha1.IPAllocati
 	return newFakeIPAllocations(c, namespace)
 }
 
+func (c *FakeButlerV1alpha1) ManagementAddons() v1alpha1.ManagementAddonInterface {
+	return newFakeManagementAddons(c)
+}
+
 func (c *FakeButlerV1alpha1) NetworkPools(namespace string) v1alpha1.NetworkPoolInterface {
 	return newFakeNetworkPools(c, namespace)
 }
