@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
@@ -20,6 +21,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/butlerconfig"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/controllerkit"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/maintenance"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/managementaddon"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/providerconfig"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/snapshotschedule"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/team"
@@ -38,6 +40,9 @@ type Config struct {
 	Dynamic dynamic.Interface
 	// Metadata watches objects whose existence is all the workers need to know.
 	Metadata metadata.Interface
+	// Management is the clients' configuration of the management cluster (ManagementAddons are
+	// installed through it, impersonating their accounts).
+	Management *rest.Config
 	// LeaseNamespace/LeaseName is the Lease in the management cluster that elects the one
 	// replica whose workers act.
 	LeaseNamespace, LeaseName string
@@ -106,6 +111,7 @@ var controllers = []controllerkit.Controller{
 	{Name: "snapshotschedule", New: controllerkit.As(snapshotschedule.New)},
 	{Name: "maintenance", New: controllerkit.As(maintenance.New)},
 	{Name: "updaterun", New: controllerkit.As(updaterun.New)},
+	{Name: "managementaddon", New: controllerkit.As(managementaddon.New)},
 }
 
 // RunStandalone runs the workers that need no management cluster (the ButlerConfig's status)
@@ -118,5 +124,6 @@ func RunStandalone(ctx context.Context, butlerClient clientset.Interface) error 
 func runWorkers(ctx context.Context, cfg Config) error {
 	d := controllerkit.NewDeps(cfg.Butler, cfg.Kube, cfg.Dynamic, cfg.Metadata)
 	d.Fetch = cfg.Fetch
+	d.Management = cfg.Management
 	return controllerkit.RunControllers(ctx, d, controllers)
 }

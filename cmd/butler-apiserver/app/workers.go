@@ -139,8 +139,9 @@ func (o *Options) addWorkers(stop context.Context, server *genericapiserver.Gene
 	var kube kubernetes.Interface
 	var dyn dynamic.Interface
 	var md metadata.Interface
+	var mgmt *restclient.Config
 	if config.ClientConfig != nil {
-		mgmt := restclient.CopyConfig(config.ClientConfig)
+		mgmt = restclient.CopyConfig(config.ClientConfig)
 		mgmt.QPS, mgmt.Burst = o.Workers.QPS, o.Workers.Burst
 		if mgmt.QPS > 0 {
 			mgmt.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(mgmt.QPS, mgmt.Burst)
@@ -177,7 +178,7 @@ func (o *Options) addWorkers(stop context.Context, server *genericapiserver.Gene
 			return nil
 		}
 		go lifecycle.Run(ctx, lifecycle.Config{
-			Butler: butler, Kube: kube, Dynamic: dyn, Metadata: md,
+			Butler: butler, Kube: kube, Dynamic: dyn, Metadata: md, Management: mgmt,
 			LeaseNamespace: o.Workers.LeaseNamespace, LeaseName: o.Workers.LeaseName,
 			Fetch: o.Workers.Fetch,
 		})

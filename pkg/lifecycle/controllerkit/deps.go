@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 
@@ -27,6 +28,9 @@ type Deps struct {
 	Kube kubernetes.Interface
 	// Dynamic writes the external kinds (Cluster API, Steward, providers) to the management cluster.
 	Dynamic dynamic.Interface
+	// Management is how the clients above reach the management cluster (nil: none): the
+	// ManagementAddon controller's target, impersonating each addon's account.
+	Management *rest.Config
 
 	ButlerInformers butlerinformers.SharedInformerFactory
 	// KubeInformers sees every object of the kinds asked for; prefer KubeInformersFor with a
