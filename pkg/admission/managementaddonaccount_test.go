@@ -80,3 +80,43 @@ func TestAttackManagementAddonAsAnAccountTheAskerCannotBe(t *testing.T) {
 	expect(t, as("platform-admin", managementAddon("cluster-admin-sa", `{}`), stored), apierrors.IsForbidden,
 		`installing as ServiceAccount butler-management-addons/cluster-admin-sa needs impersonate on it`)
 }
+
+// The same attack through the catalog: a ManagementAddon of spec.addon installs the chart its
+// AddonDefinition names, and follows the definition when it changes. Someone the platform lets
+// edit the catalog (for the Teams' addons) but not act as the account points the definition at a
+// chart of theirs: the controller upgrades the addon to it, as the account. A change of a
+// definition's spec that a ManagementAddon uses needs impersonate on each such addon's account.
+func TestAttackManagementAddonThroughItsAddonDefinition(t *testing.T) {
+	store := newStore()
+	store.managementAddons = []butler.ManagementAddon{*managementAddon("flux-installer", `{}`)}
+	chain, err := New(&quota.Ledger{Store: store}, impersonationBy(map[string][]string{
+		"platform-admin": {"butler-management-addons/flux-installer"},
+	}), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	definition := func(name, repository string) *butler.AddonDefinition {
+		return &butler.AddonDefinition{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: butler.AddonDefinitionSpec{
+			Category: "gitops", Chart: butler.ChartReference{Repository: repository, Name: "butler-flux", DefaultVersion: "2.9.5"}}}
+	}
+	as := func(who string, obj, old *butler.AddonDefinition) error {
+		op, oldObj := admission.Create, runtime.Object(nil)
+		if old != nil {
+			op, oldObj = admission.Update, old
+		}
+		a := admission.NewAttributesRecord(obj, oldObj, schema.GroupVersionKind{}, "", obj.Name,
+			butler.Resource("addondefinitions").WithVersion("v1alpha1"), "", op, nil, false, &user.DefaultInfo{Name: who})
+		return chain.(admission.ValidationInterface).Validate(context.Background(), a, nil)
+	}
+	stored := definition("flux-management", "/charts")
+	says := `AddonDefinition flux-management is installed by ManagementAddon flux as ServiceAccount butler-management-addons/flux-installer: changing it needs impersonate on that account`
+
+	expect(t, as("catalog-editor", definition("flux-management", "https://charts.attacker.example"), stored), apierrors.IsForbidden, says)
+	// Made anew under the name a ManagementAddon waits for (it was deleted, or never made).
+	expect(t, as("catalog-editor", definition("flux-management", "https://charts.attacker.example"), nil), apierrors.IsForbidden, says)
+	labelled := stored.DeepCopy()
+	labelled.Labels = map[string]string{"tier": "platform"}
+	expect(t, as("catalog-editor", labelled, stored), nil, "")
+	expect(t, as("catalog-editor", definition("metrics-server", "https://charts.example.com"), definition("metrics-server", "https://old.example.com")), nil, "")
+	expect(t, as("platform-admin", definition("flux-management", "/other-charts"), stored), nil, "")
+}

@@ -30,7 +30,13 @@ type fakeStore struct {
 	snapshots map[string]*butler.TenantClusterSnapshot
 	// strategies are UpdateStrategies by namespace/name.
 	strategies map[string]*butler.UpdateStrategy
-	writes     int
+	// managementAddons are the ManagementAddons.
+	managementAddons []butler.ManagementAddon
+	writes           int
+}
+
+func (s *fakeStore) ManagementAddons(context.Context) ([]butler.ManagementAddon, error) {
+	return s.managementAddons, nil
 }
 
 func (s *fakeStore) UpdateStrategy(_ context.Context, ns, name string) (*butler.UpdateStrategy, error) {

@@ -48,6 +48,8 @@ type Store interface {
 	Snapshots(ctx context.Context, namespace string) ([]butler.TenantClusterSnapshot, error)
 	// UpdateStrategy returns an UpdateStrategy, or nil when it does not exist.
 	UpdateStrategy(ctx context.Context, namespace, name string) (*butler.UpdateStrategy, error)
+	// ManagementAddons lists the ManagementAddons as of now (a consistent read).
+	ManagementAddons(ctx context.Context) ([]butler.ManagementAddon, error)
 	// UpdateTeam reads the Team, applies update and writes the result only if the Team did not
 	// change in between (compare-and-swap), retrying update on conflict. An error from update
 	// aborts with that error.

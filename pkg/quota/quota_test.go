@@ -171,6 +171,9 @@ func (s *memStore) Snapshot(context.Context, string, string) (*butler.TenantClus
 func (s *memStore) UpdateStrategy(context.Context, string, string) (*butler.UpdateStrategy, error) {
 	return nil, nil
 }
+func (s *memStore) ManagementAddons(context.Context) ([]butler.ManagementAddon, error) {
+	return nil, nil
+}
 func (s *memStore) UpdateTeam(_ context.Context, _ string, update func(*butler.Team) error) error {
 	return s.casAny(func() (any, func(any)) {
 		return s.team.DeepCopy(), func(v any) { s.team = v.(*butler.Team) }

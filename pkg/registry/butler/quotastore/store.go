@@ -42,8 +42,8 @@ import (
 // read per request. The Ledger's compare-and-swaps check aggregate limits against the Team or
 // ProviderConfig they swap, whatever admission read.
 type Store struct {
-	teams, clusters, configs, providers, definitions, snapshots, strategies *genericregistry.Store
-	absent                                                                  *utilcache.LRUExpireCache
+	teams, clusters, configs, providers, definitions, snapshots, strategies, managementAddons *genericregistry.Store
+	absent                                                                                    *utilcache.LRUExpireCache
 	// written is the resourceVersion of the last write through this server, per store.
 	written map[*genericregistry.Store]*atomic.Uint64
 }
@@ -74,7 +74,8 @@ func New(resources map[string]rest.Storage) (*Store, error) {
 		into **genericregistry.Store
 		name string
 	}{{&s.teams, "teams"}, {&s.clusters, "tenantclusters"}, {&s.configs, "butlerconfigs"}, {&s.providers, "providerconfigs"},
-		{&s.definitions, "addondefinitions"}, {&s.snapshots, "tenantclustersnapshots"}, {&s.strategies, "updatestrategies"}} {
+		{&s.definitions, "addondefinitions"}, {&s.snapshots, "tenantclustersnapshots"}, {&s.strategies, "updatestrategies"},
+		{&s.managementAddons, "managementaddons"}} {
 		if *f.into, err = storeOf(resources, f.name); err != nil {
 			return nil, err
 		}
@@ -202,6 +203,16 @@ func (s *Store) AddonDefinitions(ctx context.Context) ([]butler.AddonDefinition,
 		return nil, err
 	}
 	return obj.(*butler.AddonDefinitionList).Items, nil
+}
+
+// ManagementAddons lists them from etcd (no resourceVersion: a consistent read), since the
+// check it serves is a permission: an addon made a moment ago counts.
+func (s *Store) ManagementAddons(ctx context.Context) ([]butler.ManagementAddon, error) {
+	obj, err := s.managementAddons.List(genericapirequest.WithNamespace(ctx, ""), &metainternalversion.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*butler.ManagementAddonList).Items, nil
 }
 
 func (s *Store) ProviderConfig(ctx context.Context, namespace, name string) (*butler.ProviderConfig, error) {
