@@ -64,6 +64,9 @@ type ButlerConfigSpec struct {
 	KubernetesVersions []OfferedVersion `json:"kubernetesVersions,omitempty"`
 	// Maintenance is every TenantCluster's maintenance unless its Team or the cluster sets one.
 	Maintenance *MaintenanceSpec `json:"maintenance,omitempty"`
+	// ControlPlaneProviderNamespaces are where the control plane provider's controllers run; their
+	// leader-election Leases are read there only (empty: none is read).
+	ControlPlaneProviderNamespaces []string `json:"controlPlaneProviderNamespaces,omitempty"`
 }
 
 // OfferedVersion is one Kubernetes version of the catalog.

@@ -939,6 +939,25 @@ func schema_pkg_apis_butler_v1alpha1_ButlerConfigSpec(ref common.ReferenceCallba
 							Ref:         ref(v1alpha1.MaintenanceSpec{}.OpenAPIModelName()),
 						},
 					},
+					"controlPlaneProviderNamespaces": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "ControlPlaneProviderNamespaces are the namespaces of the management cluster where the control plane provider's controllers run (Steward and its Cluster API provider: steward-system in their install files). butler reads their leader-election Leases there, and only there, to say at once that one is not running (ControlPlaneReady ProviderNotRunning): whoever may write Leases in a namespace named here is trusted as much as those controllers. Empty: no Lease is read, and a provider that does not act is named after 90 s (ProviderNotResponding).",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
 				},
 			},
 		},

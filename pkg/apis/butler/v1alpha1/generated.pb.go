@@ -1044,6 +1044,15 @@ func (m *ButlerConfigSpec) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	_ = i
 	var l int
 	_ = l
+	if len(m.ControlPlaneProviderNamespaces) > 0 {
+		for iNdEx := len(m.ControlPlaneProviderNamespaces) - 1; iNdEx >= 0; iNdEx-- {
+			i -= len(m.ControlPlaneProviderNamespaces[iNdEx])
+			copy(dAtA[i:], m.ControlPlaneProviderNamespaces[iNdEx])
+			i = encodeVarintGenerated(dAtA, i, uint64(len(m.ControlPlaneProviderNamespaces[iNdEx])))
+			i--
+			dAtA[i] = 0x5a
+		}
+	}
 	if m.Maintenance != nil {
 		{
 			size, err := m.Maintenance.MarshalToSizedBuffer(dAtA[:i])
@@ -7845,6 +7854,12 @@ func (m *ButlerConfigSpec) Size() (n int) {
 		l = m.Maintenance.Size()
 		n += 1 + l + sovGenerated(uint64(l))
 	}
+	if len(m.ControlPlaneProviderNamespaces) > 0 {
+		for _, s := range m.ControlPlaneProviderNamespaces {
+			l = len(s)
+			n += 1 + l + sovGenerated(uint64(l))
+		}
+	}
 	return n
 }
 
@@ -10396,6 +10411,7 @@ func (this *ButlerConfigSpec) String() string {
 		`SnapshotStore:` + strings.Replace(this.SnapshotStore.String(), "SnapshotStore", "SnapshotStore", 1) + `,`,
 		`KubernetesVersions:` + repeatedStringForKubernetesVersions + `,`,
 		`Maintenance:` + strings.Replace(this.Maintenance.String(), "MaintenanceSpec", "MaintenanceSpec", 1) + `,`,
+		`ControlPlaneProviderNamespaces:` + fmt.Sprintf("%v", this.ControlPlaneProviderNamespaces) + `,`,
 		`}`,
 	}, "")
 	return s
@@ -14746,6 +14762,38 @@ func (m *ButlerConfigSpec) Unmarshal(dAtA []byte) error {
 			if err := m.Maintenance.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
 				return err
 			}
+			iNdEx = postIndex
+		case 11:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ControlPlaneProviderNamespaces", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.ControlPlaneProviderNamespaces = append(m.ControlPlaneProviderNamespaces, string(dAtA[iNdEx:postIndex]))
 			iNdEx = postIndex
 		default:
 			iNdEx = preIndex

@@ -89,6 +89,16 @@ type ButlerConfigSpec struct {
 	// autoUpdate each on its own).
 	// +optional
 	Maintenance *MaintenanceSpec `json:"maintenance,omitempty" protobuf:"bytes,10,opt,name=maintenance"`
+	// ControlPlaneProviderNamespaces are the namespaces of the management cluster where the
+	// control plane provider's controllers run (Steward and its Cluster API provider: steward-system
+	// in their install files). butler reads their leader-election Leases there, and only there, to
+	// say at once that one is not running (ControlPlaneReady ProviderNotRunning): whoever may
+	// write Leases in a namespace named here is trusted as much as those controllers. Empty: no
+	// Lease is read, and a provider that does not act is named after 90 s
+	// (ProviderNotResponding).
+	// +optional
+	// +listType=set
+	ControlPlaneProviderNamespaces []string `json:"controlPlaneProviderNamespaces,omitempty" protobuf:"bytes,11,rep,name=controlPlaneProviderNamespaces"`
 }
 
 // OfferedVersion is one Kubernetes version of the platform's catalog.

@@ -407,6 +407,11 @@ func (in *ButlerConfigSpec) DeepCopyInto(out *ButlerConfigSpec) {
 		*out = new(MaintenanceSpec)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.ControlPlaneProviderNamespaces != nil {
+		in, out := &in.ControlPlaneProviderNamespaces, &out.ControlPlaneProviderNamespaces
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	return
 }
 

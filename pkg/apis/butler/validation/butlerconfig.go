@@ -58,6 +58,11 @@ func validateButlerConfigSpec(spec *butler.ButlerConfigSpec, fldPath *field.Path
 	allErrs = append(allErrs, validateSnapshotStore(spec.SnapshotStore, fldPath.Child("snapshotStore"))...)
 	allErrs = append(allErrs, validateVersionCatalog(spec.KubernetesVersions, fldPath.Child("kubernetesVersions"))...)
 	allErrs = append(allErrs, validateMaintenance(spec.Maintenance, fldPath.Child("maintenance"))...)
+	nsPath := fldPath.Child("controlPlaneProviderNamespaces")
+	for i, ns := range spec.ControlPlaneProviderNamespaces {
+		allErrs = append(allErrs, validateDNSLabel(ns, nsPath.Index(i))...)
+	}
+	allErrs = append(allErrs, validateUniqueStrings(spec.ControlPlaneProviderNamespaces, nsPath)...)
 	return allErrs
 }
 

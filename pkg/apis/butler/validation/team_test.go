@@ -54,6 +54,12 @@ func TestValidateButlerConfig(t *testing.T) {
 			o.Spec.DefaultTeamLimits.MaxClusters = ptr.To[int32](-1)
 			o.Spec.DefaultTeamLimits.AllowedProviders = []string{"vsphere"}
 		}, []fieldErr{invalid("spec.defaultTeamLimits.maxClusters"), notSupp("spec.defaultTeamLimits.allowedProviders[0]")}},
+		{"controlPlaneProviderNamespaces", func(o *butler.ButlerConfig) {
+			o.Spec.ControlPlaneProviderNamespaces = []string{"steward-system", "capi-steward-system"}
+		}, nil},
+		{"controlPlaneProviderNamespaces not namespaces, or twice", func(o *butler.ButlerConfig) {
+			o.Spec.ControlPlaneProviderNamespaces = []string{"steward-system", "", "Steward_System", "steward-system"}
+		}, []fieldErr{required("spec.controlPlaneProviderNamespaces[1]"), invalid("spec.controlPlaneProviderNamespaces[2]"), dup("spec.controlPlaneProviderNamespaces[3]")}},
 		{"all errors at once", func(o *butler.ButlerConfig) {
 			o.Name = "config"
 			o.Spec.MultiTenancy.Mode = "Sometimes"

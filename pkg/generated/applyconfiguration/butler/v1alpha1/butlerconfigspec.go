@@ -51,6 +51,14 @@ type ButlerConfigSpecApplyConfiguration struct {
 	// clusterDefaults.maintenance and a cluster's spec.maintenance set their own (window and
 	// autoUpdate each on its own).
 	Maintenance *MaintenanceSpecApplyConfiguration `json:"maintenance,omitempty"`
+	// ControlPlaneProviderNamespaces are the namespaces of the management cluster where the
+	// control plane provider's controllers run (Steward and its Cluster API provider: steward-system
+	// in their install files). butler reads their leader-election Leases there, and only there, to
+	// say at once that one is not running (ControlPlaneReady ProviderNotRunning): whoever may
+	// write Leases in a namespace named here is trusted as much as those controllers. Empty: no
+	// Lease is read, and a provider that does not act is named after 90 s
+	// (ProviderNotResponding).
+	ControlPlaneProviderNamespaces []string `json:"controlPlaneProviderNamespaces,omitempty"`
 }
 
 // ButlerConfigSpecApplyConfiguration constructs a declarative configuration of the ButlerConfigSpec type for use with
@@ -141,5 +149,15 @@ func (b *ButlerConfigSpecApplyConfiguration) WithKubernetesVersions(values ...*O
 // If called multiple times, the Maintenance field is set to the value of the last call.
 func (b *ButlerConfigSpecApplyConfiguration) WithMaintenance(value *MaintenanceSpecApplyConfiguration) *ButlerConfigSpecApplyConfiguration {
 	b.Maintenance = value
+	return b
+}
+
+// WithControlPlaneProviderNamespaces adds the given value to the ControlPlaneProviderNamespaces field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the ControlPlaneProviderNamespaces field.
+func (b *ButlerConfigSpecApplyConfiguration) WithControlPlaneProviderNamespaces(values ...string) *ButlerConfigSpecApplyConfiguration {
+	for i := range values {
+		b.ControlPlaneProviderNamespaces = append(b.ControlPlaneProviderNamespaces, values[i])
+	}
 	return b
 }
