@@ -281,7 +281,8 @@ steward_dns_alias() {
 
 # steward_stage: hack/test-cluster.sh's Steward stage (TEST_STEWARD=1), after the chart's own
 # checks: Steward and its provider installed, then a TenantCluster in steward-demo (ButlerConfig
-# choosing the steward provider, local workers) whose control plane is Steward's Deployment.
+# choosing the steward provider and naming STEWARD_NS as its controllers' namespace, local
+# workers) whose control plane is Steward's Deployment.
 steward_stage() {
   local t0=${SECONDS} t1
   steward_clear_standin
@@ -301,7 +302,10 @@ steward_stage() {
   measure "Steward $(steward_image steward) and its provider $(steward_image capi-steward) installed in $((SECONDS - t0)) s"
 
   t1=${SECONDS}
-  kc patch butlerconfig butler --type merge -p '{"spec":{"controlPlaneProvider":"steward"}}' >/dev/null
+  # Steward and its provider run in STEWARD_NS: butler reads their leader-election Leases there
+  # only (steward_controllers_down's ProviderNotRunning), and none without the field.
+  kc patch butlerconfig butler --type merge \
+    -p "{\"spec\":{\"controlPlaneProvider\":\"steward\",\"controlPlaneProviderNamespaces\":[\"${STEWARD_NS}\"]}}" >/dev/null
   [[ -z "${STEWARD_UPGRADE_FROM}" ]] || steward_offer_version "${STEWARD_UPGRADE_FROM}"
   kc apply -f - >/dev/null <<EOT
 apiVersion: v1

@@ -1,9 +1,10 @@
 package external
 
 // LeaderLease names a controller of a hosted control plane by the leader-election Lease it
-// renews while it runs (client-go's leader election: every 2 s, 15 s held), in whatever
-// namespace it is installed in. A Lease no longer renewed, or released, is a controller that is
-// not running; none at all says nothing (leader election off, another engine).
+// renews while it runs (client-go's leader election: every 2 s, 15 s held), in the namespace it
+// is installed in (ButlerConfig's controlPlaneProviderNamespaces name it). A Lease no longer
+// renewed, or released, is a controller that is not running; none at all says nothing (leader
+// election off, another engine). The chart grants butler-apiserver `get` on these names only.
 type LeaderLease struct {
 	// Controller names it for a person ("the Cluster API Steward provider").
 	Controller string

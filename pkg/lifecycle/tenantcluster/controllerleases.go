@@ -7,9 +7,10 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
@@ -32,12 +33,17 @@ const (
 // provider, then the engine) whose leader-election Lease lapsed or was released: a failure, as
 // nothing makes or runs the control plane until a person starts it again. One renewed late but
 // not lapsed brings the cluster back when it would lapse. Nil when none is known to be down.
+//
+// The Leases are read only in the namespaces ButlerConfig names as the controllers' (none: none
+// is read): whoever may write Leases elsewhere could fail the cluster with a lapsed one named
+// as theirs, or hide a lapsed one with a fresh one.
 func (c *Controller) controllerNotRunning(ctx context.Context, s *state, cp *unstructured.Unstructured) *steps.Result {
-	if c.kube == nil || c.clock == nil {
-		return nil // a test's controller that reads no Leases
+	if c.kube == nil || c.clock == nil || s.in.Config == nil || len(s.in.Config.Spec.ControlPlaneProviderNamespaces) == 0 {
+		return nil
 	}
+	namespaces := s.in.Config.Spec.ControlPlaneProviderNamespaces
 	for _, l := range external.ControllerLeases(cp.GetKind()) {
-		v := judgeLeases(c.leases.read(ctx, c, l.Name), l.Name, c.clock.Now())
+		v := judgeLeases(c.leases.read(ctx, c, namespaces, l.Name), l.Name, c.clock.Now())
 		if v.lapsesIn > 0 {
 			s.recheckWithin(v.lapsesIn)
 		}
@@ -59,7 +65,7 @@ type leaseVerdict struct {
 	lapsesIn time.Duration
 }
 
-// judgeLeases reads the Leases named name (one per namespace the controller is installed in):
+// judgeLeases reads the Leases named name (one per namespace named as the controllers'):
 // any held and fresh is a running controller; held but late, it may be stopping; all lapsed or
 // released, it is not running.
 func judgeLeases(leases []coordinationv1.Lease, name string, now time.Time) leaseVerdict {
@@ -114,34 +120,46 @@ func leaseDuration(l *coordinationv1.Lease) time.Duration {
 	return 15 * time.Second
 }
 
-// leaseReads keeps each Lease name's last list for leaseReadEvery: a thousand clusters waiting
-// at once list it once, not a thousand times.
+// leaseReads keeps each Lease's last read for leaseReadEvery: a thousand clusters waiting at once
+// read it once, not a thousand times.
 type leaseReads struct {
 	mu  sync.Mutex
-	at  map[string]time.Time
-	got map[string][]coordinationv1.Lease
+	at  map[types.NamespacedName]time.Time
+	got map[types.NamespacedName]*coordinationv1.Lease
 }
 
-// read lists the Leases named name in every namespace (the controllers' namespaces are the
-// installer's choice). A list that fails says nothing: the cluster's silence is still named
-// after providerSilentAfter.
-func (r *leaseReads) read(ctx context.Context, c *Controller, name string) []coordinationv1.Lease {
+// read gets the Leases named name in the namespaces ButlerConfig names as the controllers' (a
+// get of one name each, which the chart's RBAC allows for those names only). One that does not
+// exist, or cannot be read, says nothing: the cluster's silence is still named after
+// providerSilentAfter.
+func (r *leaseReads) read(ctx context.Context, c *Controller, namespaces []string, name string) []coordinationv1.Lease {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	now := c.clock.Now()
-	if at, ok := r.at[name]; ok && now.Sub(at) < leaseReadEvery && !now.Before(at) {
-		return r.got[name]
-	}
 	if r.at == nil {
-		r.at, r.got = map[string]time.Time{}, map[string][]coordinationv1.Lease{}
+		r.at, r.got = map[types.NamespacedName]time.Time{}, map[types.NamespacedName]*coordinationv1.Lease{}
 	}
-	list, err := c.kube.CoordinationV1().Leases(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
-		FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
-	r.at[name], r.got[name] = now, nil
+	now := c.clock.Now()
+	var leases []coordinationv1.Lease
+	for _, ns := range namespaces {
+		key := types.NamespacedName{Namespace: ns, Name: name}
+		if at, ok := r.at[key]; !ok || now.Sub(at) >= leaseReadEvery || now.Before(at) {
+			r.at[key], r.got[key] = now, r.get(ctx, c, key)
+		}
+		if l := r.got[key]; l != nil {
+			leases = append(leases, *l)
+		}
+	}
+	return leases
+}
+
+// get is the Lease key, nil when it does not exist or cannot be read.
+func (r *leaseReads) get(ctx context.Context, c *Controller, key types.NamespacedName) *coordinationv1.Lease {
+	l, err := c.kube.CoordinationV1().Leases(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})
 	if err != nil {
-		klog.FromContext(ctx).V(2).Info("Cannot read the control plane provider's Leases", "lease", name, "err", err)
+		if !apierrors.IsNotFound(err) {
+			klog.FromContext(ctx).V(2).Info("Cannot read the control plane provider's Lease", "lease", key, "err", err)
+		}
 		return nil
 	}
-	r.got[name] = list.Items
-	return list.Items
+	return l
 }

@@ -2,6 +2,7 @@ package tenantcluster
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -164,6 +165,44 @@ func lease(ns, name, holder string, renewed time.Time) *coordinationv1.Lease {
 			RenewTime: &metav1.MicroTime{Time: renewed}}}
 }
 
+// controlPlaneLeases runs the control plane step of a new Steward cluster at now, twice (the
+// first writes its Cluster and StewardControlPlane), ButlerConfig naming namespaces as the
+// controllers' and the management cluster holding leases; tcp: a TenantControlPlane without
+// status exists; why: the provider's TenantControlPlaneCreated False message, if any. It
+// returns the second step's result, the cluster's state and the client the Leases are read with.
+func controlPlaneLeases(t *testing.T, now time.Time, namespaces []string, leases []runtime.Object, tcp bool, why string) (steps.Result, *state, *kubefake.Clientset) {
+	t.Helper()
+	objs, client := fakeObjects(t)
+	kube := kubefake.NewSimpleClientset(leases...)
+	c := &Controller{objects: objs, kube: kube, clock: clocktesting.NewFakePassiveClock(now)}
+	s := stepState(v1alpha1.ProviderLocal)
+	s.in.Config = &v1alpha1.ButlerConfig{Spec: v1alpha1.ButlerConfigSpec{ControlPlaneProviderNamespaces: namespaces}}
+	ctx := context.Background()
+	if _, err := c.ensureControlPlane(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if why != "" {
+		setStatus(t, client, external.StewardControlPlaneGVK, s.namespace, "prod", map[string]any{"conditions": []any{
+			map[string]any{"type": "TenantControlPlaneCreated", "status": "False", "reason": "X", "message": why}}})
+	}
+	if tcp {
+		tcp := &unstructured.Unstructured{}
+		tcp.SetGroupVersionKind(external.TenantControlPlaneGVK)
+		tcp.SetName("prod")
+		tcp.SetNamespace(s.namespace)
+		tcp.SetCreationTimestamp(metav1.NewTime(now.Add(-5 * time.Second)))
+		if err := client.Tracker().Create(external.TenantControlPlaneGVR, tcp, s.namespace); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.recheckAfter = 0
+	r, err := c.ensureControlPlane(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, s, kube
+}
+
 // TestEnsureControlPlaneNamesTheControllerNotRunning: a Steward control plane that waits while
 // the Cluster API Steward provider or Steward itself is not running (scaled to 0: its
 // leader-election Lease no longer renewed, or released) says at once which of the two, as a
@@ -171,7 +210,7 @@ func lease(ns, name, holder string, renewed time.Time) *coordinationv1.Lease {
 // ProviderNotResponding only after 90 s, naming neither, or, with Steward down and its webhook
 // unanswered, ProviderUnavailable about a webhook. A Lease not renewed lately but not lapsed
 // brings the cluster back when it would lapse; no Lease at all (leader election off, another
-// engine) leaves the usual waits.
+// engine) leaves the usual waits. ButlerConfig names steward-system as the controllers'.
 func TestEnsureControlPlaneNamesTheControllerNotRunning(t *testing.T) {
 	now := time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC)
 	const provider, stewardLease = "steward.controlplane.cluster.x-k8s.io", "steward.butlerlabs.dev"
@@ -210,32 +249,7 @@ func TestEnsureControlPlaneNamesTheControllerNotRunning(t *testing.T) {
 		{"no Lease", nil, false, "", want{"WaitingForTenantControlPlane", false, nil, 0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			objs, client := fakeObjects(t)
-			c := &Controller{objects: objs, kube: kubefake.NewSimpleClientset(tc.leases...), clock: clocktesting.NewFakePassiveClock(now)}
-			s := stepState(v1alpha1.ProviderLocal)
-			ctx := context.Background()
-			if _, err := c.ensureControlPlane(ctx, s); err != nil { // writes the Cluster and StewardControlPlane
-				t.Fatal(err)
-			}
-			if tc.why != "" {
-				setStatus(t, client, external.StewardControlPlaneGVK, s.namespace, "prod", map[string]any{"conditions": []any{
-					map[string]any{"type": "TenantControlPlaneCreated", "status": "False", "reason": "X", "message": tc.why}}})
-			}
-			if tc.tcp {
-				tcp := &unstructured.Unstructured{}
-				tcp.SetGroupVersionKind(external.TenantControlPlaneGVK)
-				tcp.SetName("prod")
-				tcp.SetNamespace(s.namespace)
-				tcp.SetCreationTimestamp(metav1.NewTime(now.Add(-5 * time.Second)))
-				if err := client.Tracker().Create(external.TenantControlPlaneGVR, tcp, s.namespace); err != nil {
-					t.Fatal(err)
-				}
-			}
-			s.recheckAfter = 0
-			r, err := c.ensureControlPlane(ctx, s)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r, s, _ := controlPlaneLeases(t, now, []string{"steward-system"}, tc.leases, tc.tcp, tc.why)
 			if r.Reason != tc.want.reason || r.Failed != tc.want.failed || r.Done {
 				t.Fatalf("%+v, want reason %s, failed %v", r, tc.want.reason, tc.want.failed)
 			}
@@ -251,6 +265,57 @@ func TestEnsureControlPlaneNamesTheControllerNotRunning(t *testing.T) {
 			}
 			if tc.want.recheck == 0 && !tc.want.failed && s.recheckAfter < 30*time.Second {
 				t.Errorf("recheck after %s for running controllers: the Leases ask for none", s.recheckAfter)
+			}
+		})
+	}
+}
+
+// TestForgedControllerLeases is docs/security.md's attacker who may create Leases in some
+// namespace of the management cluster other than the controllers' (ButlerConfig
+// spec.controlPlaneProviderNamespaces, steward-system here). A lapsed Lease named as the
+// provider's or Steward's there must not fail the cluster while the real controllers run without
+// leader election (no Lease in steward-system); a fresh one there must not hide the real one
+// lapsed or released in steward-system; with no namespace named, no Lease is read at all. The
+// Leases are read with a get in each named namespace, never a list across namespaces. Before,
+// butler listed them by name in every namespace: the lapsed forgeries failed the cluster
+// (ProviderNotRunning) and the fresh ones hid a controller that was down.
+func TestForgedControllerLeases(t *testing.T) {
+	now := time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)
+	const provider, stewardLease = "steward.controlplane.cluster.x-k8s.io", "steward.butlerlabs.dev"
+	named := []string{"steward-system"}
+	for _, tc := range []struct {
+		name       string
+		namespaces []string
+		leases     []runtime.Object
+		reason     string
+		contains   string // in the message of a ProviderNotRunning
+	}{
+		{"a lapsed provider Lease elsewhere, none in steward-system", named,
+			[]runtime.Object{lease("attacker", provider, "forged", now.Add(-time.Hour))}, "WaitingForTenantControlPlane", ""},
+		{"a released Steward Lease elsewhere, none in steward-system", named,
+			[]runtime.Object{lease("attacker", stewardLease, "", now.Add(-time.Hour))}, "WaitingForTenantControlPlane", ""},
+		{"a fresh provider Lease elsewhere, the real one lapsed", named, []runtime.Object{lease("attacker", provider, "forged", now),
+			lease("steward-system", provider, "capi-1", now.Add(-40*time.Second))},
+			"ProviderNotRunning", "the Cluster API Steward provider is not running: its leader-election Lease steward-system/" + provider + " last renewed 40s ago"},
+		{"a fresh Steward Lease elsewhere, the real one released", named, []runtime.Object{lease("attacker", stewardLease, "forged", now),
+			lease("steward-system", provider, "capi-1", now), lease("steward-system", stewardLease, "", now.Add(-30*time.Second))},
+			"ProviderNotRunning", "Steward is not running: its leader-election Lease steward-system/" + stewardLease + " released 30s ago"},
+		{"no namespace named: the lapsed Lease in steward-system is not read", nil,
+			[]runtime.Object{lease("steward-system", provider, "capi-1", now.Add(-40*time.Second))}, "WaitingForTenantControlPlane", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, _, kube := controlPlaneLeases(t, now, tc.namespaces, tc.leases, false, "")
+			failed := tc.reason == "ProviderNotRunning"
+			if r.Reason != tc.reason || r.Failed != failed || r.Done {
+				t.Fatalf("%+v, want reason %s, failed %v", r, tc.reason, failed)
+			}
+			if !strings.Contains(r.Message, tc.contains) {
+				t.Errorf("message %q lacks %q", r.Message, tc.contains)
+			}
+			for _, a := range kube.Actions() {
+				if a.GetVerb() != "get" || !slices.Contains(tc.namespaces, a.GetNamespace()) {
+					t.Errorf("%s leases in namespace %q: want only gets in %q", a.GetVerb(), a.GetNamespace(), tc.namespaces)
+				}
 			}
 		})
 	}
