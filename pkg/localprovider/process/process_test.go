@@ -155,3 +155,50 @@ func TestEnvReachesTheProcess(t *testing.T) {
 		t.Error("a spec with Env has the hash of one without: a running process would keep its old environment")
 	}
 }
+
+// termSpec is a process that exits wait after SIGTERM, or with wait "" ignores SIGTERM.
+func termSpec(dir, wait string) Spec {
+	s := sleepSpec(dir)
+	handler := "''"
+	if wait != "" {
+		handler = "'sleep " + wait + "; exit 0'"
+	}
+	s.Args = []string{"-c", "trap " + handler + " TERM; while :; do sleep 0.05; done", dir}
+	return s
+}
+
+// A stop returns when the process has exited, not after a fixed grace: one that takes 300 ms
+// over its SIGTERM is stopped in about that, with StopGrace (15 s) to spare.
+func TestStopReturnsWhenTheProcessExits(t *testing.T) {
+	dir := t.TempDir()
+	p := Start(context.Background(), termSpec(dir, "0.3"), func() {})
+	waitFor(t, "the process to run", func() bool { _, running, _ := p.State(); return running })
+	time.Sleep(100 * time.Millisecond) // its trap is set
+	pid, _, _ := p.State()
+	start := time.Now()
+	p.Stop()
+	took := time.Since(start)
+	if took < 300*time.Millisecond || took > 2*time.Second {
+		t.Errorf("stop took %s; the process exits 300 ms after SIGTERM", took)
+	}
+	if Alive(pid, "") {
+		t.Error("the process runs after stop")
+	}
+}
+
+// One that ignores SIGTERM is killed when its grace ends.
+func TestStopKillsAfterTheGrace(t *testing.T) {
+	dir := t.TempDir()
+	p := Start(context.Background(), termSpec(dir, ""), func() {})
+	waitFor(t, "the process to run", func() bool { _, running, _ := p.State(); return running })
+	time.Sleep(100 * time.Millisecond)
+	pid, _, _ := p.State()
+	start := time.Now()
+	p.StopWithin(500 * time.Millisecond)
+	if took := time.Since(start); took < 500*time.Millisecond || took > 3*time.Second {
+		t.Errorf("stop took %s with a grace of 500 ms", took)
+	}
+	if Alive(pid, "") {
+		t.Error("the process that ignored SIGTERM runs after its grace")
+	}
+}
