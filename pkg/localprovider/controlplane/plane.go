@@ -105,6 +105,9 @@ func (pl *plane) ensure(ctx context.Context, version string, caPEM []byte, specs
 		pool.AppendCertsFromPEM(caPEM)
 		pl.caPool, pl.caPEM = pool, caPEM
 	}
+	if !pl.stopReplacedLocked(specs) {
+		return // the plane was stopped meanwhile
+	}
 	pl.components = pl.components[:0]
 	for _, spec := range specs {
 		pl.components = append(pl.components, spec.Component)
@@ -113,9 +116,7 @@ func (pl *plane) ensure(ctx context.Context, version string, caPEM []byte, specs
 		case ok && p.Spec().Hash() == spec.Hash():
 			continue
 		case ok:
-			pl.mu.Unlock()
-			p.Stop()
-			pl.mu.Lock()
+			// Replaced (stopReplacedLocked stopped it): started again at once, as it ran.
 		case spec.Component != componentAPIServer && !pl.ready:
 			// The controllers' first start waits for kube-apiserver to answer /readyz (the probe
 			// queues the tenant then): started beside it they only wait for it, and take CPU
@@ -137,6 +138,27 @@ func (pl *plane) ensure(ctx context.Context, version string, caPEM []byte, specs
 		pl.probe = cancel
 		go pl.probeLoop(probeCtx)
 	}
+}
+
+// stopReplacedLocked stops the processes specs replace (another version, a rotation's
+// credentials) before any starts again, in stop's order. One by one in specs' order,
+// kube-apiserver went first and drained its controllers' watches, and each controller then
+// stopped on its own against a restarting kube-apiserver. pl.mu is held, and released meanwhile:
+// false if the plane was stopped then.
+func (pl *plane) stopReplacedLocked(specs []process.Spec) bool {
+	replaced := map[string]*process.Process{}
+	for _, spec := range specs {
+		if p, ok := pl.procs[spec.Component]; ok && p.Spec().Hash() != spec.Hash() {
+			replaced[spec.Component] = p
+		}
+	}
+	if len(replaced) == 0 {
+		return true
+	}
+	pl.mu.Unlock()
+	stopInOrder(replaced, process.StopGrace)
+	pl.mu.Lock()
+	return pl.procs != nil
 }
 
 // address is where kube-apiserver listens: Options.Address, else loopback.
@@ -441,20 +463,29 @@ func (pl *plane) stopWithin(grace time.Duration) {
 		}
 	}
 	pl.mu.Unlock()
-	var wg sync.WaitGroup
-	for name, p := range procs {
-		if name == componentAPIServer {
-			continue
-		}
-		wg.Add(1)
-		go func() { defer wg.Done(); p.StopWithin(grace) }()
-	}
 	// A controller not yet adopted after a provider restart (it waits for /readyz) still runs.
+	var unadopted []int
 	for _, name := range unsupervised {
 		if rec, ok := process.ReadPidRecord(pl.paths.pidFile(name)); ok && process.Alive(rec.PID, pl.paths.dir) {
-			wg.Add(1)
-			go func() { defer wg.Done(); process.Terminate(rec.PID, grace) }()
+			unadopted = append(unadopted, rec.PID)
 		}
+	}
+	stopInOrder(procs, grace, unadopted...)
+}
+
+// stopInOrder stops procs (by component) and the unadopted controllers' pids: the controllers
+// together, then kube-apiserver, so that its shutdown has no watch or request of theirs to drain.
+func stopInOrder(procs map[string]*process.Process, grace time.Duration, unadopted ...int) {
+	var wg sync.WaitGroup
+	for name, p := range procs {
+		if name != componentAPIServer {
+			wg.Add(1)
+			go func() { defer wg.Done(); p.StopWithin(grace) }()
+		}
+	}
+	for _, pid := range unadopted {
+		wg.Add(1)
+		go func() { defer wg.Done(); process.Terminate(pid, grace) }()
 	}
 	wg.Wait()
 	if p := procs[componentAPIServer]; p != nil {
