@@ -156,15 +156,22 @@ func TestEnvReachesTheProcess(t *testing.T) {
 	}
 }
 
-// termSpec is a process that exits wait after SIGTERM, or with wait "" ignores SIGTERM.
+// termSpec is a process that exits wait after SIGTERM, or with wait "" ignores SIGTERM. It makes
+// dir/ready once its trap is set.
 func termSpec(dir, wait string) Spec {
 	s := sleepSpec(dir)
 	handler := "''"
 	if wait != "" {
 		handler = "'sleep " + wait + "; exit 0'"
 	}
-	s.Args = []string{"-c", "trap " + handler + " TERM; while :; do sleep 0.05; done", dir}
+	s.Args = []string{"-c", "trap " + handler + ` TERM; touch "$0/ready"; while :; do sleep 0.05; done`, dir}
 	return s
+}
+
+// waitTrapped waits until termSpec's process in dir has set its trap.
+func waitTrapped(t *testing.T, dir string) {
+	t.Helper()
+	waitFor(t, "the process to set its trap", func() bool { _, err := os.Stat(filepath.Join(dir, "ready")); return err == nil })
 }
 
 // A stop returns when the process has exited, not after a fixed grace: one that takes 300 ms
@@ -172,13 +179,12 @@ func termSpec(dir, wait string) Spec {
 func TestStopReturnsWhenTheProcessExits(t *testing.T) {
 	dir := t.TempDir()
 	p := Start(context.Background(), termSpec(dir, "0.3"), func() {})
-	waitFor(t, "the process to run", func() bool { _, running, _ := p.State(); return running })
-	time.Sleep(100 * time.Millisecond) // its trap is set
+	waitTrapped(t, dir)
 	pid, _, _ := p.State()
 	start := time.Now()
 	p.Stop()
 	took := time.Since(start)
-	if took < 300*time.Millisecond || took > 2*time.Second {
+	if took < 300*time.Millisecond || took > 5*time.Second {
 		t.Errorf("stop took %s; the process exits 300 ms after SIGTERM", took)
 	}
 	if Alive(pid, "") {
@@ -190,12 +196,11 @@ func TestStopReturnsWhenTheProcessExits(t *testing.T) {
 func TestStopKillsAfterTheGrace(t *testing.T) {
 	dir := t.TempDir()
 	p := Start(context.Background(), termSpec(dir, ""), func() {})
-	waitFor(t, "the process to run", func() bool { _, running, _ := p.State(); return running })
-	time.Sleep(100 * time.Millisecond)
+	waitTrapped(t, dir)
 	pid, _, _ := p.State()
 	start := time.Now()
 	p.StopWithin(500 * time.Millisecond)
-	if took := time.Since(start); took < 500*time.Millisecond || took > 3*time.Second {
+	if took := time.Since(start); took < 500*time.Millisecond || took > 6*time.Second {
 		t.Errorf("stop took %s with a grace of 500 ms", took)
 	}
 	if Alive(pid, "") {
