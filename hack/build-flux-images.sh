@@ -2,9 +2,10 @@
 # Builds the images of Flux's source-controller and kustomize-controller that a tenant's GitOps
 # step installs (pkg/lifecycle/component/gitops/flux.yaml), from their modules on the module
 # proxy; nothing is pulled from a registry:
-#   - each through its wrapper module, hack/flux/<controller> (go.mod repeats the controller's
-#     own replaces, which do not apply to a module that requires it, and pins what the proxy here
-#     lacks; docs/concepts/gitops.md says which and why);
+#   - both through one wrapper module, hack/flux/controllers (go.mod repeats the controllers'
+#     own replaces, which do not apply to a module that requires them, and pins what the proxy
+#     here lacks; docs/concepts/gitops.md says which and why), in one go build: one set of
+#     versions, so what the two have in common is compiled once;
 #   - static binaries (CGO_ENABLED=0), -trimpath, stripped, no build id;
 #   - images by hack/dist/cmd/oci-image, as hack/build-node-images.sh makes its own: the binary
 #     in /usr/local/bin (the entrypoint), user 65532, the CA bundle, /tmp; named as flux.yaml
@@ -13,8 +14,7 @@
 # Archives in NODE_IMAGES_DIR (default _output/node-images, where real nodes import theirs
 # from): flux-source-controller.oci.tar, flux-kustomize-controller.oci.tar.
 #
-# Usage: hack/build-flux-images.sh [source-controller] [kustomize-controller]  (default: both;
-# one at a time keeps each cold build under ten minutes on two cores).
+# Usage: hack/build-flux-images.sh [source-controller] [kustomize-controller]  (default: both).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -29,10 +29,20 @@ controllers=("$@")
 mkdir -p "${NODE_IMAGES_DIR}/bin/flux" "${BIN}"
 (cd "${ROOT}/hack/dist" && go build -o "${BIN}/oci-image" ./cmd/oci-image)
 
+wrapper="${ROOT}/hack/flux/controllers"
+t=${SECONDS}
+packages=()
 for controller in "${controllers[@]}"; do
-  t=${SECONDS}
-  wrapper="${ROOT}/hack/flux/${controller}"
-  [[ -f "${wrapper}/go.mod" ]] || { log "no wrapper module ${wrapper} (source-controller or kustomize-controller)"; exit 1; }
+  [[ ${controller} == source-controller || ${controller} == kustomize-controller ]] ||
+    { log "no controller ${controller} (source-controller or kustomize-controller)"; exit 1; }
+  packages+=("github.com/fluxcd/${controller}")
+done
+# One build for both: the go command then compiles each shared package once and keeps both cores busy.
+(cd "${wrapper}" && CGO_ENABLED=0 GOOS=linux GOARCH="${arch}" go build -trimpath -buildvcs=false \
+  -ldflags '-s -w -buildid=' -o "${NODE_IMAGES_DIR}/bin/flux/" "${packages[@]}")
+log "${controllers[*]} built in $((SECONDS - t)) s"
+
+for controller in "${controllers[@]}"; do
   ref=$(grep -o "localhost/butler-flux-${controller}:v[0-9.]*" "${MANIFESTS}" | head -n 1)
   [[ -n "${ref}" ]] || { log "${MANIFESTS} names no image of ${controller}"; exit 1; }
   version=${ref##*:}
@@ -42,12 +52,9 @@ for controller in "${controllers[@]}"; do
     exit 1
   fi
   out="${NODE_IMAGES_DIR}/bin/flux/${controller}"
-  (cd "${wrapper}" && CGO_ENABLED=0 GOOS=linux GOARCH="${arch}" go build -trimpath -buildvcs=false \
-    -ldflags '-s -w -buildid=' -o "${out}" "github.com/fluxcd/${controller}")
-  # Every time in the image is the module's release time, so one version gives one digest.
   created=$(cd "${wrapper}" && date -d "$(go list -m -f '{{.Time.Format "2006-01-02T15:04:05Z"}}' "github.com/fluxcd/${controller}")" +%s)
   "${BIN}/oci-image" --out "${NODE_IMAGES_DIR}/flux-${controller}" --archive "${NODE_IMAGES_DIR}/flux-${controller}.oci.tar" \
     --repository "${ref%:*}" --tag "${version}" --created "${created}" --revision "${version}" \
     --source "https://github.com/fluxcd/${controller}" --binary "linux/${arch}=${out}" >/dev/null
-  log "${ref} in $((SECONDS - t)) s: binary $(du -m "${out}" | cut -f1) MB, archive $(du -m "${NODE_IMAGES_DIR}/flux-${controller}.oci.tar" | cut -f1) MB"
+  log "${ref}: binary $(du -m "${out}" | cut -f1) MB, archive $(du -m "${NODE_IMAGES_DIR}/flux-${controller}.oci.tar" | cut -f1) MB"
 done
