@@ -31,6 +31,10 @@ import (
 // --fetch-allowed-internal (plane_test.go), the fetch policy's exception for tests.
 const gitOpsServerAddr = "10.250.255.254:9443"
 
+// gitOpsInterval is the cluster's spec.addons.gitops.repository.interval: the shortest allowed,
+// so a commit is waited for 10 s rather than the default minute.
+const gitOpsInterval = 10 * time.Second
+
 var (
 	fluxKustomizationGVR = schema.GroupVersionResource{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Resource: "kustomizations"}
 	fluxGitRepositoryGVR = schema.GroupVersionResource{Group: "source.toolkit.fluxcd.io", Version: "v1", Resource: "gitrepositories"}
@@ -43,7 +47,7 @@ var (
 // the node's containerd) run as Pods on the real node; the Kustomization is Ready at the
 // repository's HEAD, whose ConfigMap and Deployment (the echo image) are in the tenant, and
 // status.gitops says that revision, in sync; a new commit is applied within the GitRepository's
-// interval (1m) and status.gitops then shows it. The credential is readable by no other Team's
+// interval (gitOpsInterval, the cluster's spec) and status.gitops then shows it. The credential is readable by no other Team's
 // operator (in the Team's namespace, in the cluster's management namespace, in the tenant,
 // which they cannot enter) nor by the Team's own operator (the Team's namespace, the tenant's
 // protected flux-system), and no Secret of the management namespace holds it. Then the
@@ -71,8 +75,8 @@ spec: {provider: local, local: {nodeType: real}}
 	mustKubectlAs(t, plane.kubeconfig, localClusterManifest(teamA, name, pinnedVersion, bootstrap.OSTalos, 1)+fmt.Sprintf(`  addons:
     gitops:
       provider: fluxcd
-      repository: {url: "https://%s/apps.git", branch: main, path: ./apps, secretRef: {name: git-auth}}
-`, gitOpsServerAddr), "--as", "alice", "apply", "-f", "-")
+      repository: {url: "https://%s/apps.git", branch: main, path: ./apps, secretRef: {name: git-auth}, interval: %s}
+`, gitOpsServerAddr, gitOpsInterval), "--as", "alice", "apply", "-f", "-")
 	t.Cleanup(func() { _, _ = kubectl(t, "delete", "tc", name, "-n", teamA, "--wait=false") })
 	tc := waitReady(t, teamA, name, 1, 4*time.Minute)
 	t.Logf("TenantCluster Ready with a real node %s after it was applied", time.Since(started).Round(100*time.Millisecond))
@@ -103,7 +107,7 @@ spec: {provider: local, local: {nodeType: real}}
 	}
 	committed := time.Now()
 	gitOpsCredentialStaysTheTeams(t, teamA, name, tc.Status.TenantNamespace, srv.Password)
-	lmWait(t, 75*time.Second, "the new commit's ConfigMap in the tenant", func() (bool, string) {
+	lmWait(t, gitOpsInterval+75*time.Second, "the new commit's ConfigMap in the tenant", func() (bool, string) {
 		cm, err := tenant.CoreV1().ConfigMaps(metav1.NamespaceDefault).Get(context.Background(), "greeting", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -111,10 +115,10 @@ spec: {provider: local, local: {nodeType: real}}
 		return cm.Data["message"] == "hello again", fmt.Sprint(cm.Data)
 	})
 	applied := time.Since(committed)
-	if applied > time.Minute+15*time.Second {
-		t.Errorf("the new commit was applied %s after it was pushed, beyond the interval of 1m", applied)
+	if applied > gitOpsInterval+15*time.Second {
+		t.Errorf("the new commit was applied %s after it was pushed, beyond the interval of %s", applied, gitOpsInterval)
 	}
-	gitOpsWaitSynced(t, teamA, name, tenantDyn, "main@sha1:"+head2, 2*time.Minute)
+	gitOpsWaitSynced(t, teamA, name, tenantDyn, "main@sha1:"+head2, gitOpsInterval+time.Minute)
 	t.Logf("new commit applied in the tenant %s after the push, in status.gitops after %s",
 		applied.Round(100*time.Millisecond), time.Since(committed).Round(100*time.Millisecond))
 	gitOpsFailures(t, teamA, name, tenant, srv, "main@sha1:"+head2)

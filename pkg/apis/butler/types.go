@@ -537,6 +537,8 @@ type GitRepository struct {
 	Branch    string                `json:"branch,omitempty"`
 	Path      string                `json:"path,omitempty"`
 	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
+	// Interval is how often Flux fetches the repository (nil: 1m).
+	Interval *metav1.Duration `json:"interval,omitempty"`
 }
 
 // TenantClusterPhase is the lifecycle phase of a tenant cluster.

@@ -831,6 +831,11 @@ func (in *GitRepository) DeepCopyInto(out *GitRepository) {
 		*out = new(LocalObjectReference)
 		**out = **in
 	}
+	if in.Interval != nil {
+		in, out := &in.Interval, &out.Interval
+		*out = new(v1.Duration)
+		**out = **in
+	}
 	return
 }
 

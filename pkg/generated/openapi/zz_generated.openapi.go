@@ -1690,12 +1690,18 @@ func schema_pkg_apis_butler_v1alpha1_GitRepository(ref common.ReferenceCallback)
 							Ref: ref(v1alpha1.LocalObjectReference{}.OpenAPIModelName()),
 						},
 					},
+					"interval": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Interval is how often Flux fetches the repository: a new commit is applied within it, and status.gitops shows its revision within it. Default 1m; at least 10s, at most 24h.",
+							Ref:         ref(metav1.Duration{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"url"},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.LocalObjectReference{}.OpenAPIModelName()},
+			v1alpha1.LocalObjectReference{}.OpenAPIModelName(), metav1.Duration{}.OpenAPIModelName()},
 	}
 }
 

@@ -54,10 +54,10 @@ const (
 )
 
 // How soon the step looks again: no watch reaches into a tenant, so a new commit's revision
-// shows in the status within gitopsInSyncRecheck; gitopsResync is how often Flux's objects are
+// shows in the status within the repository's interval (gitops.Interval), at most
+// gitopsProgressRecheck while Flux is on its way; gitopsResync is how often Flux's objects are
 // applied again when nothing changed (a tenant admin may have edited them).
 const (
-	gitopsInSyncRecheck   = time.Minute
 	gitopsProgressRecheck = 15 * time.Second
 	gitopsResync          = 10 * time.Minute
 )
@@ -110,9 +110,9 @@ func (c *Controller) ensureGitOps(ctx context.Context, s *state) (steps.Result, 
 	s.gitops = &found
 	switch found.condition.Reason {
 	case gitops.ReasonProgressing, ReasonTenantUnreachable:
-		s.recheckWithin(gitopsProgressRecheck)
+		s.recheckWithin(min(gitopsProgressRecheck, gitops.Interval(repo)))
 	default: // in sync, or waiting for a commit or a person: a Secret, a grant, a pin
-		s.recheckWithin(gitopsInSyncRecheck)
+		s.recheckWithin(gitops.Interval(repo))
 	}
 	return steps.Ready("GitOps", "the repository's sync is in condition %s", ConditionGitOpsSynced), nil
 }

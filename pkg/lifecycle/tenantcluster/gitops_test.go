@@ -203,8 +203,27 @@ func TestGitOpsAppliesFluxAndReadsItsStatus(t *testing.T) {
 			t.Errorf("a look that changes nothing sent %s %s", a.GetVerb(), a.GetResource().Resource)
 		}
 	}
-	if s.recheckAfter != gitopsInSyncRecheck {
-		t.Errorf("recheck after %s, want %s (no watch reaches into the tenant)", s.recheckAfter, gitopsInSyncRecheck)
+	if s.recheckAfter != gitops.SourceInterval {
+		t.Errorf("recheck after %s, want %s (no watch reaches into the tenant)", s.recheckAfter, gitops.SourceInterval)
+	}
+}
+
+// spec.addons.gitops.repository.interval is Flux's fetch interval, and how soon the step looks
+// again while Flux is progressing or in sync: never later than the interval.
+func TestGitOpsIntervalIsFluxsAndTheRecheck(t *testing.T) {
+	f := newGitopsFixture(t, "team-a/git-token")
+	tc := gitopsCluster("team-a", "https://git.example.com/team-a/fleet.git", "git-token")
+	tc.Spec.Addons.Gitops.Repository.Interval = &metav1.Duration{Duration: 10 * time.Second}
+	s := f.ensure(t, tc)
+	repo := f.tenantObject(t, external.FluxGitRepositoryGVR, gitops.Namespace, gitops.Name)
+	if repo == nil {
+		t.Fatal("no GitRepository")
+	}
+	if got, _, _ := unstructured.NestedString(repo.Object, "spec", "interval"); got != "10s" {
+		t.Errorf("the GitRepository's interval %q, want 10s", got)
+	}
+	if s.recheckAfter != 10*time.Second {
+		t.Errorf("recheck after %s while progressing, want the interval 10s", s.recheckAfter)
 	}
 }
 

@@ -2063,6 +2063,18 @@ func (m *GitRepository) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	_ = i
 	var l int
 	_ = l
+	if m.Interval != nil {
+		{
+			size, err := m.Interval.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintGenerated(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x2a
+	}
 	if m.SecretRef != nil {
 		{
 			size, err := m.SecretRef.MarshalToSizedBuffer(dAtA[:i])
@@ -8215,6 +8227,10 @@ func (m *GitRepository) Size() (n int) {
 		l = m.SecretRef.Size()
 		n += 1 + l + sovGenerated(uint64(l))
 	}
+	if m.Interval != nil {
+		l = m.Interval.Size()
+		n += 1 + l + sovGenerated(uint64(l))
+	}
 	return n
 }
 
@@ -10657,6 +10673,7 @@ func (this *GitRepository) String() string {
 		`Branch:` + fmt.Sprintf("%v", this.Branch) + `,`,
 		`Path:` + fmt.Sprintf("%v", this.Path) + `,`,
 		`SecretRef:` + strings.Replace(this.SecretRef.String(), "LocalObjectReference", "LocalObjectReference", 1) + `,`,
+		`Interval:` + strings.Replace(fmt.Sprintf("%v", this.Interval), "Duration", "v1.Duration", 1) + `,`,
 		`}`,
 	}, "")
 	return s
@@ -17961,6 +17978,42 @@ func (m *GitRepository) Unmarshal(dAtA []byte) error {
 				m.SecretRef = &LocalObjectReference{}
 			}
 			if err := m.SecretRef.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 5:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Interval", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Interval == nil {
+				m.Interval = &v1.Duration{}
+			}
+			if err := m.Interval.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
 				return err
 			}
 			iNdEx = postIndex

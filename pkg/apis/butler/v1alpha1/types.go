@@ -774,6 +774,10 @@ type GitRepository struct {
 	Path string `json:"path,omitempty" protobuf:"bytes,3,opt,name=path"`
 	// +optional
 	SecretRef *LocalObjectReference `json:"secretRef,omitempty" protobuf:"bytes,4,opt,name=secretRef"`
+	// Interval is how often Flux fetches the repository: a new commit is applied within it, and
+	// status.gitops shows its revision within it. Default 1m; at least 10s, at most 24h.
+	// +optional
+	Interval *metav1.Duration `json:"interval,omitempty" protobuf:"bytes,5,opt,name=interval"`
 }
 
 // TenantClusterPhase is the lifecycle phase of a tenant cluster.

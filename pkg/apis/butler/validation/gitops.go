@@ -1,8 +1,10 @@
 package validation
 
 import (
+	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -39,7 +41,25 @@ func validateGitRepository(repo *butler.GitRepository, fldPath *field.Path) fiel
 		allErrs = append(allErrs, field.Forbidden(fldPath.Child("secretRef"),
 			"an http:// repository would receive the credential unencrypted: use https:// (a private CA goes in the Secret's ca.crt)"))
 	}
+	if repo.Interval != nil {
+		allErrs = append(allErrs, validateGitInterval(repo.Interval.Duration, fldPath.Child("interval"))...)
+	}
 	return allErrs
+}
+
+// The bounds of spec.addons.gitops.repository.interval: below 10s every cluster's Flux would
+// fetch (and butler read its status) several times a minute; above a day a commit waits too long
+// to be applied to say it is GitOps.
+const (
+	minGitInterval = 10 * time.Second
+	maxGitInterval = 24 * time.Hour
+)
+
+func validateGitInterval(d time.Duration, fldPath *field.Path) field.ErrorList {
+	if d < minGitInterval || d > maxGitInterval {
+		return field.ErrorList{field.Invalid(fldPath, d.String(), fmt.Sprintf("must be between %s and %s", minGitInterval, maxGitInterval))}
+	}
+	return nil
 }
 
 // validateGitURL requires an https, http or ssh URL with a host. A password or token in it would

@@ -3,6 +3,9 @@ package validation
 import (
 	"strings"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -56,6 +59,19 @@ func TestAttackGitURLsReadOtherwise(t *testing.T) {
 	for _, u := range []string{"https://github.com/example/fleet.git", "ssh://git@github.com:2222/example/fleet.git", "https://[2001:db8::1]:8443/fleet.git"} {
 		if errs := validateGitURL(u, field.NewPath("url")); len(errs) != 0 {
 			t.Errorf("%s: %v, want none", u, errs)
+		}
+	}
+}
+
+// The interval is refused outside 10s..24h at its field path; within, accepted.
+func TestGitRepositoryInterval(t *testing.T) {
+	for d, ok := range map[time.Duration]bool{0: false, 9 * time.Second: false, -time.Minute: false, 10 * time.Second: true,
+		time.Minute: true, 24 * time.Hour: true, 25 * time.Hour: false} {
+		tc := validTenantCluster()
+		tc.Spec.Addons.Gitops.Repository.Interval = &metav1.Duration{Duration: d}
+		errs := ValidateTenantCluster(tc)
+		if ok != (len(errs) == 0) || (!ok && (len(errs) != 1 || errs[0].Field != "spec.addons.gitops.repository.interval")) {
+			t.Errorf("interval %s: %v", d, errs)
 		}
 	}
 }

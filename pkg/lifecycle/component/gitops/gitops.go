@@ -138,7 +138,7 @@ func gitRepository(repo *v1alpha1.GitRepository, credential *corev1.Secret) *flu
 		ObjectMeta: objectMeta(),
 		Spec: flux.GitRepositorySpec{
 			URL:       repo.URL,
-			Interval:  metav1.Duration{Duration: SourceInterval},
+			Interval:  metav1.Duration{Duration: Interval(repo)},
 			Timeout:   &metav1.Duration{Duration: SourceTimeout},
 			Reference: &flux.GitRepositoryRef{Branch: branch},
 		},
@@ -150,6 +150,14 @@ func gitRepository(repo *v1alpha1.GitRepository, credential *corev1.Secret) *flu
 		obj.Annotations = map[string]string{ReconcileRequestedAnnotation: "credential " + string(credential.UID) + "/" + credential.ResourceVersion}
 	}
 	return obj
+}
+
+// Interval is how often Flux fetches repo: its spec.interval, else SourceInterval.
+func Interval(repo *v1alpha1.GitRepository) time.Duration {
+	if repo.Interval != nil {
+		return repo.Interval.Duration
+	}
+	return SourceInterval
 }
 
 func kustomization(repo *v1alpha1.GitRepository) *flux.Kustomization {

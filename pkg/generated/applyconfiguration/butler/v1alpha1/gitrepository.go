@@ -18,6 +18,10 @@ limitations under the License.
 
 package v1alpha1
 
+import (
+	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
 // GitRepositoryApplyConfiguration represents a declarative configuration of the GitRepository type for use
 // with apply.
 //
@@ -27,6 +31,9 @@ type GitRepositoryApplyConfiguration struct {
 	Branch    *string                                 `json:"branch,omitempty"`
 	Path      *string                                 `json:"path,omitempty"`
 	SecretRef *LocalObjectReferenceApplyConfiguration `json:"secretRef,omitempty"`
+	// Interval is how often Flux fetches the repository: a new commit is applied within it, and
+	// status.gitops shows its revision within it. Default 1m; at least 10s, at most 24h.
+	Interval *v1.Duration `json:"interval,omitempty"`
 }
 
 // GitRepositoryApplyConfiguration constructs a declarative configuration of the GitRepository type for use with
@@ -64,5 +71,13 @@ func (b *GitRepositoryApplyConfiguration) WithPath(value string) *GitRepositoryA
 // If called multiple times, the SecretRef field is set to the value of the last call.
 func (b *GitRepositoryApplyConfiguration) WithSecretRef(value *LocalObjectReferenceApplyConfiguration) *GitRepositoryApplyConfiguration {
 	b.SecretRef = value
+	return b
+}
+
+// WithInterval sets the Interval field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Interval field is set to the value of the last call.
+func (b *GitRepositoryApplyConfiguration) WithInterval(value v1.Duration) *GitRepositoryApplyConfiguration {
+	b.Interval = &value
 	return b
 }
