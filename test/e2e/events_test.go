@@ -18,7 +18,7 @@ import (
 // Events on the TenantCluster (events.k8s.io/v1): `kubectl describe tc` shows the steps' and
 // phases' transitions while it lives, and the deletion's steps are there once it is gone.
 func TestTenantClusterEvents(t *testing.T) {
-	longestFirst(t, 40*time.Second)
+	longestFirst(t, 67*time.Second)
 	ns := namespace(t, "e2e-events")
 	const name = "told"
 	localCluster(t, ns, name, pinnedVersion, bootstrap.OSTalos, 0)

@@ -45,7 +45,7 @@ func hibernated(tc *v1alpha1.TenantCluster) bool {
 // TestLocalWakeOnRequestTurnedOnWhileRunning tries the same with the listener put in front of a
 // cluster that served (it runs beside this one: it waits on Cluster API's probe).
 func TestLocalHibernationWakeOnRequest(t *testing.T) {
-	longestFirst(t, 6*time.Minute)
+	longestFirst(t, 330*time.Second)
 	ctx := context.Background()
 	ns := namespace(t, "e2e-hibernate")
 	const name = "sleepy"
@@ -183,7 +183,7 @@ func TestLocalHibernationWakeOnRequest(t *testing.T) {
 // Cluster API has dropped that client, then answers through the listener; the cluster sleeps
 // after its idle time with an nc -z loop going, and stays asleep.
 func TestLocalWakeOnRequestTurnedOnWhileRunning(t *testing.T) {
-	longestFirst(t, 3*time.Minute)
+	longestFirst(t, 220*time.Second)
 	ns := namespace(t, "e2e-wake-turned-on")
 	const name = "served"
 	applyHibernatingCluster(t, ns, name, 1, "{}")
@@ -292,7 +292,7 @@ func exists(path string) bool {
 // no tenant process and no kube-apiserver log; then kubectl with a minted kubeconfig starts it on
 // the first try, and it comes up with its worker.
 func TestLocalCreatedAsleep(t *testing.T) {
-	longestFirst(t, 40*time.Second)
+	longestFirst(t, 56*time.Second)
 	ctx := context.Background()
 	ns := namespace(t, "e2e-born-asleep")
 	const name = "unstarted"

@@ -166,7 +166,7 @@ func playSteward(t *testing.T, tenantNS, name, version string) {
 // TenantCluster yields its objects, each accepted by the real CRD schema in the management
 // cluster, walks its phases and conditions, and deleting it removes them all.
 func TestTenantClusterObjectsPerProvider(t *testing.T) {
-	longestFirst(t, 110*time.Second)
+	longestFirst(t, 175*time.Second)
 	ns := namespace(t, "e2e-providers")
 	ctx := context.Background()
 	d := dynamicClient(t)

@@ -348,7 +348,7 @@ spec:
 // machine a cold Kubernetes build: its data join in TestLocalMachineJoins and
 // its v1beta3 JoinConfiguration is pkg/bootstrap's unit tests'.
 func TestLocalTenantClusterPerOS(t *testing.T) {
-	longestFirst(t, 60*time.Second)
+	longestFirst(t, 80*time.Second)
 	ctx := context.Background()
 	ns := namespace(t, "e2e-local-os")
 	oses := []bootstrap.OS{bootstrap.OSFlatcar, bootstrap.OSBottlerocket, bootstrap.OSKairos}

@@ -30,7 +30,7 @@ import (
 // whose data carries a token the tenant does not know never gets a Node; deleting a Machine
 // removes its Node.
 func TestLocalMachineJoins(t *testing.T) {
-	longestFirst(t, 45*time.Second)
+	longestFirst(t, 68*time.Second)
 	ctx := context.Background()
 	env := lmTenant(t, "lm-join", "lm")
 	dyn, ns, cluster, tenant, token := env.dyn, env.ns, env.cluster, env.tenant, env.token

@@ -25,7 +25,7 @@ import (
 // StewardControlPlane and the TenantCluster say so; set back to 1 it serves again on the same
 // endpoint, with the data it had. More than one replica is refused with a message saying why.
 func TestLocalControlPlaneSwitch(t *testing.T) {
-	longestFirst(t, 70*time.Second)
+	longestFirst(t, 80*time.Second)
 	ctx := context.Background()
 	ns := namespace(t, "e2e-switch")
 	const name = "switch"

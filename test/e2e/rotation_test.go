@@ -120,7 +120,7 @@ func (w *nodeWatch) end() (int, []string) {
 // the old kubeconfig's certificate, the old token and each machine's old certificate are
 // refused (401), the new ones work; the Nodes stayed Ready throughout and no pod was recreated.
 func TestLocalCredentialsRotation(t *testing.T) {
-	longestFirst(t, 150*time.Second)
+	longestFirst(t, 200*time.Second)
 	ctx := context.Background()
 	ns := namespace(t, "e2e-rotation")
 	const name = "rot"

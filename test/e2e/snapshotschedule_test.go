@@ -22,7 +22,7 @@ import (
 // schedule is a 422 naming its field; deleting the cluster with onClusterDelete: Delete deletes
 // the scheduled snapshots and keeps one created by hand. About two minutes (two firings).
 func TestSnapshotSchedule(t *testing.T) {
-	longestFirst(t, 100*time.Second)
+	longestFirst(t, 155*time.Second)
 	ctx := context.Background()
 	ns := namespace(t, "e2e-snapsched")
 	bad := localClusterManifest(ns, "bad", pinnedVersion, bootstrap.OSTalos, 0) +

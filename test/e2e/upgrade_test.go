@@ -42,7 +42,7 @@ const (
 // Machines at that version replace the old ones, the phase goes Updating -> Ready at the new
 // generation, and deletion leaves no process and no TenantCluster.
 func TestLocalTenantClusterUpgrade(t *testing.T) {
-	longestFirst(t, 140*time.Second)
+	longestFirst(t, 100*time.Second)
 	ctx := context.Background()
 	ns := namespace(t, "e2e-upgrade")
 	const name = "upgrade"
