@@ -307,9 +307,16 @@ func (r *RealNodes) startKubelet(ctx context.Context, key string, n *realNode, s
 	r.mu.Lock()
 	n.kubeletStarted = time.Now()
 	r.mu.Unlock()
-	return r.start(key, n, "kubelet", filepath.Join(r.opts.BinDir, "kubelet"), "--config", l.kubeletConfig(),
+	return r.start(key, n, "kubelet", filepath.Join(r.opts.BinDir, "kubelet"), kubeletArgs(l, spec, n.ip.String())...)
+}
+
+// kubeletArgs are the kubelet's flags. Every directory it writes is the node's, removed with it:
+// its root and certificate directories are flags (their defaults are the host's /var/lib/kubelet
+// and /var/lib/kubelet/pki, whatever the root), its pods' logs are in its configuration.
+func kubeletArgs(l nodeLayout, spec BootSpec, nodeIP string) []string {
+	return []string{"--config", l.kubeletConfig(),
 		"--kubeconfig", filepath.Join(spec.MachineDir, kubeconfigFile), "--root-dir", l.kubeletDir(), "--cert-dir", l.kubeletCertDir(),
-		"--hostname-override", spec.NodeName, "--node-ip", n.ip.String())
+		"--hostname-override", spec.NodeName, "--node-ip", nodeIP}
 }
 
 // startKubeProxy runs kube-proxy (iptables mode) in the node's namespace with the node's own
