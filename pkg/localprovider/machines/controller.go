@@ -423,12 +423,21 @@ func (c *Controller) keepJoined(ctx context.Context, key string, lm *external.Lo
 		return err
 	}
 	if changed {
-		if err := c.nodes.Restart(ctx, key, c.machineDir(lm)); err != nil {
-			return c.machineFailed(ctx, key, lm, &JoinError{Reason: ReasonNodeBootFailed, Err: err})
+		if err := c.restartRealNode(ctx, key, lm); err != nil {
+			return err
 		}
 	}
 	if booted, down := c.nodes.Status(key); booted && down == "" {
 		return c.approveServing(ctx, key, lm)
+	}
+	return nil
+}
+
+// restartRealNode starts the node's kubelet and kube-proxy again on the machine's new
+// credentials; what keeps them from starting is the machine's condition at once.
+func (c *Controller) restartRealNode(ctx context.Context, key string, lm *external.LocalMachine) error {
+	if err := c.nodes.Restart(ctx, key, c.machineDir(lm)); err != nil {
+		return c.machineFailed(ctx, key, lm, &JoinError{Reason: ReasonNodeBootFailed, Err: err})
 	}
 	return nil
 }

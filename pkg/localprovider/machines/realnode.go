@@ -51,6 +51,8 @@ type RealNodes struct {
 	bridge *bridgeNet
 	// exited is called with a node's key when one of its processes exits.
 	exited func(key string)
+	// starts start a booted node's kubelet and kube-proxy, by name (tests replace them).
+	starts map[string]func(ctx context.Context, key string, n *realNode, spec BootSpec) error
 
 	mu    sync.Mutex
 	base  context.Context
@@ -83,8 +85,10 @@ type realNode struct {
 // NewRealNodes returns the runner of the provider whose state is in stateDir; exited is told
 // when a node's process exits.
 func NewRealNodes(opts RealNodesOptions, stateDir string, exited func(key string)) *RealNodes {
-	return &RealNodes{opts: opts, salt: stateDir, freeSpace: statfsFree, exited: exited, base: context.Background(), nodes: map[string]*realNode{},
+	r := &RealNodes{opts: opts, salt: stateDir, freeSpace: statfsFree, exited: exited, base: context.Background(), nodes: map[string]*realNode{},
 		bridge: &bridgeNet{name: opts.Bridge, prefix: opts.Prefix, leases: filepath.Join(opts.RunDir, "leases")}}
+	r.starts = map[string]func(context.Context, string, *realNode, BootSpec) error{"kubelet": r.startKubelet, "kube-proxy": r.startKubeProxy}
+	return r
 }
 
 func (r *RealNodes) setBase(ctx context.Context) {
@@ -402,10 +406,10 @@ func (r *RealNodes) Restart(ctx context.Context, key, machineDir string) error {
 	for _, f := range served {
 		_ = os.Remove(f)
 	}
-	if err := r.startKubelet(ctx, key, n, spec); err != nil {
+	if err := r.starts["kubelet"](ctx, key, n, spec); err != nil {
 		return err
 	}
-	if err := r.startKubeProxy(ctx, key, n, spec); err != nil {
+	if err := r.starts["kube-proxy"](ctx, key, n, spec); err != nil {
 		return err
 	}
 	klog.FromContext(ctx).Info("Real node's kubelet and kube-proxy restarted with its new credentials", "node", spec.NodeName)
