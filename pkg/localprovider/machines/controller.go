@@ -914,6 +914,9 @@ func (c *Controller) keepRealNode(ctx context.Context, key string, lm *external.
 	}
 	booted, down := c.nodes.Status(key)
 	if booted && down == "" {
+		if err := c.resumeRealNode(ctx, key, lm); err != nil {
+			return err
+		}
 		return c.routePods(ctx, key, lm, lm.Status.NodeName)
 	}
 	if down != "" {
@@ -928,6 +931,22 @@ func (c *Controller) keepRealNode(ctx context.Context, key string, lm *external.
 	}
 	return c.setMachineCondition(ctx, lm, PhaseRunning, metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue,
 		Reason: ReasonJoined, Message: fmt.Sprintf("booted again as Node %s", lm.Status.NodeName)})
+}
+
+// resumeRealNode starts what a restart of the machine's node could not (a port another socket
+// took: NodePortTaken, tried again with the joins' backoff until it is free), and then says the
+// node runs; so does a running node whose last restart's failure is the condition still.
+func (c *Controller) resumeRealNode(ctx context.Context, key string, lm *external.LocalMachine) error {
+	resumed, err := c.nodes.Resume(ctx, key, c.machineDir(lm))
+	if err != nil {
+		return c.machineFailed(ctx, key, lm, &JoinError{Reason: ReasonNodeBootFailed, Err: err})
+	}
+	if !resumed && meta.IsStatusConditionTrue(lm.Status.Conditions, ConditionReady) {
+		return nil
+	}
+	c.failures.Delete(key)
+	return c.setMachineCondition(ctx, lm, PhaseRunning, metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue,
+		Reason: ReasonJoined, Message: fmt.Sprintf("Node %s runs; its kubelet and kube-proxy started again", lm.Status.NodeName)})
 }
 
 // routePods reads the pod CIDR the tenant's kube-controller-manager allocated to the node's Node

@@ -79,7 +79,10 @@ type realNode struct {
 	// kubeletStarted is when that kubelet started (a request made before is an earlier one's).
 	serving        bool
 	kubeletStarted time.Time
-	wg             sync.WaitGroup
+	// restarting are the processes a restart stopped and has not started again yet, in order
+	// (a port of theirs was taken): Resume starts them.
+	restarting []string
+	wg         sync.WaitGroup
 }
 
 // NewRealNodes returns the runner of the provider whose state is in stateDir; exited is told
@@ -376,8 +379,9 @@ func (r *RealNodes) start(key string, n *realNode, name string, command string, 
 // node's kubelet once its credentials changed: both read the node's kubeconfig (its client
 // certificate and the CAs it trusts) only when they start. The kubelet's serving certificate
 // goes too, so that it asks for one of the cluster's current CA (a rotation's new one) instead of
-// serving one the tenant's kube-apiserver will stop trusting. A node not booted here, or down,
-// is left alone.
+// serving one the tenant's kube-apiserver will stop trusting. What does not start (a port
+// another socket took while it was stopped) is started by Resume. A node not booted here, or
+// down, is left alone.
 func (r *RealNodes) Restart(ctx context.Context, key, machineDir string) error {
 	spec, err := readBootSpec(machineDir)
 	if err != nil {
@@ -385,18 +389,20 @@ func (r *RealNodes) Restart(ctx context.Context, key, machineDir string) error {
 	}
 	r.mu.Lock()
 	n, ok := r.nodes[key]
+	ok = ok && n.down == ""
 	var procs []*nodeProc
-	if ok && n.down == "" {
+	if ok {
 		for _, name := range []string{"kube-proxy", "kubelet"} {
 			if p := n.procs[name]; p != nil {
 				p.stopping = true
 				procs = append(procs, p)
 			}
 		}
+		n.restarting = []string{"kubelet", "kube-proxy"}
 		n.serving = false
 	}
 	r.mu.Unlock()
-	if !ok || len(procs) == 0 {
+	if !ok {
 		return nil
 	}
 	for _, p := range procs {
@@ -406,11 +412,42 @@ func (r *RealNodes) Restart(ctx context.Context, key, machineDir string) error {
 	for _, f := range served {
 		_ = os.Remove(f)
 	}
-	if err := r.starts["kubelet"](ctx, key, n, spec); err != nil {
-		return err
+	return r.resume(ctx, key, n, spec)
+}
+
+// Resume starts what a restart of the node of key stopped and could not start again; resumed
+// says whether it did so now.
+func (r *RealNodes) Resume(ctx context.Context, key, machineDir string) (resumed bool, err error) {
+	r.mu.Lock()
+	n, ok := r.nodes[key]
+	ok = ok && n.down == "" && len(n.restarting) > 0
+	r.mu.Unlock()
+	if !ok {
+		return false, nil
 	}
-	if err := r.starts["kube-proxy"](ctx, key, n, spec); err != nil {
-		return err
+	spec, err := readBootSpec(machineDir)
+	if err != nil {
+		return false, err
+	}
+	return true, r.resume(ctx, key, n, spec)
+}
+
+// resume starts the node's restarting processes in order, each once it started no more one.
+func (r *RealNodes) resume(ctx context.Context, key string, n *realNode, spec BootSpec) error {
+	for {
+		r.mu.Lock()
+		if len(n.restarting) == 0 {
+			r.mu.Unlock()
+			break
+		}
+		name := n.restarting[0]
+		r.mu.Unlock()
+		if err := r.starts[name](ctx, key, n, spec); err != nil {
+			return err
+		}
+		r.mu.Lock()
+		n.restarting = n.restarting[1:]
+		r.mu.Unlock()
 	}
 	klog.FromContext(ctx).Info("Real node's kubelet and kube-proxy restarted with its new credentials", "node", spec.NodeName)
 	return nil
