@@ -86,7 +86,7 @@
 // A node whose kubelet or containerd exits is reported (Ready False, NodeDown), not restarted:
 // its Node goes NotReady as a real machine's would. Deleting the machine (or stopping this
 // process) stops the processes and removes what they made: the processes left in the node's
-// cgroups and containerd's shims, mounts under its directories, its pods' network namespaces
+// cgroups, its own a killed provider left (kubelet, containerd, kube-proxy, containerd's shims), mounts under its directories, its pods' network namespaces
 // and its own (veths, the pods' bridge and every iptables rule inside go with it), the cgroups,
 // the kubelet's links in /var/log/containers, its address and its state. The host's own
 // iptables are never written.

@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -69,14 +71,14 @@ func createCgroup(root string) error {
 }
 
 // cleanNode removes what a node made outside its processes, whether they stopped or were
-// killed: the processes left in its cgroup and containerd's shims, mounts under its
-// directories, its pods' network namespaces and its own (the veths, the pods' bridge and every
-// iptables rule of kube-proxy and the kubelet go with them), its cgroups and the kubelet's
-// links to its pods' logs.
+// killed: the processes left in its cgroup, its own a killed provider left (kubelet,
+// containerd, kube-proxy, shims), mounts under its directories, its pods' network namespaces
+// and its own (the veths, the pods' bridge and every iptables rule of kube-proxy and the
+// kubelet go with them), its cgroups and the kubelet's links to its pods' logs.
 func cleanNode(ctx context.Context, l nodeLayout) {
 	logger := klog.FromContext(ctx)
 	killCgroup(l.cgroupRoot())
-	killShims(l.containerdSock())
+	killNodeProcesses(l)
 	for _, m := range mountsUnder(l.dir, l.run) {
 		if err := unix.Unmount(m, unix.MNT_DETACH); err != nil {
 			logger.V(2).Info("Unmounting", "mount", m, "err", err)
@@ -155,24 +157,39 @@ func removeCgroup(root string) {
 	}
 }
 
-// killShims kills the containerd shims started for the node's containerd (they outlive it),
-// found by the -address they were given.
-func killShims(sock string) {
+// killNodeProcesses kills the node's own processes left running and waits, up to 5 s, until
+// they are gone: those whose command line names its directories or its machine's kubeconfig
+// (its kubelet, containerd, kube-proxy and containerd's shims, which outlive containerd). A
+// provider that was killed left them, outside the node's cgroups; they would hold its keys,
+// ports and directories while a new boot used them.
+func killNodeProcesses(l nodeLayout) {
+	marks := [][]byte{[]byte(l.dir + "/"), []byte(l.run + "/"), []byte(filepath.Join(filepath.Dir(l.dir), kubeconfigFile) + "\x00")}
+	var pids []int
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, f := range procs {
-		data, err := os.ReadFile(f)
-		if err != nil || !bytes.Contains(data, []byte("containerd-shim")) {
+		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(f)))
+		data, _ := os.ReadFile(f)
+		if err != nil || pid == os.Getpid() || !slices.ContainsFunc(marks, func(m []byte) bool { return bytes.Contains(data, m) }) {
 			continue
 		}
-		args := strings.Split(string(data), "\x00")
-		for i, a := range args {
-			if a == "-address" && i+1 < len(args) && args[i+1] == sock {
-				if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(f))); err == nil {
-					_ = unix.Kill(pid, unix.SIGKILL)
-				}
-			}
+		if unix.Kill(pid, unix.SIGKILL) == nil {
+			pids = append(pids, pid)
 		}
 	}
+	for deadline := time.Now().Add(5 * time.Second); len(pids) > 0 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		pids = slices.DeleteFunc(pids, func(pid int) bool { return !alive(pid) })
+	}
+}
+
+// alive says whether the process runs (a zombie does not: it holds nothing but its entry).
+func alive(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the command's closing parenthesis.
+	i := bytes.LastIndexByte(data, ')')
+	return i >= 0 && i+2 < len(data) && data[i+2] != 'Z'
 }
 
 // mountsUnder lists the mount points under the directories, deepest first.

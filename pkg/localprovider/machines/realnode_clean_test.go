@@ -5,10 +5,12 @@ import (
 	"io/fs"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // kubeletWrites are the places a real node's kubelet and containerd write (keys among them), as
@@ -122,4 +124,53 @@ func existing(paths []string) []string {
 		}
 	}
 	return out
+}
+
+// A provider that was killed leaves its nodes' kubelet, containerd and kube-proxy running
+// (outside the node's cgroups), holding the node's keys in memory, its ports and directories:
+// the node's cleanup (its delete, or its next boot's first step) kills them, by the node's
+// directories or its machine's kubeconfig in their command lines, and nothing else. Before,
+// they outlived the delete.
+func TestRealNodeCleanKillsWhatAKilledProviderLeft(t *testing.T) {
+	state := t.TempDir()
+	r := NewRealNodes(RealNodesOptions{Bridge: "test-no-such-bridge", Prefix: netip.MustParsePrefix("10.250.0.0/29"),
+		RunDir: t.TempDir()}, state, nil)
+	key, machineDir := "ns/m0", filepath.Join(state, "machines", "ns", "m0")
+	l := r.layout(key, machineDir)
+	other := r.layout("ns/m1", filepath.Join(state, "machines", "ns", "m1"))
+	// Each a sleep whose command line starts as a node process's (bash's exec -a names it).
+	run := func(args ...string) *exec.Cmd {
+		cmd := exec.Command("bash", "-c", `exec -a "$0" sleep 300`, strings.Join(args, " "))
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
+		return cmd
+	}
+	left := map[string]*exec.Cmd{
+		"kubelet":    run("kubelet", "--config", l.kubeletConfig(), "--root-dir", l.kubeletDir()),
+		"containerd": run("containerd", "--config", l.containerdConfig()),
+		"kube-proxy": run("kube-proxy", "--hostname-override", "m0", "--kubeconfig", filepath.Join(machineDir, kubeconfigFile)),
+	}
+	kept := map[string]*exec.Cmd{
+		"another node's kubelet":            run("kubelet", "--root-dir", other.kubeletDir()),
+		"a process naming a sibling's file": run("cat", machineDir+"-old/"+kubeconfigFile),
+	}
+	time.Sleep(100 * time.Millisecond) // bash has exec'd
+	for name, cmd := range left {
+		if !alive(cmd.Process.Pid) {
+			t.Fatalf("the stand-in for the node's %s did not start", name)
+		}
+	}
+	r.Stop(context.Background(), key, machineDir)
+	for name, cmd := range left {
+		if alive(cmd.Process.Pid) {
+			t.Errorf("the deleted node's %s (pid %d) still runs", name, cmd.Process.Pid)
+		}
+	}
+	for name, cmd := range kept {
+		if !alive(cmd.Process.Pid) {
+			t.Errorf("%s (pid %d) was killed with the node", name, cmd.Process.Pid)
+		}
+	}
 }
