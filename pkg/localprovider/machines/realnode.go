@@ -382,6 +382,12 @@ func (r *RealNodes) start(key string, n *realNode, name string, command string, 
 // serving one the tenant's kube-apiserver will stop trusting. What does not start (a port
 // another socket took while it was stopped) is started by Resume. A node not booted here, or
 // down, is left alone.
+//
+// A rotation restarts a node twice, on purpose: when prepared (its new client certificate, and a
+// serving certificate of the new CA, both needed before the kube-apiserver trusts no other CA)
+// and when completed (the CAs it trusts: its kubeconfig holds them as data, read at start, so
+// it would trust servers of the previous CA until it restarts). Once would need the kubelet
+// and kube-proxy to reload the kubeconfig's files (client-go's ClientsAllowCARotation).
 func (r *RealNodes) Restart(ctx context.Context, key, machineDir string) error {
 	spec, err := readBootSpec(machineDir)
 	if err != nil {
