@@ -120,7 +120,7 @@ func realNodeCannotBoot(t *testing.T, env *lmEnv, c realNodeFault) {
 		_ = unix.Unmount(m, unix.MNT_DETACH)
 	}
 	realNodeWaitGone(t, env, c.machine)
-	if left := realNodeLeftovers(); len(left) > 0 {
+	if left := append(realNodeLeftovers(), realNodeStateLeft(env.ns, c.machine)...); len(left) > 0 {
 		t.Errorf("the deleted machine %s left:\n  %s", c.machine, strings.Join(left, "\n  "))
 	}
 }

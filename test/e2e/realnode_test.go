@@ -118,7 +118,12 @@ spec: {provider: local, local: {nodeType: real}}
 		t.Fatal(err)
 	}
 	deleteCluster(t, ns, name, string(cp.GetUID()))
-	if left := realNodeLeftovers(); len(left) > 0 {
+	left := realNodeLeftovers()
+	machines, _ := filepath.Glob(filepath.Join(plane.dir, "machines", ns, "*"))
+	for _, m := range machines {
+		left = append(left, realNodeStateLeft(ns, filepath.Base(m))...)
+	}
+	if len(left) > 0 {
 		t.Errorf("the deleted cluster's real nodes left:\n  %s", strings.Join(left, "\n  "))
 	}
 }
@@ -537,6 +542,17 @@ func realNodeLeftovers() []string {
 	if leases, _ := filepath.Glob("/run/butler-nodes/leases/*"); len(leases) > 0 {
 		left = append(left, "address leases "+strings.Join(leases, " "))
 	}
+	// A node's own directories and the keys in them: its run directory holds its kubelet's
+	// certificate directory (serving key and certificate) and root (its pods' tokens), its state
+	// directory containerd's; a machine's state directory (its node client key) stays while the
+	// machine does, not its node's.
+	runDirs, _ := filepath.Glob("/run/butler-nodes/*")
+	nodeDirs, _ := filepath.Glob(filepath.Join(plane.dir, "machines", "*", "*", "node"))
+	for _, dir := range append(runDirs, nodeDirs...) {
+		if filepath.Base(dir) != "leases" {
+			left = append(left, "node directory "+dir+": "+strings.Join(filesUnder(dir, 5), " "))
+		}
+	}
 	if cg, _ := filepath.Glob("/sys/fs/cgroup/*/butler-nodes"); len(cg) > 0 {
 		left = append(left, "cgroups "+strings.Join(cg, " "))
 	}
@@ -548,11 +564,12 @@ func realNodeLeftovers() []string {
 		}
 	}
 	// The kubelet's default --cert-dir is the host's, whatever its --root-dir: a real node's
-	// serving certificate (of an address on the nodes' bridge) written there since this run began.
-	served, _ := filepath.Glob("/var/lib/kubelet/pki/kubelet-server-*.pem")
+	// serving certificate (of an address on the nodes' bridge) or key there, of any run (the 12
+	// of clusters deleted before e87f9c6 were removed on 2026-11-29).
+	served, _ := filepath.Glob("/var/lib/kubelet/pki/kubelet-*")
 	for _, f := range served {
-		if fi, err := os.Stat(f); err == nil && fi.ModTime().After(e2eStarted) && realNodeServingFile(f) {
-			left = append(left, "serving certificate "+f)
+		if realNodeServingFile(f) {
+			left = append(left, "serving certificate and key "+f)
 		}
 	}
 	if rules, err := exec.Command("iptables-save").Output(); err == nil {
@@ -565,8 +582,40 @@ func realNodeLeftovers() []string {
 	return left
 }
 
-// e2eStarted is when this run began: what is older than it is not this run's.
-var e2eStarted = time.Now()
+// filesUnder names at most max files under dir (its keys first: *.key, *.pem, token), and how
+// many more there are.
+func filesUnder(dir string, max int) []string {
+	var keys, others []string
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		if ext := filepath.Ext(p); ext == ".key" || ext == ".pem" || d.Name() == "token" {
+			keys = append(keys, p)
+		} else {
+			others = append(others, p)
+		}
+		return nil
+	})
+	all := append(keys, others...)
+	if len(all) > max {
+		return append(all[:max], fmt.Sprintf("and %d more", len(all)-max))
+	}
+	return all
+}
+
+// realNodeStateLeft names the files left in the state directories of the deleted machines of
+// namespace ns (their node client keys and kubeconfigs among them).
+func realNodeStateLeft(ns string, machines ...string) []string {
+	var left []string
+	for _, m := range machines {
+		dir := filepath.Join(plane.dir, "machines", ns, m)
+		if _, err := os.Lstat(dir); err == nil {
+			left = append(left, "machine state "+dir+": "+strings.Join(filesUnder(dir, 5), " "))
+		}
+	}
+	return left
+}
 
 // realNodeServingFile says whether the PEM file holds a certificate for an address of the real
 // nodes' bridge (10.250.0.0/16).
