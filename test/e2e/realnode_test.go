@@ -582,13 +582,18 @@ func realNodeLeftovers() []string {
 	return left
 }
 
-// filesUnder names at most max files under dir (its keys first: *.key, *.pem, token), and how
-// many more there are.
+// filesUnder names at most max files under dir, its keys first (*.key, *.pem, token), and says
+// when there are more. The walk stops there: it runs in polls, over containerd's image content.
 func filesUnder(dir string, max int) []string {
 	var keys, others []string
+	more := false
 	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return nil
+		}
+		if len(keys)+len(others) == 4*max {
+			more = true
+			return filepath.SkipAll
 		}
 		if ext := filepath.Ext(p); ext == ".key" || ext == ".pem" || d.Name() == "token" {
 			keys = append(keys, p)
@@ -598,8 +603,8 @@ func filesUnder(dir string, max int) []string {
 		return nil
 	})
 	all := append(keys, others...)
-	if len(all) > max {
-		return append(all[:max], fmt.Sprintf("and %d more", len(all)-max))
+	if more || len(all) > max {
+		return append(all[:min(max, len(all))], "and more")
 	}
 	return all
 }

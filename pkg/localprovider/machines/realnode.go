@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -358,21 +359,28 @@ func (r *RealNodes) start(key string, n *realNode, name string, command string, 
 	n.procs[name] = p
 	r.mu.Unlock()
 	n.wg.Add(1)
-	go func() {
-		defer n.wg.Done()
-		err := cmd.Wait()
-		close(p.done)
-		logFile.Close()
-		r.mu.Lock()
-		if n.down == "" && n.cancel != nil && !p.stopping {
-			n.down = fmt.Sprintf("%s exited (%v): %s", name, err, lastLine(n.layout.log(name)))
-		}
-		r.mu.Unlock()
-		if r.exited != nil {
-			r.exited(key)
-		}
-	}()
+	go r.waitProc(key, n, name, p, logFile)
 	return nil
+}
+
+// waitProc waits for the node's process name to exit and records it. An exit the provider did
+// not ask for puts the node down and brings its machine back at once (NodeDown); one it asked
+// for (a stop, a failed boot's cleanup, a restart) does not: a failed boot is tried again after
+// the joins' backoff, not the moment its cleanup stopped containerd.
+func (r *RealNodes) waitProc(key string, n *realNode, name string, p *nodeProc, logFile io.Closer) {
+	defer n.wg.Done()
+	err := p.cmd.Wait()
+	close(p.done)
+	logFile.Close()
+	r.mu.Lock()
+	down := n.down == "" && n.cancel != nil && !p.stopping
+	if down {
+		n.down = fmt.Sprintf("%s exited (%v): %s", name, err, lastLine(n.layout.log(name)))
+	}
+	r.mu.Unlock()
+	if down && r.exited != nil {
+		r.exited(key)
+	}
 }
 
 // Restart starts the kubelet and kube-proxy of the node of key again, as an operator restarts a

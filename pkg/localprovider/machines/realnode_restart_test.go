@@ -3,6 +3,7 @@ package machines
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -174,5 +175,48 @@ func TestRestartRetriesATakenPort(t *testing.T) {
 	_ = c.keepJoined(ctx, key, lm, true)
 	if starts.tries != tries {
 		t.Error("a node whose kubelet runs again is started once more")
+	}
+}
+
+// A node's process that exits because the provider stops it (a failed boot's cleanup, a stop, a
+// restart) does not bring its machine back at once: a failed boot is tried again after the
+// joins' backoff (before, each cleanup's stop of containerd queued the machine again, and the
+// next try began at once, so the node was almost never without one). An exit the provider did
+// not ask for does, with the node down.
+func TestNodeProcessExitBringsTheMachineBackOnlyWhenUnasked(t *testing.T) {
+	var mu sync.Mutex
+	brought := 0
+	r := NewRealNodes(RealNodesOptions{RunDir: t.TempDir()}, t.TempDir(), func(string) { mu.Lock(); brought++; mu.Unlock() })
+	n := &realNode{layout: r.layout("ns/m0", t.TempDir()), procs: map[string]*nodeProc{}, cancel: func() {}}
+	run := func() *nodeProc {
+		cmd := exec.Command("sleep", "300")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		p := &nodeProc{cmd: cmd, done: make(chan struct{})}
+		n.wg.Add(1)
+		go r.waitProc("ns/m0", n, "containerd", p, io.NopCloser(nil))
+		return p
+	}
+	stopped := run()
+	r.mu.Lock()
+	n.cancel = nil // stopNode's first step
+	r.mu.Unlock()
+	stopped.terminate(time.Second)
+	n.wg.Wait()
+	mu.Lock()
+	if brought != 0 || n.down != "" {
+		t.Errorf("a process the provider stopped: the machine brought back %d times, the node down %q", brought, n.down)
+	}
+	mu.Unlock()
+
+	n.cancel = func() {}
+	died := run()
+	_ = died.cmd.Process.Kill()
+	n.wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if brought != 1 || !strings.HasPrefix(n.down, "containerd exited") {
+		t.Errorf("a process that died: the machine brought back %d times, the node down %q; want once, down", brought, n.down)
 	}
 }
