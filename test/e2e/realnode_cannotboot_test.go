@@ -43,7 +43,7 @@ func TestRealNodeCannotBootOrJoin(t *testing.T) {
 		// too when built), inodes for the join and containerd's start but not an image's unpacking.
 		{machine: "rn-inodes", reason: "NodeOutOfSpace", want: []string{"no space left on device"}, registers: true, mount: "size=2g,nr_inodes=50"},
 		{machine: "rn-badtoken", reason: "DiscoveryFailed", want: []string{`not signed for token "abcdef"`}, token: "abcdef.0123456789abcdef"},
-		{machine: "rn-port", reason: "NodePortTaken", want: []string{":10250", fmt.Sprintf("pid=%d,", os.Getpid())}, registers: true, takePort: true},
+		{machine: "rn-port", reason: "NodePortTaken", want: []string{":10250", fmt.Sprintf("pid=%d)", os.Getpid())}, registers: true, takePort: true},
 	} {
 		realNodeCannotBoot(t, env, c)
 	}

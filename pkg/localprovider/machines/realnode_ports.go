@@ -60,7 +60,7 @@ func checkPortsIn(ctx context.Context, nsPath, name, process string, addrs []str
 	return nil
 }
 
-var ssUsers = regexp.MustCompile(`users:\(\(.*\)\)`)
+var ssUsers, ssFD = regexp.MustCompile(`users:\(\(.*\)\)`), regexp.MustCompile(`,fd=[0-9]+`)
 
 // portHolder names the processes whose socket listens on addr's port in the node's network
 // namespace (ss's users, host pids), or says it found none (a socket no process holds any more).
@@ -71,7 +71,9 @@ func portHolder(ctx context.Context, nsPath, addr string) string {
 		return "a socket (ss: " + err.Error() + ")"
 	}
 	if m := ssUsers.Find(out); m != nil {
-		return "a socket of " + string(m)
+		// Without the descriptors: the same holder reads the same at each try (a new message is
+		// a status write, which brings the machine back at once, past its backoff).
+		return "a socket of " + ssFD.ReplaceAllString(string(m), "")
 	}
 	return "a socket of no process"
 }

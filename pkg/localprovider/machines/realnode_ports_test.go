@@ -36,7 +36,7 @@ func TestCheckPortsNamesTheHolder(t *testing.T) {
 	if !errors.Is(err, ErrPortTaken) {
 		t.Fatalf("a held address: %v, want ErrPortTaken", err)
 	}
-	for _, want := range []string{"the kubelet", held.Addr().String(), fmt.Sprintf("pid=%d,", os.Getpid())} {
+	for _, want := range []string{"the kubelet", held.Addr().String(), fmt.Sprintf("pid=%d)", os.Getpid())} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error %q does not name %q", err, want)
 		}
