@@ -192,10 +192,9 @@ func (b *base) clusterChange(ctx context.Context, a admission.Attributes) (tc, o
 }
 
 var (
-	tenantClusters   = butler.Resource("tenantclusters")
-	tenantAddons     = butler.Resource("tenantaddons")
-	teams            = butler.Resource("teams")
-	managementAddons = butler.Resource("managementaddons")
+	tenantClusters = butler.Resource("tenantclusters")
+	tenantAddons   = butler.Resource("tenantaddons")
+	teams          = butler.Resource("teams")
 )
 
 // New returns the plugins, initialized, in order: for a server without a management cluster,
