@@ -98,11 +98,6 @@ func apiServerArgs(a planeArgs) []string {
 		// close every connection within 2 s. Without it the HTTP server waits up to the request
 		// timeout (60 s) for connections holding watches, and every stop hit stopGrace's SIGKILL.
 		"--shutdown-send-retry-after=true",
-		// And end the open watches (kwok's, Cluster API's, butler's: they outlive the control
-		// plane's stop) at once, each with its stream's end, waiting for them up to 2 s. Without
-		// it the watches stay open, and their connections hold the HTTP server's shutdown to its
-		// 2 s timeout: the exit waited that long whenever a client watched.
-		"--shutdown-watch-termination-grace-period=2s",
 	}
 	if a.Rotating {
 		args = replaceFlag(args, "--client-ca-file=", p.pkiFile(pki.CABundle))

@@ -60,11 +60,8 @@ func TestAPIServerArgs(t *testing.T) {
 		"kubelet-client-certificate":    "/state/0b6c-uid/pki/apiserver-kubelet-client.crt",
 		"kubelet-certificate-authority": "/state/0b6c-uid/pki/ca.crt",
 		"endpoint-reconciler-type":      "none",
-		// A stop drains requests in flight and ends the open watches, without waiting on them.
-		"shutdown-send-retry-after":               "true",
-		"shutdown-watch-termination-grace-period": "2s",
-		"v":                "4", // extra args are appended
-		"audit-log-maxage": "3", // with "--" added when missing
+		"v":                             "4", // extra args are appended
+		"audit-log-maxage":              "3", // with "--" added when missing
 	}
 	for name, value := range want {
 		if got, ok := flagValue(args, name); !ok || got != value {
