@@ -1,6 +1,7 @@
 package managementaddon
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -39,7 +40,7 @@ func (c *Controller) desiredRelease(addon *v1alpha1.ManagementAddon) (*desired, 
 	case addon.Spec.Helm != nil:
 		h := addon.Spec.Helm
 		d.chart = addons.ChartRef{Repository: h.Repository, Name: h.Chart, Version: addon.Spec.Version}
-		d.release = addons.ReleaseKey{Name: orDefault(h.ReleaseName, addon.Name), Namespace: h.Namespace}
+		d.release = addons.ReleaseKey{Name: cmp.Or(h.ReleaseName, addon.Name), Namespace: h.Namespace}
 		if h.CreateNamespace != nil {
 			d.createNamespace = *h.CreateNamespace
 		}
@@ -51,11 +52,11 @@ func (c *Controller) desiredRelease(addon *v1alpha1.ManagementAddon) (*desired, 
 		if err != nil {
 			return nil, err
 		}
-		version := firstSet(addon.Spec.Version, c.platformVersion(def.Name), def.Spec.Chart.DefaultVersion)
+		version := cmp.Or(addon.Spec.Version, c.platformVersion(def.Name), def.Spec.Chart.DefaultVersion)
 		d.chart = addons.ChartRef{Repository: def.Spec.Chart.Repository, Name: def.Spec.Chart.Name, Version: version}
 		d.release = addons.ReleaseKey{Name: addon.Name}
 		if df := def.Spec.Defaults; df != nil {
-			d.release = addons.ReleaseKey{Name: orDefault(df.ReleaseName, addon.Name), Namespace: df.Namespace}
+			d.release = addons.ReleaseKey{Name: cmp.Or(df.ReleaseName, addon.Name), Namespace: df.Namespace}
 			if df.CreateNamespace != nil {
 				d.createNamespace = *df.CreateNamespace
 			}
@@ -98,20 +99,4 @@ func (c *Controller) platformVersion(definition string) string {
 		return ""
 	}
 	return addonslots.DefaultVersion(cfg.Spec.DefaultAddonVersions, definition)
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}
-
-func firstSet(vs ...string) string {
-	for _, v := range vs {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
