@@ -287,8 +287,9 @@ bench: build bench-bin ## the aggregated API against butler's own CRDs, BENCH_N 
 # bench-report: runs the figures of docs/performance.md and writes it (generated; do not edit it
 # by hand): each figure in BENCH_PAIRS pairs of subject and baseline, each pair on a fresh plane,
 # the order alternating, one bench process a pair, each wrapped in BENCH_LOCK (on a shared machine
-# BENCH_LOCK="flock /tmp/heavy.lock"). ONLY=P9 runs only the figures named; the document keeps
-# the last runs of the others, each with its commit. P1, P1p, P2 and P2b are measured together
+# BENCH_LOCK="flock /tmp/heavy.lock"). Each figure's runs are kept in test/bench/figures/<ID>.json,
+# committed with the document: ONLY=P9 runs only the figures named and renders the others from
+# their files (their last runs, each with its commit). P1, P1p, P2 and P2b are measured together
 # (any of their names runs all four, BENCH_API_N TenantClusters a side), as are P11 and P11r
 # (BENCH_P11_N keys). P7m runs three local tenants' processes at a time (TestTenantFootprint).
 # P13 and P13m are real worker nodes beside kwok's (root, with make test-realnode's dependencies).

@@ -146,7 +146,7 @@ func inPairOrder[T any](subject, baseline []T, subjectFirst bool) []T {
 func runAPIPair(ctx context.Context, o options, root string, k int) error {
 	figs := map[string]*figure{}
 	for id, def := range apiFigures(o) {
-		f, err := loadFigure(figurePath(o.out, id), k == 0, def)
+		f, err := loadFigure(figurePath(o.figures, id), k == 0, def)
 		if err != nil {
 			return err
 		}
@@ -181,7 +181,7 @@ func runAPIPair(ctx context.Context, o options, root string, k int) error {
 			f.addWork(s, counts)
 		}
 		f.Commit, f.Machine = o.commit, machine()
-		if err := f.save(figurePath(o.out, id)); err != nil {
+		if err := f.save(figurePath(o.figures, id)); err != nil {
 			return err
 		}
 		logf("%s pair %d: %s %s, %s %s", id, k+1, f.Subject, f.unit(m.subject), f.Base, f.unit(m.baseline))

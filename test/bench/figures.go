@@ -18,8 +18,9 @@ import (
 
 // figure is one figure of docs/performance.md as measured: every pair's subject and baseline
 // run, in the order they ran. `make bench-report` runs each figure's pairs (one bench process a
-// pair, each appending to the figure's file under _output/bench/figures) and then -report
-// renders every file into the document; nothing in it is typed by hand.
+// pair, each appending to the figure's file under test/bench/figures) and then -report
+// renders every file into the document; nothing in it is typed by hand. The files are committed
+// with the document: they are its data, and what a report of one figure renders the others from.
 type figure struct {
 	ID       string `json:"id"`
 	Title    string `json:"title"`

@@ -160,7 +160,7 @@ func readPairs(path string) (runs []pair, work []map[string]map[string]int, err 
 }
 
 // importPairs makes each figure of spec ("P3=file,P11=file") of its file of pairs, with N n.
-func importPairs(spec, out, commit string, n int) error {
+func importPairs(spec, dir, commit string, n int) error {
 	for item := range strings.SplitSeq(spec, ",") {
 		id, file, ok := strings.Cut(item, "=")
 		def := pairFigures[id]
@@ -178,7 +178,7 @@ func importPairs(spec, out, commit string, n int) error {
 			f.addWork(f.Base, w["baseline"])
 		}
 		f.Notes = append(f.Notes, "The load average given for each pair is the one when the benchmark had ended.")
-		if err := f.save(figurePath(out, id)); err != nil {
+		if err := f.save(figurePath(dir, id)); err != nil {
 			return err
 		}
 	}

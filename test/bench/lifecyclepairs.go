@@ -211,5 +211,7 @@ func countWork(ctx context.Context, dyn dynamic.Interface, selector string) (map
 	return counts, nil
 }
 
-// figurePath is where figure id's runs are kept between the processes of one report.
-func figurePath(out, id string) string { return filepath.Join(out, "figures", id+".json") }
+// figurePath is where figure id's runs are kept: test/bench/figures in the repository by default,
+// committed with the document rendered from them, so a report that runs one figure (ONLY=P9)
+// renders the others from their last runs, each with its own commit.
+func figurePath(dir, id string) string { return filepath.Join(dir, id+".json") }

@@ -56,13 +56,14 @@ type options struct {
 	n, clients, namespaces, rounds, warmup, updates, watchRounds, batches int
 	profileSeconds, protobufN                                             int
 	root, crds, out, butlerArgs                                           string
+	figures                                                               string
 	keep, teams                                                           bool
 	lifecycle                                                             int
 	lifecycleFloor                                                        bool
-	// lifecyclePair runs one pair of P9 (>= 0) into <out>/figures/P9.json; report renders
+	// lifecyclePair runs one pair of P9 (>= 0) into <figures>/P9.json; report renders
 	// every figure there into a document (make bench-report).
 	lifecyclePair int
-	// apiPair runs one pair of P1, P1p, P2 and P2b (>= 0) into <out>/figures (apipairs.go).
+	// apiPair runs one pair of P1, P1p, P2 and P2b (>= 0) into <figures> (apipairs.go).
 	apiPair                   int
 	report, commit, reportRan string
 	pairs                     string
@@ -88,6 +89,7 @@ func main() {
 	flag.StringVar(&o.root, "root", ".", "the repository (where hack/local-up.sh is)")
 	flag.StringVar(&o.crds, "crds", "", "Butler's CRDs (default <root>/test/bench/testdata/butler-crds)")
 	flag.StringVar(&o.out, "out", "", "where the table and profiles go (default <root>/_output/bench)")
+	flag.StringVar(&o.figures, "figures", "", "where each figure's runs are kept, one JSON file a figure, rendered by -report (default <root>/test/bench/figures, committed with docs/performance.md)")
 	flag.StringVar(&o.butlerArgs, "butler-args", os.Getenv("BUTLER_APISERVER_ARGS"), "extra flags for butler-apiserver")
 	flag.BoolVar(&o.keep, "keep", false, "keep the plane's directory (logs, etcd) afterwards")
 	flag.BoolVar(&o.teams, "teams", false,
@@ -98,14 +100,14 @@ func main() {
 	flag.BoolVar(&o.lifecycleFloor, "lifecycle-floor", true,
 		"with -lifecycle, first measure the floor on the same plane: the same objects written straight to kube-apiserver and deleted, without butler")
 	flag.IntVar(&o.lifecyclePair, "lifecycle-pair", -1,
-		"if >= 0, run pair number k of P9 with -lifecycle clusters (butler and the floor, each on a fresh plane, in the order of k) and add it to <out>/figures/P9.json (k=0 starts it anew)")
+		"if >= 0, run pair number k of P9 with -lifecycle clusters (butler and the floor, each on a fresh plane, in the order of k) and add it to <figures>/P9.json (k=0 starts it anew)")
 	flag.IntVar(&o.apiPair, "api-pair", -1,
 		"if >= 0, run pair number k of P1, P1p, P2 and P2b with -n TenantClusters a side (the aggregated API and the CRD copy on one fresh plane, "+
-			"Teams, quotas and ProviderConfigs on both, the side first in the order of k) and add it to <out>/figures (k=0 starts them anew)")
-	flag.StringVar(&o.report, "report", "", "render every figure under <out>/figures into this file (docs/performance.md) and stop")
+			"Teams, quotas and ProviderConfigs on both, the side first in the order of k) and add it to <figures> (k=0 starts them anew)")
+	flag.StringVar(&o.report, "report", "", "render every figure under -figures into this file (docs/performance.md) and stop")
 	flag.StringVar(&o.commit, "commit", "", "the commit the figures are of (git describe), for the report")
 	flag.StringVar(&o.pairs, "pairs", "",
-		"ID=file,...: make each figure (P3, P7m, P11, P11r, P12, P12m, P13, P13m) of its file of pairs, written by its test (P3_PAIRS_OUT, BUTLER_FOOTPRINT_PAIRS_OUT, SNAPSHOT_PAIRS_OUT, the Steward stage, REALNODE_PAIRS_OUT), with N -n, in <out>/figures and stop")
+		"ID=file,...: make each figure (P3, P7m, P11, P11r, P12, P12m, P13, P13m) of its file of pairs, written by its test (P3_PAIRS_OUT, BUTLER_FOOTPRINT_PAIRS_OUT, SNAPSHOT_PAIRS_OUT, the Steward stage, REALNODE_PAIRS_OUT), with N -n, in -figures and stop")
 	flag.StringVar(&o.reportRan, "report-ran", "", "with -report: the figures this bench-report ran (ONLY)")
 	flag.DurationVar(&o.reportTook, "report-took", 0, "with -report: how long the whole bench-report took")
 	flag.IntVar(&o.local.n, "local", 0,
@@ -157,6 +159,9 @@ func run(ctx context.Context, o options) error {
 	if o.out == "" {
 		o.out = filepath.Join(root, "_output", "bench")
 	}
+	if o.figures == "" {
+		o.figures = filepath.Join(root, "test", "bench", "figures")
+	}
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return err
 	}
@@ -164,16 +169,16 @@ func run(ctx context.Context, o options) error {
 		o.updates = o.n
 	}
 	if o.report != "" {
-		return writeReport(filepath.Join(o.out, "figures"), o.report, o.commit, o.reportRan, o.reportTook)
+		return writeReport(o.figures, o.report, o.commit, o.reportRan, o.reportTook)
 	}
 	if o.pairs != "" {
-		return importPairs(o.pairs, o.out, o.commit, o.n)
+		return importPairs(o.pairs, o.figures, o.commit, o.n)
 	}
 	if o.lifecyclePair >= 0 {
 		if o.lifecycle <= 0 {
 			return errors.New("-lifecycle-pair needs -lifecycle N")
 		}
-		return runLifecyclePair(ctx, o, root, o.lifecyclePair, o.lifecycle, figurePath(o.out, "P9"))
+		return runLifecyclePair(ctx, o, root, o.lifecyclePair, o.lifecycle, figurePath(o.figures, "P9"))
 	}
 	if o.apiPair >= 0 {
 		return runAPIPair(ctx, o, root, o.apiPair)
