@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
@@ -23,14 +22,19 @@ var everything = labels.Everything()
 // Reconcile brings one ManagementAddon (key: its name) in line with its spec: its release
 // planned, then installed or upgraded as its account.
 func (c *Controller) Reconcile(ctx context.Context, key string) error {
-	addon, err := c.current(key)
+	addon, err := controllerkit.Current(key, c.cached, &c.written)
 	if addon == nil || err != nil {
+		if err == nil {
+			c.succeeded(key) // gone: its backoff with it
+		}
 		return err
 	}
 	if addon.DeletionTimestamp != nil {
 		return c.remove(ctx, key, addon)
 	}
-	if addon, err = c.ensureFinalizer(ctx, addon); err != nil {
+	// The finalizer holds a deleted addon until its release is gone.
+	update := c.butler.ButlerV1alpha1().ManagementAddons().Update
+	if addon, err = controllerkit.EnsureFinalizer(ctx, addon, Finalizer, update, &c.written); err != nil {
 		return err
 	}
 	target, err := c.target(addon)
@@ -48,34 +52,9 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 	return c.ensureRelease(ctx, key, addon, target, want)
 }
 
-// current is a copy of the addon of key as cached; nil when it is gone.
-func (c *Controller) current(key string) (*v1alpha1.ManagementAddon, error) {
-	cached, err := c.addons.Get(key)
-	if apierrors.IsNotFound(err) {
-		c.succeeded(key)
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	if c.written.Stale(cached.UID, cached.ResourceVersion) {
-		return nil, controllerkit.ErrStaleCopy
-	}
-	return cached.DeepCopy(), nil
-}
-
-// ensureFinalizer adds the finalizer that holds a deleted addon until its release is gone.
-func (c *Controller) ensureFinalizer(ctx context.Context, addon *v1alpha1.ManagementAddon) (*v1alpha1.ManagementAddon, error) {
-	if slices.Contains(addon.Finalizers, Finalizer) {
-		return addon, nil
-	}
-	addon.Finalizers = append(addon.Finalizers, Finalizer)
-	updated, err := c.butler.ButlerV1alpha1().ManagementAddons().Update(ctx, addon, metav1.UpdateOptions{})
-	if err != nil {
-		return nil, err
-	}
-	c.written.Wrote(addon.UID, addon.ResourceVersion, updated.ResourceVersion)
-	return updated, nil
+// cached is the informer's addon of name (ManagementAddons have no namespace).
+func (c *Controller) cached(_, name string) (*v1alpha1.ManagementAddon, error) {
+	return c.addons.Get(name)
 }
 
 // ensureRelease installs or upgrades want as the addon's account and reports the outcome.
@@ -205,18 +184,8 @@ func (c *Controller) releaseToRemove(addon *v1alpha1.ManagementAddon) (addons.Re
 	return want.release, timeout, true
 }
 
+// dropFinalizer lets the deleted addon go.
 func (c *Controller) dropFinalizer(ctx context.Context, addon *v1alpha1.ManagementAddon) error {
-	latest, err := c.butler.ButlerV1alpha1().ManagementAddons().Get(ctx, addon.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	latest.Finalizers = slices.DeleteFunc(latest.Finalizers, func(f string) bool { return f == Finalizer })
-	_, err = c.butler.ButlerV1alpha1().ManagementAddons().Update(ctx, latest, metav1.UpdateOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
+	client := c.butler.ButlerV1alpha1().ManagementAddons()
+	return controllerkit.RemoveFinalizer(ctx, addon.Name, Finalizer, client.Get, client.Update)
 }

@@ -10,7 +10,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/addons"
@@ -23,14 +22,19 @@ import (
 // Reconcile brings one TenantAddon (key namespace/name) in line with its spec: its cluster
 // ready for it, its release planned, then installed or upgraded.
 func (c *Controller) Reconcile(ctx context.Context, key string) error {
-	addon, err := c.current(key)
+	addon, err := controllerkit.Current(key, c.cached, &c.written)
 	if addon == nil || err != nil {
+		if err == nil {
+			c.succeeded(key) // gone: its backoff with it
+		}
 		return err
 	}
 	if addon.DeletionTimestamp != nil {
 		return c.remove(ctx, key, addon)
 	}
-	if addon, err = c.ensureFinalizer(ctx, addon); err != nil {
+	// The finalizer holds a deleted addon until its release is gone.
+	update := c.butler.ButlerV1alpha1().TenantAddons(addon.Namespace).Update
+	if addon, err = controllerkit.EnsureFinalizer(ctx, addon, Finalizer, update, &c.written); err != nil {
 		return err
 	}
 	tc, done, err := c.readyCluster(ctx, addon)
@@ -44,38 +48,9 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 	return c.ensureRelease(ctx, key, addon, tc, want)
 }
 
-// current is a copy of the addon of key as cached; nil when it is gone (or key is not one).
-func (c *Controller) current(key string) (*v1alpha1.TenantAddon, error) {
-	namespace, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return nil, nil
-	}
-	cached, err := c.addons.TenantAddons(namespace).Get(name)
-	if apierrors.IsNotFound(err) {
-		c.succeeded(key)
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	if c.written.Stale(cached.UID, cached.ResourceVersion) {
-		return nil, controllerkit.ErrStaleCopy
-	}
-	return cached.DeepCopy(), nil
-}
-
-// ensureFinalizer adds the finalizer that holds a deleted addon until its release is gone.
-func (c *Controller) ensureFinalizer(ctx context.Context, addon *v1alpha1.TenantAddon) (*v1alpha1.TenantAddon, error) {
-	if slices.Contains(addon.Finalizers, Finalizer) {
-		return addon, nil
-	}
-	addon.Finalizers = append(addon.Finalizers, Finalizer)
-	updated, err := c.butler.ButlerV1alpha1().TenantAddons(addon.Namespace).Update(ctx, addon, metav1.UpdateOptions{})
-	if err != nil {
-		return nil, err
-	}
-	c.written.Wrote(addon.UID, addon.ResourceVersion, updated.ResourceVersion)
-	return updated, nil
+// cached is the informer's addon of namespace/name.
+func (c *Controller) cached(namespace, name string) (*v1alpha1.TenantAddon, error) {
+	return c.addons.TenantAddons(namespace).Get(name)
 }
 
 // readyCluster is the addon's TenantCluster when its control plane can take a release; done
@@ -312,20 +287,10 @@ func (c *Controller) remove(ctx context.Context, key string, addon *v1alpha1.Ten
 	return c.dropFinalizer(ctx, addon)
 }
 
+// dropFinalizer lets the deleted addon go.
 func (c *Controller) dropFinalizer(ctx context.Context, addon *v1alpha1.TenantAddon) error {
-	latest, err := c.butler.ButlerV1alpha1().TenantAddons(addon.Namespace).Get(ctx, addon.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	latest.Finalizers = slices.DeleteFunc(latest.Finalizers, func(f string) bool { return f == Finalizer })
-	_, err = c.butler.ButlerV1alpha1().TenantAddons(addon.Namespace).Update(ctx, latest, metav1.UpdateOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
+	client := c.butler.ButlerV1alpha1().TenantAddons(addon.Namespace)
+	return controllerkit.RemoveFinalizer(ctx, addon.Name, Finalizer, client.Get, client.Update)
 }
 
 // kubeconfig reads the cluster's admin kubeconfig from the management cluster.
