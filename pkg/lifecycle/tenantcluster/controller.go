@@ -253,21 +253,10 @@ func (c *Controller) allClusters(any) []string {
 
 // Reconcile brings one TenantCluster's objects and status in line with its spec.
 func (c *Controller) Reconcile(ctx context.Context, key string) error {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return nil
-	}
-	cached, err := c.clusters.TenantClusters(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	tc, err := controllerkit.Current(key, c.cached, &c.written)
+	if tc == nil || err != nil {
 		return err
 	}
-	if c.written.Stale(cached.UID, cached.ResourceVersion) {
-		return controllerkit.ErrStaleCopy
-	}
-	tc := cached.DeepCopy()
 	if tc.DeletionTimestamp != nil {
 		return c.delete(ctx, tc)
 	}
@@ -277,13 +266,10 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 	}
 	if !slices.Contains(tc.Finalizers, Finalizer) {
 		// The update brings the cluster back here through the informer.
-		tc.Finalizers = append(tc.Finalizers, Finalizer)
-		updated, err := c.butler.ButlerV1alpha1().TenantClusters(ns).Update(ctx, tc, metav1.UpdateOptions{})
+		update := c.butler.ButlerV1alpha1().TenantClusters(tc.Namespace).Update
+		_, err := controllerkit.EnsureFinalizer(ctx, tc, Finalizer, update, &c.written)
 		if apierrors.IsConflict(err) {
 			return nil
-		}
-		if err == nil {
-			c.written.Wrote(tc.UID, tc.ResourceVersion, updated.ResourceVersion)
 		}
 		return err
 	}
@@ -315,6 +301,11 @@ func (c *Controller) Reconcile(ctx context.Context, key string) error {
 		return controllerkit.RequeueAfter(s.recheckAfter)
 	}
 	return ensureErr
+}
+
+// cached is the informer's cluster of namespace/name.
+func (c *Controller) cached(namespace, name string) (*v1alpha1.TenantCluster, error) {
+	return c.clusters.TenantClusters(namespace).Get(name)
 }
 
 // servedOnce says whether the cluster's control plane has been Ready, or readied without
