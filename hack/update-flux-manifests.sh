@@ -6,6 +6,6 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"
-go run ./hack/flux/manifests --flux-version "${FLUX_VERSION:-v2.9.5}" --out "${OUT:-pkg/lifecycle/component/gitops/flux.yaml}"
 version="${FLUX_VERSION:-v2.9.5}"
-go run ./hack/flux/chart --in "${OUT:-pkg/lifecycle/component/gitops/flux.yaml}" --out "${CHART_OUT:-charts/butler-flux}" --version "${version#v}"
+go run ./hack/flux/manifests --flux-version "${version}" --out "${OUT:-pkg/lifecycle/component/gitops/flux.yaml}"
+go run ./hack/flux/chart --flux-version "${version}" --in "${OUT:-pkg/lifecycle/component/gitops/flux.yaml}" --out "${CHART_OUT:-charts/butler-flux}"

@@ -8,7 +8,7 @@
 // it: no cross-namespace references, and a Kustomization that names no ServiceAccount applies as
 // its namespace's default one, which holds nothing.
 //
-//	go run ./hack/flux/chart --in pkg/lifecycle/component/gitops/flux.yaml --out charts/butler-flux
+//	go run ./hack/flux/chart --in pkg/lifecycle/component/gitops/flux.yaml --out charts/butler-flux --flux-version v2.9.5
 package main
 
 import (
@@ -19,8 +19,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/butlerdotdev/butler-apiserver/hack/flux/fluxcmd"
 )
 
 // Lockdown are the arguments kustomize-controller gets on the management cluster.
@@ -29,15 +32,14 @@ var Lockdown = []string{"--no-cross-namespace-refs=true", "--default-service-acc
 func main() {
 	in := flag.String("in", "pkg/lifecycle/component/gitops/flux.yaml", "the generated manifests")
 	out := flag.String("out", "charts/butler-flux", "the chart's directory")
-	version := flag.String("version", "2.9.5", "the chart's version (flux2's)")
-	flag.Parse()
-	if err := run(*in, *out, *version); err != nil {
-		fmt.Fprintln(os.Stderr, "flux chart:", err)
-		os.Exit(1)
-	}
+	fluxVersion := fluxcmd.FluxVersion()
+	fluxcmd.Main("flux chart", func() error { return run(*in, *out, *fluxVersion) })
 }
 
-func run(in, out, version string) error {
+// run writes the chart of the manifests in into out; the chart's version is flux2's, without
+// its "v".
+func run(in, out, fluxVersion string) error {
+	version := strings.TrimPrefix(fluxVersion, "v")
 	stream, err := os.ReadFile(in)
 	if err != nil {
 		return err

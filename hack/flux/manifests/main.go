@@ -26,20 +26,18 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
+
+	"github.com/butlerdotdev/butler-apiserver/hack/flux/fluxcmd"
 )
 
 // Controllers are the controllers installed, by flux2's base names.
 var Controllers = []string{"source-controller", "kustomize-controller"}
 
 func main() {
-	fluxVersion := flag.String("flux-version", "v2.9.5", "version of github.com/fluxcd/flux2/v2 whose manifests and pins are used")
+	fluxVersion := fluxcmd.FluxVersion()
 	imagePrefix := flag.String("image-prefix", "localhost/butler-flux-", "prefix of the images' names (the controller's name follows)")
 	out := flag.String("out", "-", "file to write (- for standard output)")
-	flag.Parse()
-	if err := run(*fluxVersion, *imagePrefix, *out); err != nil {
-		fmt.Fprintln(os.Stderr, "flux manifests:", err)
-		os.Exit(1)
-	}
+	fluxcmd.Main("flux manifests", func() error { return run(*fluxVersion, *imagePrefix, *out) })
 }
 
 func run(fluxVersion, imagePrefix, out string) error {
