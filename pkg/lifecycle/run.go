@@ -30,7 +30,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/updaterun"
 )
 
-// Config is what the workers need.
+// Config is what the controllers need.
 type Config struct {
 	// Butler reads and writes butler objects (the server's own loopback client).
 	Butler clientset.Interface
@@ -38,13 +38,13 @@ type Config struct {
 	Kube kubernetes.Interface
 	// Dynamic writes the external kinds (Cluster API, Steward, providers) to the management cluster.
 	Dynamic dynamic.Interface
-	// Metadata watches objects whose existence is all the workers need to know.
+	// Metadata watches objects whose existence is all the controllers need to know.
 	Metadata metadata.Interface
 	// Management is the clients' configuration of the management cluster (ManagementAddons are
 	// installed through it, impersonating their accounts).
 	Management *rest.Config
 	// LeaseNamespace/LeaseName is the Lease in the management cluster that elects the one
-	// replica whose workers act.
+	// replica whose controllers act.
 	LeaseNamespace, LeaseName string
 	// Identity names this replica in the Lease; hostname plus a random suffix when empty.
 	Identity string
@@ -55,7 +55,7 @@ type Config struct {
 }
 
 // Run takes part in the election until ctx is done; while this replica leads, it runs the
-// workers. A replica that loses the lease stops its workers and stands again.
+// controllers. A replica that loses the lease stops its controllers and stands again.
 func Run(ctx context.Context, cfg Config) {
 	logger := klog.FromContext(ctx).WithValues("lease", cfg.LeaseNamespace+"/"+cfg.LeaseName)
 	ctx = klog.NewContext(ctx, logger)
@@ -85,7 +85,7 @@ func Run(ctx context.Context, cfg Config) {
 			Callbacks: leaderelection.LeaderCallbacks{
 				OnStartedLeading: func(ctx context.Context) {
 					logger.Info("Leading: starting the workers", "identity", cfg.Identity)
-					if err := runWorkers(ctx, cfg); err != nil {
+					if err := runControllers(ctx, cfg); err != nil {
 						logger.Error(err, "Starting the workers failed")
 					}
 				},
@@ -100,7 +100,7 @@ func Run(ctx context.Context, cfg Config) {
 	}
 }
 
-// controllers are the workers the leader runs, in the order they are built.
+// controllers are the ones the leader runs, in the order they are built.
 var controllers = []controllerkit.Controller{
 	{Name: "team", New: controllerkit.As(team.New)},
 	{Name: "butlerconfig", New: controllerkit.As(butlerconfig.New)},
@@ -114,14 +114,14 @@ var controllers = []controllerkit.Controller{
 	{Name: "managementaddon", New: controllerkit.As(managementaddon.New)},
 }
 
-// RunStandalone runs the workers that need no management cluster (the ButlerConfig's status)
+// RunStandalone runs the controllers that need no management cluster (the ButlerConfig's status)
 // until ctx is done: for a server on its own etcd, the only replica there is.
 func RunStandalone(ctx context.Context, butlerClient clientset.Interface) error {
 	return controllerkit.RunControllers(ctx, controllerkit.NewDeps(butlerClient, nil, nil, nil), controllers[1:2])
 }
 
-// runWorkers starts fresh informers and every worker, and blocks until ctx is done.
-func runWorkers(ctx context.Context, cfg Config) error {
+// runControllers starts fresh informers and every controller, and blocks until ctx is done.
+func runControllers(ctx context.Context, cfg Config) error {
 	d := controllerkit.NewDeps(cfg.Butler, cfg.Kube, cfg.Dynamic, cfg.Metadata)
 	d.Fetch = cfg.Fetch
 	d.Management = cfg.Management

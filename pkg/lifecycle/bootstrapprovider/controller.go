@@ -85,7 +85,7 @@ type Controller struct {
 	tenantsMu    sync.Mutex
 	tenants      map[string]cachedTenant
 	clock        clock.PassiveClock
-	// idle says why the worker does not run (the CRDs are not served).
+	// idle says why the controller does not run (the CRDs are not served).
 	idle error
 }
 
@@ -100,8 +100,8 @@ func New(d *controllerkit.Deps) (*Controller, error) {
 	if d.Dynamic == nil || d.DynamicInformers == nil || d.Kube == nil {
 		return nil, errors.New("the bootstrap worker needs a management cluster (kube and dynamic clients)")
 	}
-	// Without the CRDs (artifacts/crds) the informers would never sync: the worker idles and
-	// says why, and the other workers run on.
+	// Without the CRDs (artifacts/crds) the informers would never sync: the controller idles and
+	// says why, and the other controllers run on.
 	for _, gv := range []schema.GroupVersion{configGVR.GroupVersion(), machineGVR.GroupVersion()} {
 		if _, err := d.Kube.Discovery().ServerResourcesForGroupVersion(gv.String()); err != nil {
 			return &Controller{idle: fmt.Errorf("the management cluster does not serve %s (install artifacts/crds): %w", gv, err)}, nil

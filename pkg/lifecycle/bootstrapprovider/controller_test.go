@@ -145,7 +145,7 @@ func newEnv(t *testing.T, dynObjs []runtime.Object, kubeObjs ...runtime.Object) 
 		configGVR: "BootstrapConfigList", machineGVR: "MachineList", clusterGVR: "ClusterList", localMachineGVR: "LocalMachineList",
 	}
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, dynObjs...)
-	// The tenant namespace, labelled as the TenantCluster worker makes it: its Secrets are watched.
+	// The tenant namespace, labelled as the TenantCluster controller makes it: its Secrets are watched.
 	tenantNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{external.TenantClusterLabel: "prod"}}}
 	kube := kubefake.NewClientset(append(kubeObjs, tenantNS)...)
 	kube.Resources = []*metav1.APIResourceList{
@@ -258,7 +258,7 @@ func isRequeue(err error) bool {
 	return err != nil && err.Error() == controllerkit.RequeueAfter(5*time.Minute).Error()
 }
 
-// TestDataSecretPerOS: for each OS the worker mints a token in the tenant, writes the data
+// TestDataSecretPerOS: for each OS the controller mints a token in the tenant, writes the data
 // Secret by CAPI's contract, and that data parses back to this cluster, token and machine.
 func TestDataSecretPerOS(t *testing.T) {
 	for _, os := range bootstrapdata.OSes {
@@ -581,7 +581,7 @@ func TestDeletionRemovesTokens(t *testing.T) {
 	}
 }
 
-// TestIdleWithoutCRDs: a management cluster without the CRDs gets an idle worker, not an error
+// TestIdleWithoutCRDs: a management cluster without the CRDs gets an idle controller, not an error
 // that would stop the others.
 func TestIdleWithoutCRDs(t *testing.T) {
 	kube := kubefake.NewClientset()

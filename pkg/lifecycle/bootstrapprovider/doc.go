@@ -1,4 +1,4 @@
-// Package bootstrapprovider is butler's Cluster API bootstrap provider: the worker that turns each
+// Package bootstrapprovider is butler's Cluster API bootstrap provider: the controller that turns each
 // BootstrapConfig (bootstrap.butlerlabs.dev/v1alpha1) into the bootstrap data Secret of its
 // Machine.
 //
@@ -31,5 +31,5 @@
 // timers are the token refresh and the retry of a CA Secret, which carries no label to watch.
 //
 // The BootstrapConfig's Go type is the contract's, in pkg/external (providers.go): the
-// TenantCluster workers write its template with the same type.
+// TenantCluster controller writes its template with the same type.
 package bootstrapprovider

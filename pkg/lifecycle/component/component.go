@@ -38,7 +38,7 @@ const (
 )
 
 // ManagementKubeconfigKeys are the keys of a tenant's admin kubeconfig Secret that butler's
-// workers read, in order: Steward's and Kamaji's .svc key names the control plane's address
+// controllers read, in order: Steward's and Kamaji's .svc key names the control plane's address
 // inside the management cluster (for a wake-on-request tenant, one that does not wake it),
 // admin.conf its endpoint, value and kubeconfig other providers' keys.
 var ManagementKubeconfigKeys = []string{"admin.svc", "admin.conf", "value", "kubeconfig"}

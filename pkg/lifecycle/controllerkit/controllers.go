@@ -25,7 +25,7 @@ func As[C Runner](newFn func(*Deps) (C, error)) func(*Deps) (Runner, error) {
 
 // RunControllers builds every controller of the table over d, starts d's informers, runs the
 // controllers until ctx is done and returns once each has stopped. Both binaries (the
-// butler-apiserver's workers and butler-localprovider) run their tables with it.
+// butler-apiserver's controllers and butler-localprovider) run their tables with it.
 func RunControllers(ctx context.Context, d *Deps, table []Controller) error {
 	logger := klog.FromContext(ctx)
 	runners := make([]Runner, 0, len(table))

@@ -45,7 +45,7 @@ type Deps struct {
 	// the real one in production (nil reads as it), a fake one in tests.
 	Clock clock.PassiveClock
 
-	// Fetch is the outbound fetch policy's settings for what workers fetch for a tenant.
+	// Fetch is the outbound fetch policy's settings for what controllers fetch for a tenant.
 	Fetch FetchSettings
 
 	filtered      map[string]informers.SharedInformerFactory
@@ -161,7 +161,7 @@ func (d *Deps) Shutdown() {
 	}
 }
 
-// Now returns the workers' clock: Clock, or the real one when none is set.
+// Now returns the controllers' clock: Clock, or the real one when none is set.
 func (d *Deps) Now() clock.PassiveClock {
 	if d.Clock == nil {
 		return clock.RealClock{}

@@ -24,7 +24,7 @@ func ByKey(obj any) []string {
 }
 
 // DropManagedFields is an informer transform that keeps managedFields out of the caches: no
-// worker reads them, and they are a large share of each object.
+// controller reads them, and they are a large share of each object.
 func DropManagedFields(obj any) (any, error) {
 	if o, err := meta.Accessor(obj); err == nil {
 		o.SetManagedFields(nil)

@@ -1,7 +1,7 @@
-// Package maintenance is the worker of TenantClusters' maintenance windows: inside a cluster's
+// Package maintenance is the controller of TenantClusters' maintenance windows: inside a cluster's
 // window it moves spec.kubernetesVersion to the newest offered patch of its minor (automatic
 // updates, or an expired version whatever they say), with the same update a user makes; the
-// TenantCluster worker then rolls the control plane and the workers as for any version change.
+// TenantCluster controller then rolls the control plane and the workers as for any version change.
 // status.maintenance says what the last maintenance did and when the next window opens.
 package maintenance
 
@@ -306,7 +306,7 @@ func (c *Controller) writeStatus(ctx context.Context, tc *v1alpha1.TenantCluster
 		return nil
 	}
 	// The cluster's current copy: a version update just made changed it, and the TenantCluster
-	// worker writes status too.
+	// controller writes status too.
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		current, err := c.butler.ButlerV1alpha1().TenantClusters(tc.Namespace).Get(ctx, tc.Name, metav1.GetOptions{})
 		if err != nil {

@@ -1,6 +1,6 @@
 // Package snapshotschedule drives a TenantCluster's spec.snapshots: it creates a
 // TenantClusterSnapshot at each firing of each schedule (named for the firing, so a restarted
-// worker never takes one twice) and deletes a schedule's snapshots that retention lets go (their
+// controller never takes one twice) and deletes a schedule's snapshots that retention lets go (their
 // data goes with them through the snapshot's finalizer). Whoever takes snapshots (the local
 // provider) takes these as any other. Deleting the cluster's scheduled snapshots with the cluster
 // (onClusterDelete: Delete) is the tenantcluster controller's deletion, which holds the cluster

@@ -14,7 +14,7 @@ import (
 )
 
 // lookBack bounds how late a missed firing is still taken: a weekly schedule's after a week
-// with the workers down.
+// with the controllers down.
 const lookBack = 8 * 24 * time.Hour
 
 // schedule is one parsed entry of spec.snapshots.schedules.
@@ -43,7 +43,7 @@ type firing struct {
 	at       time.Time
 }
 
-// snapshotName is a firing's snapshot: the same firing always has the same name, so a worker
+// snapshotName is a firing's snapshot: the same firing always has the same name, so a controller
 // that restarts between creating it and recording the firing creates nothing twice.
 func snapshotName(cluster string, f firing) string {
 	return fmt.Sprintf("%s-%s-%s", cluster, f.schedule, f.at.UTC().Format("200601021504"))

@@ -64,7 +64,7 @@ func TestPlanFirings(t *testing.T) {
 		t.Fatalf("same minute again: %+v", again)
 	}
 
-	// A worker that was down for an hour and a half takes one snapshot per schedule, the latest.
+	// A controller that was down for an hour and a half takes one snapshot per schedule, the latest.
 	late := planFirings(both, p.handled, at(t, "2026-11-25T02:30:10Z"))
 	if !sameFirings(late.take, []firing{{"minutely", at(t, "2026-11-25T02:30:00Z")}}) {
 		t.Fatalf("after an outage: %+v", late.take)

@@ -51,7 +51,7 @@ func (c *Controller) ensureNamespace(ctx context.Context, s *state) (steps.Resul
 	return steps.Ready("Created", "namespace %s", team.Name), nil
 }
 
-// cleanupNamespace deletes the Team's namespace if the worker created it (an adopted one
+// cleanupNamespace deletes the Team's namespace if the controller created it (an adopted one
 // stays); it does not wait for the namespace to be gone.
 func (c *Controller) cleanupNamespace(ctx context.Context, s *state) (bool, error) {
 	ns, err := c.kube.CoreV1().Namespaces().Get(ctx, s.team.Name, metav1.GetOptions{})

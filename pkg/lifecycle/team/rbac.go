@@ -10,7 +10,7 @@ import (
 )
 
 // The Team's RBAC objects — its RoleBindings, its reader ClusterRole and ClusterRoleBinding — are
-// all written by ensureRBAC, each kind saying through an rbacKind what of it the worker owns.
+// all written by ensureRBAC, each kind saying through an rbacKind what of it the controller owns.
 
 // rbacClient is the typed client of one RBAC kind: RoleBindings(ns), ClusterRoles(),
 // ClusterRoleBindings().
@@ -27,7 +27,7 @@ type rbacObject[T any] interface {
 	DeepCopy() T
 }
 
-// rbacKind says what of an object of one kind the worker owns.
+// rbacKind says what of an object of one kind the controller owns.
 type rbacKind[T any] struct {
 	// same says whether got already holds want's content (rules, or subjects).
 	same func(got, want T) bool

@@ -38,7 +38,7 @@ import (
 const (
 	// TeamLabel marks a Team's namespace and RoleBindings with the Team's name.
 	TeamLabel = "butler.butlerlabs.dev/team"
-	// CreatedNamespaceAnnotation marks a namespace the worker created (not adopted): only
+	// CreatedNamespaceAnnotation marks a namespace the controller created (not adopted): only
 	// those are deleted with their Team.
 	CreatedNamespaceAnnotation = "butler.butlerlabs.dev/created-for-team"
 	// TeamFinalizer holds a deleted Team until its namespace and RoleBindings are gone.
@@ -83,7 +83,7 @@ type Controller struct {
 	plan                steps.Plan[*state]
 }
 
-// RBACInformers are the management cluster's informers the Team worker needs, each
+// RBACInformers are the management cluster's informers the Team controller needs, each
 // filtered to objects carrying TeamLabel.
 type RBACInformers struct {
 	Namespaces          coreinformers.NamespaceInformer
@@ -92,7 +92,7 @@ type RBACInformers struct {
 	ClusterRoleBindings rbacinformers.ClusterRoleBindingInformer
 }
 
-// New builds the Team worker from the shared informers; the management cluster's are filtered to
+// New builds the Team controller from the shared informers; the management cluster's are filtered to
 // what carries TeamLabel, as the management cluster may hold many namespaces.
 func New(d *controllerkit.Deps) (*Controller, error) {
 	b := d.ButlerInformers.Butler().V1alpha1()
@@ -169,7 +169,7 @@ func NewController(butlerClient clientset.Interface, kube kubernetes.Interface,
 const usageDelay = 500 * time.Millisecond
 
 // onlyLedgerChanged says whether a Team update changed nothing but the quota Ledger's
-// reservations (and so the resourceVersion): nothing the worker acts on.
+// reservations (and so the resourceVersion): nothing the controller acts on.
 func onlyLedgerChanged(oldObj, newObj any) bool {
 	o, ok1 := oldObj.(*v1alpha1.Team)
 	n, ok2 := newObj.(*v1alpha1.Team)
@@ -390,7 +390,7 @@ func (c *Controller) ensureRoleBindings(ctx context.Context, team *v1alpha1.Team
 }
 
 // finalize cleans up after a deleted Team: its RoleBindings and reader role at once, then its
-// namespace (if the worker created it), then the finalizer. While the namespace still holds
+// namespace (if the controller created it), then the finalizer. While the namespace still holds
 // TenantClusters (created in the moment the deletion check could not see) nothing is removed.
 func (c *Controller) finalize(ctx context.Context, team *v1alpha1.Team) (time.Duration, error) {
 	if !slices.Contains(team.Finalizers, TeamFinalizer) {

@@ -61,7 +61,7 @@ func newStarted(ctx context.Context, t *testing.T, bc *butlerfake.Clientset, kub
 
 // markDeleted marks the Team deleted as the API server would (the fake clientset does not
 // implement finalizers) and returns it. The fake's status writes replace the whole object, so
-// the worker's status write racing the mark (the cluster just created wakes it) can drop it:
+// the controller's status write racing the mark (the cluster just created wakes it) can drop it:
 // called until a condition holds, it sets the mark again whenever it is gone.
 func (f *fixture) markDeleted(ctx context.Context, t *testing.T, name string) *v1alpha1.Team {
 	t.Helper()

@@ -111,7 +111,7 @@ func (c *Controller) desiredRelease(addon *v1alpha1.TenantAddon, tc *v1alpha1.Te
 // Who set the values decides it. A TenantAddon and its TenantCluster live in a Team's namespace,
 // where the Team's operators write them: values on either (spec.values, the cluster's
 // spec.addons.<slot>.values) count as a Team's, even when a platform admin happened to write
-// them, because the worker cannot tell afterwards and an operator could have. The
+// them, because the controller cannot tell afterwards and an operator could have. The
 // AddonDefinition's defaults.values are the platform's (only a platform admin writes
 // definitions), so a catalog chart with those alone is what the platform vetted. A chart with a
 // Team's values is rendered and checked, as a chart named by repository always is, unless its

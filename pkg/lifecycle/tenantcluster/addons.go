@@ -112,7 +112,7 @@ func (c *Controller) clusterAddons(s *state) ([]*v1alpha1.TenantAddon, error) {
 	return out, nil
 }
 
-// cleanupAddons deletes every addon of the cluster and waits until the addon worker has
+// cleanupAddons deletes every addon of the cluster and waits until the TenantAddon controller has
 // uninstalled them (its finalizer), before the control plane they live in goes.
 func (c *Controller) cleanupAddons(ctx context.Context, s *state) (bool, error) {
 	all, err := c.clusterAddons(s)

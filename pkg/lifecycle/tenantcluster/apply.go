@@ -31,7 +31,7 @@ type objects struct {
 	mapper meta.ResettableRESTMapper
 	// watched holds the informers of the kinds the controller watches (set before they start):
 	// an apply that their copy shows would change nothing is not sent. A cluster is reconciled
-	// on every event of every object it owns, and each request counts against the workers'
+	// on every event of every object it owns, and each request counts against the controllers'
 	// client rate limit.
 	watched map[schema.GroupVersionResource]cache.SharedIndexInformer
 	// applied remembers, per object, what this process last applied to it.
@@ -224,7 +224,7 @@ func holds(live, want any) bool {
 
 // get returns the object, or nil when it does not exist (or its kind is not served). It asks
 // the API server, not the informer: a step decides on what it reads (whether the Cluster is
-// paused already, whether an object is gone), and the informer may not have seen the worker's
+// paused already, whether an object is gone), and the informer may not have seen the controller's
 // own last write yet.
 func (o *objects) get(ctx context.Context, gvk schema.GroupVersionKind, ns, name string) (*unstructured.Unstructured, error) {
 	r, err := o.resource(gvk, ns)

@@ -174,7 +174,7 @@ func (c *Controller) watchCRDs(d *controllerkit.Deps) {
 }
 
 // watchExternal adds watches on the external kinds the management cluster serves. Objects the
-// worker wrote carry the cluster labels; those a provider made (a TenantControlPlane) are mapped
+// controller wrote carry the cluster labels; those a provider made (a TenantControlPlane) are mapped
 // through their namespace's labels.
 func (c *Controller) watchExternal(d *controllerkit.Deps) {
 	handler := c.queue.Handler(func(obj any) []string {
@@ -204,7 +204,7 @@ func (c *Controller) watchExternal(d *controllerkit.Deps) {
 		}
 		inf := d.DynamicInformers.ForResource(m.Resource).Informer()
 		c.objects.watched[m.Resource] = inf
-		// Not waited for: a kind that stops being served must not stop the worker.
+		// Not waited for: a kind that stops being served must not stop the controller.
 		_, _ = inf.AddEventHandler(handler)
 	}
 }

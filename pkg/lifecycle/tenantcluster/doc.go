@@ -1,4 +1,4 @@
-// Package tenantcluster is the lifecycle worker that turns a stored TenantCluster into the
+// Package tenantcluster is the lifecycle controller that turns a stored TenantCluster into the
 // objects a management cluster running Cluster API and Steward (or Kamaji) acts on, reads their
 // status back, and walks the cluster through its phases.
 //

@@ -24,7 +24,7 @@ func TenantNamespace(tc *v1alpha1.TenantCluster) string {
 	return tc.Name + "-" + uid
 }
 
-// labels are the labels of everything the worker writes for tc.
+// labels are the labels of everything the controller writes for tc.
 func labels(tc *v1alpha1.TenantCluster) map[string]string {
 	return component.Labels(component.Input{Cluster: tc})
 }

@@ -1,7 +1,7 @@
-// Package updaterun is the worker of UpdateRuns: it moves the clusters an UpdateStrategy
+// Package updaterun is the controller of UpdateRuns: it moves the clusters an UpdateStrategy
 // selects to the run's Kubernetes version, stage by stage, never more of a stage at once than
 // its maxConcurrency, each through the same spec.kubernetesVersion update a user makes (so
-// admission and the TenantCluster worker treat it as theirs), optionally after a snapshot, and
+// admission and the TenantCluster controller treat it as theirs), optionally after a snapshot, and
 // counts a cluster done once it passes the stage's health gate. Between stages it runs the
 // stage's tasks (timed waits, approvals through updateruns/approve). Every step is an Event on
 // the run, and on the cluster it moves.
@@ -49,7 +49,7 @@ type Controller struct {
 	clock      clock.PassiveClock
 	queue      *controllerkit.Queue
 	synced     []cache.InformerSynced
-	// written tells a cached run older than this worker's own last status write: a pass on it
+	// written tells a cached run older than this controller's own last status write: a pass on it
 	// would decide again what the stored status already decided (and may move a cluster on it).
 	written controllerkit.OwnWrites
 }

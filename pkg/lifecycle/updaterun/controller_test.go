@@ -100,7 +100,7 @@ func (f *fixture) get(ns, name string) *v1alpha1.TenantCluster {
 	return tc
 }
 
-// roll plays the TenantCluster worker for one cluster: its control plane reaches spec's version,
+// roll plays the TenantCluster controller for one cluster: its control plane reaches spec's version,
 // and it is Ready (or Failed).
 func (f *fixture) roll(ns, name string, phase v1alpha1.TenantClusterPhase) {
 	f.t.Helper()
@@ -431,7 +431,7 @@ func TestUpdateRunEventsOfOnePassKeepEveryNote(t *testing.T) {
 	}
 }
 
-// A pass on a cached run older than the worker's own last status write decides nothing: it
+// A pass on a cached run older than the controller's own last status write decides nothing: it
 // would judge the canary again from the old status, move prod on it, and lose that decision to
 // the write's conflict — after which a newer pass may find the canary failed, and the run
 // pauses with prod already moved, claimed and never followed (seen in the e2e

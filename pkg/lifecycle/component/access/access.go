@@ -23,7 +23,7 @@
 // privileged service account, edit is that account's rights. RBAC only adds, so an operator's
 // role is bound per namespace, never cluster-wide, and a namespace is left out by a label: the
 // system namespaces always, and any namespace labelled external.ProtectedNamespaceLabel=true, which
-// the TenantAddon worker sets on the release namespace of every platform catalog addon and a
+// the TenantAddon controller sets on the release namespace of every platform catalog addon and a
 // tenant admin sets on any other. There an operator keeps view: no Secrets, Pods, exec, tokens
 // or service accounts. Operators cannot remove the label: nothing they hold updates or patches a
 // Namespace, nor makes one. A label, rather than a list the catalog declares per addon, because

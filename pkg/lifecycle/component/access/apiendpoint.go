@@ -53,7 +53,7 @@ const apiServiceName = "kubernetes"
 //   - the tenant's kube-apiserver (system:apiserver), which makes the Service and, where its
 //     endpoint reconciler runs (Steward's tenants), writes its Endpoints and EndpointSlice;
 //   - the platform: system:masters and the admin kubeconfig's group (kubeadm:cluster-admins),
-//     which the workers and the local provider use (the provider publishes the real nodes'
+//     which butler's controllers and the local provider use (the provider publishes the real nodes'
 //     EndpointSlice kubernetes-butler-nodes with it). These go by name, not by RBAC, so that
 //     nothing a tenant admin does to the tenant's RBAC makes the policy refuse the platform;
 //   - whoever may delete this policy: the tenant's admins (cluster-admin: a Team's admins, the

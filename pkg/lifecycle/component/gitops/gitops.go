@@ -2,7 +2,7 @@
 // spec.addons.gitops.repository (docs/concepts/gitops.md): a Flux GitRepository and
 // Kustomization in flux-system, each named Name, and the copy of the repository's credential,
 // and reads their status back as one Sync. An object in, objects out: no client; the
-// TenantCluster worker's GitOps step applies them (pkg/lifecycle/tenantcluster). flux.yaml is the
+// TenantCluster controller's GitOps step applies them (pkg/lifecycle/tenantcluster). flux.yaml is the
 // manifests of Flux's two controllers a tenant gets (Install), generated from Flux's modules by
 // hack/update-flux-manifests.sh, running the images hack/build-flux-images.sh builds; its CRDs
 // (a tenant's, so not in artifacts/crds) are what the tests validate the objects against.

@@ -33,7 +33,7 @@ func Name(cluster, addon string) string { return cluster + "-" + addon }
 // controller on the load balancer (its Service needs an address).
 func TenantAddons(in component.Input) []*v1alpha1.TenantAddon {
 	tc := in.Cluster
-	// A slot the worker installs itself (gitops with Flux) has no TenantAddon.
+	// A slot the TenantCluster controller installs itself (gitops with Flux) has no TenantAddon.
 	slots := slices.DeleteFunc(addonslots.Enabled(tc.Spec.Addons), func(s addonslots.Slot) bool { return s.ByWorker })
 	names := map[string]string{}
 	for _, s := range slots {

@@ -54,7 +54,7 @@ func TestTenantAddons(t *testing.T) {
 			Ingress:     &v1alpha1.IngressAddon{Enabled: ptr.To(false), Provider: "traefik"},
 			Gitops:      &v1alpha1.GitOpsAddon{},
 		}, nil, nil},
-		// Flux is the GitOps step's (the worker's), not a TenantAddon of the catalog's chart.
+		// Flux is the GitOps step's (the TenantCluster controller's), not a TenantAddon of the catalog's chart.
 		{"gitops with Flux", v1alpha1.AddonsSpec{CNI: &v1alpha1.CNIAddon{}, Gitops: &v1alpha1.GitOpsAddon{Provider: "fluxcd",
 			Repository: &v1alpha1.GitRepository{URL: "https://git.example.com/prod"}}}, nil, []string{"prod-cilium cilium@1.18.2 cni []"}},
 		{"ingress without a load balancer or CNI", v1alpha1.AddonsSpec{Ingress: &v1alpha1.IngressAddon{}}, nil,
