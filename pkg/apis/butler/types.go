@@ -593,7 +593,7 @@ type CredentialExpiry struct {
 }
 
 // OperationAnnotation on a TenantCluster asks for a one-off operation (Gardener's
-// gardener.cloud/operation); the worker removes it once it has taken it.
+// gardener.cloud/operation); the TenantCluster controller removes it once it has taken it.
 const (
 	OperationAnnotation = "butler.butlerlabs.dev/operation"
 	// OperationRotateCredentialsStart starts a rotation of the tenant CA and the service-account

@@ -5586,7 +5586,7 @@ func schema_pkg_apis_butler_v1alpha1_TenantClusterStatus(ref common.ReferenceCal
 					},
 					"lastOperation": {
 						SchemaProps: spec.SchemaProps{
-							Description: "LastOperation is the one-line progress of what the lifecycle worker is doing now.",
+							Description: "LastOperation is the one-line progress of what the lifecycle controller is doing now.",
 							Ref:         ref(v1alpha1.LastOperation{}.OpenAPIModelName()),
 						},
 					},

@@ -1,7 +1,7 @@
 // Package addonslots is the one table of a TenantCluster's spec.addons: its slots in install
 // order, the AddonDefinition each installs when it names no provider, and the ButlerConfig's
-// default version of each catalog addon. The TenantCluster worker makes a TenantAddon per
-// enabled slot from it, the TenantAddon worker reads a slot's version and values through it, and
+// default version of each catalog addon. The TenantCluster controller makes a TenantAddon per
+// enabled slot from it, the TenantAddon controller reads a slot's version and values through it, and
 // admission names a cluster's addons by it (allowedAddons/deniedAddons).
 package addonslots
 
@@ -46,7 +46,7 @@ type Slot struct {
 	Values *runtime.RawExtension
 	// Enabled is false for an entry that says enabled: false (certManager, ingress).
 	Enabled bool
-	// ByWorker: the TenantCluster worker installs it itself, no TenantAddon does. The gitops
+	// ByWorker: the TenantCluster controller installs it itself, no TenantAddon does. The gitops
 	// slot with Flux: its GitOps step applies Flux's controllers built here, with the
 	// repository (docs/concepts/gitops.md), where the catalog's chart would be fetched from a
 	// public chart repository and never told of the repository.

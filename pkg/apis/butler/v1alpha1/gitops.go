@@ -7,7 +7,7 @@ import (
 )
 
 // GitOpsSourcePinAnnotation on a TenantCluster records the spec.addons.gitops.repository that
-// admission (GitOpsSource) decided, as GitOpsSourcePin of it: the worker hands a repository to
+// admission (GitOpsSource) decided, as GitOpsSourcePin of it: the TenantCluster controller hands a repository to
 // Flux only when the pin matches, so one stored before the check existed (never decided: an
 // unchanged repository is not asked again) is not used until someone who may use its Secret
 // writes the cluster. Admission writes it, whatever a client sends.

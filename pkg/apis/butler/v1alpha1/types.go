@@ -824,7 +824,7 @@ type TenantClusterStatus struct {
 	IPAllocationRefs []LocalObjectReference `json:"ipAllocationRefs,omitempty" protobuf:"bytes,7,rep,name=ipAllocationRefs"`
 	// +optional
 	ObservedState *ObservedClusterState `json:"observedState,omitempty" protobuf:"bytes,8,opt,name=observedState"`
-	// LastOperation is the one-line progress of what the lifecycle worker is doing now.
+	// LastOperation is the one-line progress of what the lifecycle controller is doing now.
 	// +optional
 	LastOperation *LastOperation `json:"lastOperation,omitempty" protobuf:"bytes,9,opt,name=lastOperation"`
 	// DataStoreName is the datastore (a Steward/Kamaji DataStore, cluster-scoped) that holds the
@@ -882,7 +882,7 @@ type CredentialExpiry struct {
 }
 
 // OperationAnnotation on a TenantCluster asks for a one-off operation (Gardener's
-// gardener.cloud/operation); the worker removes it once it has taken it.
+// gardener.cloud/operation); the TenantCluster controller removes it once it has taken it.
 const (
 	OperationAnnotation = "butler.butlerlabs.dev/operation"
 	// OperationRotateCredentialsStart starts a rotation of the tenant CA and the service-account
@@ -1801,7 +1801,7 @@ const (
 	// spec.snapshots that took it; retention and onClusterDelete act on these only.
 	SnapshotScheduleLabel = "butler.butlerlabs.dev/snapshot-schedule"
 	// SnapshotSchedulesAnnotation on a TenantCluster records, per schedule, the last firing
-	// handled (JSON: name to RFC 3339 time), so that a restarted worker takes none twice.
+	// handled (JSON: name to RFC 3339 time), so that a restarted controller takes none twice.
 	SnapshotSchedulesAnnotation = "butler.butlerlabs.dev/snapshot-schedules"
 
 	// RestoreFromAnnotation on a cluster's control plane object (StewardControlPlane, and from
@@ -1810,7 +1810,7 @@ const (
 	RestoreFromAnnotation = "butler.butlerlabs.dev/restore-from"
 	// RestorePinAnnotation on a TenantCluster names the TenantClusterSnapshot admission admitted
 	// for its spec.restoreFrom, as "<cluster>/<uid>" (RestorePin): a snapshot deleted and made
-	// again under the same name since is another one, and the worker refuses it. Admission
+	// again under the same name since is another one, and the TenantCluster controller refuses it. Admission
 	// writes it; the registry keeps it from clients.
 	RestorePinAnnotation = "butler.butlerlabs.dev/restore-pin"
 

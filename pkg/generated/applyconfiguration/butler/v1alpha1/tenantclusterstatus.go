@@ -36,7 +36,7 @@ type TenantClusterStatusApplyConfiguration struct {
 	KubeconfigSecretRef  *LocalObjectReferenceApplyConfiguration  `json:"kubeconfigSecretRef,omitempty"`
 	IPAllocationRefs     []LocalObjectReferenceApplyConfiguration `json:"ipAllocationRefs,omitempty"`
 	ObservedState        *ObservedClusterStateApplyConfiguration  `json:"observedState,omitempty"`
-	// LastOperation is the one-line progress of what the lifecycle worker is doing now.
+	// LastOperation is the one-line progress of what the lifecycle controller is doing now.
 	LastOperation *LastOperationApplyConfiguration `json:"lastOperation,omitempty"`
 	// DataStoreName is the datastore (a Steward/Kamaji DataStore, cluster-scoped) that holds the
 	// tenant's data under its own key prefix: spec.controlPlane.dataStoreRef, or the one the
