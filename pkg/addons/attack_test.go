@@ -21,7 +21,7 @@ import (
 )
 
 // The attacker's tests of issue 36: a Team's chart, restricted, tries to get past the privilege
-// check (what the check reads differs from what Helm applies) or to take the worker down
+// check (what the check reads differs from what Helm applies) or to take the controller down
 // (chart loading and rendering). Each failed before the allow-list, the post-renderer and the
 // chart budgets.
 

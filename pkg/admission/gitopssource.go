@@ -75,11 +75,11 @@ func repositoryToDecide(a admission.Attributes) *butler.GitRepository {
 }
 
 // Admit implements admission.MutationInterface: it pins the repository admission decides
-// (v1alpha1.GitOpsSourcePinAnnotation), the only one the worker uses, whatever a client sent.
+// (v1alpha1.GitOpsSourcePinAnnotation), the only one the controller uses, whatever a client sent.
 // A set or changed repository is pinned (Validate decides it); an unchanged one keeps a stored
 // pin that matches it. An unchanged repository without one was stored before this check: it is
 // pinned only when the client asks, by sending the annotation, and then decided as if set, so
-// that the Team's operators (and the workers) still write the cluster while it waits for one
+// that the Team's operators (and the controllers) still write the cluster while it waits for one
 // who may use its Secret.
 func (p *GitOpsSource) Admit(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
 	tc, ok := a.GetObject().(*butler.TenantCluster)

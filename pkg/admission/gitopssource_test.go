@@ -154,9 +154,9 @@ func TestGitOpsSourceURLUnderTheFetchPolicy(t *testing.T) {
 // The attack: a repository stored before GitOpsSource existed (the field was accepted and did
 // nothing) was never decided, and an update that leaves a repository alone is not asked again:
 // an operator's earlier {url: their server, secretRef: the admin's token} would be handed to
-// Flux once the worker is wired. Admission pins what it decides
-// (v1alpha1.GitOpsSourcePinAnnotation, which the worker requires): such a repository stays
-// unpinned, whatever the client sends, while the operator (or a worker) writes the cluster; a
+// Flux once the controller is wired. Admission pins what it decides
+// (v1alpha1.GitOpsSourcePinAnnotation, which the controller requires): such a repository stays
+// unpinned, whatever the client sends, while the operator (or a controller) writes the cluster; a
 // client that sends the annotation asks for the decision, which only who may read the Secret
 // passes.
 func TestAttackGitOpsRepositoryStoredBeforeTheCheck(t *testing.T) {

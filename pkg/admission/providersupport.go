@@ -16,7 +16,7 @@ import (
 // machines could not boot on the provider of the ProviderConfig it resolves to (its own, its
 // Team's, or the ButlerConfig's default): an OS no image of which reads what that provider's
 // Cluster API provider delivers. A ProviderConfig that does not exist yet is not checked here;
-// the TenantCluster worker checks again when it builds the machines.
+// the TenantCluster controller checks again when it builds the machines.
 type ProviderSupport struct{ base }
 
 var _ admission.ValidationInterface = &ProviderSupport{}
@@ -45,7 +45,7 @@ func (p *ProviderSupport) Validate(ctx context.Context, a admission.Attributes, 
 	return nil
 }
 
-// providerConfig is the ProviderConfig the cluster resolves to, as the TenantCluster worker
+// providerConfig is the ProviderConfig the cluster resolves to, as the TenantCluster controller
 // resolves it, or nil.
 func (p *ProviderSupport) providerConfig(ctx context.Context, tc *butler.TenantCluster) (*butler.ProviderConfig, error) {
 	ref := tc.Spec.ProviderConfigRef

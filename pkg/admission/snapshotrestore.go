@@ -24,7 +24,7 @@ import (
 // it may restore: the asker holds create on tenantclusters/restore (RestoreSubresource, a verb
 // only the Team's admin role grants: a restore brings back the snapshot's objects, so an
 // operator could otherwise roll the tenant back to a time of wider rights) and may get that
-// TenantClusterSnapshot (SubjectAccessReviews through the server's authorizer: the worker that
+// TenantClusterSnapshot (SubjectAccessReviews through the server's authorizer: the controller that
 // restores never knows who asked; 403 otherwise, the same words whether the snapshot exists or
 // not), and the snapshot is Ready, not of a newer
 // Kubernetes version than the cluster, and its stored data matches its checksum (read from the
@@ -32,9 +32,9 @@ import (
 //
 // It also pins the restore to the snapshot it admits: Admit records that snapshot's cluster and
 // UID in v1alpha1.RestorePinAnnotation, Validate refuses (409) when the snapshot it checks is no
-// longer that one, and the worker restores only the pinned snapshot. An operator may delete
+// longer that one, and the controller restores only the pinned snapshot. An operator may delete
 // snapshots and take new ones, so without the pin they could put another snapshot under the
-// admitted name before the worker reads it.
+// admitted name before the controller reads it.
 type SnapshotRestore struct {
 	base
 	authorizer authorizer.Authorizer

@@ -134,9 +134,9 @@ func admitAndValidate(p *SnapshotRestore, a admission.Attributes) error {
 
 // The attack: an operator (who may delete and take snapshots, not restore) waits for the Team
 // admin's restoreFrom "good" to be admitted, then deletes "good" and takes another snapshot of
-// that name (of another cluster, or of now) before the worker restores. The restore is pinned to
+// that name (of another cluster, or of now) before the controller restores. The restore is pinned to
 // the snapshot admitted: Admit records its cluster and UID whatever the client sent, and a
-// snapshot swapped between Admit and Validate is a 409. (The worker's refusal of a snapshot
+// snapshot swapped between Admit and Validate is a 409. (The controller's refusal of a snapshot
 // swapped after admission: TestRestoreRefusesASnapshotNotTheOneAdmitted in
 // pkg/localprovider/snapshots; the registry keeps the pin from clients: TestRestorePinKeptFromClients.)
 func TestRestorePinnedToTheSnapshotAdmitted(t *testing.T) {

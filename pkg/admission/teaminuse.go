@@ -10,7 +10,7 @@ import (
 )
 
 // TeamInUse refuses to delete a Team whose namespace still holds TenantClusters, with a 409
-// naming them. (The Team worker checks again before it removes the namespace, for a cluster
+// naming them. (The Team controller checks again before it removes the namespace, for a cluster
 // created in the moment between this check and the Team's deletion.)
 type TeamInUse struct{ base }
 

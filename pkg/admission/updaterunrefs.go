@@ -15,7 +15,7 @@ import (
 
 // UpdateRunRefs refuses, with a 422 naming the field, an UpdateRun whose strategyRef names no
 // UpdateStrategy of its namespace or whose target version the platform's catalog does not offer
-// (or has expired): said at create, not found out by the worker later.
+// (or has expired): said at create, not found out by the UpdateRun controller later.
 type UpdateRunRefs struct {
 	base
 	clock clock.PassiveClock

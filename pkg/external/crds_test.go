@@ -66,7 +66,7 @@ func TestCRDFiles(t *testing.T) {
 	}
 }
 
-// Every external kind the workers use has its CRD here, at the version and resource we use.
+// Every external kind the controllers use has its CRD here, at the version and resource we use.
 func TestKindsHaveCRDs(t *testing.T) {
 	set := load(t)
 	for _, k := range external.Kinds {

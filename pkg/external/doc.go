@@ -13,7 +13,7 @@
 //     modules are not available here) or into Cluster API's own Go type, so that no controller
 //     reads a field by a string path. The mirrors have generated DeepCopy;
 //   - the Go types of butler's own providers' kinds (providers.go: BootstrapConfig, LocalCluster,
-//     LocalMachine), which the workers write and the providers serve.
+//     LocalMachine), which the controllers write and the providers serve.
 //
 // It imports apimachinery and API types (k8s.io/api) only, never a client: the controllers pass
 // theirs in (Resource is client-go's dynamic.ResourceInterface).

@@ -12,8 +12,10 @@ import (
 type FieldManager string
 
 const (
-	// Workers are butler-apiserver's lifecycle workers: what they write for TenantClusters,
-	// addons, Teams and bootstrap data, in the management cluster and in tenants.
+	// Workers is the manager of what butler-apiserver's lifecycle controllers write for
+	// TenantClusters, addons, Teams and bootstrap data, in the management cluster and in tenants.
+	// Its value owns those fields, so it never changes (a new one would strand them on upgrade);
+	// the Go name is from when the controllers were called workers.
 	Workers FieldManager = "butler-apiserver"
 	// LocalProvider is butler-localprovider, the local stand-in for Steward and the local
 	// infrastructure provider.

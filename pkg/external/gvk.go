@@ -92,7 +92,7 @@ type Kind struct {
 // GVR is the kind's GroupVersionResource.
 func (k Kind) GVR() schema.GroupVersionResource { return k.GVK.GroupVersion().WithResource(k.Resource) }
 
-// Kinds lists every external kind the lifecycle workers write or read.
+// Kinds lists every external kind the lifecycle controllers write or read.
 var Kinds = []Kind{
 	{GVK: ClusterGVK, Resource: "clusters"},
 	{GVK: MachineDeploymentGVK, Resource: "machinedeployments"},

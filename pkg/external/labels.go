@@ -7,17 +7,17 @@ package external
 const (
 	// TenantClusterLabel and TenantClusterNamespaceLabel name the TenantCluster an object was made
 	// for: labels, not owner references, as the objects live in the tenant's namespace and the
-	// TenantCluster in its Team's. The workers find a cluster's objects by them, the bootstrap
+	// TenantCluster in its Team's. The controllers find a cluster's objects by them, the bootstrap
 	// provider copies them from a config to its data Secret, and the local provider reads them.
 	TenantClusterLabel          = "butler.butlerlabs.dev/tenant-cluster"
 	TenantClusterNamespaceLabel = "butler.butlerlabs.dev/tenant-cluster-namespace"
 	// ManagedByLabel is Kubernetes' recommended label for the tool that manages an object;
-	// ManagedBy is its value on what the workers make (a Team's namespace and RoleBindings, a
+	// ManagedBy is its value on what the controllers make (a Team's namespace and RoleBindings, a
 	// TenantCluster's objects, bootstrap Secrets), so that they only ever remove their own.
 	ManagedByLabel = "app.kubernetes.io/managed-by"
 	ManagedBy      = string(Workers)
 	// TenantClusterPausedAnnotation "true" holds a TenantCluster as it is, as Cluster API's
-	// cluster.x-k8s.io/paused does: the workers write nothing of it, its status included, until
+	// cluster.x-k8s.io/paused does: the controllers write nothing of it, its status included, until
 	// the annotation goes, but for the Team's bindings in the tenant (they follow the Team
 	// still); the local provider neither wakes it nor puts it to sleep on its endpoint's use. A
 	// deletion still runs.
@@ -25,7 +25,7 @@ const (
 	// ProtectedNamespaceLabel, with the value "true", marks a namespace in a tenant cluster as a
 	// tenant admin's or a platform addon's own: operators get no edit there (component/access)
 	// and a Team's chart creates nothing there (addons' privilege check). Tenant admins and the
-	// TenantAddon worker set it; an in-place restore keeps it as it is now.
+	// TenantAddon controller set it; an in-place restore keeps it as it is now.
 	ProtectedNamespaceLabel = "butler.butlerlabs.dev/protected"
 	// PodSecurityEnforceLabel is Kubernetes' Pod Security level of a namespace. A local tenant
 	// enforces "baseline" where the label is absent; a namespace labelled "privileged" is

@@ -6,7 +6,7 @@ import (
 )
 
 // The kinds of butler's own Cluster API providers (CRDs in artifacts/crds). They are a contract
-// like Steward's: the TenantCluster workers write their templates, butler's bootstrap and local
+// like Steward's: the TenantCluster controller writes their templates, butler's bootstrap and local
 // providers serve them, and Cluster API reads their status. Their Go types are here, apart from
 // the controllers, so that the writer and the server of a field share one definition.
 
@@ -22,7 +22,7 @@ type BootstrapConfig struct {
 	Status            BootstrapConfigStatus `json:"status,omitempty"`
 }
 
-// BootstrapConfigSpec is what the TenantCluster workers set through the BootstrapConfigTemplate.
+// BootstrapConfigSpec is what the TenantCluster controller sets through the BootstrapConfigTemplate.
 //
 // +k8s:deepcopy-gen=true
 type BootstrapConfigSpec struct {

@@ -5,10 +5,10 @@ import (
 	"time"
 )
 
-// The contract between the lifecycle worker and a hosted control plane provider for a rotation
+// The contract between the lifecycle controller and a hosted control plane provider for a rotation
 // of a tenant's CA and service-account key (Steward's and Kamaji's kinds have no field for it).
 //
-// The worker writes CredentialsRotationAnnotation on the cluster's control plane object
+// The controller writes CredentialsRotationAnnotation on the cluster's control plane object
 // (StewardControlPlane or KamajiControlPlane), and the provider copies it to the
 // TenantControlPlane, as capi-steward copies annotations: "<phase>/<id>", phase Preparing or
 // Completing, id the rotation's start (RFC 3339, the TenantCluster's

@@ -1,4 +1,4 @@
-// Package hibernation holds what the API server and the lifecycle worker share about a tenant
+// Package hibernation holds what the API server and the lifecycle controller share about a tenant
 // cluster's sleep: parsing its schedules and deciding, from them, what the cluster should be.
 package hibernation
 

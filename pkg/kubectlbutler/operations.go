@@ -13,7 +13,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 )
 
-// The verbs below are the API's own: a spec field the workers drive to (hibernation,
+// The verbs below are the API's own: a spec field the controllers drive to (hibernation,
 // restoreFrom), a TenantClusterSnapshot, or the operation annotation (rotation). The plugin only
 // writes them, so RBAC and admission judge it as they judge kubectl.
 

@@ -1,4 +1,4 @@
-// Package maintenance holds what the API server and the lifecycle worker share about a tenant
+// Package maintenance holds what the API server and the lifecycle controllers share about a tenant
 // cluster's maintenance: its window (when the platform may change the cluster by itself) and
 // the version catalog (which Kubernetes versions are offered, which have expired, and which
 // patch a cluster moves to).

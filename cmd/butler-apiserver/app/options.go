@@ -58,7 +58,7 @@ type Options struct {
 	// checksum before a restore (when ButlerConfig names none).
 	SnapshotDir string
 
-	// Workers configure the background workers.
+	// Workers configure the background controllers.
 	Workers WorkerOptions
 
 	// Memory sets the Go runtime's soft memory limit.

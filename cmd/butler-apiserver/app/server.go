@@ -142,7 +142,7 @@ func (o *Options) applyStandalone(pki standalonePKI) error {
 
 	// No management cluster: no core informers, so no webhook admission and no priority and
 	// fairness (its configuration objects live in the management cluster). butler's own
-	// admission plugins still run (applyStandaloneAdmission); the workers do not.
+	// admission plugins still run (applyStandaloneAdmission); the controllers do not.
 	r.CoreAPI = nil
 	r.Admission = nil
 	r.Features.EnablePriorityAndFairness = false

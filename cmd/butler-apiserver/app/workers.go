@@ -20,7 +20,7 @@ import (
 	restclient "k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
-	// rest_client_* metrics on /metrics: the workers' requests by method and host, and the time
+	// rest_client_* metrics on /metrics: the controllers' requests by method and host, and the time
 	// they waited in the client-side rate limiter.
 	_ "k8s.io/component-base/metrics/prometheus/restclient"
 
@@ -33,14 +33,17 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/registry/butler/quotastore"
 )
 
-// WorkerOptions configure the background workers (delegated mode only).
+// WorkerOptions configure the background controllers (delegated mode only). The flags
+// (--enable-workers, --workers-*) and the Lease butler-apiserver-workers keep the old word for
+// them: deployments set the flags, and a renamed Lease would let an old and a new replica lead
+// at once during an upgrade.
 type WorkerOptions struct {
-	// Enabled runs the workers (under leader election).
+	// Enabled runs the controllers (under leader election).
 	Enabled bool
 	// LeaseNamespace and LeaseName name the Lease in the management cluster that elects the
-	// replica whose workers act.
+	// replica whose controllers act.
 	LeaseNamespace, LeaseName string
-	// QPS and Burst pace all the workers' requests to the management cluster, one budget for
+	// QPS and Burst pace all the controllers' requests to the management cluster, one budget for
 	// their typed, dynamic and metadata clients. kube-apiserver protects itself with API
 	// Priority and Fairness: butler-apiserver's ServiceAccount falls under the flow schema
 	// service-accounts, priority level workload-low (100 of the default 245 nominal shares,
@@ -54,7 +57,7 @@ type WorkerOptions struct {
 	// objects take seconds.
 	QPS   float32
 	Burst int
-	// Fetch is the outbound fetch policy of what the workers fetch for tenants (charts).
+	// Fetch is the outbound fetch policy of what the controllers fetch for tenants (charts).
 	Fetch controllerkit.FetchSettings
 }
 
@@ -124,12 +127,12 @@ func (o *Options) bindLedger(resources map[string]rest.Storage) error {
 	return nil
 }
 
-// addWorkers starts the background workers once the server serves: they read butler objects
+// addWorkers starts the background controllers once the server serves: they read butler objects
 // through the loopback client and write to the management cluster as butler-apiserver's identity.
-// Without a management cluster only the workers that need none run. They stop when stop is done
+// Without a management cluster only the controllers that need none run. They stop when stop is done
 // (the server is told to stop), not when the server stops serving after
 // --shutdown-delay-duration: the delay is for clients and the Service to let go of this replica,
-// and the workers' Lease is released at once, so a standby replica's workers take over without
+// and the controllers' Lease is released at once, so a standby replica's controllers take over without
 // waiting for it.
 func (o *Options) addWorkers(stop context.Context, server *genericapiserver.GenericAPIServer, config *genericapiserver.RecommendedConfig) error {
 	if !o.Workers.Enabled {
@@ -160,7 +163,7 @@ func (o *Options) addWorkers(stop context.Context, server *genericapiserver.Gene
 	return server.AddPostStartHook("butler-workers", func(hook genericapiserver.PostStartHookContext) error {
 		ctx, cancel := context.WithCancel(hook)
 		context.AfterFunc(stop, cancel)
-		// Protobuf: the workers' informers decode every TenantCluster written.
+		// Protobuf: the controllers' informers decode every TenantCluster written.
 		loopback := restclient.CopyConfig(hook.LoopbackClientConfig)
 		loopback.ContentType = runtime.ContentTypeProtobuf
 		loopback.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON

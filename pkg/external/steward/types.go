@@ -26,7 +26,7 @@ type TenantControlPlane struct {
 	Status            TenantControlPlaneStatus `json:"status,omitempty"`
 }
 
-// TenantControlPlaneSpec is the part of the spec butler reads: the workers its version, the
+// TenantControlPlaneSpec is the part of the spec butler reads: the controllers its version, the
 // local provider (Steward's stand-in) what it runs.
 type TenantControlPlaneSpec struct {
 	Kubernetes     KubernetesSpec     `json:"kubernetes,omitempty"`
@@ -152,7 +152,7 @@ type StewardControlPlaneStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
-// StewardControlPlaneSpec is the part of a StewardControlPlane's spec butler sets (the workers)
+// StewardControlPlaneSpec is the part of a StewardControlPlane's spec butler sets (the controllers)
 // or reads (the local provider).
 type StewardControlPlaneSpec struct {
 	Version           string                 `json:"version"`

@@ -196,7 +196,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 	tcp, ok := c.planes.TenantControlPlane(tc.Status.TenantNamespace, tc.Name)
 	if ok && !external.ProviderOffers(tcp.GetAnnotations(), external.CapabilitySnapshots) {
 		// A real Steward's (--external-control-plane-namespaces): not this provider's to take;
-		// butler's workers fail it, as they would with no stand-in running at all.
+		// butler's controllers fail it, as they would with no stand-in running at all.
 		klog.FromContext(ctx).V(2).Info("Leaving the snapshot of a control plane this provider does not run")
 		return nil
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/registry/butler/resource"
 )
 
-// Table is the kubectl view of tenantclusters: PHASE, PROGRESS (what the lifecycle worker does
+// Table is the kubectl view of tenantclusters: PHASE, PROGRESS (what the lifecycle controller does
 // or waits for, as lastOperation says), VERSION, WORKERS, ENDPOINT, AGE; -o wide adds OS, TEAM
 // and PROVIDER.
 var Table = resource.Table[*butler.TenantCluster]{

@@ -168,7 +168,7 @@ func (r *KubeconfigREST) tenantCredentials(ctx context.Context, cluster *butler.
 		return nil, nil, apierrors.NewServiceUnavailable(
 			"kubeconfigs are kept in the management cluster, and this butler-apiserver runs standalone without one")
 	}
-	// The lifecycle worker keeps a cluster's Secrets in its tenant namespace.
+	// The lifecycle controller keeps a cluster's Secrets in its tenant namespace.
 	secretNS := cluster.Status.TenantNamespace
 	if secretNS == "" {
 		secretNS = cluster.Namespace

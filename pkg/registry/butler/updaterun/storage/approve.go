@@ -21,7 +21,7 @@ import (
 )
 
 // ApproveREST is updateruns/approve: a POST of an UpdateRunApproval naming a stage marks that
-// stage's waiting approval task done, recording who and when, in the run's status (the worker
+// stage's waiting approval task done, recording who and when, in the run's status (the controller
 // then goes on). Being a create on its own subresource, RBAC grants it apart from editing runs:
 // a Team's admins hold it, its viewers do not, and no Team role reaches another Team's
 // namespace. A stage that does not wait for approval is a 409 naming its phase.
