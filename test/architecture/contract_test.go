@@ -24,7 +24,7 @@ var contractLiterals = []string{
 // hides one; or the object's spec or status map indexed directly.
 var fieldPath = regexp.MustCompile(`unstructured\.Nested\w+\([^)]*("spec"|"status"|\.\.\.)|(\.Object|UnstructuredContent\(\))\["(spec|status)"\]\.\(`)
 
-// The workers, builders and providers write the contract's labels and field managers and read
+// The controllers, builders and providers write the contract's labels and field managers and read
 // the spec and status of external objects through pkg/external (docs/architecture.md), never by
 // their own literal or path.
 func TestExternalContractDefinedOnce(t *testing.T) {

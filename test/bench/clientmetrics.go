@@ -13,13 +13,13 @@ import (
 )
 
 // clientRequests is what butler-apiserver's clients sent (its rest_client_* metrics): the
-// workers' requests to kube-apiserver and to butler-apiserver's own loopback.
+// controllers' requests to kube-apiserver and to butler-apiserver's own loopback.
 type clientRequests struct {
 	// writes counts POST, PUT, PATCH and DELETE by host; reads the rest.
 	writes, reads map[string]float64
 	// throttled is the time requests waited in the client-side rate limiter, in seconds.
 	throttled float64
-	// applies and unchanged count the workers' applies of external objects, and those of them
+	// applies and unchanged count the controllers' applies of external objects, and those of them
 	// that changed nothing (butler_workers_applies_total).
 	applies, unchanged float64
 }

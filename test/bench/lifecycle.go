@@ -39,7 +39,7 @@ var (
 	tenantControlPlanes  = schema.GroupVersionResource{Group: "steward.butlerlabs.dev", Version: "v1alpha1", Resource: "tenantcontrolplanes"}
 )
 
-// runLifecycle measures the TenantCluster worker: n TenantClusters (AWS, two workers, a CNI
+// runLifecycle measures the TenantCluster controller: n TenantClusters (AWS, two workers, a CNI
 // addon) created at once by 16 clients, until every one has all its objects written —
 // namespace, Cluster, StewardControlPlane, AWSCluster and template, then, once a stand-in for
 // Steward reports each control plane Ready, BootstrapConfigTemplate, MachineDeployment and
@@ -455,7 +455,7 @@ func machineBusy() time.Duration {
 	return time.Duration(ticks) * 10 * time.Millisecond
 }
 
-// butlerObjectsLeft counts what the workers made for the clusters of namespace ns that is still
+// butlerObjectsLeft counts what the controllers made for the clusters of namespace ns that is still
 // there: TenantAddons, and the Cluster API, Steward and AWS objects in the tenant namespaces.
 func butlerObjectsLeft(ctx context.Context, butler clientset.Interface, dyn dynamic.Interface, ns string) (int, error) {
 	addons, err := butler.ButlerV1alpha1().TenantAddons(ns).List(ctx, metav1.ListOptions{})

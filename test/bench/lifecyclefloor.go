@@ -33,17 +33,17 @@ import (
 )
 
 // floorLabel marks the floor's objects, in place of the TenantCluster labels: with those,
-// butler's workers would take the floor's namespaces for tenant namespaces and watch their
+// butler's controllers would take the floor's namespaces for tenant namespaces and watch their
 // Secrets, work that is butler's, not the floor's. The value is as long as the label it stands for.
 const floorLabel = "bench.butlerlabs.dev/floor-of"
 
-// floor is what the same writes cost without butler: the objects the workers write for n
+// floor is what the same writes cost without butler: the objects the controllers write for n
 // clusters (the tenant namespace, butler's Secrets RoleBinding in it, the Cluster, the
 // StewardControlPlane, the AWSCluster and machine template, the BootstrapConfigTemplate and the
-// MachineDeployment), built by the workers' own builders and server-side applied straight to
-// kube-apiserver in the workers' order (writeFloor) by as many clients as create the
+// MachineDeployment), built by the controllers' own builders and server-side applied straight to
+// kube-apiserver in the controller's order (writeFloor) by as many clients as create the
 // TenantClusters, on the same plane (Cluster
-// API's manager, butler's workers and the Steward stand-in all running, reacting as they do
+// API's manager, butler's controllers and the Steward stand-in all running, reacting as they do
 // to butler's objects). Then the same objects deleted, waited for until gone and their
 // namespaces removed.
 type floor struct {
@@ -72,7 +72,7 @@ func runFloor(ctx context.Context, butlerc clientset.Interface, kube kubernetes.
 	if err := inParallel(n, clients, func(i int) error { return deleteFloorCluster(ctx, dyn, inputs[i]) }); err != nil {
 		return f, fmt.Errorf("the floor's deletes: %w", err)
 	}
-	// Each namespace is deleted once its cluster's objects are gone, as the workers do: deleted
+	// Each namespace is deleted once its cluster's objects are gone, as the controller does: deleted
 	// while Cluster API's finalizers still run, kube-controller-manager's namespace controller
 	// lists and empties every namespaced kind again and again until they are done (a first try
 	// at N=200 took 194 s, against 109 s for butler).
@@ -125,7 +125,7 @@ func runFloor(ctx context.Context, butlerc clientset.Interface, kube kubernetes.
 	return f, nil
 }
 
-// floorInputs are the workers' inputs for n clusters like tcs of namespace ns (each the
+// floorInputs are the controllers' inputs for n clusters like tcs of namespace ns (each the
 // TenantCluster butler would store, defaults applied: a dry-run create), built before a clock starts.
 func floorInputs(ctx context.Context, butlerc clientset.Interface, ns string, n int, tmpl func(i int64) *v1alpha1.TenantCluster) ([]component.Input, error) {
 	pc, err := butlerc.ButlerV1alpha1().ProviderConfigs(ns).Get(ctx, "aws", metav1.GetOptions{})
@@ -200,9 +200,9 @@ type floorJob struct {
 	workers bool
 }
 
-// writeFloor writes the floor's objects for inputs from clients goroutines in the workers'
+// writeFloor writes the floor's objects for inputs from clients goroutines in the controller's
 // order: each cluster's namespace, Secrets RoleBinding, Cluster, StewardControlPlane, AWSCluster
-// and machine template, then, once a watch sees its TenantControlPlane Ready (the workers' plan
+// and machine template, then, once a watch sees its TenantControlPlane Ready (the controller's plan
 // starts the workers step after the control plane step), its BootstrapConfigTemplate and
 // MachineDeployment. Written all at once instead, Cluster API's work on every
 // MachineDeployment fell inside the floor's window and outside butler's. It says how many
@@ -295,7 +295,7 @@ func onControlPlanesReady(ctx context.Context, dyn dynamic.Interface, inputs []c
 	return func() { cancel(); factory.Shutdown() }, nil
 }
 
-// writeFloorControlPlane writes one cluster's objects up to its control plane, in the workers'
+// writeFloorControlPlane writes one cluster's objects up to its control plane, in the controller's
 // order, and says how many requests it sent.
 func writeFloorControlPlane(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, in component.Input) (int, error) {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: in.Namespace, Labels: floorLabels(in)}}
@@ -354,13 +354,13 @@ func writeFloorWorkers(ctx context.Context, _ kubernetes.Interface, dyn dynamic.
 	return 2, err
 }
 
-// applyFloor server-side applies obj with the floor's labels, as the workers' field manager.
+// applyFloor server-side applies obj with the floor's labels, as the controllers' field manager (external.Workers).
 func applyFloor(ctx context.Context, dyn dynamic.Interface, in component.Input, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	obj.SetLabels(floorLabels(in))
 	return external.Workers.Apply(ctx, dyn.Resource(external.MustGVR(obj.GroupVersionKind())).Namespace(in.Namespace), obj)
 }
 
-// deleteFloorCluster deletes one cluster's objects as the workers' cleanup does (in the
+// deleteFloorCluster deletes one cluster's objects as the controller's cleanup does (in the
 // background, the MachineDeployment first), without waiting between them: Cluster API's
 // finalizers order the rest. Its namespace goes once they are gone (runFloor).
 func deleteFloorCluster(ctx context.Context, dyn dynamic.Interface, in component.Input) error {

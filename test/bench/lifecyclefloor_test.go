@@ -26,7 +26,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/componenttest"
 )
 
-// workersWrites are the objects butler's TenantCluster worker writes in the management cluster
+// workersWrites are the objects butler's TenantCluster controller writes in the management cluster
 // for an AWS cluster with workers, by kind (namespace step, control plane and infrastructure
 // steps, then the workers step): what the floor must write too, no more and no less.
 var workersWrites = map[string]int{"Namespace": 1, "RoleBinding": 1, "Cluster": 1, "StewardControlPlane": 1,
@@ -126,7 +126,7 @@ func floorTestInputs(n int) []component.Input {
 }
 
 // TestFloorWritesTheWorkersObjectsInTheirOrder: the floor writes, for each cluster, the objects
-// butler's worker writes (counted by kind), and its MachineDeployment only once that cluster's
+// butler's controller writes (counted by kind), and its MachineDeployment only once that cluster's
 // control plane is Ready, as the workers step comes after the control plane step. The floor
 // before this wrote everything at once, so Cluster API's work on every MachineDeployment fell
 // inside its clock and not inside butler's.

@@ -19,7 +19,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 )
 
-// P9 as bench-report runs it: one pair a process, butler's workers and the floor each on a
+// P9 as bench-report runs it: one pair a process, butler's controllers and the floor each on a
 // fresh plane, in the order of the pair, both clocks stopped when a watch has seen every
 // cluster's MachineDeployment (the last object both write), and what each side made counted.
 
@@ -172,7 +172,7 @@ func seeAll(ctx context.Context, dyn dynamic.Interface, gvk schema.GroupVersionK
 	return all, func() { cancel(); factory.Shutdown() }, nil
 }
 
-// workKinds are what a P9 side is counted by: what the workers (or the floor) write, what the
+// workKinds are what a P9 side is counted by: what the controllers (or the floor) write, what the
 // Steward stand-in makes for each control plane, and Cluster API's first reaction.
 var workKinds = map[string]schema.GroupVersionResource{
 	"RoleBinding":             {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"},

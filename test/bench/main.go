@@ -20,7 +20,7 @@
 // With -api-pair k (make bench-report), it runs one pair of P1, P1p, P2 and P2b instead, on a
 // plane of its own, with Teams, quotas and ProviderConfigs on both sides (apipairs.go).
 //
-// With -lifecycle it measures the TenantCluster worker instead (lifecycle.go); with -local and
+// With -lifecycle it measures the TenantCluster controller instead (lifecycle.go); with -local and
 // -capacity, the local provider on the same plane (local.go): create -> Ready of local clusters
 // one after the other with a timeline of where the time goes, and how many clusters the machine
 // holds Ready at once with the RSS and idle CPU of their processes. With -density (density.go),

@@ -103,7 +103,7 @@ func TestKubeconfigSubresource(t *testing.T) {
 		t.Fatalf("before the control plane is ready: err=%v\n%s", err, out)
 	}
 
-	// The tenant cluster's admin kubeconfig and CA, as the lifecycle worker and Steward would
+	// The tenant cluster's admin kubeconfig and CA, as the lifecycle controller and Steward would
 	// store them. The management cluster itself stands in for the tenant cluster, so the answer
 	// can be used.
 	tenantKubeconfig, err := os.ReadFile(plane.kubeconfig)

@@ -21,7 +21,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 )
 
-// These tests drive the TenantAddon worker against a paused TenantCluster whose kubeconfig is
+// These tests drive the TenantAddon controller against a paused TenantCluster whose kubeconfig is
 // the management cluster's own (the stand-in tenant), so that what a refused chart would have
 // made is looked for there.
 
@@ -263,7 +263,7 @@ func TestTenancyAddonFetchPolicy(t *testing.T) {
 			if announce {
 				w.Header().Set("Content-Length", strconv.Itoa(archive))
 			}
-			// The most sent in one response: the worker asks again after its backoff.
+			// The most sent in one response: the controller asks again after its backoff.
 			chunk := make([]byte, 1<<20)
 			for n := int64(0); n < archive; {
 				if _, err := w.Write(chunk); err != nil {

@@ -104,7 +104,7 @@ func TestAutoRepairReplacesADeadWorker(t *testing.T) {
 		t.Errorf("Machines %v -> %v with both unhealthy: want none remediated", slices.Sorted(maps.Keys(after)), slices.Sorted(maps.Keys(now)))
 	}
 	// The Team is told on its TenantCluster (Cluster API's Events are in the tenant namespace):
-	// the two held back now at least, the repaired one too if the worker looked before it went.
+	// the two held back now at least, the repaired one too if the controller looked before it went.
 	poll(t, time.Minute, "WorkerUnhealthy Events on the TenantCluster", func() bool {
 		out, _ := kubectl(t, "get", "events", "-n", ns, "--field-selector", "reason=WorkerUnhealthy,involvedObject.name=fixme",
 			"-o", "jsonpath={range .items[*]}{.message}{\"\\n\"}{end}")

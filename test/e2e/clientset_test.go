@@ -162,7 +162,7 @@ func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) {
 
 func newTenantCluster(name string) *v1alpha1.TenantCluster {
 	return &v1alpha1.TenantCluster{
-		// Paused: the test writes the status the lifecycle worker would.
+		// Paused: the test writes the status the lifecycle controller would.
 		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{external.TenantClusterPausedAnnotation: "true"}},
 		Spec: v1alpha1.TenantClusterSpec{
 			KubernetesVersion: "v1.31.4",

@@ -595,10 +595,10 @@ func TestFaultEtcdOutage(t *testing.T) {
 	}
 }
 
-// workersLease is the Lease that elects the replica whose workers act.
+// workersLease is the Lease that elects the replica whose controllers act.
 const workersLeaseNamespace, workersLeaseName = "butler-system", "butler-apiserver-workers"
 
-// leaseHolder is the identity that holds the workers' Lease, or "".
+// leaseHolder is the identity that holds the controllers' Lease, or "".
 func leaseHolder(ctx context.Context) string {
 	lease, err := plane.kube.CoordinationV1().Leases(workersLeaseNamespace).Get(ctx, workersLeaseName, metav1.GetOptions{})
 	if err != nil || lease.Spec.HolderIdentity == nil {
@@ -607,7 +607,7 @@ func leaseHolder(ctx context.Context) string {
 	return *lease.Spec.HolderIdentity
 }
 
-// leaderProcess waits until the holder of the workers' Lease is not one of except, and says
+// leaderProcess waits until the holder of the controllers' Lease is not one of except, and says
 // which of the plane's butler-apiserver processes it is, by the identity its log says it
 // started leading as.
 func leaderProcess(t *testing.T, replicas []string, except string) (name, identity string) {
@@ -646,7 +646,7 @@ var r4Kinds = []schema.GroupVersionResource{clustersGVR, stewardCPGVR, tenantCPG
 
 // TestFaultWorkersLeaderKilled (R4): the plane runs two butler-apiserver replicas
 // (BUTLER_APISERVER_REPLICAS=2, as make test-faults sets). 20 local TenantClusters (R4_CLUSTERS:
-// CI's stage asks for 10, within its time budget) are applied at once; while they provision, the replica leading the workers is killed with SIGKILL and
+// CI's stage asks for 10, within its time budget) are applied at once; while they provision, the replica leading the controllers is killed with SIGKILL and
 // stays down until the other has taken the Lease (then it is started again, as a Deployment
 // would). Every cluster becomes Ready with exactly one Cluster, StewardControlPlane,
 // TenantControlPlane, MachineDeployment and Machine, and one process of each control plane

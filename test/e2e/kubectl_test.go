@@ -190,7 +190,7 @@ func TestWatchSeesUpdate(t *testing.T) {
 	}
 }
 
-// The ButlerConfig's TEAMS and CLUSTERS columns are counted by the workers.
+// The ButlerConfig's TEAMS and CLUSTERS columns are counted by the controllers.
 func TestButlerConfigCounts(t *testing.T) {
 	ctx := context.Background()
 	configs := plane.butler.ButlerV1alpha1().ButlerConfigs()

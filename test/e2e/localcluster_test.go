@@ -173,7 +173,7 @@ func TestLocalTenantCluster(t *testing.T) {
 		t.Fatalf("the Deployment did not roll out: %v\n%s", err, out)
 	}
 
-	// A TenantAddon: the chart, served by the test, is installed by the TenantAddon worker into
+	// A TenantAddon: the chart, served by the test, is installed by the TenantAddon controller into
 	// the tenant, where its Deployment runs on the simulated nodes; Helm, asked with the minted
 	// kubeconfig, agrees with the addon's status.
 	repo := addonChartRepo(t, map[string][]string{"demo": {"0.1.0"}, "broken": {"0.1.0"}})
@@ -451,7 +451,7 @@ func tenantProcesses(t *testing.T, uid string) map[string]int {
 	return count
 }
 
-// TestLocalTenantClusterSurvivesRestarts: butler-apiserver (whose workers provision the
+// TestLocalTenantClusterSurvivesRestarts: butler-apiserver (whose controllers provision the
 // cluster) and butler-localprovider (which runs its control plane and machines) are killed with
 // SIGKILL while the workers join, and started again. The cluster still becomes Ready, its
 // control plane processes are adopted rather than started twice, and it has one Cluster, one

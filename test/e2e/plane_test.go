@@ -186,7 +186,7 @@ func namespace(t *testing.T, name string) string {
 }
 
 // tenantCluster is a valid TenantCluster manifest, paused: the tests that use it drive the API
-// (and write the status the lifecycle worker would), not the lifecycle.
+// (and write the status the lifecycle controller would), not the lifecycle.
 func tenantCluster(namespace, name string) string {
 	return fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
 kind: TenantCluster

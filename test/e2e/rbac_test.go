@@ -21,7 +21,7 @@ import (
 const butlerSA = "system:serviceaccount:butler-system:butler-apiserver"
 
 // fixtureTenantNamespace makes the tenant namespace of a paused TenantCluster as the
-// TenantCluster worker would: labelled with the cluster, with butler-apiserver's Secrets
+// TenantCluster controller would: labelled with the cluster, with butler-apiserver's Secrets
 // RoleBinding. Tests that write a cluster's status themselves keep its Secrets there.
 func fixtureTenantNamespace(t *testing.T, clusterNS, cluster string) string {
 	t.Helper()
@@ -76,7 +76,7 @@ func TestButlerAPIServerRBAC(t *testing.T) {
 		}
 	}
 
-	// A tenant namespace the TenantCluster worker made: it binds the Secrets role there.
+	// A tenant namespace the TenantCluster controller made: it binds the Secrets role there.
 	ns := namespace(t, "e2e-rbac-tenant")
 	creds := providerCredentials(t, ns, "aws")
 	mustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1

@@ -319,7 +319,7 @@ subjects: [{kind: ServiceAccount, name: slicer, namespace: default}]
 		time.Since(start).Round(100*time.Millisecond), time.Since(deleted).Round(100*time.Millisecond))
 }
 
-// tenantAdminKubeconfig writes the tenant's admin kubeconfig, the one the workers and the local
+// tenantAdminKubeconfig writes the tenant's admin kubeconfig, the one butler's controllers and the local
 // provider use (kubeadm's kubernetes-admin), from its Secret in the tenant namespace.
 func tenantAdminKubeconfig(t *testing.T, ns, name string) string {
 	t.Helper()

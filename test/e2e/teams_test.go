@@ -29,7 +29,7 @@ import (
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
 )
 
-// team applies a Team and waits until the worker made its namespace and RoleBindings.
+// team applies a Team and waits until the controller made its namespace and RoleBindings.
 func team(t *testing.T, manifest string) *v1alpha1.Team {
 	t.Helper()
 	obj := map[string]any{}
@@ -107,7 +107,7 @@ func TestTeamAdminAliceAndMaxClusters(t *testing.T) {
 	if err != nil || ns.Labels["butler.butlerlabs.dev/team"] != "team-a" {
 		t.Fatalf("namespace team-a: %v %v", err, ns.Labels)
 	}
-	// One replica's workers act, elected through the Lease.
+	// One replica's controllers act, elected through the Lease.
 	lease, err := plane.kube.CoordinationV1().Leases("butler-system").Get(context.Background(), "butler-apiserver-workers", metav1.GetOptions{})
 	if err != nil || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
 		t.Errorf("the workers' Lease: %v %+v", err, lease)

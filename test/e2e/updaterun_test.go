@@ -19,7 +19,7 @@ import (
 // wait is a 409 naming its phase; the admin's approval is recorded and the run finishes. The
 // viewer's and the admin's approvals go through `kubectl butler upgrade approve` (the plugin is
 // no way round RBAC), and the viewer reads the result with `kubectl butler upgrade status`. The
-// strategy selects no cluster, so the worker goes straight to the stage's approval: no tenant
+// strategy selects no cluster, so the controller goes straight to the stage's approval: no tenant
 // is started.
 func TestUpdateRunApproveRBAC(t *testing.T) {
 	const teamA, teamB = "e2e-ur-a", "e2e-ur-b"

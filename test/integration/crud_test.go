@@ -49,7 +49,7 @@ type crudCase[T object, L runtime.Object] struct {
 	setup func(t *testing.T, namespace string)
 	// moved points the object's references to its own namespace at the test's namespace.
 	moved func(T)
-	// settled, if set, says a worker has written the new object's status; the steps wait for
+	// settled, if set, says a controller has written the new object's status; the steps wait for
 	// it, so that write is not taken for theirs.
 	settled func(T) bool
 }

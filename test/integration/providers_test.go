@@ -50,7 +50,7 @@ func TestProviderConfigChangesApplyToTheNextCreate(t *testing.T) {
 	expectForbidden(t, createIn(user, v1alpha1.OSTalos), "does not exist or is not shared")
 
 	// The owner's own clusters: Bottlerocket cannot boot on Harvester, until the ProviderConfig
-	// is gone (the worker checks again once there is one).
+	// is gone (the TenantCluster controller checks again once there is one).
 	expectInvalidFields(t, createIn(owner, v1alpha1.OSBottlerocket), "spec.workers.machineTemplate.os.type")
 	if err := providers.Delete(ctx, pc.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)

@@ -257,7 +257,7 @@ func TestMultiTenancyEnforced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The status worker writes the ButlerConfig too: read, modify and write until no conflict.
+	// The ButlerConfig controller writes the ButlerConfig's status too: read, modify and write until no conflict.
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cfg, err := configs.Get(ctx, "butler", metav1.GetOptions{})
 		if err != nil {

@@ -16,7 +16,7 @@ import (
 // Through the server: a run naming a strategy that does not exist, and a strategy with a
 // maxConcurrency of 0, are 422s naming the field; a run's target cannot change; approving a
 // stage that does not wait is a 409 naming why; the approval of a waiting stage is recorded
-// with the asker's name, once (a second is a 409). The worker does not run standalone: the test
+// with the asker's name, once (a second is a 409). The controller does not run standalone: the test
 // writes the status it would.
 func TestUpdateRunThroughTheServer(t *testing.T) {
 	ctx := context.Background()
@@ -54,7 +54,7 @@ func TestUpdateRunThroughTheServer(t *testing.T) {
 	if _, err := b.UpdateRuns(ns).Approve(ctx, "r1", approval, metav1.CreateOptions{}); !apierrors.IsConflict(err) || !strings.Contains(err.Error(), "has not started") {
 		t.Errorf("approving a run not started: %v, want 409", err)
 	}
-	// As the worker would: the canary's clusters are done and its approval waits.
+	// As the controller would: the canary's clusters are done and its approval waits.
 	run.Status = v1alpha1.UpdateRunStatus{Strategy: &strategy.Spec, Phase: v1alpha1.UpdateRunWaitingForApproval,
 		Stages: []v1alpha1.StageStatus{{Name: "canary", Phase: v1alpha1.StageWaitingForApproval,
 			Tasks: []v1alpha1.TaskStatus{{Type: v1alpha1.TaskApproval, Phase: v1alpha1.TaskWaiting}}}}}
