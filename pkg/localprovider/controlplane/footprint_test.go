@@ -1,15 +1,18 @@
 package controlplane
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -31,10 +34,13 @@ import (
 // CPU each used over the idle window. It is a measurement, not a test: it runs only when
 // BUTLER_FOOTPRINT_BIN names a directory with kube-apiserver, kube-controller-manager,
 // kube-scheduler and butler-localprovider (its etcd). BUTLER_FOOTPRINT_BASELINE=1 starts the
-// processes with Go's defaults (no tenantEnv), as before issue 40. BUTLER_FOOTPRINT_PAIRS=k runs
+// processes with Go's defaults (no tenantEnv), as before issue 40, or with
+// BUTLER_FOOTPRINT_BASELINE_ENV's environment (a cut against main's settings). BUTLER_FOOTPRINT_PAIRS=k runs
 // k pairs of both, the order alternating, and appends each pair to BUTLER_FOOTPRINT_PAIRS_OUT
 // (the pairs file of figure P7m, test/bench). BUTLER_FOOTPRINT_ENV adds to the tenant
-// processes' environment and BUTLER_FOOTPRINT_ETCD_ENV to the datastore's, for experiments.
+// processes' environment and BUTLER_FOOTPRINT_ETCD_ENV to the datastore's, for experiments;
+// BUTLER_FOOTPRINT_READYZ=1 prints when each of kube-apiserver's readiness checks first passed;
+// BUTLER_FOOTPRINT_READYZ_EVERY=1m asks every tenant's /readyz each minute while they idle.
 func TestTenantFootprint(t *testing.T) {
 	bin := os.Getenv("BUTLER_FOOTPRINT_BIN")
 	if bin == "" {
@@ -54,11 +60,16 @@ func TestTenantFootprint(t *testing.T) {
 		return
 	}
 	// The pairs give each tenant's memory, or with BUTLER_FOOTPRINT_MEASURE=ready the seconds
-	// from its processes' start to kube-apiserver's /readyz (the tenants start one after the other).
+	// from its processes' start to kube-apiserver's /readyz (the tenants start one after the other),
+	// or with BUTLER_FOOTPRINT_MEASURE=busy the CPU seconds the first tenant's kube-apiserver took
+	// for busyWork (BUTLER_FOOTPRINT_BUSY=1 prints them beside the memory).
 	measure := func(baseline bool) float64 {
 		r := footprint(t, bin, n, idle, baseline)
-		if os.Getenv("BUTLER_FOOTPRINT_MEASURE") == "ready" {
+		switch os.Getenv("BUTLER_FOOTPRINT_MEASURE") {
+		case "ready":
 			return r.ready
+		case "busy":
+			return r.busyCPU
 		}
 		return r.mib
 	}
@@ -89,8 +100,9 @@ func TestTenantFootprint(t *testing.T) {
 
 // footprintResult is the mean over the tenants of one run: mib is a tenant's memory (the PSS of
 // its three processes and its share of the datastore's PSS growth), ready the seconds from its
-// processes' start to kube-apiserver's /readyz.
-type footprintResult struct{ mib, ready float64 }
+// processes' start to kube-apiserver's /readyz, busyCPU the first tenant's kube-apiserver's CPU
+// seconds for busyWork (after the memory is measured).
+type footprintResult struct{ mib, ready, busyCPU float64 }
 
 // footprint runs n tenants for idle and returns what they cost.
 func footprint(t *testing.T, bin string, n int, idle time.Duration, baseline bool) footprintResult {
@@ -118,7 +130,15 @@ func footprint(t *testing.T, bin string, n int, idle time.Duration, baseline boo
 	}
 	cpuDS0 := cpuSeconds(ds.Process.Pid)
 	window := idle - 30*time.Second
-	time.Sleep(window)
+	if prof := os.Getenv("BUTLER_FOOTPRINT_PPROF"); prof != "" && window > 20*time.Second {
+		// The last 20 s of the window: where the first tenant's idle kube-apiserver spends its CPU.
+		time.Sleep(window - 20*time.Second)
+		tenants[0].fetch(t, "profile?seconds=20", filepath.Join(prof, "cpu-0.pb.gz"))
+	} else if every, _ := time.ParseDuration(os.Getenv("BUTLER_FOOTPRINT_READYZ_EVERY")); every > 0 {
+		holdAnswering(t, tenants, window, every)
+	} else {
+		time.Sleep(window)
+	}
 
 	if prof := os.Getenv("BUTLER_FOOTPRINT_PPROF"); prof != "" {
 		for i, ft := range tenants {
@@ -146,6 +166,16 @@ func footprint(t *testing.T, bin string, n int, idle time.Duration, baseline boo
 		fmt.Printf("FOOTPRINT tenant=%d baseline=%v ready=%.2fs total_pss=%.1f anon=%.1f with_datastore=%.1f MiB cpu=%.2f%%\n", i, baseline, ft.ready.Seconds(), total/(1<<20), anon/(1<<20), (total+dsShare)/(1<<20), 100*cpu/window.Seconds())
 		r.mib += (total + dsShare) / (1 << 20) / float64(n)
 		r.ready += ft.ready.Seconds() / float64(n)
+	}
+	if os.Getenv("BUTLER_FOOTPRINT_BUSY") == "1" || os.Getenv("BUTLER_FOOTPRINT_MEASURE") == "busy" {
+		// The first tenant busy, the others idle.
+		pid := pidOf(tenants[0].procs[0])
+		cpu, start := cpuSeconds(pid), time.Now()
+		if err := tenants[0].busyWork(); err != nil {
+			t.Errorf("busy work: %v", err)
+		}
+		r.busyCPU = cpuSeconds(pid) - cpu
+		fmt.Printf("FOOTPRINT tenant=0 baseline=%v busy: kube-apiserver %.2f CPU s in %.2f s\n", baseline, r.busyCPU, time.Since(start).Seconds())
 	}
 	return r
 }
@@ -349,7 +379,8 @@ func startFootprintTenant(t *testing.T, ctx context.Context, bin, dir string, ds
 		(&Controller{}).procSpec(componentScheduler, bins, schedulerArgs(args), paths),
 	} {
 		if baseline {
-			spec.Env = nil
+			// Go's defaults, or the environment of the settings a cut is measured against.
+			spec.Env = strings.Fields(os.Getenv("BUTLER_FOOTPRINT_BASELINE_ENV"))
 		}
 		if extra := os.Getenv("BUTLER_FOOTPRINT_ENV"); extra != "" {
 			spec.Env = append(spec.Env, strings.Fields(extra)...)
@@ -359,11 +390,25 @@ func startFootprintTenant(t *testing.T, ctx context.Context, bin, dir string, ds
 		}
 		ft.procs = append(ft.procs, process.Start(ctx, spec, func() {}))
 	}
+	// Each check of /readyz?verbose is timed from the start to its first "ok", and the serving
+	// from the start to the first answer: where kube-apiserver's start goes.
+	checks := map[string]time.Duration{}
 	for {
-		resp, err := ft.client.Get(fmt.Sprintf("https://%s/readyz", endpoint))
+		resp, err := ft.client.Get(fmt.Sprintf("https://%s/readyz?verbose", endpoint))
 		if err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
+			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
+			if _, ok := checks["(serving)"]; !ok {
+				checks["(serving)"] = time.Since(start)
+			}
+			for line := range strings.SplitSeq(string(body), "\n") {
+				if name, ok := strings.CutPrefix(line, "[+]"); ok {
+					name = strings.TrimSuffix(name, " ok")
+					if _, seen := checks[name]; !seen {
+						checks[name] = time.Since(start)
+					}
+				}
+			}
 			if resp.StatusCode == http.StatusOK {
 				break
 			}
@@ -374,10 +419,55 @@ func startFootprintTenant(t *testing.T, ctx context.Context, bin, dir string, ds
 		time.Sleep(50 * time.Millisecond)
 	}
 	ft.ready = time.Since(start)
+	if os.Getenv("BUTLER_FOOTPRINT_READYZ") == "1" {
+		printReadyz(name, checks)
+	}
 	if err := (&Controller{}).setUpTenant(ctx, spec, endpoint, certs.Trust, kc.superAdminSvc); err != nil {
 		t.Fatal(err)
 	}
 	return ft
+}
+
+// holdAnswering asks every tenant's /readyz each interval for the window, and fails the test
+// for each round in which one did not answer ready.
+func holdAnswering(t *testing.T, tenants []*footprintTenant, window, every time.Duration) {
+	end := time.Now().Add(window)
+	for round := 1; time.Until(end) > 0; round++ {
+		time.Sleep(min(every, time.Until(end)))
+		ready, slowest := 0, time.Duration(0)
+		for _, ft := range tenants {
+			start := time.Now()
+			resp, err := ft.client.Get(fmt.Sprintf("https://127.0.0.1:%d/readyz", ft.port))
+			if err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					ready++
+				}
+			}
+			slowest = max(slowest, time.Since(start))
+		}
+		fmt.Printf("FOOTPRINT readyz round %d: %d of %d ready, slowest answer %.2fs\n", round, ready, len(tenants), slowest.Seconds())
+		if ready != len(tenants) {
+			t.Errorf("round %d: %d of %d tenants answered /readyz ready", round, ready, len(tenants))
+		}
+	}
+}
+
+// fetch writes kube-apiserver's /debug/pprof/<path> to file.
+func (ft *footprintTenant) fetch(t *testing.T, path, file string) {
+	client := *ft.client
+	client.Timeout = time.Minute
+	resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d/debug/pprof/%s", ft.port, path))
+	if err != nil {
+		t.Log(err)
+		return
+	}
+	data, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		t.Log(err)
+	}
 }
 
 func (ft *footprintTenant) heapProfile(t *testing.T, file string) {
@@ -414,4 +504,53 @@ func (ft *footprintTenant) goMetrics(i int) {
 			}
 		}
 	}
+}
+
+// printReadyz prints when each of kube-apiserver's readiness checks first passed, in order.
+func printReadyz(tenant string, checks map[string]time.Duration) {
+	names := slices.SortedFunc(maps.Keys(checks), func(a, b string) int { return cmp.Compare(checks[a], checks[b]) })
+	for _, n := range names {
+		fmt.Printf("FOOTPRINT %s readyz %6.2fs %s\n", tenant, checks[n].Seconds(), n)
+	}
+}
+
+// busyWork is a busy tenant's requests, one after the other: 300 ConfigMaps of 4 KiB created,
+// listed 20 times (1.2 MB each) and deleted.
+func (ft *footprintTenant) busyWork() error {
+	base := fmt.Sprintf("https://127.0.0.1:%d/api/v1/namespaces/default/configmaps", ft.port)
+	do := func(method, url, body string, want int) error {
+		req, err := http.NewRequest(method, url, strings.NewReader(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := ft.client.Do(req)
+		if err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			return fmt.Errorf("%s %s: %s", method, url, resp.Status)
+		}
+		return nil
+	}
+	value := strings.Repeat("x", 4096)
+	for i := range 300 {
+		body := fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"busy-%d"},"data":{"v":%q}}`, i, value)
+		if err := do(http.MethodPost, base, body, http.StatusCreated); err != nil {
+			return err
+		}
+	}
+	for range 20 {
+		if err := do(http.MethodGet, base, "", http.StatusOK); err != nil {
+			return err
+		}
+	}
+	for i := range 300 {
+		if err := do(http.MethodDelete, fmt.Sprintf("%s/busy-%d", base, i), "", http.StatusOK); err != nil {
+			return err
+		}
+	}
+	return nil
 }
