@@ -168,11 +168,13 @@ func schedulerArgs(a planeArgs) []string {
 // environment. An idle tenant is mostly garbage collector headroom: with GOGC's default of 100
 // the heap may grow to twice what is live before a collection, and the runtime keeps those pages.
 // A lower GOGC keeps the heap closer to what is live, scaling with it (a memory limit would not:
-// it starves a tenant that grows); the price is more frequent collections, negligible idle.
+// it starves a tenant that grows); the price is more frequent collections. At 25 against 50 an
+// idle tenant's kube-apiserver held 19 MiB less, with no CPU difference measurable idle or busy
+// (TestTenantFootprint, 3 pairs).
 func tenantEnv(component string) []string {
 	switch component {
 	case componentAPIServer, componentControllerManager, componentScheduler:
-		return []string{"GOGC=50"}
+		return []string{"GOGC=25"}
 	}
 	return nil
 }

@@ -239,14 +239,14 @@ func TestAPIServerEnforcesPodSecurityBaseline(t *testing.T) {
 	}
 }
 
-// Each tenant process the provider starts runs its garbage collector at GOGC=50 (an idle tenant's
+// Each tenant process the provider starts runs its garbage collector at GOGC=25 (an idle tenant's
 // memory is mostly collector headroom, issue 40); the datastore's etcd keeps Go's defaults.
-func TestTenantProcessesCollectAtGOGC50(t *testing.T) {
+func TestTenantProcessesCollectAtGOGC25(t *testing.T) {
 	paths := tenantPaths{dir: "/state/0b6c-uid"}
 	for _, component := range []string{componentAPIServer, componentControllerManager, componentScheduler} {
 		spec := (&Controller{}).procSpec(component, kubebuild.Binaries{}, nil, paths)
-		if !slices.Equal(spec.Env, []string{"GOGC=50"}) {
-			t.Errorf("%s starts with environment %q, want GOGC=50", component, spec.Env)
+		if !slices.Equal(spec.Env, []string{"GOGC=25"}) {
+			t.Errorf("%s starts with environment %q, want GOGC=25", component, spec.Env)
 		}
 	}
 	if env := tenantEnv(componentEtcd); env != nil {
