@@ -38,7 +38,7 @@ help text in cmd/ (or pkg/kubectlbutler) and run hack/update-docs.sh. -->
 # Flags reference
 
 The flags of every binary this repository ships, as their `--help` prints them:
-butler-apiserver (the API server and its lifecycle workers: there is no separate controller
+butler-apiserver (the API server and its lifecycle controllers: there is no separate controller
 manager), butler-localprovider (the local stand-in for a management cluster's providers, for
 `make run` and the tests; nothing of it runs in production) and kubectl-butler (the kubectl plugin).
 The Helm chart's settings: [Helm values](helm-values.md).

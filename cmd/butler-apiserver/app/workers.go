@@ -63,13 +63,13 @@ type WorkerOptions struct {
 
 func (w *WorkerOptions) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&w.Enabled, "enable-workers", w.Enabled,
-		"Run the background workers (Teams, TenantCluster provisioning, bootstrap data, addons) under leader election. Needs a management cluster; off in --standalone.")
-	fs.StringVar(&w.LeaseNamespace, "workers-lease-namespace", w.LeaseNamespace, "Namespace of the workers' leader election Lease.")
-	fs.StringVar(&w.LeaseName, "workers-lease-name", w.LeaseName, "Name of the workers' leader election Lease.")
+		"Run the lifecycle controllers (Teams, TenantCluster provisioning, bootstrap data, addons) under leader election. Needs a management cluster; off in --standalone.")
+	fs.StringVar(&w.LeaseNamespace, "workers-lease-namespace", w.LeaseNamespace, "Namespace of the lifecycle controllers' leader election Lease.")
+	fs.StringVar(&w.LeaseName, "workers-lease-name", w.LeaseName, "Name of the lifecycle controllers' leader election Lease.")
 	fs.Float32Var(&w.QPS, "workers-kube-api-qps", w.QPS, "Requests per second the workers may send to the management cluster.")
 	fs.IntVar(&w.Burst, "workers-kube-api-burst", w.Burst, "Burst of requests the workers may send to the management cluster.")
 	fs.Int64Var(&w.Fetch.MaxBytes, "fetch-max-bytes", w.Fetch.MaxBytes,
-		"Largest download (chart repository index, chart archive, OCI blob) the workers fetch for a tenant.")
+		"Largest download (chart repository index, chart archive, OCI blob) the controllers fetch for a tenant.")
 	fs.StringSliceVar(&w.Fetch.AllowedInternal, "fetch-allowed-internal", w.Fetch.AllowedInternal,
 		"host:port that tenant fetches may reach though loopback, link-local or private (AddonDefinitions' repositories are allowed as well).")
 }
@@ -136,7 +136,7 @@ func (o *Options) bindLedger(resources map[string]rest.Storage) error {
 // waiting for it.
 func (o *Options) addWorkers(stop context.Context, server *genericapiserver.GenericAPIServer, config *genericapiserver.RecommendedConfig) error {
 	if !o.Workers.Enabled {
-		klog.InfoS("Background workers are off")
+		klog.InfoS("The lifecycle controllers are off")
 		return nil
 	}
 	var kube kubernetes.Interface
@@ -175,7 +175,7 @@ func (o *Options) addWorkers(stop context.Context, server *genericapiserver.Gene
 			klog.InfoS("No management cluster: only the ButlerConfig status worker runs")
 			go func() {
 				if err := lifecycle.RunStandalone(ctx, butler); err != nil {
-					klog.ErrorS(err, "Starting the standalone workers failed")
+					klog.ErrorS(err, "Starting the standalone controllers failed")
 				}
 			}()
 			return nil
