@@ -6,6 +6,10 @@
 # IMAGES_DIR/butler-apiserver and as a tar of it for `ctr images import`. Every timestamp is the
 # commit's, so one commit gives one digest (hack/verify-images.sh checks that).
 #
+# The image carries the charts butler installs from a local path (the catalog's flux-management,
+# artifacts/catalog/flux-management.yaml) under /usr/share/butler/charts: the management
+# cluster's Flux needs no chart repository, and its chart is the version of this commit.
+#
 # butler-localprovider gets no image: it runs the tenants' control planes as processes on its
 # host (docs/operations/install.md).
 #
@@ -44,5 +48,6 @@ done
   --archive "${IMAGES_DIR}/butler-apiserver.oci.tar" \
   --repository "${IMAGE_REPOSITORY}" --tag "${IMAGE_TAG}" --created "${created}" \
   --revision "${revision}" --source https://github.com/butlerdotdev/butler-apiserver \
+  --dir "${ROOT}/charts/butler-flux=/usr/share/butler/charts/butler-flux" \
   "${binaries[@]}"
 echo "build-images: ${IMAGE_PLATFORMS} in $((SECONDS - start)) s"

@@ -16,9 +16,13 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/validation"
 )
 
+// bundledCharts is where butler-apiserver's image carries the repository's charts (hack/build-images.sh).
+const bundledCharts = "/usr/share/butler/charts"
+
 // TestCatalog checks every shipped AddonDefinition: it decodes strictly, passes the API
-// server's validation, names an http(s) or oci repository, and its defaults are values a
-// chart can take and a version Resolve accepts without a network for exact pins.
+// server's validation, names an http(s) or oci repository (or butler's image's charts, which
+// must be the repository's charts/ at that version), and its defaults are values a chart can
+// take and a version Resolve accepts without a network for exact pins.
 func TestCatalog(t *testing.T) {
 	files, err := filepath.Glob("../../artifacts/catalog/*.yaml")
 	if err != nil {
@@ -27,7 +31,7 @@ func TestCatalog(t *testing.T) {
 	scheme := runtime.NewScheme()
 	install.Install(scheme)
 	want := map[string]bool{"cilium": false, "metallb": false, "cert-manager": false, "longhorn": false,
-		"traefik": false, "metrics-server": false, "fluxcd": false}
+		"traefik": false, "metrics-server": false, "fluxcd": false, "flux-management": false}
 	charts, err := NewCharts(t.TempDir(), 0, FetchPolicy{})
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +57,12 @@ func TestCatalog(t *testing.T) {
 			t.Errorf("%s: unexpected addon %s", f, def.Name)
 		}
 		want[def.Name] = true
-		if r := def.Spec.Chart.Repository; !strings.HasPrefix(r, "https://") && !strings.HasPrefix(r, "oci://") {
+		ref := ChartRef{Repository: def.Spec.Chart.Repository, Name: def.Spec.Chart.Name, Version: def.Spec.Chart.DefaultVersion}
+		switch r := ref.Repository; {
+		case r == bundledCharts:
+			// What hack/build-images.sh copies there.
+			ref.Repository = "../../charts"
+		case !strings.HasPrefix(r, "https://") && !strings.HasPrefix(r, "oci://"):
 			t.Errorf("%s: repository %s is not an upstream URL", f, r)
 		}
 		if def.Spec.Chart.DefaultVersion == "" || def.Spec.Defaults == nil || def.Spec.Defaults.Namespace == "" || def.Spec.Defaults.Timeout == nil {
@@ -65,8 +74,7 @@ func TestCatalog(t *testing.T) {
 			}
 		}
 		if isExact(def.Spec.Chart.DefaultVersion) {
-			if v, err := charts.Resolve(context.Background(), ChartRef{Repository: def.Spec.Chart.Repository,
-				Name: def.Spec.Chart.Name, Version: def.Spec.Chart.DefaultVersion}); err != nil || v != def.Spec.Chart.DefaultVersion {
+			if v, err := charts.Resolve(context.Background(), ref); err != nil || v != def.Spec.Chart.DefaultVersion {
 				t.Errorf("%s: Resolve = %s, %v", f, v, err)
 			}
 		}

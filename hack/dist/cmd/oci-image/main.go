@@ -7,6 +7,9 @@
 //
 //	oci-image --out _output/images/butler-apiserver --repository ghcr.io/butlerdotdev/butler-apiserver \
 //	  --tag v0.1.0 --created 1700000000 --binary linux/amd64=bin/amd64/butler-apiserver --binary linux/arm64=...
+//
+// --dir SRC=DST adds a layer with the files under SRC at DST (read-only to the user: 0644 files,
+// 0755 directories, owned by root), such as the charts butler-apiserver installs from a local path.
 package main
 
 import (
@@ -49,7 +52,11 @@ type options struct {
 	out, archive, repository, tag, revision, source string
 	created                                         time.Time
 	binaries                                        []platformBinary
+	dirs                                            []copiedDir
 }
+
+// copiedDir is a directory of the build's copied into the image.
+type copiedDir struct{ src, dst string }
 
 type platformBinary struct {
 	platform v1.Platform
@@ -90,6 +97,14 @@ func parseFlags(args []string) (*options, error) {
 		o.binaries = append(o.binaries, platformBinary{platform: p, path: file})
 		return nil
 	})
+	fl.Func("dir", "SRC=DST: the files under the directory SRC at the absolute path DST in every image (repeatable)", func(v string) error {
+		src, dst, ok := strings.Cut(v, "=")
+		if !ok || src == "" || !path.IsAbs(dst) || path.Clean(dst) == "/" {
+			return fmt.Errorf("want SRC=DST with DST an absolute path below /, got %q", v)
+		}
+		o.dirs = append(o.dirs, copiedDir{src: src, dst: path.Clean(dst)})
+		return nil
+	})
 	if err := fl.Parse(args); err != nil {
 		return nil, err
 	}
@@ -124,9 +139,18 @@ func run(o *options, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var extra []mutate.Addendum
+	for _, d := range o.dirs {
+		layer, err := dirLayer(d.src, d.dst, o.created)
+		if err != nil {
+			return err
+		}
+		extra = append(extra, mutate.Addendum{Layer: layer, History: v1.History{Created: v1.Time{Time: o.created},
+			CreatedBy: "oci-image: " + d.dst}})
+	}
 	index := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	for _, b := range o.binaries {
-		img, err := platformImage(o, base, b)
+		img, err := platformImage(o, base, b, extra)
 		if err != nil {
 			return err
 		}
@@ -167,7 +191,7 @@ func run(o *options, stdout io.Writer) error {
 	return nil
 }
 
-func platformImage(o *options, base v1.Layer, b platformBinary) (v1.Image, error) {
+func platformImage(o *options, base v1.Layer, b platformBinary, extra []mutate.Addendum) (v1.Image, error) {
 	name := filepath.Base(b.path)
 	app, err := appLayer(b.path, path.Join(binDir, name), o.created)
 	if err != nil {
@@ -180,6 +204,9 @@ func platformImage(o *options, base v1.Layer, b platformBinary) (v1.Image, error
 		mutate.Addendum{Layer: app, History: v1.History{Created: v1.Time{Time: o.created},
 			CreatedBy: "oci-image: " + path.Join(binDir, name)}},
 	)
+	if err == nil && len(extra) > 0 {
+		img, err = mutate.Append(img, extra...)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -273,6 +300,43 @@ func appLayer(src, dst string, created time.Time) (v1.Layer, error) {
 	}
 	slices.Reverse(entries)
 	return layerOf(created, append(entries, entry{name: dst, mode: 0o755, contents: contents}))
+}
+
+// dirLayer is the regular files and directories under src at dst, in lexical order; anything
+// else (a symbolic link, a device) is refused rather than copied as something it is not.
+func dirLayer(src, dst string, created time.Time) (v1.Layer, error) {
+	entries := []entry{}
+	for d := path.Dir(dst); d != "/"; d = path.Dir(d) {
+		entries = append(entries, entry{name: d, mode: 0o755, dir: true})
+	}
+	slices.Reverse(entries)
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		name := path.Join(dst, filepath.ToSlash(rel))
+		switch {
+		case d.IsDir():
+			entries = append(entries, entry{name: name, mode: 0o755, dir: true})
+		case d.Type().IsRegular():
+			contents, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			entries = append(entries, entry{name: name, mode: 0o644, contents: contents})
+		default:
+			return fmt.Errorf("%s is neither a regular file nor a directory", p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return layerOf(created, entries)
 }
 
 // caBundlePEM is the Mozilla NSS roots that golang.org/x/crypto/x509roots/fallback carries (the

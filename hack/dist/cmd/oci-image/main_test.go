@@ -12,11 +12,12 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 )
 
-// build runs the assembler on two fake binaries into dir and returns the layout's index.json.
-func build(t *testing.T, dir string, bins map[string]string) []byte {
+// build runs the assembler on two fake binaries (and the extra flags) into dir and returns the
+// layout's index.json.
+func build(t *testing.T, dir string, bins map[string]string, extra ...string) []byte {
 	t.Helper()
-	args := []string{"--out", filepath.Join(dir, "layout"), "--archive", filepath.Join(dir, "image.tar"),
-		"--repository", "example.test/butler-apiserver", "--tag", "v1.2.3", "--created", "1700000000"}
+	args := append(extra, "--out", filepath.Join(dir, "layout"), "--archive", filepath.Join(dir, "image.tar"),
+		"--repository", "example.test/butler-apiserver", "--tag", "v1.2.3", "--created", "1700000000")
 	for _, platform := range []string{"linux/amd64", "linux/arm64"} {
 		args = append(args, "--binary", platform+"="+bins[platform])
 	}
@@ -47,8 +48,19 @@ func TestSameInputsSameDigests(t *testing.T) {
 		}
 		bins["linux/"+arch] = p
 	}
+	// A chart directory, copied into every image (--dir).
+	chart := filepath.Join(src, "charts", "demo")
+	if err := os.MkdirAll(filepath.Join(chart, "templates"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string]string{"Chart.yaml": "name: demo\n", "templates/cm.yaml": "kind: ConfigMap\n"} {
+		if err := os.WriteFile(filepath.Join(chart, name), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := "--dir=" + chart + "=/usr/share/butler/charts/demo"
 	a, b := t.TempDir(), t.TempDir()
-	if first, second := build(t, a, bins), build(t, b, bins); string(first) != string(second) {
+	if first, second := build(t, a, bins, dir), build(t, b, bins, dir); string(first) != string(second) {
 		t.Fatalf("two builds of the same binaries differ:\n%s\n%s", first, second)
 	}
 	archiveA, _ := os.ReadFile(filepath.Join(a, "image.tar"))
@@ -133,6 +145,14 @@ func TestSameInputsSameDigests(t *testing.T) {
 		}
 		if got := contents["usr/local/bin/butler-apiserver"]; got != "binary for "+desc.Platform.Architecture {
 			t.Errorf("binary %q", got)
+		}
+		// The copied files are readable by the non-root user whatever their mode in the build.
+		if h := files["usr/share/butler/charts/demo/templates/cm.yaml"]; h == nil || h.Mode != 0o644 || h.Uid != 0 ||
+			contents[h.Name] != "kind: ConfigMap\n" {
+			t.Errorf("the copied template: %+v", h)
+		}
+		if h := files["usr/share/butler/charts/demo/templates/"]; h == nil || h.Mode != 0o755 || h.Typeflag != tar.TypeDir {
+			t.Errorf("the copied directory: %+v", h)
 		}
 	}
 }
