@@ -46,9 +46,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
 
@@ -148,11 +145,24 @@ func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
 }
 
+// run applies o's defaults and runs what o asks for: a mode without the bench's plane, or one
+// on it.
 func run(ctx context.Context, o options) error {
 	root, err := filepath.Abs(o.root)
 	if err != nil {
 		return err
 	}
+	if err := o.complete(root); err != nil {
+		return err
+	}
+	if done, err := runApart(ctx, o, root); done {
+		return err
+	}
+	return runOnPlane(ctx, o, root)
+}
+
+// complete fills in the defaults that depend on root and makes o.out.
+func (o *options) complete(root string) error {
 	if o.crds == "" {
 		o.crds = filepath.Join(root, "test", "bench", "testdata", "butler-crds")
 	}
@@ -162,29 +172,35 @@ func run(ctx context.Context, o options) error {
 	if o.figures == "" {
 		o.figures = filepath.Join(root, "test", "bench", "figures")
 	}
-	if err := os.MkdirAll(o.out, 0o755); err != nil {
-		return err
-	}
 	if o.updates > o.n {
 		o.updates = o.n
 	}
-	if o.report != "" {
-		return writeReport(o.figures, o.report, o.commit, o.reportRan, o.reportTook)
-	}
-	if o.pairs != "" {
-		return importPairs(o.pairs, o.figures, o.commit, o.n)
-	}
-	if o.lifecyclePair >= 0 {
-		if o.lifecycle <= 0 {
-			return errors.New("-lifecycle-pair needs -lifecycle N")
-		}
-		return runLifecyclePair(ctx, o, root, o.lifecyclePair, o.lifecycle, figurePath(o.figures, "P9"))
-	}
-	if o.apiPair >= 0 {
-		return runAPIPair(ctx, o, root, o.apiPair)
-	}
-	loadBefore := loadavg()
+	return os.MkdirAll(o.out, 0o755)
+}
 
+// runApart runs the modes that need no plane (-report, -pairs) or start planes of their own
+// (-lifecycle-pair, -api-pair); done says whether o asked for one.
+func runApart(ctx context.Context, o options, root string) (done bool, err error) {
+	switch {
+	case o.report != "":
+		return true, writeReport(o.figures, o.report, o.commit, o.reportRan, o.reportTook)
+	case o.pairs != "":
+		return true, importPairs(o.pairs, o.figures, o.commit, o.n)
+	case o.lifecyclePair >= 0:
+		if o.lifecycle <= 0 {
+			return true, errors.New("-lifecycle-pair needs -lifecycle N")
+		}
+		return true, runLifecyclePair(ctx, o, root, o.lifecyclePair, o.lifecycle, figurePath(o.figures, "P9"))
+	case o.apiPair >= 0:
+		return true, runAPIPair(ctx, o, root, o.apiPair)
+	}
+	return false, nil
+}
+
+// runOnPlane starts the management plane in a directory of its own and runs the measure o
+// asks for on it: -lifecycle, -density, -local or -capacity, or else the API's (runAPI).
+func runOnPlane(ctx context.Context, o options, root string) error {
+	loadBefore := loadavg()
 	dir, err := os.MkdirTemp("", "butler-bench-")
 	if err != nil {
 		return err
@@ -205,243 +221,15 @@ func run(ctx context.Context, o options) error {
 	}
 	defer p.stop()
 	logf("management plane up in %s", time.Since(started).Round(100*time.Millisecond))
-	if o.lifecycle > 0 {
+	switch {
+	case o.lifecycle > 0:
 		return runLifecycle(ctx, p, o.lifecycle, o.out, o.profileSeconds, o.lifecycleFloor)
-	}
-	if o.density.n > 0 {
+	case o.density.n > 0:
 		return runDensity(ctx, p, o.density, o.out)
-	}
-	if o.local.n > 0 || o.local.capacityMax > 0 {
+	case o.local.n > 0 || o.local.capacityMax > 0:
 		return runLocal(ctx, p, o.local, o.out)
 	}
-
-	// Sides and clients.
-	agg, crd := p.sides()
-	directBase := p.direct.Host + "/apis/butler.butlerlabs.dev/v1alpha1/tenantclusters"
-
-	kube := kubernetes.NewForConfigOrDie(p.kube)
-	dyn := dynamic.NewForConfigOrDie(p.kube)
-	var clients []*http.Client
-	for range o.clients {
-		c, err := httpClient(p.kube)
-		if err != nil {
-			return err
-		}
-		clients = append(clients, c)
-	}
-	lister, err := httpClient(p.kube)
-	if err != nil {
-		return err
-	}
-	direct, err := httpClient(p.direct)
-	if err != nil {
-		return err
-	}
-	etcd, err := clientv3.New(clientv3.Config{Endpoints: []string{fmt.Sprintf("http://127.0.0.1:%d", p.etcdPort)}, DialTimeout: 10 * time.Second})
-	if err != nil {
-		return err
-	}
-	defer etcd.Close()
-
-	butlerPID, err := p.pid("butler-apiserver")
-	if err != nil {
-		return err
-	}
-	kubePID, err := p.pid("kube-apiserver")
-	if err != nil {
-		return err
-	}
-	etcdPID, err := p.pid("etcd")
-	if err != nil {
-		return err
-	}
-	pids := map[string]int{"kube-apiserver": kubePID, "butler-apiserver": butlerPID, "etcd": etcdPID}
-	cpu := func() map[string]time.Duration {
-		out := map[string]time.Duration{}
-		for name, pid := range pids {
-			out[name], _ = cpuTime(pid)
-		}
-		return out
-	}
-
-	// The CRD copy, the namespaces (Teams' with -teams) and each namespace's first object.
-	limit := func(int) int { return o.n }
-	all, timed, err := prepareSides(ctx, dyn, kube, lister, o.crds, o.n, o.namespaces, agg, crd, o.teams, limit)
-	if err != nil {
-		return err
-	}
-
-	// Both sides warmed once (the CRD's first requests build its handler), then RSS.
-	for _, s := range []side{agg, crd} {
-		if _, err := get(ctx, lister, s.collection(""), contentJSON); err != nil {
-			return err
-		}
-	}
-	time.Sleep(2 * time.Second)
-	rssBefore, err := sampleMemory(butlerPID, kubePID)
-	if err != nil {
-		return err
-	}
-
-	// P2: creates, in batches alternating sides.
-	logf("P2: creating %d TenantClusters on each side with %d clients", o.n, o.clients)
-	var createProfiles func() error
-	if o.profileSeconds > 0 {
-		createProfiles = profileServers(ctx, p, o, "p2-create")
-	}
-	createTime, createCPU, err := createBatches(ctx, []sideRun{{name: agg.name, side: agg, wire: wireJSON}, {name: crd.name, side: crd, wire: wireJSON}}, clients, timed, o.batches, cpu)
-	if err != nil {
-		return err
-	}
-	if createProfiles != nil {
-		if err := createProfiles(); err != nil {
-			return err
-		}
-	}
-	if o.teams {
-		// Both quotas really counted every create.
-		var used int64
-		for i := range o.namespaces {
-			q, err := kube.CoreV1().ResourceQuotas(fmt.Sprintf("bench-%02d", i)).Get(ctx, "bench", metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			for _, v := range q.Status.Used {
-				used += v.Value()
-			}
-		}
-		if used != int64(o.n) {
-			return fmt.Errorf("the CRD side's ResourceQuotas count %d TenantClusters, want %d", used, o.n)
-		}
-	}
-	time.Sleep(2 * time.Second)
-	rssLoaded, err := sampleMemory(butlerPID, kubePID)
-	if err != nil {
-		return err
-	}
-	if o.profileSeconds > 0 {
-		// gc=1: the live heap, after a collection.
-		for name, t := range map[string]struct {
-			c    *http.Client
-			host string
-		}{"butler-apiserver": {direct, p.direct.Host}, "kube-apiserver": {lister, p.kube.Host}} {
-			if err := saveProfile(ctx, t.c, t.host+"/debug/pprof/heap?gc=1", filepath.Join(o.out, fmt.Sprintf("%s.heap-loaded.n%d.pprof", name, o.n))); err != nil {
-				return err
-			}
-		}
-	}
-
-	// Every path must see all N objects before anything is timed.
-	for name, url := range map[string]string{"aggregated": agg.collection(""), "CRD": crd.collection(""), "direct": directBase} {
-		c := lister
-		if name == "direct" {
-			c = direct
-		}
-		if err := expectItems(ctx, c, url, o.n); err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-	}
-
-	// Where each side keeps its tenantclusters in etcd.
-	for _, s := range []*side{&agg, &crd} {
-		if s.etcdPrefix, err = tenantClustersPrefix(ctx, etcd, s.etcdPrefix); err != nil {
-			return err
-		}
-	}
-
-	// P1 and the floor.
-	logf("P1: %d List rounds (+%d warm-up)", o.rounds, o.warmup)
-	variants := []listVariant{
-		{"agg-json", httpList(lister, agg.collection(""), contentJSON)},
-		{"crd-json", httpList(lister, crd.collection(""), contentJSON)},
-		{"agg-protobuf", httpList(lister, agg.collection(""), contentProtobuf)},
-		{"agg-table", httpList(lister, agg.collection(""), contentTable)},
-		{"crd-table", httpList(lister, crd.collection(""), contentTable)},
-		{"direct-json", httpList(direct, directBase, contentJSON)},
-		{"direct-protobuf", httpList(direct, directBase, contentProtobuf)},
-		{"etcd-agg", etcdRange(etcd, agg.etcdPrefix, o.n)},
-		{"etcd-crd", etcdRange(etcd, crd.etcdPrefix, o.n)},
-	}
-	lists, err := listRounds(ctx, variants, o.warmup, o.rounds)
-	if err != nil {
-		return err
-	}
-	rssListed, err := sampleMemory(butlerPID, kubePID)
-	if err != nil {
-		return err
-	}
-
-	if o.profileSeconds > 0 {
-		if err := profile(ctx, p, o, variants); err != nil {
-			return err
-		}
-	}
-
-	// P2b: watch rounds, alternating sides.
-	logf("P2b: %d rounds of %d updates per side", o.watchRounds, o.updates)
-	watches, err := runWatchRounds(ctx, []sideRun{{name: crd.name, side: crd, wire: wireJSON}, {name: agg.name, side: agg, wire: wireJSON}}, o.watchRounds, "r", lister, clients, all[:o.updates])
-	if err != nil {
-		return err
-	}
-	if o.profileSeconds > 0 {
-		if err := profileWatch(ctx, p, o, []side{agg, crd}, lister, clients, all[:o.updates]); err != nil {
-			return err
-		}
-	}
-	rssEnd, err := sampleMemory(butlerPID, kubePID)
-	if err != nil {
-		return err
-	}
-
-	// P2 and P2b again with the aggregated side spoken to in protobuf, as a generated clientset
-	// can ask (CRDs cannot: their side stays JSON), after everything above so the JSON figures
-	// are measured exactly as before: P2b's rounds, then creates of further objects.
-	var pb protobufResult
-	if o.protobufN != 0 {
-		aggPB := sideRun{name: agg.name + " protobuf", side: agg, wire: wireProtobuf}
-		// The aggregated side in JSON again, on objects of its own: what the later phase itself
-		// costs (fuller stores), apart from what protobuf changes.
-		aggJSON := sideRun{name: agg.name + " JSON", side: agg, wire: wireJSON, nameSuffix: "-json"}
-		crdJSON := sideRun{name: crd.name, side: crd, wire: wireJSON}
-		logf("P2b protobuf: %d rounds of %d updates per side", o.watchRounds, o.updates)
-		if pb.watches, err = runWatchRounds(ctx, []sideRun{crdJSON, aggPB}, o.watchRounds, "pb", lister, clients, all[:o.updates]); err != nil {
-			return err
-		}
-		m := o.protobufN
-		if m < 0 {
-			m = o.n / 2
-		}
-		logf("P2 protobuf: creating %d more TenantClusters on each side", m)
-		var profiles func() error
-		if o.profileSeconds > 0 {
-			profiles = profileServers(ctx, p, o, "p2-create-protobuf")
-		}
-		more := keys(o.n+m, o.namespaces)[o.n:]
-		logf("P2 protobuf: and %d more on the aggregated side in JSON", m)
-		if pb.createTime, pb.createCPU, err = createBatches(ctx, []sideRun{aggPB, crdJSON, aggJSON}, clients, more, o.batches, cpu); err != nil {
-			return err
-		}
-		pb.created, pb.aggName, pb.aggJSONName = m, aggPB.name, aggJSON.name
-		if profiles != nil {
-			if err := profiles(); err != nil {
-				return err
-			}
-		}
-	}
-
-	r := report{
-		o: o, lists: lists, createTime: createTime, createCPU: createCPU, created: len(timed), watches: watches, protobuf: pb,
-		rssBefore: rssBefore, rssLoaded: rssLoaded, rssListed: rssListed, rssEnd: rssEnd,
-		loadBefore: loadBefore, loadAfter: loadavg(),
-	}
-	table := r.String()
-	fmt.Print(table)
-	file := filepath.Join(o.out, fmt.Sprintf("bench-n%d.md", o.n))
-	if err := os.WriteFile(file, []byte(table), 0o644); err != nil {
-		return err
-	}
-	logf("wrote %s", file)
-	return nil
+	return runAPI(ctx, p, o, loadBefore)
 }
 
 // sampleMemory reads the resident memory of butler-apiserver and kube-apiserver.
