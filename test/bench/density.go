@@ -49,196 +49,32 @@ var densityEnv = []string{"TENANT_PORT_RANGE=12000-32000", "BUTLER_LOCALPROVIDER
 // runDensity creates o.n TenantClusters with hibernation {hibernated: true, wakeOnRequest: true}
 // and no workers, at most o.awake of them not yet Hibernated at any time (a cluster created
 // hibernated with wake on request is readied without starting: its control plane first starts
-// on the first request); then it measures the management plane's
-// RSS and idle CPU against the same figures before the first create, checks that every
-// cluster's endpoint is held by a listener (without connecting: a connection would wake it),
-// and wakes o.wakeSample of them with kubectl.
+// on the first request); then it measures the management plane's RSS and idle CPU against the
+// same figures before the first create, checks that every cluster's endpoint is held by a
+// listener (without connecting: a connection would wake it), and wakes o.wakeSample of them
+// with kubectl.
 func runDensity(ctx context.Context, p *plane, o densityOptions, out string) error {
 	butler, kube, _ := p.unthrottledClients()
+	d := &densityRun{o: o, p: p, butler: butler}
 	if err := localProviderConfig(ctx, butler, kube, densityNamespace); err != nil {
 		return err
 	}
-	procs, err := p.processes()
-	if err != nil {
+	var err error
+	if d.procs, err = p.processes(); err != nil {
 		return err
 	}
-	// The plane's own start (caches filling, leader elections) is not part of the baseline.
-	logf("density: the plane settles for %s", densitySettle)
-	time.Sleep(densitySettle)
-	loadBefore := loadavg()
-	logf("density: baseline over %s with no cluster", o.idle)
-	before := measurePlane(procs, o.idle)
-
-	// Create, at most o.awake not yet asleep.
-	start := time.Now()
-	created, asleep, maxAwake, maxProcs := 0, 0, 0, 0
-	var lastCreate time.Duration
-	lastLog := time.Now()
-	var toSleep sample
-	createdAt := map[string]time.Time{}
-	for asleep < o.n {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if time.Since(start) > o.timeout {
-			logf("density: stopped after %s with %d created, %d hibernated", o.timeout, created, asleep)
-			break
-		}
-		list, err := butler.ButlerV1alpha1().TenantClusters(densityNamespace).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			time.Sleep(time.Second)
-			continue
-		}
-		asleep = 0
-		for i := range list.Items {
-			tc := &list.Items[i]
-			if hibernatedNow(tc) {
-				asleep++
-				if t, ok := createdAt[tc.Name]; ok {
-					toSleep.add(time.Since(t))
-					delete(createdAt, tc.Name)
-				}
-			}
-		}
-		awake := created - asleep
-		maxAwake = max(maxAwake, awake)
-		if tenants, err := p.tenantProcesses(); err == nil {
-			maxProcs = max(maxProcs, len(tenants))
-		}
-		for ; awake < o.awake && created < o.n; awake++ {
-			name := fmt.Sprintf("d-%04d", created+1)
-			if _, err := butler.ButlerV1alpha1().TenantClusters(densityNamespace).Create(ctx, densityCluster(name, o.version), metav1.CreateOptions{}); err != nil {
-				return fmt.Errorf("creating %s: %w", name, err)
-			}
-			createdAt[name] = time.Now()
-			created++
-			lastCreate = time.Since(start)
-		}
-		if time.Since(lastLog) > 15*time.Second || asleep == o.n {
-			lastLog = time.Now()
-			logf("density: %d created, %d hibernated after %s (at most %d clusters with processes so far)", created, asleep, secs(time.Since(start)), maxProcs)
-		}
-		time.Sleep(time.Second)
-	}
-	allAsleep := time.Since(start)
-
-	// Settle, then the same measures with every cluster asleep.
-	if err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(context.Context) (bool, error) {
-		tenants, err := p.tenantProcesses()
-		return err == nil && len(tenants) == 0, nil
-	}); err != nil {
-		logf("density: tenant processes still run with every cluster hibernated")
-	}
-	time.Sleep(densitySettle)
-	// Those still in flight when -density-timeout ended have gone to sleep meanwhile.
-	if list, err := butler.ButlerV1alpha1().TenantClusters(densityNamespace).List(ctx, metav1.ListOptions{}); err == nil {
-		asleep = 0
-		for i := range list.Items {
-			if hibernatedNow(&list.Items[i]) {
-				asleep++
-			}
-		}
-	}
-	logf("density: %d hibernated; measuring over %s", asleep, o.idle)
-	after := measurePlane(procs, o.idle)
-	tenants, _ := p.tenantProcesses()
-
-	// Reachable: an endpoint in the status, held by a listener.
-	list, err := butler.ButlerV1alpha1().TenantClusters(densityNamespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
+	d.baseline()
+	if err := d.createAll(ctx); err != nil {
 		return err
 	}
-	listening, err := listeningPorts()
-	if err != nil {
+	d.measureAsleep(ctx)
+	if err := d.checkHeld(ctx); err != nil {
 		return err
 	}
-	held := 0
-	var endpoints []string
-	for _, tc := range list.Items {
-		_, port, _ := strings.Cut(tc.Status.ControlPlaneEndpoint, ":")
-		if n, err := strconv.Atoi(port); err == nil && listening[n] {
-			held++
-		}
-		endpoints = append(endpoints, tc.Name)
-	}
-
-	// Woken by a request: a sample spread over the clusters, one at a time.
-	var wakes sample
-	wakeErrors := 0
-	for i := 0; i < o.wakeSample && len(list.Items) > 0; i++ {
-		tc := list.Items[i*len(list.Items)/o.wakeSample]
-		d, err := wakeByRequest(ctx, butler, tc.Name)
-		if err != nil {
-			wakeErrors++
-			logf("density: waking %s: %v", tc.Name, err)
-			continue
-		}
-		wakes.add(d)
-		logf("density: %s answered kubectl in %s", tc.Name, secs(d))
-	}
-
-	var b strings.Builder
-	fmt.Fprintf(&b, "## Density: %d hibernated TenantClusters on one machine\n\n", asleep)
-	fmt.Fprintf(&b, "%d cores, %s memory; load average before %s, after %s. Each a TenantCluster of Kubernetes %s with no workers, "+
-		"created with `hibernation: {hibernated: true, wakeOnRequest: true}`: readied without starting (its control plane first starts on the first request); "+
-		"at most %d created and not yet Hibernated at any time.\n\n",
-		runtime.NumCPU(), mib(memTotal()), loadBefore, loadavg(), o.version, o.awake)
-	b.WriteString("| figure | value |\n|---|---|\n")
-	fmt.Fprintf(&b, "| TenantClusters created / Hibernated | %d / %d |\n", created, asleep)
-	fmt.Fprintf(&b, "| most clusters not yet Hibernated at once (with processes, seen) | %d (%d) |\n", maxAwake, maxProcs)
-	fmt.Fprintf(&b, "| first create -> last create | %s |\n", secs(lastCreate))
-	fmt.Fprintf(&b, "| first create -> all Hibernated | %s |\n", secs(allAsleep))
-	fmt.Fprintf(&b, "| one cluster: create -> Hibernated (median, p95) | %s, %s |\n", secs(toSleep.median()), secs(toSleep.p95()))
-	fmt.Fprintf(&b, "| tenant processes with all asleep | %d |\n", len(tenants))
-	fmt.Fprintf(&b, "| endpoints held by a listener (no connection made) | %d of %d |\n", held, len(endpoints))
-	fmt.Fprintf(&b, "| woken by kubectl (median, max of %d; failed) | %s, %s; %d |\n", len(wakes.durations), secs(wakes.median()), secs(wakes.percentile(100)), wakeErrors)
-	b.WriteString("\n### The management plane before the first cluster and with all hibernated\n\n")
-	fmt.Fprintf(&b, "RSS, and CPU over %s with nothing asked of it, as a share of one core; per cluster = (after - before) / %d.\n\n", o.idle, max(asleep, 1))
-	b.WriteString("| process | RSS before | RSS after | per cluster | CPU before | CPU after | per cluster |\n|---|---|---|---|---|---|---|\n")
-	var rssB, rssA int64
-	var cpuB, cpuA time.Duration
-	per := func(d int64) string { return fmt.Sprintf("%.2f MiB", float64(d)/float64(max(asleep, 1))/(1<<20)) }
-	share := func(d time.Duration) string { return fmt.Sprintf("%.2f%%", 100*d.Seconds()/o.idle.Seconds()) }
-	perCPU := func(d time.Duration) string {
-		return fmt.Sprintf("%.4f%%", 100*d.Seconds()/o.idle.Seconds()/float64(max(asleep, 1)))
-	}
-	for _, name := range planeProcesses {
-		bf, af := before[name], after[name]
-		rssB, rssA, cpuB, cpuA = rssB+bf.rss, rssA+af.rss, cpuB+bf.cpu, cpuA+af.cpu
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", name, mib(bf.rss), mib(af.rss), per(af.rss-bf.rss),
-			share(bf.cpu), share(af.cpu), perCPU(af.cpu-bf.cpu))
-	}
-	fmt.Fprintf(&b, "| **all** | %s | %s | **%s** | %s | %s | **%s** |\n", mib(rssB), mib(rssA), per(rssA-rssB),
-		share(cpuB), share(cpuA), perCPU(cpuA-cpuB))
-	// PSS, summed: each page shared by processes (the binaries of kube-apiserver and etcd every
-	// tenant runs) counted once, which the RSS sum above counts once per process.
-	var pssB, pssA int64
-	for _, name := range planeProcesses {
-		pssB, pssA = pssB+before[name].pss, pssA+after[name].pss
-	}
-	fmt.Fprintf(&b, "\nPSS of the same processes, summed (shared pages counted once): %s before, %s after, **%s per cluster**.\n", mib(pssB), mib(pssA), per(pssA-pssB))
-	if o.late > 0 {
-		// The Go runtime of each process gives the heap of the creates back over minutes (the
-		// scavenger, a forced collection every 2 min): the same RSS again, later, nothing asked.
-		logf("density: RSS again in %s", o.late)
-		time.Sleep(o.late)
-		fmt.Fprintf(&b, "\nRSS again %s later, nothing asked of the plane meanwhile (the woken clusters were put back to sleep):\n\n", o.late)
-		b.WriteString("| process | RSS before | RSS later | per cluster |\n|---|---|---|---|\n")
-		var lateSum int64
-		for _, name := range planeProcesses {
-			m, _ := residentMemory(procs[name])
-			lateSum += m.rss
-			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", name, mib(before[name].rss), mib(m.rss), per(m.rss-before[name].rss))
-		}
-		fmt.Fprintf(&b, "| **all** | %s | %s | **%s** |\n", mib(rssB), mib(lateSum), per(lateSum-rssB))
-	}
-	table := b.String()
-	fmt.Print(table)
-	file := filepath.Join(out, fmt.Sprintf("density-n%d.md", o.n))
-	if err := os.WriteFile(file, []byte(table), 0o644); err != nil {
+	d.wake(ctx)
+	if err := d.write(out); err != nil {
 		return err
 	}
-	logf("wrote %s", file)
 	if o.census {
 		if err := densityCensus(ctx, p, o, out); err != nil {
 			return err
@@ -252,6 +88,259 @@ func runDensity(ctx context.Context, p *plane, o densityOptions, out string) err
 		}
 	}
 	return nil
+}
+
+// densityRun is one -density run: its plane, and what its steps measured.
+type densityRun struct {
+	o      densityOptions
+	p      *plane
+	butler clientset.Interface
+	procs  map[string]int
+	// loadBefore and before are the load average and the plane's usage before the first create.
+	loadBefore string
+	before     map[string]usage
+	// created, asleep and the most awake (and with processes) at once, while creating.
+	created, asleep, maxAwake, maxProcs int
+	lastCreate, allAsleep               time.Duration
+	// toSleep is each cluster's create -> Hibernated; createdAt the start of those not yet asleep.
+	toSleep   sample
+	createdAt map[string]time.Time
+	// after and tenants are the plane's usage and the tenant processes with every cluster asleep.
+	after   map[string]usage
+	tenants int
+	// clusters as listed at the end; held of them by a listener.
+	clusters []v1alpha1.TenantCluster
+	held     int
+	// wakes are the sample woken by a request, wakeErrors those that failed.
+	wakes      sample
+	wakeErrors int
+}
+
+// baseline lets the plane settle (its own start, caches filling and leader elections, is not
+// part of the baseline) and measures it with no cluster.
+func (d *densityRun) baseline() {
+	logf("density: the plane settles for %s", densitySettle)
+	time.Sleep(densitySettle)
+	d.loadBefore = loadavg()
+	logf("density: baseline over %s with no cluster", d.o.idle)
+	d.before = measurePlane(d.procs, d.o.idle)
+}
+
+// createAll creates the clusters, at most o.awake not yet asleep, until all are asleep or
+// o.timeout ends.
+func (d *densityRun) createAll(ctx context.Context) error {
+	start := time.Now()
+	lastLog := time.Now()
+	d.createdAt = map[string]time.Time{}
+	for d.asleep < d.o.n {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if time.Since(start) > d.o.timeout {
+			logf("density: stopped after %s with %d created, %d hibernated", d.o.timeout, d.created, d.asleep)
+			break
+		}
+		list, err := d.butler.ButlerV1alpha1().TenantClusters(densityNamespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			time.Sleep(time.Second)
+			continue
+		}
+		d.countAsleep(list.Items)
+		if err := d.createUpTo(ctx, start); err != nil {
+			return err
+		}
+		if time.Since(lastLog) > 15*time.Second || d.asleep == d.o.n {
+			lastLog = time.Now()
+			logf("density: %d created, %d hibernated after %s (at most %d clusters with processes so far)", d.created, d.asleep, secs(time.Since(start)), d.maxProcs)
+		}
+		time.Sleep(time.Second)
+	}
+	d.allAsleep = time.Since(start)
+	return nil
+}
+
+// countAsleep counts the clusters of items asleep, takes each newly asleep one's time to
+// sleep, and the most clusters awake (and with processes) at once.
+func (d *densityRun) countAsleep(items []v1alpha1.TenantCluster) {
+	d.asleep = 0
+	for i := range items {
+		tc := &items[i]
+		if hibernatedNow(tc) {
+			d.asleep++
+			if t, ok := d.createdAt[tc.Name]; ok {
+				d.toSleep.add(time.Since(t))
+				delete(d.createdAt, tc.Name)
+			}
+		}
+	}
+	d.maxAwake = max(d.maxAwake, d.created-d.asleep)
+	if tenants, err := d.p.tenantProcesses(); err == nil {
+		d.maxProcs = max(d.maxProcs, len(tenants))
+	}
+}
+
+// createUpTo creates clusters until o.awake are not yet asleep or o.n are created.
+func (d *densityRun) createUpTo(ctx context.Context, start time.Time) error {
+	for awake := d.created - d.asleep; awake < d.o.awake && d.created < d.o.n; awake++ {
+		name := fmt.Sprintf("d-%04d", d.created+1)
+		if _, err := d.butler.ButlerV1alpha1().TenantClusters(densityNamespace).Create(ctx, densityCluster(name, d.o.version), metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating %s: %w", name, err)
+		}
+		d.createdAt[name] = time.Now()
+		d.created++
+		d.lastCreate = time.Since(start)
+	}
+	return nil
+}
+
+// measureAsleep waits for the tenant processes to end and the plane to settle, then measures
+// it with every cluster asleep.
+func (d *densityRun) measureAsleep(ctx context.Context) {
+	if err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(context.Context) (bool, error) {
+		tenants, err := d.p.tenantProcesses()
+		return err == nil && len(tenants) == 0, nil
+	}); err != nil {
+		logf("density: tenant processes still run with every cluster hibernated")
+	}
+	time.Sleep(densitySettle)
+	// Those still in flight when -density-timeout ended have gone to sleep meanwhile.
+	if list, err := d.butler.ButlerV1alpha1().TenantClusters(densityNamespace).List(ctx, metav1.ListOptions{}); err == nil {
+		d.asleep = 0
+		for i := range list.Items {
+			if hibernatedNow(&list.Items[i]) {
+				d.asleep++
+			}
+		}
+	}
+	logf("density: %d hibernated; measuring over %s", d.asleep, d.o.idle)
+	d.after = measurePlane(d.procs, d.o.idle)
+	tenants, _ := d.p.tenantProcesses()
+	d.tenants = len(tenants)
+}
+
+// checkHeld counts the clusters reachable: an endpoint in the status, held by a listener.
+func (d *densityRun) checkHeld(ctx context.Context) error {
+	list, err := d.butler.ButlerV1alpha1().TenantClusters(densityNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	listening, err := listeningPorts()
+	if err != nil {
+		return err
+	}
+	d.clusters = list.Items
+	for _, tc := range list.Items {
+		_, port, _ := strings.Cut(tc.Status.ControlPlaneEndpoint, ":")
+		if n, err := strconv.Atoi(port); err == nil && listening[n] {
+			d.held++
+		}
+	}
+	return nil
+}
+
+// wake wakes a sample spread over the clusters by a request, one at a time.
+func (d *densityRun) wake(ctx context.Context) {
+	for i := 0; i < d.o.wakeSample && len(d.clusters) > 0; i++ {
+		tc := d.clusters[i*len(d.clusters)/d.o.wakeSample]
+		took, err := wakeByRequest(ctx, d.butler, tc.Name)
+		if err != nil {
+			d.wakeErrors++
+			logf("density: waking %s: %v", tc.Name, err)
+			continue
+		}
+		d.wakes.add(took)
+		logf("density: %s answered kubectl in %s", tc.Name, secs(took))
+	}
+}
+
+// write prints the figures and writes them to <out>/density-n<N>.md (with -density-late,
+// after measuring the RSS again that much later).
+func (d *densityRun) write(out string) error {
+	var b strings.Builder
+	d.writeSummary(&b)
+	d.writePlane(&b)
+	if d.o.late > 0 {
+		d.writeLate(&b)
+	}
+	table := b.String()
+	fmt.Print(table)
+	file := filepath.Join(out, fmt.Sprintf("density-n%d.md", d.o.n))
+	if err := os.WriteFile(file, []byte(table), 0o644); err != nil {
+		return err
+	}
+	logf("wrote %s", file)
+	return nil
+}
+
+// writeSummary writes the heading and the table of the run's figures.
+func (d *densityRun) writeSummary(b *strings.Builder) {
+	fmt.Fprintf(b, "## Density: %d hibernated TenantClusters on one machine\n\n", d.asleep)
+	fmt.Fprintf(b, "%d cores, %s memory; load average before %s, after %s. Each a TenantCluster of Kubernetes %s with no workers, "+
+		"created with `hibernation: {hibernated: true, wakeOnRequest: true}`: readied without starting (its control plane first starts on the first request); "+
+		"at most %d created and not yet Hibernated at any time.\n\n",
+		runtime.NumCPU(), mib(memTotal()), d.loadBefore, loadavg(), d.o.version, d.o.awake)
+	b.WriteString("| figure | value |\n|---|---|\n")
+	fmt.Fprintf(b, "| TenantClusters created / Hibernated | %d / %d |\n", d.created, d.asleep)
+	fmt.Fprintf(b, "| most clusters not yet Hibernated at once (with processes, seen) | %d (%d) |\n", d.maxAwake, d.maxProcs)
+	fmt.Fprintf(b, "| first create -> last create | %s |\n", secs(d.lastCreate))
+	fmt.Fprintf(b, "| first create -> all Hibernated | %s |\n", secs(d.allAsleep))
+	fmt.Fprintf(b, "| one cluster: create -> Hibernated (median, p95) | %s, %s |\n", secs(d.toSleep.median()), secs(d.toSleep.p95()))
+	fmt.Fprintf(b, "| tenant processes with all asleep | %d |\n", d.tenants)
+	fmt.Fprintf(b, "| endpoints held by a listener (no connection made) | %d of %d |\n", d.held, len(d.clusters))
+	fmt.Fprintf(b, "| woken by kubectl (median, max of %d; failed) | %s, %s; %d |\n", len(d.wakes.durations), secs(d.wakes.median()), secs(d.wakes.percentile(100)), d.wakeErrors)
+}
+
+// perCluster is d shared over the clusters asleep, in MiB.
+func (d *densityRun) perCluster(bytes int64) string {
+	return fmt.Sprintf("%.2f MiB", float64(bytes)/float64(max(d.asleep, 1))/(1<<20))
+}
+
+// writePlane writes the management plane's RSS and idle CPU before the first cluster and with
+// all asleep, per process, and their PSS summed.
+func (d *densityRun) writePlane(b *strings.Builder) {
+	idle := d.o.idle.Seconds()
+	b.WriteString("\n### The management plane before the first cluster and with all hibernated\n\n")
+	fmt.Fprintf(b, "RSS, and CPU over %s with nothing asked of it, as a share of one core; per cluster = (after - before) / %d.\n\n", d.o.idle, max(d.asleep, 1))
+	b.WriteString("| process | RSS before | RSS after | per cluster | CPU before | CPU after | per cluster |\n|---|---|---|---|---|---|---|\n")
+	var rssB, rssA int64
+	var cpuB, cpuA time.Duration
+	share := func(c time.Duration) string { return fmt.Sprintf("%.2f%%", 100*c.Seconds()/idle) }
+	perCPU := func(c time.Duration) string {
+		return fmt.Sprintf("%.4f%%", 100*c.Seconds()/idle/float64(max(d.asleep, 1)))
+	}
+	for _, name := range planeProcesses {
+		bf, af := d.before[name], d.after[name]
+		rssB, rssA, cpuB, cpuA = rssB+bf.rss, rssA+af.rss, cpuB+bf.cpu, cpuA+af.cpu
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s |\n", name, mib(bf.rss), mib(af.rss), d.perCluster(af.rss-bf.rss),
+			share(bf.cpu), share(af.cpu), perCPU(af.cpu-bf.cpu))
+	}
+	fmt.Fprintf(b, "| **all** | %s | %s | **%s** | %s | %s | **%s** |\n", mib(rssB), mib(rssA), d.perCluster(rssA-rssB),
+		share(cpuB), share(cpuA), perCPU(cpuA-cpuB))
+	// PSS, summed: each page shared by processes (the binaries of kube-apiserver and etcd every
+	// tenant runs) counted once, which the RSS sum above counts once per process.
+	var pssB, pssA int64
+	for _, name := range planeProcesses {
+		pssB, pssA = pssB+d.before[name].pss, pssA+d.after[name].pss
+	}
+	fmt.Fprintf(b, "\nPSS of the same processes, summed (shared pages counted once): %s before, %s after, **%s per cluster**.\n", mib(pssB), mib(pssA), d.perCluster(pssA-pssB))
+}
+
+// writeLate measures the RSS again o.late later, nothing asked of the plane: the Go runtime of
+// each process gives the heap of the creates back over minutes (the scavenger, a forced
+// collection every 2 min).
+func (d *densityRun) writeLate(b *strings.Builder) {
+	logf("density: RSS again in %s", d.o.late)
+	time.Sleep(d.o.late)
+	fmt.Fprintf(b, "\nRSS again %s later, nothing asked of the plane meanwhile (the woken clusters were put back to sleep):\n\n", d.o.late)
+	b.WriteString("| process | RSS before | RSS later | per cluster |\n|---|---|---|---|\n")
+	var beforeSum, lateSum int64
+	for _, name := range planeProcesses {
+		m, _ := residentMemory(d.procs[name])
+		beforeSum += d.before[name].rss
+		lateSum += m.rss
+		fmt.Fprintf(b, "| %s | %s | %s | %s |\n", name, mib(d.before[name].rss), mib(m.rss), d.perCluster(m.rss-d.before[name].rss))
+	}
+	fmt.Fprintf(b, "| **all** | %s | %s | **%s** |\n", mib(beforeSum), mib(lateSum), d.perCluster(lateSum-beforeSum))
 }
 
 // densityCensus writes density-census-n<N>.md: the management etcd's keys and their bytes per
