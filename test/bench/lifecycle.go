@@ -46,131 +46,203 @@ var (
 // TenantAddon — and then until all n are deleted and gone; with butler-apiserver's CPU time
 // and RSS over each phase.
 func runLifecycle(ctx context.Context, p *plane, n int, out string, profileSeconds int, withFloor bool) error {
-	butler, kube, dyn := p.unthrottledClients()
-	ns, stopSteward, err := lifecycleSetup(ctx, p)
-	if err != nil {
+	r := &lifecycleRun{p: p, n: n, out: out, profileSeconds: profileSeconds, withFloor: withFloor}
+	r.butler, r.kube, r.dyn = p.unthrottledClients()
+	var stopSteward func()
+	var err error
+	if r.ns, stopSteward, err = lifecycleSetup(ctx, p); err != nil {
 		return err
 	}
 	defer stopSteward()
-	// The floor first, on the same plane: the same objects written and deleted without butler.
-	var fl floor
-	if withFloor {
-		logf("the floor: %d clusters' objects straight to kube-apiserver", n)
-		if fl, err = runFloor(ctx, butler, kube, dyn, ns, n, lifecycleClients, func(i int64) *v1alpha1.TenantCluster { return benchCluster(ns, i) }); err != nil {
+	for _, step := range []func(context.Context) error{r.measureFloor, r.prepare, r.writeAll, r.deleteAll} {
+		if err := step(ctx); err != nil {
 			return err
 		}
-		logf("the floor: written in %s, gone in %s (namespaces %s)", fl.written.Round(time.Millisecond), fl.gone.Round(time.Millisecond), fl.namespacesGone.Round(time.Millisecond))
 	}
-	steps, err := followEvents(ctx, kube, ns)
-	if err != nil {
-		return err
-	}
+	table := r.table()
+	fmt.Print(table)
+	return os.WriteFile(filepath.Join(out, fmt.Sprintf("lifecycle-n%d.md", n)), []byte(table), 0o644)
+}
 
-	butlerPID, err := p.pid("butler-apiserver")
-	if err != nil {
+// lifecycleRun is one -lifecycle run: its plane and clients, and what its phases measured.
+type lifecycleRun struct {
+	p                 *plane
+	n                 int
+	out               string
+	profileSeconds    int
+	withFloor         bool
+	butler            clientset.Interface
+	kube              kubernetes.Interface
+	dyn               dynamic.Interface
+	ns                string
+	fl                floor
+	steps             *eventTimes
+	butlerPID         int
+	procs             map[string]int
+	start             time.Time
+	created, written  time.Duration
+	writtenAt         map[string]time.Time
+	timeline          string
+	butlersGone, gone time.Duration
+	namespacesGone    time.Duration
+	// before the creates, once every cluster is written, once every cluster is gone.
+	before, afterWriting, afterDeleting lifecycleMark
+}
+
+// lifecycleMark is what a phase's end reads: butler-apiserver's CPU and RSS, the CPU of the
+// plane's processes and the machine, butler's requests, kube-apiserver's by flow schema, and
+// butler's Events written.
+type lifecycleMark struct {
+	cpu, busy time.Duration
+	mem       memory
+	plane     processCPU
+	req       clientRequests
+	flows     flowRequests
+	events    eventCounts
+}
+
+// measureFloor measures, with -lifecycle-floor and first, on the same plane, the same objects written
+// and deleted without butler.
+func (r *lifecycleRun) measureFloor(ctx context.Context) error {
+	if !r.withFloor {
+		return nil
+	}
+	logf("the floor: %d clusters' objects straight to kube-apiserver", r.n)
+	var err error
+	tmpl := func(i int64) *v1alpha1.TenantCluster { return benchCluster(r.ns, i) }
+	if r.fl, err = runFloor(ctx, r.butler, r.kube, r.dyn, r.ns, r.n, lifecycleClients, tmpl); err != nil {
 		return err
 	}
-	procs, err := p.processes()
-	if err != nil {
+	logf("the floor: written in %s, gone in %s (namespaces %s)", r.fl.written.Round(time.Millisecond), r.fl.gone.Round(time.Millisecond), r.fl.namespacesGone.Round(time.Millisecond))
+	return nil
+}
+
+// prepare follows butler's Events and reads the figures before the first create.
+func (r *lifecycleRun) prepare(ctx context.Context) error {
+	var err error
+	if r.steps, err = followEvents(ctx, r.kube, r.ns); err != nil {
 		return err
 	}
-	cpu0, _ := cpuTime(butlerPID)
-	mem0, _ := residentMemory(butlerPID)
-	plane0, busy0 := planeCPU(procs), machineBusy()
-	req0, err := p.scrapeClientRequests(ctx)
-	if err != nil {
+	if r.butlerPID, err = r.p.pid("butler-apiserver"); err != nil {
 		return err
 	}
-	flows0, err := p.scrapeFlows(ctx)
-	if err != nil {
+	if r.procs, err = r.p.processes(); err != nil {
 		return err
 	}
-	events0 := steps.writes()
-	start := time.Now()
-	// CPU profiles of both servers over the first profileSeconds of the writing (-profile-seconds).
+	m := &r.before
+	m.cpu, _ = cpuTime(r.butlerPID)
+	m.mem, _ = residentMemory(r.butlerPID)
+	m.plane, m.busy = planeCPU(r.procs), machineBusy()
+	if m.req, err = r.p.scrapeClientRequests(ctx); err != nil {
+		return err
+	}
+	if m.flows, err = r.p.scrapeFlows(ctx); err != nil {
+		return err
+	}
+	m.events = r.steps.writes()
+	return nil
+}
+
+// writeAll creates the n clusters at once and waits until every one has all its objects
+// written (with -profile-seconds, CPU profiles of both servers over the first seconds).
+func (r *lifecycleRun) writeAll(ctx context.Context) error {
+	r.start = time.Now()
 	profiled := func() error { return nil }
-	if profileSeconds > 0 {
-		profiled = profileServers(ctx, p, options{out: out, n: n, profileSeconds: profileSeconds}, "lifecycle")
+	if r.profileSeconds > 0 {
+		profiled = profileServers(ctx, r.p, options{out: r.out, n: r.n, profileSeconds: r.profileSeconds}, "lifecycle")
 	}
-	if err := inParallel(n, lifecycleClients, func(i int) error {
-		_, err := butler.ButlerV1alpha1().TenantClusters(ns).Create(ctx, benchCluster(ns, int64(i+1)), metav1.CreateOptions{})
+	if err := inParallel(r.n, lifecycleClients, func(i int) error {
+		_, err := r.butler.ButlerV1alpha1().TenantClusters(r.ns).Create(ctx, benchCluster(r.ns, int64(i+1)), metav1.CreateOptions{})
 		return err
 	}); err != nil {
 		return err
 	}
-	created := time.Since(start)
+	r.created = time.Since(r.start)
 	written := func(tc *v1alpha1.TenantCluster) bool {
 		c := meta.FindStatusCondition(tc.Status.Conditions, "WorkersReady")
 		return c != nil && c.Reason == "WorkersNotReady" && len(tc.Status.ObservedState.Addons) == 1
 	}
-	writtenAt, err := waitAll(ctx, butler, ns, n, 20*time.Minute, written)
-	if err != nil {
+	var err error
+	if r.writtenAt, err = waitAll(ctx, r.butler, r.ns, r.n, 20*time.Minute, written); err != nil {
 		return err
 	}
-	allWritten := time.Since(start)
+	r.written = time.Since(r.start)
 	if err := profiled(); err != nil {
 		return err
 	}
-	plane1, busy1 := planeCPU(procs), machineBusy()
-	cpu1, _ := cpuTime(butlerPID)
-	mem1, _ := residentMemory(butlerPID)
-	req1, err := p.scrapeClientRequests(ctx)
-	if err != nil {
+	m := &r.afterWriting
+	m.plane, m.busy = planeCPU(r.procs), machineBusy()
+	m.cpu, _ = cpuTime(r.butlerPID)
+	m.mem, _ = residentMemory(r.butlerPID)
+	if m.req, err = r.p.scrapeClientRequests(ctx); err != nil {
 		return err
 	}
-	sent := req1.sub(req0)
-	flows1, err := p.scrapeFlows(ctx)
-	if err != nil {
+	if m.flows, err = r.p.scrapeFlows(ctx); err != nil {
 		return err
 	}
-	timeline := steps.since(start)
-	events1 := steps.writes()
+	r.timeline = r.steps.since(r.start)
+	m.events = r.steps.writes()
+	return nil
+}
 
+// deleteAll deletes every cluster and waits until all are gone.
+func (r *lifecycleRun) deleteAll(ctx context.Context) error {
 	dstart := time.Now()
-	if err := butler.ButlerV1alpha1().TenantClusters(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+	if err := r.butler.ButlerV1alpha1().TenantClusters(r.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
 		return err
 	}
-	// What butler deletes itself (the TenantAddons, the Cluster API and Steward objects, each
-	// namespace's deletion) is gone before kube-controller-manager's namespace controller has
-	// emptied and removed the namespaces, which the TenantClusters' finalizers wait for.
-	var butlersGone, namespacesGone time.Duration
-	ours := metav1.ListOptions{LabelSelector: external.TenantClusterNamespaceLabel + "=" + ns}
-	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 20*time.Minute, true, func(ctx context.Context) (bool, error) {
-		if butlersGone == 0 {
-			left, err := butlerObjectsLeft(ctx, butler, dyn, ns)
+	if err := r.waitGone(ctx, dstart); err != nil {
+		return fmt.Errorf("the clusters were not all gone: %w", err)
+	}
+	r.gone = time.Since(dstart)
+	m := &r.afterDeleting
+	m.flows, _ = r.p.scrapeFlows(ctx)
+	var err error
+	if m.req, err = r.p.scrapeClientRequests(ctx); err != nil {
+		return err
+	}
+	time.Sleep(2 * time.Second) // the last Events of the deletion reach the watch
+	m.events = r.steps.writes()
+	m.cpu, _ = cpuTime(r.butlerPID)
+	m.plane, m.busy = planeCPU(r.procs), machineBusy()
+	return nil
+}
+
+// waitGone waits until every TenantCluster is gone. What butler deletes itself (the
+// TenantAddons, the Cluster API and Steward objects, each namespace's deletion) is gone before
+// kube-controller-manager's namespace controller has emptied and removed the namespaces, which
+// the TenantClusters' finalizers wait for: both times are taken on the way.
+func (r *lifecycleRun) waitGone(ctx context.Context, dstart time.Time) error {
+	ours := metav1.ListOptions{LabelSelector: external.TenantClusterNamespaceLabel + "=" + r.ns}
+	return wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 20*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if r.butlersGone == 0 {
+			left, err := butlerObjectsLeft(ctx, r.butler, r.dyn, r.ns)
 			if err != nil || left > 0 {
 				return false, nil
 			}
-			butlersGone = time.Since(dstart)
+			r.butlersGone = time.Since(dstart)
 		}
-		if namespacesGone == 0 {
-			list, err := kube.CoreV1().Namespaces().List(ctx, ours)
+		if r.namespacesGone == 0 {
+			list, err := r.kube.CoreV1().Namespaces().List(ctx, ours)
 			if err != nil || len(list.Items) > 0 {
 				return false, nil
 			}
-			namespacesGone = time.Since(dstart)
+			r.namespacesGone = time.Since(dstart)
 		}
-		list, err := butler.ButlerV1alpha1().TenantClusters(ns).List(ctx, metav1.ListOptions{})
+		list, err := r.butler.ButlerV1alpha1().TenantClusters(r.ns).List(ctx, metav1.ListOptions{})
 		return err == nil && len(list.Items) == 0, nil
-	}); err != nil {
-		return fmt.Errorf("the clusters were not all gone: %w", err)
-	}
-	deleted := time.Since(dstart)
-	flows2, _ := p.scrapeFlows(ctx)
-	req2, err := p.scrapeClientRequests(ctx)
-	if err != nil {
-		return err
-	}
-	sentDeleting := req2.sub(req1)
-	time.Sleep(2 * time.Second) // the last Events of the deletion reach the watch
-	events2 := steps.writes()
-	cpu2, _ := cpuTime(butlerPID)
-	plane2, busy2 := planeCPU(procs), machineBusy()
-	var firstWritten sample
-	for _, at := range writtenAt {
-		firstWritten.add(at.Sub(start))
-	}
+	})
+}
 
+// table is the run's figures, the floor's beside them, and the timeline of the clusters' Events.
+func (r *lifecycleRun) table() string {
+	n := r.n
+	var firstWritten sample
+	for _, at := range r.writtenAt {
+		firstWritten.add(at.Sub(r.start))
+	}
+	b0, b1, b2 := r.before, r.afterWriting, r.afterDeleting
+	sent, sentDeleting := b1.req.sub(b0.req), b2.req.sub(b1.req)
 	table := fmt.Sprintf(`| figure (%d TenantClusters, AWS provider, Steward played by the bench) | value |
 |---|---|
 | created (16 clients) | %s |
@@ -190,28 +262,32 @@ func runLifecycle(ctx context.Context, p *plane, n int, out string, profileSecon
 | butler-apiserver's requests while deleting, per cluster: writes / reads | %.1f (%s) / %.1f |
 | CPU while deleting: the plane's processes / the whole machine | %s / %s |
 | kube-apiserver's requests while deleting, by flow schema | %s |
-`, n, created.Round(time.Millisecond), allWritten.Round(time.Millisecond), float64(allWritten.Milliseconds())/float64(n),
+`, n, r.created.Round(time.Millisecond), r.written.Round(time.Millisecond), float64(r.written.Milliseconds())/float64(n),
 		secs(firstWritten.median()), secs(firstWritten.percentile(90)), secs(firstWritten.percentile(100)),
-		(cpu1 - cpu0).Round(time.Millisecond), float64((cpu1-cpu0).Milliseconds())/float64(n),
-		plane1.sub(plane0), (busy1 - busy0).Round(100*time.Millisecond),
-		mib(mem0.rss), mib(mem1.rss),
-		sent.total(sent.writes)/float64(n), sent.byHost(n), sent.total(sent.reads)/float64(n), sent.applies/float64(n), sent.unchanged/float64(n), sent.throttled, flows1.sub(flows0),
-		butlersGone.Round(time.Millisecond), namespacesGone.Round(time.Millisecond), deleted.Round(time.Millisecond), (cpu2 - cpu1).Round(time.Millisecond),
+		(b1.cpu - b0.cpu).Round(time.Millisecond), float64((b1.cpu-b0.cpu).Milliseconds())/float64(n),
+		b1.plane.sub(b0.plane), (b1.busy - b0.busy).Round(100*time.Millisecond),
+		mib(b0.mem.rss), mib(b1.mem.rss),
+		sent.total(sent.writes)/float64(n), sent.byHost(n), sent.total(sent.reads)/float64(n), sent.applies/float64(n), sent.unchanged/float64(n), sent.throttled, b1.flows.sub(b0.flows),
+		r.butlersGone.Round(time.Millisecond), r.namespacesGone.Round(time.Millisecond), r.gone.Round(time.Millisecond), (b2.cpu - b1.cpu).Round(time.Millisecond),
 		sentDeleting.total(sentDeleting.writes)/float64(n), sentDeleting.byHost(n), sentDeleting.total(sentDeleting.reads)/float64(n),
-		plane2.sub(plane1), (busy2 - busy1).Round(100*time.Millisecond), flows2.sub(flows1))
-	table += fmt.Sprintf("| butler's Events per cluster while writing: created / updated (series), by what they regard | %s |\n", events1.sub(events0, n))
-	table += fmt.Sprintf("| butler's Events per cluster while deleting: created / updated (series) | %s |\n", events2.sub(events1, n))
-	if withFloor {
-		table += fmt.Sprintf(`| the floor: the same objects server-side applied straight to kube-apiserver by %d clients in the workers' order (%d requests per cluster), Cluster API, butler and the Steward stand-in running; run first, on the same plane, its clock stopped when its writes return (make bench-report ONLY=P9 compares on fresh planes, both clocks on one watch) | %s |
+		b2.plane.sub(b1.plane), (b2.busy - b1.busy).Round(100*time.Millisecond), b2.flows.sub(b1.flows))
+	table += fmt.Sprintf("| butler's Events per cluster while writing: created / updated (series), by what they regard | %s |\n", b1.events.sub(b0.events, n))
+	table += fmt.Sprintf("| butler's Events per cluster while deleting: created / updated (series) | %s |\n", b2.events.sub(b1.events, n))
+	if r.withFloor {
+		table += r.floorRows()
+	}
+	return table + "\nWhen the clusters' Events were first seen, after the first create (median / p90 / last, and how many clusters had one):\n\n" + r.timeline
+}
+
+// floorRows are the floor's figures and butler's against them.
+func (r *lifecycleRun) floorRows() string {
+	fl := r.fl
+	return fmt.Sprintf(`| the floor: the same objects server-side applied straight to kube-apiserver by %d clients in the workers' order (%d requests per cluster), Cluster API, butler and the Steward stand-in running; run first, on the same plane, its clock stopped when its writes return (make bench-report ONLY=P9 compares on fresh planes, both clocks on one watch) | %s |
 | the floor: delete the same objects -> all gone / their namespaces removed | %s / %s |
 | butler / the floor: written | %.2f |
 | butler / the floor: every TenantCluster gone / the namespaces removed | %.2f |
 `, lifecycleClients, fl.applies, fl.written.Round(time.Millisecond), fl.gone.Round(time.Millisecond), fl.namespacesGone.Round(time.Millisecond),
-			allWritten.Seconds()/fl.written.Seconds(), deleted.Seconds()/fl.namespacesGone.Seconds())
-	}
-	table += "\nWhen the clusters' Events were first seen, after the first create (median / p90 / last, and how many clusters had one):\n\n" + timeline
-	fmt.Print(table)
-	return os.WriteFile(filepath.Join(out, fmt.Sprintf("lifecycle-n%d.md", n)), []byte(table), 0o644)
+		r.written.Seconds()/fl.written.Seconds(), r.gone.Seconds()/fl.namespacesGone.Seconds())
 }
 
 // lifecycleNamespace holds the bench's TenantClusters and their ProviderConfig.
