@@ -250,101 +250,150 @@ type watchResult struct {
 }
 
 // watchRound opens a watch on all of s's tenantclusters from the current resourceVersion,
-// patches a label on every object of ks with one worker per client, and waits until the
+// patches a label on every object of ks with one goroutine per client, and waits until the
 // watcher has seen every change.
 func watchRound(ctx context.Context, s side, w wire, watcher *http.Client, clients []*http.Client, ks []key, round string) (watchResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
+	rv, err := currentResourceVersion(ctx, s, watcher)
+	if err != nil {
+		return watchResult{}, err
+	}
+	rw := newRoundWatch(s, w, watcher, ks, round)
+	stream, err := rw.open(ctx, rv)
+	if err != nil {
+		return watchResult{}, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- rw.follow(ctx, stream, rv) }()
+	sent, firstSent, err := patchRound(ctx, s, w, clients, ks, round)
+	if err != nil {
+		return watchResult{}, err
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			return watchResult{}, err
+		}
+	case <-ctx.Done():
+		return watchResult{}, fmt.Errorf("watch %s: %w", s.name, ctx.Err())
+	}
+	return rw.result(sent, firstSent), nil
+}
 
-	// The current resourceVersion, from a consistent List of one item.
+// currentResourceVersion is s's current resourceVersion, from a consistent List of one item.
+func currentResourceVersion(ctx context.Context, s side, watcher *http.Client) (string, error) {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.collection("")+"?limit=1", nil)
 	req.Header.Set("Accept", contentJSON)
 	resp, err := watcher.Do(req)
 	if err != nil {
-		return watchResult{}, err
+		return "", err
 	}
+	defer resp.Body.Close()
 	var list struct {
 		Metadata struct {
 			ResourceVersion string `json:"resourceVersion"`
 		} `json:"metadata"`
 	}
 	err = json.NewDecoder(resp.Body).Decode(&list)
-	resp.Body.Close()
-	if err != nil {
-		return watchResult{}, err
-	}
+	return list.Metadata.ResourceVersion, err
+}
 
-	// The watch, opened again from the last resourceVersion seen if the server ends it (as a
-	// reflector does: a server may close a watcher that does not keep up).
-	openWatch := func(rv string) (events, error) {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet,
-			s.collection("")+"?watch=1&allowWatchBookmarks=false&resourceVersion="+rv, nil)
-		req.Header.Set("Accept", w.accept)
-		resp, err := watcher.Do(req)
-		if err != nil {
-			return events{}, err
-		}
-		if resp.StatusCode != http.StatusOK {
-			resp.Body.Close()
-			return events{}, fmt.Errorf("watch %s: %s", s.name, resp.Status)
-		}
-		return newEvents(resp), nil
-	}
-	stream, err := openWatch(list.Metadata.ResourceVersion)
-	if err != nil {
-		return watchResult{}, err
-	}
+// roundWatch is the watcher's side of one round: when each object's change of the round was
+// seen (received, by the index of its key in ks), and how often the watch was opened again.
+type roundWatch struct {
+	s         side
+	w         wire
+	watcher   *http.Client
+	round     string
+	index     map[key]int
+	received  []time.Time
+	rewatches int
+}
 
-	index := map[key]int{}
+func newRoundWatch(s side, w wire, watcher *http.Client, ks []key, round string) *roundWatch {
+	rw := &roundWatch{s: s, w: w, watcher: watcher, round: round, index: map[key]int{}, received: make([]time.Time, len(ks))}
 	for i, k := range ks {
-		index[k] = i
+		rw.index[k] = i
 	}
-	sent := make([]time.Time, len(ks))
-	received := make([]time.Time, len(ks))
-	var sentOnce sync.Once
-	var firstSent time.Time
-	var rewatches int
-	done := make(chan error, 1)
-	go func() {
-		lastRV := list.Metadata.ResourceVersion
-		defer func() { stream.body.Close() }()
-		seen := 0
-		for seen < len(ks) {
-			ev, err := stream.next()
-			if err != nil {
-				if ctx.Err() != nil || rewatches >= 10 {
-					done <- fmt.Errorf("watch %s after %d of %d events (%d rewatches): %w", s.name, seen, len(ks), rewatches, err)
-					return
-				}
-				stream.body.Close()
-				rewatches++
-				if stream, err = openWatch(lastRV); err != nil {
-					done <- err
-					return
-				}
-				continue
-			}
-			now := time.Now()
-			if ev.Type == "ERROR" {
-				done <- fmt.Errorf("watch %s: %s", s.name, ev.Object.Message)
-				return
-			}
-			lastRV = ev.Object.Metadata.ResourceVersion
-			if ev.Type != "MODIFIED" || ev.Object.Metadata.Labels["bench-round"] != round {
-				continue
-			}
-			i, ok := index[key{ev.Object.Metadata.Namespace, ev.Object.Metadata.Name}]
-			if !ok || !received[i].IsZero() {
-				continue
-			}
-			received[i] = now
-			seen++
-		}
-		done <- nil
-	}()
+	return rw
+}
 
+// open opens the watch from rv.
+func (rw *roundWatch) open(ctx context.Context, rv string) (events, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet,
+		rw.s.collection("")+"?watch=1&allowWatchBookmarks=false&resourceVersion="+rv, nil)
+	req.Header.Set("Accept", rw.w.accept)
+	resp, err := rw.watcher.Do(req)
+	if err != nil {
+		return events{}, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return events{}, fmt.Errorf("watch %s: %s", rw.s.name, resp.Status)
+	}
+	return newEvents(resp), nil
+}
+
+// follow reads stream until every object's change of the round is seen, opening the watch
+// again from the last resourceVersion seen if the server ends it (as a reflector does: a
+// server may close a watcher that does not keep up).
+func (rw *roundWatch) follow(ctx context.Context, stream events, lastRV string) error {
+	defer func() { stream.body.Close() }()
+	seen := 0
+	for seen < len(rw.received) {
+		ev, err := stream.next()
+		if err != nil {
+			if ctx.Err() != nil || rw.rewatches >= 10 {
+				return fmt.Errorf("watch %s after %d of %d events (%d rewatches): %w", rw.s.name, seen, len(rw.received), rw.rewatches, err)
+			}
+			stream.body.Close()
+			rw.rewatches++
+			if stream, err = rw.open(ctx, lastRV); err != nil {
+				return err
+			}
+			continue
+		}
+		now := time.Now()
+		if ev.Type == "ERROR" {
+			return fmt.Errorf("watch %s: %s", rw.s.name, ev.Object.Message)
+		}
+		lastRV = ev.Object.Metadata.ResourceVersion
+		if ev.Type != "MODIFIED" || ev.Object.Metadata.Labels["bench-round"] != rw.round {
+			continue
+		}
+		i, ok := rw.index[key{ev.Object.Metadata.Namespace, ev.Object.Metadata.Name}]
+		if !ok || !rw.received[i].IsZero() {
+			continue
+		}
+		rw.received[i] = now
+		seen++
+	}
+	return nil
+}
+
+// result is each object's time from its patch sent to its change seen, and the round's from
+// the first patch sent to the last change seen.
+func (rw *roundWatch) result(sent []time.Time, firstSent time.Time) watchResult {
+	result := watchResult{rewatches: rw.rewatches}
+	last := firstSent
+	for i := range sent {
+		result.latencies = append(result.latencies, rw.received[i].Sub(sent[i]))
+		if rw.received[i].After(last) {
+			last = rw.received[i]
+		}
+	}
+	result.total = last.Sub(firstSent)
+	return result
+}
+
+// patchRound patches the label bench-round=round on every object of ks, with one goroutine
+// per client, and says when each patch and the first were sent.
+func patchRound(ctx context.Context, s side, w wire, clients []*http.Client, ks []key, round string) (sent []time.Time, firstSent time.Time, err error) {
 	patch := fmt.Appendf(nil, `{"metadata":{"labels":{"bench-round":%q}}}`, round)
+	sent = make([]time.Time, len(ks))
 	work := make(chan int)
+	var sentOnce sync.Once
 	var failed atomic.Pointer[error]
 	var wg sync.WaitGroup
 	for _, c := range clients {
@@ -368,26 +417,9 @@ func watchRound(ctx context.Context, s side, w wire, watcher *http.Client, clien
 	close(work)
 	wg.Wait()
 	if err := failed.Load(); err != nil {
-		return watchResult{}, *err
+		return nil, time.Time{}, *err
 	}
-	select {
-	case err := <-done:
-		if err != nil {
-			return watchResult{}, err
-		}
-	case <-ctx.Done():
-		return watchResult{}, fmt.Errorf("watch %s: %w", s.name, ctx.Err())
-	}
-	result := watchResult{rewatches: rewatches}
-	last := firstSent
-	for i := range ks {
-		result.latencies = append(result.latencies, received[i].Sub(sent[i]))
-		if received[i].After(last) {
-			last = received[i]
-		}
-	}
-	result.total = last.Sub(firstSent)
-	return result, nil
+	return sent, firstSent, nil
 }
 
 // events reads a watch's events: JSON as the watcher of the JSON rounds always did (only the
