@@ -2,7 +2,7 @@ package butler
 
 // nodeAddressesUnsupported says why a provider's machines cannot be given addresses from the
 // nodes IPAllocation; only Proxmox's can (CAPMOX's ipv4Config/ipv6Config pool, one address per
-// machine through Cluster API's in-cluster IPAM). The registry warns with it, the workers leave
+// machine through Cluster API's in-cluster IPAM). The registry warns with it, the controllers leave
 // the nodes allocation out by it.
 var nodeAddressesUnsupported = map[ProviderType]string{
 	ProviderHarvester: "Cluster API's KubeVirt provider makes every machine of a template from one VM spec and gives its cloud-init drive only the user data, so no machine can be handed an address of its own; the VMs take theirs from the Harvester network (DHCP)",

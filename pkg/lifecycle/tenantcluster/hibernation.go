@@ -37,7 +37,7 @@ const (
 	// tcpSleeping is Steward's and Kamaji's TenantControlPlane status at 0 replicas.
 	tcpSleeping = steward.VersionStatusSleeping
 
-	// scheduleLookBack bounds how far back a missed schedule time is still applied (the worker
+	// scheduleLookBack bounds how far back a missed schedule time is still applied (the controller
 	// was down); a weekly schedule fits.
 	scheduleLookBack = 8 * 24 * time.Hour
 )
