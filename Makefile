@@ -290,7 +290,8 @@ bench: build bench-bin ## the aggregated API against butler's own CRDs, BENCH_N 
 # BENCH_LOCK="flock /tmp/heavy.lock"). Each figure's runs are kept in test/bench/figures/<ID>.json,
 # committed with the document: ONLY=P9 runs only the figures named and renders the others from
 # their files (their last runs, each with its commit). P1, P1p, P2 and P2b are measured together
-# (any of their names runs all four, BENCH_API_N TenantClusters a side), as are P11 and P11r
+# (any of their names runs all four, BENCH_API_N TenantClusters a side), as are P4 and P9 (the
+# deletes of the clusters each P9 side wrote, BENCH_P9_N of them), P11 and P11r
 # (BENCH_P11_N keys). P7m runs three local tenants' processes at a time (TestTenantFootprint).
 # P13 and P13m are real worker nodes beside kwok's (root, with make test-realnode's dependencies).
 # Figures not yet reproduced are listed in the document with why. Not part of `make test`.
@@ -304,11 +305,12 @@ BENCH_LOCK  ?=
 BENCH_COMMIT = $(shell git describe --always --dirty)
 bench-report: build bench-bin ## run the figures of docs/performance.md and regenerate it
 	$(GO) build -o $(BIN)/butler-localprovider ./cmd/butler-localprovider
-	@mkdir -p _output/bench; start=$$(date +%s); failed=; api=; snap=; stw=; realnode=; \
+	@mkdir -p _output/bench; start=$$(date +%s); failed=; api=; snap=; stw=; realnode=; lifecycle=; \
 	for fig in $(ONLY); do \
 	  case $$fig in \
-	  P9) for k in $$(seq 0 $$(( $(BENCH_PAIRS) - 1 ))); do \
-	        $(BENCH_LOCK) $(BIN)/bench -lifecycle $(BENCH_P9_N) -lifecycle-pair $$k -commit $(BENCH_COMMIT) $(BENCH_ARGS) || { failed="$$failed P9"; break; }; \
+	  P4|P9) [ -n "$$lifecycle" ] && continue; lifecycle=1; \
+	      for k in $$(seq 0 $$(( $(BENCH_PAIRS) - 1 ))); do \
+	        $(BENCH_LOCK) $(BIN)/bench -lifecycle $(BENCH_P9_N) -lifecycle-pair $$k -commit $(BENCH_COMMIT) $(BENCH_ARGS) || { failed="$$failed P4-P9"; break; }; \
 	      done ;; \
 	  P1|P1p|P2|P2b) [ -n "$$api" ] && continue; api=1; \
 	      for k in $$(seq 0 $$(( $(BENCH_PAIRS) - 1 ))); do \

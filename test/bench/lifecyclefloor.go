@@ -360,18 +360,26 @@ func applyFloor(ctx context.Context, dyn dynamic.Interface, in component.Input, 
 	return external.Workers.Apply(ctx, dyn.Resource(external.MustGVR(obj.GroupVersionKind())).Namespace(in.Namespace), obj)
 }
 
+// floorObject names one of a cluster's floor objects.
+type floorObject struct {
+	gvk  schema.GroupVersionKind
+	name string
+}
+
+// floorObjects are one cluster's floor objects in the order the controller's cleanup deletes them.
+func floorObjects(in component.Input) []floorObject {
+	return []floorObject{{external.MachineDeploymentGVK, component.WorkersName(in)}, {external.BootstrapConfigTemplateGVK, component.WorkersName(in)},
+		{external.ClusterGVK, in.Cluster.Name}, {external.StewardControlPlaneGVK, in.Cluster.Name},
+		{external.AWSClusterGVK, in.Cluster.Name}, {external.AWSMachineTemplateGVK, component.WorkersName(in)}}
+}
+
 // deleteFloorCluster deletes one cluster's objects as the controller's cleanup does (in the
 // background, the MachineDeployment first), without waiting between them: Cluster API's
-// finalizers order the rest. Its namespace goes once they are gone (runFloor).
+// finalizers order the rest. Its namespace goes once they are gone (runFloor, P4's floor).
 func deleteFloorCluster(ctx context.Context, dyn dynamic.Interface, in component.Input) error {
 	policy := metav1.DeletePropagationBackground
 	opts := metav1.DeleteOptions{PropagationPolicy: &policy}
-	for _, o := range []struct {
-		gvk  schema.GroupVersionKind
-		name string
-	}{{external.MachineDeploymentGVK, component.WorkersName(in)}, {external.BootstrapConfigTemplateGVK, component.WorkersName(in)},
-		{external.ClusterGVK, in.Cluster.Name}, {external.StewardControlPlaneGVK, in.Cluster.Name},
-		{external.AWSClusterGVK, in.Cluster.Name}, {external.AWSMachineTemplateGVK, component.WorkersName(in)}} {
+	for _, o := range floorObjects(in) {
 		err := dyn.Resource(external.MustGVR(o.gvk)).Namespace(in.Namespace).Delete(ctx, o.name, opts)
 		if err != nil && !apierrors.IsNotFound(err) {
 			return err

@@ -17,11 +17,13 @@ import (
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component"
 )
 
 // P9 as bench-report runs it: one pair a process, butler's controllers and the floor each on a
 // fresh plane, in the order of the pair, both clocks stopped when a watch has seen every
 // cluster's MachineDeployment (the last object both write), and what each side made counted.
+// Then, on the same plane, that side deletes them: P4 (deletepairs.go).
 
 const (
 	sideButler = "butler"
@@ -32,7 +34,7 @@ const (
 func p9(n int) figure {
 	return figure{
 		ID:    "P9",
-		Title: fmt.Sprintf("The TenantCluster worker writing %d clusters' objects, against the same objects written without it.", n),
+		Title: fmt.Sprintf("The TenantCluster controller writing %d clusters' objects, against the same objects written without it.", n),
 		What: fmt.Sprintf("%d TenantClusters (AWS provider, two workers, a CNI addon) created by %d clients; butler's workers write each one's "+
 			"namespace, Secrets RoleBinding, Cluster, StewardControlPlane, AWSCluster and machine template, then, once the bench's Steward "+
 			"stand-in has made its TenantControlPlane Ready, its BootstrapConfigTemplate and MachineDeployment (and a TenantAddon in "+
@@ -47,13 +49,17 @@ func p9(n int) figure {
 		Command: fmt.Sprintf("make bench-report ONLY=P9 BENCH_P9_N=%d", n),
 		Notes: []string{"Each side runs on a plane of its own, started for it and stopped after it (hack/local-up.sh; one real local " +
 			"tenant made before the clock, whose kubeconfig the Steward stand-in hands to every TenantControlPlane). Deletion is " +
-			"not part of this figure: `make bench-lifecycle` still measures it, in one run against a floor on the same plane."},
+			"P4, measured on the same planes right after."},
 	}
 }
 
-// runLifecyclePair runs pair number k of P9 with n clusters and adds it to the figure's file.
-func runLifecyclePair(ctx context.Context, o options, root string, k, n int, path string) error {
-	fig, err := loadFigure(path, k == 0, p9(n))
+// runLifecyclePair runs pair number k of P9 and P4 with n clusters and adds it to the figures' files.
+func runLifecyclePair(ctx context.Context, o options, root string, k, n int) error {
+	write, err := loadFigure(figurePath(o.figures, "P9"), k == 0, p9(n))
+	if err != nil {
+		return err
+	}
+	del, err := loadFigure(figurePath(o.figures, "P4"), k == 0, p4(n))
 	if err != nil {
 		return err
 	}
@@ -62,56 +68,72 @@ func runLifecyclePair(ctx context.Context, o options, root string, k, n int, pat
 		order = []string{sideButler, sideFloor}
 	}
 	run := pair{SubjectFirst: pairOrder(k), Started: time.Now(), Load: loadavg()}
+	delRun := run
 	for _, side := range order {
-		secs, work, err := lifecycleOnFreshPlane(ctx, o, root, side, n)
+		r, err := lifecycleOnFreshPlane(ctx, o, root, side, n)
 		if err != nil {
 			return fmt.Errorf("P9 pair %d, %s: %w", k+1, side, err)
 		}
-		logf("P9 pair %d: %s wrote %d clusters in %.2f s; made %v", k+1, side, n, secs, work)
+		logf("P9 pair %d: %s wrote %d clusters in %.2f s and deleted them in %.2f s; made %v", k+1, side, n, r.write, r.delete, r.work)
 		if side == sideButler {
-			run.Subject = secs
+			run.Subject, delRun.Subject = r.write, r.delete
 		} else {
-			run.Baseline = secs
+			run.Baseline, delRun.Baseline = r.write, r.delete
 		}
-		fig.addWork(side, work)
+		write.addWork(side, r.work)
+		del.addWork(side, r.work)
 	}
 	run.Took = time.Since(run.Started).Seconds()
-	fig.Runs = append(fig.Runs, run)
-	fig.Commit, fig.Machine = o.commit, machine()
-	return fig.save(path)
+	delRun.Took = run.Took
+	write.Runs = append(write.Runs, run)
+	del.Runs = append(del.Runs, delRun)
+	for _, f := range []*figure{write, del} {
+		f.Commit, f.Machine = o.commit, machine()
+		if err := f.save(figurePath(o.figures, f.ID)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sideResult is one side of a P9 and P4 pair: seconds to write and to delete, and what it made.
+type sideResult struct {
+	write, delete float64
+	work          map[string]int
 }
 
 // lifecycleOnFreshPlane starts a plane, measures one side on it and stops it.
-func lifecycleOnFreshPlane(ctx context.Context, o options, root, side string, n int) (float64, map[string]int, error) {
+func lifecycleOnFreshPlane(ctx context.Context, o options, root, side string, n int) (sideResult, error) {
 	dir, err := os.MkdirTemp("", "butler-bench-")
 	if err != nil {
-		return 0, nil, err
+		return sideResult{}, err
 	}
 	defer os.RemoveAll(dir)
 	p, err := startPlane(root, dir, o.butlerArgs)
 	if err != nil {
-		return 0, nil, err
+		return sideResult{}, err
 	}
 	defer p.stop()
 	return lifecycleSide(ctx, p, side, n)
 }
 
 // lifecycleSide measures one side of P9 on plane p: seconds from the first write until a watch
-// saw all n MachineDeployments, and the objects the side made by then.
-func lifecycleSide(ctx context.Context, p *plane, side string, n int) (float64, map[string]int, error) {
+// saw all n MachineDeployments, and the objects the side made by then; then P4's delete.
+func lifecycleSide(ctx context.Context, p *plane, side string, n int) (sideResult, error) {
+	var r sideResult
 	ns, stopSteward, err := lifecycleSetup(ctx, p)
 	if err != nil {
-		return 0, nil, err
+		return r, err
 	}
 	defer stopSteward()
 	butler, kube, dyn := p.unthrottledClients()
 	selector := external.TenantClusterNamespaceLabel + "=" + ns
 	var write func() error
+	var in []component.Input
 	if side == sideFloor {
 		selector = floorLabel + "=" + ns
-		in, err := floorInputs(ctx, butler, ns, n, func(i int64) *v1alpha1.TenantCluster { return benchCluster(ns, i) })
-		if err != nil {
-			return 0, nil, err
+		if in, err = floorInputs(ctx, butler, ns, n, func(i int64) *v1alpha1.TenantCluster { return benchCluster(ns, i) }); err != nil {
+			return r, err
 		}
 		write = func() error { _, err := writeFloor(ctx, kube, dyn, in, lifecycleClients); return err }
 	} else {
@@ -124,23 +146,26 @@ func lifecycleSide(ctx context.Context, p *plane, side string, n int) (float64, 
 	}
 	all, stop, err := seeAll(ctx, dyn, external.MachineDeploymentGVK, selector, n)
 	if err != nil {
-		return 0, nil, err
+		return r, err
 	}
 	defer stop()
 	start := time.Now()
 	if err := write(); err != nil {
-		return 0, nil, err
+		return r, err
 	}
-	var at time.Time
 	select {
-	case at = <-all:
+	case at := <-all:
+		r.write = at.Sub(start).Seconds()
 	case <-time.After(20 * time.Minute):
-		return 0, nil, fmt.Errorf("not all %d MachineDeployments were seen in 20 minutes", n)
+		return r, fmt.Errorf("not all %d MachineDeployments were seen in 20 minutes", n)
 	case <-ctx.Done():
-		return 0, nil, ctx.Err()
+		return r, ctx.Err()
 	}
-	work, err := countWork(ctx, dyn, selector)
-	return at.Sub(start).Seconds(), work, err
+	if r.work, err = countWork(ctx, dyn, selector); err != nil {
+		return r, err
+	}
+	r.delete, err = deleteSide(ctx, butler, kube, dyn, side, ns, selector, in, n)
+	return r, err
 }
 
 // seeAll sends on the channel when a watch of gvk's objects matching selector has seen n of

@@ -190,7 +190,7 @@ func runApart(ctx context.Context, o options, root string) (done bool, err error
 		if o.lifecycle <= 0 {
 			return true, errors.New("-lifecycle-pair needs -lifecycle N")
 		}
-		return true, runLifecyclePair(ctx, o, root, o.lifecyclePair, o.lifecycle, figurePath(o.figures, "P9"))
+		return true, runLifecyclePair(ctx, o, root, o.lifecyclePair, o.lifecycle)
 	case o.apiPair >= 0:
 		return true, runAPIPair(ctx, o, root, o.apiPair)
 	}

@@ -24,8 +24,7 @@ var catalog = []catalogEntry{
 	{"P2", "creates/s from 16 clients, aggregated (Team quota Ledger) against CRDs (ResourceQuota)", "make bench-report ONLY=P2", ""},
 	{"P2b", "1,000 updates reaching a watcher, aggregated against CRDs", "make bench-report ONLY=P2", ""},
 	{"P3", "IPAM allocations/s against kube-apiserver's Service ClusterIPs/s, both through one kube-apiserver", "make bench-report ONLY=P3", ""},
-	{"P4", "the TenantCluster worker deleting N clusters' objects, against the same objects deleted without it", "make bench-lifecycle",
-		"not yet in bench-report: one run, the floor first on the same plane; the floor deletes all at once, the clock stops on a poll"},
+	{"P4", "the TenantCluster controller deleting N clusters' objects, against the same objects deleted without it", "make bench-report ONLY=P9", ""},
 	{"P5", "butler-apiserver's RSS growth loading N, against kube-apiserver's for the CRD copy", "make bench",
 		"not yet in bench-report: RSS, not PSS or cgroup memory; one run"},
 	{"P6", "create -> control plane Ready of a local TenantCluster", "make bench-local, hack/bench-datastore.sh",
@@ -35,7 +34,7 @@ var catalog = []catalogEntry{
 	{"P7m", "an awake local tenant's memory (its processes' PSS and datastore share, 3 awake), the provider's Go settings against Go's defaults", "make bench-report ONLY=P7m", ""},
 	{"P8", "management plane memory per hibernated cluster (1,000)", "make bench-density",
 		"not yet in bench-report: the clusters never ran (created asleep, no workers, no data); bench-density now sums PSS beside VmRSS, not yet run"},
-	{"P9", "the TenantCluster worker writing N clusters' objects, against the same objects written without butler", "make bench-report ONLY=P9", ""},
+	{"P9", "the TenantCluster controller writing N clusters' objects, against the same objects written without butler", "make bench-report ONLY=P9", ""},
 	{"P10", "wake of a hibernated cluster against the cold start of its kube-apiserver", "make bench-hibernation",
 		"not yet in bench-report: three samples of one run, read from a test's log"},
 	{"P11", "a tenant's snapshot against etcd's own snapshot of the whole datastore (incompressible values)", "make bench-report ONLY=P11", ""},
@@ -47,7 +46,7 @@ var catalog = []catalogEntry{
 }
 
 // measuredTogether are the figures one name in ONLY runs together (make bench-report).
-var measuredTogether = [][]string{{"P1", "P1p", "P2", "P2b"}, {"P11", "P11r"}, {"P12", "P12m"}, {"P13", "P13m"}}
+var measuredTogether = [][]string{{"P1", "P1p", "P2", "P2b"}, {"P4", "P9"}, {"P11", "P11r"}, {"P12", "P12m"}, {"P13", "P13m"}}
 
 // expandRan is ONLY with every figure that ran alongside one named: ONLY=P2 ran P1 too.
 func expandRan(ran string) string {

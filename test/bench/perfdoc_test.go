@@ -30,7 +30,7 @@ func TestReportGivesEveryRunMedianSpreadAndRatio(t *testing.T) {
 		"| the floor | 50.00 s | 50.00 s - 60.00 s | 50.00 s, 50.00 s, 60.00 s |",
 		"1: the floor first; 2: butler first; 3: the floor first",
 		"(the same in every run)",
-		"ran P9 in 17m0s",
+		"ran P4 P9 in 17m0s",
 		"| P8 | ", // not measured, and said why
 		"the clusters never ran",
 	} {
@@ -113,8 +113,8 @@ func TestP3PairsFromTheBenchmark(t *testing.T) {
 
 func TestRanNamesTheFiguresMeasuredTogether(t *testing.T) {
 	for ran, want := range map[string]string{
-		"P9":           "P9",
-		"P2 P3 P9 P11": "P1 P1p P2 P2b P3 P9 P11 P11r",
+		"P9":           "P4 P9",
+		"P2 P3 P9 P11": "P1 P1p P2 P2b P3 P4 P9 P11 P11r",
 		"P1 P2b P11r":  "P1 P1p P2 P2b P11 P11r",
 		"":             "",
 	} {
