@@ -295,7 +295,7 @@ bench: build bench-bin ## the aggregated API against butler's own CRDs, BENCH_N 
 # (BENCH_P11_N keys). P7m runs three local tenants' processes at a time (TestTenantFootprint).
 # P13 and P13m are real worker nodes beside kwok's (root, with make test-realnode's dependencies).
 # Figures not yet reproduced are listed in the document with why. Not part of `make test`.
-BENCH_REPORT_FIGURES := P2 P3 P7m P9 P11 P13
+BENCH_REPORT_FIGURES := P2 P3 P7m P9 P10 P11 P13
 ONLY        ?= $(BENCH_REPORT_FIGURES)
 BENCH_PAIRS ?= 3
 BENCH_P9_N  ?= 200
@@ -326,6 +326,10 @@ bench-report: build bench-bin ## run the figures of docs/performance.md and rege
 	        BUTLER_FOOTPRINT_PAIRS_OUT=$(CURDIR)/_output/bench/p7m-pairs.tsv \
 	        $(GO) test -count=1 -timeout 60m -run '^TestTenantFootprint$$' -v ./pkg/localprovider/controlplane/ && \
 	      $(BIN)/bench -pairs P7m=_output/bench/p7m-pairs.tsv -n 3 -commit $(BENCH_COMMIT) || failed="$$failed P7m" ;; \
+	  P10) rm -f _output/bench/p10-pairs.tsv; \
+	      $(BENCH_LOCK) env WAKE_BENCH=1 WAKE_PAIRS=$(BENCH_PAIRS) WAKE_PAIRS_OUT=$(CURDIR)/_output/bench/p10-pairs.tsv \
+	        $(GO) test -vet=off -count=1 -timeout 30m -run '^TestSlowHibernationWakeFigures$$' -v ./test/e2e/ && \
+	      $(BIN)/bench -pairs P10=_output/bench/p10-pairs.tsv -commit $(BENCH_COMMIT) || failed="$$failed P10" ;; \
 	  P11|P11r) [ -n "$$snap" ] && continue; snap=1; rm -f _output/bench/p11-pairs.tsv _output/bench/p11r-pairs.tsv; \
 	      $(BENCH_LOCK) env SNAPSHOT_BENCH=1 SNAPSHOT_BENCH_SIZES=$(BENCH_P11_N) SNAPSHOT_PAIRS=$(BENCH_PAIRS) SNAPSHOT_PAIRS_OUT=$(CURDIR)/_output/bench \
 	        $(GO) test -count=1 -timeout 20m -run '^TestSnapshotFigures$$' -v ./pkg/snapshot/ && \
