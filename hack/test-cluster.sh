@@ -9,6 +9,10 @@
 #   3. the chart installed with two replicas on the cluster's etcd: the APIService Available,
 #      `kubectl get tc -A`, the examples applied;
 #   4. a local TenantCluster Ready, and its minted kubeconfig lists its nodes;
+#   4b. GitOps (TEST_GITOPS, on by default; hack/lib/gitops.sh): Flux installed by the ManagementAddon
+#      flux (applied after stage 3, installing while stage 4 waits), then TestGitOpsManagement
+#      (test/gitops): Flux applies a Team's TenantClusters from Git, scales one, prunes one, and
+#      reports a refused one; the ManagementAddon's delete uninstalls Flux;
 #   5. a second TenantCluster provisioning while the Pod holding the workers' Lease is deleted:
 #      the other replica takes the Lease and the cluster becomes Ready once;
 #   6. `helm upgrade` to the second image while a bounded client loop lists TenantClusters: both
@@ -32,6 +36,14 @@ LOOP_SECONDS_MAX="${LOOP_SECONDS_MAX:-600}"
 # TEST_STEWARD=1 (make test-steward): the Steward stage too (hack/lib/steward.sh), with the images
 # of hack/build-steward.sh; TEST_STEWARD=only: stages 1-3, the Steward stage and 7 (to debug it).
 TEST_STEWARD="${TEST_STEWARD:-0}"
+# TEST_GITOPS=0 skips the GitOps stage (hack/lib/gitops.sh); TEST_GITOPS=only: stages 1-3, the
+# GitOps stage and 7 (to debug it).
+TEST_GITOPS="${TEST_GITOPS:-1}"
+[[ "${TEST_STEWARD}" != only ]] || TEST_GITOPS=0
+[[ "${TEST_GITOPS}" != only ]] || TEST_STEWARD=0
+# only: the stages a debugging run of one stage skips (4, 5, 6).
+only=0
+[[ "${TEST_STEWARD}" != only && "${TEST_GITOPS}" != only ]] || only=1
 helm() { "${ROOT}/hack/helm.sh" "$@"; }
 log() { echo "test-cluster: $(date +%T) $*" >&2; }
 kc() { "${KUBECTL}" "$@"; }
@@ -70,8 +82,8 @@ tag="${IMAGE_TAG:-$(cd "${ROOT}" && git describe --tags --always --dirty)}"
 tag2="${tag}-relinked"
 IMAGE_PLATFORMS="linux/$(go env GOARCH)" IMAGE_TAG="${tag}" "${ROOT}/hack/build-images.sh" >/dev/null
 images="${ROOT}/_output/images/butler-apiserver.oci.tar"
-# The second image is for stage 6, which TEST_STEWARD=only skips.
-if [[ "${TEST_STEWARD}" != only ]]; then
+# The second image is for stage 6, which TEST_STEWARD=only and TEST_GITOPS=only skip.
+if [[ "${only}" == 0 ]]; then
   IMAGE_PLATFORMS="linux/$(go env GOARCH)" IMAGE_TAG="${tag2}" IMAGES_DIR="${ROOT}/_output/images-relinked" \
     "${ROOT}/hack/build-images.sh" >/dev/null
   images+=" ${ROOT}/_output/images-relinked/butler-apiserver.oci.tar"
@@ -89,6 +101,13 @@ if [[ "${TEST_STEWARD}" != 0 ]]; then
   # shellcheck disable=SC2012 # ls fails (and the script with it) when the images are missing
   images+=" $(ls "${ROOT}"/_output/images/steward/*.oci.tar | tr '\n' ' ')"
 fi
+if [[ "${TEST_GITOPS}" != 0 ]]; then
+  # Flux's two controllers for the GitOps stage. CI's real-node stage has built them in this
+  # run (make test-realnode-faults), so they are built here only when missing.
+  flux_images=("${ROOT}/_output/node-images/flux-source-controller.oci.tar" "${ROOT}/_output/node-images/flux-kustomize-controller.oci.tar")
+  [[ -f "${flux_images[0]}" && -f "${flux_images[1]}" ]] || "${ROOT}/hack/build-flux-images.sh" >/dev/null
+  images+=" ${flux_images[*]}"
+fi
 IMAGES="${images}" CLUSTER_DIR="${CLUSTER_DIR}" setsid "${ROOT}/hack/cluster-up.sh" >"${LOGS}/cluster-up.log" 2>&1 &
 cluster_pid=$!
 
@@ -97,11 +116,12 @@ loop_pid=""
 watch_pid=""
 # host_processes: pids of processes (other than cluster-up's own) started from BIN or
 # KUBE_VERSIONS_DIR whose command line names HOST_DIR: the local provider, the Cluster API
-# manager and the tenants' processes.
+# manager and the tenants' processes; and the GitOps stage's test binary.
 host_processes() {
   local proc cmd
   for proc in /proc/[0-9]*; do
     cmd=$(tr '\0' ' ' 2>/dev/null <"${proc}/cmdline") || continue
+    [[ "${cmd}" == "${HOST_DIR}/gitops.test "* ]] && { echo "${proc#/proc/}"; continue; }
     [[ "${cmd}" == "${BIN}/"* || "${cmd}" == "${KUBE_VERSIONS_DIR}/"* ]] || continue
     [[ "${cmd}" == *"${HOST_DIR}/"* ]] && echo "${proc#/proc/}"
   done
@@ -112,6 +132,7 @@ host_processes() {
 teardown() {
   local name pid
   [[ -n "${loop_pid}" ]] && kill "${loop_pid}" 2>/dev/null
+  [[ -n "${GITOPS_PID:-}" ]] && kill "${GITOPS_PID}" 2>/dev/null
   touch "${HOST_DIR}/stop-lb"
   if [[ -n "${watch_pid}" ]]; then touch "${HOST_DIR}/stop-watch"; pkill -P "${watch_pid}" 2>/dev/null; fi
   # The local provider stops its tenants' processes itself; then whatever is left is swept.
@@ -194,8 +215,11 @@ wait_until "the Cluster API manager" 120 curl -sf "http://127.0.0.1:${CAPI_HEALT
 
 # --- 3. the chart ----------------------------------------------------------------------------
 t2=${SECONDS}
+# The GitOps stage's ManagementAddon installs as flux-installer, which butler may then impersonate.
+gitops_values=()
+[[ "${TEST_GITOPS}" == 0 ]] || gitops_values=(--set "managementAddons.serviceAccounts={flux-installer}")
 helm install butler "${ROOT}/charts/butler-apiserver" -n butler-system --create-namespace \
-  --set-string image.tag="${tag}" --set image.pullPolicy=Never \
+  --set-string image.tag="${tag}" --set image.pullPolicy=Never "${gitops_values[@]}" \
   --set etcd.mode=external --set replicas=2 --set "etcd.external.endpoints={${ETCD_URL}}" >/dev/null
 kc wait apiservice/v1alpha1.butler.butlerlabs.dev --for=condition=Available --timeout=5m >/dev/null \
   || { kc -n butler-system get pods -o wide >&2; kc -n butler-system logs deploy/butler-apiserver --tail 30 >&2 || true; die "the APIService is not Available"; }
@@ -210,6 +234,11 @@ wait_until "the workers' Lease held by one of ${pods}" 60 holder_is_one_of "${po
 log "the workers run in $(lease_holder) (Lease butler-apiserver-workers)"
 kc apply -f "${ROOT}/artifacts/examples/" >/dev/null
 kc get butler -A --no-headers | wc -l | { read -r n; log "examples applied: ${n} objects in the butler category"; }
+if [[ "${TEST_GITOPS}" != 0 ]]; then
+  # shellcheck source=lib/gitops.sh
+  source "${ROOT}/hack/lib/gitops.sh"
+  gitops_install
+fi
 
 # mint_kubeconfig NAME FILE [NAMESPACE]: the kubeconfig subresource, for the admin.
 mint_kubeconfig() {
@@ -222,7 +251,7 @@ ready_nodes() {
   kc --kubeconfig "$1" get nodes --no-headers 2>/dev/null | awk '$2 == "Ready"' | wc -l
 }
 
-# Stages 4 to 6 are functions: TEST_STEWARD=only (a Steward debugging run) skips 4, 5 and 6.
+# Stages 4 to 6 are functions: TEST_STEWARD=only and TEST_GITOPS=only (debugging runs) skip them.
 # --- 4. a local TenantCluster Ready, its nodes listed ----------------------------------------
 stage_local_clusters() {
 t3=${SECONDS}
@@ -344,14 +373,22 @@ done
 [[ "${failed}" == 0 ]] || die "${failed} of ${total} requests failed during the upgrade"
 }
 
-[[ "${TEST_STEWARD}" == only ]] || stage_local_clusters
+if [[ "${only}" == 1 ]]; then
+  [[ "${TEST_GITOPS}" == 0 ]] || gitops_stage
+else
+  # The GitOps stage runs beside stages 4 and 5, which wait on their clusters for most of their
+  # time; it is joined before the Steward stage, whose figures are benchmarks.
+  [[ "${TEST_GITOPS}" == 0 ]] || gitops_beside
+  stage_local_clusters
+  [[ "${TEST_GITOPS}" == 0 ]] || gitops_join
+fi
 # --- 5b. the real Steward (TEST_STEWARD=1, make test-steward) --------------------------------
 if [[ "${TEST_STEWARD}" != 0 ]]; then
   # shellcheck source=lib/steward.sh
   source "${ROOT}/hack/lib/steward.sh"
   steward_stage
 fi
-[[ "${TEST_STEWARD}" == only ]] || stage_upgrade
+[[ "${only}" == 1 ]] || stage_upgrade
 
 # --- 7. helm uninstall -----------------------------------------------------------------------
 helm uninstall butler -n butler-system --wait --timeout 3m >/dev/null

@@ -1,0 +1,117 @@
+# shellcheck shell=bash
+# Flux on the management cluster (hack/test-cluster.sh's GitOps stage): the platform admin's
+# ManagementAddon flux installs the catalog's flux-management (charts/butler-flux, in butler's
+# image) through butler's controller, as an impersonated account; then TestGitOpsManagement
+# (test/gitops) has it apply a Team's TenantClusters from a Git server of this machine. Sourced
+# with the cluster's KUBECONFIG exported and ROOT, LOGS, HOST_DIR and NODE_IP set, after the chart
+# is installed with managementAddons.serviceAccounts naming flux-installer.
+#
+# Decisions, and why:
+#   - The chart is in butler's image (/usr/share/butler/charts, hack/build-images.sh), named by
+#     the catalog's AddonDefinition flux-management by that local path: a management cluster
+#     installs Flux with nothing to fetch and the chart of the running butler's commit; a chart
+#     served by the test would test the test's server, and a platform would need one too.
+#   - gitops_install only applies the objects and returns: Helm's install (CRDs, the two
+#     controllers starting) runs while stage 4 waits on its clusters; gitops_stage waits for it.
+#   - The Git server listens on the node's bridge address, where the Pods (source-controller)
+#     reach this host, as the tenants' kube-apiservers do. No fetch policy is involved: the
+#     management cluster's Flux is the platform's and fetches what its GitRepositories name;
+#     butler's policy covers only the fetches butler makes or configures for a tenant.
+#   - No cluster DNS runs here, and kustomize-controller fetches each artifact from
+#     source-controller's Service by its name: the stage names the Service's ClusterIP in
+#     kustomize-controller's hostAliases (as the Steward stage does for its Services). A
+#     management cluster has CoreDNS.
+
+GITOPS_ACCOUNT=flux-installer
+GITOPS_ACCOUNT_NS=butler-management-addons
+
+# gitops_install: the catalog's flux-management, the installer account bound to cluster-admin
+# (Flux installs CRDs and ClusterRoles that grant everything), and the ManagementAddon flux.
+gitops_install() {
+  GITOPS_T0=${SECONDS}
+  kc apply -f "${ROOT}/artifacts/catalog/flux-management.yaml" >/dev/null
+  kc apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: ${GITOPS_ACCOUNT}, namespace: ${GITOPS_ACCOUNT_NS}}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: butler-management-addons:${GITOPS_ACCOUNT}}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}
+subjects: [{kind: ServiceAccount, name: ${GITOPS_ACCOUNT}, namespace: ${GITOPS_ACCOUNT_NS}}]
+---
+apiVersion: butler.butlerlabs.dev/v1alpha1
+kind: ManagementAddon
+metadata: {name: flux}
+spec:
+  addon: flux-management
+  serviceAccountRef: {namespace: ${GITOPS_ACCOUNT_NS}, name: ${GITOPS_ACCOUNT}}
+EOF
+  # The test's binary, built beside the install (a compile is most of a warm go test's start).
+  rm -f "${HOST_DIR}/gitops-build.rc"
+  (cd "${ROOT}" && rc=0 && CGO_ENABLED=0 GOFLAGS=-trimpath nice -n 19 go test -c -o "${HOST_DIR}/gitops.test" ./test/gitops/ || rc=$?
+    echo "${rc}" >"${HOST_DIR}/gitops-build.rc") >"${LOGS}/gitops-build.log" 2>&1 &
+  log "ManagementAddon flux applied (Helm's install runs beside the next stages)"
+}
+
+# gitops_measure: measure for a stage that may run in a subshell (gitops_beside): the line is
+# kept in a file that gitops_join (or gitops_stage itself) adds to the summary.
+gitops_measure() { log "$*"; echo "$*" >>"${HOST_DIR}/gitops.summary"; }
+
+# gitops_summary: the stage's measures into the summary.
+gitops_summary() {
+  local line
+  while IFS= read -r line; do summary+=("${line}"); done <"${HOST_DIR}/gitops.summary"
+}
+
+# gitops_beside: gitops_stage in the background, beside the stages that follow.
+gitops_beside() {
+  GITOPS_BESIDE_T0=${SECONDS}
+  (GITOPS_BESIDE=1 gitops_stage) &
+  GITOPS_PID=$!
+}
+
+# gitops_join: waits for gitops_beside's stage, fails when it failed.
+gitops_join() {
+  local rc=0 t=${SECONDS}
+  wait "${GITOPS_PID}" || rc=$?
+  GITOPS_PID=""
+  gitops_summary
+  ((rc == 0)) || die "the GitOps stage failed (above)"
+  measure "GitOps stage joined: $((SECONDS - t)) s waited for it after stages 4 and 5 ($((SECONDS - GITOPS_BESIDE_T0)) s since it started)"
+}
+
+# gitops_installed: the ManagementAddon's phase is Installed.
+gitops_installed() { [[ "$(kc get managementaddon flux -o jsonpath='{.status.phase}')" == Installed ]]; }
+
+# gitops_stage: waits for Flux, names source-controller's address for kustomize-controller, runs
+# TestGitOpsManagement, then deletes the ManagementAddon: Helm's uninstall as the same account
+# removes the controllers (the CRDs, and what Flux applied, stay).
+gitops_stage() {
+  local t0=${SECONDS} ip patch addr
+  : >"${HOST_DIR}/gitops.summary"
+  wait_until "the ManagementAddon flux Installed" 300 gitops_installed
+  gitops_measure "ManagementAddon flux Installed $((SECONDS - GITOPS_T0)) s after it was applied ($((SECONDS - t0)) s waited here)"
+  ip=$(kc -n flux-system get service source-controller -o jsonpath='{.spec.clusterIP}')
+  patch="{\"spec\":{\"template\":{\"spec\":{\"hostAliases\":[{\"ip\":\"${ip}\",\"hostnames\":[\"source-controller.flux-system.svc.cluster.local\",\"source-controller.flux-system.svc\"]}]}}}}"
+  kc -n flux-system patch deploy kustomize-controller --type strategic -p "${patch}" >/dev/null
+  kc -n flux-system rollout status deploy/kustomize-controller --timeout=3m >/dev/null
+  kc -n flux-system rollout status deploy/source-controller --timeout=3m >/dev/null
+  wait_until "test/gitops built" 600 test -f "${HOST_DIR}/gitops-build.rc"
+  [[ "$(cat "${HOST_DIR}/gitops-build.rc")" == 0 ]] || { cat "${LOGS}/gitops-build.log" >&2; die "test/gitops does not build"; }
+  addr="${NODE_IP}:$(port)"
+  local t1=${SECONDS}
+  (cd "${ROOT}/test/gitops" && BUTLER_GITOPS_KUBECONFIG="${KUBECONFIG}" BUTLER_GITOPS_GIT_ADDR="${addr}" \
+    "${HOST_DIR}/gitops.test" -test.count=1 -test.v -test.run '^TestGitOpsManagement$' -test.timeout 20m) \
+    >"${LOGS}/gitops.log" 2>&1 || { cat "${LOGS}/gitops.log" >&2; die "TestGitOpsManagement failed"; }
+  grep -F -- '--- PASS: TestGitOpsManagement' "${LOGS}/gitops.log" >/dev/null \
+    || { cat "${LOGS}/gitops.log" >&2; die "TestGitOpsManagement did not run"; }
+  grep -E '^\s+management_test.go:[0-9]+: (ManagementAddon|both|gf-|the invalid|the Kustomization says)' "${LOGS}/gitops.log" | sed 's/^ */  /' >&2 || true
+  gitops_measure "TestGitOpsManagement passed in $((SECONDS - t1)) s"
+  local t2=${SECONDS}
+  kc delete managementaddon flux --timeout=3m >/dev/null
+  [[ -z "$(kc -n flux-system get deploy -o name)" ]] || die "the ManagementAddon's uninstall left Flux's Deployments: $(kc -n flux-system get deploy -o name)"
+  gitops_measure "GitOps stage: $((SECONDS - t0)) s (the uninstall of Flux $((SECONDS - t2)) s)"
+  [[ -n "${GITOPS_BESIDE:-}" ]] || gitops_summary
+}
