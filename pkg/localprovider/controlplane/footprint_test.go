@@ -35,7 +35,8 @@ import (
 // BUTLER_FOOTPRINT_BIN names a directory with kube-apiserver, kube-controller-manager,
 // kube-scheduler and butler-localprovider (its etcd). BUTLER_FOOTPRINT_BASELINE=1 starts the
 // processes with Go's defaults (no tenantEnv), as before issue 40, or with
-// BUTLER_FOOTPRINT_BASELINE_ENV's environment (a cut against main's settings). BUTLER_FOOTPRINT_PAIRS=k runs
+// BUTLER_FOOTPRINT_BASELINE_ENV's environment (a cut against main's settings; the datastore's:
+// BUTLER_FOOTPRINT_BASELINE_ETCD_ENV). BUTLER_FOOTPRINT_PAIRS=k runs
 // k pairs of both, the order alternating, and appends each pair to BUTLER_FOOTPRINT_PAIRS_OUT
 // (the pairs file of figure P7m, test/bench). BUTLER_FOOTPRINT_ENV adds to the tenant
 // processes' environment and BUTLER_FOOTPRINT_ETCD_ENV to the datastore's, for experiments;
@@ -110,7 +111,7 @@ func footprint(t *testing.T, bin string, n int, idle time.Duration, baseline boo
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	ds, stopDS := footprintDataStore(t, ctx, bin, filepath.Join(dir, "datastore"))
+	ds, stopDS := footprintDataStore(t, ctx, bin, filepath.Join(dir, "datastore"), baseline)
 	defer stopDS()
 	time.Sleep(5 * time.Second)
 	dsBefore := procMem(ds.Process.Pid)
@@ -235,8 +236,9 @@ type footprintDS struct {
 }
 
 // footprintDataStore starts the provider's datastore as startDataStore does: TLS, client
-// certificates, auth on.
-func footprintDataStore(t *testing.T, ctx context.Context, bin, dir string) (*footprintDS, func()) {
+// certificates, auth on, tenantEnv's environment (the baseline's: Go's defaults, or
+// BUTLER_FOOTPRINT_BASELINE_ETCD_ENV).
+func footprintDataStore(t *testing.T, ctx context.Context, bin, dir string, baseline bool) (*footprintDS, func()) {
 	d := &localDataStore{name: "footprint", dir: dir}
 	d.rec.ClientPort, d.rec.PeerPort = freePort(t), freePort(t)
 	if err := os.MkdirAll(d.pki(), 0o700); err != nil {
@@ -258,7 +260,12 @@ func footprintDataStore(t *testing.T, ctx context.Context, bin, dir string) (*fo
 		t.Fatal(err)
 	}
 	creds := &datastore.Credentials{Spec: datastore.Spec{Name: d.name, Driver: datastore.DriverEtcd, Endpoints: []string{d.endpoint()}}, CA: ca, Root: root}
-	cmd := footprintCmd(t, filepath.Join(bin, "butler-localprovider"), append([]string{EtcdCommand}, d.args()...), strings.Fields(os.Getenv("BUTLER_FOOTPRINT_ETCD_ENV")), filepath.Join(dir, "etcd.log"))
+	env := tenantEnv(componentEtcd)
+	if baseline {
+		env = strings.Fields(os.Getenv("BUTLER_FOOTPRINT_BASELINE_ETCD_ENV"))
+	}
+	env = append(env, strings.Fields(os.Getenv("BUTLER_FOOTPRINT_ETCD_ENV"))...)
+	cmd := footprintCmd(t, filepath.Join(bin, "butler-localprovider"), append([]string{EtcdCommand}, d.args()...), env, filepath.Join(dir, "etcd.log"))
 	rc, err := creds.Connect(root)
 	if err != nil {
 		t.Fatal(err)
@@ -373,6 +380,7 @@ func startFootprintTenant(t *testing.T, ctx context.Context, bin, dir string, ds
 	if msg != "" {
 		t.Fatal(msg)
 	}
+	var specs []process.Spec
 	for _, spec := range []process.Spec{
 		(&Controller{}).procSpec(componentAPIServer, bins, apiServerArgs(args), paths),
 		(&Controller{}).procSpec(componentControllerManager, bins, controllerManagerArgs(args), paths),
@@ -388,8 +396,10 @@ func startFootprintTenant(t *testing.T, ctx context.Context, bin, dir string, ds
 		if extra := os.Getenv("BUTLER_FOOTPRINT_ARGS_" + strings.ReplaceAll(spec.Component, "-", "_")); extra != "" {
 			spec.Args = mergeArgs(spec.Args, strings.Fields(extra))
 		}
-		ft.procs = append(ft.procs, process.Start(ctx, spec, func() {}))
+		specs = append(specs, spec)
 	}
+	// As plane.ensure: the controllers start once kube-apiserver answers /readyz.
+	ft.procs = append(ft.procs, process.Start(ctx, specs[0], func() {}))
 	// Each check of /readyz?verbose is timed from the start to its first "ok", and the serving
 	// from the start to the first answer: where kube-apiserver's start goes.
 	checks := map[string]time.Duration{}
@@ -419,6 +429,9 @@ func startFootprintTenant(t *testing.T, ctx context.Context, bin, dir string, ds
 		time.Sleep(50 * time.Millisecond)
 	}
 	ft.ready = time.Since(start)
+	for _, spec := range specs[1:] {
+		ft.procs = append(ft.procs, process.Start(ctx, spec, func() {}))
+	}
 	if os.Getenv("BUTLER_FOOTPRINT_READYZ") == "1" {
 		printReadyz(name, checks)
 	}

@@ -40,7 +40,7 @@ func TestTenantStopTime(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ds, stopDS := footprintDataStore(t, ctx, bin, filepath.Join(dir, "datastore"))
+	ds, stopDS := footprintDataStore(t, ctx, bin, filepath.Join(dir, "datastore"), false)
 	defer stopDS()
 	for i := range envInt("BUTLER_STOP_RUNS", 1) {
 		ft := startFootprintTenant(t, ctx, bin, dir, ds, i, false)
