@@ -24,14 +24,16 @@
 #                          cluster-api-control-plane-provider-steward-<commit>.tar.gz; it lies
 #                          outside the repository, so there is no default
 #   STEWARD_KUBE_VERSIONS  tenant versions to make images of (default v1.35.4, the e2e tests' extra version)
-#   STEWARD_UPGRADE_FROM   (opt-in) one more version to make images of: the Steward stage's
-#                          upgrade starts there (hack/lib/steward.sh); a Kubernetes build more
+#   STEWARD_UPGRADE_FROM   one more version to make images of (default v1.35.0; empty: none): the
+#                          Steward stage's upgrade starts there (hack/lib/steward.sh); a Kubernetes
+#                          build more, cold (about 6 min here), a link of 3 binaries warm
 #   IMAGES_DIR             default _output/images/steward
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"
 THIRD_PARTY_DIR="${THIRD_PARTY_DIR:-}"
+STEWARD_UPGRADE_FROM="${STEWARD_UPGRADE_FROM-v1.35.0}"
 STEWARD_KUBE_VERSIONS="${STEWARD_KUBE_VERSIONS:-v1.35.4}${STEWARD_UPGRADE_FROM:+ ${STEWARD_UPGRADE_FROM}}"
 IMAGES_DIR="${IMAGES_DIR:-${ROOT}/_output/images/steward}"
 KUBE_VERSIONS_DIR="${KUBE_VERSIONS_DIR:-${ROOT}/_output/kube-versions}"
