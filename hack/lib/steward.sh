@@ -549,6 +549,11 @@ steward_upgrade() {
   [[ "$(tenant_version "${kubeconfig}")" == "${to}" ]] || die "steward-demo/demo serves $(tenant_version "${kubeconfig}") after its upgrade, want ${to}"
   # The old Machines' Nodes go once the new ones are Ready (Cluster API's rolling update).
   wait_until "steward-demo/demo's Nodes: 2, Ready, kubelet ${to}" 180 tenant_nodes_at "${kubeconfig}" "${to}" 2
+  # butler's Events tell the upgrade as they do on the stand-in (a phase change each).
+  local events
+  events=$(kc get events -n steward-demo --field-selector involvedObject.kind=TenantCluster,involvedObject.name=demo -o jsonpath='{range .items[*]}{.message}{"\n"}{end}')
+  { grep -qx 'phase Ready -> Updating' <<<"${events}" && grep -qx 'phase Updating -> Ready' <<<"${events}"; } \
+    || die "steward-demo/demo's Events do not tell its upgrade (phase Ready -> Updating, Updating -> Ready): $(paste -sd, - <<<"${events}")"
   measure "steward-demo/demo upgraded ${from} -> ${to} (Steward rolled its Deployment) and Ready in $((SECONDS - t)) s: ${seen}"
 }
 
