@@ -53,15 +53,17 @@ func canI(t *testing.T, args ...string) string {
 }
 
 // TestButlerAPIServerRBAC: butler-apiserver's account reads Secrets only in butler-system and
-// in the tenant namespaces it made, and the admission policies of artifacts/deploy/rbac.yaml
-// keep it there even if its account is taken.
+// in the tenant namespaces it made, reads Leases only by a get of Steward's and its provider's
+// names (nothing to list, watch or write, no other name), and the admission policies of
+// artifacts/deploy/rbac.yaml keep it there even if its account is taken.
 func TestButlerAPIServerRBAC(t *testing.T) {
 	ctx := context.Background()
 	plain := namespace(t, "e2e-rbac-not-butlers")
-	for _, c := range []struct {
+	type canICase struct {
 		args []string
 		want string
-	}{
+	}
+	cases := []canICase{
 		{[]string{"get", "secrets", "-n", "kube-system"}, "no"},
 		{[]string{"get", "secrets", "-n", plain}, "no"},
 		{[]string{"list", "secrets", "--all-namespaces"}, "no"},
@@ -70,7 +72,21 @@ func TestButlerAPIServerRBAC(t *testing.T) {
 		{[]string{"bind", "clusterroles/cluster-admin"}, "no"},
 		{[]string{"bind", "clusterroles/butler-admin"}, "yes"},
 		{[]string{"create", "leases", "-n", "kube-system"}, "no"},
-	} {
+		// Any other Lease (a node's, a controller's) and any list or watch: refused.
+		{[]string{"get", "leases/kube-controller-manager", "-n", "kube-system"}, "no"},
+		{[]string{"get", "leases", "-n", plain}, "no"},
+		{[]string{"list", "leases", "-n", plain}, "no"},
+		{[]string{"list", "leases", "--all-namespaces"}, "no"},
+		{[]string{"watch", "leases", "--all-namespaces"}, "no"},
+	}
+	// The two names, in any namespace (ButlerConfig names them after the install): a get only.
+	for _, l := range external.ControllerLeases(external.StewardControlPlaneGVK.Kind) {
+		cases = append(cases,
+			canICase{[]string{"get", "leases/" + l.Name, "-n", plain}, "yes"},
+			canICase{[]string{"update", "leases/" + l.Name, "-n", plain}, "no"},
+			canICase{[]string{"delete", "leases/" + l.Name, "-n", plain}, "no"})
+	}
+	for _, c := range cases {
 		if got := canI(t, c.args...); got != c.want {
 			t.Errorf("kubectl auth can-i %s --as %s: %q, want %q", strings.Join(c.args, " "), butlerSA, got, c.want)
 		}
