@@ -77,6 +77,11 @@ wait_until() {
 }
 
 t0=${SECONDS}
+if [[ "${TEST_GITOPS}" != 0 ]]; then
+  # shellcheck source=lib/gitops.sh
+  source "${ROOT}/hack/lib/gitops.sh"
+  gitops_build
+fi
 # --- 1. images and the cluster ---------------------------------------------------------------
 tag="${IMAGE_TAG:-$(cd "${ROOT}" && git describe --tags --always --dirty)}"
 tag2="${tag}-relinked"
@@ -122,7 +127,7 @@ host_processes() {
   local proc cmd
   for proc in /proc/[0-9]*; do
     cmd=$(tr '\0' ' ' 2>/dev/null <"${proc}/cmdline") || continue
-    [[ "${cmd}" == "${HOST_DIR}/gitops.test "* ]] && { echo "${proc#/proc/}"; continue; }
+    [[ "${cmd}" == "${GITOPS_TEST:-/nonexistent} "* ]] && { echo "${proc#/proc/}"; continue; }
     [[ "${cmd}" == "${BIN}/"* || "${cmd}" == "${KUBE_VERSIONS_DIR}/"* ]] || continue
     [[ "${cmd}" == *"${HOST_DIR}/"* ]] && echo "${proc#/proc/}"
   done
@@ -235,11 +240,7 @@ wait_until "the workers' Lease held by one of ${pods}" 60 holder_is_one_of "${po
 log "the workers run in $(lease_holder) (Lease butler-apiserver-workers)"
 kc apply -f "${ROOT}/artifacts/examples/" >/dev/null
 kc get butler -A --no-headers | wc -l | { read -r n; log "examples applied: ${n} objects in the butler category"; }
-if [[ "${TEST_GITOPS}" != 0 ]]; then
-  # shellcheck source=lib/gitops.sh
-  source "${ROOT}/hack/lib/gitops.sh"
-  gitops_install
-fi
+[[ "${TEST_GITOPS}" == 0 ]] || gitops_install
 
 # mint_kubeconfig NAME FILE [NAMESPACE]: the kubeconfig subresource, for the admin.
 mint_kubeconfig() {

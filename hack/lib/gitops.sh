@@ -11,6 +11,9 @@
 #     the catalog's AddonDefinition flux-management by that local path: a management cluster
 #     installs Flux with nothing to fetch and the chart of the running butler's commit; a chart
 #     served by the test would test the test's server, and a platform would need one too.
+#   - The test's binary is built from the start of the run (gitops_build, beside the images and
+#     the cluster's start): built at the lowest priority beside stages 4 and 5 it was the stage's
+#     longest wait after Flux's install (one run).
 #   - gitops_install only applies the objects and returns: Helm's install (CRDs, the two
 #     controllers starting) runs while stage 4 waits on its clusters; gitops_stage waits for it.
 #   - The Git server listens on the node's bridge address, where the Pods (source-controller)
@@ -24,6 +27,16 @@
 
 GITOPS_ACCOUNT=flux-installer
 GITOPS_ACCOUNT_NS=butler-management-addons
+# The test's binary and its build's exit code and log, outside HOST_DIR (made after stage 1).
+GITOPS_TEST="${ROOT}/_output/gitops/gitops.test"
+
+# gitops_build: builds test/gitops's binary in the background (gitops_stage waits for it).
+gitops_build() {
+  mkdir -p "${GITOPS_TEST%/*}"
+  rm -f "${GITOPS_TEST}" "${GITOPS_TEST}.rc"
+  (cd "${ROOT}" && rc=0 && CGO_ENABLED=0 GOFLAGS=-trimpath nice -n 19 go test -c -o "${GITOPS_TEST}" ./test/gitops/ || rc=$?
+    echo "${rc}" >"${GITOPS_TEST}.rc") >"${GITOPS_TEST}.log" 2>&1 &
+}
 
 # gitops_install: the catalog's flux-management, the installer account bound to cluster-admin
 # (Flux installs CRDs and ClusterRoles that grant everything), and the ManagementAddon flux.
@@ -48,10 +61,6 @@ spec:
   addon: flux-management
   serviceAccountRef: {namespace: ${GITOPS_ACCOUNT_NS}, name: ${GITOPS_ACCOUNT}}
 EOF
-  # The test's binary, built beside the install (a compile is most of a warm go test's start).
-  rm -f "${HOST_DIR}/gitops-build.rc"
-  (cd "${ROOT}" && rc=0 && CGO_ENABLED=0 GOFLAGS=-trimpath nice -n 19 go test -c -o "${HOST_DIR}/gitops.test" ./test/gitops/ || rc=$?
-    echo "${rc}" >"${HOST_DIR}/gitops-build.rc") >"${LOGS}/gitops-build.log" 2>&1 &
   log "ManagementAddon flux applied (Helm's install runs beside the next stages)"
 }
 
@@ -95,15 +104,18 @@ gitops_stage() {
   gitops_measure "ManagementAddon flux Installed $((SECONDS - GITOPS_T0)) s after it was applied ($((SECONDS - t0)) s waited here)"
   ip=$(kc -n flux-system get service source-controller -o jsonpath='{.spec.clusterIP}')
   patch="{\"spec\":{\"template\":{\"spec\":{\"hostAliases\":[{\"ip\":\"${ip}\",\"hostnames\":[\"source-controller.flux-system.svc.cluster.local\",\"source-controller.flux-system.svc\"]}]}}}}"
+  local t3=${SECONDS}
   kc -n flux-system patch deploy kustomize-controller --type strategic -p "${patch}" >/dev/null
   kc -n flux-system rollout status deploy/kustomize-controller --timeout=3m >/dev/null
   kc -n flux-system rollout status deploy/source-controller --timeout=3m >/dev/null
-  wait_until "test/gitops built" 600 test -f "${HOST_DIR}/gitops-build.rc"
-  [[ "$(cat "${HOST_DIR}/gitops-build.rc")" == 0 ]] || { cat "${LOGS}/gitops-build.log" >&2; die "test/gitops does not build"; }
+  local t4=${SECONDS}
+  wait_until "test/gitops built" 600 test -f "${GITOPS_TEST}.rc"
+  [[ "$(cat "${GITOPS_TEST}.rc")" == 0 ]] || { cat "${GITOPS_TEST}.log" >&2; die "test/gitops does not build"; }
+  gitops_measure "kustomize-controller rolled with source-controller's address in $((t4 - t3)) s, then $((SECONDS - t4)) s waited for the test's binary"
   addr="${NODE_IP}:$(port)"
   local t1=${SECONDS}
   (cd "${ROOT}/test/gitops" && BUTLER_GITOPS_KUBECONFIG="${KUBECONFIG}" BUTLER_GITOPS_GIT_ADDR="${addr}" \
-    "${HOST_DIR}/gitops.test" -test.count=1 -test.v -test.run '^TestGitOpsManagement$' -test.timeout 20m) \
+    "${GITOPS_TEST}" -test.count=1 -test.v -test.run '^TestGitOpsManagement$' -test.timeout 20m) \
     >"${LOGS}/gitops.log" 2>&1 || { cat "${LOGS}/gitops.log" >&2; die "TestGitOpsManagement failed"; }
   grep -F -- '--- PASS: TestGitOpsManagement' "${LOGS}/gitops.log" >/dev/null \
     || { cat "${LOGS}/gitops.log" >&2; die "TestGitOpsManagement did not run"; }
