@@ -17,7 +17,11 @@
 #     per version for both, named as Steward's TenantControlPlane defaults name them:
 #     registry.k8s.io/kube-apiserver:<v>, ...
 # Archives in IMAGES_DIR (default _output/images/steward): steward.oci.tar,
-# capi-steward.oci.tar, kube-{apiserver,controller-manager,scheduler}-<v>.oci.tar.
+# capi-steward.oci.tar, kube-{apiserver,controller-manager,scheduler}-<v>.oci.tar. They are kept
+# when their inputs are unchanged (IMAGES_DIR/inputs: a digest of this script, the two source
+# archives, oci-image's module and sources, the tenant versions and their binaries, the Go version
+# and GOARCH): CI builds them beside its real-node stage and make test-steward asks again; a warm
+# rebuild was about a minute of links and gzip for the same bytes.
 #
 # Environment:
 #   THIRD_PARTY_DIR        (required) the directory holding steward-<commit>.tar.gz and
@@ -56,6 +60,37 @@ done
 mkdir -p "${SRC}" "${IMAGES_DIR}/bin" "${BIN}"
 start=${SECONDS}
 
+# inputs: the digest of everything the archives are made of, or nothing when a tenant version's
+# binaries are not built yet (then the build below makes them, and the next call can tell).
+inputs() {
+  local version component files=("${BASH_SOURCE[0]}" "${ROOT}/hack/dist/go.mod" "${ROOT}/hack/dist/go.sum" "${ROOT}"/hack/dist/cmd/oci-image/*.go)
+  files+=("$(compgen -G "${THIRD_PARTY_DIR}/steward-*.tar.gz" | head -n 1)")
+  files+=("$(compgen -G "${THIRD_PARTY_DIR}/cluster-api-control-plane-provider-steward-*.tar.gz" | head -n 1)")
+  for version in ${STEWARD_KUBE_VERSIONS}; do
+    for component in kube-apiserver kube-controller-manager kube-scheduler; do
+      [[ -x "${KUBE_VERSIONS_DIR}/${version}/bin/${component}" ]] || return 0
+      files+=("${KUBE_VERSIONS_DIR}/${version}/bin/${component}")
+    done
+  done
+  { sha256sum "${files[@]}" | cut -d' ' -f1; go version; echo "${arch} ${STEWARD_KUBE_VERSIONS}"; } | sha256sum | cut -d' ' -f1
+}
+# built: every archive this build makes is there.
+built() {
+  local version component f
+  for f in steward capi-steward; do [[ -f "${IMAGES_DIR}/${f}.oci.tar" ]] || return 1; done
+  for version in ${STEWARD_KUBE_VERSIONS}; do
+    for component in kube-apiserver kube-controller-manager kube-scheduler; do
+      [[ -f "${IMAGES_DIR}/${component}-${version}.oci.tar" ]] || return 1
+    done
+  done
+}
+digest=$(inputs)
+if [[ -n "${digest}" && "$(cat "${IMAGES_DIR}/inputs" 2>/dev/null)" == "${digest}" ]] && built; then
+  log "the archives in ${IMAGES_DIR} are up to date (their inputs are unchanged)"
+  exit 0
+fi
+rm -f "${IMAGES_DIR}/inputs" # only a finished build writes it back
+
 # unpack ARCHIVE_GLOB DIR: the archive into _output/third_party/DIR, unless that copy came from
 # this very archive (its checksum is kept beside it).
 unpack() {
@@ -71,8 +106,9 @@ unpack() {
   commit="${archive##*-}"; commit="${commit%.tar.gz}"
 }
 # created DIR: the newest modification time in the unpacked tree (the commit's date in a git
-# archive), for the image timestamps.
-created() { find "$1" -type f -printf '%T@\n' | sort -n | tail -n 1 | cut -d. -f1; }
+# archive), for the image timestamps; go.mod left out, as the provider's is edited here (its
+# time was the edit's, so the provider's image changed digest at every build).
+created() { find "$1" -type f ! -name go.mod -printf '%T@\n' | sort -n | tail -n 1 | cut -d. -f1; }
 
 # go_static DIR OUT PACKAGE [LDFLAGS]: a static, reproducible build.
 go_static() {
@@ -133,4 +169,5 @@ for version in ${STEWARD_KUBE_VERSIONS}; do
   done
   log "kube-apiserver, kube-controller-manager and kube-scheduler ${version} in $((SECONDS - t)) s"
 done
+inputs >"${IMAGES_DIR}/inputs"
 log "done in $((SECONDS - start)) s: $(cd "${IMAGES_DIR}" && echo ./*.oci.tar)"
