@@ -88,10 +88,7 @@ func (c *Controller) startDataStore(ctx context.Context) (*localDataStore, error
 	if err != nil {
 		return nil, err
 	}
-	d.proc = process.Start(ctx, process.Spec{
-		Component: componentEtcd, Binary: self, Args: append([]string{EtcdCommand}, d.args()...),
-		LogFile: filepath.Join(d.dir, "etcd.log"), PidFile: filepath.Join(d.dir, "etcd.pid"), Owner: d.dir,
-	}, func() {})
+	d.proc = process.Start(ctx, d.procSpec(self), func() {})
 	if err := c.serveDataStore(ctx, d); err != nil {
 		d.stop() // the next try starts it again
 		return nil, err
@@ -117,6 +114,14 @@ func (c *Controller) serveDataStore(ctx context.Context, d *localDataStore) erro
 		return fmt.Errorf("datastore %s at %s: %w (log %s)", d.name, d.endpoint(), err, d.proc.Spec().LogFile)
 	}
 	return c.publishDataStore(ctx, d)
+}
+
+// procSpec is the datastore's etcd process: binary, the provider's own executable.
+func (d *localDataStore) procSpec(binary string) process.Spec {
+	return process.Spec{
+		Component: componentEtcd, Binary: binary, Args: append([]string{EtcdCommand}, d.args()...), Env: tenantEnv(componentEtcd),
+		LogFile: filepath.Join(d.dir, "etcd.log"), PidFile: filepath.Join(d.dir, "etcd.pid"), Owner: d.dir,
+	}
 }
 
 // args is etcd's command line: TLS on both the client and the peer port, and a client

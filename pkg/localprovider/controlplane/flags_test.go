@@ -240,7 +240,7 @@ func TestAPIServerEnforcesPodSecurityBaseline(t *testing.T) {
 }
 
 // Each tenant process the provider starts runs its garbage collector at GOGC=25 (an idle tenant's
-// memory is mostly collector headroom, issue 40); the datastore's etcd keeps Go's defaults.
+// memory is mostly collector headroom, issue 40); the datastore's etcd at GOGC=50.
 func TestTenantProcessesCollectAtGOGC25(t *testing.T) {
 	paths := tenantPaths{dir: "/state/0b6c-uid"}
 	for _, component := range []string{componentAPIServer, componentControllerManager, componentScheduler} {
@@ -249,7 +249,8 @@ func TestTenantProcessesCollectAtGOGC25(t *testing.T) {
 			t.Errorf("%s starts with environment %q, want GOGC=25", component, spec.Env)
 		}
 	}
-	if env := tenantEnv(componentEtcd); env != nil {
-		t.Errorf("the datastore's etcd starts with %q, want Go's defaults", env)
+	d := &localDataStore{name: "local", dir: "/state/datastores/local"}
+	if env := d.procSpec("/bin/butler-localprovider").Env; !slices.Equal(env, []string{"GOGC=50"}) {
+		t.Errorf("the datastore's etcd starts with %q, want GOGC=50", env)
 	}
 }
