@@ -334,10 +334,10 @@ bench-report: build bench-bin ## run the figures of docs/performance.md and rege
 	      $(BENCH_LOCK) env SNAPSHOT_BENCH=1 SNAPSHOT_BENCH_SIZES=$(BENCH_P11_N) SNAPSHOT_PAIRS=$(BENCH_PAIRS) SNAPSHOT_PAIRS_OUT=$(CURDIR)/_output/bench \
 	        $(GO) test -count=1 -timeout 20m -run '^TestSnapshotFigures$$' -v ./pkg/snapshot/ && \
 	      $(BIN)/bench -pairs P11=_output/bench/p11-pairs.tsv,P11r=_output/bench/p11r-pairs.tsv -n $(BENCH_P11_N) -commit $(BENCH_COMMIT) || failed="$$failed P11" ;; \
-	  P12|P12m) [ -n "$$stw" ] && continue; stw=1; \
-	      if [ -f _output/bench/p12-pairs.tsv ]; then \
-	        $(BIN)/bench -pairs P12=_output/bench/p12-pairs.tsv,P12m=_output/bench/p12m-pairs.tsv -commit $(BENCH_COMMIT) || failed="$$failed P12"; \
-	      else echo "bench-report: P12 and P12m come from make test-steward's Steward stage (_output/bench/p12-pairs.tsv): run it first"; fi ;; \
+	  P12|P12m) [ -n "$$stw" ] && continue; stw=1; rm -f _output/bench/p12-pairs.tsv _output/bench/p12m-pairs.tsv; \
+	      hack/build-steward.sh && hack/install-cluster-deps.sh && \
+	      $(BENCH_LOCK) env TEST_STEWARD=only STEWARD_PAIRS=$(BENCH_PAIRS) hack/test-cluster.sh && \
+	      $(BIN)/bench -pairs P12=_output/bench/p12-pairs.tsv,P12m=_output/bench/p12m-pairs.tsv -commit $(BENCH_COMMIT) || failed="$$failed P12" ;; \
 	  P13|P13m) [ -n "$$realnode" ] && continue; realnode=1; rm -f _output/bench/p13-pairs.tsv _output/bench/p13m-pairs.tsv; \
 	      hack/install-cluster-deps.sh && hack/build-kube.sh kubelet kube-proxy && hack/build-node-images.sh >/dev/null && \
 	      $(BENCH_LOCK) env BUTLER_E2E_REALNODE=1 REALNODE_BENCH=1 REALNODE_PAIRS=$(BENCH_PAIRS) REALNODE_PAIRS_OUT=$(CURDIR)/_output/bench \

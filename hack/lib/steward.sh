@@ -313,6 +313,11 @@ steward_stage() {
   # only (steward_controllers_down's ProviderNotRunning), and none without the field.
   kc patch butlerconfig butler --type merge \
     -p "{\"spec\":{\"controlPlaneProvider\":\"steward\",\"controlPlaneProviderNamespaces\":[\"${STEWARD_NS}\"]}}" >/dev/null
+  if ((STEWARD_PAIRS > 0)); then
+    steward_pairs
+    measure "the Steward stage (${STEWARD_PAIRS} pairs, STEWARD_PAIRS: no checks) took $((SECONDS - t0)) s"
+    return
+  fi
   [[ -z "${STEWARD_UPGRADE_FROM}" ]] || steward_offer_version "${STEWARD_UPGRADE_FROM}"
   kc apply -f - >/dev/null <<EOT
 apiVersion: v1
@@ -785,12 +790,13 @@ steward_deployment_running() {
 # of each is the API server's: the TenantCluster's creationTimestamp to its ControlPlaneReady's
 # lastTransitionTime to True (1 s resolution). Steward's includes the stage's steward_dns_alias
 # (Steward and butler-apiserver rolled for a hostAlias: no cluster DNS here), said in the record.
+# This one pair is CI's record (steward-vs-local.md); the figures P12 and P12m come from
+# alternating pairs (STEWARD_PAIRS, below).
 # Memory, like for like: the sum of the three control plane processes' RSS (and PSS) from
 # /proc (kube-apiserver, kube-controller-manager, kube-scheduler; the datastore is apart on both
 # sides); for Steward's Pod also its memory cgroup's usage and working set (usage less inactive
 # file, as the kubelet counts it), which includes the pause container and the page cache.
-# Written to _output/bench: p12-pairs.tsv and p12m-pairs.tsv (bench -pairs P12=...,P12m=...)
-# and steward-vs-local.md (every figure read).
+# Written to _output/bench/steward-vs-local.md (every figure read).
 STEWARD_BENCH_DIR="${ROOT}/_output/bench"
 
 # steward_cp_seconds NS NAME: seconds from the TenantCluster's create to ControlPlaneReady True.
@@ -880,10 +886,171 @@ steward_sample() {
       echo "- local: no sample in this run (TEST_STEWARD=only skips stage 4)."
     fi
   } >"${STEWARD_BENCH_DIR}/steward-vs-local.md"
-  [[ -n "${STEWARD_LOCAL:-}" ]] || { rm -f "${STEWARD_BENCH_DIR}/p12-pairs.tsv" "${STEWARD_BENCH_DIR}/p12m-pairs.tsv"; return 0; }
-  # subject (Steward), baseline (local), subject first: false (stage 4 ran before).
-  printf '%s\t%s\tfalse\n' "${cp}" "${lcp}" >"${STEWARD_BENCH_DIR}/p12-pairs.tsv"
-  # RSS, not PSS: the stand-in's tenants share their binaries' pages (demo2 runs the same ones),
-  # which PSS halves, while demo's Pod is the only one of its image; RSS counts them whole on both.
-  printf '%s\t%s\tfalse\n' "$((rss / 1024))" "$((lrss / 1024))" >"${STEWARD_BENCH_DIR}/p12m-pairs.tsv"
+}
+
+# --- STEWARD_PAIRS=N (make bench-report ONLY=P12): alternating pairs -------------------------
+# N pairs, each a Steward cluster and a local (stand-in) cluster created one after the other, the
+# order alternating (Steward first in odd pairs), both at STEWARD_TENANT_VERSION without workers:
+# create -> ControlPlaneReady (P12) and, 15 s after it, the control plane's three processes' RSS
+# (P12m). The two engines cannot run tenants at once (Steward and its provider take every
+# TenantControlPlane and StewardControlPlane), so Steward and its provider run (and lead) only in
+# Steward's turn and are at 0 replicas in the local one, where ButlerConfig names no namespace for
+# their Leases. Each cluster is deleted, and gone, before the next starts. The stage's checks do
+# not run (CI keeps its one pair and checks); the seconds of each Steward turn include its DNS
+# alias roll, as CI's.
+STEWARD_PAIRS="${STEWARD_PAIRS:-0}"
+
+# steward_pairs: the pairs into STEWARD_BENCH_DIR (p12-pairs.tsv, p12m-pairs.tsv) and where each
+# Steward turn's time went into steward-pairs.md.
+steward_pairs() {
+  local k sfirst
+  mkdir -p "${STEWARD_BENCH_DIR}"
+  : >"${STEWARD_BENCH_DIR}/p12-pairs.tsv"
+  : >"${STEWARD_BENCH_DIR}/p12m-pairs.tsv"
+  echo "# Steward against the local provider, ${STEWARD_PAIRS} alternating pairs ($(date -u +%FT%TZ), STEWARD_PAIRS=${STEWARD_PAIRS}, ${STEWARD_TENANT_VERSION}, no workers)" \
+    >"${STEWARD_BENCH_DIR}/steward-pairs.md"
+  local ns
+  for ns in pairs-local steward-demo; do
+    kc create namespace "${ns}" --dry-run=client -o yaml | kc apply -f - >/dev/null
+    kc apply -f - >/dev/null <<EOT
+apiVersion: butler.butlerlabs.dev/v1alpha1
+kind: ProviderConfig
+metadata: {name: local, namespace: ${ns}}
+spec: {provider: local}
+EOT
+  done
+  for ((k = 1; k <= STEWARD_PAIRS; k++)); do
+    # No subshells: die must end the run.
+    if ((k % 2 == 1)); then
+      sfirst=true; steward_pair_steward "p${k}"; steward_pair_local "p${k}"
+    else
+      sfirst=false; steward_pair_local "p${k}"; steward_pair_steward "p${k}"
+    fi
+    printf '%s\t%s\t%s\n' "${STEWARD_PAIR_STEWARD% *}" "${STEWARD_PAIR_LOCAL% *}" "${sfirst}" >>"${STEWARD_BENCH_DIR}/p12-pairs.tsv"
+    printf '%s\t%s\t%s\n' "${STEWARD_PAIR_STEWARD#* }" "${STEWARD_PAIR_LOCAL#* }" "${sfirst}" >>"${STEWARD_BENCH_DIR}/p12m-pairs.tsv"
+    measure "pair ${k} (Steward first: ${sfirst}): Steward ${STEWARD_PAIR_STEWARD% *} s, RSS ${STEWARD_PAIR_STEWARD#* } MiB; local ${STEWARD_PAIR_LOCAL% *} s, RSS ${STEWARD_PAIR_LOCAL#* } MiB"
+  done
+  cat "${STEWARD_BENCH_DIR}/p12-pairs.tsv" "${STEWARD_BENCH_DIR}/p12m-pairs.tsv" >&2
+}
+
+# steward_engines_up: Steward and its provider at 1 replica, each leading (its Lease held by its
+# Pod), and ButlerConfig reading their Leases in STEWARD_NS.
+steward_engines_up() {
+  steward_webhook_policies restore
+  steward_scale capi-steward-controller-manager 1
+  steward_scale steward 1
+  wait_until "the Cluster API Steward provider leading" 120 steward_leading capi-steward-controller-manager steward.controlplane.cluster.x-k8s.io
+  wait_until "Steward leading" 120 steward_leading steward steward.butlerlabs.dev
+  kc patch butlerconfig butler --type merge -p "{\"spec\":{\"controlPlaneProviderNamespaces\":[\"${STEWARD_NS}\"]}}" >/dev/null
+}
+
+# steward_engines_down: both at 0 (no Pod), no Lease read, and Steward's webhooks ignored while
+# nothing serves them (their failure policy Fail would refuse the stand-in's TenantControlPlanes).
+steward_engines_down() {
+  kc patch butlerconfig butler --type json -p '[{"op":"remove","path":"/spec/controlPlaneProviderNamespaces"}]' >/dev/null 2>&1 || true
+  steward_webhook_policies Ignore
+  steward_scale capi-steward-controller-manager 0
+  steward_scale steward 0
+}
+
+# steward_webhook_policies Ignore|restore: every webhook of Steward's two configurations to
+# Ignore (their own policies kept in HOST_DIR the first time), or back to their own.
+STEWARD_WEBHOOK_CONFIGS=(mutatingwebhookconfiguration/steward-mutating-webhook-configuration
+  validatingwebhookconfiguration/steward-validating-webhook-configuration)
+steward_webhook_policies() {
+  local config saved patch
+  for config in "${STEWARD_WEBHOOK_CONFIGS[@]}"; do
+    saved="${HOST_DIR}/${config##*/}.policies"
+    [[ -f "${saved}" ]] || kc get "${config}" -o jsonpath='{.webhooks[*].failurePolicy}' >"${saved}"
+    if [[ "$1" == Ignore ]]; then
+      patch=$(kc get "${config}" -o json | jq -c '[range(.webhooks | length) | {op: "replace", path: "/webhooks/\(.)/failurePolicy", value: "Ignore"}]')
+    else
+      patch=$(jq -c -R 'split(" ") | to_entries | map({op: "replace", path: "/webhooks/\(.key)/failurePolicy", value: .value})' <"${saved}")
+    fi
+    kc patch "${config}" --type json -p "${patch}" >/dev/null
+  done
+}
+
+# steward_leading DEPLOY LEASE: LEASE in STEWARD_NS is held by a Running Pod of DEPLOY
+# (controller-runtime's identity is <pod name>_<uuid>).
+steward_leading() {
+  local holder pod
+  holder=$(kc -n "${STEWARD_NS}" get lease "$2" -o jsonpath='{.spec.holderIdentity}') || return 1
+  for pod in $(kc -n "${STEWARD_NS}" get pods --field-selector=status.phase=Running -o name); do
+    [[ "${pod#pod/}" == "$1"-* && "${holder}" == "${pod#pod/}"_* ]] && return 0
+  done
+  return 1
+}
+
+# steward_pair_steward NAME: STEWARD_PAIR_STEWARD is "<seconds> <RSS MiB>" of steward-demo/NAME.
+steward_pair_steward() {
+  local tns cp rss where
+  steward_engines_up
+  steward_tc "$1" "${STEWARD_TENANT_VERSION}"
+  wait_until "steward-demo/$1's tenant namespace" 60 tc_tenant_namespace "$1"
+  tns=$(kc -n steward-demo get tc "$1" -o jsonpath='{.status.tenantNamespace}')
+  wait_until "Steward's Service ${tns}/$1" 300 kc -n "${tns}" get service "$1"
+  steward_dns_alias "${tns}" "$1"
+  kc wait "tc/$1" -n steward-demo --for=condition=ControlPlaneReady --timeout=5m >/dev/null || die "steward-demo/$1's control plane is not Ready"
+  sleep 15
+  cp=$(steward_cp_seconds steward-demo "$1")
+  steward_pod_rss "${tns}" "$1"
+  rss=${STEWARD_POD_RSS}
+  where="TenantControlPlane +$(steward_since steward-demo "$1" "$(kc -n "${tns}" get tenantcontrolplanes "$1" -o jsonpath='{.metadata.creationTimestamp}')") s, Deployment +$(steward_since steward-demo "$1" "$(kc -n "${tns}" get deploy "$1" -o jsonpath='{.metadata.creationTimestamp}')") s, DNS alias roll ${STEWARD_ALIAS_SECONDS} s, ControlPlaneReady +${cp} s"
+  echo "- Steward steward-demo/$1: ${where}; RSS ${rss} MiB" >>"${STEWARD_BENCH_DIR}/steward-pairs.md"
+  kc -n steward-demo delete tc "$1" --wait=false >/dev/null
+  wait_until "steward-demo/$1 gone" 300 steward_tc_gone steward-demo "$1"
+  steward_engines_down
+  STEWARD_PAIR_STEWARD="${cp} ${rss}"
+}
+
+# steward_pair_local NAME: STEWARD_PAIR_LOCAL is "<seconds> <RSS MiB>" of pairs-local/NAME on the stand-in.
+steward_pair_local() {
+  local tns uid p pids=() pss rss n cp
+  steward_engines_down
+  kc apply -f - >/dev/null <<EOT
+apiVersion: butler.butlerlabs.dev/v1alpha1
+kind: TenantCluster
+metadata: {name: $1, namespace: pairs-local}
+spec:
+  kubernetesVersion: ${STEWARD_TENANT_VERSION}
+  providerConfigRef: {name: local}
+  controlPlane: {replicas: 1}
+  workers: {replicas: 0, machineTemplate: {os: {type: talos}}}
+EOT
+  kc wait "tc/$1" -n pairs-local --for=condition=ControlPlaneReady --timeout=5m >/dev/null || die "pairs-local/$1's control plane is not Ready"
+  sleep 15
+  cp=$(steward_cp_seconds pairs-local "$1")
+  tns=$(kc -n pairs-local get tc "$1" -o jsonpath='{.status.tenantNamespace}')
+  uid=$(kc -n "${tns}" get tenantcontrolplanes "$1" -o jsonpath='{.metadata.uid}')
+  for p in /proc/[0-9]*; do
+    if grep -qzF -- "/${uid}/" "${p}/cmdline" 2>/dev/null; then pids+=("${p#/proc/}"); fi
+  done
+  read -r pss rss n < <(steward_procs_memory "${pids[@]}")
+  [[ "${n}" == 3 ]] || die "pairs-local/$1: ${n} control plane processes found by /${uid}/, not 3"
+  echo "- local pairs-local/$1: ControlPlaneReady +${cp} s; RSS $((rss / 1024)) MiB (PSS $((pss / 1024)) MiB)" >>"${STEWARD_BENCH_DIR}/steward-pairs.md"
+  kc -n pairs-local delete tc "$1" --wait=false >/dev/null
+  wait_until "pairs-local/$1 gone" 300 steward_tc_gone pairs-local "$1"
+  wait_until "the stand-in's TenantControlPlanes gone" 180 no_tenant_control_planes
+  STEWARD_PAIR_LOCAL="${cp} $((rss / 1024))"
+}
+
+# steward_tc_gone NS NAME: the TenantCluster is gone.
+steward_tc_gone() { ! kc -n "$1" get tc "$2" >/dev/null 2>&1; }
+
+# steward_pod_rss NS DEPLOY: STEWARD_POD_RSS is the RSS (MiB) of the three control plane
+# processes in the memory cgroup of the Deployment's Running Pod.
+steward_pod_rss() {
+  local selector pod uid dir pids pss rss n
+  # shellcheck disable=SC2016 # a Go template, not shell
+  selector=$(kc -n "$1" get deploy "$2" -o go-template='{{range $k, $v := .spec.selector.matchLabels}}{{$k}}={{$v}},{{end}}')
+  pod=$(kc -n "$1" get pods -l "${selector%,}" --field-selector=status.phase=Running -o jsonpath='{.items[0].metadata.name}')
+  uid=$(kc -n "$1" get pod "${pod}" -o jsonpath='{.metadata.uid}')
+  dir=$(find /sys/fs/cgroup/memory /sys/fs/cgroup -maxdepth 6 -type d \( -name "pod${uid}" -o -name "*pod${uid//-/_}*" \) 2>/dev/null | head -n 1 || true)
+  [[ -n "${dir}" ]] || die "no memory cgroup of Pod $1/${pod} (pod${uid})"
+  pids=$(find "${dir}" -name cgroup.procs -exec cat {} + 2>/dev/null | sort -un || true)
+  # shellcheck disable=SC2086 # one pid a word
+  read -r pss rss n < <(steward_procs_memory ${pids})
+  [[ "${n}" == 3 ]] || die "Pod $1/${pod}: ${n} control plane processes in its cgroup, not 3"
+  STEWARD_POD_RSS=$((rss / 1024))
 }

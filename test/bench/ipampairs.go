@@ -81,36 +81,39 @@ func p7m(pairs, n int) figure {
 	}
 }
 
-// p12 is create -> control plane Ready on the real Steward against the local provider, one pair
-// read by make test-steward's Steward stage (hack/lib/steward.sh, steward_sample).
+// p12 is create -> control plane Ready on the real Steward against the local provider, in
+// alternating pairs run by the Steward stage with STEWARD_PAIRS (hack/lib/steward.sh, steward_pairs).
 func p12(pairs, _ int) figure {
 	return figure{
 		ID:    "P12",
-		Title: "Create -> control plane Ready of a TenantCluster on the real Steward, against the local provider, in the same make test-steward run.",
-		What: "steward-demo/demo (2 local workers; Steward and its Cluster API provider from source-built images, its DataStore a host etcd): " +
-			"the TenantCluster's creationTimestamp to its ControlPlaneReady lastTransitionTime (True), both the API server's clock, 1 s " +
-			"resolution; includes the stage's DNS alias roll of Steward and butler-apiserver (no cluster DNS in the one-node cluster)",
-		Baseline: "local-demo/demo (3 workers), the stand-in's first cluster of the same run (stage 4), same clock and condition",
-		Subject:  "Steward", Base: "local", Unit: "s", Better: "lower",
-		Command: "make test-steward (writes _output/bench/p12-pairs.tsv), then bench -pairs P12=_output/bench/p12-pairs.tsv",
-		Notes: []string{fmt.Sprintf("%d pair(s), not alternating: the stand-in and the real pair cannot run tenants at once (Steward takes every "+
-			"TenantControlPlane), so the local side ran first, in stage 4, and the Steward side in the Steward stage. "+
-			"_output/bench/steward-vs-local.md says where the Steward side's time went.", pairs)},
+		Title: "Create -> control plane Ready of a TenantCluster on the real Steward, against the local provider, alternating in one one-node cluster.",
+		What: "a TenantCluster at v1.35.4 without workers in steward-demo (Steward and its Cluster API provider from source-built images, its " +
+			"DataStore a host etcd): its creationTimestamp to its ControlPlaneReady lastTransitionTime (True), both the API server's clock, " +
+			"1 s resolution; includes the stage's DNS alias roll of Steward and butler-apiserver (no cluster DNS in the one-node cluster)",
+		Baseline: "the same TenantCluster in pairs-local on the stand-in (butler-localprovider), same clock and condition; Steward and its " +
+			"provider at 0 replicas meanwhile (they would take its control plane objects)",
+		Subject: "Steward", Base: "local", Unit: "s", Better: "lower",
+		Command: "make bench-report ONLY=P12 THIRD_PARTY_DIR=... (TEST_STEWARD=only STEWARD_PAIRS=<pairs> hack/test-cluster.sh, " +
+			"then bench -pairs P12=_output/bench/p12-pairs.tsv)",
+		Notes: []string{fmt.Sprintf("%d pair(s), the order alternating (Steward first in odd pairs); each cluster is deleted and gone, "+
+			"and Steward and its provider running and leading (or at 0), before the next starts. _output/bench/steward-pairs.md says "+
+			"where each Steward cluster's time went (TenantControlPlane, Deployment, the DNS alias roll).", pairs)},
 	}
 }
 
-// p12m is the memory of one Steward control plane Pod against a local tenant's control plane.
+// p12m is the memory of one Steward control plane Pod against a local tenant's control plane,
+// read in the same pairs as P12.
 func p12m(pairs, _ int) figure {
 	return figure{
 		ID:    "P12m",
 		Title: "Memory of one control plane on the real Steward (its Pod) against one of the local provider (host processes).",
-		What: "the RSS of steward-demo/demo's Pod's kube-apiserver, kube-controller-manager and kube-scheduler, summed (/proc/<pid>/status VmRSS), " +
-			"with 2 workers joined, once it is Ready; their PSS and the Pod's memory cgroup usage and working set are in _output/bench/steward-vs-local.md",
-		Baseline: "the RSS of local-demo/demo's same three processes, summed (3 workers), read before the Steward stage deletes it; " +
-			"the datastore is apart on both sides. RSS, not PSS: the stand-in's tenants share their binaries' pages, which PSS divides among them",
+		What: "the RSS of the Steward cluster's Pod's kube-apiserver, kube-controller-manager and kube-scheduler, summed " +
+			"(/proc/<pid>/status VmRSS, the processes found in the Pod's memory cgroup), 15 s after ControlPlaneReady, no workers",
+		Baseline: "the RSS of the local cluster's same three processes, summed, 15 s after its ControlPlaneReady; the datastore is " +
+			"apart on both sides. RSS, not PSS: like for like with a Pod that is the only one of its image",
 		Subject: "Steward Pod", Base: "local processes", Unit: "MiB", Better: "lower",
-		Command: "make test-steward (writes _output/bench/p12m-pairs.tsv), then bench -pairs P12m=_output/bench/p12m-pairs.tsv",
-		Notes:   []string{fmt.Sprintf("%d pair(s), read once each, not alternating (see P12).", pairs)},
+		Command: "make bench-report ONLY=P12 (the same run as P12), then bench -pairs P12m=_output/bench/p12m-pairs.tsv",
+		Notes:   []string{fmt.Sprintf("%d pair(s), read once each, alternating (see P12).", pairs)},
 	}
 }
 

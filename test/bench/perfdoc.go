@@ -38,8 +38,8 @@ var catalog = []catalogEntry{
 	{"P10", "wake of a hibernated cluster against the cold start of its kube-apiserver", "make bench-report ONLY=P10", ""},
 	{"P11", "a tenant's snapshot against etcd's own snapshot of the whole datastore (incompressible values)", "make bench-report ONLY=P11", ""},
 	{"P11r", "a tenant's restore against plain writes of the same keys and values", "make bench-report ONLY=P11", ""},
-	{"P12", "create -> control plane Ready on the real Steward against the local provider", "make test-steward, then make bench-report ONLY=P12", ""},
-	{"P12m", "one control plane's memory on the real Steward (its Pod) against the local provider's", "make test-steward, then make bench-report ONLY=P12", ""},
+	{"P12", "create -> control plane Ready on the real Steward against the local provider", "make bench-report ONLY=P12 THIRD_PARTY_DIR=... (alternating pairs in one one-node cluster)", ""},
+	{"P12m", "one control plane's memory on the real Steward (its Pod) against the local provider's", "make bench-report ONLY=P12 THIRD_PARTY_DIR=... (alternating pairs in one one-node cluster)", ""},
 	{"P13", "create -> Ready of a local TenantCluster with 2 real worker nodes against 2 kwok nodes", "make bench-report ONLY=P13", ""},
 	{"P13m", "a real worker node's memory (its processes' PSS) against a kwok node's (the provider's growth)", "make bench-report ONLY=P13", ""},
 }
