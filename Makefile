@@ -55,7 +55,7 @@ cluster: ## a one-node Kubernetes cluster on this machine (root); Ctrl-C stops i
 # holder's Pod deleted while another provisions, helm upgrade under a client loop (0 failed
 # requests), helm uninstall leaves nothing. Installs the Debian packages it needs when missing.
 # In .ci/run, not in make test.
-test-cluster: ## the chart installed and exercised in the one-node cluster (CI)
+test-cluster: build ## the chart installed and exercised in the one-node cluster (CI)
 	hack/install-cluster-deps.sh
 	hack/test-cluster.sh
 
@@ -69,7 +69,7 @@ build-steward: ## Steward, its Cluster API provider and tenant kube images from 
 # test-steward: test-cluster with its Steward stage (hack/lib/steward.sh): Steward and its Cluster
 # API provider installed from those images, a TenantCluster on them with local workers Ready,
 # hibernated and woken, deleted without a trace
-test-steward: build-steward ## test-cluster plus a TenantCluster on the real Steward (CI)
+test-steward: build build-steward ## test-cluster plus a TenantCluster on the real Steward (CI)
 	hack/install-cluster-deps.sh
 	TEST_STEWARD=1 hack/test-cluster.sh
 
