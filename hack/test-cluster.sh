@@ -62,7 +62,8 @@ diagnose() {
   for f in "${LOGS:-/nonexistent}"/*.log; do [[ -f "${f}" ]] && { echo "--- ${f##*/}" >&2; tail -15 "${f}" >&2; }; done
   return 0
 }
-die() { trap - ERR; log "FAIL: $*"; diagnose; exit 1; }
+# The failure is said again after the diagnosis: CI shows only the end of a long output.
+die() { trap - ERR; log "FAIL: $*"; diagnose; log "FAIL: $*"; exit 1; }
 summary=()
 measure() { summary+=("$*"); log "$*"; }
 
