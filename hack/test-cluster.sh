@@ -13,7 +13,7 @@
 #      flux (applied after stage 3, installing while stage 4 waits), then TestGitOpsManagement
 #      (test/gitops): Flux applies a Team's TenantClusters from Git, scales one, prunes one, and
 #      reports a refused one; the ManagementAddon's delete uninstalls Flux;
-#   5. a second TenantCluster provisioning while the Pod holding the workers' Lease is deleted:
+#   5. a second TenantCluster provisioning while the Pod holding the controllers' Lease is deleted:
 #      the other replica takes the Lease and the cluster becomes Ready once;
 #   6. `helm upgrade` to the second image while a bounded client loop lists TenantClusters: both
 #      replicas rolled, the requests that failed counted (the test fails unless 0);
@@ -183,7 +183,7 @@ export KUBECONFIG="${CLUSTER_DIR}/admin.kubeconfig"
 source "${CLUSTER_DIR}/cluster.env"
 
 # --- 2. the Cluster API manager and the local provider, on the host -------------------------
-# The external kinds the workers write and read, as a management cluster has them.
+# The external kinds the controllers write and read, as a management cluster has them.
 kc apply --server-side -f "${ROOT}/artifacts/crds" >/dev/null
 kc wait --for condition=established --timeout 60s -f "${ROOT}/artifacts/crds" >/dev/null
 PKI="${CLUSTER_DIR}/pki"
@@ -212,7 +212,7 @@ setsid "${BIN}/capi-manager" --kubeconfig "${HOST_DIR}/capi-manager.kubeconfig" 
 pids[capi-manager]=$!
 (cd "${ROOT}" && CGO_ENABLED=0 GOFLAGS=-trimpath go build -o "${BIN}/butler-localprovider" ./cmd/butler-localprovider)
 # --address: the tenants' kube-apiservers listen on the bridge's address, where the Pods (the
-# lifecycle workers) reach them; the host's loopback is not theirs.
+# lifecycle controllers) reach them; the host's loopback is not theirs.
 setsid "${BIN}/butler-localprovider" --kubeconfig "${HOST_DIR}/butler-localprovider.kubeconfig" \
   --bin-dir "${BIN}" --state-dir "${HOST_DIR}/tenants" --kube-versions-dir "${KUBE_VERSIONS_DIR}" \
   --port-range 30000-32000 --address "${NODE_IP}" --external-control-plane-namespaces steward-demo \
@@ -237,8 +237,8 @@ pods=$(kc -n butler-system get pods -l app.kubernetes.io/name=butler-apiserver -
 [[ $(wc -w <<<"${pods}") == 2 ]] || die "want 2 butler-apiserver Pods, got: ${pods}"
 lease_holder() { kc -n butler-system get lease butler-apiserver-workers -o jsonpath='{.spec.holderIdentity}' 2>/dev/null | sed 's/_.*//'; }
 holder_is_one_of() { local h; h=$(lease_holder); [[ -n "${h}" && " $1 " == *" ${h} "* ]]; }
-wait_until "the workers' Lease held by one of ${pods}" 60 holder_is_one_of "${pods}"
-log "the workers run in $(lease_holder) (Lease butler-apiserver-workers)"
+wait_until "the controllers' Lease held by one of ${pods}" 60 holder_is_one_of "${pods}"
+log "the controllers run in $(lease_holder) (Lease butler-apiserver-workers)"
 kc apply -f "${ROOT}/artifacts/examples/" >/dev/null
 kc get butler -A --no-headers | wc -l | { read -r n; log "examples applied: ${n} objects in the butler category"; }
 [[ "${TEST_GITOPS}" == 0 ]] || gitops_install
@@ -286,7 +286,7 @@ EOF
   done
 ) >"${HOST_DIR}/demo2.phases" &
 watch_pid=$!
-# The Pod is deleted as soon as the workers took demo2 up (phase Provisioning): the rest of its
+# The Pod is deleted as soon as the controllers took demo2 up (phase Provisioning): the rest of its
 # provisioning (about 20 s here) is the other replica's.
 provisioning() { [[ "$(kc get tc demo2 -n local-demo -o jsonpath='{.status.phase}')" == Provisioning ]]; }
 wait_until "demo2 to be Provisioning" 60 provisioning
@@ -314,7 +314,7 @@ watch_pid=""
 phases=$(grep -v '^$' "${HOST_DIR}/demo2.phases" | uniq | paste -sd' ' -)
 readies=$(grep -v '^$' "${HOST_DIR}/demo2.phases" | uniq | grep -cx Ready || true)
 [[ "${readies}" == 1 ]] || die "demo2 became Ready ${readies} times: ${phases}"
-# The workers' Events of its phase changes ("phase A -> B", a repeat folded into a series of N),
+# The controllers' Events of its phase changes ("phase A -> B", a repeat folded into a series of N),
 # for the record: the stored phase above is what counts.
 phase_events=$(kc get events -n local-demo --field-selector involvedObject.name=demo2 --sort-by=.metadata.creationTimestamp \
   -o jsonpath='{range .items[*]}{.message}{" x"}{.series.count}{"\n"}{end}' | grep '^phase ' | sed 's/ x$//' | paste -sd, - || true)

@@ -28,7 +28,7 @@
 #     gives each such Service an address from LB_CIDR in its status, as MetalLB would;
 #     kube-proxy routes it on this node.
 #   - No cluster DNS runs here, and Steward (its kubeadm phases and the controllers it runs
-#     against each tenant) and butler's workers (the admin.svc kubeconfig) reach a tenant at
+#     against each tenant) and butler's controllers (the admin.svc kubeconfig) reach a tenant at
 #     <tcp>.<namespace>.svc: the stage names that Service's ClusterIP in both Deployments'
 #     hostAliases (steward_dns_alias), once per tenant. A management cluster has CoreDNS.
 #   - Cluster API v1.14 stores Cluster as v1beta2; the provider (CAPI v1.10) reads v1beta1. The
