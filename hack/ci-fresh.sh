@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs .ci/run as a new machine would: in a fresh clone of HEAD, with empty Go module and build
-# caches (GOMODCACHE, GOCACHE), so a step that only works on a warm machine fails here too.
+# caches (GOMODCACHE, GOCACHE) and an empty user cache (XDG_CACHE_HOME: the verified codegen
+# inputs, the charts' and the linters' caches), so a step that only works on a warm machine fails
+# here too.
 # Prints the wall time. Slow: it downloads every module and builds everything, kube-apiserver too.
 #   KEEP=1 keeps the scratch directory; WORK=<dir> puts it there (default: a new temp directory).
 set -o errexit -o nounset -o pipefail
@@ -10,10 +12,10 @@ WORK=${WORK:-$(mktemp -d)}
 [[ -n "${KEEP:-}" ]] || trap 'chmod -R u+w "${WORK}" 2>/dev/null; rm -rf "${WORK}"' EXIT
 
 git clone --quiet --no-hardlinks "${ROOT}" "${WORK}/repo"
-mkdir -p "${WORK}/gomodcache" "${WORK}/gocache"
+mkdir -p "${WORK}/gomodcache" "${WORK}/gocache" "${WORK}/cache"
 
 start=$(date +%s)
 status=0
-( cd "${WORK}/repo" && GOMODCACHE="${WORK}/gomodcache" GOCACHE="${WORK}/gocache" CI=true bash .ci/run ) || status=$?
+( cd "${WORK}/repo" && GOMODCACHE="${WORK}/gomodcache" GOCACHE="${WORK}/gocache" XDG_CACHE_HOME="${WORK}/cache" CI=true bash .ci/run ) || status=$?
 echo "ci-fresh: .ci/run exited ${status} after $(( $(date +%s) - start ))s in ${WORK}/repo"
 exit "${status}"
