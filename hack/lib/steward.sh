@@ -495,7 +495,9 @@ steward_isolation_and_faults() {
   schema=$(tcp_schema "${tns}" other)
   # other's kube-apiserver has written its keys: a read of them would have something to find.
   wait_until "other's keys under /${schema}/" 300 steward_etcd_has_keys "/${schema}/"
-  wait "${STEWARD_TEST_BUILD}" || { cat "${LOGS}/steward-test-build.log" >&2; die "test/steward does not build"; }
+  local rc=0
+  wait "${STEWARD_TEST_BUILD}" || rc=$?
+  ((rc == 0)) || { cat "${LOGS}/steward-test-build.log" >&2; die "test/steward does not build (wait: exit ${rc})"; }
   STEWARD_ISOLATION="${STEWARD_TNS}/demo ${tns}/other" "${HOST_DIR}/steward.test" -test.count=1 -test.v -test.run '^TestStewardDataStoreIsolation$' \
     >"${LOGS}/steward-isolation.log" 2>&1 || { cat "${LOGS}/steward-isolation.log" >&2; die "demo's etcd credentials reach beyond its prefix"; }
   grep -F -- '--- PASS: TestStewardDataStoreIsolation' "${LOGS}/steward-isolation.log" >/dev/null \
