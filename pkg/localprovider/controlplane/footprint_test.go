@@ -42,6 +42,10 @@ import (
 // processes' environment and BUTLER_FOOTPRINT_ETCD_ENV to the datastore's, for experiments;
 // BUTLER_FOOTPRINT_READYZ=1 prints when each of kube-apiserver's readiness checks first passed;
 // BUTLER_FOOTPRINT_READYZ_EVERY=1m asks every tenant's /readyz each minute while they idle.
+// BUTLER_FOOTPRINT_ARGS_<component> and BUTLER_FOOTPRINT_SUBJECT_ARGS_<component> add flags
+// (experimentArgs), BUTLER_FOOTPRINT_SUBJECT_ENV and _SUBJECT_ETCD_ENV environment to the
+// subject's runs only. BUTLER_FOOTPRINT_PPROF=dir writes the CPU profiles of the first tenant's
+// processes and the datastore over the window's last BUTLER_FOOTPRINT_PPROF_SECONDS (20) there.
 func TestTenantFootprint(t *testing.T) {
 	bin := os.Getenv("BUTLER_FOOTPRINT_BIN")
 	if bin == "" {
@@ -64,7 +68,8 @@ func TestTenantFootprint(t *testing.T) {
 	// from its processes' start to kube-apiserver's /readyz (the tenants start one after the other),
 	// or with BUTLER_FOOTPRINT_MEASURE=busy the CPU seconds the first tenant's kube-apiserver took
 	// for busyWork, or with busy-datastore the datastore's (BUTLER_FOOTPRINT_BUSY=1 prints both
-	// beside the memory).
+	// beside the memory), or with BUTLER_FOOTPRINT_MEASURE=cpu an idle tenant's CPU (% of a core:
+	// its three processes and its share of the datastore's).
 	measure := func(baseline bool) float64 {
 		r := footprint(t, bin, n, idle, baseline)
 		switch os.Getenv("BUTLER_FOOTPRINT_MEASURE") {
@@ -74,6 +79,8 @@ func TestTenantFootprint(t *testing.T) {
 			return r.busyCPU
 		case "busy-datastore":
 			return r.busyDataStoreCPU
+		case "cpu":
+			return r.cpu
 		}
 		return r.mib
 	}
@@ -105,8 +112,9 @@ func TestTenantFootprint(t *testing.T) {
 // footprintResult is the mean over the tenants of one run: mib is a tenant's memory (the PSS of
 // its three processes and its share of the datastore's PSS growth), ready the seconds from its
 // processes' start to kube-apiserver's /readyz, busyCPU the first tenant's kube-apiserver's CPU
-// seconds for busyWork (after the memory is measured), busyDataStoreCPU the datastore's.
-type footprintResult struct{ mib, ready, busyCPU, busyDataStoreCPU float64 }
+// seconds for busyWork (after the memory is measured), busyDataStoreCPU the datastore's, cpu
+// the percent of a core its processes and its share of the datastore's used over the idle window.
+type footprintResult struct{ mib, ready, busyCPU, busyDataStoreCPU, cpu float64 }
 
 // footprint runs n tenants for idle and returns what they cost.
 func footprint(t *testing.T, bin string, n int, idle time.Duration, baseline bool) footprintResult {
@@ -125,19 +133,21 @@ func footprint(t *testing.T, bin string, n int, idle time.Duration, baseline boo
 		tenants = append(tenants, ft)
 		defer ft.stop()
 	}
-	cpu0 := map[int]float64{}
+	cpu0 := map[int]cpuSample{}
 	time.Sleep(30 * time.Second) // past the start's own work
 	for _, ft := range tenants {
 		for _, p := range ft.procs {
-			cpu0[pidOf(p)] = cpuSeconds(pidOf(p))
+			cpu0[pidOf(p)] = cpuOf(pidOf(p))
 		}
 	}
-	cpuDS0 := cpuSeconds(ds.Process.Pid)
+	dsPid := ds.Process.Pid
+	cpu0[dsPid] = cpuOf(dsPid)
 	window := idle - 30*time.Second
 	if prof := os.Getenv("BUTLER_FOOTPRINT_PPROF"); prof != "" && window > 20*time.Second {
-		// The last 20 s of the window: where the first tenant's idle kube-apiserver spends its CPU.
-		time.Sleep(window - 20*time.Second)
-		tenants[0].fetch(t, "profile?seconds=20", filepath.Join(prof, "cpu-0.pb.gz"))
+		// The end of the window: where the first tenant's idle processes spend their CPU.
+		seconds := min(envInt("BUTLER_FOOTPRINT_PPROF_SECONDS", 20), int(window.Seconds())-1)
+		time.Sleep(window - time.Duration(seconds)*time.Second)
+		tenants[0].cpuProfiles(t, ds, prof, seconds, map[bool]string{true: "baseline", false: "subject"}[baseline])
 	} else if every, _ := time.ParseDuration(os.Getenv("BUTLER_FOOTPRINT_READYZ_EVERY")); every > 0 {
 		holdAnswering(t, tenants, window, every)
 	} else {
@@ -150,35 +160,43 @@ func footprint(t *testing.T, bin string, n int, idle time.Duration, baseline boo
 			ft.goMetrics(i)
 		}
 	}
-	dsAfter := procMem(ds.Process.Pid)
+	dsAfter := procMem(dsPid)
 	dsShare := float64(dsAfter.pss-dsBefore.pss) / float64(n)
-	fmt.Printf("FOOTPRINT baseline=%v n=%d idle=%s datastore PSS %.1f -> %.1f MiB (share %.1f MiB each), anon %.1f -> %.1f MiB, cpu %.2f%% of a core\n",
-		baseline, n, idle, mibf(dsBefore.pss), mibf(dsAfter.pss), dsShare/(1<<20), mibf(dsBefore.anon), mibf(dsAfter.anon), 100*(cpuSeconds(ds.Process.Pid)-cpuDS0)/window.Seconds())
+	dsCPU := cpuOf(dsPid).minus(cpu0[dsPid])
+	fmt.Printf("FOOTPRINT baseline=%v n=%d idle=%s datastore PSS %.1f -> %.1f MiB (share %.1f MiB each), anon %.1f -> %.1f MiB, cpu %s\n",
+		baseline, n, idle, mibf(dsBefore.pss), mibf(dsAfter.pss), dsShare/(1<<20), mibf(dsBefore.anon), mibf(dsAfter.anon), dsCPU.per(window))
 	var r footprintResult
+	byComponent := map[string]cpuSample{}
 	for i, ft := range tenants {
 		var total, anon, cpu float64
 		for _, p := range ft.procs {
 			pid := pidOf(p)
 			m := procMem(pid)
-			used := cpuSeconds(pid) - cpu0[pid]
+			used := cpuOf(pid).minus(cpu0[pid])
 			total += float64(m.pss)
 			anon += float64(m.anon)
-			cpu += used
+			cpu += used.seconds()
+			byComponent[p.Spec().Component] = byComponent[p.Spec().Component].plus(used)
 			_, _, starts := p.State()
-			fmt.Printf("FOOTPRINT tenant=%d %s pss=%.1f rss=%.1f anon=%.1f MiB cpu=%.2f%% starts=%d\n", i, p.Spec().Component, mibf(m.pss), mibf(m.rss), mibf(m.anon), 100*used/window.Seconds(), starts)
+			fmt.Printf("FOOTPRINT tenant=%d %s pss=%.1f rss=%.1f anon=%.1f MiB cpu %s starts=%d\n", i, p.Spec().Component, mibf(m.pss), mibf(m.rss), mibf(m.anon), used.per(window), starts)
 		}
 		fmt.Printf("FOOTPRINT tenant=%d baseline=%v ready=%.2fs total_pss=%.1f anon=%.1f with_datastore=%.1f MiB cpu=%.2f%%\n", i, baseline, ft.ready.Seconds(), total/(1<<20), anon/(1<<20), (total+dsShare)/(1<<20), 100*cpu/window.Seconds())
 		r.mib += (total + dsShare) / (1 << 20) / float64(n)
 		r.ready += ft.ready.Seconds() / float64(n)
+		r.cpu += 100 * (cpu + dsCPU.seconds()/float64(n)) / window.Seconds() / float64(n)
 	}
+	for _, c := range slices.Sorted(maps.Keys(byComponent)) {
+		fmt.Printf("FOOTPRINT baseline=%v mean %s cpu %s\n", baseline, c, byComponent[c].scaled(1/float64(n)).per(window))
+	}
+	fmt.Printf("FOOTPRINT baseline=%v idle tenant cpu=%.2f%% of a core (its processes and 1/%d of the datastore's)\n", baseline, r.cpu, n)
 	if os.Getenv("BUTLER_FOOTPRINT_BUSY") == "1" || strings.HasPrefix(os.Getenv("BUTLER_FOOTPRINT_MEASURE"), "busy") {
 		// The first tenant busy, the others idle.
 		pid := pidOf(tenants[0].procs[0])
-		cpu, cpuDS, start := cpuSeconds(pid), cpuSeconds(ds.Process.Pid), time.Now()
+		cpu, cpuDS, start := cpuSeconds(pid), cpuSeconds(dsPid), time.Now()
 		if err := tenants[0].busyWork(); err != nil {
 			t.Errorf("busy work: %v", err)
 		}
-		r.busyCPU, r.busyDataStoreCPU = cpuSeconds(pid)-cpu, cpuSeconds(ds.Process.Pid)-cpuDS
+		r.busyCPU, r.busyDataStoreCPU = cpuSeconds(pid)-cpu, cpuSeconds(dsPid)-cpuDS
 		fmt.Printf("FOOTPRINT tenant=0 baseline=%v busy: kube-apiserver %.2f CPU s, datastore %.2f CPU s in %.2f s\n",
 			baseline, r.busyCPU, r.busyDataStoreCPU, time.Since(start).Seconds())
 	}
@@ -222,16 +240,51 @@ func procMem(pid int) memInfo {
 }
 
 // cpuSeconds is a process's user and system time.
-func cpuSeconds(pid int) float64 {
+func cpuSeconds(pid int) float64 { return cpuOf(pid).seconds() }
+
+// cpuSample is a process's user and system seconds and its threads' context switches (how often
+// it woke), at one time or between two.
+type cpuSample struct{ user, sys, switches float64 }
+
+// cpuOf reads /proc/<pid>/stat and its threads' status.
+func cpuOf(pid int) cpuSample {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0
+		return cpuSample{}
 	}
 	s := string(data)
 	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
 	u, _ := strconv.ParseFloat(f[11], 64)
 	k, _ := strconv.ParseFloat(f[12], 64)
-	return (u + k) / 100
+	c := cpuSample{user: u / 100, sys: k / 100}
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
+	for _, task := range tasks {
+		status, _ := os.ReadFile(task)
+		for line := range strings.SplitSeq(string(status), "\n") {
+			if name, v, ok := strings.Cut(line, ":"); ok && strings.HasSuffix(name, "ctxt_switches") {
+				n, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				c.switches += n
+			}
+		}
+	}
+	return c
+}
+
+func (c cpuSample) seconds() float64 { return c.user + c.sys }
+func (c cpuSample) minus(o cpuSample) cpuSample {
+	return cpuSample{c.user - o.user, c.sys - o.sys, c.switches - o.switches}
+}
+func (c cpuSample) plus(o cpuSample) cpuSample {
+	return cpuSample{c.user + o.user, c.sys + o.sys, c.switches + o.switches}
+}
+func (c cpuSample) scaled(f float64) cpuSample {
+	return cpuSample{c.user * f, c.sys * f, c.switches * f}
+}
+
+// per is the sample over a window: percent of a core (user + system) and context switches a second.
+func (c cpuSample) per(window time.Duration) string {
+	w := window.Seconds()
+	return fmt.Sprintf("%.2f%% (user %.2f%% sys %.2f%%) %.0f switches/s", 100*c.seconds()/w, 100*c.user/w, 100*c.sys/w, c.switches/w)
 }
 
 type footprintDS struct {
@@ -268,8 +321,12 @@ func footprintDataStore(t *testing.T, ctx context.Context, bin, dir string, base
 	if baseline {
 		env = strings.Fields(os.Getenv("BUTLER_FOOTPRINT_BASELINE_ETCD_ENV"))
 	}
-	env = append(env, strings.Fields(os.Getenv("BUTLER_FOOTPRINT_ETCD_ENV"))...)
-	cmd := footprintCmd(t, filepath.Join(bin, "butler-localprovider"), append([]string{EtcdCommand}, d.args()...), env, filepath.Join(dir, "etcd.log"))
+	env = append(env, experimentEnv("BUTLER_FOOTPRINT_ETCD_ENV", "BUTLER_FOOTPRINT_SUBJECT_ETCD_ENV", baseline)...)
+	if os.Getenv("BUTLER_FOOTPRINT_PPROF") != "" {
+		env = append(env, "ETCD_ENABLE_PPROF=true")
+	}
+	args := mergeArgs(d.args(), experimentArgs(componentEtcd, baseline))
+	cmd := footprintCmd(t, filepath.Join(bin, "butler-localprovider"), append([]string{EtcdCommand}, args...), env, filepath.Join(dir, "etcd.log"))
 	rc, err := creds.Connect(root)
 	if err != nil {
 		t.Fatal(err)
@@ -314,6 +371,9 @@ type footprintTenant struct {
 	ready  time.Duration
 	port   int
 	client *http.Client
+	// debugPorts are the controller manager's and scheduler's serving ports when they are
+	// profiled (BUTLER_FOOTPRINT_PPROF, the first tenant only), by component.
+	debugPorts map[string]int
 }
 
 func (ft *footprintTenant) stop() {
@@ -373,7 +433,7 @@ func startFootprintTenant(t *testing.T, ctx context.Context, bin, dir string, ds
 	args := planeArgs{Spec: spec, Paths: paths, Address: "127.0.0.1", Port: port, Etcd: etcdConn{
 		URLs: ds.creds.URLs(), Prefix: etcdPrefix(tenant.Prefix), CAFile: filepath.Join(paths.pki(), dataStoreCAFile),
 		CertFile: pki.CertPath(paths.pki(), dataStoreClientStem), KeyFile: pki.KeyPath(paths.pki(), dataStoreClientStem)}}
-	ft := &footprintTenant{port: port}
+	ft := &footprintTenant{port: port, debugPorts: map[string]int{}}
 	cert, err := tls.X509KeyPair(certs.SuperAdmin.CertPEM, certs.SuperAdmin.KeyPEM)
 	if err != nil {
 		t.Fatal(err)
@@ -394,11 +454,15 @@ func startFootprintTenant(t *testing.T, ctx context.Context, bin, dir string, ds
 			// Go's defaults, or the environment of the settings a cut is measured against.
 			spec.Env = strings.Fields(os.Getenv("BUTLER_FOOTPRINT_BASELINE_ENV"))
 		}
-		if extra := os.Getenv("BUTLER_FOOTPRINT_ENV"); extra != "" {
-			spec.Env = append(spec.Env, strings.Fields(extra)...)
-		}
-		if extra := os.Getenv("BUTLER_FOOTPRINT_ARGS_" + strings.ReplaceAll(spec.Component, "-", "_")); extra != "" {
-			spec.Args = mergeArgs(spec.Args, strings.Fields(extra))
+		spec.Env = append(spec.Env, experimentEnv("BUTLER_FOOTPRINT_ENV", "BUTLER_FOOTPRINT_SUBJECT_ENV", baseline)...)
+		spec.Args = mergeArgs(spec.Args, experimentArgs(spec.Component, baseline))
+		if os.Getenv("BUTLER_FOOTPRINT_PPROF") != "" && i == 0 && spec.Component != componentAPIServer {
+			// Served on loopback, its profile to anyone, to be profiled: this tenant's figures are
+			// not quite an unprofiled one's.
+			ft.debugPorts[spec.Component] = freePort(t)
+			spec.Args = mergeArgs(spec.Args, []string{fmt.Sprintf("--secure-port=%d", ft.debugPorts[spec.Component]),
+				"--bind-address=127.0.0.1", "--cert-dir=" + filepath.Join(paths.dir, spec.Component),
+				"--authorization-always-allow-paths=/healthz,/readyz,/livez,/debug/pprof/profile"})
 		}
 		specs = append(specs, spec)
 	}
@@ -471,19 +535,69 @@ func holdAnswering(t *testing.T, tenants []*footprintTenant, window, every time.
 	}
 }
 
-// fetch writes kube-apiserver's /debug/pprof/<path> to file.
-func (ft *footprintTenant) fetch(t *testing.T, path, file string) {
-	client := *ft.client
-	client.Timeout = time.Minute
-	resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d/debug/pprof/%s", ft.port, path))
-	if err != nil {
-		t.Log(err)
-		return
+// experimentArgs are the flags BUTLER_FOOTPRINT_ARGS_<component> adds to a component's command
+// line in every run (kube_apiserver, kube_controller_manager, kube_scheduler, etcd), and
+// BUTLER_FOOTPRINT_SUBJECT_ARGS_<component> in the subject's runs only: a cut of flags measured
+// against main's.
+func experimentArgs(component string, baseline bool) []string {
+	name := strings.ReplaceAll(component, "-", "_")
+	args := strings.Fields(os.Getenv("BUTLER_FOOTPRINT_ARGS_" + name))
+	if !baseline {
+		args = append(args, strings.Fields(os.Getenv("BUTLER_FOOTPRINT_SUBJECT_ARGS_"+name))...)
 	}
-	data, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err := os.WriteFile(file, data, 0o644); err != nil {
-		t.Log(err)
+	return args
+}
+
+// experimentEnv is the environment the variable all names adds in every run, and subject in the
+// subject's runs only.
+func experimentEnv(all, subject string, baseline bool) []string {
+	env := strings.Fields(os.Getenv(all))
+	if !baseline {
+		env = append(env, strings.Fields(os.Getenv(subject))...)
+	}
+	return env
+}
+
+// cpuProfiles writes the CPU profiles over the same seconds of the tenant's kube-apiserver,
+// controller manager and scheduler (served for it) and of the datastore's etcd (ETCD_ENABLE_PPROF)
+// to dir, their names ending in run.
+func (ft *footprintTenant) cpuProfiles(t *testing.T, ds *footprintDS, dir string, seconds int, run string) {
+	path := fmt.Sprintf("/debug/pprof/profile?seconds=%d", seconds)
+	urls := map[string]string{componentAPIServer: fmt.Sprintf("https://127.0.0.1:%d%s", ft.port, path)}
+	for component, port := range ft.debugPorts {
+		urls[component] = fmt.Sprintf("https://127.0.0.1:%d%s", port, path)
+	}
+	root, err := tls.X509KeyPair(ds.creds.Root.CertPEM, ds.creds.Root.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	etcdClient := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true, Certificates: []tls.Certificate{root}}}}
+	done := make(chan struct{})
+	fetch := func(client *http.Client, url, file string) {
+		defer func() { done <- struct{}{} }()
+		c := *client
+		c.Timeout = time.Duration(seconds)*time.Second + time.Minute
+		resp, err := c.Get(url)
+		if err != nil {
+			t.Log(err)
+			return
+		}
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Logf("%s: %s %s", url, resp.Status, data)
+			return
+		}
+		if err := os.WriteFile(file, data, 0o644); err != nil {
+			t.Log(err)
+		}
+	}
+	for component, url := range urls {
+		go fetch(ft.client, url, filepath.Join(dir, "cpu-0-"+component+"-"+run+".pb.gz"))
+	}
+	go fetch(etcdClient, "https://"+ds.creds.Spec.Endpoints[0]+path, filepath.Join(dir, "cpu-etcd-"+run+".pb.gz"))
+	for range len(urls) + 1 {
+		<-done
 	}
 }
 
