@@ -98,8 +98,9 @@ func realNodeCannotBoot(t *testing.T, env *lmEnv, c realNodeFault) {
 		t.Errorf("%s: a Node registered: %v (%v), want %v", c.machine, registered, err, c.registers)
 	}
 	// A failed boot is tried again (0.5 s, doubled up to 30 s): what it leaves stays between
-	// two tries, what a try makes while it runs does not.
-	if ok, left := realNodePoll(30*time.Second, func() (bool, string) {
+	// two tries, what a try makes while it runs does not. A try that imports the node images
+	// takes seconds under load, so the gaps long enough to look in come a minute in.
+	if ok, left := realNodePoll(time.Minute, func() (bool, string) {
 		left := realNodeLeftoversBut(mounts...)
 		return len(left) == 0, strings.Join(left, "\n  ")
 	}); !ok {

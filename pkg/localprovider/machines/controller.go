@@ -72,7 +72,7 @@ type Controller struct {
 
 	machineQueue *controllerkit.Queue
 	clusterQueue *controllerkit.Queue
-	failures     sync.Map // machine key -> consecutive failed joins (int)
+	failures     sync.Map // machine key -> backoff: its consecutive failed joins and the next try's time
 	// joined holds the machines whose join this process finished, until the informer shows
 	// them provisioned: an event in between must not join again.
 	joined sync.Map // machine key -> UID
@@ -453,6 +453,9 @@ func (c *Controller) joinMachine(ctx context.Context, key string, lm *external.L
 		}
 		return c.setMachineCondition(ctx, lm, phase, *waiting)
 	}
+	if wait := c.backingOff(key); wait > 0 {
+		return controllerkit.RequeueAfter(wait)
+	}
 	providerID := info.ProviderID
 	if providerID == "" {
 		providerID = ProviderIDPrefix + lm.Namespace + "/" + lm.Name
@@ -625,21 +628,38 @@ func (c *Controller) followTrust(ctx context.Context, lm *external.LocalMachine,
 	return changed, nil
 }
 
+// backoff is a machine's run of failed joins: how many, and when the next may start.
+type backoff struct {
+	failed int
+	next   time.Time
+}
+
 // retryAfter is the wait before the next join of key: RetryAfter doubled per earlier failure,
 // at most MaxRetryAfter.
 func (c *Controller) retryAfter(key string) time.Duration {
-	n := 0
+	var b backoff
 	if v, ok := c.failures.Load(key); ok {
-		n = v.(int)
+		b = v.(backoff)
 	}
-	c.failures.Store(key, n+1)
 	d := c.opts.RetryAfter
-	for range n {
+	for range b.failed {
 		if d *= 2; d >= c.opts.MaxRetryAfter {
-			return c.opts.MaxRetryAfter
+			d = c.opts.MaxRetryAfter
+			break
 		}
 	}
+	c.failures.Store(key, backoff{failed: b.failed + 1, next: time.Now().Add(d)})
 	return d
+}
+
+// backingOff is how long key's next join still waits. Any event brings a machine back (its own
+// status write, its Machine's, a Secret's), and without this a failing node would boot again at
+// each one, past its backoff, with no pause between tries for what a try left to be seen gone.
+func (c *Controller) backingOff(key string) time.Duration {
+	if v, ok := c.failures.Load(key); ok {
+		return time.Until(v.(backoff).next)
+	}
+	return 0
 }
 
 // bootstrapData reads the machine's bootstrap data: the data Secret its Machine names. The

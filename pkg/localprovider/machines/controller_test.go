@@ -2,6 +2,7 @@ package machines
 
 import (
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -188,5 +189,35 @@ func TestIsPaused(t *testing.T) {
 				t.Errorf("isPaused = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// A failed join is not tried again before its backoff is over, whatever brings the machine back
+// meanwhile (its own status write, its Machine's, a Secret's): before, each event started a new
+// try at once, so a node failing to boot was booted back to back with no pause between tries.
+func TestAJoinWaitsOutItsBackoff(t *testing.T) {
+	c := &Controller{opts: Options{RetryAfter: time.Minute, MaxRetryAfter: 4 * time.Minute}}
+	if wait := c.backingOff("ns/m0"); wait != 0 {
+		t.Fatalf("a machine that never failed waits %s before its join, want 0", wait)
+	}
+	for i, want := range []time.Duration{time.Minute, 2 * time.Minute, 4 * time.Minute, 4 * time.Minute} {
+		if got := c.retryAfter("ns/m0"); got != want {
+			t.Errorf("failure %d: tried again after %s, want %s", i+1, got, want)
+		}
+		if wait := c.backingOff("ns/m0"); wait <= want-time.Second || wait > want {
+			t.Errorf("failure %d: an event right after it finds %s left to wait, want about %s", i+1, wait, want)
+		}
+	}
+	if wait := c.backingOff("ns/m1"); wait != 0 {
+		t.Errorf("another machine waits %s for m0's failures, want 0", wait)
+	}
+	c.failures.Delete("ns/m0") // a join that succeeded
+	if wait := c.backingOff("ns/m0"); wait != 0 {
+		t.Errorf("after a join that succeeded the next waits %s, want 0", wait)
+	}
+	joined := &Controller{opts: c.opts}
+	joined.failures.Store("ns/m0", backoff{failed: 3, next: time.Now().Add(-time.Second)})
+	if wait := joined.backingOff("ns/m0"); wait > 0 {
+		t.Errorf("a backoff that is over still waits %s", wait)
 	}
 }
