@@ -77,6 +77,18 @@ wait_until() {
   done
 }
 
+# service_alias NS NAME DEPLOYMENT...: NAME.NS.svc (and .svc.cluster.local) resolves to the
+# Service's ClusterIP in the Pods of each Deployment (given as namespace/name), which roll: the
+# one-node cluster has no cluster DNS (a management cluster has CoreDNS), so a controller that
+# reaches a Service by name gets a hostAlias instead.
+service_alias() {
+  local ns=$1 name=$2 ip patch d; shift 2
+  ip=$(kc -n "${ns}" get service "${name}" -o jsonpath='{.spec.clusterIP}')
+  patch="{\"spec\":{\"template\":{\"spec\":{\"hostAliases\":[{\"ip\":\"${ip}\",\"hostnames\":[\"${name}.${ns}.svc\",\"${name}.${ns}.svc.cluster.local\"]}]}}}}"
+  for d in "$@"; do kc -n "${d%%/*}" patch deploy "${d#*/}" --type strategic -p "${patch}" >/dev/null; done
+  for d in "$@"; do kc -n "${d%%/*}" rollout status "deploy/${d#*/}" --timeout=3m >/dev/null; done
+}
+
 t0=${SECONDS}
 if [[ "${TEST_GITOPS}" != 0 ]]; then
   # shellcheck source=lib/gitops.sh

@@ -98,15 +98,12 @@ gitops_installed() { [[ "$(kc get managementaddon flux -o jsonpath='{.status.pha
 # TestGitOpsManagement, then deletes the ManagementAddon: Helm's uninstall as the same account
 # removes the controllers (the CRDs, and what Flux applied, stay).
 gitops_stage() {
-  local t0=${SECONDS} ip patch addr
+  local t0=${SECONDS} addr
   : >"${HOST_DIR}/gitops.summary"
   wait_until "the ManagementAddon flux Installed" 300 gitops_installed
   gitops_measure "ManagementAddon flux Installed $((SECONDS - GITOPS_T0)) s after it was applied ($((SECONDS - t0)) s waited here)"
-  ip=$(kc -n flux-system get service source-controller -o jsonpath='{.spec.clusterIP}')
-  patch="{\"spec\":{\"template\":{\"spec\":{\"hostAliases\":[{\"ip\":\"${ip}\",\"hostnames\":[\"source-controller.flux-system.svc.cluster.local\",\"source-controller.flux-system.svc\"]}]}}}}"
   local t3=${SECONDS}
-  kc -n flux-system patch deploy kustomize-controller --type strategic -p "${patch}" >/dev/null
-  kc -n flux-system rollout status deploy/kustomize-controller --timeout=3m >/dev/null
+  service_alias flux-system source-controller flux-system/kustomize-controller
   kc -n flux-system rollout status deploy/source-controller --timeout=3m >/dev/null
   local t4=${SECONDS}
   wait_until "test/gitops built" 600 test -f "${GITOPS_TEST}.rc"

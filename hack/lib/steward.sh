@@ -268,15 +268,10 @@ steward_lb_standin() {
 }
 
 # steward_dns_alias NS NAME: <NAME>.<NS>.svc resolves in Steward's and butler-apiserver's Pods
-# to the Service's ClusterIP (hostAliases; both Deployments roll).
+# (service_alias; both Deployments roll); the roll's seconds go to STEWARD_ALIAS_SECONDS.
 steward_dns_alias() {
-  local ip patch t=${SECONDS}
-  ip=$(kc -n "$1" get service "$2" -o jsonpath='{.spec.clusterIP}')
-  patch="{\"spec\":{\"template\":{\"spec\":{\"hostAliases\":[{\"ip\":\"${ip}\",\"hostnames\":[\"$2.$1.svc\",\"$2.$1.svc.cluster.local\"]}]}}}}"
-  kc -n "${STEWARD_NS}" patch deploy steward --type strategic -p "${patch}" >/dev/null
-  kc -n butler-system patch deploy butler-apiserver --type strategic -p "${patch}" >/dev/null
-  kc -n "${STEWARD_NS}" rollout status deploy/steward --timeout=3m >/dev/null
-  kc -n butler-system rollout status deploy/butler-apiserver --timeout=3m >/dev/null
+  local t=${SECONDS}
+  service_alias "$1" "$2" "${STEWARD_NS}/steward" butler-system/butler-apiserver
   STEWARD_ALIAS_SECONDS=$((SECONDS - t))
 }
 
