@@ -176,19 +176,10 @@ func schedulerArgs(a planeArgs) []string {
 // memory per tenant is mostly each kube-apiserver's connections and watch streams. At 50 its share
 // of an awake tenant was 3 MiB less, and a busy tenant's writes cost it no more CPU
 // (TestTenantFootprint, 3 pairs each).
-//
-// They run Go code on one thread at a time (GOMAXPROCS=1): an idle tenant's CPU is mostly its
-// processes waking, kube-apiserver and the controller manager some 500 times a second each (a
-// ticker every 500 ms for each workqueue's metrics, a watch cache's bookmark timer every second
-// for each resource), and with a second P each wake-up also woke another thread to look for work
-// that was not there. An idle tenant used 3.53 % of a core against 4.36 (0.80, 0.72-0.92; its
-// wake-ups 560 a second against 970), started as fast and held 2 MiB less (TestTenantFootprint,
-// 3 pairs). The price: a busy tenant's Go code runs on one core at a time (system calls still
-// beside it), a fair share on a host of many tenants.
 func tenantEnv(component string) []string {
 	switch component {
 	case componentAPIServer, componentControllerManager, componentScheduler:
-		return []string{"GOGC=25", "GOMAXPROCS=1"}
+		return []string{"GOGC=25"}
 	case componentEtcd:
 		return []string{"GOGC=50"}
 	}

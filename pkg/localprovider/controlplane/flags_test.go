@@ -240,15 +240,13 @@ func TestAPIServerEnforcesPodSecurityBaseline(t *testing.T) {
 }
 
 // Each tenant process the provider starts runs its garbage collector at GOGC=25 (an idle tenant's
-// memory is mostly collector headroom, issue 40) and Go code on one thread at a time (its idle
-// CPU is mostly wake-ups, which a second P made dearer); the datastore's etcd, shared, at GOGC=50
-// with Go's own GOMAXPROCS.
-func TestTenantProcessesCollectAtGOGC25WithOneP(t *testing.T) {
+// memory is mostly collector headroom, issue 40); the datastore's etcd at GOGC=50.
+func TestTenantProcessesCollectAtGOGC25(t *testing.T) {
 	paths := tenantPaths{dir: "/state/0b6c-uid"}
 	for _, component := range []string{componentAPIServer, componentControllerManager, componentScheduler} {
 		spec := (&Controller{}).procSpec(component, kubebuild.Binaries{}, nil, paths)
-		if !slices.Equal(spec.Env, []string{"GOGC=25", "GOMAXPROCS=1"}) {
-			t.Errorf("%s starts with environment %q, want GOGC=25 GOMAXPROCS=1", component, spec.Env)
+		if !slices.Equal(spec.Env, []string{"GOGC=25"}) {
+			t.Errorf("%s starts with environment %q, want GOGC=25", component, spec.Env)
 		}
 	}
 	d := &localDataStore{name: "local", dir: "/state/datastores/local"}
