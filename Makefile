@@ -10,7 +10,7 @@ PORT     ?= 8443
 
 LOCAL_DIR ?= _output/local
 
-.PHONY: help docs verify-docs lint weed test-s3 test-realnode test-realnode-faults kube-versions cluster test-cluster build-steward test-steward images verify-images verify-chart render-deploy fuzz test-faults test-starts bench-start-cost bench-bin bench-report bench-lifecycle bench-local bench-hibernation bench-density bench-snapshot bench-restore bench-ipam all build build-butler kubectl-butler build-kube build-capi run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e bench clean
+.PHONY: help docs verify-docs lint weed test-s3 test-realnode test-realnode-faults kube-versions cluster test-cluster build-steward test-steward images verify-images verify-chart render-deploy fuzz test-faults test-starts bench-start-cost bench-bin bench-report bench-lifecycle bench-local bench-hibernation bench-density bench-snapshot bench-restore bench-ipam all build build-butler kubectl-butler build-kube build-capi build-localplane run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e bench clean
 
 .DEFAULT_GOAL := help
 
@@ -23,10 +23,14 @@ all: build ## same as build
 
 # build: butler-apiserver, and the kube-apiserver, kube-controller-manager, etcd and Cluster API
 # manager of the local plane
-build: build-butler build-kube build-capi ## butler-apiserver and the local plane's kube binaries, etcd and Cluster API manager
+build: build-butler build-localplane build-kube build-capi ## butler-apiserver, the local plane's command and its kube binaries, etcd and Cluster API manager
 
 build-butler: ## butler-apiserver into _output/bin
 	$(GO) build -o $(BIN)/butler-apiserver ./cmd/butler-apiserver
+
+# build-localplane: the command `make run` runs (cmd/butler-localplane; test/localplane builds it too)
+build-localplane: ## the local plane's command (butler-localplane) into _output/bin
+	$(GO) build -o $(BIN)/butler-localplane ./cmd/butler-localplane
 
 # kubectl-butler: the kubectl plugin into $(GOBIN) (or ~/go/bin): `kubectl butler` once it is on PATH
 kubectl-butler: ## install the kubectl plugin (kubectl butler) into GOBIN
@@ -79,10 +83,11 @@ verify-images: ## two image builds of this commit give the same digests (CI)
 
 # run: etcd, kube-apiserver, kube-controller-manager and butler-apiserver behind an APIService;
 # the management cluster's admin kubeconfig is $(LOCAL_DIR)/admin.kubeconfig
-# exec: local-up.sh is then make's own child, the one make passes a SIGTERM to (and waits for),
-# not a shell that dies of it and leaves the plane running.
+# (cmd/butler-localplane; its --help lists the environment it reads). exec: the command is then
+# make's own child, the one make passes a SIGTERM to (and waits for), not a shell that dies of it
+# and leaves the plane running.
 run: build ## the local management plane; admin kubeconfig in _output/local/admin.kubeconfig
-	exec env LOCAL_DIR=$(LOCAL_DIR) hack/local-up.sh
+	exec env LOCAL_DIR=$(LOCAL_DIR) $(BIN)/butler-localplane
 
 # run-standalone: butler-apiserver alone on embedded etcd in $(DATA_DIR), admin kubeconfig at $(DATA_DIR)/admin.kubeconfig
 run-standalone: build-butler ## butler-apiserver alone on embedded etcd in DATA_DIR
@@ -147,7 +152,7 @@ kube-versions: ## build the extra Kubernetes versions the e2e tests' tenants run
 	$(GO) build -o $(BIN)/butler-localprovider ./cmd/butler-localprovider
 	$(BIN)/butler-localprovider build-kube --kube-versions-dir _output/kube-versions $(E2E_KUBE_VERSIONS)
 
-# test-e2e: the standalone binary with kubectl, then the whole management plane (hack/local-up.sh).
+# test-e2e: the standalone binary with kubectl, then the whole management plane (butler-localplane).
 # The parallel tests run BUTLER_E2E_PARALLEL (4) at once, the longest first (test/e2e/order_test.go):
 # -parallel 64 opens Go's own gate, which would start them in no set order.
 test-e2e: build kube-versions ## kubectl end-to-end tests on the standalone server and the local plane

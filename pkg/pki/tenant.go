@@ -316,3 +316,37 @@ func Kubeconfig(cluster, server string, caPEM []byte, user string, kp *KeyPair) 
 	}
 	return clientcmd.Write(cfg)
 }
+
+// EnsureCA returns the CA <stem>.crt/.key in dir, or makes and writes one named commonName: a
+// CA kept across restarts keeps its clients' trust.
+func EnsureCA(dir, stem, commonName string) (*KeyPair, error) {
+	if kp, err := readPair(dir, stem+".crt", stem+".key"); err == nil {
+		return kp, nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, stem+".crt"), err)
+	}
+	ca, err := NewCA(commonName)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	return ca, writePair(dir, stem+".crt", stem+".key", ca)
+}
+
+// EnsureServiceAccountKey returns the service-account key pair in dir (sa.key, sa.pub), or
+// makes and writes one.
+func EnsureServiceAccountKey(dir string) (*ServiceAccountKey, error) {
+	if sa, err := readServiceAccountKey(dir); err == nil {
+		return sa, nil
+	}
+	sa, err := NewServiceAccountKey()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	return sa, writeServiceAccountKey(dir, sa)
+}

@@ -1,5 +1,5 @@
-// Package localplane runs the local management plane (hack/local-up.sh) for tests and finds what
-// a plane left running after it stopped.
+// Package localplane runs the local management plane (cmd/butler-localplane, pkg/localplane) for
+// tests and finds what a plane left running after it stopped.
 package localplane
 
 import (
@@ -16,7 +16,7 @@ import (
 	"time"
 )
 
-// Plane is a running hack/local-up.sh.
+// Plane is a running butler-localplane.
 type Plane struct {
 	Root string // the repository
 	Dir  string // LOCAL_DIR
@@ -29,21 +29,39 @@ type Plane struct {
 	out *buffer
 	// outFile, when set, holds the output instead of out (see StartMake).
 	outFile string
-	done    chan struct{} // closed when local-up.sh has exited, err then its exit error
+	done    chan struct{} // closed when the plane's command has exited, err then its exit error
 	err     error
 }
 
-// Start runs hack/local-up.sh with LOCAL_DIR=dir and the extra environment, and waits until it
-// serves (it writes admin.kubeconfig then) or exits. A plane that exits first is an error with
-// its output.
+// Start runs the plane's command (built first: a stale one would test old code) with
+// LOCAL_DIR=dir and the extra environment, and waits until it serves (it writes admin.kubeconfig
+// then) or exits. A plane that exits first is an error with its output.
 func Start(root, dir string, timeout time.Duration, env ...string) (*Plane, error) {
-	return StartScript(filepath.Join(root, "hack", "local-up.sh"), root, dir, timeout, env...)
+	command, err := Command(root)
+	if err != nil {
+		return &Plane{out: &buffer{}}, err
+	}
+	return StartScript(command, root, dir, timeout, env...)
 }
 
-// StartScript is Start with another local-up script (a baseline: an earlier revision's, placed
-// in root/hack so that it finds the same binaries).
+// Command builds cmd/butler-localplane into root/_output/bin (seconds when cached, built as the
+// Makefile builds it so that the build cache serves it) and returns its path.
+func Command(root string) (string, error) {
+	bin := filepath.Join(root, "_output", "bin", "butler-localplane")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/butler-localplane")
+	build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-trimpath")
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/butler-localplane: %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// StartScript is Start with another plane executable (the command Command built, or a baseline:
+// an earlier revision's hack/local-up.sh, placed in root/hack so that it finds the same
+// binaries), run from root.
 func StartScript(script, root, dir string, timeout time.Duration, env ...string) (*Plane, error) {
 	cmd := exec.Command(script)
+	cmd.Dir = root
 	cmd.Env = append(append(os.Environ(), "LOCAL_DIR="+dir), env...)
 	return start(cmd, root, dir, timeout)
 }
@@ -54,6 +72,9 @@ func StartScript(script, root, dir string, timeout time.Duration, env ...string)
 // own and, when it is signalled, passes the signal to make and then to that group). Stop then
 // signals timeout, else make alone (as a supervisor that knows only its child's pid does).
 func StartMake(root, dir string, timeout time.Duration, underTimeout bool) (*Plane, error) {
+	if _, err := Command(root); err != nil {
+		return &Plane{out: &buffer{}}, err
+	}
 	args := []string{"make", "-C", root, "-o", "build", "run", "LOCAL_DIR=" + dir}
 	if underTimeout {
 		args = append([]string{"timeout", "1h"}, args...)
@@ -67,7 +88,7 @@ func StartMake(root, dir string, timeout time.Duration, underTimeout bool) (*Pla
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// Output to a file, not a pipe: Wait then returns when make has exited, not when the last
-	// holder of a pipe (local-up.sh, if make left it running) has.
+	// holder of a pipe (the plane's command, if make left it running) has.
 	outFile := filepath.Join(dir, "make-run.out")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -104,7 +125,7 @@ func start(cmd *exec.Cmd, root, dir string, timeout time.Duration) (*Plane, erro
 		}
 		select {
 		case <-p.done:
-			return p, fmt.Errorf("local-up.sh exited before the plane was up (%v)", p.err)
+			return p, fmt.Errorf("the plane's command exited before the plane was up (%v)", p.err)
 		case <-time.After(200 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
@@ -121,7 +142,7 @@ func start(cmd *exec.Cmd, root, dir string, timeout time.Duration) (*Plane, erro
 	return p, nil
 }
 
-// Output is what local-up.sh printed so far.
+// Output is what the plane's command printed so far.
 func (p *Plane) Output() string {
 	if p.outFile != "" {
 		out, _ := os.ReadFile(p.outFile)
@@ -130,9 +151,9 @@ func (p *Plane) Output() string {
 	return p.out.String()
 }
 
-// Stop sends SIGTERM to local-up.sh, which stops the processes in order, and waits for it; after
-// 90 s it is killed. It returns local-up's exit error: nil for a stop on SIGTERM, the error of
-// a plane that had exited by itself.
+// Stop sends SIGTERM to the plane's command, which stops the processes in order, and waits for
+// it; after 90 s it is killed. It returns the command's exit error: nil for a stop on SIGTERM,
+// the error of a plane that had exited by itself.
 func (p *Plane) Stop() error {
 	select {
 	case <-p.done:
@@ -142,7 +163,7 @@ func (p *Plane) Stop() error {
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.done:
-		// local-up.sh stops everything, then exits with 128+SIGTERM (make and timeout, which
+		// The command stops everything, then exits with 128+SIGTERM (make and timeout, which
 		// pass that on, may instead end by SIGTERM themselves).
 		var exit *exec.ExitError
 		if errors.As(p.err, &exit) {
@@ -155,7 +176,7 @@ func (p *Plane) Stop() error {
 	case <-time.After(90 * time.Second):
 		_ = p.cmd.Process.Kill()
 		<-p.done
-		return errors.New("local-up.sh did not stop within 90s; killed")
+		return errors.New("the plane's command did not stop within 90s; killed")
 	}
 }
 

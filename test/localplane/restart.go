@@ -14,7 +14,7 @@ import (
 
 // KillForRestart SIGKILLs the plane's process name (its pid in dir/run/<name>.pid) and waits until it is
 // gone. It returns the process's command line and what starts it again with the same command
-// line, environment and log, recording the new pid where hack/local-up.sh stops it by (which
+// line, environment and log, recording the new pid where the plane stops it by (which
 // waits RESTART_GRACE seconds for that). A caller may replace args[0] in between.
 func KillForRestart(t testing.TB, dir, name string) (args []string, startAgain func()) {
 	t.Helper()
@@ -54,7 +54,7 @@ func KillForRestart(t testing.TB, dir, name string) (args []string, startAgain f
 		if err := cmd.Start(); err != nil {
 			t.Fatalf("restarting %s: %v", name, err)
 		}
-		go func() { _ = cmd.Wait() }() // reaped when local-up stops it
+		go func() { _ = cmd.Wait() }() // reaped when the plane stops it
 		if err := os.WriteFile(pidFile, []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -42,7 +42,7 @@ func TestTenantStartCost(t *testing.T) {
 	dir := t.TempDir()
 	sideBin := filepath.Join(dir, "bin")
 	linkBinaries(t, bin, sideBin)
-	p, err := localplane.StartScript(filepath.Join(root(t), "hack", "local-up.sh"), root(t), filepath.Join(dir, "local"), 10*time.Minute,
+	p, err := localplane.Start(root(t), filepath.Join(dir, "local"), 10*time.Minute,
 		"BIN="+sideBin, "RESTART_GRACE=60")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, p.Output())
@@ -125,7 +125,7 @@ func startCost(t *testing.T, p *localplane.Plane, pair int, side, dir string) {
 
 // swapProvider SIGKILLs the plane's butler-localprovider (no tenant is left then), puts binary
 // in its place and starts it again with the same command line, environment and log, recording
-// its pid where hack/local-up.sh stops it by (test/e2e's restart does the same).
+// its pid where the plane stops it by (test/e2e's restart does the same).
 func swapProvider(t *testing.T, p *localplane.Plane, binary string) {
 	args, startAgain := localplane.KillForRestart(t, p.Dir, "butler-localprovider")
 	copyFile(t, binary, args[0]+".new")
@@ -219,7 +219,7 @@ func kubectl(t *testing.T, p *localplane.Plane, stdin string, args ...string) {
 	}
 }
 
-// linkBinaries makes dst a BIN of links to src's binaries but butler-localprovider (local-up.sh
+// linkBinaries makes dst a BIN of links to src's binaries but butler-localprovider (the plane
 // builds each side's own there).
 func linkBinaries(t *testing.T, src, dst string) {
 	entries, err := os.ReadDir(src)

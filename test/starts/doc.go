@@ -1,4 +1,4 @@
-// Package starts checks that the local plane (hack/local-up.sh) and the local provider's tenant
+// Package starts checks that the local plane (cmd/butler-localplane) and the local provider's tenant
 // control planes start every time on a busy machine and leave nothing behind:
 //
 //   - TestPlaneStartFailsCleanly (in make test): a port given in the environment is held by

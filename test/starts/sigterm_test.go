@@ -12,7 +12,7 @@ import (
 // `make run` stopped by SIGTERM, as timeout(1) stops it (make, then make's process group) and
 // as a supervisor that signals only its child's pid stops it: by the time make has exited,
 // every process of the plane is stopped and nothing of make's process group runs on. The
-// plane's processes run in sessions of their own, so only local-up.sh's stop reaches them.
+// plane's processes run in sessions of their own, so only the plane command's stop reaches them.
 func TestMakeRunStopsOnSIGTERM(t *testing.T) {
 	for _, tc := range []struct {
 		name         string
@@ -45,16 +45,17 @@ func TestMakeRunStopsOnSIGTERM(t *testing.T) {
 			if len(inGroup) > 0 {
 				t.Errorf("when make had exited, %d processes of its group ran: %v", len(inGroup), inGroup)
 			}
-			if !strings.Contains(p.Output(), "local-up: stopped") {
-				t.Errorf("local-up did not say it stopped:\n%s", grep(p.Output(), "local-up"))
+			if !strings.Contains(p.Output(), "localplane: stopped") {
+				t.Errorf("the plane did not say it stopped:\n%s", grep(p.Output(), "localplane"))
 			}
 			cleanUp(r, dir, inGroup)
 		})
 	}
 }
 
-// cleanUp stops what a failed stop left: local-up.sh first (it stops its plane), then whatever of
-// the plane still runs a minute later (at once when nothing of the group is left to stop it).
+// cleanUp stops what a failed stop left: the plane's command first (it stops its plane), then
+// whatever of the plane still runs a minute later (at once when nothing of the group is left to
+// stop it).
 func cleanUp(r, dir string, inGroup []localplane.Process) {
 	for _, pr := range inGroup {
 		_ = syscall.Kill(pr.PID, syscall.SIGTERM)

@@ -54,7 +54,7 @@ func TestPlaneStartFailsCleanly(t *testing.T) {
 	t.Logf("failed after %s:\n%s", time.Since(started).Round(100*time.Millisecond), out)
 	for _, want := range []string{"kube-apiserver failed to start", "address already in use", "stopped"} {
 		if !strings.Contains(out, want) {
-			t.Errorf("local-up's output does not say %q", want)
+			t.Errorf("the plane's output does not say %q", want)
 		}
 	}
 	if left := localplane.Leftovers(r, dir); len(left) > 0 {
@@ -63,7 +63,7 @@ func TestPlaneStartFailsCleanly(t *testing.T) {
 	}
 	// etcd had started before kube-apiserver failed: it was stopped, not left.
 	if !strings.Contains(out, "port was given in the environment") {
-		t.Errorf("local-up does not say the port was given in the environment (so not picked again)")
+		t.Errorf("the plane does not say the port was given in the environment (so not picked again)")
 	}
 
 	// The next start in the same LOCAL_DIR, the port free again, starts clean.
@@ -108,9 +108,9 @@ func load(t *testing.T) *connLoad {
 }
 
 // STARTS_N plane starts and stops in a row under the connection load: every start succeeds, and
-// every stop leaves no process. With STARTS_BASELINE=<git revision>, that revision's local-up.sh
-// first runs STARTS_BASELINE_N starts under the same load, for the ratio (its failures are
-// reported, not failed on).
+// every stop leaves no process. With STARTS_BASELINE=<git revision> (one from before
+// cmd/butler-localplane), that revision's hack/local-up.sh first runs STARTS_BASELINE_N starts
+// under the same load, for the ratio (its failures are reported, not failed on).
 func TestPlaneStartsUnderLoad(t *testing.T) {
 	r := root(t)
 	l := load(t)
@@ -129,12 +129,16 @@ func TestPlaneStartsUnderLoad(t *testing.T) {
 			rev, l.held(), failed, envInt("STARTS_BASELINE_N", 10), leftover, median(times)))
 	}
 	n := envInt("STARTS_N", 50)
-	failed, leftover, times := planeStarts(t, filepath.Join(r, "hack", "local-up.sh"), t.TempDir(), n, true)
+	command, err := localplane.Command(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed, leftover, times := planeStarts(t, command, t.TempDir(), n, true)
 	report(t, fmt.Sprintf("plane starts under %d held loopback connections: %d of %d failed, %d processes left after the stops; start median %s (min %s, max %s)",
 		l.held(), failed, n, leftover, median(times), first(times), last(times)))
 }
 
-// planeStarts starts and stops the plane of script n times in dir; strict fails the test on a
+// planeStarts starts and stops the plane of script (a plane executable) n times in dir; strict fails the test on a
 // failed start or a process left.
 func planeStarts(t *testing.T, script, dir string, n int, strict bool) (failed, leftover int, times []time.Duration) {
 	r := root(t)
@@ -147,7 +151,7 @@ func planeStarts(t *testing.T, script, dir string, n int, strict bool) (failed, 
 		p, err := localplane.StartScript(script, r, dir, 10*time.Minute)
 		if err != nil {
 			failed++
-			fail("%s: start %d of %d failed: %v\n%s", filepath.Base(script), i, n, err, grep(p.Output(), "local-up"))
+			fail("%s: start %d of %d failed: %v\n%s", filepath.Base(script), i, n, err, grep(p.Output(), "local"))
 		} else {
 			times = append(times, time.Since(started))
 			if out, err := exec.Command("kubectl", "--kubeconfig", p.Kubeconfig, "get", "tenantclusters", "-A").CombinedOutput(); err != nil {

@@ -194,19 +194,7 @@ func (d *localDataStore) stop() {
 
 // ensureCAFiles reads the CA in dir (ca.crt, ca.key) or makes it.
 func ensureCAFiles(dir, commonName string) (*pki.KeyPair, error) {
-	certPEM, errCert := os.ReadFile(filepath.Join(dir, pki.CACert))
-	keyPEM, errKey := os.ReadFile(filepath.Join(dir, pki.CAKey))
-	if errCert == nil && errKey == nil {
-		return pki.Parse(certPEM, keyPEM)
-	}
-	ca, err := pki.NewCA(commonName)
-	if err != nil {
-		return nil, err
-	}
-	if err := pki.WriteFile(filepath.Join(dir, pki.CAKey), ca.KeyPEM, 0o600); err != nil {
-		return nil, err
-	}
-	return ca, pki.WriteFile(filepath.Join(dir, pki.CACert), ca.CertPEM, 0o644)
+	return pki.EnsureCA(dir, "ca", commonName)
 }
 
 // retryFor calls f every 100ms until it succeeds, ctx ends or timeout passes.

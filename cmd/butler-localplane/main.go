@@ -1,0 +1,86 @@
+// Command butler-localplane runs the local management plane (`make run`, and the tests through
+// test/localplane): etcd, kube-apiserver, kube-controller-manager, the Cluster API manager,
+// butler-apiserver behind an APIService and butler-localprovider, on loopback, with its state in
+// LOCAL_DIR. Run from the repository's root; configured by the environment (--help lists it).
+// SIGINT or SIGTERM stops everything in order; it exits 128 plus the signal's number then, and 1
+// when the plane failed to start or one of its processes stayed gone.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/localplane"
+)
+
+const usage = `Usage: butler-localplane (run from the repository's root)
+
+The local management plane on loopback. Environment (all optional):
+  LOCAL_DIR                     state, certificates, logs, kubeconfigs (default _output/local)
+  ETCD_PORT ETCD_PEER_PORT KUBE_APISERVER_PORT KUBE_CONTROLLER_MANAGER_PORT BUTLER_APISERVER_PORT
+                                loopback ports (default: free ones outside the kernel's ephemeral
+                                range, picked again if another process binds one first; a port
+                                given here is not: its component fails, and the plane stops).
+                                The ports chosen are in LOCAL_DIR/plane.env while the plane runs.
+  BIN                           where the binaries are (default _output/bin; built when missing)
+  BUTLER_APISERVER_ARGS         extra flags for butler-apiserver
+  BUTLER_LOCALPROVIDER_ARGS     extra flags for butler-localprovider
+  BUTLER_APISERVER_REPLICAS     how many butler-apiserver replicas (default 1); the APIService
+                                reaches the first, the others stand by for the controllers' Lease
+  RESTART_GRACE                 seconds a process may be gone (restarted by hand or by a test)
+                                before the plane stops (default 3)
+  TENANT_PORT_RANGE             loopback ports of the tenants' kube-apiservers (default 30000-32000)
+  KUBE_VERSIONS_DIR             where other Kubernetes versions are built (default _output/kube-versions)
+  NODE_IMAGES_DIR               the images real nodes import (default _output/node-images)
+  KUBE_CONTROLLER_MANAGER_QPS   requests/s of each of kube-controller-manager's controllers
+                                (default 300, burst twice that)
+`
+
+func main() {
+	if len(os.Args) > 1 {
+		fmt.Fprint(os.Stderr, usage)
+		if os.Args[1] == "-h" || os.Args[1] == "--help" {
+			os.Exit(0)
+		}
+		os.Exit(2)
+	}
+	logf := func(format string, args ...any) { fmt.Fprintf(os.Stderr, "localplane: "+format+"\n", args...) }
+	root, err := os.Getwd()
+	if err != nil {
+		logf("%v", err)
+		os.Exit(1)
+	}
+	o, err := localplane.FromEnv(root, os.Getenv)
+	if err != nil {
+		logf("%v", err)
+		os.Exit(2)
+	}
+	ctx, signalled := onSignal()
+	err = localplane.Run(ctx, o, logf)
+	if s := signalled.Load(); s != 0 {
+		os.Exit(128 + int(s))
+	}
+	if err != nil {
+		os.Exit(1)
+	}
+}
+
+// onSignal is a context that ends on the first SIGINT or SIGTERM, and that signal's number.
+// Later signals are caught and dropped: a second one must not cut the stop short (timeout
+// signals make and its process group: two SIGTERMs reach this process).
+func onSignal() (context.Context, *atomic.Int32) {
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	var got atomic.Int32
+	go func() {
+		s := <-sigs
+		got.Store(int32(s.(syscall.Signal)))
+		cancel()
+	}()
+	return ctx, &got
+}
