@@ -165,8 +165,12 @@ var replica = regexp.MustCompile(`-[0-9]+$`)
 // kind is a process's name without a replica's suffix.
 func kind(name string) string { return replica.ReplaceAllString(name, "") }
 
-// stop stops name: SIGTERM, then SIGKILL after stopGrace.
+// stop stops name, if this plane launched it (a pid file left by an earlier run may name
+// another process by now): SIGTERM, then SIGKILL after stopGrace.
 func (ps *procs) stop(name string) {
+	if ps.children[name] == nil {
+		return
+	}
 	pid := ps.pid(name)
 	if process.Alive(pid, "") {
 		process.Terminate(pid, stopGrace)
