@@ -171,7 +171,7 @@ cleanup() {
   [[ -n "${stopping}" ]] && return
   stopping=1
   # Clean up as much as can be, whatever fails. A second signal must not cut the stop short
-  # (timeout signals make and its group: two SIGTERMs), as in local-up.sh.
+  # (timeout signals make and its group: two SIGTERMs), as the local plane (pkg/localplane) does.
   set +e
   trap '' INT TERM
   rm -f "${ADMIN_KUBECONFIG}" "${BOOT_KUBECONFIG}" "${CLUSTER_DIR}/cluster.env"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Renders artifacts/deploy from the chart (charts/butler-apiserver), the one source of truth:
 # one file per template, for the platform admin who applies manifests without Helm and for
-# hack/local-up.sh (namespace, RBAC, team ClusterRoles, APIService). The values are a production
+# the local plane of make run (namespace, RBAC, team ClusterRoles, APIService). The values are a production
 # install's (values-production.yaml): namespace butler-system, an external etcd at
 # butler-etcd.butler-system.svc with its client TLS Secret butler-etcd-client, two replicas, the
 # serving certificate from cert-manager (no generated key in git).

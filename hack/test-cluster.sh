@@ -202,7 +202,7 @@ PKI="${CLUSTER_DIR}/pki"
 # shellcheck source=lib/pki.sh
 source "${ROOT}/hack/lib/pki.sh"
 for who in capi-manager butler-localprovider; do
-  # Bound to cluster-admin, as local-up does: local stand-ins for several providers' RBAC.
+  # Bound to cluster-admin, as the local plane does: local stand-ins for several providers' RBAC.
   new_cert "${who}-client" ca "/CN=butler-cluster:${who}" clientAuth
   write_kubeconfig "${HOST_DIR}/${who}.kubeconfig" "${who}-client" "butler-cluster:${who}" "${KUBE_APISERVER_URL}"
   kc create clusterrolebinding "butler-cluster:${who}" --clusterrole cluster-admin --user "butler-cluster:${who}" \

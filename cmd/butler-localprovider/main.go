@@ -1,7 +1,7 @@
 // Command butler-localprovider is the local stand-in for what a real management cluster runs
 // for butler's local provider: capi-steward and Steward (tenant control planes, here as
 // kube-apiserver, kube-controller-manager and kube-scheduler processes on this machine), and
-// the local infrastructure provider's machines. hack/local-up.sh starts it for `make run` and
+// the local infrastructure provider's machines. the local plane (cmd/butler-localplane) starts it for `make run` and
 // the end-to-end tests. Nothing of it runs in production.
 package main
 

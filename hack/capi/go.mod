@@ -1,5 +1,5 @@
 // Module capi builds the Cluster API core manager (and the kubeadm control-plane manager) that the
-// local management plane (hack/local-up.sh) runs. It is a separate module because
+// local management plane (make run: cmd/butler-localplane) runs. It is a separate module because
 // sigs.k8s.io/cluster-api v1.14 keeps its manager's main in a package that pulls
 // controller-runtime and a k8s line of its own; the main module needs only the small api module.
 module github.com/butlerdotdev/butler-apiserver/hack/capi

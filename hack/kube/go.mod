@@ -1,6 +1,6 @@
 // Module kube builds the pinned kube-apiserver, kube-controller-manager and kube-scheduler that
-// the local management plane (hack/local-up.sh), the local provider and the e2e tests run. It
-// is a separate module because k8s.io/kubernetes replaces its staging modules with local paths
+// the local management plane (make run), the local provider and the e2e tests run. It is a
+// separate module because k8s.io/kubernetes replaces its staging modules with local paths
 // and so cannot be required by the main module.
 module github.com/butlerdotdev/butler-apiserver/hack/kube
 

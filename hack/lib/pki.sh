@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# Certificates and kubeconfigs for the planes this machine runs (hack/local-up.sh,
-# hack/cluster-up.sh, hack/test-cluster.sh), made with openssl and kubectl. Sourced; the caller
+# Certificates and kubeconfigs for the planes this machine runs (hack/cluster-up.sh
+# and hack/test-cluster.sh), made with openssl and kubectl. Sourced; the caller
 # sets PKI (the directory of the keys and certificates) and KUBECTL. What exists is kept, so a
 # plane restarted on the same directory keeps its CA and its clients' trust.
 

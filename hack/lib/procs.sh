@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# The processes of a plane this machine runs (hack/local-up.sh, hack/cluster-up.sh): started in
+# The processes of a plane this machine runs (hack/cluster-up.sh, hack/test-cluster.sh): started in
 # their own sessions, watched while the plane waits, stopped in the caller's order. Sourced; the
 # caller defines log and die and sets LOGS (one NAME.log per process) and, optionally, RUN (one
 # NAME.pid per process: a process restarted since, by hand or by a test, records its new pid

@@ -33,7 +33,7 @@ func apiFigures(o options) map[string]figure {
 		"holding the ProviderConfig the clusters name, on both sides; the CRD side's namespaces have a ResourceQuota of as many "+
 		"TenantClusters", o.n, o.namespaces, o.n)
 	cmd := fmt.Sprintf("make bench-report ONLY=P2 BENCH_API_N=%d (P1, P1p, P2 and P2b are measured together, a pair a plane)", o.n)
-	note := "Both sides run on one plane (hack/local-up.sh, butler's workers off), started for the pair and stopped after it; " +
+	note := "Both sides run on one plane (cmd/butler-localplane, butler's workers off), started for the pair and stopped after it; " +
 		"every object of one side has its twin on the other, created from the same JSON."
 	return map[string]figure{
 		"P1": {

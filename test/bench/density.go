@@ -42,7 +42,7 @@ const (
 	densitySettle    = 30 * time.Second
 )
 
-// densityEnv is what the plane of -density needs of hack/local-up.sh: two ports per tenant (the
+// densityEnv is what the plane of -density needs of the local plane: two ports per tenant (the
 // wake-on-request listener's and kube-apiserver's), and every tenant on the one datastore.
 var densityEnv = []string{"TENANT_PORT_RANGE=12000-32000", "BUTLER_LOCALPROVIDER_ARGS=--datastore-max-tenants=0"}
 

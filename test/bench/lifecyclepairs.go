@@ -47,7 +47,7 @@ func p9(n int) figure {
 			"all %d MachineDeployments", lifecycleClients, n),
 		Subject: sideButler, Base: sideFloor, Unit: "s", Better: "lower",
 		Command: fmt.Sprintf("make bench-report ONLY=P9 BENCH_P9_N=%d", n),
-		Notes: []string{"Each side runs on a plane of its own, started for it and stopped after it (hack/local-up.sh; one real local " +
+		Notes: []string{"Each side runs on a plane of its own, started for it and stopped after it (cmd/butler-localplane; one real local " +
 			"tenant made before the clock, whose kubeconfig the Steward stand-in hands to every TenantControlPlane). Deletion is " +
 			"P4, measured on the same planes right after."},
 	}

@@ -68,7 +68,7 @@ func runLocal(ctx context.Context, p *plane, o localOptions, out string) error {
 	}
 
 	var b strings.Builder
-	fmt.Fprintf(&b, "Local provider on the local plane (hack/local-up.sh), %d cores, %s memory. Load average before %s.\n\n",
+	fmt.Fprintf(&b, "Local provider on the local plane (cmd/butler-localplane), %d cores, %s memory. Load average before %s.\n\n",
 		runtime.NumCPU(), mib(memTotal()), loadavg())
 	if o.n > 0 {
 		seq, err := sequential(ctx, butler, rec, p, o)

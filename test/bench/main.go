@@ -1,5 +1,5 @@
 // Command bench measures the aggregated butler.butlerlabs.dev API against Butler's own CRDs,
-// served side by side by one kube-apiserver on the local management plane (hack/local-up.sh):
+// served side by side by one kube-apiserver on the local management plane (cmd/butler-localplane):
 // the CRDs are installed under the group crd.butlerlabs.dev, and the same TenantClusters are
 // created on both sides. It prints a table (each figure for both sides and the ratio
 // aggregated/CRD) and writes it to -out.
@@ -83,7 +83,7 @@ func main() {
 		"if > 0, save CPU profiles of butler-apiserver and kube-apiserver, this many seconds per List kind, into -out")
 	flag.IntVar(&o.protobufN, "protobuf-n", -1,
 		"TenantClusters created on each side in the protobuf P2, and as many more on the aggregated side in JSON in the same phase (-1: n/2); 0 skips P2 and P2b in protobuf")
-	flag.StringVar(&o.root, "root", ".", "the repository (where hack/local-up.sh is)")
+	flag.StringVar(&o.root, "root", ".", "the repository (where cmd/butler-localplane is)")
 	flag.StringVar(&o.crds, "crds", "", "Butler's CRDs (default <root>/test/bench/testdata/butler-crds)")
 	flag.StringVar(&o.out, "out", "", "where the table and profiles go (default <root>/_output/bench)")
 	flag.StringVar(&o.figures, "figures", "", "where each figure's runs are kept, one JSON file a figure, rendered by -report (default <root>/test/bench/figures, committed with docs/performance.md)")

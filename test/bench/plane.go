@@ -23,7 +23,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/test/localplane"
 )
 
-// plane is a management plane from hack/local-up.sh, in a directory of its own.
+// plane is a management plane (cmd/butler-localplane), in a directory of its own.
 type plane struct {
 	dir        string
 	etcdPort   int
@@ -35,7 +35,7 @@ type plane struct {
 	kube, direct *rest.Config
 }
 
-// startPlane runs hack/local-up.sh with LOCAL_DIR=dir (and env) and waits for admin.kubeconfig.
+// startPlane runs the local plane with LOCAL_DIR=dir (and env) and waits for admin.kubeconfig.
 func startPlane(root, dir, butlerArgs string, env ...string) (*plane, error) {
 	up, err := localplane.Start(root, dir, 10*time.Minute, append([]string{"BUTLER_APISERVER_ARGS=" + butlerArgs}, env...)...)
 	if err != nil {
@@ -57,11 +57,11 @@ func startPlane(root, dir, butlerArgs string, env ...string) (*plane, error) {
 	return p, nil
 }
 
-// stop stops the plane (local-up.sh stops its processes in order, and any of the plane's or its
+// stop stops the plane (it stops its processes in order, and any of the plane's or its
 // tenants' that outlived their parent); anything still running after that is killed and said.
 func (p *plane) stop() {
 	if err := p.up.Stop(); err != nil {
-		fmt.Fprintf(os.Stderr, "bench: local-up.sh: %v\n", err)
+		fmt.Fprintf(os.Stderr, "bench: the plane: %v\n", err)
 	}
 	if left := localplane.Leftovers(p.up.Root, p.dir); len(left) > 0 {
 		fmt.Fprintf(os.Stderr, "bench: %d processes outlived the plane; killing them: %v\n", len(left), left)
@@ -91,7 +91,7 @@ func (p *plane) pid(name string) (int, error) {
 	return pids[0], nil
 }
 
-// planeProcesses are the processes hack/local-up.sh starts, and the tenants' datastore the local
+// planeProcesses are the processes the local plane starts, and the tenants' datastore the local
 // provider runs (its etcd subcommand).
 var planeProcesses = []string{"etcd", "kube-apiserver", "kube-controller-manager", "capi-manager", "butler-apiserver", "butler-localprovider",
 	"butler-localprovider etcd"}

@@ -411,13 +411,13 @@ func TestLocalTenantClusterPerOS(t *testing.T) {
 }
 
 // restart SIGKILLs the plane's process name and starts it again with the same command line,
-// environment and log, recording its pid where hack/local-up.sh stops it by.
+// environment and log, recording its pid where the plane stops it by.
 func restart(t *testing.T, name string) {
 	t.Helper()
 	kill(t, name)()
 }
 
-// kill SIGKILLs the plane's process name and returns what starts it again (hack/local-up.sh
+// kill SIGKILLs the plane's process name and returns what starts it again (the plane
 // waits RESTART_GRACE seconds for that).
 func kill(t *testing.T, name string) (startAgain func()) {
 	t.Helper()

@@ -1,4 +1,4 @@
-// Package e2e brings up the local management plane once (hack/local-up.sh: etcd, a real
+// Package e2e brings up the local management plane once (cmd/butler-localplane: etcd, a real
 // kube-apiserver and kube-controller-manager, butler-apiserver behind an APIService) and drives
 // it through the management cluster's endpoint only, with real kubectl and the generated clientset.
 //
@@ -71,7 +71,7 @@ func run(m *testing.M) (code int) {
 	// Nothing of the plane may outlive it: a process left running is a failure of the run.
 	defer func() {
 		if err := up.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "e2e: local-up.sh stopped with %v\n", err)
+			fmt.Fprintf(os.Stderr, "e2e: the plane stopped with %v\n", err)
 		}
 		if left := localplane.Leftovers(root, dir); len(left) > 0 {
 			fmt.Fprintf(os.Stderr, "e2e: FAIL: %d processes of the plane still ran after it stopped (killed now):\n", len(left))

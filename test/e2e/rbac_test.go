@@ -16,7 +16,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 )
 
-// butlerSA is butler-apiserver's identity in the management cluster (local-up's client
+// butlerSA is butler-apiserver's identity in the management cluster (the local plane's client
 // certificate carries the same name as the ServiceAccount of artifacts/deploy).
 const butlerSA = "system:serviceaccount:butler-system:butler-apiserver"
 

@@ -201,7 +201,7 @@ func TestLocalTenantClusterUpgrade(t *testing.T) {
 }
 
 // builtVersion says whether the local provider has the binaries of version already (the e2e
-// plane uses hack/local-up.sh's default KUBE_VERSIONS_DIR unless it is set).
+// plane uses its default KUBE_VERSIONS_DIR unless it is set).
 func builtVersion(version string) bool {
 	dir := os.Getenv("KUBE_VERSIONS_DIR")
 	if dir == "" {
