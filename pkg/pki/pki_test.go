@@ -1,6 +1,7 @@
 package pki
 
 import (
+	"bytes"
 	"crypto"
 	"crypto/tls"
 	"crypto/x509"
@@ -201,5 +202,32 @@ func TestCertHash(t *testing.T) {
 	h := CertHash(ca.Cert)
 	if len(h) != len("sha256:")+64 || h[:7] != "sha256:" {
 		t.Errorf("CertHash = %q", h)
+	}
+}
+
+// EnsureCA makes a CA once and keeps it (its clients' trust); a CA it cannot read is an error,
+// never silently replaced.
+func TestEnsureCAKeepsTheCA(t *testing.T) {
+	dir := t.TempDir()
+	ca, err := EnsureCA(dir, "front-proxy-ca", "test-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := EnsureCA(dir, "front-proxy-ca", "another name")
+	if err != nil || !bytes.Equal(again.CertPEM, ca.CertPEM) || ca.Cert.Subject.CommonName != "test-ca" || !ca.Cert.IsCA {
+		t.Fatalf("the second call: %v (same CA: %v)", err, again != nil && bytes.Equal(again.CertPEM, ca.CertPEM))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "front-proxy-ca.key"), []byte("garbage"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := EnsureCA(dir, "front-proxy-ca", "test-ca"); err == nil {
+		t.Error("an unreadable CA was replaced")
+	}
+	sa, err := EnsureServiceAccountKey(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := EnsureServiceAccountKey(dir); err != nil || !bytes.Equal(again.PrivatePEM, sa.PrivatePEM) {
+		t.Errorf("the service-account key was made again: %v", err)
 	}
 }
