@@ -183,8 +183,8 @@ endef
 # planes at once, under STARTS_CONNECTIONS held loopback connections (docs/development/testing.md);
 # every start must succeed and every stop leave no process. Slow (about 30 min for 50 starts);
 # not part of `make test`. Appends its figures to _output/bench/starts.md. STARTS_BASELINE=<rev>
-# (a revision before cmd/butler-localplane) first runs STARTS_BASELINE_N starts of that revision's
-# hack/local-up.sh under the same load. Then `make run` stopped by SIGTERM as timeout and a supervisor send it (two starts, about 80 s).
+# first runs STARTS_BASELINE_N starts of that revision's plane (its cmd/butler-localplane, or its
+# hack/local-up.sh before that) under the same load. Then `make run` stopped by SIGTERM as timeout and a supervisor send it (two starts, about 80 s).
 STARTS_N           ?= 50
 STARTS_TENANTS     ?= 20
 STARTS_CONNECTIONS ?= 1500

@@ -108,23 +108,15 @@ func load(t *testing.T) *connLoad {
 }
 
 // STARTS_N plane starts and stops in a row under the connection load: every start succeeds, and
-// every stop leaves no process. With STARTS_BASELINE=<git revision> (one from before
-// cmd/butler-localplane), that revision's hack/local-up.sh first runs STARTS_BASELINE_N starts
-// under the same load, for the ratio (its failures are reported, not failed on).
+// every stop leaves no process. With STARTS_BASELINE=<git revision>, that revision's plane first
+// runs STARTS_BASELINE_N starts under the same load, for the ratio (its failures are reported,
+// not failed on).
 func TestPlaneStartsUnderLoad(t *testing.T) {
 	r := root(t)
 	l := load(t)
 	if rev := os.Getenv("STARTS_BASELINE"); rev != "" {
-		script := filepath.Join(r, "hack", ".local-up-baseline.sh")
-		data, err := exec.Command("git", "-C", r, "show", rev+":hack/local-up.sh").Output()
-		if err != nil {
-			t.Fatalf("git show %s:hack/local-up.sh: %v", rev, err)
-		}
-		if err := os.WriteFile(script, data, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		defer os.Remove(script)
-		failed, leftover, times := planeStarts(t, script, t.TempDir(), envInt("STARTS_BASELINE_N", 10), false)
+		baseline := baselinePlane(t, r, rev)
+		failed, leftover, times := planeStarts(t, baseline, t.TempDir(), envInt("STARTS_BASELINE_N", 10), false)
 		report(t, fmt.Sprintf("baseline %s: plane starts under %d held loopback connections: %d of %d failed, %d processes left after the stops; start median %s",
 			rev, l.held(), failed, envInt("STARTS_BASELINE_N", 10), leftover, median(times)))
 	}
@@ -136,6 +128,32 @@ func TestPlaneStartsUnderLoad(t *testing.T) {
 	failed, leftover, times := planeStarts(t, command, t.TempDir(), n, true)
 	report(t, fmt.Sprintf("plane starts under %d held loopback connections: %d of %d failed, %d processes left after the stops; start median %s (min %s, max %s)",
 		l.held(), failed, n, leftover, median(times), first(times), last(times)))
+}
+
+// baselinePlane is revision rev's plane executable, run from this tree (so that it finds the same
+// binaries and manifests): its cmd/butler-localplane built, or, in a revision from before it, its
+// hack/local-up.sh placed in this tree's hack/.
+func baselinePlane(t *testing.T, r, rev string) string {
+	script := filepath.Join(r, "hack", ".local-up-baseline.sh")
+	if data, err := exec.Command("git", "-C", r, "show", rev+":hack/local-up.sh").Output(); err == nil {
+		if err := os.WriteFile(script, data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Remove(script) })
+		return script
+	}
+	src := t.TempDir()
+	archive := exec.Command("sh", "-c", `git -C "$0" archive "$1" | tar -x -C "$2"`, r, rev, src)
+	if out, err := archive.CombinedOutput(); err != nil {
+		t.Fatalf("git archive %s: %v\n%s", rev, err, out)
+	}
+	exe := filepath.Join(t.TempDir(), "butler-localplane")
+	build := exec.Command("go", "build", "-o", exe, "./cmd/butler-localplane")
+	build.Dir, build.Env = src, append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-trimpath")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building %s's cmd/butler-localplane: %v\n%s", rev, err, out)
+	}
+	return exe
 }
 
 // planeStarts starts and stops the plane of script (a plane executable) n times in dir; strict fails the test on a
