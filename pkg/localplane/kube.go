@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -125,6 +126,37 @@ func (k *kube) applyFiles(ctx context.Context, files ...string) ([]*unstructured
 		return nil, err
 	}
 	return objs, k.apply(ctx, objs)
+}
+
+// lastApplied gives each object the annotation a client-side `kubectl apply` would have left:
+// an admin (or a test) applying the same manifests with kubectl later then patches them without
+// kubectl's warning that the annotation is missing.
+func lastApplied(objs []*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
+	for _, obj := range objs {
+		data, err := json.Marshal(obj.Object)
+		if err != nil {
+			return nil, err
+		}
+		annotations := obj.GetAnnotations()
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[corev1.LastAppliedConfigAnnotation] = string(data) + "\n"
+		obj.SetAnnotations(annotations)
+	}
+	return objs, nil
+}
+
+// applyDeclared applies the objects of the files as `kubectl apply` would (lastApplied).
+func (k *kube) applyDeclared(ctx context.Context, files ...string) error {
+	objs, err := readManifests(files...)
+	if err != nil {
+		return err
+	}
+	if objs, err = lastApplied(objs); err != nil {
+		return err
+	}
+	return k.apply(ctx, objs)
 }
 
 // established says every CRD of objs is Established.

@@ -2,6 +2,7 @@ package localplane
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/localports"
@@ -238,4 +240,29 @@ func TestCertificatesKeptAndKubeconfig(t *testing.T) {
 	if !bytes.Equal(cfg.CAData, ca.CertPEM) || kp.Cert.CheckSignatureFrom(ca.Cert) != nil || kp.Cert.Subject.Organization[0] != "system:masters" {
 		t.Errorf("the kubeconfig does not trust the CA or present the admin's certificate: %s", kp.Cert.Subject)
 	}
+}
+
+// The deploy manifests carry what kubectl apply leaves, so that a later kubectl apply of the
+// same files does not warn (test/e2e's chart test fails on any warning).
+func TestLastAppliedIsTheObjectAsRead(t *testing.T) {
+	objs, err := readManifests(writeTemp(t, "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: a, namespace: ns, annotations: {team: blue}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := json.Marshal(objs[0].Object)
+	if objs, err = lastApplied(objs); err != nil {
+		t.Fatal(err)
+	}
+	got := objs[0].GetAnnotations()
+	if got[corev1.LastAppliedConfigAnnotation] != string(want)+"\n" || got["team"] != "blue" {
+		t.Errorf("annotations %v, want team and the object as read: %s", got, want)
+	}
+}
+
+func writeTemp(t *testing.T, data string) string {
+	file := filepath.Join(t.TempDir(), "m.yaml")
+	if err := os.WriteFile(file, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
 }

@@ -250,10 +250,7 @@ func (pl *plane) startCAPIManager(ctx context.Context) error {
 // ports (or was moved to free ones) points the APIService at the first replica.
 func (pl *plane) startButlerAPIServers(ctx context.Context) error {
 	deploy := func(name string) string { return filepath.Join(pl.o.Root, "artifacts", "deploy", name) }
-	if _, err := pl.kube.applyFiles(ctx, deploy("namespace.yaml")); err != nil {
-		return err
-	}
-	if _, err := pl.kube.applyFiles(ctx, deploy("rbac.yaml"), deploy("clusterroles.yaml"),
+	if err := pl.kube.applyDeclared(ctx, deploy("namespace.yaml"), deploy("rbac.yaml"), deploy("clusterroles.yaml"),
 		filepath.Join(pl.o.Root, "artifacts", "local", "service-externalname.yaml"), deploy("apiservice.yaml")); err != nil {
 		return err
 	}
