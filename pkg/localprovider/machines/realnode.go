@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/realnode"
 )
 
 // Node types of a LocalMachine (spec.nodeType): kwok (the default) registers a Node the
@@ -276,7 +278,7 @@ func (r *RealNodes) startContainerd(ctx context.Context, key string, n *realNode
 		}
 	}
 	files := map[string]string{
-		l.containerdConfig():                             containerdConfig(l, !canLowerOOMScore()),
+		l.containerdConfig():                             containerdConfig(l, !realnode.CanLowerOOMScore()),
 		filepath.Join(l.containerdDir(), "cni.template"): renderCNITemplate(l),
 	}
 	for path, content := range files {
@@ -292,12 +294,7 @@ func (r *RealNodes) startContainerd(ctx context.Context, key string, n *realNode
 	}); err != nil {
 		return fmt.Errorf("containerd did not answer: %s", lastLine(l.log("containerd")))
 	}
-	for _, archive := range r.opts.Images {
-		if err := run(ctx, "ctr", "--address", l.containerdSock(), "-n", "k8s.io", "images", "import", archive); err != nil {
-			return fmt.Errorf("importing %s: %w", archive, err)
-		}
-	}
-	return nil
+	return realnode.ImportImages(ctx, l.containerdSock(), r.opts.Images)
 }
 
 func (r *RealNodes) startKubelet(ctx context.Context, key string, n *realNode, spec BootSpec) error {
@@ -305,7 +302,7 @@ func (r *RealNodes) startKubelet(ctx context.Context, key string, n *realNode, s
 	if err := checkPorts(ctx, l, "the kubelet", kubeletAddresses(n.ip.String())); err != nil {
 		return err
 	}
-	if err := createCgroup(l.cgroupRoot()); err != nil {
+	if err := realnode.CreateCgroup(l.cgroupRoot()); err != nil {
 		return fmt.Errorf("the node's cgroup: %w", err)
 	}
 	config := kubeletConfig(l, n.ip.String(), filepath.Join(spec.MachineDir, caFile), spec.ProviderID, spec.ClusterDNS, spec.ClusterDomain)
@@ -615,20 +612,6 @@ func (p *nodeProc) terminate(grace time.Duration) {
 		_ = p.cmd.Process.Kill()
 		<-p.done
 	}
-}
-
-// canLowerOOMScore says whether this process may lower its oom_score_adj (CAP_SYS_RESOURCE),
-// which the kubelet asks of containerd for Pod sandboxes.
-func canLowerOOMScore() bool {
-	data, err := os.ReadFile("/proc/self/oom_score_adj")
-	if err != nil {
-		return false
-	}
-	if os.WriteFile("/proc/self/oom_score_adj", []byte("-1"), 0) != nil {
-		return false
-	}
-	_ = os.WriteFile("/proc/self/oom_score_adj", data, 0)
-	return true
 }
 
 func waitFor(ctx context.Context, timeout time.Duration, cond func() bool) error {

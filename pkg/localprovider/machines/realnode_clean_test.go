@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/process"
 )
 
 // kubeletWrites are the places a real node's kubelet and containerd write (keys among them), as
@@ -158,18 +160,18 @@ func TestRealNodeCleanKillsWhatAKilledProviderLeft(t *testing.T) {
 	}
 	time.Sleep(100 * time.Millisecond) // bash has exec'd
 	for name, cmd := range left {
-		if !alive(cmd.Process.Pid) {
+		if !process.Alive(cmd.Process.Pid, "") {
 			t.Fatalf("the stand-in for the node's %s did not start", name)
 		}
 	}
 	r.Stop(context.Background(), key, machineDir)
 	for name, cmd := range left {
-		if alive(cmd.Process.Pid) {
+		if process.Alive(cmd.Process.Pid, "") {
 			t.Errorf("the deleted node's %s (pid %d) still runs", name, cmd.Process.Pid)
 		}
 	}
 	for name, cmd := range kept {
-		if !alive(cmd.Process.Pid) {
+		if !process.Alive(cmd.Process.Pid, "") {
 			t.Errorf("%s (pid %d) was killed with the node", name, cmd.Process.Pid)
 		}
 	}

@@ -4,11 +4,12 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/realnode"
 )
 
-// The sandbox image every real node's containerd uses: the pause image hack/build-node-images.sh
-// builds from source under this name (as hack/cluster-up.sh's node).
-const PauseImage = "registry.k8s.io/pause:3.10"
+// PauseImage is the sandbox image every real node's containerd uses.
+const PauseImage = realnode.PauseImage
 
 // nodeLayout is where one real node keeps its files. State goes under dir (the machine's state
 // directory); sockets go under run, a short path, because a unix socket's path has at most 107
@@ -38,36 +39,16 @@ func (l nodeLayout) log(name string) string   { return filepath.Join(l.dir, name
 // shared and none removed).
 func (l nodeLayout) kubeletCertDir() string { return filepath.Join(l.kubeletDir(), "pki") }
 
-// containerdConfig is a node's containerd 1.6 configuration: its own root, state and socket,
-// and CRI's CNI configuration rendered from a template once the kubelet hands it the Node's
-// pod CIDR (the kube-controller-manager allocates one per Node). The bridge in the template is
-// inside the node's network namespace, where containerd runs.
+// containerdConfig is a node's containerd configuration: CRI's CNI configuration is rendered
+// from a template once the kubelet hands it the Node's pod CIDR (the kube-controller-manager
+// allocates one per Node). The bridge in the template is inside the node's network namespace,
+// where containerd runs.
 func containerdConfig(l nodeLayout, restrictOOMScoreAdj bool) string {
-	return fmt.Sprintf(`version = 2
-root = %[1]q
-state = %[2]q
-[grpc]
-  address = %[3]q
-[ttrpc]
-  address = %[4]q
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = %[5]q
-  # Without CAP_SYS_RESOURCE no process may lower its oom_score_adj, which the kubelet asks
-  # for Pod sandboxes: keep them at containerd's own then.
-  restrict_oom_score_adj = %[6]t
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
-    conf_dir = %[7]q
-    conf_template = %[8]q
-  [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "overlayfs"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-        SystemdCgroup = false
-`, filepath.Join(l.containerdDir(), "root"), filepath.Join(l.containerdDir(), "state"),
-		l.containerdSock(), l.containerdSock()+".ttrpc", PauseImage, restrictOOMScoreAdj,
-		l.cniDir(), filepath.Join(l.containerdDir(), "cni.template"))
+	return realnode.Containerd{
+		Root: filepath.Join(l.containerdDir(), "root"), State: filepath.Join(l.containerdDir(), "state"),
+		Socket: l.containerdSock(), CNIConfDir: l.cniDir(), CNITemplate: filepath.Join(l.containerdDir(), "cni.template"),
+		RestrictOOMScoreAdj: restrictOOMScoreAdj,
+	}.Config()
 }
 
 // cniTemplate is the node's CNI configuration (containerd's conf_template): a bridge of its own

@@ -17,16 +17,14 @@ import (
 
 	"golang.org/x/sys/unix"
 	"k8s.io/klog/v2"
+
+	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/realnode"
 )
 
 // run runs a command of the host's tools (ip, nsenter, ctr) and returns its error with its
 // output.
 func run(ctx context.Context, name string, args ...string) error {
-	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
-	}
-	return nil
+	return realnode.Run(ctx, name, args...)
 }
 
 // inNode runs a command in the node's network namespace.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/realnode"
 )
 
 func TestBridgeLeases(t *testing.T) {
@@ -113,7 +114,7 @@ func TestLoopbackEndpointsAndMounts(t *testing.T) {
 			t.Errorf("isLoopbackEndpoint(%q) = %v", ep, got)
 		}
 	}
-	if got := unescapeMount(`/a\040b/c`); got != "/a b/c" {
+	if got := realnode.UnescapeMount(`/a\040b/c`); got != "/a b/c" {
 		t.Errorf("unescapeMount: %q", got)
 	}
 }

@@ -6,6 +6,8 @@
 package process
 
 import (
+	"bufio"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -15,6 +17,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -334,4 +337,39 @@ func writePidRecord(name string, rec PidRecord) error {
 func commandName(pid int) string {
 	comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
 	return strings.TrimSpace(string(comm))
+}
+
+var (
+	bindFailure = regexp.MustCompile(`address already in use`)
+	anyFailure  = regexp.MustCompile(`(?i)error|fatal|panic|failed`)
+)
+
+// FailureLine is the line of a process's log that says why it failed: the last bind failure,
+// else the last error, else the last line; at most 400 characters.
+func FailureLine(logFile string) string {
+	f, err := os.Open(logFile)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	var bind, failed, last string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case bindFailure.MatchString(line):
+			bind = line
+		case anyFailure.MatchString(line):
+			failed = line
+		}
+		if strings.TrimSpace(line) != "" {
+			last = line
+		}
+	}
+	line := cmp.Or(bind, failed, last)
+	if len(line) > 400 {
+		line = line[:400]
+	}
+	return line
 }

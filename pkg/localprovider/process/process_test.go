@@ -207,3 +207,24 @@ func TestStopKillsAfterTheGrace(t *testing.T) {
 		t.Error("the process that ignored SIGTERM runs after its grace")
 	}
 }
+
+func TestFailureLine(t *testing.T) {
+	dir := t.TempDir()
+	for content, want := range map[string]string{
+		"starting\nE0101 failed to dial\nlisten tcp 127.0.0.1:1: bind: address already in use\nexiting\n": "listen tcp 127.0.0.1:1: bind: address already in use",
+		"starting\nError: no such flag\nusage\n\n":                                                        "Error: no such flag",
+		"starting\nstopped\n\n": "stopped",
+		"":                      "",
+	} {
+		f := filepath.Join(dir, "p.log")
+		if err := os.WriteFile(f, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := FailureLine(f); got != want {
+			t.Errorf("%q: got %q, want %q", content, got, want)
+		}
+	}
+	if got := FailureLine(filepath.Join(dir, "none.log")); got != "" {
+		t.Errorf("no log: %q", got)
+	}
+}
