@@ -10,7 +10,7 @@ PORT     ?= 8443
 
 LOCAL_DIR ?= _output/local
 
-.PHONY: help docs verify-docs lint weed test-s3 test-realnode test-realnode-faults kube-versions cluster test-cluster build-steward test-steward images verify-images verify-chart render-deploy fuzz test-faults test-starts bench-start-cost bench-bin bench-report bench-lifecycle bench-local bench-hibernation bench-density bench-snapshot bench-restore bench-ipam all build build-butler kubectl-butler build-kube build-capi build-localplane run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e bench clean
+.PHONY: help docs verify-docs lint weed test-s3 test-realnode test-realnode-faults kube-versions cluster build-cluster test-cluster build-steward test-steward images verify-images verify-chart render-deploy fuzz test-faults test-starts bench-start-cost bench-bin bench-report bench-lifecycle bench-local bench-hibernation bench-density bench-snapshot bench-restore bench-ipam all build build-butler kubectl-butler build-kube build-capi build-localplane run run-standalone test verify verify-gofmt vet verify-codegen update-codegen test-unit test-integration test-e2e bench clean
 
 .DEFAULT_GOAL := help
 
@@ -49,10 +49,15 @@ images: ## butler-apiserver's reproducible OCI image into _output/images
 
 # cluster: a one-node Kubernetes cluster on this machine (root; Debian's containerd, runc and CNI
 # plugins; kubelet and kube-proxy built like kube-apiserver), images from make images imported;
-# Ctrl-C stops it and cleans up (hack/cluster-up.sh)
-cluster: ## a one-node Kubernetes cluster on this machine (root); Ctrl-C stops it
+# Ctrl-C or SIGTERM stops it and cleans up (cmd/butler-cluster; its --help lists the environment
+# it reads). exec: the command is then make's own child, the one make passes a SIGTERM to.
+cluster: build-cluster ## a one-node Kubernetes cluster on this machine (root); Ctrl-C stops it
 	hack/install-cluster-deps.sh
-	hack/cluster-up.sh
+	exec $(BIN)/butler-cluster
+
+# build-cluster: the command `make cluster` runs (hack/test-cluster.sh builds it too)
+build-cluster: ## the one-node cluster's command (butler-cluster) into _output/bin
+	$(GO) build -o $(BIN)/butler-cluster ./cmd/butler-cluster
 
 # test-cluster: the chart installed into that cluster (hack/test-cluster.sh): APIService Available,
 # the examples applied, a local TenantCluster Ready with its nodes listed, the workers' Lease

@@ -18,7 +18,7 @@ ldflags="-s -w -X k8s.io/component-base/version.gitVersion=${KUBE_VERSION}"
 ldflags+=" -X k8s.io/component-base/version.gitMajor=${major} -X k8s.io/component-base/version.gitMinor=${minor}"
 ldflags+=" -X k8s.io/component-base/version.gitTreeState=clean"
 
-# Arguments name other commands of k8s.io/kubernetes/cmd to build instead (hack/cluster-up.sh:
+# Arguments name other commands of k8s.io/kubernetes/cmd to build instead (cmd/butler-cluster:
 # kubelet kube-proxy).
 packages=(k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
   k8s.io/kubernetes/cmd/kube-scheduler)

@@ -2,7 +2,7 @@
 # Builds the images a node this machine runs needs, from source, as OCI archives in
 # NODE_IMAGES_DIR (default _output/node-images): pause.oci.tar, the Pod sandbox image
 # registry.k8s.io/pause:3.10 (hack/dist/cmd/pause), which both the one-node cluster
-# (hack/cluster-up.sh) and the local provider's real nodes import into their containerd; and
+# (cmd/butler-cluster) and the local provider's real nodes import into their containerd; and
 # echo.oci.tar, the project's HTTP echo test image localhost/butler-echo:v1 (hack/dist/cmd/echo),
 # which tests run on real nodes; and coredns.oci.tar, the tenants' cluster DNS
 # localhost/butler-coredns:v1.15.0, CoreDNS built from its module on the module proxy with the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the one-node cluster (hack/cluster-up.sh, make cluster, make
+# Installs the Debian packages the one-node cluster (cmd/butler-cluster, make cluster, make
 # test-cluster) runs on, with apt-get, only those missing: nothing is downloaded on a machine
 # that has them all, so it runs before every make cluster. Needs root (as the cluster does).
 #   containerd, runc                  the container runtime (Debian's containerd 1.6)

@@ -2,7 +2,7 @@
 # make test-cluster: the install path end to end on this machine, checked through the one-node
 # cluster's kube-apiserver:
 #   1. two images of the same code, the second relinked with another version string; the
-#      one-node cluster (hack/cluster-up.sh) with both imported;
+#      one-node cluster (cmd/butler-cluster) with both imported;
 #   2. the Cluster API manager and butler-localprovider as host processes against the cluster's
 #      kube-apiserver (the local provider runs tenant control planes as processes on this host;
 #      its tenants' kube-apiservers listen on the cluster's bridge address, which the Pods reach);
@@ -127,13 +127,14 @@ if [[ "${TEST_GITOPS}" != 0 ]]; then
   images+=" ${ROOT}/_output/node-images/flux-source-controller.oci.tar ${ROOT}/_output/node-images/flux-kustomize-controller.oci.tar"
   measure "Flux's images built or found up to date in $((SECONDS - t_flux)) s"
 fi
-IMAGES="${images}" CLUSTER_DIR="${CLUSTER_DIR}" setsid "${ROOT}/hack/cluster-up.sh" >"${LOGS}/cluster-up.log" 2>&1 &
+(cd "${ROOT}" && CGO_ENABLED=0 GOFLAGS=-trimpath go build -o "${BIN}/butler-cluster" ./cmd/butler-cluster)
+(cd "${ROOT}" && IMAGES="${images}" CLUSTER_DIR="${CLUSTER_DIR}" BIN="${BIN}" exec setsid "${BIN}/butler-cluster") >"${LOGS}/cluster.log" 2>&1 &
 cluster_pid=$!
 
 declare -A pids=()
 loop_pid=""
 watch_pid=""
-# host_processes: pids of processes (other than cluster-up's own) started from BIN or
+# host_processes: pids of processes (other than the cluster's own) started from BIN or
 # KUBE_VERSIONS_DIR whose command line names HOST_DIR: the local provider, the Cluster API
 # manager and the tenants' processes; and the GitOps stage's test binary.
 host_processes() {
@@ -185,7 +186,7 @@ trap 'trap "" INT TERM; exit 130' INT
 trap 'trap "" INT TERM; exit 143' TERM
 
 until [[ -f "${CLUSTER_DIR}/admin.kubeconfig" ]]; do
-  kill -0 "${cluster_pid}" 2>/dev/null || { tail -20 "${LOGS}/cluster-up.log" >&2; die "cluster-up exited"; }
+  kill -0 "${cluster_pid}" 2>/dev/null || { tail -20 "${LOGS}/cluster.log" >&2; die "butler-cluster exited"; }
   ((SECONDS - t1 < 900)) || die "the cluster was not up in 900 s"
   sleep 1
 done

@@ -1,8 +1,8 @@
 # shellcheck shell=bash
-# Certificates and kubeconfigs for the planes this machine runs (hack/cluster-up.sh
-# and hack/test-cluster.sh), made with openssl and kubectl. Sourced; the caller
-# sets PKI (the directory of the keys and certificates) and KUBECTL. What exists is kept, so a
-# plane restarted on the same directory keeps its CA and its clients' trust.
+# Certificates and kubeconfigs for hack/test-cluster.sh's host processes, signed by the one-node
+# cluster's CA, made with openssl and kubectl. Sourced; the caller sets PKI (the directory of the
+# keys and certificates) and KUBECTL. What exists is kept, so a run on the same directory keeps
+# its clients' trust.
 
 # new_ca NAME CN: a self-signed CA, NAME.crt and NAME.key.
 new_ca() {

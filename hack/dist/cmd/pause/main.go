@@ -1,4 +1,4 @@
-// Command pause is the one-node cluster's Pod sandbox process (hack/cluster-up.sh), built here
+// Command pause is the one-node cluster's Pod sandbox process (cmd/butler-cluster), built here
 // because no image can be pulled: like Kubernetes' own pause, it holds the Pod's namespaces,
 // reaps the zombies it inherits as PID 1, and exits on SIGINT or SIGTERM.
 package main
