@@ -127,39 +127,12 @@ func (o Options) cniConfig() string {
 `, cniNetwork, bridge, o.PodCIDR.String(), o.nodeIP().String())
 }
 
-// kubeletConfig is the node's KubeletConfiguration (failCgroupV1: kubelets from 1.35 refuse a
-// cgroup v1 host, as this machine is, unless told). Its Pods run under a cgroup of their own
-// (kubeletCgrp), which the cluster removes when it stops. A shared development machine: no
-// evictions or image garbage collection for disk use ("0%" turns a signal off; a 1% threshold
-// still tainted the node on a 250 GB disk with under 2.5 GB free, which a fresh machine's empty
-// Go caches can reach, and left the chart's Pods Pending with no node).
+// kubeletConfig is the node's KubeletConfiguration: its Pods under kubeletCgrp, which the
+// cluster removes when it stops, and a serving certificate of the cluster's CA.
 func (o Options) kubeletConfig(p ports) string {
-	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-failCgroupV1: false
-cgroupDriver: cgroupfs
-cgroupRoot: %[1]s
-containerRuntimeEndpoint: unix://%[2]s
-address: %[3]s
-port: %[4]d
-readOnlyPort: 0
-healthzBindAddress: 127.0.0.1
-healthzPort: %[5]d
-tlsCertFile: %[6]s
-tlsPrivateKeyFile: %[7]s
-authentication:
-  anonymous: {enabled: false}
-  webhook: {enabled: true}
-  x509: {clientCAFile: %[8]s}
-authorization:
-  mode: Webhook
-failSwapOn: false
-evictionHard: {memory.available: "100Mi", nodefs.available: "0%%", imagefs.available: "0%%", nodefs.inodesFree: "0%%", imagefs.inodesFree: "0%%"}
-imageGCHighThresholdPercent: 100
-imageGCLowThresholdPercent: 99
-resolvConf: /etc/resolv.conf
-podLogsDir: %[9]s
-maxPods: 30
-`, kubeletCgrp, o.containerdSock(), o.nodeIP(), p.kubelet, p.kubeletHealthz,
-		o.path("pki", "kubelet-serving.crt"), o.path("pki", "kubelet-serving.key"), o.path("pki", "ca.crt"), o.podLogsDir())
+	return realnode.Kubelet{
+		CgroupRoot: kubeletCgrp, ContainerdSocket: o.containerdSock(), Address: o.nodeIP().String(),
+		Port: p.kubelet, HealthzPort: p.kubeletHealthz, ClientCAFile: o.path("pki", "ca.crt"), PodLogsDir: o.podLogsDir(),
+		Extra: fmt.Sprintf("tlsCertFile: %s\ntlsPrivateKeyFile: %s\n", o.path("pki", "kubelet-serving.crt"), o.path("pki", "kubelet-serving.key")),
+	}.Config()
 }

@@ -1,6 +1,7 @@
 package machines
 
 import (
+	"cmp"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -77,42 +78,14 @@ func renderCNITemplate(l nodeLayout) string {
 // kubeletConfig is the node's KubeletConfiguration. It listens on the node's own address (the
 // tenant's kube-apiserver reaches it there for logs, exec and port-forward with its kubelet
 // client certificate, which the tenant CA signed) with a serving certificate it asks for through
-// a CSR (serverTLSBootstrap: the provider approves it, the tenant CA signs it), runs its pods
-// under a cgroup of its own, and evicts nothing for disk on a shared development machine.
+// a CSR (serverTLSBootstrap: the provider approves it, the tenant CA signs it).
 func kubeletConfig(l nodeLayout, nodeIP, caFile, providerID string, clusterDNS []string, clusterDomain string) string {
-	dns := ""
+	extra := fmt.Sprintf("providerID: %q\nserverTLSBootstrap: true\nclusterDomain: %s\n", providerID, cmp.Or(clusterDomain, "cluster.local"))
 	if len(clusterDNS) > 0 {
-		dns = "clusterDNS: [" + strings.Join(clusterDNS, ", ") + "]\n"
+		extra += "clusterDNS: [" + strings.Join(clusterDNS, ", ") + "]\n"
 	}
-	if clusterDomain == "" {
-		clusterDomain = "cluster.local"
-	}
-	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-failCgroupV1: false
-cgroupDriver: cgroupfs
-cgroupRoot: %[1]s
-containerRuntimeEndpoint: unix://%[2]s
-address: %[3]s
-port: %[9]d
-readOnlyPort: 0
-healthzBindAddress: 127.0.0.1
-healthzPort: %[10]d
-providerID: %[4]q
-authentication:
-  anonymous: {enabled: false}
-  webhook: {enabled: true}
-  x509: {clientCAFile: %[5]s}
-authorization:
-  mode: Webhook
-serverTLSBootstrap: true
-failSwapOn: false
-evictionHard: {memory.available: "100Mi", nodefs.available: "0%%", imagefs.available: "0%%", nodefs.inodesFree: "0%%", imagefs.inodesFree: "0%%"}
-imageGCHighThresholdPercent: 100
-imageGCLowThresholdPercent: 99
-resolvConf: /etc/resolv.conf
-podLogsDir: %[6]s
-maxPods: 30
-clusterDomain: %[7]s
-%[8]s`, l.cgroupRoot(), l.containerdSock(), nodeIP, providerID, caFile, l.podLogsDir(), clusterDomain, dns, kubeletPort, kubeletHealthzPort)
+	return realnode.Kubelet{
+		CgroupRoot: l.cgroupRoot(), ContainerdSocket: l.containerdSock(), Address: nodeIP,
+		Port: kubeletPort, HealthzPort: kubeletHealthzPort, ClientCAFile: caFile, PodLogsDir: l.podLogsDir(), Extra: extra,
+	}.Config()
 }
