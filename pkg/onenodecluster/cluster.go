@@ -239,12 +239,15 @@ func (c *cluster) startControlPlane(ctx context.Context) error {
 	return nil
 }
 
+// healthClient asks etcd's /health: a hung request must not outlast a poll.
+var healthClient = &http.Client{Timeout: 2 * time.Second}
+
 func httpOK(ctx context.Context, url string) bool {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return false
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := healthClient.Do(req)
 	if err != nil {
 		return false
 	}
