@@ -128,7 +128,7 @@ if [[ "${TEST_GITOPS}" != 0 ]]; then
   measure "Flux's images built or found up to date in $((SECONDS - t_flux)) s"
 fi
 (cd "${ROOT}" && CGO_ENABLED=0 GOFLAGS=-trimpath go build -o "${BIN}/butler-cluster" ./cmd/butler-cluster)
-(cd "${ROOT}" && IMAGES="${images}" CLUSTER_DIR="${CLUSTER_DIR}" BIN="${BIN}" exec setsid "${BIN}/butler-cluster") >"${LOGS}/cluster.log" 2>&1 &
+(cd "${ROOT}" && IMAGES="${images}" CLUSTER_DIR="${CLUSTER_DIR}" exec setsid "${BIN}/butler-cluster") >"${LOGS}/cluster.log" 2>&1 &
 cluster_pid=$!
 
 declare -A pids=()
