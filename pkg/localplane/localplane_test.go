@@ -100,24 +100,6 @@ func TestParseListening(t *testing.T) {
 	}
 }
 
-func TestFailureLine(t *testing.T) {
-	dir := t.TempDir()
-	for name, tc := range map[string]struct{ log, want string }{
-		"bind":  {"starting\nE1 listen tcp 127.0.0.1:1: bind: address already in use\nError: something else\nexit\n", "E1 listen tcp 127.0.0.1:1: bind: address already in use"},
-		"error": {"starting\nW0 warning\nF1 fatal: no etcd\nshutting down\n", "F1 fatal: no etcd"},
-		"last":  {"starting\nbye\n", "bye"},
-		"long":  {strings.Repeat("x", 500) + " failed\n", strings.Repeat("x", 400)},
-	} {
-		file := filepath.Join(dir, name+".log")
-		if err := os.WriteFile(file, []byte(tc.log), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if got := failure(file); got != tc.want {
-			t.Errorf("%s: %q, want %q", name, got, tc.want)
-		}
-	}
-}
-
 func TestIsLeftover(t *testing.T) {
 	o := Options{Bin: "/r/_output/bin", KubeVersionsDir: "/r/_output/kube-versions", Dir: "/tmp/plane"}
 	for cmdline, want := range map[string]bool{

@@ -1,7 +1,6 @@
 package localplane
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -88,7 +87,7 @@ func (ps *procs) alive(name string) bool { return process.Alive(ps.pid(name), ""
 
 // exited is the error of a process gone while the plane waited on something.
 func (ps *procs) exited(name, while string) error {
-	return fmt.Errorf("%s exited%s: %s (log: %s)", name, while, failure(ps.logFile(name)), ps.logFile(name))
+	return fmt.Errorf("%s exited%s: %s (log: %s)", name, while, process.FailureLine(ps.logFile(name)), ps.logFile(name))
 }
 
 // anyExited is the first launched process that no longer runs, as an error.
@@ -112,7 +111,7 @@ func (ps *procs) settle(ctx context.Context, c component) error {
 		}
 		if !process.Alive(ps.children[c.name].pid, "") {
 			if !process.LastRunFailedToBind(ps.logFile(c.name)) || attempt >= 5 {
-				return fmt.Errorf("%s failed to start: %s (log: %s)", kind(c.name), failure(ps.logFile(c.name)), ps.logFile(c.name))
+				return fmt.Errorf("%s failed to start: %s (log: %s)", kind(c.name), process.FailureLine(ps.logFile(c.name)), ps.logFile(c.name))
 			}
 			if err := ps.relaunch(c, attempt); err != nil {
 				return err
@@ -140,7 +139,7 @@ func (ps *procs) listensOnAll(c component) bool {
 
 // relaunch starts c again on new ports after a port was taken, keeping the failed run's log.
 func (ps *procs) relaunch(c component, attempt int) error {
-	why := failure(ps.logFile(c.name))
+	why := process.FailureLine(ps.logFile(c.name))
 	changed, err := ps.ports.pick(c.ports)
 	if err != nil {
 		return err
@@ -178,45 +177,6 @@ func (ps *procs) stop(name string) {
 	if ch := ps.children[name]; ch != nil && ch.pid == pid {
 		<-ch.done
 	}
-}
-
-var (
-	bindFailure = regexp.MustCompile(`address already in use`)
-	anyFailure  = regexp.MustCompile(`(?i)error|fatal|panic|failed`)
-)
-
-// failure is the line of a log that says why its process failed: the last bind failure, else
-// the last error, else the last line; at most 400 characters.
-func failure(logFile string) string {
-	f, err := os.Open(logFile)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	var bind, failed, last string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case bindFailure.MatchString(line):
-			bind = line
-		case anyFailure.MatchString(line):
-			failed = line
-		}
-		last = line
-	}
-	line := bind
-	if line == "" {
-		line = failed
-	}
-	if line == "" {
-		line = last
-	}
-	if len(line) > 400 {
-		line = line[:400]
-	}
-	return line
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

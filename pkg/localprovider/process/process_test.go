@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -210,21 +211,19 @@ func TestStopKillsAfterTheGrace(t *testing.T) {
 
 func TestFailureLine(t *testing.T) {
 	dir := t.TempDir()
-	for content, want := range map[string]string{
-		"starting\nE0101 failed to dial\nlisten tcp 127.0.0.1:1: bind: address already in use\nexiting\n": "listen tcp 127.0.0.1:1: bind: address already in use",
-		"starting\nError: no such flag\nusage\n\n":                                                        "Error: no such flag",
-		"starting\nstopped\n\n": "stopped",
-		"":                      "",
+	for name, tc := range map[string]struct{ log, want string }{
+		"bind":  {"starting\nE1 listen tcp 127.0.0.1:1: bind: address already in use\nError: something else\nexit\n", "E1 listen tcp 127.0.0.1:1: bind: address already in use"},
+		"error": {"starting\nW0 warning\nF1 fatal: no etcd\nshutting down\n", "F1 fatal: no etcd"},
+		"last":  {"starting\nbye\n\n", "bye"},
+		"none":  {"", ""},
+		"long":  {strings.Repeat("x", 500) + " failed\n", strings.Repeat("x", 400)},
 	} {
-		f := filepath.Join(dir, "p.log")
-		if err := os.WriteFile(f, []byte(content), 0o644); err != nil {
+		file := filepath.Join(dir, name+".log")
+		if err := os.WriteFile(file, []byte(tc.log), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if got := FailureLine(f); got != want {
-			t.Errorf("%q: got %q, want %q", content, got, want)
+		if got := FailureLine(file); got != tc.want {
+			t.Errorf("%s: %q, want %q", name, got, tc.want)
 		}
-	}
-	if got := FailureLine(filepath.Join(dir, "none.log")); got != "" {
-		t.Errorf("no log: %q", got)
 	}
 }
