@@ -32,6 +32,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/datastore"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/machines"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/snapshots"
+	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/stewardcontrolplane"
 )
 
 func main() {
@@ -142,10 +143,14 @@ func (o *options) complete() error {
 	return nil
 }
 
-// controllers are the control planes', the snapshots' and the machines' controllers.
+// controllers are the StewardControlPlanes', the control planes', the snapshots' and the
+// machines' controllers.
 func (o *options) controllers() []controllerkit.Controller {
 	var planes *controlplane.Controller
 	return []controllerkit.Controller{
+		{Name: "stewardcontrolplane", New: controllerkit.As(func(d *controllerkit.Deps) (*stewardcontrolplane.Controller, error) {
+			return stewardcontrolplane.New(d, stewardcontrolplane.Options{Workers: o.cp.Workers, ExternalNamespaces: o.cp.ExternalNamespaces})
+		})},
 		{Name: "controlplane", New: func(d *controllerkit.Deps) (controllerkit.Runner, error) {
 			var err error
 			planes, err = controlplane.New(d, o.cp)

@@ -40,8 +40,8 @@ func TestExternalContractDefinedOnce(t *testing.T) {
 	// StewardControlPlane's status, which it writes (each kept or dropped one by one); and it
 	// compares the status it writes, on both kinds, with the one there.
 	pathAllowed := map[string][]string{
-		"pkg/localprovider/controlplane/stewardcontrolplane_desired.go": {`unstructured.NestedFieldCopy(scp.Object, path...)`},
-		"pkg/localprovider/controlplane/stewardcontrolplane_status.go": {
+		"pkg/localprovider/stewardcontrolplane/stewardcontrolplane_desired.go": {`unstructured.NestedFieldCopy(scp.Object, path...)`},
+		"pkg/localprovider/stewardcontrolplane/stewardcontrolplane_status.go": {
 			`unstructured.NestedSlice(scp.Object, "status", "conditions")`,
 			`scp.Object["status"].(map[string]any)`,
 		},

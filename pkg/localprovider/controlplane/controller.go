@@ -11,11 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -75,15 +72,14 @@ func (o Options) external(obj metav1.Object) bool {
 	return external.MadeForNamespaces(obj, o.ExternalNamespaces)
 }
 
-// Controller runs the StewardControlPlane and TenantControlPlane controllers.
+// Controller runs the TenantControlPlane controller.
 type Controller struct {
 	opts     Options
 	deps     *controllerkit.Deps
-	mapper   meta.RESTMapper
 	recorder record.EventRecorder
 
-	scps, tcps, clusters, dataStores cache.SharedIndexInformer
-	scpQueue, tcpQueue               *controllerkit.Queue
+	tcps, dataStores cache.SharedIndexInformer
+	tcpQueue         *controllerkit.Queue
 
 	ports    *localports.Allocator
 	versions *kubebuild.Versions
@@ -104,7 +100,7 @@ type Controller struct {
 	runCtx context.Context
 }
 
-// New builds the controllers over deps' management cluster clients.
+// New builds the controller over deps' management cluster clients.
 func New(d *controllerkit.Deps, opts Options) (*Controller, error) {
 	if d.Dynamic == nil || d.Kube == nil || d.DynamicInformers == nil {
 		return nil, errors.New("the control planes need the management cluster's dynamic and kube clients")
@@ -131,7 +127,6 @@ func New(d *controllerkit.Deps, opts Options) (*Controller, error) {
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: d.Kube.CoreV1().Events("")})
 	c := &Controller{
 		opts: opts, deps: d,
-		mapper:   restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discoveryOf(d))),
 		recorder: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: string(external.LocalProvider)}),
 		ports:    ports,
 		planes:   map[string]*plane{},
@@ -140,37 +135,20 @@ func New(d *controllerkit.Deps, opts Options) (*Controller, error) {
 		stores:   stores{clients: map[string]*storeClient{}},
 	}
 	c.versions = kubebuild.NewVersions(opts.PinnedVersion, opts.BinDir, opts.VersionsDir, c.versionBuilt)
-	c.scps = d.DynamicInformers.ForResource(stewardControlPlanes).Informer()
 	c.tcps = d.DynamicInformers.ForResource(tenantControlPlanes).Informer()
-	c.clusters = d.DynamicInformers.ForResource(clusters).Informer()
 	c.dataStores = d.DynamicInformers.ForResource(datastore.GVR).Informer()
-	c.scpQueue = controllerkit.NewQueue("stewardcontrolplanes", c.reconcileSCP)
 	c.tcpQueue = controllerkit.NewQueue("tenantcontrolplanes", c.reconcileTCP)
 
-	if _, err := c.scps.AddEventHandler(c.scpQueue.Handler(controllerkit.ByKey)); err != nil {
-		return nil, err
-	}
-	// A TenantControlPlane's changes (its status) wake the StewardControlPlane of its name.
-	if _, err := c.tcps.AddEventHandler(c.scpQueue.Handler(controllerkit.ByKey)); err != nil {
-		return nil, err
-	}
 	if _, err := c.tcps.AddEventHandler(c.tcpQueue.Handler(controllerkit.ByKey)); err != nil {
 		return nil, err
 	}
 	if _, err := c.dataStores.AddEventHandler(c.dataStoreHandler()); err != nil {
 		return nil, err
 	}
-	// A Cluster wakes the StewardControlPlane it references (its ownerReference arrives after).
-	if _, err := c.clusters.AddEventHandler(c.scpQueue.Handler(controlPlaneOfCluster)); err != nil {
-		return nil, err
-	}
 	return c, nil
 }
 
-// discoveryOf is the discovery client of the management cluster.
-func discoveryOf(d *controllerkit.Deps) discovery.DiscoveryInterface { return d.Kube.Discovery() }
-
-// Run runs the controllers until ctx is done, then stops every tenant's processes.
+// Run runs the controller until ctx is done, then stops every tenant's processes.
 func (c *Controller) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx).WithName("controlplane")
 	ctx = klog.NewContext(ctx, logger)
@@ -195,12 +173,8 @@ func (c *Controller) Run(ctx context.Context) {
 		}
 	}
 	var wg sync.WaitGroup
-	wg.Add(3)
+	wg.Add(2)
 	go func() { defer wg.Done(); c.versions.Run(ctx) }()
-	go func() {
-		defer wg.Done()
-		c.scpQueue.Run(ctx, c.opts.Workers, c.scps.HasSynced, c.tcps.HasSynced, c.clusters.HasSynced)
-	}()
 	go func() {
 		defer wg.Done()
 		if cache.WaitForCacheSync(ctx.Done(), c.tcps.HasSynced, c.dataStores.HasSynced) {

@@ -1,25 +1,20 @@
-// Package controlplane is the local provider's stand-in for capi-steward and Steward: it turns a
-// Cluster API StewardControlPlane into a Steward TenantControlPlane, and a TenantControlPlane into
-// a real kube-apiserver, kube-controller-manager and kube-scheduler process on this machine. It
-// exists so that `make run` and the tests have real tenant control planes without a cloud or
-// containers; nothing of it runs in production, where Steward (or Kamaji) does this work as pods.
+// Package controlplane is the local provider's stand-in for Steward: it turns a Steward
+// TenantControlPlane into a real kube-apiserver, kube-controller-manager and kube-scheduler
+// process on this machine. It exists so that `make run` and the tests have real tenant control
+// planes without a cloud or containers; nothing of it runs in production, where Steward (or
+// Kamaji) does this work as pods.
 //
-// It runs the control planes of local clusters only (a Cluster whose infrastructureRef is a
-// LocalCluster), and only the TenantControlPlanes it made: another provider's clusters are
-// Steward's in a real management cluster, and nobody's here.
+// It runs only the TenantControlPlanes a StewardControlPlane controls (package
+// stewardcontrolplane makes them, for local clusters only) or that still hold its finalizer, and
+// none in a namespace a real Steward has (Options.ExternalNamespaces).
 //
-// It keeps the contracts a production management cluster keeps (docs/architecture.md):
-//   - StewardControlPlane (controlplane.cluster.x-k8s.io/v1alpha1) waits for its Cluster
-//     ownerReference, then applies TenantControlPlane <same name> (steward.butlerlabs.dev/v1alpha1)
-//     owned by it, copies <tcp>-admin-kubeconfig's admin.conf into <cluster>-kubeconfig
-//     (type cluster.x-k8s.io/secret, key value), patches the infrastructure cluster's
-//     spec.controlPlaneEndpoint, and reports initialized/ready/version in its status.
-//   - TenantControlPlane: its own CA (Secret <tcp>-ca: ca.crt, ca.key, tls.crt, tls.key; also
-//     Cluster API's cluster CA Secret, as the names coincide), a port on loopback from a range,
-//     the three processes on the management etcd under --etcd-prefix=/<tcp uid>, the join setup
-//     kubeadm makes (bootstrap-token RBAC, CSR auto-approval, cluster-info, kubeadm-config and
-//     kubelet-config), Secret <tcp>-admin-kubeconfig (admin.conf, super-admin.conf, admin.svc,
-//     super-admin.svc) and status.kubernetesResources.version.status "Ready" once it all answers.
+// It keeps the contract a production management cluster keeps (docs/architecture.md): a
+// TenantControlPlane gets its own CA (Secret <tcp>-ca: ca.crt, ca.key, tls.crt, tls.key; also
+// Cluster API's cluster CA Secret, as the names coincide), a port on loopback from a range, the
+// three processes on the management etcd under --etcd-prefix=/<tcp uid>, the join setup kubeadm
+// makes (bootstrap-token RBAC, CSR auto-approval, cluster-info, kubeadm-config and
+// kubelet-config), Secret <tcp>-admin-kubeconfig (admin.conf, super-admin.conf, admin.svc,
+// super-admin.svc) and status.kubernetesResources.version.status "Ready" once it all answers.
 //
 // Processes are supervised (package process: restarted with backoff, adopted after a provider
 // crash), stopped and their etcd prefix deleted when the TenantControlPlane is deleted (a
@@ -28,6 +23,6 @@
 //
 // Any Kubernetes version other than the one in --bin-dir is built on first use (package
 // kubebuild); while it builds the TenantControlPlane says Provisioning (or Upgrading), and if it
-// cannot be built, NotReady with the reason in the annotations localprovider.butlerlabs.dev/reason and /message, an Event, and the
-// StewardControlPlane's failureReason/failureMessage and Ready condition.
+// cannot be built, NotReady with the reason in the annotations localprovider.butlerlabs.dev/reason
+// and /message and an Event (which the StewardControlPlane's status then carries).
 package controlplane

@@ -12,19 +12,14 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/external/steward"
 )
 
-// The kinds this package reads and writes.
-var (
-	stewardControlPlanes = schema.GroupVersionResource{Group: "controlplane.cluster.x-k8s.io", Version: "v1alpha1", Resource: "stewardcontrolplanes"}
-	tenantControlPlanes  = schema.GroupVersionResource{Group: "steward.butlerlabs.dev", Version: "v1alpha1", Resource: "tenantcontrolplanes"}
-	clusters             = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "clusters"}
-)
+// TenantControlPlanes, the kind this package runs.
+var tenantControlPlanes = schema.GroupVersionResource{Group: "steward.butlerlabs.dev", Version: "v1alpha1", Resource: "tenantcontrolplanes"}
 
 const (
 	tenantControlPlaneAPIVersion  = "steward.butlerlabs.dev/v1alpha1"
 	tenantControlPlaneKind        = "TenantControlPlane"
 	stewardControlPlaneAPIVersion = "controlplane.cluster.x-k8s.io/v1alpha1"
 	stewardControlPlaneKind       = "StewardControlPlane"
-	clusterGroup                  = "cluster.x-k8s.io"
 
 	// Finalizer holds a TenantControlPlane until its processes are stopped and its etcd prefix
 	// is deleted.
@@ -44,8 +39,6 @@ const (
 // Names of the Secrets of a tenant control plane.
 func caSecretName(tcp string) string              { return tcp + "-ca" }
 func adminKubeconfigName(tcp string) string       { return tcp + "-admin-kubeconfig" }
-func clusterKubeconfigName(c string) string       { return c + "-kubeconfig" }
-func clusterCASecretName(c string) string         { return c + "-ca" }
 func endpointString(host string, port int) string { return net.JoinHostPort(host, fmt.Sprint(port)) }
 
 // tenantSpec is what a TenantControlPlane asks of its processes.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -49,6 +50,14 @@ func (c *Controller) reconcileTCP(ctx context.Context, key string) error {
 		}
 	}
 	return nil
+}
+
+// ownedBySCP says whether a StewardControlPlane controls obj: the TenantControlPlanes the local
+// provider's StewardControlPlane controller made, as opposed to those of another provider or made
+// by hand.
+func ownedBySCP(obj *unstructured.Unstructured) bool {
+	ref := metav1.GetControllerOfNoCopy(obj)
+	return ref != nil && ref.Kind == stewardControlPlaneKind && ref.APIVersion == stewardControlPlaneAPIVersion
 }
 
 // tcpRun is what one pass of reconcileTCP learns, step by step.

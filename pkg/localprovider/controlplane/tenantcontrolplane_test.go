@@ -5,12 +5,14 @@ import (
 	"slices"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/controllerkit"
@@ -135,5 +137,48 @@ func TestSetTCPStatusOrder(t *testing.T) {
 	}
 	if !slices.Equal(writes, []string{"annotations", "status"}) {
 		t.Errorf("a status with a reason wrote %v, want the annotations first", writes)
+	}
+}
+
+// The TenantControlPlanes this provider runs are those a StewardControlPlane controls, as the
+// StewardControlPlane controller names its owner (pkg/external's kind): not one without an
+// owner, nor one another control plane provider made.
+func TestOwnedBySCP(t *testing.T) {
+	owned := func(apiVersion, kind string) *unstructured.Unstructured {
+		tcp := &unstructured.Unstructured{}
+		tcp.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: "t1", UID: "scp-uid", Controller: ptr.To(true)}})
+		return tcp
+	}
+	if !ownedBySCP(owned(external.StewardControlPlaneGVK.ToAPIVersionAndKind())) {
+		t.Error("a TenantControlPlane a StewardControlPlane controls is not ours")
+	}
+	if ownedBySCP(owned(external.KamajiControlPlaneGVK.ToAPIVersionAndKind())) {
+		t.Error("a TenantControlPlane a KamajiControlPlane controls counts as ours")
+	}
+	if ownedBySCP(&unstructured.Unstructured{}) {
+		t.Error("a TenantControlPlane without an owner counts as ours")
+	}
+}
+
+// A namespace named in ExternalNamespaces is a real Steward's: its TenantControlPlanes are not
+// this provider's, though its clusters are on LocalClusters; nor are those butler makes in the
+// tenant namespace (<tc>-<uid8>) of a TenantCluster there.
+func TestExternalNamespaces(t *testing.T) {
+	o := Options{ExternalNamespaces: []string{"steward-demo"}}
+	obj := func(namespace, tcNamespace string) *metav1.ObjectMeta {
+		return &metav1.ObjectMeta{Namespace: namespace, Labels: map[string]string{external.TenantClusterNamespaceLabel: tcNamespace}}
+	}
+	for _, c := range []struct {
+		obj  *metav1.ObjectMeta
+		want bool
+	}{
+		{&metav1.ObjectMeta{Namespace: "steward-demo"}, true},
+		{obj("demo-0a1b2c3d", "steward-demo"), true},
+		{obj("demo-4e5f6a7b", "local-demo"), false},
+		{&metav1.ObjectMeta{Namespace: "local-demo"}, false},
+	} {
+		if got := o.external(c.obj); got != c.want {
+			t.Errorf("external(%s, TenantCluster in %q) = %v, want %v", c.obj.Namespace, c.obj.Labels[external.TenantClusterNamespaceLabel], got, c.want)
+		}
 	}
 }

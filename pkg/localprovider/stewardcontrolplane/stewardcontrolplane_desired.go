@@ -1,6 +1,7 @@
-package controlplane
+package stewardcontrolplane
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"strings"
@@ -38,7 +39,7 @@ func desiredTCP(scp, cluster *unstructured.Unstructured) (*unstructured.Unstruct
 	}
 	tcpAddons(spec, scp)
 	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": tenantControlPlaneAPIVersion, "kind": tenantControlPlaneKind,
+		"apiVersion": external.TenantControlPlaneGVK.GroupVersion().String(), "kind": external.TenantControlPlaneGVK.Kind,
 		"metadata": tcpMetadata(scp), "spec": spec,
 	}}, nil
 }
@@ -66,7 +67,7 @@ func tcpComponents(spec map[string]any, scp *unstructured.Unstructured, in stewa
 	if v, ok := scpField(scp, "spec", "admissionControllers"); ok {
 		setIn(spec, v, "kubernetes", "admissionControllers")
 	}
-	setIn(spec, orDefault(ptr.Deref(in.Network, steward.NetworkComponent{}).ServiceType, "LoadBalancer"), "controlPlane", "service", "serviceType")
+	setIn(spec, cmp.Or(ptr.Deref(in.Network, steward.NetworkComponent{}).ServiceType, "LoadBalancer"), "controlPlane", "service", "serviceType")
 	if in.Replicas != nil {
 		setIn(spec, int64(*in.Replicas), "controlPlane", "deployment", "replicas")
 	}
@@ -172,7 +173,7 @@ func tcpMetadata(scp *unstructured.Unstructured) map[string]any {
 	meta := map[string]any{
 		"name": scp.GetName(), "namespace": scp.GetNamespace(),
 		"ownerReferences": []any{map[string]any{
-			"apiVersion": stewardControlPlaneAPIVersion, "kind": stewardControlPlaneKind,
+			"apiVersion": external.StewardControlPlaneGVK.GroupVersion().String(), "kind": external.StewardControlPlaneGVK.Kind,
 			"name": scp.GetName(), "uid": string(scp.GetUID()), "controller": true, "blockOwnerDeletion": true,
 		}},
 	}
@@ -192,6 +193,14 @@ func tcpMetadata(scp *unstructured.Unstructured) map[string]any {
 	annotations[external.LocalProviderCapabilitiesAnnotation] = strings.Join(caps, ",")
 	meta["annotations"] = annotations
 	return meta
+}
+
+// normalizeVersion gives a version its "v" prefix, as capi-steward tolerates versions without.
+func normalizeVersion(v string) string {
+	if v == "" || strings.HasPrefix(v, "v") {
+		return v
+	}
+	return "v" + v
 }
 
 func toAny(s []string) []any {

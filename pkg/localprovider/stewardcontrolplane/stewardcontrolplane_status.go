@@ -1,4 +1,4 @@
-package controlplane
+package stewardcontrolplane
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external/steward"
 )
 
 // scpStatus is what a StewardControlPlane's status is to say.
@@ -64,12 +65,12 @@ func (c *Controller) setSCPStatus(ctx context.Context, scp *unstructured.Unstruc
 	versionStatus, version := "", ""
 	if s.tcp != nil {
 		versionStatus = publishedStatus(s.tcp).KubernetesResources.Version.Status
-		version = tcpVersion(s.tcp)
+		version = publishedStatus(s.tcp).KubernetesResources.Version.Version
 	}
-	ready := versionStatus == statusReady || versionStatus == statusUpgrading
+	ready := versionStatus == steward.VersionStatusReady || versionStatus == steward.VersionStatusUpgrading
 	initialized := version != "" || ready
 	readyReplicas, updated, replicas := int64(0), int64(0), int64(1)
-	if versionStatus == statusReady {
+	if versionStatus == steward.VersionStatusReady {
 		readyReplicas, updated = 1, 1
 	}
 	if s.tcp != nil {
@@ -107,12 +108,22 @@ func (c *Controller) setSCPStatus(ctx context.Context, scp *unstructured.Unstruc
 	if err != nil {
 		return err
 	}
-	_, err = c.deps.Dynamic.Resource(stewardControlPlanes).Namespace(scp.GetNamespace()).
+	_, err = c.deps.Dynamic.Resource(external.StewardControlPlaneGVR).Namespace(scp.GetNamespace()).
 		Patch(ctx, scp.GetName(), types.MergePatchType, patch, external.LocalProvider.PatchOptions(), "status")
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	return err
+}
+
+// publishedStatus is the TenantControlPlane's status, read through the contract's mirror; one the
+// mirror cannot read (a field of another type) is as none.
+func publishedStatus(tcp *unstructured.Unstructured) steward.TenantControlPlaneStatus {
+	typed, err := external.FromUnstructured[steward.TenantControlPlane](tcp)
+	if err != nil {
+		return steward.TenantControlPlaneStatus{}
+	}
+	return typed.Status
 }
 
 func nilIfEmpty(s string) any {

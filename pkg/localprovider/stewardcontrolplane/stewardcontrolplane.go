@@ -1,6 +1,7 @@
-package controlplane
+package stewardcontrolplane
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,11 +14,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/klog/v2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+	"github.com/butlerdotdev/butler-apiserver/pkg/external/steward"
 )
 
 // Condition types of a StewardControlPlane, as capi-steward reports them.
@@ -44,7 +47,7 @@ func (c *Controller) reconcileSCP(ctx context.Context, key string) error {
 		return nil
 	}
 	logger := klog.FromContext(ctx)
-	if c.opts.external(scp) {
+	if external.MadeForNamespaces(scp, c.opts.ExternalNamespaces) {
 		logger.V(2).Info("A real Steward's namespace; leaving its control plane alone")
 		return nil
 	}
@@ -73,7 +76,7 @@ func (c *Controller) reconcileSCP(ctx context.Context, key string) error {
 		status.failure("InvalidSpec", err.Error())
 		return c.setSCPStatus(ctx, scp, status)
 	}
-	tcp, err := external.LocalProvider.Apply(ctx, c.deps.Dynamic.Resource(tenantControlPlanes).Namespace(scp.GetNamespace()), desired)
+	tcp, err := external.LocalProvider.Apply(ctx, c.deps.Dynamic.Resource(external.TenantControlPlaneGVR).Namespace(scp.GetNamespace()), desired)
 	if err != nil {
 		status.set(conditionTCPCreated, false, "ApplyFailed", err.Error())
 		_ = c.setSCPStatus(ctx, scp, status)
@@ -82,7 +85,7 @@ func (c *Controller) reconcileSCP(ctx context.Context, key string) error {
 	status.set(conditionTCPCreated, true, "Created", "")
 	status.tcp = tcp
 
-	if endpoint := publishedEndpoint(tcp); endpoint != "" {
+	if endpoint := publishedStatus(tcp).ControlPlaneEndpoint; endpoint != "" {
 		hasInfra, err := c.patchInfrastructureEndpoint(ctx, cluster, endpoint)
 		switch {
 		case err != nil:
@@ -100,7 +103,7 @@ func (c *Controller) reconcileSCP(ctx context.Context, key string) error {
 
 	versionStatus := publishedStatus(tcp).KubernetesResources.Version.Status
 	reason, message := tcp.GetAnnotations()[external.LocalProviderReasonAnnotation], tcp.GetAnnotations()[external.LocalProviderMessageAnnotation]
-	if versionStatus == statusReady || versionStatus == statusUpgrading {
+	if versionStatus == steward.VersionStatusReady || versionStatus == steward.VersionStatusUpgrading {
 		if err := c.copyClusterSecrets(ctx, scp, tcp, clusterName); err != nil {
 			status.set(conditionKubeconfigCreated, false, "CopyFailed", err.Error())
 			_ = c.setSCPStatus(ctx, scp, status)
@@ -114,7 +117,7 @@ func (c *Controller) reconcileSCP(ctx context.Context, key string) error {
 			reason = "WaitingForTenantControlPlane"
 		}
 		if message == "" {
-			message = fmt.Sprintf("the TenantControlPlane is %s", orDefault(versionStatus, "not reconciled yet"))
+			message = fmt.Sprintf("the TenantControlPlane is %s", cmp.Or(versionStatus, "not reconciled yet"))
 		}
 		status.set(conditionReady, false, reason, message)
 		status.set(conditionAvailable, false, reason, message)
@@ -139,17 +142,10 @@ func onLocalInfrastructure(cluster *unstructured.Unstructured) bool {
 	return ref.APIGroup == external.LocalClusterGVK.Group && ref.Kind == external.LocalClusterGVK.Kind
 }
 
-// ownedBySCP says whether a StewardControlPlane controls obj: the TenantControlPlanes this
-// stand-in made, as opposed to those of another provider or made by hand.
-func ownedBySCP(obj *unstructured.Unstructured) bool {
-	ref := metav1.GetControllerOfNoCopy(obj)
-	return ref != nil && ref.Kind == stewardControlPlaneKind && ref.APIVersion == stewardControlPlaneAPIVersion
-}
-
 // ownerCluster is the name of the Cluster that owns obj, or "".
 func ownerCluster(obj *unstructured.Unstructured) string {
 	for _, ref := range obj.GetOwnerReferences() {
-		if gv, err := schema.ParseGroupVersion(ref.APIVersion); err == nil && gv.Group == clusterGroup && ref.Kind == "Cluster" {
+		if gv, err := schema.ParseGroupVersion(ref.APIVersion); err == nil && gv.Group == external.CAPIGroup && ref.Kind == "Cluster" {
 			return ref.Name
 		}
 	}
@@ -163,7 +159,7 @@ func controlPlaneOfCluster(obj any) []string {
 		return nil
 	}
 	ref := cl.Spec.ControlPlaneRef
-	if ref.Kind != stewardControlPlaneKind || ref.Name == "" {
+	if ref.Kind != external.StewardControlPlaneGVK.Kind || ref.Name == "" {
 		return nil
 	}
 	return []string{cl.Namespace + "/" + ref.Name}
@@ -226,7 +222,7 @@ func (c *Controller) patchInfrastructureRef(ctx context.Context, namespace strin
 // differs from the TenantControlPlane's CA Secret, <cluster>-ca.
 func (c *Controller) copyClusterSecrets(ctx context.Context, scp, tcp *unstructured.Unstructured, cluster string) error {
 	secrets := c.deps.Kube.CoreV1().Secrets(scp.GetNamespace())
-	adminName := tcpAdminSecret(tcp)
+	adminName := publishedStatus(tcp).Kubeconfig.Admin.SecretName
 	if adminName == "" {
 		return fmt.Errorf("the TenantControlPlane names no admin kubeconfig Secret yet")
 	}
@@ -266,4 +262,15 @@ func (c *Controller) copyClusterSecrets(ctx context.Context, scp, tcp *unstructu
 		return fmt.Errorf("Secret %s: %w", clusterCASecretName(cluster), err)
 	}
 	return nil
+}
+
+// Names of the Secrets: Cluster API's of a cluster, Steward's of a TenantControlPlane's CA.
+func clusterKubeconfigName(c string) string { return c + "-kubeconfig" }
+func clusterCASecretName(c string) string   { return c + "-ca" }
+func caSecretName(tcp string) string        { return tcp + "-ca" }
+
+// ownerReferenceAC makes obj the controller of a Secret it owns.
+func ownerReferenceAC(obj *unstructured.Unstructured) *metav1ac.OwnerReferenceApplyConfiguration {
+	return metav1ac.OwnerReference().WithAPIVersion(obj.GetAPIVersion()).WithKind(obj.GetKind()).
+		WithName(obj.GetName()).WithUID(obj.GetUID()).WithController(true).WithBlockOwnerDeletion(true)
 }

@@ -1,10 +1,9 @@
-package controlplane
+package stewardcontrolplane
 
 import (
 	"slices"
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
@@ -14,7 +13,7 @@ import (
 
 func testSCP() *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": stewardControlPlaneAPIVersion, "kind": stewardControlPlaneKind,
+		"apiVersion": external.StewardControlPlaneGVK.GroupVersion().String(), "kind": external.StewardControlPlaneGVK.Kind,
 		"metadata": map[string]any{
 			"name": "t1", "namespace": "t1-abcd1234", "uid": "scp-uid",
 			"labels":      map[string]any{clusterv1.ClusterNameLabel: "t1", "butler.butlerlabs.dev/tenant-cluster": "t1"},
@@ -105,7 +104,7 @@ func TestDesiredTCP(t *testing.T) {
 		t.Errorf("extraArgs.apiServer = %v", got)
 	}
 	refs := tcp.GetOwnerReferences()
-	if len(refs) != 1 || refs[0].Kind != stewardControlPlaneKind || refs[0].UID != "scp-uid" || refs[0].Controller == nil || !*refs[0].Controller {
+	if len(refs) != 1 || refs[0].Kind != external.StewardControlPlaneGVK.Kind || refs[0].APIVersion != external.StewardControlPlaneGVK.GroupVersion().String() || refs[0].UID != "scp-uid" || refs[0].Controller == nil || !*refs[0].Controller {
 		t.Errorf("ownerReferences = %+v", refs)
 	}
 	if tcp.GetLabels()[clusterv1.ClusterNameLabel] != "t1" {
@@ -182,8 +181,7 @@ func TestOwnerAndRefs(t *testing.T) {
 	}
 }
 
-// Only local clusters' control planes, and the TenantControlPlanes made for them, are this
-// stand-in's: another provider's are Steward's.
+// Only local clusters' control planes are this stand-in's: another provider's are Steward's.
 func TestOnlyLocalClusters(t *testing.T) {
 	if !onLocalInfrastructure(testCluster()) {
 		t.Error("a Cluster on a LocalCluster is not local")
@@ -195,17 +193,6 @@ func TestOnlyLocalClusters(t *testing.T) {
 	}
 	if onLocalInfrastructure(kubevirt) {
 		t.Error("a Cluster on a KubevirtCluster is local")
-	}
-	tcp, err := desiredTCP(testSCP(), testCluster())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !ownedBySCP(tcp) {
-		t.Error("the TenantControlPlane made for a StewardControlPlane is not owned by it")
-	}
-	tcp.SetOwnerReferences(nil)
-	if ownedBySCP(tcp) {
-		t.Error("a TenantControlPlane without an owner counts as ours")
 	}
 }
 
@@ -234,28 +221,8 @@ func TestSCPStatusEqual(t *testing.T) {
 	}
 }
 
-// A namespace named in ExternalNamespaces is a real Steward's: neither its StewardControlPlanes
-// nor its TenantControlPlanes are this stand-in's, though its clusters are on LocalClusters;
-// nor are those butler makes in the tenant namespace (<tc>-<uid8>) of a TenantCluster there.
 // The TenantControlPlanes this stand-in makes say what it does beyond Steward's contract.
-func TestExternalNamespacesAndCapabilities(t *testing.T) {
-	o := Options{ExternalNamespaces: []string{"steward-demo"}}
-	obj := func(namespace, tcNamespace string) *metav1.ObjectMeta {
-		return &metav1.ObjectMeta{Namespace: namespace, Labels: map[string]string{external.TenantClusterNamespaceLabel: tcNamespace}}
-	}
-	for _, c := range []struct {
-		obj  *metav1.ObjectMeta
-		want bool
-	}{
-		{&metav1.ObjectMeta{Namespace: "steward-demo"}, true},
-		{obj("demo-0a1b2c3d", "steward-demo"), true},
-		{obj("demo-4e5f6a7b", "local-demo"), false},
-		{&metav1.ObjectMeta{Namespace: "local-demo"}, false},
-	} {
-		if got := o.external(c.obj); got != c.want {
-			t.Errorf("external(%s, TenantCluster in %q) = %v, want %v", c.obj.Namespace, c.obj.Labels[external.TenantClusterNamespaceLabel], got, c.want)
-		}
-	}
+func TestCapabilities(t *testing.T) {
 	tcp, err := desiredTCP(testSCP(), testCluster())
 	if err != nil {
 		t.Fatal(err)
