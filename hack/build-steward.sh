@@ -21,7 +21,9 @@
 # when their inputs are unchanged (IMAGES_DIR/inputs: a digest of this script, the two source
 # archives, oci-image's module and sources, the tenant versions and their binaries, the Go version
 # and GOARCH): CI builds them beside its real-node stage and make test-steward asks again; a warm
-# rebuild was about a minute of links and gzip for the same bytes.
+# rebuild was about a minute of links and gzip for the same bytes. Each build's archives are also
+# kept in the user's cache (XDG_CACHE_HOME/butler-apiserver/steward-images/<digest>), which a clean
+# clone copies from: CI's clean clone packed them again, 379 s beside its real-node stage.
 #
 # Environment:
 #   THIRD_PARTY_DIR        (required) the directory holding steward-<commit>.tar.gz and
@@ -32,6 +34,7 @@
 #                          Steward stage's upgrade starts there (hack/lib/steward.sh); a Kubernetes
 #                          build more, cold (about 6 min here), a link of 3 binaries warm
 #   IMAGES_DIR             default _output/images/steward
+#   STEWARD_IMAGES_CACHE   off: neither read nor fill the user's cache
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -84,12 +87,45 @@ built() {
     done
   done
 }
+# kube_binaries: the binaries the local provider runs for each tenant version (static: it builds
+# them with CGO_ENABLED=0), built first when missing or when an older provider built them with cgo
+# (a copy from the user's cache when the same link was made before: kubebuild's cache).
+kube_binaries() {
+  local version bin
+  for version in ${STEWARD_KUBE_VERSIONS}; do
+    bin="${KUBE_VERSIONS_DIR}/${version}/bin"
+    if [[ -x "${bin}/kube-apiserver" ]] && od -An -c -N 1024 "${bin}/kube-apiserver" | tr -d ' \n' | grep -q 'ld-linux'; then
+      log "${bin} holds binaries linked with cgo (an older butler-localprovider built them): building ${version} again"
+      rm -rf "${bin}"
+    fi
+    if [[ ! -x "${bin}/kube-apiserver" || ! -x "${bin}/kube-controller-manager" || ! -x "${bin}/kube-scheduler" ]]; then
+      go build -o "${BIN}/butler-localprovider" ./cmd/butler-localprovider
+      "${BIN}/butler-localprovider" build-kube --kube-versions-dir "${KUBE_VERSIONS_DIR}" "${version}"
+    fi
+  done
+}
+kube_binaries
 digest=$(inputs)
 if [[ -n "${digest}" && "$(cat "${IMAGES_DIR}/inputs" 2>/dev/null)" == "${digest}" ]] && built; then
   log "the archives in ${IMAGES_DIR} are up to date (their inputs are unchanged)"
   exit 0
 fi
 rm -f "${IMAGES_DIR}/inputs" # only a finished build writes it back
+
+# The user's cache keeps each build's archives and layouts by their inputs' digest, as Go's build
+# cache keeps compiled packages: a clean clone (every CI run) otherwise packed the same bytes
+# again, about 6 minutes beside the real-node stage. STEWARD_IMAGES_CACHE=off builds every time.
+CACHE="${XDG_CACHE_HOME:-${HOME}/.cache}/butler-apiserver/steward-images"
+[[ "${STEWARD_IMAGES_CACHE:-}" != off ]] || CACHE=""
+if [[ -n "${CACHE}" && -n "${digest}" && -f "${CACHE}/${digest}/inputs" ]]; then
+  cp -a "${CACHE}/${digest}/." "${IMAGES_DIR}/"
+  touch "${CACHE}/${digest}"
+  if built; then
+    log "the archives of these inputs copied from ${CACHE}/${digest} in $((SECONDS - start)) s"
+    exit 0
+  fi
+  rm -f "${IMAGES_DIR}/inputs"
+fi
 
 # unpack ARCHIVE_GLOB DIR: the archive into _output/third_party/DIR, unless that copy came from
 # this very archive (its checksum is kept beside it).
@@ -150,19 +186,9 @@ image capi-steward docker.io/butlerlabs/cluster-api-control-plane-provider-stewa
 log "the Cluster API Steward provider ${provider_commit} in $((SECONDS - t)) s"
 
 # --- the tenant's Kubernetes -----------------------------------------------------------------
-# The binaries the local provider runs for that version (static: it builds them with
-# CGO_ENABLED=0), built first when missing or when an older provider built them with cgo.
 for version in ${STEWARD_KUBE_VERSIONS}; do
   t=${SECONDS}
   bin="${KUBE_VERSIONS_DIR}/${version}/bin"
-  if [[ -x "${bin}/kube-apiserver" ]] && od -An -c -N 1024 "${bin}/kube-apiserver" | tr -d ' \n' | grep -q 'ld-linux'; then
-    log "${bin} holds binaries linked with cgo (an older butler-localprovider built them): building ${version} again"
-    rm -rf "${bin}"
-  fi
-  if [[ ! -x "${bin}/kube-apiserver" || ! -x "${bin}/kube-controller-manager" || ! -x "${bin}/kube-scheduler" ]]; then
-    go build -o "${BIN}/butler-localprovider" ./cmd/butler-localprovider
-    "${BIN}/butler-localprovider" build-kube --kube-versions-dir "${KUBE_VERSIONS_DIR}" "${version}"
-  fi
   for component in kube-apiserver kube-controller-manager kube-scheduler; do
     image "${component}-${version}" "registry.k8s.io/${component}" "${version}" "${bin}/${component}" 0 "${version}" \
       https://github.com/kubernetes/kubernetes
@@ -170,4 +196,14 @@ for version in ${STEWARD_KUBE_VERSIONS}; do
   log "kube-apiserver, kube-controller-manager and kube-scheduler ${version} in $((SECONDS - t)) s"
 done
 inputs >"${IMAGES_DIR}/inputs"
+# Into the cache (whole or not at all); entries unused for 30 days go.
+if [[ -n "${CACHE}" ]]; then
+  mkdir -p "${CACHE}"
+  find "${CACHE}" -mindepth 1 -maxdepth 1 -mtime +30 -exec rm -rf {} +
+  entry="$(inputs)"; tmp="$(mktemp -d "${CACHE}/.new-XXXXXX")"
+  keep=(inputs)
+  for f in "${IMAGES_DIR}"/*.oci.tar; do keep+=("${f##*/}" "$(basename "${f}" .oci.tar)"); done
+  (cd "${IMAGES_DIR}" && cp -a "${keep[@]}" "${tmp}/")
+  rm -rf "${CACHE:?}/${entry}"; mv "${tmp}" "${CACHE}/${entry}"
+fi
 log "done in $((SECONDS - start)) s: $(cd "${IMAGES_DIR}" && echo ./*.oci.tar)"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs .ci/run as a new machine would: in a fresh clone of HEAD, with empty Go module and build
 # caches (GOMODCACHE, GOCACHE) and an empty user cache (XDG_CACHE_HOME: the verified codegen
-# inputs, the charts' and the linters' caches), so a step that only works on a warm machine fails
+# inputs, the linked tenant Kubernetes versions, Steward's images, the charts' and the linters'
+# caches), so a step that only works on a warm machine fails
 # here too.
 # Prints the wall time. Slow: it downloads every module and builds everything, kube-apiserver too.
 #   KEEP=1 keeps the scratch directory; WORK=<dir> puts it there (default: a new temp directory).

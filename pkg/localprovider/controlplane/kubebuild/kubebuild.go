@@ -253,18 +253,27 @@ func (v *Versions) build(ctx context.Context, version string) error {
 	}
 	m := versionPattern.FindStringSubmatch(version)
 	ldflags := fmt.Sprintf("-s -w -X k8s.io/component-base/version.gitVersion=%s -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=%s -X k8s.io/component-base/version.gitTreeState=clean", version, m[1])
-	// Static (no cgo), as Kubernetes' own release binaries are: hack/build-steward.sh puts these
-	// same binaries into the images a Steward-hosted control plane runs, which have no libc.
-	if _, err := goCmd([]string{"CGO_ENABLED=0"}, "build", "-trimpath", "-ldflags", ldflags, "-o", tmp+"/",
-		"k8s.io/kubernetes/cmd/kube-apiserver", "k8s.io/kubernetes/cmd/kube-controller-manager", "k8s.io/kubernetes/cmd/kube-scheduler"); err != nil {
+	goEnv, err := goCmd(nil, "env", "GOVERSION", "GOOS", "GOARCH")
+	if err != nil {
 		return err
+	}
+	cache := linkCache{dir: cacheDir(), key: cacheKey(src, ldflags, goEnv)}
+	if cache.restore(tmp) {
+		logger.Info("Copied Kubernetes from the cache", "cache", cache.entry(), "took", time.Since(started).Round(time.Second))
+	} else {
+		// Static (no cgo), as Kubernetes' own release binaries are: hack/build-steward.sh puts these
+		// same binaries into the images a Steward-hosted control plane runs, which have no libc.
+		if _, err := goCmd([]string{"CGO_ENABLED=0"}, "build", "-trimpath", "-ldflags", ldflags, "-o", tmp+"/",
+			"k8s.io/kubernetes/cmd/kube-apiserver", "k8s.io/kubernetes/cmd/kube-controller-manager", "k8s.io/kubernetes/cmd/kube-scheduler"); err != nil {
+			return err
+		}
+		if err := cache.store(tmp); err != nil {
+			logger.Info("Not kept in the cache", "err", err)
+		}
+		logger.Info("Built Kubernetes", "took", time.Since(started).Round(time.Second))
 	}
 	_ = os.RemoveAll(bin)
-	if err := os.Rename(tmp, bin); err != nil {
-		return err
-	}
-	logger.Info("Built Kubernetes", "took", time.Since(started).Round(time.Second))
-	return nil
+	return os.Rename(tmp, bin)
 }
 
 const wrapperTools = `//go:build tools

@@ -136,24 +136,8 @@ func TestBuildVersions(t *testing.T) {
 // command is a script that answers as go would and writes CGO_ENABLED into each "binary".
 func TestBuildRelativeDir(t *testing.T) {
 	work := t.TempDir()
-	kubeMod := filepath.Join(work, "kubernetes.mod")
-	if err := os.WriteFile(kubeMod, []byte(kubeGoMod), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	fakeGo := filepath.Join(work, "go")
-	script := `#!/bin/sh
-case "$1 $2" in
-"mod download") echo '{"GoMod":"` + kubeMod + `"}' ;;
-"mod tidy") ;;
-*) while [ $# -gt 0 ]; do [ "$1" = -o ] && out=$2; shift; done
-   for c in kube-apiserver kube-controller-manager kube-scheduler; do
-     echo "CGO_ENABLED=$CGO_ENABLED" >"$out$c" && chmod +x "$out$c"
-   done ;;
-esac
-`
-	if err := os.WriteFile(fakeGo, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(work, "cache"))
+	fakeGo := writeFakeGo(t, work)
 	t.Chdir(work)
 	v := NewVersions("", "", "kube-versions", nil)
 	v.goCmd = fakeGo
@@ -166,9 +150,79 @@ esac
 		t.Fatalf("%s is not complete: %v", bin, entries)
 	}
 	got, err := os.ReadFile(filepath.Join(bin, APIServer))
-	if err != nil || strings.TrimSpace(string(got)) != "CGO_ENABLED=0" {
+	if err != nil || !strings.HasPrefix(string(got), "CGO_ENABLED=0\n") {
 		t.Errorf("kube-apiserver built with %q (%v), want CGO_ENABLED=0", got, err)
 	}
+}
+
+// TestBuildKeepsLinksInTheCache: a second build of the same inputs in another versions directory
+// (a clean clone) copies the binaries from the user's cache instead of linking; another go
+// version, or BUTLER_KUBE_CACHE=off, links again.
+func TestBuildKeepsLinksInTheCache(t *testing.T) {
+	work := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(work, "cache"))
+	fakeGo := writeFakeGo(t, work)
+	links := func() int {
+		data, _ := os.ReadFile(filepath.Join(work, "links"))
+		return strings.Count(string(data), "\n")
+	}
+	build := func(clone string) []byte {
+		t.Helper()
+		v := NewVersions("", "", filepath.Join(work, clone), nil)
+		v.goCmd = fakeGo
+		if err := v.build(context.Background(), "v1.30.2"); err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(filepath.Join(work, clone, "v1.30.2", "bin", APIServer))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	first := build("a")
+	if second := build("b"); links() != 1 || string(second) != string(first) {
+		t.Errorf("second clone: %d links, binary %q, want 1 link and the first's %q", links(), second, first)
+	}
+	if err := os.WriteFile(filepath.Join(work, "goversion"), []byte("go1.99.0"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	build("c")
+	if links() != 2 {
+		t.Errorf("another go version: %d links, want 2", links())
+	}
+	t.Setenv("BUTLER_KUBE_CACHE", "off")
+	build("d")
+	if links() != 3 {
+		t.Errorf("BUTLER_KUBE_CACHE=off: %d links, want 3", links())
+	}
+}
+
+// writeFakeGo writes a go command into work that answers as go would for a build, without
+// building: go env answers with work/goversion's content (go1.26.0 when absent), and each "binary"
+// holds the build's CGO_ENABLED and a line is added to work/links per link.
+func writeFakeGo(t *testing.T, work string) string {
+	t.Helper()
+	kubeMod := filepath.Join(work, "kubernetes.mod")
+	if err := os.WriteFile(kubeMod, []byte(kubeGoMod), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fakeGo := filepath.Join(work, "go")
+	script := `#!/bin/sh
+case "$1 $2" in
+"mod download") echo '{"GoMod":"` + kubeMod + `"}' ;;
+"mod tidy") ;;
+"env GOVERSION") cat ` + work + `/goversion 2>/dev/null || echo go1.26.0; echo linux; echo amd64 ;;
+*) while [ $# -gt 0 ]; do [ "$1" = -o ] && out=$2; shift; done
+   echo link >>` + work + `/links
+   for c in kube-apiserver kube-controller-manager kube-scheduler; do
+     printf 'CGO_ENABLED=%s\n%s\n' "$CGO_ENABLED" "$(date +%s%N)" >"$out$c" && chmod +x "$out$c"
+   done ;;
+esac
+`
+	if err := os.WriteFile(fakeGo, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return fakeGo
 }
 
 // writeScript writes an empty shell script at path, standing for a built binary.
