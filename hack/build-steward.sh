@@ -91,7 +91,7 @@ built() {
 # them with CGO_ENABLED=0), built first when missing or when an older provider built them with cgo
 # (a copy from the user's cache when the same link was made before: kubebuild's cache).
 kube_binaries() {
-  local version bin
+  local version bin missing=()
   for version in ${STEWARD_KUBE_VERSIONS}; do
     bin="${KUBE_VERSIONS_DIR}/${version}/bin"
     if [[ -x "${bin}/kube-apiserver" ]] && od -An -c -N 1024 "${bin}/kube-apiserver" | tr -d ' \n' | grep -q 'ld-linux'; then
@@ -99,10 +99,13 @@ kube_binaries() {
       rm -rf "${bin}"
     fi
     if [[ ! -x "${bin}/kube-apiserver" || ! -x "${bin}/kube-controller-manager" || ! -x "${bin}/kube-scheduler" ]]; then
-      go build -o "${BIN}/butler-localprovider" ./cmd/butler-localprovider
-      "${BIN}/butler-localprovider" build-kube --kube-versions-dir "${KUBE_VERSIONS_DIR}" "${version}"
+      missing+=("${version}")
     fi
   done
+  if ((${#missing[@]})); then
+    go build -o "${BIN}/butler-localprovider" ./cmd/butler-localprovider
+    "${BIN}/butler-localprovider" build-kube --kube-versions-dir "${KUBE_VERSIONS_DIR}" "${missing[@]}"
+  fi
 }
 kube_binaries
 digest=$(inputs)
