@@ -12,11 +12,13 @@
 #   4b. GitOps (TEST_GITOPS, on by default; hack/lib/gitops.sh): Flux installed by the ManagementAddon
 #      flux (applied after stage 3, installing while stage 4 waits), then TestGitOpsManagement
 #      (test/gitops): Flux applies a Team's TenantClusters from Git, scales one, prunes one, and
-#      reports a refused one; the ManagementAddon's delete uninstalls Flux;
+#      reports a refused one; the ManagementAddon's delete uninstalls Flux. It runs beside stages
+#      4, 5 and 6 and the Steward stage's set-up, and is joined before Steward starts;
 #   5. a second TenantCluster provisioning while the Pod holding the controllers' Lease is deleted:
 #      the other replica takes the Lease and the cluster becomes Ready once;
 #   6. `helm upgrade` to the second image while a bounded client loop lists TenantClusters: both
-#      replicas rolled, the requests that failed counted (the test fails unless 0);
+#      replicas rolled, the requests that failed counted (the test fails unless 0); then, with
+#      TEST_STEWARD, the Steward stage (hack/lib/steward.sh);
 #   7. `helm uninstall` leaves no Pod, Service or APIService;
 #   8. the README's own install block, run as written (no values: one Pod on its embedded etcd),
 #      serves a list and a write, and is uninstalled; then everything stops, and no process,
@@ -58,12 +60,18 @@ diagnose() {
   kc get pods -A -o wide >&2 || true
   kc get events -A --sort-by=.lastTimestamp 2>/dev/null | tail -25 >&2 || true
   local f
-  if declare -F steward_dump >/dev/null; then steward_dump; fi
+  [[ -z "${STEWARD_DUMP:-}" ]] || steward_dump
   for f in "${LOGS:-/nonexistent}"/*.log; do [[ -f "${f}" ]] && { echo "--- ${f##*/}" >&2; tail -15 "${f}" >&2; }; done
   return 0
 }
-# The failure is said again after the diagnosis: CI shows only the end of a long output.
-die() { trap - ERR; log "FAIL: $*"; diagnose; log "FAIL: $*"; exit 1; }
+# The failure is said again after the diagnosis: CI shows only the end of a long output. A stage
+# run beside the others (BESIDE_FAIL set: gitops_beside) also leaves it in that file, for its join
+# to say last.
+die() {
+  trap - ERR; log "FAIL: $*"; diagnose; log "FAIL: $*"
+  [[ -z "${BESIDE_FAIL:-}" ]] || echo "$*" >"${BESIDE_FAIL}"
+  exit 1
+}
 summary=()
 measure() { summary+=("$*"); log "$*"; }
 
@@ -90,10 +98,17 @@ service_alias() {
 }
 
 t0=${SECONDS}
+# The test binaries of the GitOps and Steward stages are built in the background from here, at
+# the lowest priority: their stages wait for them.
 if [[ "${TEST_GITOPS}" != 0 ]]; then
   # shellcheck source=lib/gitops.sh
   source "${ROOT}/hack/lib/gitops.sh"
   gitops_build
+fi
+if [[ "${TEST_STEWARD}" != 0 ]]; then
+  # shellcheck source=lib/steward.sh
+  source "${ROOT}/hack/lib/steward.sh"
+  steward_build
 fi
 # --- 1. images and the cluster ---------------------------------------------------------------
 tag="${IMAGE_TAG:-$(cd "${ROOT}" && git describe --tags --always --dirty)}"
@@ -392,19 +407,22 @@ done
 if [[ "${only}" == 1 ]]; then
   [[ "${TEST_GITOPS}" == 0 ]] || gitops_stage
 else
-  # The GitOps stage runs beside stages 4 and 5, which wait on their clusters for most of their
-  # time; it is joined before the Steward stage, whose figures are benchmarks.
+  # The GitOps stage runs beside stages 4, 5 and 6 (they wait on their clusters and rollouts for
+  # most of their time) and the Steward stage's set-up; it is joined before Steward starts, which
+  # would take up the stage's local clusters, and whose figures are benchmarks.
   [[ "${TEST_GITOPS}" == 0 ]] || gitops_beside
+  # Each stage's seconds, for CI's reading of where the time goes.
+  ts=${SECONDS}
   stage_local_clusters
-  [[ "${TEST_GITOPS}" == 0 ]] || gitops_join
+  measure "stages 4 and 5 (local clusters, the Lease holder's Pod deleted) took $((SECONDS - ts)) s"
+  ts=${SECONDS}
+  stage_upgrade
+  measure "stage 6 (helm upgrade under the client loop) took $((SECONDS - ts)) s"
 fi
 # --- 5b. the real Steward (TEST_STEWARD=1, make test-steward) --------------------------------
-if [[ "${TEST_STEWARD}" != 0 ]]; then
-  # shellcheck source=lib/steward.sh
-  source "${ROOT}/hack/lib/steward.sh"
-  steward_stage
-fi
-[[ "${only}" == 1 ]] || stage_upgrade
+[[ "${TEST_STEWARD}" == 0 ]] || steward_prepare
+[[ "${TEST_GITOPS}" == 0 || "${only}" == 1 ]] || gitops_join
+[[ "${TEST_STEWARD}" == 0 ]] || steward_stage
 
 # --- 7. helm uninstall -----------------------------------------------------------------------
 helm uninstall butler -n butler-system --wait --timeout 3m >/dev/null

@@ -77,7 +77,7 @@ gitops_summary() {
 # gitops_beside: gitops_stage in the background, beside the stages that follow.
 gitops_beside() {
   GITOPS_BESIDE_T0=${SECONDS}
-  (GITOPS_BESIDE=1 gitops_stage) &
+  (GITOPS_BESIDE=1 BESIDE_FAIL="${HOST_DIR}/gitops.fail" gitops_stage) &
   GITOPS_PID=$!
 }
 
@@ -87,8 +87,8 @@ gitops_join() {
   wait "${GITOPS_PID}" || rc=$?
   GITOPS_PID=""
   gitops_summary
-  ((rc == 0)) || die "the GitOps stage failed (above)"
-  measure "GitOps stage joined: $((SECONDS - t)) s waited for it after stages 4 and 5 ($((SECONDS - GITOPS_BESIDE_T0)) s since it started)"
+  ((rc == 0)) || die "the GitOps stage failed: $(cat "${HOST_DIR}/gitops.fail" 2>/dev/null || echo "exit ${rc} (above)")"
+  measure "GitOps stage joined: $((SECONDS - t)) s waited for it after what ran beside it ($((SECONDS - GITOPS_BESIDE_T0)) s since it started)"
 }
 
 # gitops_installed: the ManagementAddon's phase is Installed.

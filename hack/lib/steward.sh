@@ -2,8 +2,9 @@
 # The real hosted control plane engine on the one-node cluster (hack/test-cluster.sh's Steward
 # stage): Steward and the Cluster API Steward provider from hack/build-steward.sh's images and
 # their own install files in _output/third_party, a TLS etcd for Steward's DataStore, and a
-# load-balancer stand-in. Sourced after hack/lib/pki.sh, with the cluster's KUBECONFIG exported
-# and ROOT, BIN, PKI, HOST_DIR, LOGS, NODE_IP and ETCD_URL set (cluster.env).
+# load-balancer stand-in. Sourced at the run's start (steward_build); steward_prepare and
+# steward_stage run after hack/lib/pki.sh is sourced, with the cluster's KUBECONFIG exported and
+# ROOT, BIN, PKI, HOST_DIR, LOGS, NODE_IP and ETCD_URL set (cluster.env).
 #
 # Decisions, and why:
 #   - Webhook certificates come from the cluster's CA (pki.sh), not cert-manager: Steward's
@@ -144,10 +145,11 @@ spec:
 EOF
 }
 
-# steward_install: Steward from its own chart (rendered: no cert-manager, no bundled etcd, no
-# CRDs: artifacts/crds has them) with the webhook Secret and caBundle from the cluster's CA.
-steward_install() {
-  local image repo tag svc="steward-webhook-service.${STEWARD_NS}.svc" ca kind n i
+# steward_render: Steward's manifests from its own chart (rendered: no cert-manager, no bundled
+# etcd, no CRDs: artifacts/crds has them) and its webhook Secret from the cluster's CA, for
+# steward_install. Nothing here runs Steward (steward_prepare).
+steward_render() {
+  local image repo tag svc="steward-webhook-service.${STEWARD_NS}.svc" t
   image=$(steward_image steward); repo=${image%:*}; tag=${image##*:}
   new_cert steward-webhook ca "/CN=${svc}" serverAuth "DNS:${svc},DNS:${svc}.cluster.local"
   kc -n "${STEWARD_NS}" create secret generic steward-webhook-server-cert --from-file=tls.crt="${PKI}/steward-webhook.crt" \
@@ -160,8 +162,13 @@ steward_install() {
     --set fullnameOverride=steward --set image.repository="${repo}" --set-string image.tag="${tag}" \
     --set image.pullPolicy=Never --set steward-etcd.deploy=false --set defaultDatastoreName=steward-etcd \
     --set replicaCount=1 >"${HOST_DIR}/steward.yaml"
-  # The chart's entrypoint is /manager; the image's is /usr/local/bin/steward (its args start
-  # with the subcommand "manager", as the chart's do).
+}
+
+# steward_install: steward_render's manifests applied, and caBundle set on Steward's webhook
+# configurations. The chart's entrypoint is /manager; the image's is /usr/local/bin/steward (its
+# args start with the subcommand "manager", as the chart's do).
+steward_install() {
+  local ca kind n i
   kc apply -f "${HOST_DIR}/steward.yaml" >/dev/null
   ca=$(base64 -w0 <"${PKI}/ca.crt")
   for kind in mutatingwebhookconfiguration/steward-mutating-webhook-configuration validatingwebhookconfiguration/steward-validating-webhook-configuration; do
@@ -207,11 +214,12 @@ spec: {policyName: steward-local-images}
 EOF2
 }
 
-# steward_provider_install: the Cluster API Steward provider from its release manifest
+# steward_provider_render: the Cluster API Steward provider's release manifest
 # (control-plane-components.yaml: its RBAC and Deployment; its CRDs are older than its
 # config/crd/bases, which artifacts/crds holds), with LocalCluster as an infrastructure cluster
-# it patches (DynamicInfrastructureClusterPatch; butler's local provider is not in its list).
-steward_provider_install() {
+# it patches (DynamicInfrastructureClusterPatch; butler's local provider is not in its list), for
+# steward_provider_install.
+steward_provider_render() {
   local image
   image=$(steward_image capi-steward)
   # shellcheck disable=SC2016 # the ${...} are the manifest's literal placeholders
@@ -221,8 +229,12 @@ steward_provider_install() {
       -e 's|${CACPPK_INFRASTRUCTURE_CLUSTERS:= }|LocalCluster|' -e 's|${[A-Z_]*:=\([^}]*\)}|\1|g' \
       -e "s|image: ghcr.io/butlerdotdev/capi-steward:.*|image: ${image}\n        imagePullPolicy: Never|" \
       -e 's|- /manager$|- /usr/local/bin/capi-steward|' >"${HOST_DIR}/capi-steward.yaml"
+}
+
+# steward_provider_install: steward_provider_render's manifest applied, and what the patch of a
+# LocalCluster needs beyond the provider's own role.
+steward_provider_install() {
   kc apply -f "${HOST_DIR}/capi-steward.yaml" >/dev/null
-  # What the patch of a LocalCluster needs beyond the provider's own role.
   kc apply -f - >/dev/null <<EOF
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
@@ -275,33 +287,61 @@ steward_dns_alias() {
   STEWARD_ALIAS_SECONDS=$((SECONDS - t))
 }
 
-# steward_stage: hack/test-cluster.sh's Steward stage (TEST_STEWARD=1), after the chart's own
-# checks: Steward and its provider installed, then a TenantCluster in steward-demo (ButlerConfig
-# choosing the steward provider and naming STEWARD_NS as its controllers' namespace, local
-# workers) whose control plane is Steward's Deployment.
-steward_stage() {
-  local t0=${SECONDS} t1
+# steward_build: test/steward's binary, built in the background from the run's start at the
+# lowest priority (hack/test-cluster.sh calls it beside gitops_build); steward_isolation_and_faults
+# waits for it. Built from the stage's start at normal priority, it took CPU from the stage's
+# first steps on this 2-core machine.
+STEWARD_TEST="${ROOT}/_output/steward/steward.test"
+steward_build() {
+  mkdir -p "${STEWARD_TEST%/*}"
+  rm -f "${STEWARD_TEST}"
+  (cd "${ROOT}" && CGO_ENABLED=0 GOFLAGS=-trimpath exec nice -n 19 go test -c -o "${STEWARD_TEST}" ./test/steward/) \
+    >"${STEWARD_TEST}.log" 2>&1 &
+  STEWARD_TEST_BUILD=$!
+}
+
+# steward_step NAME COMMAND...: runs COMMAND and logs its seconds; the stage's last line lists
+# every step's (CI reads where the stage's time goes from it).
+STEWARD_STEPS=()
+steward_step() {
+  local name=$1 t=${SECONDS}; shift
+  "$@"
+  STEWARD_STEPS+=("${name} $((SECONDS - t)) s")
+  log "Steward stage step: ${name} took $((SECONDS - t)) s"
+}
+
+# steward_prepare: the part of the stage that runs nothing reading a TenantControlPlane or a
+# StewardControlPlane (the DataStore's etcd and Secrets, the Cluster CRD's v1beta1, the image
+# policy, the DataStore, Steward's and its provider's manifests and webhook Secret):
+# hack/test-cluster.sh runs it before joining the GitOps stage, beside that stage's end. Steward
+# and its provider themselves start after the join: they would take up the GitOps stage's local
+# clusters (steward_clear_standin).
+steward_prepare() {
+  local t=${SECONDS}
+  # shellcheck disable=SC2034 # read by hack/test-cluster.sh's diagnose
+  STEWARD_DUMP=1
   [[ -z "${STEWARD_UPGRADE_FROM}" || -f "${STEWARD_IMAGES_DIR}/kube-apiserver-${STEWARD_UPGRADE_FROM}.oci.tar" ]] \
     || die "no kube images of ${STEWARD_UPGRADE_FROM} (STEWARD_UPGRADE_FROM) in ${STEWARD_IMAGES_DIR}: make build-steward with the same STEWARD_UPGRADE_FROM"
-  # test/steward's binary, built while the stage waits on the cluster (steward_isolation_and_faults runs it).
-  (cd "${ROOT}" && CGO_ENABLED=0 GOFLAGS=-trimpath go test -c -o "${HOST_DIR}/steward.test" ./test/steward/) >"${LOGS}/steward-test-build.log" 2>&1 &
-  STEWARD_TEST_BUILD=$!
-  steward_clear_standin
   STEWARD_ETCD_PORT=$(port)
-  steward_datastore "${STEWARD_ETCD_PORT}"
-  steward_cluster_v1beta1 "${CAPI_WEBHOOK_PORT}"
+  steward_step "the DataStore's etcd" steward_datastore "${STEWARD_ETCD_PORT}"
+  steward_step "the Cluster CRD's v1beta1" steward_cluster_v1beta1 "${CAPI_WEBHOOK_PORT}"
   kc get clusters.v1beta1.cluster.x-k8s.io -A >/dev/null || die "Cluster API's v1beta1 Clusters are not served (conversion webhook)"
   steward_local_images
   steward_datastore_object
-  steward_standin_cleared
-  steward_install
-  kc -n "${STEWARD_NS}" rollout status deploy/steward --timeout=5m >/dev/null \
-    || { kc -n "${STEWARD_NS}" logs deploy/steward --tail 30 >&2 || true; die "Steward is not running"; }
-  steward_provider_install
-  kc -n "${STEWARD_NS}" rollout status deploy/capi-steward-controller-manager --timeout=5m >/dev/null \
-    || { kc -n "${STEWARD_NS}" logs deploy/capi-steward-controller-manager --tail 30 >&2 || true; die "the Cluster API Steward provider is not running"; }
-  steward_lb_standin
-  measure "Steward $(steward_image steward) and its provider $(steward_image capi-steward) installed in $((SECONDS - t0)) s"
+  steward_step "the manifests" steward_manifests
+  STEWARD_PREPARED=$((SECONDS - t))
+  measure "Steward's set-up (its DataStore, the Cluster CRD's v1beta1, its and its provider's manifests) in ${STEWARD_PREPARED} s, beside the GitOps stage's end"
+}
+
+# steward_stage: hack/test-cluster.sh's Steward stage (TEST_STEWARD=1), after steward_prepare
+# and the chart's own checks: Steward and its provider installed, then a TenantCluster in
+# steward-demo (ButlerConfig choosing the steward provider and naming STEWARD_NS as its
+# controllers' namespace, local workers) whose control plane is Steward's Deployment.
+steward_stage() {
+  local t0=${SECONDS} t1
+  steward_step "the stand-in's clusters sampled and gone" steward_clear
+  steward_step "Steward and its provider running" steward_start
+  measure "Steward $(steward_image steward) and its provider $(steward_image capi-steward) installed and running in $((SECONDS - t0)) s after the GitOps join (their set-up before it, ${STEWARD_PREPARED:-?} s)"
 
   t1=${SECONDS}
   # Steward and its provider run in STEWARD_NS: butler reads their leader-election Leases there
@@ -313,6 +353,42 @@ steward_stage() {
     measure "the Steward stage (${STEWARD_PAIRS} pairs, STEWARD_PAIRS: no checks) took $((SECONDS - t0)) s"
     return
   fi
+  steward_step "demo Ready" steward_demo "${t1}"
+  steward_step "the sample" steward_sample
+  steward_step "Pod Security" steward_pod_security
+  steward_step "the one-off snapshot" steward_snapshot_refused
+  [[ -z "${STEWARD_UPGRADE_FROM}" ]] || steward_step "the upgrade" steward_upgrade
+  steward_step "isolation and faults" steward_isolation_and_faults
+  steward_step "hibernation" steward_hibernation
+  steward_step "compaction" steward_compaction
+  steward_step "the delete" steward_delete
+  measure "the Steward stage took $((SECONDS - t0)) s after the GitOps join (its set-up ${STEWARD_PREPARED:-?} s before it): $(printf '%s, ' "${STEWARD_STEPS[@]}" | sed 's/, $//')"
+}
+
+steward_manifests() { steward_render; steward_provider_render; }
+steward_clear() { steward_clear_standin; steward_standin_cleared; }
+
+# steward_start: Steward and its provider applied together, and both rollouts waited for at once
+# (the provider takes only StewardControlPlanes, of which there are none yet).
+steward_start() {
+  local steward_wait provider_wait
+  steward_install
+  steward_provider_install
+  # No ERR trap in these: a failed rollout is said below, with the Pods' logs.
+  { kc -n "${STEWARD_NS}" rollout status deploy/steward --timeout=5m >/dev/null || exit 1; } &
+  steward_wait=$!
+  { kc -n "${STEWARD_NS}" rollout status deploy/capi-steward-controller-manager --timeout=5m >/dev/null || exit 1; } &
+  provider_wait=$!
+  wait "${steward_wait}" || { kc -n "${STEWARD_NS}" logs deploy/steward --tail 30 >&2 || true; die "Steward is not running"; }
+  wait "${provider_wait}" \
+    || { kc -n "${STEWARD_NS}" logs deploy/capi-steward-controller-manager --tail 30 >&2 || true; die "the Cluster API Steward provider is not running"; }
+  steward_lb_standin
+}
+
+# steward_demo T1: steward-demo/demo (created at STEWARD_UPGRADE_FROM when set), Steward's
+# Deployment running, the cluster Ready with 2 local workers listed by its minted kubeconfig.
+steward_demo() {
+  local t1=$1
   [[ -z "${STEWARD_UPGRADE_FROM}" ]] || steward_offer_version "${STEWARD_UPGRADE_FROM}"
   kc apply -f - >/dev/null <<EOT
 apiVersion: v1
@@ -347,15 +423,6 @@ EOT
   kc --kubeconfig "${HOST_DIR}/steward-demo.kubeconfig" get nodes
   [[ $(ready_nodes "${HOST_DIR}/steward-demo.kubeconfig") == 2 ]] \
     || die "steward-demo/demo's kubeconfig lists $(ready_nodes "${HOST_DIR}/steward-demo.kubeconfig") Ready nodes, want 2"
-  steward_sample
-  steward_pod_security
-  steward_snapshot_refused
-  [[ -z "${STEWARD_UPGRADE_FROM}" ]] || steward_upgrade
-  steward_isolation_and_faults
-  steward_hibernation
-  steward_compaction
-  steward_delete
-  measure "the Steward stage took $((SECONDS - t0)) s"
 }
 
 # steward_pod_security: in steward-demo/demo, a non-admin with butler's operator role in a
@@ -492,8 +559,8 @@ steward_isolation_and_faults() {
   wait_until "other's keys under /${schema}/" 300 steward_etcd_has_keys "/${schema}/"
   local rc=0
   wait "${STEWARD_TEST_BUILD}" || rc=$?
-  ((rc == 0)) || { cat "${LOGS}/steward-test-build.log" >&2; die "test/steward does not build (wait: exit ${rc})"; }
-  STEWARD_ISOLATION="${STEWARD_TNS}/demo ${tns}/other" "${HOST_DIR}/steward.test" -test.count=1 -test.v -test.run '^TestStewardDataStoreIsolation$' \
+  ((rc == 0)) || { cat "${STEWARD_TEST}.log" >&2; die "test/steward does not build (wait: exit ${rc})"; }
+  STEWARD_ISOLATION="${STEWARD_TNS}/demo ${tns}/other" "${STEWARD_TEST}" -test.count=1 -test.v -test.run '^TestStewardDataStoreIsolation$' \
     >"${LOGS}/steward-isolation.log" 2>&1 || { cat "${LOGS}/steward-isolation.log" >&2; die "demo's etcd credentials reach beyond its prefix"; }
   grep -F -- '--- PASS: TestStewardDataStoreIsolation' "${LOGS}/steward-isolation.log" >/dev/null \
     || { cat "${LOGS}/steward-isolation.log" >&2; die "TestStewardDataStoreIsolation did not run"; }
@@ -645,9 +712,9 @@ steward_hibernation() {
 # tried to set up the stand-in's tenants on their DataStore, which its Pod cannot reach, each
 # attempt holding its one worker until the 30 s reconcile timeout, and steward-demo's Deployment
 # took 110 s instead of 19. The local clusters of stages 4 and 5 have been checked by then, so
-# they are deleted first; a management cluster runs one engine. The delete runs while the
-# DataStore and the CRDs are set up (nothing there reads a TenantControlPlane);
-# steward_standin_cleared waits for it before Steward is installed.
+# they are deleted first; a management cluster runs one engine. steward_standin_cleared waits for
+# it before Steward is installed. (The DataStore and the CRDs are set up before, beside the
+# GitOps stage: the local sample is taken after that stage's clusters are gone, as it was.)
 steward_clear_standin() {
   STEWARD_CLEAR_T=""
   [[ -n "$(kc get tc -n local-demo -o name)" ]] || return 0
@@ -659,7 +726,7 @@ steward_standin_cleared() {
   [[ -n "${STEWARD_CLEAR_T}" ]] || return 0
   local t=${SECONDS}
   wait_until "the stand-in's TenantControlPlanes gone" 180 no_tenant_control_planes
-  measure "the stand-in's clusters gone $((SECONDS - STEWARD_CLEAR_T)) s after their delete, $((SECONDS - t)) s of it waited for (the rest beside the DataStore's and the CRDs' set-up)"
+  measure "the stand-in's clusters gone $((SECONDS - STEWARD_CLEAR_T)) s after their delete, $((SECONDS - t)) s of it waited for"
 }
 no_tenant_control_planes() { [[ -z "$(kc get tenantcontrolplanes -A -o name)" ]]; }
 
@@ -715,7 +782,7 @@ steward_delete() {
   local deadline=$((SECONDS + 300))
   until gone; do
     ((SECONDS < deadline)) || die "300 s after deleting steward-demo/demo: left ${left:-nothing} and ${keys} keys under /${schema}/"
-    sleep 2
+    sleep 1
   done
   measure "steward-demo/demo deleted in $((SECONDS - t)) s: no TenantControlPlane, Deployment or Secret, 0 keys under /${schema}/"
   # The other clusters of the stage, deleted earlier, are gone too: other's keys with it, and
@@ -730,7 +797,7 @@ steward_delete() {
   deadline=$((SECONDS + 180))
   until rest; do
     ((SECONDS < deadline)) || die "after the stage's deletes: left ${left:-nothing} and ${keys} keys under /${other}/"
-    sleep 2
+    sleep 1
   done
 }
 
@@ -828,7 +895,7 @@ steward_procs_memory() {
 # memory (found by the TenantControlPlane's UID in their command lines: the stand-in's state
 # directory), for the pair; nothing when it is not Ready (TEST_STEWARD=only has no stage 4).
 steward_local_sample() {
-  local tns uid pids=() p pss rss n
+  local tns uid pids=() p pss rss n cp
   STEWARD_LOCAL=""
   kc -n local-demo wait tc/demo --for=condition=ControlPlaneReady --timeout=1s >/dev/null 2>&1 || return 0
   tns=$(kc -n local-demo get tc demo -o jsonpath='{.status.tenantNamespace}')
@@ -839,8 +906,9 @@ steward_local_sample() {
   done
   read -r pss rss n < <(steward_procs_memory "${pids[@]}")
   [[ "${n}" == 3 ]] || { log "local-demo/demo: ${n} control plane processes found by /${uid}/, not 3: no memory sample"; return 0; }
-  STEWARD_LOCAL="$(steward_cp_seconds local-demo demo) ${pss} ${rss}"
-  measure "local-demo/demo (the stand-in): control plane Ready $(steward_cp_seconds local-demo demo) s after its create; its 3 processes PSS $((pss / 1024)) MiB, RSS $((rss / 1024)) MiB"
+  cp=$(steward_cp_seconds local-demo demo)
+  STEWARD_LOCAL="${cp} ${pss} ${rss}"
+  measure "local-demo/demo (the stand-in): control plane Ready ${cp} s after its create; its 3 processes PSS $((pss / 1024)) MiB, RSS $((rss / 1024)) MiB"
 }
 
 # steward_sample: steward-demo/demo's create -> control plane Ready with where its time went,
@@ -852,7 +920,7 @@ steward_sample() {
   pod=$(kc -n "${STEWARD_TNS}" get pods -l "${selector%,}" --field-selector=status.phase=Running -o jsonpath='{.items[0].metadata.name}')
   uid=$(kc -n "${STEWARD_TNS}" get pod "${pod}" -o jsonpath='{.metadata.uid}')
   # The Pod's memory cgroup (cgroup v1 here; v2 too): pod<uid>, with - or _ (systemd) in it.
-  dir=$(find /sys/fs/cgroup/memory /sys/fs/cgroup -maxdepth 6 -type d \( -name "pod${uid}" -o -name "*pod${uid//-/_}*" \) 2>/dev/null | head -n 1 || true)
+  dir=$(find /sys/fs/cgroup/memory /sys/fs/cgroup -maxdepth 6 -type d \( -name "pod${uid}" -o -name "*pod${uid//-/_}*" \) -print -quit 2>/dev/null || true)
   [[ -n "${dir}" ]] || die "no memory cgroup of Pod ${STEWARD_TNS}/${pod} (pod${uid})"
   if [[ -f "${dir}/memory.usage_in_bytes" ]]; then
     usage=$(cat "${dir}/memory.usage_in_bytes"); inactive=$(awk '$1 == "total_inactive_file" {print $2}' "${dir}/memory.stat")
@@ -1043,7 +1111,7 @@ steward_pod_rss() {
   selector=$(kc -n "$1" get deploy "$2" -o go-template='{{range $k, $v := .spec.selector.matchLabels}}{{$k}}={{$v}},{{end}}')
   pod=$(kc -n "$1" get pods -l "${selector%,}" --field-selector=status.phase=Running -o jsonpath='{.items[0].metadata.name}')
   uid=$(kc -n "$1" get pod "${pod}" -o jsonpath='{.metadata.uid}')
-  dir=$(find /sys/fs/cgroup/memory /sys/fs/cgroup -maxdepth 6 -type d \( -name "pod${uid}" -o -name "*pod${uid//-/_}*" \) 2>/dev/null | head -n 1 || true)
+  dir=$(find /sys/fs/cgroup/memory /sys/fs/cgroup -maxdepth 6 -type d \( -name "pod${uid}" -o -name "*pod${uid//-/_}*" \) -print -quit 2>/dev/null || true)
   [[ -n "${dir}" ]] || die "no memory cgroup of Pod $1/${pod} (pod${uid})"
   pids=$(find "${dir}" -name cgroup.procs -exec cat {} + 2>/dev/null | sort -un || true)
   # shellcheck disable=SC2086 # one pid a word
