@@ -168,6 +168,7 @@ teardown() {
   local name pid
   [[ -n "${loop_pid}" ]] && kill "${loop_pid}" 2>/dev/null
   [[ -n "${GITOPS_PID:-}" ]] && kill "${GITOPS_PID}" 2>/dev/null
+  [[ -n "${STEWARD_ISOLATION_PID:-}" ]] && kill "${STEWARD_ISOLATION_PID}" 2>/dev/null
   touch "${HOST_DIR}/stop-lb"
   if [[ -n "${watch_pid}" ]]; then touch "${HOST_DIR}/stop-watch"; pkill -P "${watch_pid}" 2>/dev/null; fi
   # The local provider stops its tenants' processes itself; then whatever is left is swept.

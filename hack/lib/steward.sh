@@ -358,8 +358,10 @@ steward_stage() {
   steward_step "Pod Security" steward_pod_security
   steward_step "the one-off snapshot" steward_snapshot_refused
   [[ -z "${STEWARD_UPGRADE_FROM}" ]] || steward_step "the upgrade" steward_upgrade
-  steward_step "isolation and faults" steward_isolation_and_faults
-  steward_step "hibernation" steward_hibernation
+  steward_step "faults" steward_isolation_and_faults
+  steward_isolation_beside
+  steward_step "hibernation (the isolation check beside it)" steward_hibernation
+  steward_step "the isolation check joined" steward_isolation_join
   steward_step "compaction" steward_compaction
   steward_step "the delete" steward_delete
   measure "the Steward stage took $((SECONDS - t0)) s after the GitOps join (its set-up ${STEWARD_PREPARED:-?} s before it): $(printf '%s, ' "${STEWARD_STEPS[@]}" | sed 's/, $//')"
@@ -523,17 +525,18 @@ steward_reasons() {
 }
 
 # steward_isolation_and_faults: with steward-demo/demo Ready,
-#   - a second tenant, other, on the same DataStore: with the etcd client certificate Steward
-#     gives demo's kube-apiserver, test/steward reads demo's prefix and is refused other's
-#     prefix, the root and the access control (it would not be with etcd's authentication off:
-#     TestTrespassesNeedAuthentication);
 #   - the faults say why at once, naming the provider and what it cannot do: a version Steward
 #     cannot run (badversion, v1.36.3), a DataStore that does not exist (nostore), and a
-#     snapshot schedule on demo (Steward has no snapshot contract: ProviderCapable False).
+#     snapshot schedule on demo (Steward has no snapshot contract: ProviderCapable False);
+#   - a second tenant, other, on the same DataStore (steward_isolation, beside demo's
+#     hibernation: its start is mostly Pods starting, as the hibernation's is a Pod stopping):
+#     with the etcd client certificate Steward gives demo's kube-apiserver, test/steward reads
+#     demo's prefix and is refused other's prefix, the root and the access control (it would not
+#     be with etcd's authentication off: TestTrespassesNeedAuthentication).
 # other is made while Steward and its provider are down (steward_controllers_down), the other two
 # once they are back; Steward takes one TenantControlPlane at a time.
 steward_isolation_and_faults() {
-  local t tns schema
+  local t
   steward_controllers_down
   t=${SECONDS}
   steward_tc badversion v1.36.3
@@ -550,23 +553,50 @@ steward_isolation_and_faults() {
   measure "steward-demo/demo with a snapshot schedule: ProviderCapable Unsupported in $((SECONDS - s)) s"
   kc -n steward-demo patch tc demo --type json -p '[{"op":"remove","path":"/spec/snapshots"}]' >/dev/null
   wait_condition "steward-demo/demo capable again without its schedule" 60 demo ProviderCapable Supported ""
+  STEWARD_OTHER_T=${t}
+}
 
+# steward_isolation_beside: steward_isolation in the background (joined by
+# steward_isolation_join); its measures and its failure go through files in HOST_DIR.
+steward_isolation_beside() {
+  local rc=0
+  # The build's process is this shell's child, not the background stage's.
+  wait "${STEWARD_TEST_BUILD}" || rc=$?
+  ((rc == 0)) || { cat "${STEWARD_TEST}.log" >&2; die "test/steward does not build (wait: exit ${rc})"; }
+  : >"${HOST_DIR}/steward-isolation.summary"
+  (BESIDE_FAIL="${HOST_DIR}/steward-isolation.fail" steward_isolation) &
+  STEWARD_ISOLATION_PID=$!
+}
+
+# steward_isolation_join: waits for steward_isolation, fails when it failed, and takes its
+# measures and STEWARD_OTHER.
+steward_isolation_join() {
+  local rc=0 line
+  wait "${STEWARD_ISOLATION_PID}" || rc=$?
+  STEWARD_ISOLATION_PID=""
+  while IFS= read -r line; do summary+=("${line}"); done <"${HOST_DIR}/steward-isolation.summary"
+  ((rc == 0)) || die "$(cat "${HOST_DIR}/steward-isolation.fail" 2>/dev/null || echo "the isolation check failed: exit ${rc} (above)")"
+  STEWARD_OTHER=$(cat "${HOST_DIR}/steward-isolation.other")
+}
+
+# steward_isolation: other's start, then test/steward with demo's etcd credentials; other deleted.
+steward_isolation() {
+  local tns schema t=${STEWARD_OTHER_T}
   wait_until "steward-demo/other's tenant namespace" 60 tc_tenant_namespace other
   tns=$(kc -n steward-demo get tc other -o jsonpath='{.status.tenantNamespace}')
   wait_until "TenantControlPlane ${tns}/other with its DataStore schema" 300 tcp_schema "${tns}" other
   schema=$(tcp_schema "${tns}" other)
   # other's kube-apiserver has written its keys: a read of them would have something to find.
   wait_until "other's keys under /${schema}/" 300 steward_etcd_has_keys "/${schema}/"
-  local rc=0
-  wait "${STEWARD_TEST_BUILD}" || rc=$?
-  ((rc == 0)) || { cat "${STEWARD_TEST}.log" >&2; die "test/steward does not build (wait: exit ${rc})"; }
   STEWARD_ISOLATION="${STEWARD_TNS}/demo ${tns}/other" "${STEWARD_TEST}" -test.count=1 -test.v -test.run '^TestStewardDataStoreIsolation$' \
     >"${LOGS}/steward-isolation.log" 2>&1 || { cat "${LOGS}/steward-isolation.log" >&2; die "demo's etcd credentials reach beyond its prefix"; }
   grep -F -- '--- PASS: TestStewardDataStoreIsolation' "${LOGS}/steward-isolation.log" >/dev/null \
     || { cat "${LOGS}/steward-isolation.log" >&2; die "TestStewardDataStoreIsolation did not run"; }
-  measure "demo's etcd credentials: its own prefix read, other's /${schema}/, the root, Compact and the access control refused ($((SECONDS - t)) s with other's start)"
+  local m="demo's etcd credentials: its own prefix read, other's /${schema}/, the root, Compact and the access control refused ($((SECONDS - t)) s with other's start, beside demo's hibernation)"
+  log "${m}"
+  echo "${m}" >>"${HOST_DIR}/steward-isolation.summary"
   kc -n steward-demo delete tc other --wait=false >/dev/null
-  STEWARD_OTHER="${tns} ${schema}"
+  echo "${tns} ${schema}" >"${HOST_DIR}/steward-isolation.other"
 }
 
 # steward_snapshot_refused [NAME]: a one-off TenantClusterSnapshot NAME (once) of demo is Failed
