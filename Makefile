@@ -172,10 +172,12 @@ test-e2e: build kube-versions ## kubectl end-to-end tests on the standalone serv
 # built from source as make cluster's; the pause and echo images of hack/build-node-images.sh and
 # Flux's of hack/build-flux-images.sh), and Flux syncing a tenant on them from a Git server
 # (TestGitOpsTenant). REALNODE_RUN picks tests by go test's -run (REALNODE_RUN=TestGitOpsTenant).
+# The three tests of real nodes run at once (realNodeParallel; they mostly wait on nodes):
+# -parallel 3 lets them, where Go's default is GOMAXPROCS.
 REALNODE_RUN ?= ^(TestRealNode|TestGitOpsTenant)
 test-realnode: build kube-versions ## real worker nodes on this machine (root)
 	$(realnode-deps)
-	BUTLER_E2E_REALNODE=1 $(GO) test -vet=off -count=1 -timeout 15m -run '$(REALNODE_RUN)' -v ./test/e2e/...
+	BUTLER_E2E_REALNODE=1 $(GO) test -vet=off -count=1 -timeout 15m -parallel 3 -run '$(REALNODE_RUN)' -v ./test/e2e/...
 
 define realnode-deps
 	hack/install-cluster-deps.sh
@@ -270,10 +272,12 @@ test-faults: build ## the fault battery on a two-replica plane
 # (one plane start and one build instead of two), R4 with 10 clusters instead of 20 (about 3 of
 # its 6.5 minutes, within CI's budget; make test-faults keeps 20). Go runs faults_test.go's tests before
 # realnode_test.go's: each fault test restarts what it killed, and the last deletes its clusters
-# and checks that nothing of them is left, so the real nodes start on a whole plane.
+# and checks that nothing of them is left, so the real nodes start on a whole plane. The fault
+# tests are sequential; the three real-node tests are parallel, so Go starts them together
+# (-parallel 3) once the fault tests ended.
 test-realnode-faults: build kube-versions ## test-realnode and test-faults on one plane (root; CI)
 	$(realnode-deps)
-	BUTLER_E2E_REALNODE=1 R4_CLUSTERS=10 $(FAULTS_PLANE) $(GO) test -vet=off -count=1 -timeout 45m -run '^(TestFault|TestRealNode|TestGitOpsTenant)' -v ./test/e2e/...
+	BUTLER_E2E_REALNODE=1 R4_CLUSTERS=10 $(FAULTS_PLANE) $(GO) test -vet=off -count=1 -timeout 45m -parallel 3 -run '^(TestFault|TestRealNode|TestGitOpsTenant)' -v ./test/e2e/...
 
 # fuzz: each fuzz target for FUZZTIME (go test -fuzz takes one target at a time); new crashers
 # land in testdata/fuzz of the package. Not part of `make test`; plain `go test` runs the seeds.

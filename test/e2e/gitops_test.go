@@ -56,6 +56,7 @@ var (
 func TestGitOpsTenant(t *testing.T) {
 	realNodeRequirements(t)
 	gitOpsRequirements(t)
+	realNodeParallel(t)
 	const teamA, teamB, name = "gitops-a", "gitops-b", "gt"
 	started := time.Now()
 	mustApply(t, teamManifest(teamA, "", member("alice", "admin"), member("otto", "operator"))+"---\n"+
@@ -128,7 +129,7 @@ spec: {provider: local, local: {nodeType: real}}
 		t.Fatal(err)
 	}
 	deleteCluster(t, teamA, name, string(cp.GetUID()))
-	if left := realNodeLeftovers(); len(left) > 0 {
+	if left := realNodeLeftoversOf(tc.Status.TenantNamespace); len(left) > 0 {
 		t.Errorf("the deleted cluster's real node left:\n  %s", strings.Join(left, "\n  "))
 	}
 }

@@ -36,6 +36,7 @@ import (
 // The tmpfs mounts are the test's (the host's disk is not filled).
 func TestRealNodeCannotBootOrJoin(t *testing.T) {
 	realNodeRequirements(t)
+	realNodeParallel(t)
 	env := lmTenant(t, "rn-noboot", "noboot")
 	for _, c := range []realNodeFault{
 		{machine: "rn-small", reason: "NodeOutOfSpace", want: []string{"no space left for a node"}, mount: "size=1m"},
@@ -101,7 +102,7 @@ func realNodeCannotBoot(t *testing.T, env *lmEnv, c realNodeFault) {
 	// two tries, what a try makes while it runs does not. A try that imports the node images
 	// takes seconds under load, so the gaps long enough to look in come a minute in.
 	if ok, left := realNodePoll(time.Minute, func() (bool, string) {
-		left := realNodeLeftoversBut(mounts...)
+		left := realNodeLeftoversBut(env.ns, mounts...)
 		return len(left) == 0, strings.Join(left, "\n  ")
 	}); !ok {
 		t.Errorf("%s left between its tries:\n  %s", c.machine, left)
@@ -121,7 +122,7 @@ func realNodeCannotBoot(t *testing.T, env *lmEnv, c realNodeFault) {
 		_ = unix.Unmount(m, unix.MNT_DETACH)
 	}
 	realNodeWaitGone(t, env, c.machine)
-	if left := append(realNodeLeftovers(), realNodeStateLeft(env.ns, c.machine)...); len(left) > 0 {
+	if left := append(realNodeLeftoversOf(env.ns), realNodeStateLeft(env.ns, c.machine)...); len(left) > 0 {
 		t.Errorf("the deleted machine %s left:\n  %s", c.machine, strings.Join(left, "\n  "))
 	}
 }
@@ -274,10 +275,10 @@ func listenIn(nsPath, addr string) (net.Listener, error) {
 	return listenInNamespace(netns, addr)
 }
 
-// realNodeLeftoversBut is realNodeLeftovers but for the mounts at the given mount points.
-func realNodeLeftoversBut(mountPoints ...string) []string {
+// realNodeLeftoversBut is realNodeLeftoversOf(ns) but for the mounts at the given mount points.
+func realNodeLeftoversBut(ns string, mountPoints ...string) []string {
 	var left []string
-	for _, l := range realNodeLeftovers() {
+	for _, l := range realNodeLeftoversOf(ns) {
 		ours := false
 		for _, mp := range mountPoints {
 			if f := strings.Fields(l); len(f) > 2 && f[0] == "mount" && f[2] == mp {

@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"net"
 	"net/http"
@@ -42,10 +40,12 @@ import (
 // kubernetes Service; scale 2→3 adds a real node that runs a pod; a node whose kubelet is killed
 // goes NotReady and its LocalMachine says so, and an impostor at its kubelet's address is refused
 // by the tenant's kube-apiserver (logs, exec); hibernation removes every node and the wake brings
-// them back; deleting the cluster leaves no process, mount, network namespace, cgroup, veth,
-// bridge or iptables rule of the nodes.
+// them back; deleting the cluster leaves no process, mount, network namespace, cgroup, veth or
+// iptables rule of the nodes (nor the nodes' bridge once every real-node test ended:
+// realNodeParallel).
 func TestRealNodeRunsPods(t *testing.T) {
 	realNodeRequirements(t)
+	realNodeParallel(t)
 	ctx := context.Background()
 	ns := namespace(t, "realnode")
 	const name = "rn"
@@ -110,7 +110,7 @@ spec: {provider: local, local: {nodeType: real}}
 	realNodeKillKubelet(t, tenant, third)
 	realNodeImpostorKubelet(t, kubeconfig, tenant, third, pods[third], netns)
 	netns.Close()
-	realNodeSleepAndWake(t, ns, name, tenant, 3)
+	realNodeSleepAndWake(t, ns, name, tc.Status.TenantNamespace, tenant, 3)
 
 	// Delete: the cluster's processes and every trace of its nodes go.
 	cp, err := dynamicClient(t).Resource(tenantCPGVR).Namespace(tc.Status.TenantNamespace).Get(ctx, name, metav1.GetOptions{})
@@ -118,25 +118,27 @@ spec: {provider: local, local: {nodeType: real}}
 		t.Fatal(err)
 	}
 	deleteCluster(t, ns, name, string(cp.GetUID()))
-	left := realNodeLeftovers()
-	machines, _ := filepath.Glob(filepath.Join(plane.dir, "machines", ns, "*"))
+	// The cluster's LocalMachines are in its tenant namespace, and so are their directories.
+	left := realNodeLeftoversOf(tc.Status.TenantNamespace)
+	machines, _ := filepath.Glob(filepath.Join(plane.dir, "machines", tc.Status.TenantNamespace, "*"))
 	for _, m := range machines {
-		left = append(left, realNodeStateLeft(ns, filepath.Base(m))...)
+		left = append(left, realNodeStateLeft(tc.Status.TenantNamespace, filepath.Base(m))...)
 	}
 	if len(left) > 0 {
 		t.Errorf("the deleted cluster's real nodes left:\n  %s", strings.Join(left, "\n  "))
 	}
 }
 
-// realNodeSleepAndWake hibernates the cluster: its real nodes go and leave nothing on the host;
-// the wake brings workers real nodes back, which run the echo Deployment's pods again.
-func realNodeSleepAndWake(t *testing.T, ns, name string, tenant kubernetes.Interface, workers int32) {
+// realNodeSleepAndWake hibernates the cluster: its real nodes (machines of machineNS) go and
+// leave nothing on the host; the wake brings workers real nodes back, which run the echo
+// Deployment's pods again.
+func realNodeSleepAndWake(t *testing.T, ns, name, machineNS string, tenant kubernetes.Interface, workers int32) {
 	t.Helper()
 	start := time.Now()
 	mustKubectl(t, "patch", "tc", name, "-n", ns, "--type=merge", "-p", `{"spec":{"hibernation":{"hibernated":true}}}`)
 	waitCluster(t, ns, name, 3*time.Minute, "Hibernated", hibernated)
 	t.Logf("hibernate -> Hibernated in %s", time.Since(start).Round(100*time.Millisecond))
-	if left := realNodeLeftovers(); len(left) > 0 {
+	if left := realNodeLeftoversOf(machineNS); len(left) > 0 {
 		t.Errorf("the hibernated cluster's real nodes left:\n  %s", strings.Join(left, "\n  "))
 	}
 	start = time.Now()
@@ -517,98 +519,6 @@ func realNodePSSKiB(t *testing.T, key string) (int64, int) {
 	return kib, len(counted)
 }
 
-// realNodeLeftovers lists what real nodes of this plane left on the host.
-func realNodeLeftovers() []string {
-	var left []string
-	machines := filepath.Join(plane.dir, "machines") + "/"
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, f := range procs {
-		data, err := os.ReadFile(f)
-		cmd := strings.ReplaceAll(string(data), "\x00", " ")
-		if err == nil && (strings.Contains(cmd, machines) || strings.Contains(cmd, "/run/butler-nodes/")) {
-			left = append(left, "process "+filepath.Base(filepath.Dir(f))+": "+cmd)
-		}
-	}
-	mounts, _ := os.ReadFile("/proc/self/mounts")
-	for _, m := range strings.Split(string(mounts), "\n") {
-		if strings.Contains(m, machines) || strings.Contains(m, "/run/butler-nodes/") || strings.Contains(m, "/var/run/netns/butler-") {
-			left = append(left, "mount "+m)
-		}
-	}
-	if ns, _ := filepath.Glob("/var/run/netns/butler-*"); len(ns) > 0 {
-		left = append(left, "network namespaces "+strings.Join(ns, " "))
-	}
-	// An address on the nodes' bridge is leased while a node holds it (a file named by it).
-	if leases, _ := filepath.Glob("/run/butler-nodes/leases/*"); len(leases) > 0 {
-		left = append(left, "address leases "+strings.Join(leases, " "))
-	}
-	// A node's own directories and the keys in them: its run directory holds its kubelet's
-	// certificate directory (serving key and certificate) and root (its pods' tokens), its state
-	// directory containerd's; a machine's state directory (its node client key) stays while the
-	// machine does, not its node's.
-	runDirs, _ := filepath.Glob("/run/butler-nodes/*")
-	nodeDirs, _ := filepath.Glob(filepath.Join(plane.dir, "machines", "*", "*", "node"))
-	for _, dir := range append(runDirs, nodeDirs...) {
-		if filepath.Base(dir) != "leases" {
-			left = append(left, "node directory "+dir+": "+strings.Join(filesUnder(dir, 5), " "))
-		}
-	}
-	if cg, _ := filepath.Glob("/sys/fs/cgroup/*/butler-nodes"); len(cg) > 0 {
-		left = append(left, "cgroups "+strings.Join(cg, " "))
-	}
-	if links, err := exec.Command("ip", "-o", "link", "show").Output(); err == nil {
-		for _, l := range strings.Split(string(links), "\n") {
-			if f := strings.Fields(l); len(f) > 1 && (strings.HasPrefix(f[1], "bn") || strings.HasPrefix(f[1], "butlern0")) {
-				left = append(left, "link "+f[1])
-			}
-		}
-	}
-	// The kubelet's default --cert-dir is the host's, whatever its --root-dir: a real node's
-	// serving certificate (of an address on the nodes' bridge) or key there, of any run (the 12
-	// of clusters deleted before e87f9c6 were removed on 2026-11-29).
-	served, _ := filepath.Glob("/var/lib/kubelet/pki/kubelet-*")
-	for _, f := range served {
-		if realNodeServingFile(f) {
-			left = append(left, "serving certificate and key "+f)
-		}
-	}
-	if rules, err := exec.Command("iptables-save").Output(); err == nil {
-		for _, r := range strings.Split(string(rules), "\n") {
-			if strings.Contains(r, "butlern0") || strings.Contains(r, "10.250.") {
-				left = append(left, "iptables "+r)
-			}
-		}
-	}
-	return left
-}
-
-// filesUnder names at most max files under dir, its keys first (*.key, *.pem, token), and says
-// when there are more. The walk stops there: it runs in polls, over containerd's image content.
-func filesUnder(dir string, max int) []string {
-	var keys, others []string
-	more := false
-	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return nil
-		}
-		if len(keys)+len(others) == 4*max {
-			more = true
-			return filepath.SkipAll
-		}
-		if ext := filepath.Ext(p); ext == ".key" || ext == ".pem" || d.Name() == "token" {
-			keys = append(keys, p)
-		} else {
-			others = append(others, p)
-		}
-		return nil
-	})
-	all := append(keys, others...)
-	if more || len(all) > max {
-		return append(all[:min(max, len(all))], "and more")
-	}
-	return all
-}
-
 // realNodeStateLeft names the files left in the state directories of the deleted machines of
 // namespace ns (their node client keys and kubeconfigs among them).
 func realNodeStateLeft(ns string, machines ...string) []string {
@@ -620,25 +530,4 @@ func realNodeStateLeft(ns string, machines ...string) []string {
 		}
 	}
 	return left
-}
-
-// realNodeServingFile says whether the PEM file holds a certificate for an address of the real
-// nodes' bridge (10.250.0.0/16).
-func realNodeServingFile(path string) bool {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return false
-	}
-	for block, rest := pem.Decode(data); block != nil; block, rest = pem.Decode(rest) {
-		cert, err := x509.ParseCertificate(block.Bytes)
-		if err != nil {
-			continue
-		}
-		for _, ip := range cert.IPAddresses {
-			if ip.To4() != nil && ip.To4()[0] == 10 && ip.To4()[1] == 250 {
-				return true
-			}
-		}
-	}
-	return false
 }
