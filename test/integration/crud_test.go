@@ -2,6 +2,8 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
+	"reflect"
 	"testing"
 	"time"
 
@@ -161,6 +163,29 @@ func (c crudCase[T, L]) run(t *testing.T) {
 	expectEvent(t, w, watch.Deleted, obj.GetName())
 	if _, err := client.Get(ctx, obj.GetName(), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("get after delete: want 404, got %v", err)
+	}
+	c.applyCreates(t, client, obj)
+}
+
+// applyCreates checks that a server-side apply of obj, which does not exist, creates it (as
+// kubectl apply --server-side and every GitOps tool do), then deletes it again.
+func (c crudCase[T, L]) applyCreates(t *testing.T, client typedClient[T, L], obj T) {
+	ctx := context.Background()
+	body := obj.DeepCopyObject().(T)
+	body.GetObjectKind().SetGroupVersionKind(v1alpha1.SchemeGroupVersion.WithKind(reflect.TypeOf(body).Elem().Name()))
+	data, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applied, err := client.Patch(ctx, obj.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: "crud-test"})
+	if err != nil {
+		t.Fatalf("server-side apply of a new %s: %v", body.GetObjectKind().GroupVersionKind().Kind, err)
+	}
+	if applied.GetGeneration() != 1 || applied.GetUID() == "" {
+		t.Errorf("server-side apply created generation %d, uid %q", applied.GetGeneration(), applied.GetUID())
+	}
+	if err := client.Delete(ctx, obj.GetName(), metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("delete after apply: %v", err)
 	}
 }
 
