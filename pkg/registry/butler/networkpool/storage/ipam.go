@@ -65,6 +65,12 @@ func (c *shrinkCheck) UpdatedObject(ctx context.Context, oldObj runtime.Object) 
 	if err != nil {
 		return nil, err
 	}
+	if old, ok := oldObj.(*butler.NetworkPool); !ok || old.ResourceVersion == "" {
+		// A create through update (a server-side apply of a new pool; the generic store passes
+		// an empty object): nothing is allocated in a pool not stored yet, and asking the
+		// store for it answered 404.
+		return obj, nil
+	}
 	pool := obj.(*butler.NetworkPool)
 	allocator, _, err := c.ipam.Allocator(ctx, pool.Namespace, pool.Name)
 	if err != nil {
