@@ -7,13 +7,10 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"os/signal"
-	"sync/atomic"
-	"syscall"
 
+	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/process"
 	"github.com/butlerdotdev/butler-apiserver/pkg/onenodecluster"
 )
 
@@ -51,7 +48,7 @@ func main() {
 		logf("%v", err)
 		os.Exit(2)
 	}
-	ctx, signalled := onSignal()
+	ctx, signalled := process.OnSignal()
 	err = onenodecluster.Run(ctx, o, logf)
 	if s := signalled.Load(); s != 0 {
 		os.Exit(128 + int(s))
@@ -59,22 +56,4 @@ func main() {
 	if err != nil {
 		os.Exit(1)
 	}
-}
-
-// onSignal is a context that ends on the first SIGINT or SIGTERM, and that signal's number.
-// Later signals are caught and dropped: a second one must not cut the clean-up short (timeout
-// signals make and its process group: two SIGTERMs reach this process).
-func onSignal() (context.Context, *atomic.Int32) {
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	ctx, cancel := context.WithCancel(context.Background())
-	var got atomic.Int32
-	go func() {
-		s := <-sigs
-		got.Store(int32(s.(syscall.Signal)))
-		cancel()
-		for range sigs {
-		}
-	}()
-	return ctx, &got
 }
