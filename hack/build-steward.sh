@@ -107,6 +107,26 @@ kube_binaries() {
     "${BIN}/butler-localprovider" build-kube --kube-versions-dir "${KUBE_VERSIONS_DIR}" "${missing[@]}"
   fi
 }
+# unpack ARCHIVE_GLOB DIR: the archive into _output/third_party/DIR, unless that copy came from
+# this very archive (its checksum is kept beside it).
+unpack() {
+  local archive sum
+  archive=$(compgen -G "${THIRD_PARTY_DIR}/$1" | head -n 1)
+  sum=$(sha256sum "${archive}" | cut -d' ' -f1)
+  if [[ "$(cat "${SRC}/$2.sha256" 2>/dev/null)" != "${sum}" ]]; then
+    rm -rf "${SRC:?}/$2"
+    tar -xzf "${archive}" -C "${SRC}"
+    echo "${sum}" >"${SRC}/$2.sha256"
+  fi
+  # The commit is in the archive's name (<project>-<short commit>.tar.gz).
+  commit="${archive##*-}"; commit="${commit%.tar.gz}"
+}
+# The sources are unpacked whether or not the archives are built: the Steward stage
+# (hack/lib/steward.sh) renders Steward's chart and the provider's manifest from them.
+unpack 'steward-*.tar.gz' steward
+steward_commit=${commit}
+unpack 'cluster-api-control-plane-provider-steward-*.tar.gz' cluster-api-control-plane-provider-steward
+provider_commit=${commit}
 kube_binaries
 digest=$(inputs)
 if [[ -n "${digest}" && "$(cat "${IMAGES_DIR}/inputs" 2>/dev/null)" == "${digest}" ]] && built; then
@@ -130,20 +150,6 @@ if [[ -n "${CACHE}" && -n "${digest}" && -f "${CACHE}/${digest}/inputs" ]]; then
   rm -f "${IMAGES_DIR}/inputs"
 fi
 
-# unpack ARCHIVE_GLOB DIR: the archive into _output/third_party/DIR, unless that copy came from
-# this very archive (its checksum is kept beside it).
-unpack() {
-  local archive sum
-  archive=$(compgen -G "${THIRD_PARTY_DIR}/$1" | head -n 1)
-  sum=$(sha256sum "${archive}" | cut -d' ' -f1)
-  if [[ "$(cat "${SRC}/$2.sha256" 2>/dev/null)" != "${sum}" ]]; then
-    rm -rf "${SRC:?}/$2"
-    tar -xzf "${archive}" -C "${SRC}"
-    echo "${sum}" >"${SRC}/$2.sha256"
-  fi
-  # The commit is in the archive's name (<project>-<short commit>.tar.gz).
-  commit="${archive##*-}"; commit="${commit%.tar.gz}"
-}
 # created DIR: the newest modification time in the unpacked tree (the commit's date in a git
 # archive), for the image timestamps; go.mod left out, as the provider's is edited here (its
 # time was the edit's, so the provider's image changed digest at every build).
@@ -165,8 +171,6 @@ image() {
 (cd hack/dist && go build -o "${BIN}/oci-image" ./cmd/oci-image)
 
 # --- Steward ---------------------------------------------------------------------------------
-unpack 'steward-*.tar.gz' steward
-steward_commit=${commit}
 t=${SECONDS}
 mkdir -p "${IMAGES_DIR}/bin/steward"
 go_static "${SRC}/steward" "${IMAGES_DIR}/bin/steward/steward" . \
@@ -176,8 +180,6 @@ image steward docker.io/butlerlabs/steward "${steward_commit}" "${IMAGES_DIR}/bi
 log "Steward ${steward_commit} in $((SECONDS - t)) s"
 
 # --- the Cluster API provider ----------------------------------------------------------------
-unpack 'cluster-api-control-plane-provider-steward-*.tar.gz' cluster-api-control-plane-provider-steward
-provider_commit=${commit}
 t=${SECONDS}
 provider="${SRC}/cluster-api-control-plane-provider-steward"
 (cd "${provider}" && go mod edit -replace github.com/butlerdotdev/steward=../steward)

@@ -66,9 +66,10 @@ diagnose() {
 }
 # The failure is said again after the diagnosis: CI shows only the end of a long output. A stage
 # run beside the others (BESIDE_FAIL set: gitops_beside) also leaves it in that file, for its join
-# to say last.
+# to say last. Errexit is off in it: a dump command that fails (a kind not installed yet) must
+# not end the shell before the failure is said again.
 die() {
-  trap - ERR; log "FAIL: $*"; diagnose; log "FAIL: $*"
+  trap - ERR; set +e; log "FAIL: $*"; diagnose; log "FAIL: $*"
   [[ -z "${BESIDE_FAIL:-}" ]] || echo "$*" >"${BESIDE_FAIL}"
   exit 1
 }

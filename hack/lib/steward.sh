@@ -325,7 +325,10 @@ steward_prepare() {
   STEWARD_ETCD_PORT=$(port)
   steward_step "the DataStore's etcd" steward_datastore "${STEWARD_ETCD_PORT}"
   steward_step "the Cluster CRD's v1beta1" steward_cluster_v1beta1 "${CAPI_WEBHOOK_PORT}"
-  kc get clusters.v1beta1.cluster.x-k8s.io -A >/dev/null || die "Cluster API's v1beta1 Clusters are not served (conversion webhook)"
+  # kube-apiserver takes up a CRD's new conversion settings a moment after the patch: a read at
+  # once can still go to the webhook the upstream CRD names (a Service this cluster lacks).
+  wait_until "Cluster API's v1beta1 Clusters served (the conversion webhook)" 60 \
+    kc get clusters.v1beta1.cluster.x-k8s.io -A
   steward_local_images
   steward_datastore_object
   steward_step "the manifests" steward_manifests
