@@ -21,17 +21,19 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/keyutil"
+
+	"github.com/butlerdotdev/butler-apiserver/test/e2e/framework"
 )
 
 // userKubeconfig writes a kubeconfig for a user whose client certificate the management
 // cluster's CA signs, as a platform team would hand out.
 func userKubeconfig(t *testing.T, user string, groups ...string) string {
 	t.Helper()
-	caCerts, err := certutil.CertsFromFile(filepath.Join(plane.dir, "pki", "ca.crt"))
+	caCerts, err := certutil.CertsFromFile(filepath.Join(framework.Plane.Dir, "pki", "ca.crt"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	caKey, err := keyutil.PrivateKeyFromFile(filepath.Join(plane.dir, "pki", "ca.key"))
+	caKey, err := keyutil.PrivateKeyFromFile(filepath.Join(framework.Plane.Dir, "pki", "ca.key"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +58,7 @@ func userKubeconfig(t *testing.T, user string, groups ...string) string {
 		t.Fatal(err)
 	}
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["local"] = &clientcmdapi.Cluster{Server: plane.config.Host, CertificateAuthorityData: plane.config.CAData}
+	cfg.Clusters["local"] = &clientcmdapi.Cluster{Server: framework.Plane.Config.Host, CertificateAuthorityData: framework.Plane.Config.CAData}
 	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{
 		ClientCertificateData: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
 		ClientKeyData:         pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
@@ -73,32 +75,16 @@ func userKubeconfig(t *testing.T, user string, groups ...string) string {
 // bind gives user the ClusterRole role in namespace ns.
 func bind(t *testing.T, ns, user, role string) {
 	t.Helper()
-	mustKubectl(t, "create", "rolebinding", user+"-"+role, "-n", ns, "--clusterrole="+role, "--user="+user)
+	framework.MustKubectl(t, "create", "rolebinding", user+"-"+role, "-n", ns, "--clusterrole="+role, "--user="+user)
 }
-
-func kubeconfigPath(ns, name string) string {
-	return "/apis/butler.butlerlabs.dev/v1alpha1/namespaces/" + ns + "/tenantclusters/" + name + "/kubeconfig"
-}
-
-// requestFile writes a KubeconfigRequest body for kubectl create --raw -f.
-func requestFile(t *testing.T, body string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "request.json")
-	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-const kubeconfigRequest = `{"apiVersion":"butler.butlerlabs.dev/v1alpha1","kind":"KubeconfigRequest"}`
 
 func TestKubeconfigSubresource(t *testing.T) {
-	ns := namespace(t, "e2e-kubeconfig")
-	mustApply(t, tenantCluster(ns, "prod"))
-	req := requestFile(t, kubeconfigRequest)
+	ns := framework.Namespace(t, "e2e-kubeconfig")
+	framework.MustApply(t, tenantCluster(ns, "prod"))
+	req := framework.KubeconfigRequestFile(t, framework.KubeconfigRequest)
 
 	// No kubeconfig until the control plane is up: a clear error, not an empty kubeconfig.
-	out, err := kubectl(t, "create", "--raw", kubeconfigPath(ns, "prod"), "-f", req)
+	out, err := framework.Kubectl(t, "create", "--raw", framework.KubeconfigPath(ns, "prod"), "-f", req)
 	if err == nil || !strings.Contains(out, "has no kubeconfig yet (phase Pending)") {
 		t.Fatalf("before the control plane is ready: err=%v\n%s", err, out)
 	}
@@ -106,23 +92,23 @@ func TestKubeconfigSubresource(t *testing.T) {
 	// The tenant cluster's admin kubeconfig and CA, as the lifecycle controller and Steward would
 	// store them. The management cluster itself stands in for the tenant cluster, so the answer
 	// can be used.
-	tenantKubeconfig, err := os.ReadFile(plane.kubeconfig)
+	tenantKubeconfig, err := os.ReadFile(framework.Plane.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tenantNS := fixtureTenantNamespace(t, ns, "prod")
-	mustKubectl(t, "create", "secret", "generic", "prod-admin-kubeconfig", "-n", tenantNS,
-		"--from-file=admin.conf="+plane.kubeconfig)
-	mustKubectl(t, "patch", "tc", "prod", "-n", ns, "--subresource=status", "--type=merge",
+	framework.MustKubectl(t, "create", "secret", "generic", "prod-admin-kubeconfig", "-n", tenantNS,
+		"--from-file=admin.conf="+framework.Plane.Kubeconfig)
+	framework.MustKubectl(t, "patch", "tc", "prod", "-n", ns, "--subresource=status", "--type=merge",
 		"-p", `{"status":{"phase":"Ready","tenantNamespace":"`+tenantNS+`","kubeconfigSecretRef":{"name":"prod-admin-kubeconfig"}}}`)
 	// No CA: no credential, rather than the stored admin's.
-	if out, err := kubectl(t, "create", "--raw", kubeconfigPath(ns, "prod"), "-f", req); err == nil || !strings.Contains(out, "holds no CA certificate and key") {
+	if out, err := framework.Kubectl(t, "create", "--raw", framework.KubeconfigPath(ns, "prod"), "-f", req); err == nil || !strings.Contains(out, "holds no CA certificate and key") {
 		t.Errorf("without a readable tenant CA: err=%v\n%s", err, out)
 	}
-	mustKubectl(t, "create", "secret", "generic", "prod-ca", "-n", tenantNS,
-		"--from-file=ca.crt="+filepath.Join(plane.dir, "pki", "ca.crt"), "--from-file=ca.key="+filepath.Join(plane.dir, "pki", "ca.key"))
+	framework.MustKubectl(t, "create", "secret", "generic", "prod-ca", "-n", tenantNS,
+		"--from-file=ca.crt="+filepath.Join(framework.Plane.Dir, "pki", "ca.crt"), "--from-file=ca.key="+filepath.Join(framework.Plane.Dir, "pki", "ca.key"))
 
-	out = mustKubectl(t, "create", "--raw", kubeconfigPath(ns, "prod"), "-f", req)
+	out = framework.MustKubectl(t, "create", "--raw", framework.KubeconfigPath(ns, "prod"), "-f", req)
 	var answer struct {
 		Kind   string
 		Status struct {
@@ -154,28 +140,28 @@ func TestKubeconfigSubresource(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The stand-in tenant knows the identity: its own CA signed it.
-	if out, err := kubectlAs(t, issued, "", "auth", "whoami"); err != nil || !strings.Contains(out, answer.Status.User) {
+	if out, err := framework.KubectlAs(t, issued, "", "auth", "whoami"); err != nil || !strings.Contains(out, answer.Status.User) {
 		t.Errorf("whoami with the issued kubeconfig: %v\n%s", err, out)
 	}
 
 	// Bad request bodies are 422s naming the field.
-	out, err = kubectl(t, "create", "--raw", kubeconfigPath(ns, "prod"), "-f",
-		requestFile(t, `{"apiVersion":"butler.butlerlabs.dev/v1alpha1","kind":"KubeconfigRequest","spec":{"expirationSeconds":60}}`))
+	out, err = framework.Kubectl(t, "create", "--raw", framework.KubeconfigPath(ns, "prod"), "-f",
+		framework.KubeconfigRequestFile(t, `{"apiVersion":"butler.butlerlabs.dev/v1alpha1","kind":"KubeconfigRequest","spec":{"expirationSeconds":60}}`))
 	if err == nil || !strings.Contains(out, "spec.expirationSeconds") {
 		t.Errorf("expirationSeconds 60: err=%v\n%s", err, out)
 	}
-	out, err = kubectl(t, "create", "--raw", kubeconfigPath(ns, "missing"), "-f", req)
+	out, err = framework.Kubectl(t, "create", "--raw", framework.KubeconfigPath(ns, "missing"), "-f", req)
 	if err == nil || !strings.Contains(out, "NotFound") {
 		t.Errorf("kubeconfig of a missing cluster: err=%v\n%s", err, out)
 	}
 }
 
 func TestRBACThroughDelegatedAuthorization(t *testing.T) {
-	ns := namespace(t, "e2e-rbac")
-	other := namespace(t, "e2e-rbac-other")
-	mustApply(t, tenantCluster(ns, "prod"))
-	mustApply(t, tenantCluster(other, "prod"))
-	req := requestFile(t, kubeconfigRequest)
+	ns := framework.Namespace(t, "e2e-rbac")
+	other := framework.Namespace(t, "e2e-rbac-other")
+	framework.MustApply(t, tenantCluster(ns, "prod"))
+	framework.MustApply(t, tenantCluster(other, "prod"))
+	req := framework.KubeconfigRequestFile(t, framework.KubeconfigRequest)
 
 	nobody := userKubeconfig(t, "nobody")
 	viewer := userKubeconfig(t, "vera")
@@ -197,7 +183,7 @@ func TestRBACThroughDelegatedAuthorization(t *testing.T) {
 		{"vera", viewer, get, true},
 		{"vera", viewer, []string{"get", "tc", "prod", "-n", other}, false},
 		{"vera", viewer, []string{"scale", "tc", "prod", "-n", ns, "--replicas=4"}, false},
-		{"vera", viewer, []string{"create", "--raw", kubeconfigPath(ns, "prod"), "-f", req}, false},
+		{"vera", viewer, []string{"create", "--raw", framework.KubeconfigPath(ns, "prod"), "-f", req}, false},
 		{"vera", viewer, []string{"get", "networkpools", "-n", ns}, false},
 		{"oscar", operator, []string{"scale", "tc", "prod", "-n", ns, "--replicas=4"}, true},
 		{"oscar", operator, []string{"label", "tc", "prod", "-n", ns, "edited-by=oscar"}, true},
@@ -207,7 +193,7 @@ func TestRBACThroughDelegatedAuthorization(t *testing.T) {
 		{"alice", admin, []string{"get", "addondefinitions"}, false},
 	}
 	for _, c := range checks {
-		out, err := kubectlAs(t, c.kubeconfig, "", c.args...)
+		out, err := framework.KubectlAs(t, c.kubeconfig, "", c.args...)
 		denied := err != nil && strings.Contains(out, "Forbidden")
 		switch {
 		case c.allowed && err != nil:
@@ -222,7 +208,7 @@ func TestRBACThroughDelegatedAuthorization(t *testing.T) {
 	// The admin and the operator reach the kubeconfig subresource: it answers (no kubeconfig
 	// yet), not 403; what their kubeconfig may do in the tenant is the Team's bindings' to say.
 	for who, kubeconfig := range map[string]string{"alice": admin, "oscar": operator} {
-		out, err := kubectlAs(t, kubeconfig, "", "create", "--raw", kubeconfigPath(ns, "prod"), "-f", req)
+		out, err := framework.KubectlAs(t, kubeconfig, "", "create", "--raw", framework.KubeconfigPath(ns, "prod"), "-f", req)
 		if err == nil || !strings.Contains(out, "has no kubeconfig yet") {
 			t.Errorf("%s's kubeconfig request: err=%v\n%s", who, err, out)
 		}
@@ -239,7 +225,7 @@ func TestRBACThroughDelegatedAuthorization(t *testing.T) {
 		{admin, []string{"auth", "can-i", "create", "tenantclusters", "--subresource=kubeconfig", "-n", ns}, "yes"},
 		{nobody, []string{"auth", "can-i", "list", "tenantclusters", "-n", ns}, "no"},
 	} {
-		out, _ := kubectlAs(t, c.kubeconfig, "", c.args...)
+		out, _ := framework.KubectlAs(t, c.kubeconfig, "", c.args...)
 		if strings.TrimSpace(out) != c.want {
 			t.Errorf("kubectl %s: %q, want %q", strings.Join(c.args, " "), strings.TrimSpace(out), c.want)
 		}
@@ -250,7 +236,7 @@ func TestRBACThroughDelegatedAuthorization(t *testing.T) {
 	bind(t, ns, "victor", "view")
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		out, err := kubectlAs(t, viewUser, "", get...)
+		out, err := framework.KubectlAs(t, viewUser, "", get...)
 		if err == nil {
 			break
 		}

@@ -25,6 +25,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/addons"
+	"github.com/butlerdotdev/butler-apiserver/test/e2e/framework"
 )
 
 // These tests drive pkg/addons with real Helm against the management plane's kube-apiserver,
@@ -67,7 +68,7 @@ func addonEngine(t *testing.T, cluster, repository string) (*addons.Engine, addo
 	if err != nil {
 		t.Fatal(err)
 	}
-	kubeconfig, err := os.ReadFile(plane.kubeconfig)
+	kubeconfig, err := os.ReadFile(framework.Plane.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func addonEngine(t *testing.T, cluster, repository string) (*addons.Engine, addo
 func addonNamespace(t *testing.T, name string) string {
 	t.Helper()
 	t.Cleanup(func() {
-		_ = plane.kube.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
+		_ = framework.Plane.Kube.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
 	})
 	return name
 }
@@ -89,7 +90,7 @@ func addonNamespace(t *testing.T, name string) string {
 func helmValues(t *testing.T, namespace, release string) map[string]any {
 	t.Helper()
 	flags := genericclioptions.NewConfigFlags(false)
-	flags.KubeConfig, flags.Namespace = &plane.kubeconfig, &namespace
+	flags.KubeConfig, flags.Namespace = &framework.Plane.Kubeconfig, &namespace
 	cfg := &action.Configuration{}
 	if err := cfg.Init(flags, namespace, "secret", func(string, ...any) {}); err != nil {
 		t.Fatal(err)
@@ -104,7 +105,7 @@ func helmValues(t *testing.T, namespace, release string) map[string]any {
 // renderedValues reads the values the demo chart rendered into its ConfigMap.
 func renderedValues(t *testing.T, namespace, release string) (map[string]any, map[string]string) {
 	t.Helper()
-	cm, err := plane.kube.CoreV1().ConfigMaps(namespace).Get(context.Background(), release+"-rendered", metav1.GetOptions{})
+	cm, err := framework.Plane.Kube.CoreV1().ConfigMaps(namespace).Get(context.Background(), release+"-rendered", metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("the rendered ConfigMap: %v", err)
 	}
@@ -230,13 +231,13 @@ func TestAddonsHelmLifecycle(t *testing.T) {
 		if err := engine.Uninstall(ctx, target, key, time.Minute, ""); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := plane.kube.CoreV1().ConfigMaps(ns).Get(ctx, "demo-rendered", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		if _, err := framework.Plane.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "demo-rendered", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("the ConfigMap is still there: %v", err)
 		}
 		if info, err := engine.Get(ctx, target, key); err != nil || info != nil {
 			t.Errorf("release after uninstall = %+v, %v", info, err)
 		}
-		secrets, err := plane.kube.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{LabelSelector: "owner=helm,name=demo"})
+		secrets, err := framework.Plane.Kube.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{LabelSelector: "owner=helm,name=demo"})
 		if err != nil || len(secrets.Items) != 0 {
 			t.Errorf("release records left: %d, %v", len(secrets.Items), err)
 		}
@@ -349,7 +350,7 @@ func TestAddonsHelmDeploymentWithoutWait(t *testing.T) {
 	if _, err := engine.Ensure(ctx, req, nil); err != nil {
 		t.Fatal(err)
 	}
-	d, err := plane.kube.AppsV1().Deployments(ns).Get(ctx, "withdeploy", metav1.GetOptions{})
+	d, err := framework.Plane.Kube.AppsV1().Deployments(ns).Get(ctx, "withdeploy", metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("the chart's Deployment: %v", err)
 	}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/test/e2e/framework"
 )
 
 // These tests drive the TenantAddon controller against a paused TenantCluster whose kubeconfig is
@@ -30,9 +31,9 @@ import (
 func addonFixtureCluster(t *testing.T, ns string) {
 	t.Helper()
 	tenantNS := fixtureTenantNamespace(t, ns, "fixture")
-	mustKubectl(t, "create", "secret", "generic", "fixture-admin-kubeconfig", "-n", tenantNS, "--from-file=admin.conf="+plane.kubeconfig)
-	mustApply(t, tenantCluster(ns, "fixture"))
-	mustKubectl(t, "patch", "tc", "fixture", "-n", ns, "--subresource=status", "--type=merge",
+	framework.MustKubectl(t, "create", "secret", "generic", "fixture-admin-kubeconfig", "-n", tenantNS, "--from-file=admin.conf="+framework.Plane.Kubeconfig)
+	framework.MustApply(t, tenantCluster(ns, "fixture"))
+	framework.MustKubectl(t, "patch", "tc", "fixture", "-n", ns, "--subresource=status", "--type=merge",
 		"-p", `{"status":{"phase":"Ready","tenantNamespace":"`+tenantNS+`","kubeconfigSecretRef":{"name":"fixture-admin-kubeconfig"}}}`)
 }
 
@@ -52,8 +53,8 @@ spec:
 	for _, line := range spec {
 		manifest += "  " + line + "\n"
 	}
-	mustApply(t, manifest)
-	t.Cleanup(func() { _, _ = kubectl(t, "delete", "addondefinition", name, "--wait=false") })
+	framework.MustApply(t, manifest)
+	t.Cleanup(func() { _, _ = framework.Kubectl(t, "delete", "addondefinition", name, "--wait=false") })
 }
 
 // helmAddon is a TenantAddon of the fixture cluster installing chart from repository into a
@@ -79,7 +80,7 @@ func waitAddon(t *testing.T, ns, name string, phase v1alpha1.TenantAddonPhase, w
 	t.Helper()
 	var got *v1alpha1.TenantAddon
 	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		a, err := plane.butler.ButlerV1alpha1().TenantAddons(ns).Get(ctx, name, metav1.GetOptions{})
+		a, err := framework.Plane.Butler.ButlerV1alpha1().TenantAddons(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
@@ -101,9 +102,9 @@ func waitAddon(t *testing.T, ns, name string, phase v1alpha1.TenantAddonPhase, w
 // anything is installed — no ClusterRoleBinding, no namespace, no release — as it does with
 // values that bind edit in kube-system, while the same chart without either binding installs.
 func TestTenancyOperatorAddonCannotEscalate(t *testing.T) {
-	longestFirst(t, 25*time.Second)
+	framework.LongestFirst(t, 25*time.Second)
 	const ns, operator = "tenancy-escalate", "tenancy-escalate-operator"
-	team(t, teamManifest(ns, "", member(operator, "operator")))
+	team(t, framework.TeamManifest(ns, "", framework.TeamMember(operator, "operator")))
 	addonFixtureCluster(t, ns)
 	repo := addonChartRepo(t, map[string][]string{"demo": {"0.1.0"}})
 	addonDefinition(t, "tenancy-escalate-demo", repo, "demo")
@@ -111,32 +112,32 @@ func TestTenancyOperatorAddonCannotEscalate(t *testing.T) {
 	ctx := context.Background()
 	for _, name := range []string{"tenancy-escalation", "tenancy-edit-kube-system", "tenancy-plain"} {
 		t.Cleanup(func() {
-			_, _ = kubectl(t, "delete", "tenantaddon", name, "-n", ns, "--wait=false")
-			_, _ = kubectl(t, "delete", "namespace", name, "--wait=false")
+			_, _ = framework.Kubectl(t, "delete", "tenantaddon", name, "-n", ns, "--wait=false")
+			_, _ = framework.Kubectl(t, "delete", "namespace", name, "--wait=false")
 		})
 	}
 
-	if out, err := kubectlAs(t, asOperator, helmAddon(ns, "tenancy-escalation", repo, "demo", "0.1.0", "{rbac: {clusterAdmin: true}}"),
+	if out, err := framework.KubectlAs(t, asOperator, helmAddon(ns, "tenancy-escalation", repo, "demo", "0.1.0", "{rbac: {clusterAdmin: true}}"),
 		"create", "-f", "-"); err != nil {
 		t.Fatalf("the operator's TenantAddon: %v\n%s", err, out)
 	}
 	waitAddon(t, ns, "tenancy-escalation", v1alpha1.TenantAddonFailed,
 		"chart demo 0.1.0 grants more than edit, which a chart from a repository (not a platform AddonDefinition) may not: "+
 			"ClusterRoleBinding tenancy-escalation-cluster-admin binds ClusterRole cluster-admin", time.Minute)
-	if _, err := plane.kube.RbacV1().ClusterRoleBindings().Get(ctx, "tenancy-escalation-cluster-admin", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := framework.Plane.Kube.RbacV1().ClusterRoleBindings().Get(ctx, "tenancy-escalation-cluster-admin", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the refused chart's ClusterRoleBinding: %v, want NotFound", err)
 	}
-	if _, err := plane.kube.CoreV1().Namespaces().Get(ctx, "tenancy-escalation", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := framework.Plane.Kube.CoreV1().Namespaces().Get(ctx, "tenancy-escalation", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the refused chart's namespace: %v, want NotFound", err)
 	}
-	if out, err := kubectl(t, "auth", "can-i", "*", "*", "--as", "operator"); strings.TrimSpace(out) != "no" {
+	if out, err := framework.Kubectl(t, "auth", "can-i", "*", "*", "--as", "operator"); strings.TrimSpace(out) != "no" {
 		t.Errorf("the chart's subject \"operator\" is cluster-admin: %v\n%s", err, out)
 	}
 
 	// A RoleBinding of the built-in edit in kube-system (whence the clusterrole-aggregation-
 	// controller's account, which holds escalate, can be impersonated) is refused alike.
 	const editBinding = "tenancy-edit-kube-system"
-	if out, err := kubectlAs(t, asOperator, helmAddon(ns, editBinding, repo, "demo", "0.1.0",
+	if out, err := framework.KubectlAs(t, asOperator, helmAddon(ns, editBinding, repo, "demo", "0.1.0",
 		`{extraObjects: [{apiVersion: rbac.authorization.k8s.io/v1, kind: RoleBinding, metadata: {name: `+editBinding+`, namespace: kube-system}, `+
 			`roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: edit}, subjects: [{kind: User, name: operator}]}]}`),
 		"create", "-f", "-"); err != nil {
@@ -144,15 +145,15 @@ func TestTenancyOperatorAddonCannotEscalate(t *testing.T) {
 	}
 	waitAddon(t, ns, editBinding, v1alpha1.TenantAddonFailed,
 		"may not: RoleBinding kube-system/"+editBinding+" is in kube-system, a system namespace", time.Minute)
-	if _, err := plane.kube.RbacV1().RoleBindings("kube-system").Get(ctx, editBinding, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := framework.Plane.Kube.RbacV1().RoleBindings("kube-system").Get(ctx, editBinding, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the refused chart's RoleBinding: %v, want NotFound", err)
 	}
-	if _, err := plane.kube.CoreV1().Namespaces().Get(ctx, editBinding, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := framework.Plane.Kube.CoreV1().Namespaces().Get(ctx, editBinding, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the refused chart's namespace: %v, want NotFound", err)
 	}
 
 	// The same chart without the binding installs for the operator.
-	if out, err := kubectlAs(t, asOperator, helmAddon(ns, "tenancy-plain", repo, "demo", "0.1.0", ""), "create", "-f", "-"); err != nil {
+	if out, err := framework.KubectlAs(t, asOperator, helmAddon(ns, "tenancy-plain", repo, "demo", "0.1.0", ""), "create", "-f", "-"); err != nil {
 		t.Fatalf("the operator's TenantAddon: %v\n%s", err, out)
 	}
 	waitAddon(t, ns, "tenancy-plain", v1alpha1.TenantAddonInstalled, "chart demo 0.1.0", time.Minute)
@@ -164,9 +165,9 @@ func TestTenancyOperatorAddonCannotEscalate(t *testing.T) {
 // binding, no namespace, no release — because the values are the Team's; the same TenantAddon
 // of a definition that sets trustTeamValues installs, binding and all: the platform vouched.
 func TestTenancyOperatorCatalogAddonCannotEscalate(t *testing.T) {
-	longestFirst(t, 30*time.Second)
+	framework.LongestFirst(t, 30*time.Second)
 	const ns, operator = "tenancy-catalog", "tenancy-catalog-operator"
-	team(t, teamManifest(ns, "", member(operator, "operator")))
+	team(t, framework.TeamManifest(ns, "", framework.TeamMember(operator, "operator")))
 	addonFixtureCluster(t, ns)
 	repo := addonChartRepo(t, map[string][]string{"demo": {"0.1.0"}})
 	// Each definition installs into a namespace of its own name, which Helm creates.
@@ -177,9 +178,9 @@ func TestTenancyOperatorCatalogAddonCannotEscalate(t *testing.T) {
 		}
 		addonDefinition(t, def, repo, "demo", spec...)
 		t.Cleanup(func() {
-			_, _ = kubectl(t, "delete", "tenantaddon", def, "-n", ns, "--wait=false")
-			_, _ = kubectl(t, "delete", "namespace", def, "--wait=false")
-			_, _ = kubectl(t, "delete", "clusterrolebinding", def+"-cluster-admin", "--ignore-not-found")
+			_, _ = framework.Kubectl(t, "delete", "tenantaddon", def, "-n", ns, "--wait=false")
+			_, _ = framework.Kubectl(t, "delete", "namespace", def, "--wait=false")
+			_, _ = framework.Kubectl(t, "delete", "clusterrolebinding", def+"-cluster-admin", "--ignore-not-found")
 		})
 	}
 	asOperator := userKubeconfig(t, operator)
@@ -204,29 +205,29 @@ spec:
 	}
 
 	const checked, checkedSubject = "tenancy-catalog-checked", "tenancy-catalog-checked-subject"
-	if out, err := kubectlAs(t, asOperator, catalogAddon(checked, checkedSubject), "create", "-f", "-"); err != nil {
+	if out, err := framework.KubectlAs(t, asOperator, catalogAddon(checked, checkedSubject), "create", "-f", "-"); err != nil {
 		t.Fatalf("the operator's TenantAddon: %v\n%s", err, out)
 	}
 	waitAddon(t, ns, checked, v1alpha1.TenantAddonFailed,
 		"chart demo 0.1.0 grants more than edit, which a catalog chart with a Team's values (spec.values), unless AddonDefinition "+
 			checked+" sets trustTeamValues, may not: ClusterRoleBinding "+checked+"-cluster-admin binds ClusterRole cluster-admin", time.Minute)
-	if _, err := plane.kube.RbacV1().ClusterRoleBindings().Get(ctx, checked+"-cluster-admin", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := framework.Plane.Kube.RbacV1().ClusterRoleBindings().Get(ctx, checked+"-cluster-admin", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the refused chart's ClusterRoleBinding: %v, want NotFound", err)
 	}
-	if _, err := plane.kube.CoreV1().Namespaces().Get(ctx, checked, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := framework.Plane.Kube.CoreV1().Namespaces().Get(ctx, checked, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the refused chart's namespace (where its release would be): %v, want NotFound", err)
 	}
-	if out, err := kubectl(t, "auth", "can-i", "*", "*", "--as", checkedSubject); strings.TrimSpace(out) != "no" {
+	if out, err := framework.Kubectl(t, "auth", "can-i", "*", "*", "--as", checkedSubject); strings.TrimSpace(out) != "no" {
 		t.Errorf("the values' subject %q is cluster-admin: %v\n%s", checkedSubject, err, out)
 	}
 
 	// The definition that trusts a Team's values installs the same values as they are.
 	const trusted, trustedSubject = "tenancy-catalog-trusted", "tenancy-catalog-trusted-subject"
-	if out, err := kubectlAs(t, asOperator, catalogAddon(trusted, trustedSubject), "create", "-f", "-"); err != nil {
+	if out, err := framework.KubectlAs(t, asOperator, catalogAddon(trusted, trustedSubject), "create", "-f", "-"); err != nil {
 		t.Fatalf("the operator's TenantAddon: %v\n%s", err, out)
 	}
 	waitAddon(t, ns, trusted, v1alpha1.TenantAddonInstalled, "chart demo 0.1.0, release "+trusted+"/"+trusted, time.Minute)
-	crb, err := plane.kube.RbacV1().ClusterRoleBindings().Get(ctx, trusted+"-cluster-admin", metav1.GetOptions{})
+	crb, err := framework.Plane.Kube.RbacV1().ClusterRoleBindings().Get(ctx, trusted+"-cluster-admin", metav1.GetOptions{})
 	if err != nil || crb.RoleRef.Name != "cluster-admin" || len(crb.Subjects) != 1 || crb.Subjects[0].Name != trustedSubject {
 		t.Errorf("the trusted chart's ClusterRoleBinding from values: %+v, %v", crb, err)
 	}
@@ -239,9 +240,9 @@ spec:
 // limit with a status saying so, and butler-apiserver's peak memory stays under the chart's
 // 512 MiB limit.
 func TestTenancyAddonFetchPolicy(t *testing.T) {
-	longestFirst(t, 15*time.Second)
+	framework.LongestFirst(t, 15*time.Second)
 	const ns = "tenancy-fetch"
-	team(t, teamManifest(ns, "", member("tenancy-fetch-admin", "admin")))
+	team(t, framework.TeamManifest(ns, "", framework.TeamMember("tenancy-fetch-admin", "admin")))
 	addonFixtureCluster(t, ns)
 
 	unlisted := addonChartRepo(t, map[string][]string{"demo": {"0.1.0"}})
@@ -283,7 +284,7 @@ func TestTenancyAddonFetchPolicy(t *testing.T) {
 
 	status := func(field string) int64 {
 		var peak int64
-		pids, _ := filepath.Glob(filepath.Join(plane.dir, "run", "butler-apiserver*.pid"))
+		pids, _ := filepath.Glob(filepath.Join(framework.Plane.Dir, "run", "butler-apiserver*.pid"))
 		for _, f := range pids {
 			data, err := os.ReadFile(f)
 			if err != nil {
@@ -313,13 +314,13 @@ func TestTenancyAddonFetchPolicy(t *testing.T) {
 		{"announced", bigRepo.URL, "big", "0.2.0", "fetching " + bigRepo.URL + "/big-0.2.0.tgz: the download is larger than the limit of 64Mi"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			mustApply(t, helmAddon(ns, c.name, c.repository, c.chart, c.version, ""))
-			t.Cleanup(func() { _, _ = kubectl(t, "delete", "tenantaddon", c.name, "-n", ns, "--wait=false") })
+			framework.MustApply(t, helmAddon(ns, c.name, c.repository, c.chart, c.version, ""))
+			t.Cleanup(func() { _, _ = framework.Kubectl(t, "delete", "tenantaddon", c.name, "-n", ns, "--wait=false") })
 			got := waitAddon(t, ns, c.name, v1alpha1.TenantAddonFailed, c.want, 2*time.Minute)
 			if c := meta.FindStatusCondition(got.Status.Conditions, "Ready"); c == nil || c.Reason != "ChartUnavailable" {
 				t.Errorf("Ready condition %+v, want reason ChartUnavailable", c)
 			}
-			if _, err := plane.kube.CoreV1().Namespaces().Get(context.Background(), c.name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			if _, err := framework.Plane.Kube.CoreV1().Namespaces().Get(context.Background(), c.name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 				t.Errorf("namespace %s: %v, want NotFound", c.name, err)
 			}
 		})

@@ -18,6 +18,7 @@ import (
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/datastore"
 	"github.com/butlerdotdev/butler-apiserver/pkg/snapshot"
+	"github.com/butlerdotdev/butler-apiserver/test/e2e/framework"
 )
 
 // TestTenancyRestoreIsTheTeamAdmins: a Team operator may read the Team's snapshots but not roll
@@ -26,27 +27,27 @@ import (
 // cluster and UID. The snapshot is made Ready by hand (its data written into the plane's
 // snapshot store) and the cluster is paused: the attack is at admission, no tenant is needed.
 func TestTenancyRestoreIsTheTeamAdmins(t *testing.T) {
-	longestFirst(t, 10*time.Second)
+	framework.LongestFirst(t, 10*time.Second)
 	ctx := context.Background()
 	const ns = "atk-restore"
-	team(t, teamManifest(ns, "", member("atk-restore-admin", "admin"), member("atk-restore-op", "operator")))
-	mustApply(t, tenantCluster(ns, "src"))
+	team(t, framework.TeamManifest(ns, "", framework.TeamMember("atk-restore-admin", "admin"), framework.TeamMember("atk-restore-op", "operator")))
+	framework.MustApply(t, tenantCluster(ns, "src"))
 	snap := readySnapshot(t, ns, "src", "before")
 
 	patch := `{"spec":{"restoreFrom":{"name":"before","confirm":"src"}}}`
-	out, err := kubectlAs(t, userKubeconfig(t, "atk-restore-op"), "", "patch", "tc", "src", "-n", ns, "--type", "merge", "-p", patch)
+	out, err := framework.KubectlAs(t, userKubeconfig(t, "atk-restore-op"), "", "patch", "tc", "src", "-n", ns, "--type", "merge", "-p", patch)
 	if err == nil || !strings.Contains(out, "Forbidden") || !strings.Contains(out, "needs create on tenantclusters/restore") {
 		t.Errorf("the operator's restoreFrom: %v, want 403 naming tenantclusters/restore\n%s", err, out)
 	} else {
 		t.Logf("the operator's restoreFrom: %s", strings.TrimSpace(out))
 	}
-	if out, err := kubectlAs(t, userKubeconfig(t, "atk-restore-op"), "", "get", "tcs", "before", "-n", ns); err != nil {
+	if out, err := framework.KubectlAs(t, userKubeconfig(t, "atk-restore-op"), "", "get", "tcs", "before", "-n", ns); err != nil {
 		t.Errorf("the operator reads the snapshot (the restore is what is refused): %v\n%s", err, out)
 	}
-	if out, err := kubectlAs(t, userKubeconfig(t, "atk-restore-admin"), "", "patch", "tc", "src", "-n", ns, "--type", "merge", "-p", patch); err != nil {
+	if out, err := framework.KubectlAs(t, userKubeconfig(t, "atk-restore-admin"), "", "patch", "tc", "src", "-n", ns, "--type", "merge", "-p", patch); err != nil {
 		t.Fatalf("the Team admin's restoreFrom: %v\n%s", err, out)
 	}
-	tc, err := plane.butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, "src", metav1.GetOptions{})
+	tc, err := framework.Plane.Butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, "src", metav1.GetOptions{})
 	if err != nil || tc.Spec.RestoreFrom == nil || tc.Annotations[v1alpha1.RestorePinAnnotation] != v1alpha1.RestorePin("src", string(snap.UID)) {
 		t.Errorf("after the admin's restore: %v, restoreFrom %+v, pin %q (want src/%s)", err, tc.Spec.RestoreFrom, tc.Annotations[v1alpha1.RestorePinAnnotation], snap.UID)
 	}
@@ -59,29 +60,29 @@ func TestTenancyRestoreIsTheTeamAdmins(t *testing.T) {
 // URL's field, the fetch policy), and the operator may then still scale the cluster. The cluster
 // is paused: the attack is at admission.
 func TestTenancyGitOpsRepositoryIsTheTeamAdmins(t *testing.T) {
-	longestFirst(t, 7*time.Second)
+	framework.LongestFirst(t, 7*time.Second)
 	const ns = "atk-gitops"
-	team(t, teamManifest(ns, "", member("atk-gitops-admin", "admin"), member("atk-gitops-op", "operator")))
-	mustApply(t, tenantCluster(ns, "fleet"))
+	team(t, framework.TeamManifest(ns, "", framework.TeamMember("atk-gitops-admin", "admin"), framework.TeamMember("atk-gitops-op", "operator")))
+	framework.MustApply(t, tenantCluster(ns, "fleet"))
 
 	repo := func(url string) string {
 		return fmt.Sprintf(`{"spec":{"addons":{"gitops":{"provider":"fluxcd","repository":{"url":%q,"branch":"main","path":"./"}}}}}`, url)
 	}
 	op, admin := userKubeconfig(t, "atk-gitops-op"), userKubeconfig(t, "atk-gitops-admin")
-	out, err := kubectlAs(t, op, "", "patch", "tc", "fleet", "-n", ns, "--type", "merge", "-p", repo("https://github.com/atk-gitops-op/takeover.git"))
+	out, err := framework.KubectlAs(t, op, "", "patch", "tc", "fleet", "-n", ns, "--type", "merge", "-p", repo("https://github.com/atk-gitops-op/takeover.git"))
 	if err == nil || !strings.Contains(out, "Forbidden") || !strings.Contains(out, "needs create on tenantclusters/gitops") {
 		t.Errorf("the operator's repository: %v, want 403 naming tenantclusters/gitops\n%s", err, out)
 	} else {
 		t.Logf("the operator's repository: %s", strings.TrimSpace(out))
 	}
-	if out, err := kubectlAs(t, admin, "", "patch", "tc", "fleet", "-n", ns, "--type", "merge", "-p", repo("http://169.254.169.254/latest/meta-data")); err == nil ||
+	if out, err := framework.KubectlAs(t, admin, "", "patch", "tc", "fleet", "-n", ns, "--type", "merge", "-p", repo("http://169.254.169.254/latest/meta-data")); err == nil ||
 		!strings.Contains(out, "spec.addons.gitops.repository.url") || !strings.Contains(out, "link-local address") {
 		t.Errorf("the Team admin's repository at the cloud's metadata address: %v, want 422 naming the URL's field\n%s", err, out)
 	}
-	if out, err := kubectlAs(t, admin, "", "patch", "tc", "fleet", "-n", ns, "--type", "merge", "-p", repo("https://github.com/atk-gitops/fleet.git")); err != nil {
+	if out, err := framework.KubectlAs(t, admin, "", "patch", "tc", "fleet", "-n", ns, "--type", "merge", "-p", repo("https://github.com/atk-gitops/fleet.git")); err != nil {
 		t.Fatalf("the Team admin's repository: %v\n%s", err, out)
 	}
-	if out, err := kubectlAs(t, op, "", "scale", "tc", "fleet", "-n", ns, "--replicas", "2"); err != nil {
+	if out, err := framework.KubectlAs(t, op, "", "scale", "tc", "fleet", "-n", ns, "--replicas", "2"); err != nil {
 		t.Errorf("the operator scales the cluster whose repository the admin chose: %v\n%s", err, out)
 	}
 }
@@ -91,7 +92,7 @@ func TestTenancyGitOpsRepositoryIsTheTeamAdmins(t *testing.T) {
 func readySnapshot(t *testing.T, ns, cluster, name string) *v1alpha1.TenantClusterSnapshot {
 	t.Helper()
 	ctx := context.Background()
-	snaps := plane.butler.ButlerV1alpha1().TenantClusterSnapshots(ns)
+	snaps := framework.Plane.Butler.ButlerV1alpha1().TenantClusterSnapshots(ns)
 	created, err := snaps.Create(ctx, &v1alpha1.TenantClusterSnapshot{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: v1alpha1.TenantClusterSnapshotSpec{ClusterRef: v1alpha1.LocalObjectReference{Name: cluster}}}, metav1.CreateOptions{})
 	if err != nil {
@@ -109,7 +110,7 @@ func readySnapshot(t *testing.T, ns, cluster, name string) *v1alpha1.TenantClust
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := snapshot.Dir{Root: filepath.Join(plane.dir, "snapshots")}
+	store := snapshot.Dir{Root: filepath.Join(framework.Plane.Dir, "snapshots")}
 	p, err := store.Create(ctx, snapshot.Name(ns, name, string(created.UID)))
 	if err != nil {
 		t.Fatal(err)
@@ -143,13 +144,13 @@ func readySnapshot(t *testing.T, ns, cluster, name string) *v1alpha1.TenantClust
 // annotation. Team B's admin may, up to the DataStore's max-tenants (1): the second is a 403
 // naming the limit. The clusters are paused: the attack is at admission.
 func TestTenancyForeignDataStore(t *testing.T) {
-	longestFirst(t, 2*time.Second)
+	framework.LongestFirst(t, 2*time.Second)
 	ctx := context.Background()
-	team(t, teamManifest("atk-ds-a", "", member("atk-ds-a-admin", "admin")))
-	team(t, teamManifest("atk-ds-b", "", member("atk-ds-b-admin", "admin")))
+	team(t, framework.TeamManifest("atk-ds-a", "", framework.TeamMember("atk-ds-a-admin", "admin")))
+	team(t, framework.TeamManifest("atk-ds-b", "", framework.TeamMember("atk-ds-b-admin", "admin")))
 	ds := datastore.Object("atk-ds-b-only", []string{"127.0.0.1:1"}, "butler-system", "atk-ds-b-only")
 	ds.SetAnnotations(map[string]string{external.DataStoreTeamsAnnotation: "atk-ds-b", external.DataStoreMaxTenantsAnnotation: "1"})
-	dyn := dynamicClient(t)
+	dyn := framework.DynamicClient(t)
 	if _, err := dyn.Resource(external.DataStoreGVR).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

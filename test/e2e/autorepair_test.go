@@ -18,6 +18,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/machines"
+	"github.com/butlerdotdev/butler-apiserver/test/e2e/framework"
 )
 
 // TestAutoRepairReplacesADeadWorker: a local cluster of two kwok workers with
@@ -31,10 +32,10 @@ import (
 // cluster's status says auto-repair holds off with both unhealthy, as the health check's
 // RemediationRestricted Event does.
 func TestAutoRepairReplacesADeadWorker(t *testing.T) {
-	longestFirst(t, 2*time.Minute)
+	framework.LongestFirst(t, 2*time.Minute)
 	ctx := context.Background()
-	ns := namespace(t, "e2e-autorepair")
-	mustApply(t, localProviderConfigManifest(ns)+localClusterManifest(ns, "fixme", pinnedVersion, bootstrap.OSTalos, 2)+`    autoRepair:
+	ns := framework.Namespace(t, "e2e-autorepair")
+	framework.MustApply(t, framework.LocalProviderConfigManifest(ns)+framework.LocalClusterManifest(ns, "fixme", framework.PinnedVersion, bootstrap.OSTalos, 2)+`    autoRepair:
       enabled: true
       unhealthyConditions:
       - {type: Ready, status: Unknown, timeout: 30s}
@@ -42,9 +43,9 @@ func TestAutoRepairReplacesADeadWorker(t *testing.T) {
       nodeStartupTimeout: 1m
       maxUnhealthy: 1
 `)
-	tenantNS := waitReady(t, ns, "fixme", 2, 3*time.Minute).Status.TenantNamespace
-	_, tenant := mintKubeconfig(t, ns, "fixme")
-	dyn := dynamicClient(t)
+	tenantNS := framework.WaitReady(t, ns, "fixme", 2, 3*time.Minute).Status.TenantNamespace
+	_, tenant := framework.MintKubeconfig(t, ns, "fixme")
+	dyn := framework.DynamicClient(t)
 	before := machinesAt(t, dyn, tenantNS, "fixme")
 	nodes, err := readyNodes(ctx, tenant)
 	if err != nil || len(nodes) != 2 || len(before) != 2 {
@@ -72,8 +73,8 @@ func TestAutoRepairReplacesADeadWorker(t *testing.T) {
 	if kept != 1 {
 		t.Errorf("Machines %v -> %v: want one replaced and one kept", slices.Sorted(maps.Keys(before)), slices.Sorted(maps.Keys(after)))
 	}
-	waitReady(t, ns, "fixme", 2, time.Minute)
-	if out := mustKubectl(t, "get", "events", "-n", tenantNS, "--field-selector", "reason=MachineMarkedUnhealthy", "-o", "jsonpath={.items[*].involvedObject.name}"); strings.TrimSpace(out) == "" {
+	framework.WaitReady(t, ns, "fixme", 2, time.Minute)
+	if out := framework.MustKubectl(t, "get", "events", "-n", tenantNS, "--field-selector", "reason=MachineMarkedUnhealthy", "-o", "jsonpath={.items[*].involvedObject.name}"); strings.TrimSpace(out) == "" {
 		t.Errorf("no MachineMarkedUnhealthy Event in the cluster's namespace %s", tenantNS)
 	} else {
 		t.Logf("MachineMarkedUnhealthy Events on %s", out)
@@ -91,13 +92,13 @@ func TestAutoRepairReplacesADeadWorker(t *testing.T) {
 	started = time.Now()
 	stopReporting(t, tenant, nodes[0].Name, 0)
 	stopReporting(t, tenant, nodes[1].Name, 30*time.Second)
-	tc := waitCluster(t, ns, "fixme", 2*time.Minute, "auto-repair holding off", func(tc *v1alpha1.TenantCluster) bool {
+	tc := framework.WaitCluster(t, ns, "fixme", 2*time.Minute, "auto-repair holding off", func(tc *v1alpha1.TenantCluster) bool {
 		c := meta.FindStatusCondition(tc.Status.Conditions, "WorkersReady")
 		return c != nil && strings.Contains(c.Message, "auto-repair holds off: 2 of 2 workers unhealthy")
 	})
 	t.Logf("both stopped reporting -> the status says so: %s: %s", time.Since(started).Round(time.Second), meta.FindStatusCondition(tc.Status.Conditions, "WorkersReady").Message)
 	poll(t, time.Minute, "the health check's RemediationRestricted Event", func() bool {
-		out, _ := kubectl(t, "get", "events", "-n", tenantNS, "--field-selector", "reason=RemediationRestricted", "-o", "jsonpath={.items[*].message}")
+		out, _ := framework.Kubectl(t, "get", "events", "-n", tenantNS, "--field-selector", "reason=RemediationRestricted", "-o", "jsonpath={.items[*].message}")
 		return strings.Contains(out, "exceeds maxUnhealthy")
 	})
 	if now := machinesAt(t, dyn, tenantNS, "fixme"); !maps.Equal(now, after) {
@@ -106,7 +107,7 @@ func TestAutoRepairReplacesADeadWorker(t *testing.T) {
 	// The Team is told on its TenantCluster (Cluster API's Events are in the tenant namespace):
 	// the two held back now at least, the repaired one too if the controller looked before it went.
 	poll(t, time.Minute, "WorkerUnhealthy Events on the TenantCluster", func() bool {
-		out, _ := kubectl(t, "get", "events", "-n", ns, "--field-selector", "reason=WorkerUnhealthy,involvedObject.name=fixme",
+		out, _ := framework.Kubectl(t, "get", "events", "-n", ns, "--field-selector", "reason=WorkerUnhealthy,involvedObject.name=fixme",
 			"-o", "jsonpath={range .items[*]}{.message}{\"\\n\"}{end}")
 		return strings.Count(out, "failed auto-repair's health check") >= 2
 	})

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/butlerdotdev/butler-apiserver/test/e2e/framework"
 )
 
 // TestChartManifestsValidOnKubeAPIServer renders the chart for each way to install it and has the
@@ -72,14 +74,14 @@ func TestChartKeepsGeneratedCertificateOnUpgrade(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns := namespace(t, "chart-upgrade")
-	mustKubectl(t, "-n", ns, "create", "secret", "generic", "butler-apiserver-serving",
+	ns := framework.Namespace(t, "chart-upgrade")
+	framework.MustKubectl(t, "-n", ns, "create", "secret", "generic", "butler-apiserver-serving",
 		"--from-literal=ca.crt=the CA of the first install", "--from-literal=tls.crt=its certificate",
 		"--from-literal=tls.key=its key")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "helm.sh"), "template", "butler-apiserver",
-		filepath.Join(root, "charts", "butler-apiserver"), "--namespace", ns, "--kubeconfig", plane.kubeconfig,
+		filepath.Join(root, "charts", "butler-apiserver"), "--namespace", ns, "--kubeconfig", framework.Plane.Kubeconfig,
 		"--dry-run=server", "--is-upgrade")
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
@@ -103,7 +105,7 @@ func TestChartKeepsGeneratedCertificateOnUpgrade(t *testing.T) {
 // warning (an unknown field, a Pod Security violation) fails the test.
 func serverDryRun(t *testing.T, manifests string) {
 	t.Helper()
-	out, err := kubectlAs(t, plane.kubeconfig, manifests, "apply", "--dry-run=server", "--validate=strict", "-f", "-")
+	out, err := framework.KubectlAs(t, framework.Plane.Kubeconfig, manifests, "apply", "--dry-run=server", "--validate=strict", "-f", "-")
 	if err != nil {
 		t.Fatalf("kubectl apply --dry-run=server: %v\n%s", err, out)
 	}

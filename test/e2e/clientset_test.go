@@ -21,6 +21,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
+	"github.com/butlerdotdev/butler-apiserver/test/e2e/framework"
 )
 
 // TestGeneratedClientset drives the API through kube-apiserver with the generated clientset, as
@@ -29,9 +30,9 @@ import (
 func TestGeneratedClientset(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	ns := namespace(t, "e2e-clientset")
+	ns := framework.Namespace(t, "e2e-clientset")
 
-	protobuf := rest.CopyConfig(plane.config)
+	protobuf := rest.CopyConfig(framework.Plane.Config)
 	protobuf.ContentType = runtime.ContentTypeProtobuf
 	protobuf.AcceptContentTypes = runtime.ContentTypeProtobuf
 	// Every answer kube-apiserver relays from butler-apiserver must really be protobuf.
@@ -60,7 +61,7 @@ func TestGeneratedClientset(t *testing.T) {
 			t.Errorf("protobuf client: %d protobuf answers, others: %q", len(protobufAnswers), otherAnswers)
 		}
 	}()
-	for name, config := range map[string]*rest.Config{"json": plane.config, "protobuf": protobuf} {
+	for name, config := range map[string]*rest.Config{"json": framework.Plane.Config, "protobuf": protobuf} {
 		t.Run(name, func(t *testing.T) {
 			client := clientset.NewForConfigOrDie(config).ButlerV1alpha1().TenantClusters(ns)
 			w, err := client.Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
@@ -113,15 +114,15 @@ func TestGeneratedClientset(t *testing.T) {
 	// With the control plane's admin kubeconfig and CA Secrets in place (the management cluster
 	// stands in for the tenant), the typed client gets a kubeconfig minted for the asker.
 	tenantNS := fixtureTenantNamespace(t, ns, "json")
-	adminConf, err := os.ReadFile(plane.kubeconfig)
+	adminConf, err := os.ReadFile(framework.Plane.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	caCert, err := os.ReadFile(filepath.Join(plane.dir, "pki", "ca.crt"))
+	caCert, err := os.ReadFile(filepath.Join(framework.Plane.Dir, "pki", "ca.crt"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	caKey, err := os.ReadFile(filepath.Join(plane.dir, "pki", "ca.key"))
+	caKey, err := os.ReadFile(filepath.Join(framework.Plane.Dir, "pki", "ca.key"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,11 +130,11 @@ func TestGeneratedClientset(t *testing.T) {
 		{ObjectMeta: metav1.ObjectMeta{Name: "json-admin-kubeconfig"}, Data: map[string][]byte{"admin.conf": adminConf}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "json-ca"}, Data: map[string][]byte{"ca.crt": caCert, "ca.key": caKey}},
 	} {
-		if _, err := plane.kube.CoreV1().Secrets(tenantNS).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		if _, err := framework.Plane.Kube.CoreV1().Secrets(tenantNS).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	client := plane.butler.ButlerV1alpha1().TenantClusters(ns)
+	client := framework.Plane.Butler.ButlerV1alpha1().TenantClusters(ns)
 	tc, err := client.Get(ctx, "json", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -22,6 +22,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/datastore"
+	"github.com/butlerdotdev/butler-apiserver/test/e2e/framework"
 )
 
 // datastoreTenant is what the test knows of one local tenant: its control plane's UID, state
@@ -42,14 +43,14 @@ type datastoreTenant struct {
 // Deleting A removes its keys, its etcd user and its role, and leaves B's.
 func TestLocalTenantDataStoreIsolation(t *testing.T) {
 	ctx := context.Background()
-	ns := namespace(t, "e2e-datastore")
+	ns := framework.Namespace(t, "e2e-datastore")
 	tenants := map[string]*datastoreTenant{"a": {name: "iso-a"}, "b": {name: "iso-b"}}
 	for _, tn := range tenants {
-		localCluster(t, ns, tn.name, pinnedVersion, bootstrap.OSTalos, 0)
+		localCluster(t, ns, tn.name, framework.PinnedVersion, bootstrap.OSTalos, 0)
 	}
-	d := dynamicClient(t)
+	d := framework.DynamicClient(t)
 	for _, tn := range tenants {
-		tc := waitCluster(t, ns, tn.name, 3*time.Minute, "control plane ready on a datastore", func(tc *v1alpha1.TenantCluster) bool {
+		tc := framework.WaitCluster(t, ns, tn.name, 3*time.Minute, "control plane ready on a datastore", func(tc *v1alpha1.TenantCluster) bool {
 			return meta.IsStatusConditionTrue(tc.Status.Conditions, "ControlPlaneReady") && tc.Status.DataStoreName != ""
 		})
 		if tc.Status.DataStoreName != "local" {
@@ -67,15 +68,15 @@ func TestLocalTenantDataStoreIsolation(t *testing.T) {
 				t.Errorf("%s: status.credentials.expiry[%s] = %v, want a time to come", tn.name, name, expiry[name])
 			}
 		}
-		tcp, err := d.Resource(tenantCPGVR).Namespace(tc.Status.TenantNamespace).Get(ctx, tn.name, metav1.GetOptions{})
+		tcp, err := d.Resource(framework.TenantCPGVR).Namespace(tc.Status.TenantNamespace).Get(ctx, tn.name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		tn.uid = string(tcp.GetUID())
 		tn.tcpNamespace = tcp.GetNamespace()
-		tn.dir = filepath.Join(plane.dir, "tenants", tn.uid)
-		tn.pids = lcpPids(t, tn.dir)
-		tn.args = lcpArgs(t, tn.pids["kube-apiserver"])
+		tn.dir = filepath.Join(framework.Plane.Dir, "tenants", tn.uid)
+		tn.pids = framework.TenantPids(t, tn.dir)
+		tn.args = framework.ProcessFlags(t, tn.pids["kube-apiserver"])
 	}
 	a, b := tenants["a"], tenants["b"]
 
@@ -136,8 +137,8 @@ func TestLocalTenantDataStoreIsolation(t *testing.T) {
 			t.Errorf("A may %s: %v, want permission denied", what, err)
 		}
 	}
-	root := lcpEtcd(t, a.pids["kube-apiserver"])
-	if n := lcpKeys(t, root, "/registry/"); n != 0 {
+	root := framework.TenantEtcd(t, a.pids["kube-apiserver"])
+	if n := framework.EtcdKeys(t, root, "/registry/"); n != 0 {
 		t.Errorf("the datastore holds %d keys under /registry/: the management cluster's data must not be there", n)
 	}
 
@@ -162,7 +163,7 @@ func TestLocalTenantDataStoreIsolation(t *testing.T) {
 
 	// A's processes name only A's files, and none of A's files is B's or the datastore CA's key.
 	for component, pid := range a.pids {
-		for flag, v := range lcpArgs(t, pid) {
+		for flag, v := range framework.ProcessFlags(t, pid) {
 			if strings.Contains(v, b.uid) {
 				t.Errorf("A's %s --%s names B: %s", component, flag, v)
 			}
@@ -204,8 +205,8 @@ func TestLocalTenantDataStoreIsolation(t *testing.T) {
 
 	// Deleting A removes its keys, user and role; B keeps its own.
 	userA := leaf.Subject.CommonName
-	deleteCluster(t, ns, a.name, a.uid)
-	if n := lcpKeys(t, root, "/"+a.uid+"/"); n != 0 {
+	framework.DeleteCluster(t, ns, a.name, a.uid)
+	if n := framework.EtcdKeys(t, root, "/"+a.uid+"/"); n != 0 {
 		t.Errorf("%d keys left under A's prefix", n)
 	}
 	if _, err := root.Auth.UserGet(octx, userA); !errors.Is(err, rpctypes.ErrUserNotFound) {
@@ -214,10 +215,10 @@ func TestLocalTenantDataStoreIsolation(t *testing.T) {
 	if _, err := root.Auth.RoleGet(octx, userA); !errors.Is(err, rpctypes.ErrRoleNotFound) {
 		t.Errorf("A's etcd role after its deletion: %v", err)
 	}
-	if n := lcpKeys(t, root, "/"+b.uid+"/"); n == 0 {
+	if n := framework.EtcdKeys(t, root, "/"+b.uid+"/"); n == 0 {
 		t.Errorf("B's keys are gone with A")
 	}
-	deleteCluster(t, ns, b.name, b.uid)
+	framework.DeleteCluster(t, ns, b.name, b.uid)
 }
 
 // readSecretKey reads what a DataStore's Ref points at.
@@ -226,7 +227,7 @@ func readSecretKey(t *testing.T, r datastore.Ref) []byte {
 	if r.Content != nil {
 		return r.Content
 	}
-	s, err := plane.kube.CoreV1().Secrets(r.SecretNamespace).Get(context.Background(), r.SecretName, metav1.GetOptions{})
+	s, err := framework.Plane.Kube.CoreV1().Secrets(r.SecretNamespace).Get(context.Background(), r.SecretName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,21 +12,22 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
+	"github.com/butlerdotdev/butler-apiserver/test/e2e/framework"
 )
 
 // TestTenantClusterEvents: a local cluster's create -> Ready -> scale -> delete is told by
 // Events on the TenantCluster (events.k8s.io/v1): `kubectl describe tc` shows the steps' and
 // phases' transitions while it lives, and the deletion's steps are there once it is gone.
 func TestTenantClusterEvents(t *testing.T) {
-	longestFirst(t, 67*time.Second)
-	ns := namespace(t, "e2e-events")
+	framework.LongestFirst(t, 67*time.Second)
+	ns := framework.Namespace(t, "e2e-events")
 	const name = "told"
-	localCluster(t, ns, name, pinnedVersion, bootstrap.OSTalos, 0)
-	waitReady(t, ns, name, 0, 3*time.Minute)
-	mustKubectl(t, "scale", "tc", name, "-n", ns, "--replicas=1")
-	waitReady(t, ns, name, 1, 3*time.Minute)
+	localCluster(t, ns, name, framework.PinnedVersion, bootstrap.OSTalos, 0)
+	framework.WaitReady(t, ns, name, 0, 3*time.Minute)
+	framework.MustKubectl(t, "scale", "tc", name, "-n", ns, "--replicas=1")
+	framework.WaitReady(t, ns, name, 1, 3*time.Minute)
 
-	describe := mustKubectl(t, "describe", "tc", name, "-n", ns)
+	describe := framework.MustKubectl(t, "describe", "tc", name, "-n", ns)
 	i := strings.Index(describe, "Events:")
 	if i < 0 {
 		t.Fatalf("kubectl describe shows no Events:\n%s", describe)
@@ -41,15 +42,15 @@ func TestTenantClusterEvents(t *testing.T) {
 		}
 	}
 
-	mustKubectl(t, "delete", "tc", name, "-n", ns, "--wait=false")
+	framework.MustKubectl(t, "delete", "tc", name, "-n", ns, "--wait=false")
 	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := plane.butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, name, metav1.GetOptions{})
+		_, err := framework.Plane.Butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
 	if err != nil {
 		t.Fatalf("%s not gone after its deletion", name)
 	}
-	out := mustKubectl(t, "get", "events.events.k8s.io", "-n", ns, "-o", "json")
+	out := framework.MustKubectl(t, "get", "events.events.k8s.io", "-n", ns, "-o", "json")
 	var list struct {
 		Items []struct {
 			Reason    string

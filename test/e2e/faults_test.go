@@ -34,6 +34,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
+	"github.com/butlerdotdev/butler-apiserver/test/e2e/framework"
 )
 
 // ackedAllocation is what a client was told an allocation holds.
@@ -55,11 +56,11 @@ type r1Ledger struct {
 // retried calls do on each replica in turn until it returns an answer the server gave
 // (nil or an API status other than a 5xx), or ctx ends. It says whether an earlier try
 // failed without an answer, so a later AlreadyExists or NotFound may be its own doing.
-func (l *r1Ledger) retried(ctx context.Context, r *replicas, first int, do func(ctx context.Context, c clientset.Interface) error) (bool, error) {
+func (l *r1Ledger) retried(ctx context.Context, r *framework.Replicas, first int, do func(ctx context.Context, c clientset.Interface) error) (bool, error) {
 	ambiguous := false
 	for try := 0; ; try++ {
 		reqCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
-		err := do(reqCtx, r.clients[(first+try)%len(r.clients)])
+		err := do(reqCtx, r.Clients[(first+try)%len(r.Clients)])
 		cancel()
 		var status apierrors.APIStatus
 		if err == nil || (errors.As(err, &status) && status.Status().Code < 500) {
@@ -89,8 +90,8 @@ func TestFaultAllocationsSurviveReplicaKills(t *testing.T) {
 		pool    = "r1"
 		ns      = "default"
 	)
-	r := startReplicas(t, 2)
-	createTestPool(t, r.clients[0], ns, pool, "10.70.0.0/18") // 16,382 addresses
+	r := framework.StartReplicas(t, 2)
+	framework.CreateTestPool(t, r.Clients[0], ns, pool, "10.70.0.0/18") // 16,382 addresses
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 
@@ -109,8 +110,8 @@ func TestFaultAllocationsSurviveReplicaKills(t *testing.T) {
 			case <-tick.C:
 			}
 			i := kills % 2
-			r.kill(i)
-			r.restart(t, i)
+			r.Kill(i)
+			r.Restart(t, i)
 			kills++
 		}
 	}()
@@ -227,8 +228,8 @@ func TestFaultAllocationsSurviveReplicaKills(t *testing.T) {
 	if len(stored) != len(l.held) {
 		t.Errorf("%d allocations stored, %d acknowledged and not released", len(stored), len(l.held))
 	}
-	checkInvariants(t, c, ns, pool)
-	for i := range r.servers {
+	framework.CheckPoolInvariants(t, c, ns, pool)
+	for i := range r.Servers {
 		if log := replicaLog(t, r, i); strings.Contains(log, "IPAM repair freed") || strings.Contains(log, "could be handed out again") {
 			t.Errorf("replica %d's repair loop found broken state after the kills", i)
 		}
@@ -270,13 +271,13 @@ func TestFaultAllocationsSurviveReplicaKills(t *testing.T) {
 		t.Errorf("the leak of %v was not freed: %v", leaked, poolAddsUp(context.Background(), c, ns, pool))
 	}
 	t.Logf("R1: 3 leaked reservations freed %s after the leak (grace 2 s, pass every 1 s)", time.Since(leakedAt).Round(100*time.Millisecond))
-	checkInvariants(t, c, ns, pool)
+	framework.CheckPoolInvariants(t, c, ns, pool)
 }
 
 // waitServing waits until both replicas answer and returns the first's client.
-func waitServing(t *testing.T, r *replicas) clientset.Interface {
+func waitServing(t *testing.T, r *framework.Replicas) clientset.Interface {
 	t.Helper()
-	for i, c := range r.clients {
+	for i, c := range r.Clients {
 		err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 			_, err := c.ButlerV1alpha1().NetworkPools("default").List(ctx, metav1.ListOptions{})
 			return err == nil, nil
@@ -285,7 +286,7 @@ func waitServing(t *testing.T, r *replicas) clientset.Interface {
 			t.Fatalf("replica %d does not serve: %v", i, err)
 		}
 	}
-	return r.clients[0]
+	return r.Clients[0]
 }
 
 // poolAddsUp says whether the pool's status equals a recount of its IPAllocations.
@@ -309,9 +310,9 @@ func poolAddsUp(ctx context.Context, c clientset.Interface, ns, pool string) err
 	return nil
 }
 
-func replicaLog(t *testing.T, r *replicas, i int) string {
+func replicaLog(t *testing.T, r *framework.Replicas, i int) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(r.dir, fmt.Sprintf("replica-%d.log", i)))
+	b, err := os.ReadFile(filepath.Join(r.Dir, fmt.Sprintf("replica-%d.log", i)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,9 +320,9 @@ func replicaLog(t *testing.T, r *replicas, i int) string {
 }
 
 // etcdClient connects to the replicas' etcd.
-func etcdClient(t *testing.T, r *replicas) *clientv3.Client {
+func etcdClient(t *testing.T, r *framework.Replicas) *clientv3.Client {
 	t.Helper()
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{r.etcdURL}, DialTimeout: 5 * time.Second})
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{r.EtcdURL}, DialTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -380,9 +381,9 @@ func TestFaultEtcdOutage(t *testing.T) {
 		outage         = 10 * time.Second
 		settle         = 5 * time.Second // after etcd is back, for the clients to reconnect
 	)
-	r := startReplicas(t, 2)
-	clients := make([]dynamic.Interface, len(r.configs))
-	for i, config := range r.configs {
+	r := framework.StartReplicas(t, 2)
+	clients := make([]dynamic.Interface, len(r.Configs))
+	for i, config := range r.Configs {
 		config = rest.CopyConfig(config)
 		config.Timeout = requestTimeout + 15*time.Second // the client gives up only after the server should have
 		clients[i] = dynamic.NewForConfigOrDie(config)
@@ -488,7 +489,7 @@ func TestFaultEtcdOutage(t *testing.T) {
 			case <-time.After(200 * time.Millisecond):
 			}
 			reqCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			err := r.clients[0].Discovery().RESTClient().Get().AbsPath("/readyz").Do(reqCtx).Error()
+			err := r.Clients[0].Discovery().RESTClient().Get().AbsPath("/readyz").Do(reqCtx).Error()
 			cancel()
 			switch state := outageState.Load(); {
 			case state == 1 && err != nil:
@@ -502,14 +503,14 @@ func TestFaultEtcdOutage(t *testing.T) {
 	time.Sleep(5 * time.Second)
 	killedAt := time.Now()
 	outageState.Store(1)
-	_ = r.etcd.Process.Kill()
-	_ = r.etcd.Wait()
+	_ = r.Etcd.Process.Kill()
+	_ = r.Etcd.Wait()
 	time.Sleep(outage)
-	again, err := rerun(r.etcd)
+	again, err := framework.Rerun(r.Etcd)
 	if err != nil {
 		t.Fatalf("restarting etcd: %v", err)
 	}
-	r.etcd = again
+	r.Etcd = again
 	restartedAt := time.Now()
 	outageState.Store(2)
 	time.Sleep(2 * settle)
@@ -565,7 +566,7 @@ func TestFaultEtcdOutage(t *testing.T) {
 	}
 
 	// The same processes serve: neither replica exited.
-	for i, s := range r.servers {
+	for i, s := range r.Servers {
 		if s.ProcessState != nil {
 			t.Errorf("replica %d exited: %v", i, s.ProcessState)
 		}
@@ -600,7 +601,7 @@ const workersLeaseNamespace, workersLeaseName = "butler-system", "butler-apiserv
 
 // leaseHolder is the identity that holds the controllers' Lease, or "".
 func leaseHolder(ctx context.Context) string {
-	lease, err := plane.kube.CoordinationV1().Leases(workersLeaseNamespace).Get(ctx, workersLeaseName, metav1.GetOptions{})
+	lease, err := framework.Plane.Kube.CoordinationV1().Leases(workersLeaseNamespace).Get(ctx, workersLeaseName, metav1.GetOptions{})
 	if err != nil || lease.Spec.HolderIdentity == nil {
 		return ""
 	}
@@ -630,7 +631,7 @@ func leaderProcess(t *testing.T, replicas []string, except string) (name, identi
 func replicaLeadingAs(t *testing.T, replicas []string, identity string) string {
 	t.Helper()
 	for _, r := range replicas {
-		log, err := os.ReadFile(filepath.Join(plane.dir, "logs", r+".log"))
+		log, err := os.ReadFile(filepath.Join(framework.Plane.Dir, "logs", r+".log"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -642,7 +643,7 @@ func replicaLeadingAs(t *testing.T, replicas []string, identity string) string {
 }
 
 // r4Kinds are the objects a local cluster of one worker has one of each, and leaves none of.
-var r4Kinds = []schema.GroupVersionResource{clustersGVR, stewardCPGVR, tenantCPGVR, machineDeploymentsGVR, external.MachineGVR}
+var r4Kinds = []schema.GroupVersionResource{framework.ClustersGVR, framework.StewardCPGVR, framework.TenantCPGVR, framework.MachineDeploymentsGVR, external.MachineGVR}
 
 // TestFaultWorkersLeaderKilled (R4): the plane runs two butler-apiserver replicas
 // (BUTLER_APISERVER_REPLICAS=2, as make test-faults sets). 20 local TenantClusters (R4_CLUSTERS:
@@ -658,7 +659,7 @@ func TestFaultWorkersLeaderKilled(t *testing.T) {
 		clusters = n
 	}
 	replicas := []string{"butler-apiserver", "butler-apiserver-1"}
-	if _, err := os.Stat(filepath.Join(plane.dir, "run", replicas[1]+".pid")); err != nil {
+	if _, err := os.Stat(filepath.Join(framework.Plane.Dir, "run", replicas[1]+".pid")); err != nil {
 		t.Fatalf("this test needs the plane started with BUTLER_APISERVER_REPLICAS=2 (make test-faults): %v", err)
 	}
 	ctx := context.Background()
@@ -667,7 +668,7 @@ func TestFaultWorkersLeaderKilled(t *testing.T) {
 		t.Fatalf("no replica leads the workers (Lease holder %q)", identity)
 	}
 
-	ns := namespace(t, "e2e-r4")
+	ns := framework.Namespace(t, "e2e-r4")
 	// Addresses from a pool (network mode ipam), so deletion must give them back.
 	manifest := fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
 kind: NetworkPool
@@ -684,15 +685,15 @@ spec:
 	names := make([]string, clusters)
 	for i := range names {
 		names[i] = fmt.Sprintf("r4-%02d", i)
-		manifest += "---\n" + localClusterManifest(ns, names[i], pinnedVersion, bootstrap.OSTalos, 1)
+		manifest += "---\n" + framework.LocalClusterManifest(ns, names[i], framework.PinnedVersion, bootstrap.OSTalos, 1)
 	}
-	mustApply(t, manifest)
+	framework.MustApply(t, manifest)
 	created := time.Now()
 
 	// Mid-provisioning: once every cluster has its tenant namespace and before any is Ready.
 	readyAtKill := 0
 	provisioning := func(ctx context.Context) (bool, error) {
-		list, err := plane.butler.ButlerV1alpha1().TenantClusters(ns).List(ctx, metav1.ListOptions{})
+		list, err := framework.Plane.Butler.ButlerV1alpha1().TenantClusters(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, nil
 		}
@@ -711,7 +712,7 @@ spec:
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, provisioning); err != nil {
 		t.Fatalf("the clusters did not start provisioning: %v", err)
 	}
-	startAgain := kill(t, leader)
+	startAgain := framework.KillPlaneProcess(t, leader)
 	killedAt := time.Now()
 	newLeader, _ := leaderProcess(t, replicas, identity)
 	if newLeader == "" || newLeader == leader {
@@ -728,7 +729,7 @@ spec:
 		for _, name := range names {
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
-				waitReady(t, ns, name, 1, 10*time.Minute)
+				framework.WaitReady(t, ns, name, 1, 10*time.Minute)
 			})
 		}
 	})
@@ -736,16 +737,16 @@ spec:
 	if t.Failed() {
 		return
 	}
-	if pool, err := plane.butler.ButlerV1alpha1().NetworkPools(ns).Get(ctx, "r4", metav1.GetOptions{}); err != nil || pool.Status.AllocatedIPs == 0 {
+	if pool, err := framework.Plane.Butler.ButlerV1alpha1().NetworkPools(ns).Get(ctx, "r4", metav1.GetOptions{}); err != nil || pool.Status.AllocatedIPs == 0 {
 		t.Errorf("pool r4 with %d clusters Ready: %+v (%v)", clusters, pool.Status, err)
 	} else {
 		t.Logf("R4: the %d clusters hold %d addresses in %d IPAllocations", clusters, pool.Status.AllocatedIPs, pool.Status.AllocationCount)
 	}
-	d := dynamicClient(t)
+	d := framework.DynamicClient(t)
 	uids := map[string]string{} // tenant namespace -> TenantControlPlane UID
 	var etcd *clientv3.Client
 	for _, name := range names {
-		tc, err := plane.butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, name, metav1.GetOptions{})
+		tc, err := framework.Plane.Butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -756,25 +757,25 @@ spec:
 				t.Errorf("%s: %s in %s: %d, want 1 (%v)", name, r.Resource, tenantNS, len(list.Items), err)
 			}
 		}
-		tcp, err := d.Resource(tenantCPGVR).Namespace(tenantNS).Get(ctx, name, metav1.GetOptions{})
+		tcp, err := d.Resource(framework.TenantCPGVR).Namespace(tenantNS).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		uid := string(tcp.GetUID())
 		uids[tenantNS] = uid
-		if got := tenantProcesses(t, uid); !maps.Equal(got, oneOfEachComponent) {
+		if got := framework.TenantProcesses(t, uid); !maps.Equal(got, framework.OneOfEachComponent) {
 			t.Errorf("%s: tenant processes %v, want one of each", name, got)
 		}
 		if etcd == nil {
-			etcd = lcpEtcd(t, lcpPids(t, filepath.Join(plane.dir, "tenants", uid))["kube-apiserver"])
+			etcd = framework.TenantEtcd(t, framework.TenantPids(t, filepath.Join(framework.Plane.Dir, "tenants", uid))["kube-apiserver"])
 		}
 	}
 
 	// All 20 deleted at once.
 	deleted := time.Now()
-	mustKubectl(t, "delete", "tc", "--all", "-n", ns, "--wait=false")
+	framework.MustKubectl(t, "delete", "tc", "--all", "-n", ns, "--wait=false")
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
-		list, err := plane.butler.ButlerV1alpha1().TenantClusters(ns).List(ctx, metav1.ListOptions{})
+		list, err := framework.Plane.Butler.ButlerV1alpha1().TenantClusters(ns).List(ctx, metav1.ListOptions{})
 		return err == nil && len(list.Items) == 0, nil
 	})
 	if err != nil {
@@ -782,13 +783,13 @@ spec:
 	}
 	t.Logf("R4: all %d deleted %s after the delete", clusters, time.Since(deleted).Round(100*time.Millisecond))
 	for tenantNS, uid := range uids {
-		if got := tenantProcesses(t, uid); len(got) != 0 {
+		if got := framework.TenantProcesses(t, uid); len(got) != 0 {
 			t.Errorf("%s: processes left: %v", tenantNS, got)
 		}
-		if n := lcpKeys(t, etcd, "/"+uid+"/"); n != 0 {
+		if n := framework.EtcdKeys(t, etcd, "/"+uid+"/"); n != 0 {
 			t.Errorf("%s: %d etcd keys left under /%s/", tenantNS, n, uid)
 		}
-		if _, err := plane.kube.CoreV1().Namespaces().Get(ctx, tenantNS, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		if _, err := framework.Plane.Kube.CoreV1().Namespaces().Get(ctx, tenantNS, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("tenant namespace %s is still there (%v)", tenantNS, err)
 		}
 	}
@@ -803,10 +804,10 @@ spec:
 			}
 		}
 	}
-	if allocs, err := plane.butler.ButlerV1alpha1().IPAllocations(ns).List(ctx, metav1.ListOptions{}); err != nil || len(allocs.Items) != 0 {
+	if allocs, err := framework.Plane.Butler.ButlerV1alpha1().IPAllocations(ns).List(ctx, metav1.ListOptions{}); err != nil || len(allocs.Items) != 0 {
 		t.Errorf("IPAllocations left in %s: %d (%v)", ns, len(allocs.Items), err)
 	}
-	if pool, err := plane.butler.ButlerV1alpha1().NetworkPools(ns).Get(ctx, "r4", metav1.GetOptions{}); err != nil || pool.Status.AllocatedIPs != 0 {
+	if pool, err := framework.Plane.Butler.ButlerV1alpha1().NetworkPools(ns).Get(ctx, "r4", metav1.GetOptions{}); err != nil || pool.Status.AllocatedIPs != 0 {
 		t.Errorf("pool r4 after the delete: %+v (%v)", pool.Status, err)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/butlerdotdev/butler-apiserver/test/e2e/framework"
 )
 
 // TestGettingStarted runs the commands of docs/getting-started.md's blocks marked for testing
@@ -16,7 +18,7 @@ import (
 // this suite's plane: the local example's TenantCluster Ready, its kubeconfig, its three Ready
 // nodes, a Deployment, a scale and the delete. A page edited into commands that fail fails here.
 func TestGettingStarted(t *testing.T) {
-	longestFirst(t, 2*time.Minute) // 117 s in the suite (one CI run), 51 s alone
+	framework.LongestFirst(t, 2*time.Minute) // 117 s in the suite (one CI run), 51 s alone
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +38,7 @@ func TestGettingStarted(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	t.Cleanup(func() { _, _ = kubectl(t, "delete", "namespace", "local-demo", "--wait=false") })
+	t.Cleanup(func() { _, _ = framework.Kubectl(t, "delete", "namespace", "local-demo", "--wait=false") })
 	for _, cmd := range cmds {
 		if strings.Contains(" "+cmd+" ", " -w ") {
 			// A watch runs until it is interrupted; the page's next line waits for the same end.
@@ -89,7 +91,7 @@ func userShell(dir, cmd string) (string, error) {
 	defer cancel()
 	c := exec.CommandContext(ctx, "bash", "-o", "pipefail", "-c", cmd)
 	c.Dir = dir
-	c.Env = append(os.Environ(), "KUBECONFIG="+plane.kubeconfig)
+	c.Env = append(os.Environ(), "KUBECONFIG="+framework.Plane.Kubeconfig)
 	var out bytes.Buffer
 	c.Stdout, c.Stderr = &out, &out
 	err := c.Run()

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/test/e2e/framework"
 	"github.com/butlerdotdev/butler-apiserver/test/gitserver"
 )
 
@@ -53,9 +54,9 @@ func gitOpsFailures(t *testing.T, ns, name string, tenant kubernetes.Interface, 
 		changed := time.Now()
 		patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"addons": map[string]any{"gitops": map[string]any{"repository": map[string]any{
 			"url": c.url, "branch": "main", "path": c.path, "secretRef": map[string]string{"name": c.secret}}}}}})
-		mustKubectlAs(t, plane.kubeconfig, "", "--as", "alice", "-n", ns, "patch", "tc", name, "--type", "merge", "-p", string(patch))
+		framework.MustKubectlAs(t, framework.Plane.Kubeconfig, "", "--as", "alice", "-n", ns, "patch", "tc", name, "--type", "merge", "-p", string(patch))
 		var cond *metav1.Condition
-		tc := waitCluster(t, ns, name, 75*time.Second, c.what+": GitOpsSynced "+c.reason, func(tc *v1alpha1.TenantCluster) bool {
+		tc := framework.WaitCluster(t, ns, name, 75*time.Second, c.what+": GitOpsSynced "+c.reason, func(tc *v1alpha1.TenantCluster) bool {
 			cond = meta.FindStatusCondition(tc.Status.Conditions, "GitOpsSynced")
 			return cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason == c.reason
 		})
@@ -90,12 +91,12 @@ func gitOpsTenantUnchanged(t *testing.T, tenant kubernetes.Interface, what strin
 func gitOpsSecret(t *testing.T, ns, secret string, data map[string][]byte) {
 	t.Helper()
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: secret, Namespace: ns}, Data: data}
-	if _, err := plane.kube.CoreV1().Secrets(ns).Create(context.Background(), s, metav1.CreateOptions{}); err != nil {
+	if _, err := framework.Plane.Kube.CoreV1().Secrets(ns).Create(context.Background(), s, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	role := "butler-gitops-" + secret
-	mustKubectl(t, "-n", ns, "create", "role", role, "--verb=get", "--resource=secrets", "--resource-name="+secret)
-	mustKubectl(t, "-n", ns, "create", "rolebinding", role, "--role="+role, "--user=alice", "--serviceaccount=butler-system:butler-apiserver")
+	framework.MustKubectl(t, "-n", ns, "create", "role", role, "--verb=get", "--resource=secrets", "--resource-name="+secret)
+	framework.MustKubectl(t, "-n", ns, "create", "rolebinding", role, "--role="+role, "--user=alice", "--serviceaccount=butler-system:butler-apiserver")
 }
 
 // gitOpsDiagnose logs, when the test failed, what says why without the tenant at hand (it is
@@ -108,8 +109,8 @@ func gitOpsDiagnose(t *testing.T, ns, name string, tenant kubernetes.Interface, 
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	tc, err := plane.butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, name, metav1.GetOptions{})
-	t.Logf("diagnosis: TenantCluster %s/%s: %v %s; status.gitops %+v", ns, name, err, statusOf(tc), func() any {
+	tc, err := framework.Plane.Butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, name, metav1.GetOptions{})
+	t.Logf("diagnosis: TenantCluster %s/%s: %v %s; status.gitops %+v", ns, name, err, framework.StatusOf(tc), func() any {
 		if tc == nil {
 			return nil
 		}

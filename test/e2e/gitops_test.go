@@ -21,6 +21,7 @@ import (
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
+	"github.com/butlerdotdev/butler-apiserver/test/e2e/framework"
 	"github.com/butlerdotdev/butler-apiserver/test/gitserver"
 )
 
@@ -59,30 +60,30 @@ func TestGitOpsTenant(t *testing.T) {
 	realNodeParallel(t)
 	const teamA, teamB, name = "gitops-a", "gitops-b", "gt"
 	started := time.Now()
-	mustApply(t, teamManifest(teamA, "", member("alice", "admin"), member("otto", "operator"))+"---\n"+
-		teamManifest(teamB, "", member("mallory", "operator")))
-	t.Cleanup(func() { _, _ = kubectl(t, "delete", "team", teamA, teamB, "--wait=false") })
-	waitTeamReady(t, teamA)
-	waitTeamReady(t, teamB)
+	framework.MustApply(t, framework.TeamManifest(teamA, "", framework.TeamMember("alice", "admin"), framework.TeamMember("otto", "operator"))+"---\n"+
+		framework.TeamManifest(teamB, "", framework.TeamMember("mallory", "operator")))
+	t.Cleanup(func() { _, _ = framework.Kubectl(t, "delete", "team", teamA, teamB, "--wait=false") })
+	framework.WaitTeamReady(t, teamA)
+	framework.WaitTeamReady(t, teamB)
 
 	srv, repo, head := gitOpsRepository(t)
 	gitOpsCredential(t, teamA, srv)
-	mustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
+	framework.MustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
 kind: ProviderConfig
 metadata: {name: local, namespace: %s}
 spec: {provider: local, local: {nodeType: real}}
 `, teamA))
 	// alice, the Team's admin, may get the credential: admission lets her name it.
-	mustKubectlAs(t, plane.kubeconfig, localClusterManifest(teamA, name, pinnedVersion, bootstrap.OSTalos, 1)+fmt.Sprintf(`  addons:
+	framework.MustKubectlAs(t, framework.Plane.Kubeconfig, framework.LocalClusterManifest(teamA, name, framework.PinnedVersion, bootstrap.OSTalos, 1)+fmt.Sprintf(`  addons:
     gitops:
       provider: fluxcd
       repository: {url: "https://%s/apps.git", branch: main, path: ./apps, secretRef: {name: git-auth}, interval: %s}
 `, gitOpsServerAddr, gitOpsInterval), "--as", "alice", "apply", "-f", "-")
-	t.Cleanup(func() { _, _ = kubectl(t, "delete", "tc", name, "-n", teamA, "--wait=false") })
-	tc := waitReady(t, teamA, name, 1, 4*time.Minute)
+	t.Cleanup(func() { _, _ = framework.Kubectl(t, "delete", "tc", name, "-n", teamA, "--wait=false") })
+	tc := framework.WaitReady(t, teamA, name, 1, 4*time.Minute)
 	t.Logf("TenantCluster Ready with a real node %s after it was applied", time.Since(started).Round(100*time.Millisecond))
 
-	kubeconfig := tenantAdminKubeconfig(t, teamA, name)
+	kubeconfig := framework.TenantAdminKubeconfig(t, teamA, name)
 	tenant, tenantDyn := gitOpsTenantClients(t, kubeconfig)
 	t.Cleanup(func() { gitOpsDiagnose(t, teamA, name, tenant, tenantDyn) })
 	nodes, err := tenant.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
@@ -108,7 +109,7 @@ spec: {provider: local, local: {nodeType: real}}
 	}
 	committed := time.Now()
 	gitOpsCredentialStaysTheTeams(t, teamA, name, tc.Status.TenantNamespace, srv.Password)
-	lmWait(t, gitOpsInterval+75*time.Second, "the new commit's ConfigMap in the tenant", func() (bool, string) {
+	framework.WaitFor(t, gitOpsInterval+75*time.Second, "the new commit's ConfigMap in the tenant", func() (bool, string) {
 		cm, err := tenant.CoreV1().ConfigMaps(metav1.NamespaceDefault).Get(context.Background(), "greeting", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -124,11 +125,11 @@ spec: {provider: local, local: {nodeType: real}}
 		applied.Round(100*time.Millisecond), time.Since(committed).Round(100*time.Millisecond))
 	gitOpsFailures(t, teamA, name, tenant, srv, "main@sha1:"+head2)
 
-	cp, err := dynamicClient(t).Resource(tenantCPGVR).Namespace(tc.Status.TenantNamespace).Get(context.Background(), name, metav1.GetOptions{})
+	cp, err := framework.DynamicClient(t).Resource(framework.TenantCPGVR).Namespace(tc.Status.TenantNamespace).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	deleteCluster(t, teamA, name, string(cp.GetUID()))
+	framework.DeleteCluster(t, teamA, name, string(cp.GetUID()))
 	if left := realNodeLeftoversOf(tc.Status.TenantNamespace); len(left) > 0 {
 		t.Errorf("the deleted cluster's real node left:\n  %s", strings.Join(left, "\n  "))
 	}
@@ -207,7 +208,7 @@ func gitOpsTenantClients(t *testing.T, kubeconfig string) (kubernetes.Interface,
 func gitOpsWaitSynced(t *testing.T, ns, name string, tenant dynamic.Interface, revision string, timeout time.Duration) {
 	t.Helper()
 	ctx := context.Background()
-	lmWait(t, timeout, "the Kustomization Ready at "+revision, func() (bool, string) {
+	framework.WaitFor(t, timeout, "the Kustomization Ready at "+revision, func() (bool, string) {
 		k, err := tenant.Resource(fluxKustomizationGVR).Namespace("flux-system").Get(ctx, "butler-gitops", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -220,7 +221,7 @@ func gitOpsWaitSynced(t *testing.T, ns, name string, tenant dynamic.Interface, r
 		}
 		return true, ""
 	})
-	waitCluster(t, ns, name, timeout, "status.gitops at "+revision, func(tc *v1alpha1.TenantCluster) bool {
+	framework.WaitCluster(t, ns, name, timeout, "status.gitops at "+revision, func(tc *v1alpha1.TenantCluster) bool {
 		g := tc.Status.Gitops
 		return g != nil && g.Revision == revision && g.InSync && meta.IsStatusConditionTrue(tc.Status.Conditions, "GitOpsSynced")
 	})
@@ -287,7 +288,7 @@ func gitOpsCredentialStaysTheTeams(t *testing.T, teamA, name, tenantNS, password
 	t.Helper()
 	refused := func(who string, args ...string) {
 		t.Helper()
-		out, err := kubectl(t, append([]string{"--as", who}, args...)...)
+		out, err := framework.Kubectl(t, append([]string{"--as", who}, args...)...)
 		if err == nil || !strings.Contains(out, "Forbidden") {
 			t.Errorf("%s: kubectl %s: want Forbidden, got %v\n%s", who, strings.Join(args, " "), err, out)
 		}
@@ -296,17 +297,17 @@ func gitOpsCredentialStaysTheTeams(t *testing.T, teamA, name, tenantNS, password
 	refused("mallory", "get", "secrets", "-n", tenantNS)
 	refused("otto", "get", "secret", "git-auth", "-n", teamA)
 	refused("otto", "get", "secrets", "-n", tenantNS)
-	if _, _, out, err := mintAs(t, teamA, name, "kubeconfig", "mallory"); err == nil || !strings.Contains(out, "Forbidden") {
+	if _, _, out, err := framework.MintAs(t, teamA, name, "kubeconfig", "mallory"); err == nil || !strings.Contains(out, "Forbidden") {
 		t.Errorf("mallory (another Team's operator) minted a kubeconfig of %s/%s: %v\n%s", teamA, name, err, out)
 	}
-	otto, _, out, err := mintAs(t, teamA, name, "kubeconfig", "otto")
+	otto, _, out, err := framework.MintAs(t, teamA, name, "kubeconfig", "otto")
 	if err != nil {
 		t.Fatalf("otto minting: %v\n%s", err, out)
 	}
-	if out, err := kubectlAs(t, otto, "", "get", "secret", "butler-gitops", "-n", "flux-system"); err == nil || !strings.Contains(out, "Forbidden") {
+	if out, err := framework.KubectlAs(t, otto, "", "get", "secret", "butler-gitops", "-n", "flux-system"); err == nil || !strings.Contains(out, "Forbidden") {
 		t.Errorf("otto (the Team's operator) read the credential's copy in the tenant: %v\n%s", err, out)
 	}
-	secrets, err := plane.kube.CoreV1().Secrets(tenantNS).List(context.Background(), metav1.ListOptions{})
+	secrets, err := framework.Plane.Kube.CoreV1().Secrets(tenantNS).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

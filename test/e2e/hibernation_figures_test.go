@@ -9,13 +9,15 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/butlerdotdev/butler-apiserver/test/e2e/framework"
 )
 
 // TestSlowHibernationWakeFigures measures P10 of docs/performance.md (WAKE_BENCH=1; make
 // bench-report ONLY=P10 runs it and turns its pairs into the figure). One local TenantCluster with
 // wake on request and no workers, asleep; in WAKE_PAIRS (3) pairs whose order alternates:
 //   - the wake: seconds from a user's kubectl (get ns default, the minted kubeconfig) on the
-//     hibernated cluster until it answers; the cluster is then put to sleep again;
+//     Hibernated cluster until it answers; the cluster is then put to sleep again;
 //   - the cold start: the same kube-apiserver command line the provider ran, on the same
 //     datastore, started by hand while the cluster sleeps, until /readyz answers.
 //
@@ -30,27 +32,27 @@ func TestSlowHibernationWakeFigures(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("WAKE_PAIRS")); err == nil && v > 0 {
 		pairs = v
 	}
-	ns := namespace(t, "e2e-wakefig")
+	ns := framework.Namespace(t, "e2e-wakefig")
 	const name = "wake"
 	applyHibernatingCluster(t, ns, name, 0, "{wakeOnRequest: true}")
-	tc := waitReady(t, ns, name, 0, 5*time.Minute)
-	kubeconfig, _ := mintKubeconfig(t, ns, name)
-	tcp, err := dynamicClient(t).Resource(tenantCPGVR).Namespace(tc.Status.TenantNamespace).Get(t.Context(), name, metav1.GetOptions{})
+	tc := framework.WaitReady(t, ns, name, 0, 5*time.Minute)
+	kubeconfig, _ := framework.MintKubeconfig(t, ns, name)
+	tcp, err := framework.DynamicClient(t).Resource(framework.TenantCPGVR).Namespace(tc.Status.TenantNamespace).Get(t.Context(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tenantDir := filepath.Join(plane.dir, "tenants", string(tcp.GetUID()))
+	tenantDir := filepath.Join(framework.Plane.Dir, "tenants", string(tcp.GetUID()))
 	sleep := func() {
-		mustKubectl(t, "patch", "tc", name, "-n", ns, "--type=merge", "-p", `{"spec":{"hibernation":{"hibernated":true}}}`)
-		waitCluster(t, ns, name, 3*time.Minute, "Hibernated", hibernated)
+		framework.MustKubectl(t, "patch", "tc", name, "-n", ns, "--type=merge", "-p", `{"spec":{"hibernation":{"hibernated":true}}}`)
+		framework.WaitCluster(t, ns, name, 3*time.Minute, "Hibernated", framework.Hibernated)
 	}
 	wake := func() time.Duration {
 		start := time.Now()
-		if out, err := kubectlAs(t, kubeconfig, "", "get", "ns", "default"); err != nil {
+		if out, err := framework.KubectlAs(t, kubeconfig, "", "get", "ns", "default"); err != nil {
 			t.Fatalf("kubectl on the hibernated cluster: %v\n%s", err, out)
 		}
 		took := time.Since(start)
-		waitReady(t, ns, name, 0, 3*time.Minute)
+		framework.WaitReady(t, ns, name, 0, 3*time.Minute)
 		return took
 	}
 	var lines []string

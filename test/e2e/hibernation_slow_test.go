@@ -21,6 +21,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
 	"github.com/butlerdotdev/butler-apiserver/pkg/hibernation"
+	"github.com/butlerdotdev/butler-apiserver/test/e2e/framework"
 )
 
 // The slow hibernation checks run in make bench-hibernation, not in make test.
@@ -32,21 +33,21 @@ func TestSlowHibernationWakeFlood(t *testing.T) { wakeFlood(t, 20) }
 // TestSlowHibernationSchedule: a schedule takes a cluster down at its start time and up at its
 // end time; the lag after each time is reported (the goal: within a minute).
 func TestSlowHibernationSchedule(t *testing.T) {
-	ns := namespace(t, "e2e-schedule")
+	ns := framework.Namespace(t, "e2e-schedule")
 	const name = "nightly"
-	localCluster(t, ns, name, pinnedVersion, bootstrap.OSTalos, 0)
-	waitReady(t, ns, name, 0, 5*time.Minute)
+	localCluster(t, ns, name, framework.PinnedVersion, bootstrap.OSTalos, 0)
+	framework.WaitReady(t, ns, name, 0, 5*time.Minute)
 
 	now := time.Now().UTC()
 	start := now.Add(90 * time.Second).Truncate(time.Minute)
 	end := start.Add(2 * time.Minute)
 	cron := func(t time.Time) string { return fmt.Sprintf("%d %d * * *", t.Minute(), t.Hour()) }
-	mustKubectl(t, "patch", "tc", name, "-n", ns, "--type=merge", "-p",
+	framework.MustKubectl(t, "patch", "tc", name, "-n", ns, "--type=merge", "-p",
 		fmt.Sprintf(`{"spec":{"hibernation":{"schedules":[{"start":%q,"end":%q,"location":"UTC"}]}}}`, cron(start), cron(end)))
 
-	waitCluster(t, ns, name, time.Until(start)+3*time.Minute, "Hibernated by the schedule", hibernated)
+	framework.WaitCluster(t, ns, name, time.Until(start)+3*time.Minute, "Hibernated by the schedule", framework.Hibernated)
 	asleep := time.Since(start)
-	waitCluster(t, ns, name, time.Until(end)+3*time.Minute, "Ready by the schedule", func(tc *v1alpha1.TenantCluster) bool {
+	framework.WaitCluster(t, ns, name, time.Until(end)+3*time.Minute, "Ready by the schedule", func(tc *v1alpha1.TenantCluster) bool {
 		return !tc.Spec.Hibernation.Hibernated && tc.Status.Phase == v1alpha1.TenantClusterReady
 	})
 	awake := time.Since(end)
@@ -63,27 +64,27 @@ func TestSlowHibernationSchedule(t *testing.T) {
 // where its time went.
 func TestSlowHibernationQuietAndWakeLatency(t *testing.T) {
 	ctx := context.Background()
-	ns := namespace(t, "e2e-wake")
+	ns := framework.Namespace(t, "e2e-wake")
 	const name = "latency"
 	created := time.Now()
 	applyHibernatingCluster(t, ns, name, 0, "{wakeOnRequest: true}")
-	tc := waitReady(t, ns, name, 0, 5*time.Minute)
-	kubeconfig, _ := mintKubeconfig(t, ns, name)
-	if out, err := kubectlAs(t, kubeconfig, "", "get", "ns", "default"); err != nil {
+	tc := framework.WaitReady(t, ns, name, 0, 5*time.Minute)
+	kubeconfig, _ := framework.MintKubeconfig(t, ns, name)
+	if out, err := framework.KubectlAs(t, kubeconfig, "", "get", "ns", "default"); err != nil {
 		t.Fatalf("kubectl on the new cluster: %v\n%s", err, out)
 	}
 	cold := time.Since(created)
-	tcp, err := dynamicClient(t).Resource(tenantCPGVR).Namespace(tc.Status.TenantNamespace).Get(ctx, name, metav1.GetOptions{})
+	tcp, err := framework.DynamicClient(t).Resource(framework.TenantCPGVR).Namespace(tc.Status.TenantNamespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tenantDir := filepath.Join(plane.dir, "tenants", string(tcp.GetUID()))
+	tenantDir := filepath.Join(framework.Plane.Dir, "tenants", string(tcp.GetUID()))
 
 	// kubectl's own cost on the awake cluster: process start, TLS, one request.
 	var warm []time.Duration
 	for range 3 {
 		start := time.Now()
-		if out, err := kubectlAs(t, kubeconfig, "", "get", "ns", "default"); err != nil {
+		if out, err := framework.KubectlAs(t, kubeconfig, "", "get", "ns", "default"); err != nil {
 			t.Fatalf("kubectl on the awake cluster: %v\n%s", err, out)
 		}
 		warm = append(warm, time.Since(start))
@@ -91,30 +92,30 @@ func TestSlowHibernationQuietAndWakeLatency(t *testing.T) {
 
 	var wakes, apiStarts []time.Duration
 	for i := range 3 {
-		mustKubectl(t, "patch", "tc", name, "-n", ns, "--type=merge", "-p", `{"spec":{"hibernation":{"hibernated":true}}}`)
-		waitCluster(t, ns, name, 3*time.Minute, "Hibernated", hibernated)
+		framework.MustKubectl(t, "patch", "tc", name, "-n", ns, "--type=merge", "-p", `{"spec":{"hibernation":{"hibernated":true}}}`)
+		framework.WaitCluster(t, ns, name, 3*time.Minute, "Hibernated", framework.Hibernated)
 		apiStarts = append(apiStarts, coldAPIServerStart(t, tenantDir))
 		if i == 2 {
 			// Five minutes asleep: nothing but a user may wake it.
-			tc, _ := plane.butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, name, metav1.GetOptions{})
+			tc, _ := framework.Plane.Butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, name, metav1.GetOptions{})
 			note := tc.Annotations[hibernation.LastChangeAnnotation]
 			spurious := 0
 			for end := time.Now().Add(5 * time.Minute); time.Now().Before(end); time.Sleep(5 * time.Second) {
-				tc, err := plane.butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, name, metav1.GetOptions{})
+				tc, err := framework.Plane.Butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, name, metav1.GetOptions{})
 				if err == nil && (!tc.Spec.Hibernation.Hibernated || tc.Annotations[hibernation.LastChangeAnnotation] != note) {
 					spurious++
 					t.Errorf("woken without a request: %q", tc.Annotations[hibernation.LastChangeAnnotation])
 					break
 				}
 			}
-			if procs := tenantProcesses(t, string(tcp.GetUID())); len(procs) != 0 {
+			if procs := framework.TenantProcesses(t, string(tcp.GetUID())); len(procs) != 0 {
 				t.Errorf("tenant processes after 5 minutes asleep: %v", procs)
 			}
 			t.Logf("5 minutes asleep: %d wakes without a user request", spurious)
 		}
 		logFrom := fileSize(providerLog())
 		start := time.Now()
-		if out, err := kubectlAs(t, kubeconfig, "", "get", "ns", "default"); err != nil {
+		if out, err := framework.KubectlAs(t, kubeconfig, "", "get", "ns", "default"); err != nil {
 			t.Fatalf("kubectl on the hibernated cluster: %v\n%s", err, out)
 		}
 		wake := time.Since(start)
@@ -125,12 +126,12 @@ func TestSlowHibernationQuietAndWakeLatency(t *testing.T) {
 		if wake > 10*time.Second {
 			t.Errorf("wake %d took %s: longer than kubectl's TLS handshake timeout (answered on a retry)", i+1, wake)
 		}
-		waitReady(t, ns, name, 0, 3*time.Minute)
+		framework.WaitReady(t, ns, name, 0, 3*time.Minute)
 	}
 	wake, api, kubectl := median(wakes), median(apiStarts), median(warm)
 	t.Logf("cold create -> first request served %.2f s", cold.Seconds())
 	t.Logf("cold kube-apiserver %s start -> /readyz %s (median %.2f s); kubectl on the awake cluster %s (median %.2f s)",
-		pinnedVersion, seconds(apiStarts), api.Seconds(), seconds(warm), kubectl.Seconds())
+		framework.PinnedVersion, seconds(apiStarts), api.Seconds(), seconds(warm), kubectl.Seconds())
 	t.Logf("wake -> first request served %s (median %.2f s): %.2fx the cold kube-apiserver start (+%.2f s; goal at most +0.5 s), "+
 		"+%.2f s over the cold start and an awake kubectl; %.2fx the cold create",
 		seconds(wakes), wake.Seconds(), wake.Seconds()/api.Seconds(), (wake - api).Seconds(), (wake - api - kubectl).Seconds(), wake.Seconds()/cold.Seconds())
@@ -150,7 +151,9 @@ func seconds(ds []time.Duration) string {
 	return strings.Join(parts, ", ") + " s"
 }
 
-func providerLog() string { return filepath.Join(plane.dir, "logs", "butler-localprovider.log") }
+func providerLog() string {
+	return filepath.Join(framework.Plane.Dir, "logs", "butler-localprovider.log")
+}
 
 func fileSize(path string) int64 {
 	st, err := os.Stat(path)

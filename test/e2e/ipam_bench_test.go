@@ -20,6 +20,7 @@ import (
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
+	"github.com/butlerdotdev/butler-apiserver/test/e2e/framework"
 )
 
 // BenchmarkAllocationRateVsServiceClusterIPs (P3 of docs/performance.md) measures single
@@ -39,7 +40,7 @@ func BenchmarkAllocationRateVsServiceClusterIPs(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("P3_PAIRS")); err == nil && v > 0 {
 		pairs = v
 	}
-	config := rest.CopyConfig(plane.config)
+	config := rest.CopyConfig(framework.Plane.Config)
 	config.QPS, config.Burst = 5000, 5000
 	kube := kubernetes.NewForConfigOrDie(config)
 	butler := clientset.NewForConfigOrDie(config)
@@ -49,7 +50,7 @@ func BenchmarkAllocationRateVsServiceClusterIPs(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer func() { _ = kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) }()
-	createTestPool(b, butler, ns, "bench", "10.80.0.0/16")
+	framework.CreateTestPool(b, butler, ns, "bench", "10.80.0.0/16")
 
 	// run does ops [from, to) from clients goroutines and says how many per second.
 	run := func(from, to int, op func(i int) error) (perSecond float64) {

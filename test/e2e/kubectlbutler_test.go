@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
+	"github.com/butlerdotdev/butler-apiserver/test/e2e/framework"
 )
 
 // TestKubectlButler runs the real `kubectl butler` (kubectl finds cmd/kubectl-butler on PATH)
@@ -25,13 +26,13 @@ import (
 // name and a user without the subresource get errors saying which; snapshot and hibernate/wake
 // write what the API expects.
 func TestKubectlButler(t *testing.T) {
-	ns := namespace(t, "e2e-kubectl-butler")
+	ns := framework.Namespace(t, "e2e-kubectl-butler")
 	const name = "demo"
-	localCluster(t, ns, name, pinnedVersion, bootstrap.OSTalos, 1)
+	localCluster(t, ns, name, framework.PinnedVersion, bootstrap.OSTalos, 1)
 	plugin := buildPlugin(t)
-	waitReady(t, ns, name, 1, 4*time.Minute)
+	framework.WaitReady(t, ns, name, 1, 4*time.Minute)
 	butler := func(args ...string) (string, error) {
-		return runPlugin(t, plugin, append(args, "-n", ns, "--kubeconfig", plane.kubeconfig)...)
+		return runPlugin(t, plugin, append(args, "-n", ns, "--kubeconfig", framework.Plane.Kubeconfig)...)
 	}
 
 	file := filepath.Join(t.TempDir(), "demo.kubeconfig")
@@ -41,13 +42,13 @@ func TestKubectlButler(t *testing.T) {
 	if fi, err := os.Stat(file); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("the minted kubeconfig's file: %v, mode %v, want 0600", err, fi.Mode())
 	}
-	if out, err := kubectlAs(t, file, "", "get", "nodes", "--no-headers"); err != nil || strings.Count(out, " Ready ") != 1 {
+	if out, err := framework.KubectlAs(t, file, "", "get", "nodes", "--no-headers"); err != nil || strings.Count(out, " Ready ") != 1 {
 		t.Errorf("kubectl get nodes with the plugin's kubeconfig: %v\n%s", err, out)
 	}
 
 	// --merge: the user's kubeconfig (a copy of the admin's) gains the context demo, keeps its own.
 	merged := filepath.Join(t.TempDir(), "config")
-	admin, err := os.ReadFile(plane.kubeconfig)
+	admin, err := os.ReadFile(framework.Plane.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,10 +66,10 @@ func TestKubectlButler(t *testing.T) {
 	if err != nil || config.Contexts[name] == nil || len(config.Contexts) != len(before.Contexts)+1 || config.CurrentContext != before.CurrentContext {
 		t.Fatalf("merged kubeconfig: %v %+v", err, config)
 	}
-	if out, err := kubectlAs(t, merged, "", "--context", name, "get", "nodes", "--no-headers"); err != nil || strings.Count(out, " Ready ") != 1 {
+	if out, err := framework.KubectlAs(t, merged, "", "--context", name, "get", "nodes", "--no-headers"); err != nil || strings.Count(out, " Ready ") != 1 {
 		t.Errorf("kubectl --context %s get nodes: %v\n%s", name, err, out)
 	}
-	if out, err := kubectlAs(t, merged, "", "get", "tc", "-n", ns, "--no-headers"); err != nil || !strings.Contains(out, name) {
+	if out, err := framework.KubectlAs(t, merged, "", "get", "tc", "-n", ns, "--no-headers"); err != nil || !strings.Contains(out, name) {
 		t.Errorf("the merged kubeconfig's own current context: %v\n%s", err, out)
 	}
 
@@ -92,13 +93,13 @@ func TestKubectlButler(t *testing.T) {
 	if out, err := butler("butler", "kubeconfig", name, "--read-only", "--file", readOnly); err != nil {
 		t.Fatalf("kubectl butler kubeconfig --read-only: %v\n%s", err, out)
 	}
-	nodes, err := kubectlAs(t, readOnly, "", "get", "nodes", "-o", "name")
+	nodes, err := framework.KubectlAs(t, readOnly, "", "get", "nodes", "-o", "name")
 	if err != nil || !strings.HasPrefix(nodes, "node/") {
 		t.Fatalf("the read-only kubeconfig lists no Nodes: %v\n%s", err, nodes)
 	}
 	node := strings.TrimPrefix(strings.Fields(nodes)[0], "node/")
 	for _, args := range [][]string{{"get", "--raw", "/api/v1/nodes/" + node + "/proxy/pods"}, {"get", "secrets", "-A"}} {
-		if out, err := kubectlAs(t, readOnly, "", args...); err == nil || !strings.Contains(out, "Forbidden") {
+		if out, err := framework.KubectlAs(t, readOnly, "", args...); err == nil || !strings.Contains(out, "Forbidden") {
 			t.Errorf("read-only kubectl %s: want Forbidden, got %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
@@ -114,14 +115,14 @@ func TestKubectlButler(t *testing.T) {
 	// snapshot, hibernate and wake write what the API documents.
 	if out, err := butler("butler", "snapshot", name, "--name", "by-plugin"); err != nil {
 		t.Errorf("kubectl butler snapshot: %v\n%s", err, out)
-	} else if snap, err := plane.butler.ButlerV1alpha1().TenantClusterSnapshots(ns).Get(context.Background(), "by-plugin", metav1.GetOptions{}); err != nil || snap.Spec.ClusterRef.Name != name {
+	} else if snap, err := framework.Plane.Butler.ButlerV1alpha1().TenantClusterSnapshots(ns).Get(context.Background(), "by-plugin", metav1.GetOptions{}); err != nil || snap.Spec.ClusterRef.Name != name {
 		t.Errorf("the plugin's snapshot: %v %+v", err, snap)
 	}
 	for _, verb := range []string{"hibernate", "wake"} {
 		if out, err := butler("butler", verb, name); err != nil {
 			t.Fatalf("kubectl butler %s: %v\n%s", verb, err, out)
 		}
-		tc, err := plane.butler.ButlerV1alpha1().TenantClusters(ns).Get(context.Background(), name, metav1.GetOptions{})
+		tc, err := framework.Plane.Butler.ButlerV1alpha1().TenantClusters(ns).Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil || tc.Spec.Hibernation == nil || tc.Spec.Hibernation.Hibernated != (verb == "hibernate") {
 			t.Errorf("after kubectl butler %s: %v %+v", verb, err, tc.Spec.Hibernation)
 		}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/providerconfig/credentialstest"
+	"github.com/butlerdotdev/butler-apiserver/test/e2e/framework"
 )
 
 // providerBlocks are a minimal valid ProviderConfig spec per provider whose controllers do not
@@ -54,69 +55,19 @@ var providerOS = map[string]struct{ os, format string }{
 	"gcp":       {"kairos", "cloud-config"},
 }
 
-func gvr(group, version, resource string) schema.GroupVersionResource {
-	return schema.GroupVersionResource{Group: group, Version: version, Resource: resource}
-}
-
 var (
-	clustersGVR           = gvr("cluster.x-k8s.io", "v1beta2", "clusters")
-	machineDeploymentsGVR = gvr("cluster.x-k8s.io", "v1beta2", "machinedeployments")
-	stewardCPGVR          = gvr("controlplane.cluster.x-k8s.io", "v1alpha1", "stewardcontrolplanes")
-	tenantCPGVR           = gvr("steward.butlerlabs.dev", "v1alpha1", "tenantcontrolplanes")
-	bootstrapTemplatesGVR = gvr("bootstrap.butlerlabs.dev", "v1alpha1", "bootstrapconfigtemplates")
-	bootstrapConfigsGVR   = gvr("bootstrap.butlerlabs.dev", "v1alpha1", "bootstrapconfigs")
+	bootstrapTemplatesGVR = framework.GVR("bootstrap.butlerlabs.dev", "v1alpha1", "bootstrapconfigtemplates")
+	bootstrapConfigsGVR   = framework.GVR("bootstrap.butlerlabs.dev", "v1alpha1", "bootstrapconfigs")
 )
 
 // infraKinds are each provider's infrastructure cluster and worker template resources.
 var infraKinds = map[string][2]schema.GroupVersionResource{
-	"harvester": {gvr("infrastructure.cluster.x-k8s.io", "v1alpha1", "kubevirtclusters"), gvr("infrastructure.cluster.x-k8s.io", "v1alpha1", "kubevirtmachinetemplates")},
-	"nutanix":   {gvr("infrastructure.cluster.x-k8s.io", "v1beta1", "nutanixclusters"), gvr("infrastructure.cluster.x-k8s.io", "v1beta1", "nutanixmachinetemplates")},
-	"proxmox":   {gvr("infrastructure.cluster.x-k8s.io", "v1alpha1", "proxmoxclusters"), gvr("infrastructure.cluster.x-k8s.io", "v1alpha1", "proxmoxmachinetemplates")},
-	"aws":       {gvr("infrastructure.cluster.x-k8s.io", "v1beta2", "awsclusters"), gvr("infrastructure.cluster.x-k8s.io", "v1beta2", "awsmachinetemplates")},
-	"azure":     {gvr("infrastructure.cluster.x-k8s.io", "v1beta1", "azureclusters"), gvr("infrastructure.cluster.x-k8s.io", "v1beta1", "azuremachinetemplates")},
-	"gcp":       {gvr("infrastructure.cluster.x-k8s.io", "v1beta1", "gcpclusters"), gvr("infrastructure.cluster.x-k8s.io", "v1beta1", "gcpmachinetemplates")},
-}
-
-func dynamicClient(t *testing.T) dynamic.Interface {
-	t.Helper()
-	d, err := dynamic.NewForConfig(plane.config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
-// waitCluster polls the TenantCluster until ok says so, and fails with its status otherwise.
-func waitCluster(t *testing.T, ns, name string, timeout time.Duration, what string, ok func(*v1alpha1.TenantCluster) bool) *v1alpha1.TenantCluster {
-	t.Helper()
-	var last *v1alpha1.TenantCluster
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		tc, err := plane.butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		last = tc
-		return ok(tc), nil
-	})
-	if err != nil {
-		t.Fatalf("%s/%s: %s: %v; last status %+v", ns, name, what, err, statusOf(last))
-	}
-	return last
-}
-
-func statusOf(tc *v1alpha1.TenantCluster) string {
-	if tc == nil {
-		return "<none>"
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "phase=%s", tc.Status.Phase)
-	if op := tc.Status.LastOperation; op != nil {
-		fmt.Fprintf(&b, " op=%s/%s %d%% %q", op.Type, op.State, op.Progress, op.Description)
-	}
-	for _, c := range tc.Status.Conditions {
-		fmt.Fprintf(&b, " %s=%s(%s: %s)", c.Type, c.Status, c.Reason, c.Message)
-	}
-	return b.String()
+	"harvester": {framework.GVR("infrastructure.cluster.x-k8s.io", "v1alpha1", "kubevirtclusters"), framework.GVR("infrastructure.cluster.x-k8s.io", "v1alpha1", "kubevirtmachinetemplates")},
+	"nutanix":   {framework.GVR("infrastructure.cluster.x-k8s.io", "v1beta1", "nutanixclusters"), framework.GVR("infrastructure.cluster.x-k8s.io", "v1beta1", "nutanixmachinetemplates")},
+	"proxmox":   {framework.GVR("infrastructure.cluster.x-k8s.io", "v1alpha1", "proxmoxclusters"), framework.GVR("infrastructure.cluster.x-k8s.io", "v1alpha1", "proxmoxmachinetemplates")},
+	"aws":       {framework.GVR("infrastructure.cluster.x-k8s.io", "v1beta2", "awsclusters"), framework.GVR("infrastructure.cluster.x-k8s.io", "v1beta2", "awsmachinetemplates")},
+	"azure":     {framework.GVR("infrastructure.cluster.x-k8s.io", "v1beta1", "azureclusters"), framework.GVR("infrastructure.cluster.x-k8s.io", "v1beta1", "azuremachinetemplates")},
+	"gcp":       {framework.GVR("infrastructure.cluster.x-k8s.io", "v1beta1", "gcpclusters"), framework.GVR("infrastructure.cluster.x-k8s.io", "v1beta1", "gcpmachinetemplates")},
 }
 
 // playSteward does what Steward does for a StewardControlPlane once its control plane serves: a
@@ -126,7 +77,7 @@ func statusOf(tc *v1alpha1.TenantCluster) string {
 func playSteward(t *testing.T, tenantNS, name, version string) {
 	t.Helper()
 	ctx := context.Background()
-	d := dynamicClient(t)
+	d := framework.DynamicClient(t)
 	tcp := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "steward.butlerlabs.dev/v1alpha1", "kind": "TenantControlPlane",
 		"metadata": map[string]any{"name": name, "namespace": tenantNS},
@@ -137,7 +88,7 @@ func playSteward(t *testing.T, tenantNS, name, version string) {
 			"networkProfile": map[string]any{},
 		},
 	}}
-	created, err := d.Resource(tenantCPGVR).Namespace(tenantNS).Create(ctx, tcp, metav1.CreateOptions{})
+	created, err := d.Resource(framework.TenantCPGVR).Namespace(tenantNS).Create(ctx, tcp, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("creating the TenantControlPlane: %v", err)
 	}
@@ -146,19 +97,19 @@ func playSteward(t *testing.T, tenantNS, name, version string) {
 		"kubernetesResources":  map[string]any{"version": map[string]any{"version": version, "status": "Ready"}},
 		"kubeconfig":           map[string]any{"admin": map[string]any{"secretName": name + "-admin-kubeconfig"}},
 	}, "status")
-	if _, err := d.Resource(tenantCPGVR).Namespace(tenantNS).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+	if _, err := d.Resource(framework.TenantCPGVR).Namespace(tenantNS).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("writing the TenantControlPlane's status: %v", err)
 	}
-	ca, err := os.ReadFile(filepath.Join(plane.dir, "pki", "ca.crt"))
+	ca, err := os.ReadFile(filepath.Join(framework.Plane.Dir, "pki", "ca.crt"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	caKey, err := os.ReadFile(filepath.Join(plane.dir, "pki", "ca.key"))
+	caKey, err := os.ReadFile(filepath.Join(framework.Plane.Dir, "pki", "ca.key"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustKubectl(t, "create", "secret", "generic", name+"-admin-kubeconfig", "-n", tenantNS, "--from-file=admin.conf="+plane.kubeconfig)
-	mustKubectl(t, "create", "secret", "generic", name+"-ca", "-n", tenantNS,
+	framework.MustKubectl(t, "create", "secret", "generic", name+"-admin-kubeconfig", "-n", tenantNS, "--from-file=admin.conf="+framework.Plane.Kubeconfig)
+	framework.MustKubectl(t, "create", "secret", "generic", name+"-ca", "-n", tenantNS,
 		"--from-literal=ca.crt="+string(ca), "--from-literal=ca.key="+string(caKey))
 }
 
@@ -166,18 +117,18 @@ func playSteward(t *testing.T, tenantNS, name, version string) {
 // TenantCluster yields its objects, each accepted by the real CRD schema in the management
 // cluster, walks its phases and conditions, and deleting it removes them all.
 func TestTenantClusterObjectsPerProvider(t *testing.T) {
-	longestFirst(t, 175*time.Second)
-	ns := namespace(t, "e2e-providers")
+	framework.LongestFirst(t, 175*time.Second)
+	ns := framework.Namespace(t, "e2e-providers")
 	ctx := context.Background()
-	d := dynamicClient(t)
-	mustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
+	d := framework.DynamicClient(t)
+	framework.MustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
 kind: NetworkPool
 metadata: {name: lab, namespace: %s}
 spec: {cidr: 10.78.0.0/24}
 `, ns))
 	for p := range providerBlocks {
 		creds := providerCredentials(t, ns, p)
-		out := mustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
+		out := framework.MustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
 kind: ProviderConfig
 metadata: {name: %[1]s, namespace: %[2]s}
 spec:
@@ -190,7 +141,7 @@ spec:
 		if wantWarning := p == "harvester" || p == "nutanix"; warned != wantWarning {
 			t.Errorf("%s: kubectl apply of the ProviderConfig warned %v, want %v:\n%s", p, warned, wantWarning, out)
 		}
-		mustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
+		framework.MustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
 kind: TenantCluster
 metadata: {name: tc-%[1]s, namespace: %[2]s}
 spec:
@@ -207,7 +158,7 @@ spec:
 	clusters := map[string]made{}
 	for p := range providerBlocks {
 		name := "tc-" + p
-		tc := waitCluster(t, ns, name, 60*time.Second, "control plane objects written", func(tc *v1alpha1.TenantCluster) bool {
+		tc := framework.WaitCluster(t, ns, name, 60*time.Second, "control plane objects written", func(tc *v1alpha1.TenantCluster) bool {
 			return tc.Status.TenantNamespace != "" && tc.Status.Phase == v1alpha1.TenantClusterProvisioning &&
 				meta.IsStatusConditionTrue(tc.Status.Conditions, "NetworkReady") &&
 				waitingForSteward(meta.FindStatusCondition(tc.Status.Conditions, "ControlPlaneReady"))
@@ -217,7 +168,7 @@ spec:
 		if want := name + "-" + string(tc.UID)[:8]; tenantNS != want {
 			t.Errorf("%s: tenant namespace %q, want %q", p, tenantNS, want)
 		}
-		for _, r := range []schema.GroupVersionResource{clustersGVR, stewardCPGVR, infraKinds[p][0]} {
+		for _, r := range []schema.GroupVersionResource{framework.ClustersGVR, framework.StewardCPGVR, infraKinds[p][0]} {
 			if _, err := d.Resource(r).Namespace(tenantNS).Get(ctx, name, metav1.GetOptions{}); err != nil {
 				t.Errorf("%s: %s %s/%s: %v", p, r.Resource, tenantNS, name, err)
 			}
@@ -226,17 +177,17 @@ spec:
 			t.Errorf("%s: worker template: %v", p, err)
 		}
 		checkNodeAddresses(t, d, p, ns, tc)
-		if _, err := d.Resource(machineDeploymentsGVR).Namespace(tenantNS).Get(ctx, name+"-workers", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		if _, err := d.Resource(framework.MachineDeploymentsGVR).Namespace(tenantNS).Get(ctx, name+"-workers", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("%s: the MachineDeployment exists before the control plane is ready (err %v)", p, err)
 		}
-		out := mustKubectl(t, "get", "tc", name, "-n", ns)
+		out := framework.MustKubectl(t, "get", "tc", name, "-n", ns)
 		if !strings.Contains(out, "Provisioning") || !strings.Contains(out, "StewardControlPlane provider") {
 			t.Errorf("%s: kubectl get tc does not show the progress:\n%s", p, out)
 		}
 
 		// Steward brings the control plane up: the workers and addons follow.
 		playSteward(t, tenantNS, name, "v1.36.3")
-		tc = waitCluster(t, ns, name, 60*time.Second, "workers and addons written", func(tc *v1alpha1.TenantCluster) bool {
+		tc = framework.WaitCluster(t, ns, name, 60*time.Second, "workers and addons written", func(tc *v1alpha1.TenantCluster) bool {
 			c := meta.FindStatusCondition(tc.Status.Conditions, "WorkersReady")
 			return meta.IsStatusConditionTrue(tc.Status.Conditions, "ControlPlaneReady") && c != nil && c.Reason == "WorkersNotReady"
 		})
@@ -244,12 +195,12 @@ spec:
 			tc.Status.KubeconfigSecretRef.Name != name+"-admin-kubeconfig" || tc.Status.ObservedState.KubernetesVersion != "v1.36.3" {
 			t.Errorf("%s: status after the control plane: %+v", p, tc.Status)
 		}
-		for _, r := range []schema.GroupVersionResource{machineDeploymentsGVR, bootstrapTemplatesGVR} {
+		for _, r := range []schema.GroupVersionResource{framework.MachineDeploymentsGVR, bootstrapTemplatesGVR} {
 			if _, err := d.Resource(r).Namespace(tenantNS).Get(ctx, name+"-workers", metav1.GetOptions{}); err != nil {
 				t.Errorf("%s: %s %s/%s-workers: %v", p, r.Resource, tenantNS, name, err)
 			}
 		}
-		if _, err := plane.butler.ButlerV1alpha1().TenantAddons(ns).Get(ctx, name+"-cilium", metav1.GetOptions{}); err != nil {
+		if _, err := framework.Plane.Butler.ButlerV1alpha1().TenantAddons(ns).Get(ctx, name+"-cilium", metav1.GetOptions{}); err != nil {
 			t.Errorf("%s: the cni TenantAddon: %v", p, err)
 		}
 
@@ -260,9 +211,9 @@ spec:
 	}
 
 	// kubectl scale moves the MachineDeployment.
-	mustKubectl(t, "scale", "tc", "tc-aws", "-n", ns, "--replicas=4")
+	framework.MustKubectl(t, "scale", "tc", "tc-aws", "-n", ns, "--replicas=4")
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		md, err := d.Resource(machineDeploymentsGVR).Namespace(clusters["aws"].tenantNS).Get(ctx, "tc-aws-workers", metav1.GetOptions{})
+		md, err := d.Resource(framework.MachineDeploymentsGVR).Namespace(clusters["aws"].tenantNS).Get(ctx, "tc-aws-workers", metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
@@ -275,29 +226,29 @@ spec:
 
 	// Deleting a TenantCluster removes everything it made, then the cluster itself.
 	for p := range providerBlocks {
-		mustKubectl(t, "delete", "tc", "tc-"+p, "-n", ns, "--wait=false")
+		framework.MustKubectl(t, "delete", "tc", "tc-"+p, "-n", ns, "--wait=false")
 	}
 	for p, m := range clusters {
 		name := "tc-" + p
 		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
-			_, err := plane.butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, name, metav1.GetOptions{})
+			_, err := framework.Plane.Butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, name, metav1.GetOptions{})
 			return apierrors.IsNotFound(err), nil
 		})
 		if err != nil {
-			tc, _ := plane.butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, name, metav1.GetOptions{})
-			t.Errorf("%s: not gone after delete: %s", p, statusOf(tc))
+			tc, _ := framework.Plane.Butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, name, metav1.GetOptions{})
+			t.Errorf("%s: not gone after delete: %s", p, framework.StatusOf(tc))
 			continue
 		}
-		if _, err := plane.kube.CoreV1().Namespaces().Get(ctx, m.tenantNS, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		if _, err := framework.Plane.Kube.CoreV1().Namespaces().Get(ctx, m.tenantNS, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("%s: tenant namespace %s still there (err %v)", p, m.tenantNS, err)
 		}
-		for _, r := range []schema.GroupVersionResource{clustersGVR, stewardCPGVR, machineDeploymentsGVR, infraKinds[p][0]} {
+		for _, r := range []schema.GroupVersionResource{framework.ClustersGVR, framework.StewardCPGVR, framework.MachineDeploymentsGVR, infraKinds[p][0]} {
 			list, err := d.Resource(r).Namespace(m.tenantNS).List(ctx, metav1.ListOptions{})
 			if err == nil && len(list.Items) > 0 {
 				t.Errorf("%s: %d %s left in %s", p, len(list.Items), r.Resource, m.tenantNS)
 			}
 		}
-		if _, err := plane.butler.ButlerV1alpha1().TenantAddons(ns).Get(ctx, name+"-cilium", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		if _, err := framework.Plane.Butler.ButlerV1alpha1().TenantAddons(ns).Get(ctx, name+"-cilium", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("%s: the cni TenantAddon is still there (err %v)", p, err)
 		}
 	}
@@ -307,9 +258,9 @@ spec:
 // cluster with a condition naming it; creating it (in ipam mode, with a pool) lets the cluster
 // go on by itself, holding addresses that its deletion gives back.
 func TestTenantClusterRecoversOnceItsProviderConfigExists(t *testing.T) {
-	ns := namespace(t, "e2e-recover")
+	ns := framework.Namespace(t, "e2e-recover")
 	ctx := context.Background()
-	mustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
+	framework.MustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
 kind: TenantCluster
 metadata: {name: late, namespace: %s}
 spec:
@@ -318,18 +269,18 @@ spec:
   workers: {replicas: 3, machineTemplate: {os: {type: talos}}}
   networking: {lbPoolSize: 4}
 `, ns))
-	tc := waitCluster(t, ns, "late", 30*time.Second, "Failed naming the ProviderConfig", func(tc *v1alpha1.TenantCluster) bool {
+	tc := framework.WaitCluster(t, ns, "late", 30*time.Second, "Failed naming the ProviderConfig", func(tc *v1alpha1.TenantCluster) bool {
 		c := meta.FindStatusCondition(tc.Status.Conditions, "Ready")
 		return tc.Status.Phase == v1alpha1.TenantClusterFailed && c != nil && c.Reason == "ProviderConfigNotFound"
 	})
 	if c := meta.FindStatusCondition(tc.Status.Conditions, "Ready"); !strings.Contains(c.Message, "ProviderConfig "+ns+"/later does not exist") {
 		t.Errorf("Ready message %q does not name the ProviderConfig", c.Message)
 	}
-	if out := mustKubectl(t, "describe", "tc", "late", "-n", ns); !strings.Contains(out, "ProviderConfigNotFound") {
+	if out := framework.MustKubectl(t, "describe", "tc", "late", "-n", ns); !strings.Contains(out, "ProviderConfigNotFound") {
 		t.Errorf("kubectl describe does not show the reason:\n%s", out)
 	}
 
-	mustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
+	framework.MustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
 kind: NetworkPool
 metadata: {name: lab, namespace: %[1]s}
 spec: {cidr: 10.77.0.0/24}
@@ -344,20 +295,20 @@ spec:
   network: {mode: ipam, poolRefs: [{name: lab}]}
 `, ns))
 	// Not ready while its credentials Secret is missing, and the cluster says so.
-	waitCluster(t, ns, "late", 30*time.Second, "ProviderConfigNotReady", func(tc *v1alpha1.TenantCluster) bool {
+	framework.WaitCluster(t, ns, "late", 30*time.Second, "ProviderConfigNotReady", func(tc *v1alpha1.TenantCluster) bool {
 		c := meta.FindStatusCondition(tc.Status.Conditions, "Ready")
 		return c != nil && c.Reason == "ProviderConfigNotReady" && strings.Contains(c.Message, "aws-credentials")
 	})
 	providerCredentials(t, ns, "aws")
-	mustKubectl(t, "annotate", "providerconfig", "later", "-n", ns, "touched=now") // the Secret is not watched
-	tc = waitCluster(t, ns, "late", 30*time.Second, "addresses held", func(tc *v1alpha1.TenantCluster) bool {
+	framework.MustKubectl(t, "annotate", "providerconfig", "later", "-n", ns, "touched=now") // the Secret is not watched
+	tc = framework.WaitCluster(t, ns, "late", 30*time.Second, "addresses held", func(tc *v1alpha1.TenantCluster) bool {
 		return meta.IsStatusConditionTrue(tc.Status.Conditions, "NetworkReady") && tc.Status.Phase == v1alpha1.TenantClusterProvisioning
 	})
 	// AWS gives node addresses from its subnets: only the load balancer's come from the pool.
 	if len(tc.Status.IPAllocationRefs) != 1 {
 		t.Errorf("ipAllocationRefs %v, want the load balancer's", tc.Status.IPAllocationRefs)
 	}
-	allocs, err := plane.butler.ButlerV1alpha1().IPAllocations(ns).List(ctx, metav1.ListOptions{})
+	allocs, err := framework.Plane.Butler.ButlerV1alpha1().IPAllocations(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,12 +323,12 @@ spec:
 		t.Errorf("%d addresses held, want 4 for the load balancer", held)
 	}
 
-	mustKubectl(t, "delete", "tc", "late", "-n", ns)
-	allocs, err = plane.butler.ButlerV1alpha1().IPAllocations(ns).List(ctx, metav1.ListOptions{})
+	framework.MustKubectl(t, "delete", "tc", "late", "-n", ns)
+	allocs, err = framework.Plane.Butler.ButlerV1alpha1().IPAllocations(ns).List(ctx, metav1.ListOptions{})
 	if err != nil || len(allocs.Items) != 0 {
 		t.Errorf("IPAllocations left after the cluster's deletion: %d (%v)", len(allocs.Items), err)
 	}
-	pool, err := plane.butler.ButlerV1alpha1().NetworkPools(ns).Get(ctx, "lab", metav1.GetOptions{})
+	pool, err := framework.Plane.Butler.ButlerV1alpha1().NetworkPools(ns).Get(ctx, "lab", metav1.GetOptions{})
 	if err != nil || pool.Status.AllocatedIPs != 0 {
 		t.Errorf("pool still holds %d addresses (%v)", pool.Status.AllocatedIPs, err)
 	}
@@ -388,12 +339,12 @@ spec:
 // both implement it), so that Cluster API makes the Machines and the bootstrap provider their data.
 func playProviders(t *testing.T, p, tenantNS, name, version string) {
 	t.Helper()
-	d := dynamicClient(t)
+	d := framework.DynamicClient(t)
 	patches := []struct {
 		r      schema.GroupVersionResource
 		status map[string]any
 	}{
-		{stewardCPGVR, map[string]any{"externalManagedControlPlane": true, "initialized": true, "ready": true, "version": version,
+		{framework.StewardCPGVR, map[string]any{"externalManagedControlPlane": true, "initialized": true, "ready": true, "version": version,
 			"replicas": 1, "readyReplicas": 1, "updatedReplicas": 1, "unavailableReplicas": 0,
 			"selector": "cluster.x-k8s.io/cluster-name=" + name}},
 		{infraKinds[p][0], map[string]any{"ready": true}},
@@ -412,7 +363,7 @@ func playProviders(t *testing.T, p, tenantNS, name, version string) {
 	}
 	// Cluster API's <cluster>-kubeconfig, which the control plane provider writes; the stand-in
 	// tenant is the management cluster, as in playSteward.
-	mustKubectl(t, "create", "secret", "generic", name+"-kubeconfig", "-n", tenantNS, "--from-file=value="+plane.kubeconfig)
+	framework.MustKubectl(t, "create", "secret", "generic", name+"-kubeconfig", "-n", tenantNS, "--from-file=value="+framework.Plane.Kubeconfig)
 }
 
 // checkBootstrapFormat waits for want bootstrap data Secrets in tenantNS and checks each carries
@@ -422,7 +373,7 @@ func checkBootstrapFormat(t *testing.T, p, tenantNS string, want int) {
 	ctx := context.Background()
 	var got []corev1.Secret
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		list, err := dynamicClient(t).Resource(bootstrapConfigsGVR).Namespace(tenantNS).List(ctx, metav1.ListOptions{})
+		list, err := framework.DynamicClient(t).Resource(bootstrapConfigsGVR).Namespace(tenantNS).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, nil
 		}
@@ -432,7 +383,7 @@ func checkBootstrapFormat(t *testing.T, p, tenantNS string, want int) {
 			if secret == "" {
 				continue
 			}
-			s, err := plane.kube.CoreV1().Secrets(tenantNS).Get(ctx, secret, metav1.GetOptions{})
+			s, err := framework.Plane.Kube.CoreV1().Secrets(tenantNS).Get(ctx, secret, metav1.GetOptions{})
 			if err != nil {
 				return false, nil
 			}
@@ -441,7 +392,7 @@ func checkBootstrapFormat(t *testing.T, p, tenantNS string, want int) {
 		return len(got) >= want, nil
 	})
 	if err != nil {
-		out, _ := kubectl(t, "get", "clusters.cluster.x-k8s.io,machines.cluster.x-k8s.io,bootstrapconfigs.bootstrap.butlerlabs.dev", "-n", tenantNS, "-o", "yaml")
+		out, _ := framework.Kubectl(t, "get", "clusters.cluster.x-k8s.io,machines.cluster.x-k8s.io,bootstrapconfigs.bootstrap.butlerlabs.dev", "-n", tenantNS, "-o", "yaml")
 		t.Fatalf("%s: %d of %d machines got bootstrap data: %v\n%s", p, len(got), want, err, out)
 	}
 	for _, s := range got {
@@ -459,7 +410,7 @@ func checkBootstrapFormat(t *testing.T, p, tenantNS string, want int) {
 func checkNodeAddresses(t *testing.T, d dynamic.Interface, p, ns string, tc *v1alpha1.TenantCluster) {
 	t.Helper()
 	ctx := context.Background()
-	nodes, err := plane.butler.ButlerV1alpha1().IPAllocations(ns).Get(ctx, tc.Status.TenantNamespace+"-nodes", metav1.GetOptions{})
+	nodes, err := framework.Plane.Butler.ButlerV1alpha1().IPAllocations(ns).Get(ctx, tc.Status.TenantNamespace+"-nodes", metav1.GetOptions{})
 	network := meta.FindStatusCondition(tc.Status.Conditions, "NetworkReady")
 	switch p {
 	case "proxmox":
@@ -500,26 +451,28 @@ func providerCredentials(t *testing.T, ns, p string) string {
 	}
 	switch p {
 	case "aws":
-		mustApply(t, fmt.Sprintf(`apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
+		framework.MustApply(t, fmt.Sprintf(`apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
 kind: AWSClusterStaticIdentity
 metadata: {name: %s}
 spec: {secretRef: %s}
 `, name, name))
-		t.Cleanup(func() { _, _ = kubectl(t, "delete", "awsclusterstaticidentity", name, "--wait=false") })
+		t.Cleanup(func() { _, _ = framework.Kubectl(t, "delete", "awsclusterstaticidentity", name, "--wait=false") })
 	case "azure":
-		mustApply(t, fmt.Sprintf(`apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+		framework.MustApply(t, fmt.Sprintf(`apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
 kind: AzureClusterIdentity
 metadata: {name: %[1]s, namespace: %[2]s}
 spec: {type: ServicePrincipal, clientID: 00000000-0000-0000-0000-000000000005, tenantID: 00000000-0000-0000-0000-000000000006, clientSecret: {name: %[1]s, namespace: %[2]s}}
 `, name, secretNS))
-		t.Cleanup(func() { _, _ = kubectl(t, "delete", "azureclusteridentity", name, "-n", secretNS, "--wait=false") })
+		t.Cleanup(func() {
+			_, _ = framework.Kubectl(t, "delete", "azureclusteridentity", name, "-n", secretNS, "--wait=false")
+		})
 	}
 	args := []string{"create", "secret", "generic", name, "-n", secretNS}
 	for k, v := range data {
 		args = append(args, "--from-literal="+k+"="+v)
 	}
-	mustKubectl(t, args...)
-	t.Cleanup(func() { _, _ = kubectl(t, "delete", "secret", name, "-n", secretNS, "--wait=false") })
+	framework.MustKubectl(t, args...)
+	t.Cleanup(func() { _, _ = framework.Kubectl(t, "delete", "secret", name, "-n", secretNS, "--wait=false") })
 	if key == "" {
 		return fmt.Sprintf("credentialsRef: {name: %s, namespace: %s}", name, secretNS)
 	}

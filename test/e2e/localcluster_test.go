@@ -2,13 +2,9 @@ package e2e
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -22,82 +18,19 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+	"github.com/butlerdotdev/butler-apiserver/test/e2e/framework"
 	"github.com/butlerdotdev/butler-apiserver/test/localplane"
 )
-
-// pinnedVersion is the Kubernetes version whose binaries the plane has (hack/build-kube.sh);
-// the local provider builds any other on first use.
-const pinnedVersion = "v1.36.3"
-
-// localClusterManifest is a TenantCluster of workers machines of os at version on the
-// ProviderConfig "local".
-func localClusterManifest(ns, name, version string, os bootstrap.OS, workers int) string {
-	return fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
-kind: TenantCluster
-metadata: {name: %s, namespace: %s}
-spec:
-  kubernetesVersion: %s
-  providerConfigRef: {name: local}
-  workers:
-    replicas: %d
-    machineTemplate: {os: {type: %s}}
-`, name, ns, version, workers, os)
-}
 
 // localCluster applies a local ProviderConfig and a TenantCluster of workers machines of os
 // at version.
 func localCluster(t *testing.T, ns, name, version string, os bootstrap.OS, workers int) {
 	t.Helper()
-	mustApply(t, localProviderConfigManifest(ns)+localClusterManifest(ns, name, version, os, workers))
-}
-
-// localProviderConfigManifest is the local ProviderConfig of namespace ns, as a YAML document
-// followed by its separator.
-func localProviderConfigManifest(ns string) string {
-	return fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
-kind: ProviderConfig
-metadata: {name: local, namespace: %s}
-spec: {provider: local}
----
-`, ns)
-}
-
-// waitReady waits for the TenantCluster's Ready condition with every worker ready.
-func waitReady(t *testing.T, ns, name string, workers int32, timeout time.Duration) *v1alpha1.TenantCluster {
-	t.Helper()
-	return waitCluster(t, ns, name, timeout, fmt.Sprintf("Ready with %d workers", workers), func(tc *v1alpha1.TenantCluster) bool {
-		return tc.Status.Phase == v1alpha1.TenantClusterReady && meta.IsStatusConditionTrue(tc.Status.Conditions, "Ready") &&
-			tc.Status.ObservedState != nil && tc.Status.ObservedState.Workers.Ready == workers &&
-			tc.Status.ObservedGeneration == tc.Generation
-	})
-}
-
-// mintKubeconfig asks tenantclusters/kubeconfig for a kubeconfig and writes it to a file.
-func mintKubeconfig(t *testing.T, ns, name string) (string, kubernetes.Interface) {
-	t.Helper()
-	out := mustKubectl(t, "create", "--raw", kubeconfigPath(ns, name), "-f", requestFile(t, kubeconfigRequest))
-	var answer struct{ Status struct{ Kubeconfig string } }
-	if err := json.Unmarshal([]byte(out), &answer); err != nil {
-		t.Fatalf("kubeconfig answer: %v\n%s", err, out)
-	}
-	data, err := base64.StdEncoding.DecodeString(answer.Status.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), name+".kubeconfig")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	config, err := clientcmd.RESTConfigFromKubeConfig(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return path, kubernetes.NewForConfigOrDie(config)
+	framework.MustApply(t, framework.LocalProviderConfigManifest(ns)+framework.LocalClusterManifest(ns, name, version, os, workers))
 }
 
 // readyNodes lists the tenant's Nodes that are Ready.
@@ -126,32 +59,32 @@ func readyNodes(ctx context.Context, tenant kubernetes.Interface) ([]corev1.Node
 // no process, no etcd key under the tenant's prefix and no namespace.
 func TestLocalTenantCluster(t *testing.T) {
 	ctx := context.Background()
-	ns := namespace(t, "e2e-local")
+	ns := framework.Namespace(t, "e2e-local")
 	const name = "demo"
 	created := time.Now()
-	localCluster(t, ns, name, pinnedVersion, bootstrap.OSTalos, 2)
+	localCluster(t, ns, name, framework.PinnedVersion, bootstrap.OSTalos, 2)
 
-	waitCluster(t, ns, name, 3*time.Minute, "control plane ready", func(tc *v1alpha1.TenantCluster) bool {
+	framework.WaitCluster(t, ns, name, 3*time.Minute, "control plane ready", func(tc *v1alpha1.TenantCluster) bool {
 		return meta.IsStatusConditionTrue(tc.Status.Conditions, "ControlPlaneReady")
 	})
 	cpReady := time.Since(created)
-	tc := waitReady(t, ns, name, 2, 4*time.Minute)
+	tc := framework.WaitReady(t, ns, name, 2, 4*time.Minute)
 	t.Logf("create -> control plane ready %s, -> Ready with 2 workers %s", cpReady.Round(100*time.Millisecond), time.Since(created).Round(100*time.Millisecond))
 	if tc.Status.ControlPlaneEndpoint == "" || tc.Status.KubeconfigSecretRef == nil || tc.Status.TenantNamespace == "" {
 		t.Errorf("status of a Ready cluster: %+v", tc.Status)
 	}
 	for _, c := range []string{"NetworkReady", "ControlPlaneReady", "InfrastructureReady", "WorkersReady", "AddonsReady"} {
 		if !meta.IsStatusConditionTrue(tc.Status.Conditions, c) {
-			t.Errorf("condition %s is not True: %s", c, statusOf(tc))
+			t.Errorf("condition %s is not True: %s", c, framework.StatusOf(tc))
 		}
 	}
-	out := mustKubectl(t, "get", "tc", name, "-n", ns)
+	out := framework.MustKubectl(t, "get", "tc", name, "-n", ns)
 	if !strings.Contains(out, "Ready") || !strings.Contains(out, "2/2") {
 		t.Errorf("kubectl get tc:\n%s", out)
 	}
 
 	// What a user gets from the subresource works, and its nodes joined with their own data.
-	kubeconfig, tenant := mintKubeconfig(t, ns, name)
+	kubeconfig, tenant := framework.MintKubeconfig(t, ns, name)
 	nodes, err := readyNodes(ctx, tenant)
 	if err != nil || len(nodes) != 2 {
 		t.Fatalf("Ready nodes in the tenant: %d (%v)", len(nodes), err)
@@ -161,15 +94,15 @@ func TestLocalTenantCluster(t *testing.T) {
 			t.Errorf("node %s: providerID %q", n.Name, n.Spec.ProviderID)
 		}
 	}
-	if out, err := kubectlAs(t, kubeconfig, "", "get", "nodes", "--no-headers"); err != nil || strings.Count(out, " Ready ") != 2 {
+	if out, err := framework.KubectlAs(t, kubeconfig, "", "get", "nodes", "--no-headers"); err != nil || strings.Count(out, " Ready ") != 2 {
 		t.Errorf("kubectl get nodes with the minted kubeconfig: %v\n%s", err, out)
 	}
 
 	// A Deployment's pods run on the simulated nodes.
-	if out, err := kubectlAs(t, kubeconfig, "", "create", "deployment", "hello", "--image=registry.k8s.io/pause:3.10", "--replicas=2"); err != nil {
+	if out, err := framework.KubectlAs(t, kubeconfig, "", "create", "deployment", "hello", "--image=registry.k8s.io/pause:3.10", "--replicas=2"); err != nil {
 		t.Fatalf("creating a Deployment in the tenant: %v\n%s", err, out)
 	}
-	if out, err := kubectlAs(t, kubeconfig, "", "rollout", "status", "deployment/hello", "--timeout=90s"); err != nil {
+	if out, err := framework.KubectlAs(t, kubeconfig, "", "rollout", "status", "deployment/hello", "--timeout=90s"); err != nil {
 		t.Fatalf("the Deployment did not roll out: %v\n%s", err, out)
 	}
 
@@ -179,7 +112,7 @@ func TestLocalTenantCluster(t *testing.T) {
 	repo := addonChartRepo(t, map[string][]string{"demo": {"0.1.0"}, "broken": {"0.1.0"}})
 	// The platform lists the repository (an AddonDefinition), which allows its host:port on
 	// loopback to butler-apiserver's fetch policy.
-	mustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
+	framework.MustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
 kind: AddonDefinition
 metadata: {name: %s-demo}
 spec:
@@ -187,8 +120,8 @@ spec:
   category: other
   chart: {repository: %q, name: demo, defaultVersion: 0.1.0}
 `, name, repo))
-	t.Cleanup(func() { _, _ = kubectl(t, "delete", "addondefinition", name+"-demo", "--wait=false") })
-	mustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
+	t.Cleanup(func() { _, _ = framework.Kubectl(t, "delete", "addondefinition", name+"-demo", "--wait=false") })
+	framework.MustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
 kind: TenantAddon
 metadata: {name: demo-app, namespace: %s}
 spec:
@@ -199,7 +132,7 @@ spec:
 `, ns, name, repo))
 	addon := &v1alpha1.TenantAddon{}
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		got, err := plane.butler.ButlerV1alpha1().TenantAddons(ns).Get(ctx, "demo-app", metav1.GetOptions{})
+		got, err := framework.Plane.Butler.ButlerV1alpha1().TenantAddons(ns).Get(ctx, "demo-app", metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
@@ -209,7 +142,7 @@ spec:
 	if err != nil {
 		t.Fatalf("the TenantAddon is not Installed: %+v", addon.Status)
 	}
-	if out, err := kubectlAs(t, kubeconfig, "", "rollout", "status", "deployment/"+addon.Status.HelmRelease.Name, "-n", "demo", "--timeout=90s"); err != nil {
+	if out, err := framework.KubectlAs(t, kubeconfig, "", "rollout", "status", "deployment/"+addon.Status.HelmRelease.Name, "-n", "demo", "--timeout=90s"); err != nil {
 		t.Errorf("the addon's Deployment did not roll out in the tenant: %v\n%s", err, out)
 	}
 	flags := genericclioptions.NewConfigFlags(false)
@@ -226,11 +159,11 @@ spec:
 	if rel.Version != int(release.Revision) || string(rel.Info.Status) != release.Status || rel.Chart.Metadata.Version != release.Version {
 		t.Errorf("helm status: revision %d %s chart %s; the addon's status says %+v", rel.Version, rel.Info.Status, rel.Chart.Metadata.Version, release)
 	}
-	waitReady(t, ns, name, 2, time.Minute) // AddonsReady counts the user's addon too
+	framework.WaitReady(t, ns, name, 2, time.Minute) // AddonsReady counts the user's addon too
 
 	// A chart the tenant refuses: the addon is Failed with Helm's message, the cluster is not
 	// Ready while it is there, and Ready again once it is deleted.
-	mustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
+	framework.MustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
 kind: TenantAddon
 metadata: {name: broken, namespace: %s}
 spec:
@@ -239,7 +172,7 @@ spec:
   version: 0.1.0
 `, ns, name, repo))
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		got, err := plane.butler.ButlerV1alpha1().TenantAddons(ns).Get(ctx, "broken", metav1.GetOptions{})
+		got, err := framework.Plane.Butler.ButlerV1alpha1().TenantAddons(ns).Get(ctx, "broken", metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
@@ -249,16 +182,16 @@ spec:
 	if err != nil || !strings.Contains(addon.Status.Message, `ConfigMap "Not_A_Valid_Name" is invalid`) {
 		t.Errorf("the broken addon: %v; status %+v", err, addon.Status)
 	}
-	waitCluster(t, ns, name, time.Minute, "not Ready with a failed addon", func(tc *v1alpha1.TenantCluster) bool {
+	framework.WaitCluster(t, ns, name, time.Minute, "not Ready with a failed addon", func(tc *v1alpha1.TenantCluster) bool {
 		return tc.Status.Phase != v1alpha1.TenantClusterReady && !meta.IsStatusConditionTrue(tc.Status.Conditions, "AddonsReady")
 	})
-	mustKubectl(t, "delete", "tenantaddon", "broken", "-n", ns)
-	waitReady(t, ns, name, 2, time.Minute)
+	framework.MustKubectl(t, "delete", "tenantaddon", "broken", "-n", ns)
+	framework.WaitReady(t, ns, name, 2, time.Minute)
 
 	// A Team's chart (named by repository) that binds cluster-admin fails before anything is
 	// installed; a repository on loopback that the platform does not list is refused.
 	unlisted := addonChartRepo(t, map[string][]string{"demo": {"0.1.0"}})
-	mustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
+	framework.MustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
 kind: TenantAddon
 metadata: {name: escalate, namespace: %[1]s}
 spec:
@@ -281,7 +214,7 @@ spec:
 	} {
 		var got *v1alpha1.TenantAddon
 		err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-			got, err = plane.butler.ButlerV1alpha1().TenantAddons(ns).Get(ctx, addon, metav1.GetOptions{})
+			got, err = framework.Plane.Butler.ButlerV1alpha1().TenantAddons(ns).Get(ctx, addon, metav1.GetOptions{})
 			return err == nil && got.Status.Phase == v1alpha1.TenantAddonFailed, nil
 		})
 		if err != nil || !strings.Contains(got.Status.Message, want) {
@@ -294,49 +227,49 @@ spec:
 	if _, err := tenant.CoreV1().Namespaces().Get(ctx, "escalate", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the refused chart's namespace in the tenant: %v", err)
 	}
-	mustKubectl(t, "delete", "tenantaddon", "escalate", "unlisted", "-n", ns)
-	waitReady(t, ns, name, 2, time.Minute)
+	framework.MustKubectl(t, "delete", "tenantaddon", "escalate", "unlisted", "-n", ns)
+	framework.WaitReady(t, ns, name, 2, time.Minute)
 
 	// kubectl scale gives a third node.
-	mustKubectl(t, "scale", "tc", name, "-n", ns, "--replicas=3")
-	waitReady(t, ns, name, 3, 3*time.Minute)
+	framework.MustKubectl(t, "scale", "tc", name, "-n", ns, "--replicas=3")
+	framework.WaitReady(t, ns, name, 3, 3*time.Minute)
 	if nodes, err := readyNodes(ctx, tenant); err != nil || len(nodes) != 3 {
 		t.Errorf("Ready nodes after scaling to 3: %d (%v)", len(nodes), err)
 	}
 
 	// Deletion: everything it made goes, the processes and the tenant's data too.
-	tcp, err := dynamicClient(t).Resource(tenantCPGVR).Namespace(tc.Status.TenantNamespace).Get(ctx, name, metav1.GetOptions{})
+	tcp, err := framework.DynamicClient(t).Resource(framework.TenantCPGVR).Namespace(tc.Status.TenantNamespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	uid := string(tcp.GetUID())
-	pids := lcpPids(t, filepath.Join(plane.dir, "tenants", uid))
+	pids := framework.TenantPids(t, filepath.Join(framework.Plane.Dir, "tenants", uid))
 	if len(pids) != 3 {
 		t.Fatalf("tenant processes: %v", pids)
 	}
-	etcd := lcpEtcd(t, pids["kube-apiserver"])
-	mustKubectl(t, "delete", "tc", name, "-n", ns, "--wait=false")
+	etcd := framework.TenantEtcd(t, pids["kube-apiserver"])
+	framework.MustKubectl(t, "delete", "tc", name, "-n", ns, "--wait=false")
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := plane.butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, name, metav1.GetOptions{})
+		_, err := framework.Plane.Butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
 	if err != nil {
-		tc, _ := plane.butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, name, metav1.GetOptions{})
-		t.Fatalf("not gone after delete: %s", statusOf(tc))
+		tc, _ := framework.Plane.Butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, name, metav1.GetOptions{})
+		t.Fatalf("not gone after delete: %s", framework.StatusOf(tc))
 	}
 	for c, pid := range pids {
 		if localplane.Alive(pid) {
 			t.Errorf("%s (pid %d) still runs", c, pid)
 		}
 	}
-	if n := lcpKeys(t, etcd, "/"+uid+"/"); n != 0 {
+	if n := framework.EtcdKeys(t, etcd, "/"+uid+"/"); n != 0 {
 		t.Errorf("%d keys left under /%s/", n, uid)
 	}
-	if _, err := plane.kube.CoreV1().Namespaces().Get(ctx, tc.Status.TenantNamespace, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := framework.Plane.Kube.CoreV1().Namespaces().Get(ctx, tc.Status.TenantNamespace, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("tenant namespace %s still there (err %v)", tc.Status.TenantNamespace, err)
 	}
 	// The cluster's addons were uninstalled and deleted before its control plane went.
-	if _, err := plane.butler.ButlerV1alpha1().TenantAddons(ns).Get(ctx, "demo-app", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := framework.Plane.Butler.ButlerV1alpha1().TenantAddons(ns).Get(ctx, "demo-app", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the TenantAddon outlived its cluster (err %v)", err)
 	}
 }
@@ -348,19 +281,19 @@ spec:
 // machine a cold Kubernetes build: its data join in TestLocalMachineJoins and
 // its v1beta3 JoinConfiguration is pkg/bootstrap's unit tests'.
 func TestLocalTenantClusterPerOS(t *testing.T) {
-	longestFirst(t, 80*time.Second)
+	framework.LongestFirst(t, 80*time.Second)
 	ctx := context.Background()
-	ns := namespace(t, "e2e-local-os")
+	ns := framework.Namespace(t, "e2e-local-os")
 	oses := []bootstrap.OS{bootstrap.OSFlatcar, bootstrap.OSBottlerocket, bootstrap.OSKairos}
 	for _, os := range oses {
-		localCluster(t, ns, "os-"+string(os), pinnedVersion, os, 1)
+		localCluster(t, ns, "os-"+string(os), framework.PinnedVersion, os, 1)
 	}
 	// The three at once: the group returns when each subtest has.
 	t.Run("ready", func(t *testing.T) {
 		for _, os := range oses {
 			t.Run(string(os), func(t *testing.T) {
 				t.Parallel()
-				waitReady(t, ns, "os-"+string(os), 1, 5*time.Minute)
+				framework.WaitReady(t, ns, "os-"+string(os), 1, 5*time.Minute)
 			})
 		}
 	})
@@ -369,7 +302,7 @@ func TestLocalTenantClusterPerOS(t *testing.T) {
 	}
 	for _, os := range oses {
 		name := "os-" + string(os)
-		_, tenant := mintKubeconfig(t, ns, name)
+		_, tenant := framework.MintKubeconfig(t, ns, name)
 		nodes, err := readyNodes(ctx, tenant)
 		if err != nil || len(nodes) != 1 {
 			t.Errorf("%s: Ready nodes %d (%v)", os, len(nodes), err)
@@ -377,7 +310,7 @@ func TestLocalTenantClusterPerOS(t *testing.T) {
 		}
 		// The machine reads its data as an image of its OS, delivered in the contract's
 		// data.format: every bootstrap Secret carries the one that OS's first-boot agent reads.
-		secrets, err := plane.kube.CoreV1().Secrets("").List(ctx, metav1.ListOptions{LabelSelector: "cluster.x-k8s.io/cluster-name=" + name})
+		secrets, err := framework.Plane.Kube.CoreV1().Secrets("").List(ctx, metav1.ListOptions{LabelSelector: "cluster.x-k8s.io/cluster-name=" + name})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -397,11 +330,11 @@ func TestLocalTenantClusterPerOS(t *testing.T) {
 		}
 	}
 	for _, os := range oses {
-		mustKubectl(t, "delete", "tc", "os-"+string(os), "-n", ns, "--wait=false")
+		framework.MustKubectl(t, "delete", "tc", "os-"+string(os), "-n", ns, "--wait=false")
 	}
 	for _, os := range oses {
 		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-			_, err := plane.butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, "os-"+string(os), metav1.GetOptions{})
+			_, err := framework.Plane.Butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, "os-"+string(os), metav1.GetOptions{})
 			return apierrors.IsNotFound(err), nil
 		})
 		if err != nil {
@@ -414,41 +347,7 @@ func TestLocalTenantClusterPerOS(t *testing.T) {
 // environment and log, recording its pid where the plane stops it by.
 func restart(t *testing.T, name string) {
 	t.Helper()
-	kill(t, name)()
-}
-
-// kill SIGKILLs the plane's process name and returns what starts it again (the plane
-// waits RESTART_GRACE seconds for that).
-func kill(t *testing.T, name string) (startAgain func()) {
-	t.Helper()
-	_, startAgain = localplane.KillForRestart(t, plane.dir, name)
-	return startAgain
-}
-
-// oneOfEachComponent is what tenantProcesses finds for a running local control plane.
-var oneOfEachComponent = map[string]int{"kube-apiserver": 1, "kube-controller-manager": 1, "kube-scheduler": 1}
-
-// tenantProcesses counts the live processes of each control plane component serving the
-// tenant control plane uid.
-func tenantProcesses(t *testing.T, uid string) map[string]int {
-	t.Helper()
-	dirs, err := filepath.Glob("/proc/[0-9]*")
-	if err != nil {
-		t.Fatal(err)
-	}
-	count := map[string]int{}
-	for _, d := range dirs {
-		b, err := os.ReadFile(filepath.Join(d, "cmdline"))
-		if err != nil || !strings.Contains(string(b), uid) {
-			continue
-		}
-		pid, _ := strconv.Atoi(filepath.Base(d))
-		if !localplane.Alive(pid) {
-			continue
-		}
-		count[filepath.Base(strings.SplitN(string(b), "\x00", 2)[0])]++
-	}
-	return count
+	framework.KillPlaneProcess(t, name)()
 }
 
 // TestLocalTenantClusterSurvivesRestarts: butler-apiserver (whose controllers provision the
@@ -458,54 +357,37 @@ func tenantProcesses(t *testing.T, uid string) map[string]int {
 // StewardControlPlane, one MachineDeployment and two Machines.
 func TestLocalTenantClusterSurvivesRestarts(t *testing.T) {
 	ctx := context.Background()
-	ns := namespace(t, "e2e-restart")
+	ns := framework.Namespace(t, "e2e-restart")
 	const name = "restarted"
-	localCluster(t, ns, name, pinnedVersion, bootstrap.OSTalos, 2)
-	tc := waitCluster(t, ns, name, 3*time.Minute, "control plane ready", func(tc *v1alpha1.TenantCluster) bool {
+	localCluster(t, ns, name, framework.PinnedVersion, bootstrap.OSTalos, 2)
+	tc := framework.WaitCluster(t, ns, name, 3*time.Minute, "control plane ready", func(tc *v1alpha1.TenantCluster) bool {
 		return meta.IsStatusConditionTrue(tc.Status.Conditions, "ControlPlaneReady")
 	})
 	tenantNS := tc.Status.TenantNamespace
-	d := dynamicClient(t)
-	tcp, err := d.Resource(tenantCPGVR).Namespace(tenantNS).Get(ctx, name, metav1.GetOptions{})
+	d := framework.DynamicClient(t)
+	tcp, err := d.Resource(framework.TenantCPGVR).Namespace(tenantNS).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	uid := string(tcp.GetUID())
-	before := lcpPids(t, filepath.Join(plane.dir, "tenants", uid))
+	before := framework.TenantPids(t, filepath.Join(framework.Plane.Dir, "tenants", uid))
 
 	restart(t, "butler-localprovider")
 	restart(t, "butler-apiserver")
-	waitReady(t, ns, name, 2, 4*time.Minute)
+	framework.WaitReady(t, ns, name, 2, 4*time.Minute)
 
-	if after := lcpPids(t, filepath.Join(plane.dir, "tenants", uid)); !maps.Equal(before, after) {
+	if after := framework.TenantPids(t, filepath.Join(framework.Plane.Dir, "tenants", uid)); !maps.Equal(before, after) {
 		t.Errorf("the tenant's processes were not adopted: before %v, after %v", before, after)
 	}
-	if got := tenantProcesses(t, uid); !maps.Equal(got, oneOfEachComponent) {
+	if got := framework.TenantProcesses(t, uid); !maps.Equal(got, framework.OneOfEachComponent) {
 		t.Errorf("tenant processes %v, want one of each", got)
 	}
-	for r, n := range map[schema.GroupVersionResource]int{clustersGVR: 1, stewardCPGVR: 1, machineDeploymentsGVR: 1, external.MachineGVR: 2} {
+	for r, n := range map[schema.GroupVersionResource]int{framework.ClustersGVR: 1, framework.StewardCPGVR: 1, framework.MachineDeploymentsGVR: 1, external.MachineGVR: 2} {
 		list, err := d.Resource(r).Namespace(tenantNS).List(ctx, metav1.ListOptions{})
 		if err != nil || len(list.Items) != n {
 			t.Errorf("%s in %s: %d, want %d (%v)", r.Resource, tenantNS, len(list.Items), n, err)
 		}
 	}
 
-	deleteCluster(t, ns, name, uid)
-}
-
-// deleteCluster deletes a TenantCluster, waits until it is gone, and checks that no process of
-// its control plane (TenantControlPlane uid) is left.
-func deleteCluster(t *testing.T, ns, name, uid string) {
-	t.Helper()
-	mustKubectl(t, "delete", "tc", name, "-n", ns, "--wait=false")
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := plane.butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, name, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
-	})
-	if err != nil {
-		t.Fatalf("%s/%s not gone 3 minutes after delete", ns, name)
-	}
-	if got := tenantProcesses(t, uid); len(got) != 0 {
-		t.Errorf("tenant processes left: %v", got)
-	}
+	framework.DeleteCluster(t, ns, name, uid)
 }

@@ -7,14 +7,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -23,7 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/datastore"
+	"github.com/butlerdotdev/butler-apiserver/test/e2e/framework"
 	"github.com/butlerdotdev/butler-apiserver/test/localplane"
 )
 
@@ -37,12 +35,12 @@ import (
 // processes and delete the etcd prefix and the state directory.
 func TestLocalControlPlane(t *testing.T) {
 	ctx := context.Background()
-	dyn := dynamicClient(t)
-	ns := namespace(t, "lcp")
+	dyn := framework.DynamicClient(t)
+	ns := framework.Namespace(t, "lcp")
 	const name, version = "lcp", "v1.36.3"
-	localClusters := gvr("infrastructure.butlerlabs.dev", "v1alpha1", "localclusters")
+	localClusters := framework.GVR("infrastructure.butlerlabs.dev", "v1alpha1", "localclusters")
 
-	mustApply(t, fmt.Sprintf(`apiVersion: cluster.x-k8s.io/v1beta2
+	framework.MustApply(t, fmt.Sprintf(`apiVersion: cluster.x-k8s.io/v1beta2
 kind: Cluster
 metadata: {name: %[1]s, namespace: %[2]s}
 spec:
@@ -56,13 +54,13 @@ apiVersion: infrastructure.butlerlabs.dev/v1alpha1
 kind: LocalCluster
 metadata: {name: %[1]s, namespace: %[2]s}
 `, name, ns))
-	cluster, err := dyn.Resource(clustersGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	cluster, err := dyn.Resource(framework.ClustersGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The ownerReference Cluster API's Cluster controller sets (it may set it too: the same one).
 	created := time.Now()
-	mustApply(t, fmt.Sprintf(`apiVersion: controlplane.cluster.x-k8s.io/v1alpha1
+	framework.MustApply(t, fmt.Sprintf(`apiVersion: controlplane.cluster.x-k8s.io/v1alpha1
 kind: StewardControlPlane
 metadata:
   name: %[1]s
@@ -76,12 +74,12 @@ spec:
   network: {certSANs: [lcp.example.test]}
 `, name, ns, cluster.GetUID(), version))
 	t.Cleanup(func() {
-		_, _ = kubectl(t, "delete", "-n", ns, "--wait=false", "clusters.cluster.x-k8s.io", name)
+		_, _ = framework.Kubectl(t, "delete", "-n", ns, "--wait=false", "clusters.cluster.x-k8s.io", name)
 	})
 
 	// TenantControlPlane Ready.
 	tcp := lcpWait(t, 3*time.Minute, "the TenantControlPlane to be Ready", func() (*unstructured.Unstructured, bool) {
-		tcp, err := dyn.Resource(tenantCPGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		tcp, err := dyn.Resource(framework.TenantCPGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return nil, false
 		}
@@ -104,7 +102,7 @@ spec:
 	port, _ := strconv.Atoi(strings.TrimPrefix(endpoint, "127.0.0.1:"))
 
 	// The Secrets of the contract.
-	secrets := plane.kube.CoreV1().Secrets(ns)
+	secrets := framework.Plane.Kube.CoreV1().Secrets(ns)
 	ca, err := secrets.Get(ctx, name+"-ca", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -149,10 +147,10 @@ spec:
 	if err := os.WriteFile(kcFile, capiKubeconfig, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := kubectlAs(t, kcFile, "", "auth", "whoami", "-o", "jsonpath={.status.userInfo.groups}"); err != nil || !strings.Contains(out, "kubeadm:cluster-admins") || strings.Contains(out, "system:masters") {
+	if out, err := framework.KubectlAs(t, kcFile, "", "auth", "whoami", "-o", "jsonpath={.status.userInfo.groups}"); err != nil || !strings.Contains(out, "kubeadm:cluster-admins") || strings.Contains(out, "system:masters") {
 		t.Errorf("kubectl auth whoami as admin.conf: %v %s", err, out)
 	}
-	if out, err := kubectlAs(t, kcFile, "", "auth", "can-i", "create", "clusterroles.rbac.authorization.k8s.io"); err != nil || !strings.HasSuffix(strings.TrimSpace(out), "yes") {
+	if out, err := framework.KubectlAs(t, kcFile, "", "auth", "can-i", "create", "clusterroles.rbac.authorization.k8s.io"); err != nil || !strings.HasSuffix(strings.TrimSpace(out), "yes") {
 		t.Errorf("admin.conf may not create clusterroles: %v %s", err, out)
 	}
 	// The tenant's own namespaces exist and the management cluster's objects do not leak in.
@@ -187,7 +185,7 @@ spec:
 
 	// The StewardControlPlane and the LocalCluster.
 	lcpWait(t, 30*time.Second, "the StewardControlPlane to be ready", func() (*unstructured.Unstructured, bool) {
-		scp, err := dyn.Resource(stewardCPGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		scp, err := dyn.Resource(framework.StewardCPGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return nil, false
 		}
@@ -208,8 +206,8 @@ spec:
 	}
 
 	// The processes, and the data under /<uid> in the tenants' datastore.
-	stateDir := filepath.Join(plane.dir, "tenants", uid)
-	pids := lcpPids(t, stateDir)
+	stateDir := filepath.Join(framework.Plane.Dir, "tenants", uid)
+	pids := framework.TenantPids(t, stateDir)
 	var rss int64
 	for component, pid := range pids {
 		if syscall.Kill(pid, 0) != nil {
@@ -221,8 +219,8 @@ spec:
 		t.Errorf("pid files: %v, want kube-apiserver, kube-controller-manager and kube-scheduler", pids)
 	}
 	t.Logf("tenant RSS (three processes): %d MiB", rss>>20)
-	etcd := lcpEtcd(t, pids["kube-apiserver"])
-	if n := lcpKeys(t, etcd, "/"+uid+"/"); n == 0 {
+	etcd := framework.TenantEtcd(t, pids["kube-apiserver"])
+	if n := framework.EtcdKeys(t, etcd, "/"+uid+"/"); n == 0 {
 		t.Errorf("no keys under /%s/ in the datastore", uid)
 	}
 
@@ -231,20 +229,20 @@ spec:
 		t.Fatal(err)
 	}
 	lcpWait(t, 2*time.Minute, "kube-apiserver to be started again", func() (*unstructured.Unstructured, bool) {
-		p := lcpPids(t, stateDir)["kube-apiserver"]
+		p := framework.TenantPids(t, stateDir)["kube-apiserver"]
 		return nil, p != 0 && p != pids["kube-apiserver"] && syscall.Kill(p, 0) == nil
 	})
 	lcpWait(t, 2*time.Minute, "the tenant to answer again", func() (*unstructured.Unstructured, bool) {
 		_, err := tenant.CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{})
 		return nil, err == nil
 	})
-	pids = lcpPids(t, stateDir)
+	pids = framework.TenantPids(t, stateDir)
 
 	// Deleting the Cluster: the garbage collector deletes the StewardControlPlane, then the
 	// TenantControlPlane, whose finalizer holds it until its processes and data are gone.
-	mustKubectl(t, "delete", "-n", ns, "--wait=false", "clusters.cluster.x-k8s.io", name)
+	framework.MustKubectl(t, "delete", "-n", ns, "--wait=false", "clusters.cluster.x-k8s.io", name)
 	lcpWait(t, 2*time.Minute, "the TenantControlPlane to be deleted", func() (*unstructured.Unstructured, bool) {
-		_, err := dyn.Resource(tenantCPGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		_, err := dyn.Resource(framework.TenantCPGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 		return nil, apierrors.IsNotFound(err)
 	})
 	for component, pid := range pids {
@@ -252,7 +250,7 @@ spec:
 			t.Errorf("%s (pid %d) runs after the TenantControlPlane was deleted", component, pid)
 		}
 	}
-	if n := lcpKeys(t, etcd, "/"+uid+"/"); n != 0 {
+	if n := framework.EtcdKeys(t, etcd, "/"+uid+"/"); n != 0 {
 		t.Errorf("%d keys left under /%s/ in the datastore", n, uid)
 	}
 	if _, err := os.Stat(stateDir); !os.IsNotExist(err) {
@@ -282,23 +280,6 @@ func lcpWait(t *testing.T, timeout time.Duration, what string, check func() (*un
 	return last
 }
 
-// lcpPids reads the tenant's pid files.
-func lcpPids(t *testing.T, dir string) map[string]int {
-	t.Helper()
-	pids := map[string]int{}
-	for _, c := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
-		data, err := os.ReadFile(filepath.Join(dir, c+".pid"))
-		if err != nil {
-			continue
-		}
-		var rec struct{ PID int }
-		if json.Unmarshal(data, &rec) == nil && rec.PID > 0 {
-			pids[c] = rec.PID
-		}
-	}
-	return pids
-}
-
 // lcpRSS is a process's resident memory in bytes.
 func lcpRSS(pid int) int64 {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
@@ -313,71 +294,4 @@ func lcpRSS(pid int) int64 {
 		}
 	}
 	return 0
-}
-
-// lcpEtcd is a root client of the datastore the tenant's kube-apiserver stores in (its
-// --etcd-servers), found as a control plane provider finds it: through its DataStore object and
-// the Secret that names its root client certificate.
-func lcpEtcd(t *testing.T, apiserverPid int) *clientv3.Client {
-	t.Helper()
-	servers := lcpArgs(t, apiserverPid)["etcd-servers"]
-	if servers == "" {
-		t.Fatalf("the tenant kube-apiserver (pid %d) has no --etcd-servers", apiserverPid)
-	}
-	list, err := dynamicClient(t).Resource(datastore.GVR).List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range list.Items {
-		spec, err := datastore.Parse(&list.Items[i])
-		if err != nil || !slices.Contains(spec.Endpoints, strings.TrimPrefix(strings.Split(servers, ",")[0], "https://")) {
-			continue
-		}
-		creds, err := datastore.Load(context.Background(), spec, func(ctx context.Context, ns, name, key string) ([]byte, error) {
-			s, err := plane.kube.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return nil, err
-			}
-			return s.Data[key], nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := creds.Connect(creds.Root)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
-	t.Fatalf("no DataStore has the endpoint of --etcd-servers=%s", servers)
-	return nil
-}
-
-// lcpArgs are a process's --flag=value arguments, by flag name.
-func lcpArgs(t *testing.T, pid int) map[string]string {
-	t.Helper()
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	args := map[string]string{}
-	for _, arg := range strings.Split(string(cmdline), "\x00") {
-		if name, value, ok := strings.Cut(strings.TrimPrefix(arg, "--"), "="); ok && strings.HasPrefix(arg, "--") {
-			args[name] = value
-		}
-	}
-	return args
-}
-
-// lcpKeys counts the keys under prefix.
-func lcpKeys(t *testing.T, c *clientv3.Client, prefix string) int64 {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := c.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.Count
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+	"github.com/butlerdotdev/butler-apiserver/test/e2e/framework"
 )
 
 // butlerSA is butler-apiserver's identity in the management cluster (the local plane's client
@@ -26,7 +27,7 @@ const butlerSA = "system:serviceaccount:butler-system:butler-apiserver"
 func fixtureTenantNamespace(t *testing.T, clusterNS, cluster string) string {
 	t.Helper()
 	name := clusterNS + "-" + cluster + "-tenant"
-	mustApply(t, fmt.Sprintf(`apiVersion: v1
+	framework.MustApply(t, fmt.Sprintf(`apiVersion: v1
 kind: Namespace
 metadata:
   name: %[1]s
@@ -39,14 +40,14 @@ roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: butler-a
 subjects:
 - {apiGroup: rbac.authorization.k8s.io, kind: User, name: %[6]q}
 `, name, external.TenantClusterLabel, cluster, external.TenantClusterNamespaceLabel, clusterNS, butlerSA))
-	t.Cleanup(func() { _, _ = kubectl(t, "delete", "namespace", name, "--wait=false") })
+	t.Cleanup(func() { _, _ = framework.Kubectl(t, "delete", "namespace", name, "--wait=false") })
 	return name
 }
 
 // canI asks kube-apiserver whether butler-apiserver's account may do something.
 func canI(t *testing.T, args ...string) string {
 	t.Helper()
-	out, _ := kubectl(t, append([]string{"auth", "can-i", "--as", butlerSA}, args...)...)
+	out, _ := framework.Kubectl(t, append([]string{"auth", "can-i", "--as", butlerSA}, args...)...)
 	// The answer is the last line (kubectl may warn first, e.g. of a cluster-scoped resource).
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	return strings.TrimSpace(lines[len(lines)-1])
@@ -58,7 +59,7 @@ func canI(t *testing.T, args ...string) string {
 // artifacts/deploy/rbac.yaml keep it there even if its account is taken.
 func TestButlerAPIServerRBAC(t *testing.T) {
 	ctx := context.Background()
-	plain := namespace(t, "e2e-rbac-not-butlers")
+	plain := framework.Namespace(t, "e2e-rbac-not-butlers")
 	type canICase struct {
 		args []string
 		want string
@@ -93,9 +94,9 @@ func TestButlerAPIServerRBAC(t *testing.T) {
 	}
 
 	// A tenant namespace the TenantCluster controller made: it binds the Secrets role there.
-	ns := namespace(t, "e2e-rbac-tenant")
+	ns := framework.Namespace(t, "e2e-rbac-tenant")
 	creds := providerCredentials(t, ns, "aws")
-	mustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
+	framework.MustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
 kind: ProviderConfig
 metadata: {name: aws, namespace: %[1]s}
 spec:
@@ -111,7 +112,7 @@ spec:
   providerConfigRef: {name: aws}
   workers: {replicas: 1, machineTemplate: {os: {type: talos}}}
 `, ns, creds))
-	tc := waitCluster(t, ns, "rbac", 60*time.Second, "its tenant namespace", func(tc *v1alpha1.TenantCluster) bool {
+	tc := framework.WaitCluster(t, ns, "rbac", 60*time.Second, "its tenant namespace", func(tc *v1alpha1.TenantCluster) bool {
 		return tc.Status.TenantNamespace != "" && meta.FindStatusCondition(tc.Status.Conditions, "InfrastructureReady") != nil
 	})
 	if got := canI(t, "get", "secrets", "-n", tc.Status.TenantNamespace); got != "yes" {
@@ -120,12 +121,12 @@ spec:
 	if got := canI(t, "get", "secrets", "-n", ns); got != "no" {
 		t.Errorf("butler-apiserver in the cluster's own namespace %s: can-i get secrets %q, want no", ns, got)
 	}
-	if err := plane.butler.ButlerV1alpha1().TenantClusters(ns).Delete(ctx, "rbac", metav1.DeleteOptions{}); err != nil {
+	if err := framework.Plane.Butler.ButlerV1alpha1().TenantClusters(ns).Delete(ctx, "rbac", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 
 	// What a taken account would try next, refused by the policies.
-	as := func(args ...string) (string, error) { return kubectl(t, append(args, "--as", butlerSA)...) }
+	as := func(args ...string) (string, error) { return framework.Kubectl(t, append(args, "--as", butlerSA)...) }
 	for _, c := range []struct {
 		args []string
 		want string
@@ -145,7 +146,7 @@ spec:
 			t.Errorf("kubectl %s --as %s: %v, want refused with %q\n%s", strings.Join(c.args, " "), butlerSA, err, c.want, out)
 		}
 	}
-	if _, err := plane.kube.RbacV1().RoleBindings("kube-system").Get(ctx, "steal", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := framework.Plane.Kube.RbacV1().RoleBindings("kube-system").Get(ctx, "steal", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the refused RoleBinding exists: %v", err)
 	}
 }
@@ -157,12 +158,12 @@ spec:
 // impersonate no ServiceAccount while the chart lists none (the default, artifacts/deploy).
 func TestManagementAddonsArePlatformOnly(t *testing.T) {
 	ctx := context.Background()
-	ns := namespace(t, "e2e-ma-team")
-	mustKubectl(t, "create", "rolebinding", "ns-admin", "-n", ns, "--clusterrole=admin", "--user=ma-ns-admin")
-	mustKubectl(t, "create", "clusterrolebinding", "e2e-ma-admin-everywhere", "--clusterrole=admin", "--user=ma-admin-everywhere")
-	mustKubectl(t, "create", "clusterrolebinding", "e2e-ma-platform-addons", "--clusterrole=butler-platform-addons", "--user=ma-platform")
+	ns := framework.Namespace(t, "e2e-ma-team")
+	framework.MustKubectl(t, "create", "rolebinding", "ns-admin", "-n", ns, "--clusterrole=admin", "--user=ma-ns-admin")
+	framework.MustKubectl(t, "create", "clusterrolebinding", "e2e-ma-admin-everywhere", "--clusterrole=admin", "--user=ma-admin-everywhere")
+	framework.MustKubectl(t, "create", "clusterrolebinding", "e2e-ma-platform-addons", "--clusterrole=butler-platform-addons", "--user=ma-platform")
 	t.Cleanup(func() {
-		_, _ = kubectl(t, "delete", "clusterrolebinding", "e2e-ma-admin-everywhere", "e2e-ma-platform-addons")
+		_, _ = framework.Kubectl(t, "delete", "clusterrolebinding", "e2e-ma-admin-everywhere", "e2e-ma-platform-addons")
 	})
 	for _, c := range []struct {
 		user string
@@ -177,7 +178,7 @@ func TestManagementAddonsArePlatformOnly(t *testing.T) {
 		{butlerSA, []string{"impersonate", "serviceaccounts/flux-installer", "-n", "butler-management-addons"}, "no"},
 		{butlerSA, []string{"impersonate", "serviceaccounts", "-n", "kube-system"}, "no"},
 	} {
-		out, _ := kubectl(t, append([]string{"auth", "can-i", "--as", c.user}, c.args...)...)
+		out, _ := framework.Kubectl(t, append([]string{"auth", "can-i", "--as", c.user}, c.args...)...)
 		lines := strings.Split(strings.TrimSpace(out), "\n")
 		if got := strings.TrimSpace(lines[len(lines)-1]); got != c.want {
 			t.Errorf("kubectl auth can-i %s --as %s: %q, want %q", strings.Join(c.args, " "), c.user, got, c.want)

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
+	"github.com/butlerdotdev/butler-apiserver/test/e2e/framework"
 )
 
 // TestRealNodeFigures measures P13 and P13m of docs/performance.md (REALNODE_BENCH=1; make
@@ -21,7 +22,7 @@ import (
 // REALNODE_PAIRS (3) pairs whose order alternates, a local TenantCluster with 2 real workers and
 // one with 2 kwok workers, the same version and OS, each created, timed and deleted before the next:
 //   - P13: seconds from the apply of the TenantCluster to it Ready with 2 workers Ready (the same
-//     watched condition, waitReady, on both sides; the control plane is in both clocks).
+//     watched condition, WaitReady, on both sides; the control plane is in both clocks).
 //   - P13m: MiB per node, 10 s after Ready: the provider process's PSS growth since before the
 //     apply, halved (what kwok and the provider hold for the cluster's nodes: a kwok node's whole
 //     cost, as kwok runs inside the provider), plus on the real side each node's processes' PSS
@@ -39,8 +40,8 @@ func TestRealNodeFigures(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("REALNODE_PAIRS")); err == nil && v > 0 {
 		pairs = v
 	}
-	ns := namespace(t, "rnbench")
-	mustApply(t, localProviderConfigManifest(ns)+fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
+	ns := framework.Namespace(t, "rnbench")
+	framework.MustApply(t, framework.LocalProviderConfigManifest(ns)+fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
 kind: ProviderConfig
 metadata: {name: local-real, namespace: %s}
 spec: {provider: local, local: {nodeType: real}}
@@ -82,20 +83,20 @@ func realNodeBenchRun(t *testing.T, ns, name string, real bool) realNodeRun {
 	t.Helper()
 	provider := providerPID(t)
 	before := pssKiB(provider)
-	manifest := localClusterManifest(ns, name, pinnedVersion, bootstrap.OSTalos, 2)
+	manifest := framework.LocalClusterManifest(ns, name, framework.PinnedVersion, bootstrap.OSTalos, 2)
 	if real {
 		manifest = strings.Replace(manifest, "providerConfigRef: {name: local}", "providerConfigRef: {name: local-real}", 1)
 	}
 	start := time.Now()
-	mustApply(t, manifest)
-	tc := waitReady(t, ns, name, 2, 4*time.Minute)
+	framework.MustApply(t, manifest)
+	tc := framework.WaitReady(t, ns, name, 2, 4*time.Minute)
 	run := realNodeRun{seconds: time.Since(start).Seconds()}
 	time.Sleep(10 * time.Second)
 	growth := pssKiB(provider) - before
 	perNode := float64(growth) / 2
 	detail := fmt.Sprintf("provider PSS %+.1f MiB", float64(growth)/1024)
 	if real {
-		_, tenant := mintKubeconfig(t, ns, name)
+		_, tenant := framework.MintKubeconfig(t, ns, name)
 		nodes, err := tenant.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
 		if err != nil || len(nodes.Items) != 2 {
 			t.Fatalf("the real cluster's Nodes: %v (%d)", err, len(nodes.Items))
@@ -111,11 +112,11 @@ func realNodeBenchRun(t *testing.T, ns, name string, real bool) realNodeRun {
 	}
 	run.mib = perNode / 1024
 	t.Logf("%s: Ready with 2 %s workers in %.2f s; %s", name, sideName(real), run.seconds, detail)
-	cp, err := dynamicClient(t).Resource(tenantCPGVR).Namespace(tc.Status.TenantNamespace).Get(context.Background(), name, metav1.GetOptions{})
+	cp, err := framework.DynamicClient(t).Resource(framework.TenantCPGVR).Namespace(tc.Status.TenantNamespace).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	deleteCluster(t, ns, name, string(cp.GetUID()))
+	framework.DeleteCluster(t, ns, name, string(cp.GetUID()))
 	if real {
 		if left := realNodeLeftovers(); len(left) > 0 {
 			t.Fatalf("the deleted cluster's real nodes left:\n  %s", strings.Join(left, "\n  "))
@@ -127,7 +128,7 @@ func realNodeBenchRun(t *testing.T, ns, name string, real bool) realNodeRun {
 // providerPID is the plane's butler-localprovider (kwok runs inside it).
 func providerPID(t *testing.T) string {
 	t.Helper()
-	pids := processesNaming(plane.dir + "/butler-localprovider.kubeconfig")
+	pids := processesNaming(framework.Plane.Dir + "/butler-localprovider.kubeconfig")
 	sort.Strings(pids)
 	for _, pid := range pids {
 		if data, err := os.ReadFile("/proc/" + pid + "/cmdline"); err == nil && strings.HasSuffix(strings.Split(string(data), "\x00")[0], "butler-localprovider") {
@@ -153,7 +154,7 @@ func pssKiB(pid string) int64 {
 // realNodeCgroupMemory is the memory usage of the pod cgroup of the machine key's node (the
 // cgroupRoot of its kubelet's configuration), as the kernel reports it.
 func realNodeCgroupMemory(key string) string {
-	config, err := os.ReadFile(filepath.Join(plane.dir, "machines", key, "node", "kubelet-config.yaml"))
+	config, err := os.ReadFile(filepath.Join(framework.Plane.Dir, "machines", key, "node", "kubelet-config.yaml"))
 	if err != nil {
 		return "unknown (" + err.Error() + ")"
 	}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+	"github.com/butlerdotdev/butler-apiserver/test/e2e/framework"
 )
 
 // TestRealNodeCannotBootOrJoin: a real node that cannot join or boot says why in its
@@ -37,7 +38,7 @@ import (
 func TestRealNodeCannotBootOrJoin(t *testing.T) {
 	realNodeRequirements(t)
 	realNodeParallel(t)
-	env := lmTenant(t, "rn-noboot", "noboot")
+	env := framework.MachineTenant(t, "rn-noboot", "noboot")
 	for _, c := range []realNodeFault{
 		{machine: "rn-small", reason: "NodeOutOfSpace", want: []string{"no space left for a node"}, mount: "size=1m"},
 		// Bytes beyond the provider's estimate (64 MiB and three times the node images, Flux's
@@ -61,10 +62,10 @@ type realNodeFault struct {
 
 // realNodeCannotBoot makes the machine of c, checks its condition, its Node and that nothing is
 // left between its tries, then deletes it and checks nothing is left at all.
-func realNodeCannotBoot(t *testing.T, env *lmEnv, c realNodeFault) {
+func realNodeCannotBoot(t *testing.T, env *framework.MachineEnv, c realNodeFault) {
 	t.Helper()
 	ctx := context.Background()
-	dir := filepath.Join(plane.dir, "machines", env.ns, c.machine)
+	dir := filepath.Join(framework.Plane.Dir, "machines", env.Namespace, c.machine)
 	var mounts []string
 	if c.mount != "" {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -81,12 +82,12 @@ func realNodeCannotBoot(t *testing.T, env *lmEnv, c realNodeFault) {
 	if c.takePort {
 		go taker.run()
 	}
-	token := env.token
+	token := env.Token
 	if c.token != "" {
 		token = c.token
 	}
 	start := time.Now()
-	env.machine(t, c.machine, token, "real")
+	env.Machine(t, c.machine, token, "real")
 	message := realNodeFailure(t, env, c.machine, c.reason)
 	t.Logf("%s: %s in %s: %s", c.machine, c.reason, time.Since(start).Round(100*time.Millisecond), message)
 	for _, want := range append(c.want, mounts...) {
@@ -94,7 +95,7 @@ func realNodeCannotBoot(t *testing.T, env *lmEnv, c realNodeFault) {
 			t.Errorf("%s: the condition says %q; want it to say %q", c.machine, message, want)
 		}
 	}
-	_, err := env.tenant.CoreV1().Nodes().Get(ctx, c.machine, metav1.GetOptions{})
+	_, err := env.Tenant.CoreV1().Nodes().Get(ctx, c.machine, metav1.GetOptions{})
 	if registered := err == nil; registered != c.registers {
 		t.Errorf("%s: a Node registered: %v (%v), want %v", c.machine, registered, err, c.registers)
 	}
@@ -102,7 +103,7 @@ func realNodeCannotBoot(t *testing.T, env *lmEnv, c realNodeFault) {
 	// two tries, what a try makes while it runs does not. A try that imports the node images
 	// takes seconds under load, so the gaps long enough to look in come a minute in.
 	if ok, left := realNodePoll(time.Minute, func() (bool, string) {
-		left := realNodeLeftoversBut(env.ns, mounts...)
+		left := realNodeLeftoversBut(env.Namespace, mounts...)
 		return len(left) == 0, strings.Join(left, "\n  ")
 	}); !ok {
 		t.Errorf("%s left between its tries:\n  %s", c.machine, left)
@@ -112,7 +113,7 @@ func realNodeCannotBoot(t *testing.T, env *lmEnv, c realNodeFault) {
 	// mount), and must go for the machine to be gone (a mount point keeps the directory).
 	realNodeDeleteFailed(t, env, c.machine)
 	if ok, last := realNodePoll(time.Minute, func() (bool, string) {
-		_, err := env.tenant.CoreV1().Nodes().Get(ctx, c.machine, metav1.GetOptions{})
+		_, err := env.Tenant.CoreV1().Nodes().Get(ctx, c.machine, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	}); !ok {
 		t.Errorf("%s's Node is left in the tenant a minute after its machine's delete (%s)", c.machine, last)
@@ -122,18 +123,18 @@ func realNodeCannotBoot(t *testing.T, env *lmEnv, c realNodeFault) {
 		_ = unix.Unmount(m, unix.MNT_DETACH)
 	}
 	realNodeWaitGone(t, env, c.machine)
-	if left := append(realNodeLeftoversOf(env.ns), realNodeStateLeft(env.ns, c.machine)...); len(left) > 0 {
+	if left := append(realNodeLeftoversOf(env.Namespace), realNodeStateLeft(env.Namespace, c.machine)...); len(left) > 0 {
 		t.Errorf("the deleted machine %s left:\n  %s", c.machine, strings.Join(left, "\n  "))
 	}
 }
 
 // realNodeFailure waits until the machine's Ready condition is False with reason, and returns its
 // message (an error of the test if it does not within a minute).
-func realNodeFailure(t *testing.T, env *lmEnv, machine, reason string) string {
+func realNodeFailure(t *testing.T, env *framework.MachineEnv, machine, reason string) string {
 	t.Helper()
 	var message string
 	ok, last := realNodePoll(time.Minute, func() (bool, string) {
-		u, err := env.dyn.Resource(external.LocalMachineGVR).Namespace(env.ns).Get(context.Background(), machine, metav1.GetOptions{})
+		u, err := env.Dynamic.Resource(external.LocalMachineGVR).Namespace(env.Namespace).Get(context.Background(), machine, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -171,14 +172,14 @@ func realNodePoll(timeout time.Duration, check func() (bool, string)) (bool, str
 
 // realNodeDeleteFailed deletes the machines' Machines and waits until their LocalMachines are
 // being deleted: nothing boots them again from then on.
-func realNodeDeleteFailed(t *testing.T, env *lmEnv, machines ...string) {
+func realNodeDeleteFailed(t *testing.T, env *framework.MachineEnv, machines ...string) {
 	t.Helper()
 	for _, m := range machines {
-		mustKubectl(t, "delete", "-n", env.ns, "machines.cluster.x-k8s.io", m, "--wait=false")
+		framework.MustKubectl(t, "delete", "-n", env.Namespace, "machines.cluster.x-k8s.io", m, "--wait=false")
 	}
 	for _, m := range machines {
-		lmWait(t, time.Minute, m+"'s LocalMachine to be deleting", func() (bool, string) {
-			u, err := env.dyn.Resource(external.LocalMachineGVR).Namespace(env.ns).Get(context.Background(), m, metav1.GetOptions{})
+		framework.WaitFor(t, time.Minute, m+"'s LocalMachine to be deleting", func() (bool, string) {
+			u, err := env.Dynamic.Resource(external.LocalMachineGVR).Namespace(env.Namespace).Get(context.Background(), m, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
 				return true, ""
 			}
@@ -192,11 +193,11 @@ func realNodeDeleteFailed(t *testing.T, env *lmEnv, machines ...string) {
 
 // realNodeWaitGone waits until the machines' LocalMachines are gone (the provider removes a
 // machine's directory, which a mount point keeps: the test's mounts go first).
-func realNodeWaitGone(t *testing.T, env *lmEnv, machines ...string) {
+func realNodeWaitGone(t *testing.T, env *framework.MachineEnv, machines ...string) {
 	t.Helper()
 	for _, m := range machines {
-		lmWait(t, time.Minute, m+"'s LocalMachine to be gone", func() (bool, string) {
-			_, err := env.dyn.Resource(external.LocalMachineGVR).Namespace(env.ns).Get(context.Background(), m, metav1.GetOptions{})
+		framework.WaitFor(t, time.Minute, m+"'s LocalMachine to be gone", func() (bool, string) {
+			_, err := env.Dynamic.Resource(external.LocalMachineGVR).Namespace(env.Namespace).Get(context.Background(), m, metav1.GetOptions{})
 			return apierrors.IsNotFound(err), fmt.Sprint(err)
 		})
 	}

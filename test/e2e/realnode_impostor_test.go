@@ -23,6 +23,8 @@ import (
 
 	"golang.org/x/sys/unix"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/butlerdotdev/butler-apiserver/test/e2e/framework"
 )
 
 // realNodeImpostorKubelet: node's kubelet is dead, and something else in the node's network
@@ -52,7 +54,7 @@ func realNodeImpostorKubelet(t *testing.T, kubeconfig string, tenant kubernetes.
 	defer srv.Close()
 	for _, args := range [][]string{{"logs", pod}, {"exec", pod, "--", "/usr/local/bin/echo", "-say", "a secret typed into exec"}} {
 		before := handshakes.Load()
-		out, err := kubectlAs(t, kubeconfig, "", args...)
+		out, err := framework.KubectlAs(t, kubeconfig, "", args...)
 		switch {
 		case requests.Load() > 0 || strings.Contains(out, "impostor"):
 			t.Errorf("kubectl %s reached an impostor at node %s's kubelet address %s: %v: %s", args[0], node, ip, err, out)

@@ -13,10 +13,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/butlerdotdev/butler-apiserver/test/e2e/framework"
 )
 
 // realNodeLeft is one thing real nodes left on the host, and whose it is as far as it tells: a
-// machine's namespace (a path under plane.dir/machines/<namespace>/), a node's id (its network
+// machine's namespace (a path under framework.Plane.Dir/machines/<namespace>/), a node's id (its network
 // namespace butler-<id>, host veth bn<id>, run directory /run/butler-nodes/<id> and cgroup
 // /butler-nodes/<id>: pkg/localprovider/machines' nodeLayout) or an address of the nodes' bridge
 // (a lease, a serving certificate, an iptables rule). shared is what is no one node's: the
@@ -77,15 +79,15 @@ func realNodeLeftoversOf(ns string) []string {
 }
 
 // realNodeOwners maps the node id of every machine directory of the plane to the machine's
-// namespace (the provider's id: a hash of its state directory, plane.dir, and the machine's
+// namespace (the provider's id: a hash of its state directory, framework.Plane.Dir, and the machine's
 // key). A node's containerd configuration names its run directory: mismatch names a machine
 // whose id is not the one there (an error of this test, said with every leftover list).
 func realNodeOwners() (owners map[string]string, mismatch string) {
 	owners = map[string]string{}
-	dirs, _ := filepath.Glob(filepath.Join(plane.dir, "machines", "*", "*"))
+	dirs, _ := filepath.Glob(filepath.Join(framework.Plane.Dir, "machines", "*", "*"))
 	for _, dir := range dirs {
 		ns, name := filepath.Base(filepath.Dir(dir)), filepath.Base(dir)
-		sum := sha256.Sum256([]byte(plane.dir + "\x00" + ns + "/" + name))
+		sum := sha256.Sum256([]byte(framework.Plane.Dir + "\x00" + ns + "/" + name))
 		id := hex.EncodeToString(sum[:])[:10]
 		owners[id] = ns
 		if conf, err := os.ReadFile(filepath.Join(dir, "node", "containerd", "config.toml")); err == nil &&
@@ -99,7 +101,7 @@ func realNodeOwners() (owners map[string]string, mismatch string) {
 // realNodeLeftItems lists what real nodes of this plane left on the host, each with whose it is.
 func realNodeLeftItems() []realNodeLeft {
 	var left []realNodeLeft
-	machines := filepath.Join(plane.dir, "machines") + "/"
+	machines := filepath.Join(framework.Plane.Dir, "machines") + "/"
 	whose := func(what, in string) realNodeLeft {
 		l := realNodeLeft{what: what}
 		if _, rest, ok := strings.Cut(in, machines); ok {
@@ -195,7 +197,7 @@ func realNodeDirsLeft() []realNodeLeft {
 			left = append(left, realNodeLeft{what: "node directory " + dir + ": " + strings.Join(filesUnder(dir, 5), " "), id: filepath.Base(dir)})
 		}
 	}
-	nodeDirs, _ := filepath.Glob(filepath.Join(plane.dir, "machines", "*", "*", "node"))
+	nodeDirs, _ := filepath.Glob(filepath.Join(framework.Plane.Dir, "machines", "*", "*", "node"))
 	for _, dir := range nodeDirs {
 		left = append(left, realNodeLeft{what: "node directory " + dir + ": " + strings.Join(filesUnder(dir, 5), " "),
 			ns: filepath.Base(filepath.Dir(filepath.Dir(dir)))})

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/test/e2e/framework"
 )
 
 // realNodeRotation rotates the cluster's CA in its two phases with its real nodes running the
@@ -28,21 +29,21 @@ import (
 func realNodeRotation(t *testing.T, ns, name, oldKubeconfig string, oldTenant kubernetes.Interface, first, second string) (string, kubernetes.Interface) {
 	t.Helper()
 	start := time.Now()
-	mustKubectl(t, "annotate", "tc", name, "-n", ns, "butler.butlerlabs.dev/operation=rotate-credentials-start")
-	waitCluster(t, ns, name, 2*time.Minute, "rotation Prepared and Ready", func(tc *v1alpha1.TenantCluster) bool {
-		r := rotationOfCluster(tc)
+	framework.MustKubectl(t, "annotate", "tc", name, "-n", ns, "butler.butlerlabs.dev/operation=rotate-credentials-start")
+	framework.WaitCluster(t, ns, name, 2*time.Minute, "rotation Prepared and Ready", func(tc *v1alpha1.TenantCluster) bool {
+		r := framework.RotationOfCluster(tc)
 		return r != nil && r.Phase == v1alpha1.RotationPrepared && tc.Status.Phase == v1alpha1.TenantClusterReady
 	})
 	prepared := time.Since(start)
-	mustKubectl(t, "annotate", "tc", name, "-n", ns, "butler.butlerlabs.dev/operation=rotate-credentials-complete")
-	waitCluster(t, ns, name, 2*time.Minute, "rotation Completed and Ready", func(tc *v1alpha1.TenantCluster) bool {
-		r := rotationOfCluster(tc)
+	framework.MustKubectl(t, "annotate", "tc", name, "-n", ns, "butler.butlerlabs.dev/operation=rotate-credentials-complete")
+	framework.WaitCluster(t, ns, name, 2*time.Minute, "rotation Completed and Ready", func(tc *v1alpha1.TenantCluster) bool {
+		r := framework.RotationOfCluster(tc)
 		return r != nil && r.Phase == v1alpha1.RotationCompleted && tc.Status.Phase == v1alpha1.TenantClusterReady &&
 			meta.IsStatusConditionTrue(tc.Status.Conditions, "Ready")
 	})
 	t.Logf("CA rotation with real nodes: Prepared in %s, Completed %s after the start", prepared.Round(100*time.Millisecond), time.Since(start).Round(100*time.Millisecond))
 
-	kubeconfig, tenant := mintKubeconfig(t, ns, name)
+	kubeconfig, tenant := framework.MintKubeconfig(t, ns, name)
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +65,7 @@ func realNodeRotation(t *testing.T, ns, name, oldKubeconfig string, oldTenant ku
 	for _, node := range nodes {
 		ip := realNodeIP(t, tenant, node)
 		var leaf *x509.Certificate
-		lmWait(t, time.Minute, "the kubelet of "+node+" to serve a certificate of the new CA", func() (bool, string) {
+		framework.WaitFor(t, time.Minute, "the kubelet of "+node+" to serve a certificate of the new CA", func() (bool, string) {
 			c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", net.JoinHostPort(ip, "10250"),
 				&tls.Config{InsecureSkipVerify: true}) //nolint:gosec // verified below, against the new CA
 			if err != nil {
@@ -78,11 +79,11 @@ func realNodeRotation(t *testing.T, ns, name, oldKubeconfig string, oldTenant ku
 		realNodeServingFromCSR(t, tenant, node, leaf)
 	}
 	t.Logf("both kubelets serve certificates of the new CA %s after the start", time.Since(start).Round(100*time.Millisecond))
-	out, err := kubectlAs(t, kubeconfig, "", "logs", first)
+	out, err := framework.KubectlAs(t, kubeconfig, "", "logs", first)
 	if err != nil || !strings.Contains(out, "serving on :8080") {
 		t.Errorf("kubectl logs after the rotation: %v: %s", err, out)
 	}
-	out, err = kubectlAs(t, kubeconfig, "", "exec", second, "--", "/usr/local/bin/echo", "-say", "hello after the rotation")
+	out, err = framework.KubectlAs(t, kubeconfig, "", "exec", second, "--", "/usr/local/bin/echo", "-say", "hello after the rotation")
 	if err != nil || !strings.HasSuffix(strings.TrimSpace(out), "hello after the rotation") {
 		t.Errorf("kubectl exec after the rotation: %v: %s", err, out)
 	}

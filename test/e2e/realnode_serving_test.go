@@ -27,6 +27,7 @@ import (
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/controlplane"
+	"github.com/butlerdotdev/butler-apiserver/test/e2e/framework"
 )
 
 // realNodeServingCertificates: each kubelet serves with a certificate of the tenant CA for its
@@ -51,7 +52,7 @@ func realNodeServingCertificates(t *testing.T, kubeconfig string, tenant kuberne
 	}
 
 	key := realNodeMachine(t, tenant, one)
-	nodeConfig, err := clientcmd.BuildConfigFromFlags("", filepath.Join(plane.dir, "machines", key, "kubelet.kubeconfig"))
+	nodeConfig, err := clientcmd.BuildConfigFromFlags("", filepath.Join(framework.Plane.Dir, "machines", key, "kubelet.kubeconfig"))
 	if err != nil {
 		t.Fatalf("node %s's credentials: %v", one, err)
 	}
@@ -77,7 +78,7 @@ func realNodeServingCertificates(t *testing.T, kubeconfig string, tenant kuberne
 			t.Fatalf("%s: %v", what, err)
 		}
 		realNodePoke(t, key, name)
-		lmWait(t, 30*time.Second, what+" to be decided", func() (bool, string) {
+		framework.WaitFor(t, 30*time.Second, what+" to be decided", func() (bool, string) {
 			csr, err := tenant.CertificatesV1().CertificateSigningRequests().Get(context.Background(), name, metav1.GetOptions{})
 			if err != nil {
 				return false, err.Error()
@@ -104,7 +105,7 @@ func realNodeServingCertificates(t *testing.T, kubeconfig string, tenant kuberne
 func realNodePoke(t *testing.T, key, value string) {
 	t.Helper()
 	ns, machine, _ := strings.Cut(key, "/")
-	if _, err := dynamicClient(t).Resource(external.LocalMachineGVR).Namespace(ns).Patch(context.Background(), machine, types.MergePatchType,
+	if _, err := framework.DynamicClient(t).Resource(external.LocalMachineGVR).Namespace(ns).Patch(context.Background(), machine, types.MergePatchType,
 		[]byte(`{"metadata":{"annotations":{"e2e.butlerlabs.dev/poke":"`+value+`"}}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +124,7 @@ func realNodeServingCapped(t *testing.T, tenant, asNode kubernetes.Interface, ke
 	}
 	realNodePoke(t, key, name)
 	var issued []byte
-	lmWait(t, 30*time.Second, "node "+node+"'s request for ten years to be issued", func() (bool, string) {
+	framework.WaitFor(t, 30*time.Second, "node "+node+"'s request for ten years to be issued", func() (bool, string) {
 		csr, err := tenant.CertificatesV1().CertificateSigningRequests().Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -180,7 +181,7 @@ func realNodeServingFromCSR(t *testing.T, tenant kubernetes.Interface, node stri
 func realNodeServesWithTenantCA(t *testing.T, roots *x509.CertPool, ip string) *x509.Certificate {
 	t.Helper()
 	var state tls.ConnectionState
-	lmWait(t, time.Minute, "the kubelet at "+ip+" to serve", func() (bool, string) {
+	framework.WaitFor(t, time.Minute, "the kubelet at "+ip+" to serve", func() (bool, string) {
 		c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", net.JoinHostPort(ip, "10250"),
 			&tls.Config{InsecureSkipVerify: true}) //nolint:gosec // verified below, against the tenant CA
 		if err != nil {

@@ -25,6 +25,7 @@ import (
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+	"github.com/butlerdotdev/butler-apiserver/test/e2e/framework"
 )
 
 // TestRealNodeRunsPods is a TenantCluster on a local ProviderConfig whose nodeType is real: its
@@ -47,19 +48,19 @@ func TestRealNodeRunsPods(t *testing.T) {
 	realNodeRequirements(t)
 	realNodeParallel(t)
 	ctx := context.Background()
-	ns := namespace(t, "realnode")
+	ns := framework.Namespace(t, "realnode")
 	const name = "rn"
 	started := time.Now()
-	mustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
+	framework.MustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
 kind: ProviderConfig
 metadata: {name: local, namespace: %s}
 spec: {provider: local, local: {nodeType: real}}
 ---
-`, ns)+localClusterManifest(ns, name, pinnedVersion, bootstrap.OSTalos, 2))
-	t.Cleanup(func() { _, _ = kubectl(t, "delete", "tc", name, "-n", ns, "--wait=false") })
-	tc := waitReady(t, ns, name, 2, 4*time.Minute)
+`, ns)+framework.LocalClusterManifest(ns, name, framework.PinnedVersion, bootstrap.OSTalos, 2))
+	t.Cleanup(func() { _, _ = framework.Kubectl(t, "delete", "tc", name, "-n", ns, "--wait=false") })
+	tc := framework.WaitReady(t, ns, name, 2, 4*time.Minute)
 	t.Logf("TenantCluster Ready with 2 real nodes %s after it was applied", time.Since(started).Round(100*time.Millisecond))
-	kubeconfig, tenant := mintKubeconfig(t, ns, name)
+	kubeconfig, tenant := framework.MintKubeconfig(t, ns, name)
 
 	// The echo image, one pod on each node.
 	pods := realNodeEcho(t, tenant, 2)
@@ -72,11 +73,11 @@ spec: {provider: local, local: {nodeType: real}}
 
 	realNodeServingCertificates(t, kubeconfig, tenant, nodes[0], nodes[1])
 	// logs and exec through the tenant's kube-apiserver, with the minted kubeconfig.
-	out, err := kubectlAs(t, kubeconfig, "", "logs", first)
+	out, err := framework.KubectlAs(t, kubeconfig, "", "logs", first)
 	if err != nil || !strings.Contains(out, "serving on :8080") {
 		t.Errorf("kubectl logs: %v: %s", err, out)
 	}
-	out, err = kubectlAs(t, kubeconfig, "", "exec", second, "--", "/usr/local/bin/echo", "-say", "hello from "+second)
+	out, err = framework.KubectlAs(t, kubeconfig, "", "exec", second, "--", "/usr/local/bin/echo", "-say", "hello from "+second)
 	// (kubectl may print a warning of its websocket client before the output)
 	if err != nil || !strings.HasSuffix(strings.TrimSpace(out), "hello from "+second) {
 		t.Errorf("kubectl exec: %v: %s", err, out)
@@ -93,9 +94,9 @@ spec: {provider: local, local: {nodeType: real}}
 
 	// Scale 2→3: a third real node, where the Deployment's third pod runs and reaches the
 	// others by the Service's name.
-	mustKubectl(t, "scale", "tc", name, "-n", ns, "--replicas=3")
+	framework.MustKubectl(t, "scale", "tc", name, "-n", ns, "--replicas=3")
 	scaled := time.Now()
-	waitReady(t, ns, name, 3, 3*time.Minute)
+	framework.WaitReady(t, ns, name, 3, 3*time.Minute)
 	t.Logf("scaled 2→3: Ready with 3 real nodes in %s", time.Since(scaled).Round(100*time.Millisecond))
 	pods = realNodeEcho(t, tenant, 3)
 	third := ""
@@ -113,14 +114,14 @@ spec: {provider: local, local: {nodeType: real}}
 	realNodeSleepAndWake(t, ns, name, tc.Status.TenantNamespace, tenant, 3)
 
 	// Delete: the cluster's processes and every trace of its nodes go.
-	cp, err := dynamicClient(t).Resource(tenantCPGVR).Namespace(tc.Status.TenantNamespace).Get(ctx, name, metav1.GetOptions{})
+	cp, err := framework.DynamicClient(t).Resource(framework.TenantCPGVR).Namespace(tc.Status.TenantNamespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	deleteCluster(t, ns, name, string(cp.GetUID()))
+	framework.DeleteCluster(t, ns, name, string(cp.GetUID()))
 	// The cluster's LocalMachines are in its tenant namespace, and so are their directories.
 	left := realNodeLeftoversOf(tc.Status.TenantNamespace)
-	machines, _ := filepath.Glob(filepath.Join(plane.dir, "machines", tc.Status.TenantNamespace, "*"))
+	machines, _ := filepath.Glob(filepath.Join(framework.Plane.Dir, "machines", tc.Status.TenantNamespace, "*"))
 	for _, m := range machines {
 		left = append(left, realNodeStateLeft(tc.Status.TenantNamespace, filepath.Base(m))...)
 	}
@@ -135,15 +136,15 @@ spec: {provider: local, local: {nodeType: real}}
 func realNodeSleepAndWake(t *testing.T, ns, name, machineNS string, tenant kubernetes.Interface, workers int32) {
 	t.Helper()
 	start := time.Now()
-	mustKubectl(t, "patch", "tc", name, "-n", ns, "--type=merge", "-p", `{"spec":{"hibernation":{"hibernated":true}}}`)
-	waitCluster(t, ns, name, 3*time.Minute, "Hibernated", hibernated)
+	framework.MustKubectl(t, "patch", "tc", name, "-n", ns, "--type=merge", "-p", `{"spec":{"hibernation":{"hibernated":true}}}`)
+	framework.WaitCluster(t, ns, name, 3*time.Minute, "Hibernated", framework.Hibernated)
 	t.Logf("hibernate -> Hibernated in %s", time.Since(start).Round(100*time.Millisecond))
 	if left := realNodeLeftoversOf(machineNS); len(left) > 0 {
 		t.Errorf("the hibernated cluster's real nodes left:\n  %s", strings.Join(left, "\n  "))
 	}
 	start = time.Now()
-	mustKubectl(t, "patch", "tc", name, "-n", ns, "--type=merge", "-p", `{"spec":{"hibernation":{"hibernated":false}}}`)
-	waitReady(t, ns, name, workers, 4*time.Minute)
+	framework.MustKubectl(t, "patch", "tc", name, "-n", ns, "--type=merge", "-p", `{"spec":{"hibernation":{"hibernated":false}}}`)
+	framework.WaitReady(t, ns, name, workers, 4*time.Minute)
 	realNodeEcho(t, tenant, workers)
 	t.Logf("wake -> Ready with %d real nodes running the echo pods in %s", workers, time.Since(start).Round(100*time.Millisecond))
 }
@@ -197,7 +198,7 @@ func realNodeEcho(t *testing.T, tenant kubernetes.Interface, replicas int32) map
 		t.Fatal(err)
 	}
 	pods := map[string]string{}
-	lmWait(t, 2*time.Minute, fmt.Sprintf("%d echo pods Running, one per node", replicas), func() (bool, string) {
+	framework.WaitFor(t, 2*time.Minute, fmt.Sprintf("%d echo pods Running, one per node", replicas), func() (bool, string) {
 		l, err := tenant.CoreV1().Pods(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{LabelSelector: "app=echo"})
 		if err != nil {
 			return false, err.Error()
@@ -276,8 +277,8 @@ func realNodePodReachesNoHostService(t *testing.T, kubeconfig, pod string) {
 	tcpPort := fmt.Sprint(hostTCP.Addr().(*net.TCPAddr).Port)
 	udpPort := fmt.Sprint(hostUDP.LocalAddr().(*net.UDPAddr).Port)
 	for _, hostIP := range []string{"10.250.0.1", realNodeHostAddress(t)} {
-		_, _ = kubectlAs(t, kubeconfig, "", "exec", pod, "--", "/usr/local/bin/echo", "-send", net.JoinHostPort(hostIP, udpPort))
-		_, _ = kubectlAs(t, kubeconfig, "", "exec", pod, "--", "/usr/local/bin/echo", "-get", "http://"+net.JoinHostPort(hostIP, tcpPort)+"/")
+		_, _ = framework.KubectlAs(t, kubeconfig, "", "exec", pod, "--", "/usr/local/bin/echo", "-send", net.JoinHostPort(hostIP, udpPort))
+		_, _ = framework.KubectlAs(t, kubeconfig, "", "exec", pod, "--", "/usr/local/bin/echo", "-get", "http://"+net.JoinHostPort(hostIP, tcpPort)+"/")
 	}
 	time.Sleep(time.Second)
 	for len(arrived) > 0 {
@@ -302,8 +303,8 @@ func realNodeNetworking(t *testing.T, kubeconfig string, tenant kubernetes.Inter
 	}
 	for _, url := range []string{"http://" + net.JoinHostPort(svc.Spec.ClusterIP, "80") + "/via-service", "http://echo.default.svc.cluster.local/via-dns"} {
 		answered := map[string]bool{}
-		lmWait(t, 2*time.Minute, "both pods to answer at "+url+" from "+from, func() (bool, string) {
-			out, err := kubectlAs(t, kubeconfig, "", "exec", from, "--", "/usr/local/bin/echo", "-get", url)
+		framework.WaitFor(t, 2*time.Minute, "both pods to answer at "+url+" from "+from, func() (bool, string) {
+			out, err := framework.KubectlAs(t, kubeconfig, "", "exec", from, "--", "/usr/local/bin/echo", "-get", url)
 			if err == nil {
 				answered[strings.Fields(out + " -")[0]] = true
 			}
@@ -316,8 +317,8 @@ func realNodeNetworking(t *testing.T, kubeconfig string, tenant kubernetes.Inter
 // holds want.
 func realNodeGet(t *testing.T, kubeconfig, pod, url, want string) {
 	t.Helper()
-	lmWait(t, time.Minute, pod+" to reach "+url, func() (bool, string) {
-		out, err := kubectlAs(t, kubeconfig, "", "exec", pod, "--", "/usr/local/bin/echo", "-get", url)
+	framework.WaitFor(t, time.Minute, pod+" to reach "+url, func() (bool, string) {
+		out, err := framework.KubectlAs(t, kubeconfig, "", "exec", pod, "--", "/usr/local/bin/echo", "-get", url)
 		return err == nil && strings.Contains(out, want), fmt.Sprint(err, out)
 	})
 }
@@ -358,8 +359,8 @@ func realNodeKillKubelet(t *testing.T, tenant kubernetes.Interface, node string)
 		t.Fatalf("found no kubelet process of %s (%s)", node, key)
 	}
 	ns, name, _ := strings.Cut(key, "/")
-	lmWait(t, 30*time.Second, key+"'s LocalMachine to say its kubelet exited", func() (bool, string) {
-		u, err := dynamicClient(t).Resource(external.LocalMachineGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	framework.WaitFor(t, 30*time.Second, key+"'s LocalMachine to say its kubelet exited", func() (bool, string) {
+		u, err := framework.DynamicClient(t).Resource(external.LocalMachineGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -373,7 +374,7 @@ func realNodeKillKubelet(t *testing.T, tenant kubernetes.Interface, node string)
 		}
 		return false, fmt.Sprint(u.Object["status"])
 	})
-	lmWait(t, 2*time.Minute, "Node "+node+" to be NotReady", func() (bool, string) {
+	framework.WaitFor(t, 2*time.Minute, "Node "+node+" to be NotReady", func() (bool, string) {
 		n, err := tenant.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -427,7 +428,7 @@ func realNodePortForward(t *testing.T, kubeconfig, pod string) {
 // another CA than the tenant's.
 func realNodeForeignCert(t *testing.T) []tls.Certificate {
 	t.Helper()
-	cfg := plane.config
+	cfg := framework.Plane.Config
 	cert, err := tls.X509KeyPair(cfg.CertData, cfg.KeyData)
 	if err != nil && cfg.CertFile != "" {
 		cert, err = tls.LoadX509KeyPair(cfg.CertFile, cfg.KeyFile)
@@ -524,7 +525,7 @@ func realNodePSSKiB(t *testing.T, key string) (int64, int) {
 func realNodeStateLeft(ns string, machines ...string) []string {
 	var left []string
 	for _, m := range machines {
-		dir := filepath.Join(plane.dir, "machines", ns, m)
+		dir := filepath.Join(framework.Plane.Dir, "machines", ns, m)
 		if _, err := os.Lstat(dir); err == nil {
 			left = append(left, "machine state "+dir+": "+strings.Join(filesUnder(dir, 5), " "))
 		}

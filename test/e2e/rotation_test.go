@@ -23,6 +23,7 @@ import (
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
+	"github.com/butlerdotdev/butler-apiserver/test/e2e/framework"
 )
 
 // restConfigOf is the client configuration of a kubeconfig file.
@@ -120,14 +121,14 @@ func (w *nodeWatch) end() (int, []string) {
 // the old kubeconfig's certificate, the old token and each machine's old certificate are
 // refused (401), the new ones work; the Nodes stayed Ready throughout and no pod was recreated.
 func TestLocalCredentialsRotation(t *testing.T) {
-	longestFirst(t, 200*time.Second)
+	framework.LongestFirst(t, 200*time.Second)
 	ctx := context.Background()
-	ns := namespace(t, "e2e-rotation")
+	ns := framework.Namespace(t, "e2e-rotation")
 	const name = "rot"
-	localCluster(t, ns, name, pinnedVersion, bootstrap.OSTalos, 2)
-	tc := waitReady(t, ns, name, 2, 4*time.Minute)
+	localCluster(t, ns, name, framework.PinnedVersion, bootstrap.OSTalos, 2)
+	tc := framework.WaitReady(t, ns, name, 2, 4*time.Minute)
 	tenantNS := tc.Status.TenantNamespace
-	tcp, err := dynamicClient(t).Resource(tenantCPGVR).Namespace(tenantNS).Get(ctx, name, metav1.GetOptions{})
+	tcp, err := framework.DynamicClient(t).Resource(framework.TenantCPGVR).Namespace(tenantNS).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,12 +136,12 @@ func TestLocalCredentialsRotation(t *testing.T) {
 	endpoint := tc.Status.ControlPlaneEndpoint
 
 	// Before: a kubeconfig, a Deployment, a token of the old key, the machines' credentials.
-	oldPath, oldTenant := mintKubeconfig(t, ns, name)
+	oldPath, oldTenant := framework.MintKubeconfig(t, ns, name)
 	oldCfg := restConfigOf(t, oldPath)
-	if out, err := kubectlAs(t, oldPath, "", "create", "deployment", "hello", "--image=registry.k8s.io/pause:3.10", "--replicas=2"); err != nil {
+	if out, err := framework.KubectlAs(t, oldPath, "", "create", "deployment", "hello", "--image=registry.k8s.io/pause:3.10", "--replicas=2"); err != nil {
 		t.Fatalf("creating a Deployment in the tenant: %v\n%s", err, out)
 	}
-	if out, err := kubectlAs(t, oldPath, "", "rollout", "status", "deployment/hello", "--timeout=90s"); err != nil {
+	if out, err := framework.KubectlAs(t, oldPath, "", "rollout", "status", "deployment/hello", "--timeout=90s"); err != nil {
 		t.Fatalf("the Deployment did not roll out: %v\n%s", err, out)
 	}
 	podsBefore, err := oldTenant.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=hello"})
@@ -159,7 +160,7 @@ func TestLocalCredentialsRotation(t *testing.T) {
 	if err != nil {
 		t.Fatal("no token for the default ServiceAccount")
 	}
-	machineFiles, _ := filepath.Glob(filepath.Join(plane.dir, "machines", tenantNS, "*", "kubelet.kubeconfig"))
+	machineFiles, _ := filepath.Glob(filepath.Join(framework.Plane.Dir, "machines", tenantNS, "*", "kubelet.kubeconfig"))
 	if len(machineFiles) != 2 {
 		t.Fatalf("machine kubeconfigs %v, want 2", machineFiles)
 	}
@@ -178,7 +179,7 @@ func TestLocalCredentialsRotation(t *testing.T) {
 	}
 
 	// Completing before the rotation is prepared is refused, at the annotation's path.
-	if out, err := kubectl(t, "annotate", "tc", name, "-n", ns, "butler.butlerlabs.dev/operation=rotate-credentials-complete"); err == nil ||
+	if out, err := framework.Kubectl(t, "annotate", "tc", name, "-n", ns, "butler.butlerlabs.dev/operation=rotate-credentials-complete"); err == nil ||
 		!strings.Contains(out, "metadata.annotations[butler.butlerlabs.dev/operation]") {
 		t.Errorf("complete before start: %v\n%s", err, out)
 	}
@@ -186,26 +187,26 @@ func TestLocalCredentialsRotation(t *testing.T) {
 	// Phase one.
 	nodes := watchNodes(oldTenant)
 	started := time.Now()
-	mustKubectl(t, "annotate", "tc", name, "-n", ns, "butler.butlerlabs.dev/operation=rotate-credentials-start")
-	tc = waitCluster(t, ns, name, 2*time.Minute, "rotation Prepared and Ready", func(tc *v1alpha1.TenantCluster) bool {
-		r := rotationOfCluster(tc)
+	framework.MustKubectl(t, "annotate", "tc", name, "-n", ns, "butler.butlerlabs.dev/operation=rotate-credentials-start")
+	tc = framework.WaitCluster(t, ns, name, 2*time.Minute, "rotation Prepared and Ready", func(tc *v1alpha1.TenantCluster) bool {
+		r := framework.RotationOfCluster(tc)
 		return r != nil && r.Phase == v1alpha1.RotationPrepared && tc.Status.Phase == v1alpha1.TenantClusterReady
 	})
 	prepared := time.Since(started)
 	if _, ok := tc.Annotations["butler.butlerlabs.dev/operation"]; ok {
 		t.Error("the operation annotation is still there once taken")
 	}
-	if r := rotationOfCluster(tc); r.LastInitiationTime == nil || r.LastInitiationTime.Time.Before(started.Add(-time.Second)) {
+	if r := framework.RotationOfCluster(tc); r.LastInitiationTime == nil || r.LastInitiationTime.Time.Before(started.Add(-time.Second)) {
 		t.Errorf("lastInitiationTime %v, want the start", r.LastInitiationTime)
 	}
 	if tc.Status.ControlPlaneEndpoint != endpoint {
 		t.Errorf("the endpoint moved from %s to %s", endpoint, tc.Status.ControlPlaneEndpoint)
 	}
-	if out, err := kubectl(t, "annotate", "tc", name, "-n", ns, "butler.butlerlabs.dev/operation=rotate-credentials-start"); err == nil ||
+	if out, err := framework.Kubectl(t, "annotate", "tc", name, "-n", ns, "butler.butlerlabs.dev/operation=rotate-credentials-start"); err == nil ||
 		!strings.Contains(out, "Prepared") {
 		t.Errorf("a second start while Prepared: %v\n%s", err, out)
 	}
-	caSecret, err := plane.kube.CoreV1().Secrets(tenantNS).Get(ctx, name+"-ca", metav1.GetOptions{})
+	caSecret, err := framework.Plane.Kube.CoreV1().Secrets(tenantNS).Get(ctx, name+"-ca", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +220,7 @@ func TestLocalCredentialsRotation(t *testing.T) {
 		t.Fatal("the CA Secret still holds the CA of the kubeconfig minted before the rotation")
 	}
 
-	newPath, newTenant := mintKubeconfig(t, ns, name)
+	newPath, newTenant := framework.MintKubeconfig(t, ns, name)
 	newCfg := restConfigOf(t, newPath)
 	if !signedBy(t, newCfg.CertData, newCA) {
 		t.Error("a kubeconfig minted while Prepared is not the new CA's")
@@ -260,14 +261,14 @@ func TestLocalCredentialsRotation(t *testing.T) {
 	// Phase two.
 	nodes = watchNodes(newTenant)
 	completing := time.Now()
-	mustKubectl(t, "annotate", "tc", name, "-n", ns, "butler.butlerlabs.dev/operation=rotate-credentials-complete")
-	tc = waitCluster(t, ns, name, 2*time.Minute, "rotation Completed and Ready", func(tc *v1alpha1.TenantCluster) bool {
-		r := rotationOfCluster(tc)
+	framework.MustKubectl(t, "annotate", "tc", name, "-n", ns, "butler.butlerlabs.dev/operation=rotate-credentials-complete")
+	tc = framework.WaitCluster(t, ns, name, 2*time.Minute, "rotation Completed and Ready", func(tc *v1alpha1.TenantCluster) bool {
+		r := framework.RotationOfCluster(tc)
 		return r != nil && r.Phase == v1alpha1.RotationCompleted && tc.Status.Phase == v1alpha1.TenantClusterReady &&
 			meta.IsStatusConditionTrue(tc.Status.Conditions, "Ready")
 	})
 	completed := time.Since(completing)
-	if r := rotationOfCluster(tc); r.LastCompletionTime == nil || r.LastCompletionTime.Before(r.LastInitiationTime) {
+	if r := framework.RotationOfCluster(tc); r.LastCompletionTime == nil || r.LastCompletionTime.Before(r.LastInitiationTime) {
 		t.Errorf("lastCompletionTime %v", r.LastCompletionTime)
 	}
 	if tc.Status.ControlPlaneEndpoint != endpoint {
@@ -322,21 +323,14 @@ func TestLocalCredentialsRotation(t *testing.T) {
 	}
 
 	// The story in Events.
-	out := mustKubectl(t, "events", "-n", ns, "--for", "tenantcluster/"+name)
+	out := framework.MustKubectl(t, "events", "-n", ns, "--for", "tenantcluster/"+name)
 	for _, reason := range []string{"CredentialsRotationPreparing", "CredentialsRotationPrepared", "CredentialsRotationCompleting", "CredentialsRotationCompleted"} {
 		if !strings.Contains(out, reason) {
 			t.Errorf("no %s Event:\n%s", reason, out)
 		}
 	}
 	t.Logf("rotation: start -> Prepared %s, complete -> Completed %s", prepared.Round(100*time.Millisecond), completed.Round(100*time.Millisecond))
-	deleteCluster(t, ns, name, uid)
-}
-
-func rotationOfCluster(tc *v1alpha1.TenantCluster) *v1alpha1.CredentialsRotation {
-	if tc.Status.Credentials == nil {
-		return nil
-	}
-	return tc.Status.Credentials.Rotation
+	framework.DeleteCluster(t, ns, name, uid)
 }
 
 // signedBy says whether the certificate certPEM was signed by ca.

@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
+	"github.com/butlerdotdev/butler-apiserver/test/e2e/framework"
 )
 
 // The S3 tests run in make test-s3, which builds SeaweedFS's weed first (hack/build-weed.sh).
@@ -125,15 +126,15 @@ func tail(s string, n int) string {
 func useS3Store(t *testing.T, endpoint, ns string) {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := plane.kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s3-credentials"},
+	if _, err := framework.Plane.Kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s3-credentials"},
 		Data: map[string][]byte{"accessKeyID": []byte(s3AccessKey), "secretAccessKey": []byte(s3SecretKey)}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	configs := plane.butler.ButlerV1alpha1().ButlerConfigs()
+	configs := framework.Plane.Butler.ButlerV1alpha1().ButlerConfigs()
 	store := fmt.Sprintf(`{"spec":{"snapshotStore":{"s3":{"endpoint":%q,"bucket":%q,"prefix":"e2e/","credentialsSecretRef":{"name":"s3-credentials","namespace":%q}}}}}`,
 		endpoint, s3Bucket, ns)
 	if _, err := configs.Get(ctx, "butler", metav1.GetOptions{}); apierrors.IsNotFound(err) {
-		mustApply(t, "apiVersion: butler.butlerlabs.dev/v1alpha1\nkind: ButlerConfig\nmetadata:\n  name: butler\nspec: {}\n")
+		framework.MustApply(t, "apiVersion: butler.butlerlabs.dev/v1alpha1\nkind: ButlerConfig\nmetadata:\n  name: butler\nspec: {}\n")
 		t.Cleanup(func() { _ = configs.Delete(context.Background(), "butler", metav1.DeleteOptions{}) })
 	}
 	if _, err := configs.Patch(ctx, "butler", types.MergePatchType, []byte(store), metav1.PatchOptions{}); err != nil {
@@ -152,12 +153,12 @@ func useS3Store(t *testing.T, endpoint, ns string) {
 func TestS3SnapshotAndRestore(t *testing.T) {
 	ctx := context.Background()
 	endpoint, s3 := weedS3(t)
-	ns := namespace(t, "e2e-s3")
+	ns := framework.Namespace(t, "e2e-s3")
 	useS3Store(t, endpoint, ns)
 
-	localCluster(t, ns, "s3src", pinnedVersion, bootstrap.OSTalos, 0)
-	waitReady(t, ns, "s3src", 0, 4*time.Minute)
-	kubeconfig, _ := mintKubeconfig(t, ns, "s3src")
+	localCluster(t, ns, "s3src", framework.PinnedVersion, bootstrap.OSTalos, 0)
+	framework.WaitReady(t, ns, "s3src", 0, 4*time.Minute)
+	kubeconfig, _ := framework.MintKubeconfig(t, ns, "s3src")
 	kube, _, _ := fastClients(t, kubeconfig)
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -166,7 +167,7 @@ func TestS3SnapshotAndRestore(t *testing.T) {
 	fillConfigMaps(t, kube, "app", configMaps)
 
 	start := time.Now()
-	mustApply(t, fmt.Sprintf("apiVersion: butler.butlerlabs.dev/v1alpha1\nkind: TenantClusterSnapshot\nmetadata: {name: s3src-1, namespace: %s}\nspec: {clusterRef: {name: s3src}}\n", ns))
+	framework.MustApply(t, fmt.Sprintf("apiVersion: butler.butlerlabs.dev/v1alpha1\nkind: TenantClusterSnapshot\nmetadata: {name: s3src-1, namespace: %s}\nspec: {clusterRef: {name: s3src}}\n", ns))
 	snap := waitSnapshot(t, ns, "s3src-1", 2*time.Minute)
 	took := time.Since(start)
 	key := fmt.Sprintf("e2e/%s/s3src-1-%s.snap", ns, snap.UID)
@@ -186,7 +187,7 @@ func TestS3SnapshotAndRestore(t *testing.T) {
 	if sum := "sha256:" + hex.EncodeToString(h.Sum(nil)); sum != snap.Status.Checksum || n != snap.Status.Bytes {
 		t.Fatalf("object %s: %d bytes %s; status says %d bytes %s", key, n, sum, snap.Status.Bytes, snap.Status.Checksum)
 	}
-	if raw, _ := plane.butler.ButlerV1alpha1().RESTClient().Get().AbsPath("/apis/butler.butlerlabs.dev/v1alpha1/namespaces", ns, "tenantclustersnapshots", "s3src-1").DoRaw(ctx); strings.Contains(string(raw), s3SecretKey) {
+	if raw, _ := framework.Plane.Butler.ButlerV1alpha1().RESTClient().Get().AbsPath("/apis/butler.butlerlabs.dev/v1alpha1/namespaces", ns, "tenantclustersnapshots", "s3src-1").DoRaw(ctx); strings.Contains(string(raw), s3SecretKey) {
 		t.Fatal("the snapshot object holds the S3 secret key")
 	}
 	t.Logf("snapshot in S3: Ready %s after create, %d keys, %d bytes at %s", took.Round(100*time.Millisecond), snap.Status.ObjectCount, n, snap.Status.Location)
@@ -198,7 +199,7 @@ func TestS3SnapshotAndRestore(t *testing.T) {
 	}
 
 	// Deleting the snapshot deletes the object.
-	mustKubectl(t, "delete", "tcs", "s3src-1", "-n", ns, "--timeout=60s")
+	framework.MustKubectl(t, "delete", "tcs", "s3src-1", "-n", ns, "--timeout=60s")
 	if _, err := s3.StatObject(ctx, s3Bucket, key, minio.StatObjectOptions{}); minio.ToErrorResponse(err).Code != "NoSuchKey" {
 		t.Errorf("the object after the snapshot's delete: %v", err)
 	}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
+	"github.com/butlerdotdev/butler-apiserver/test/e2e/framework"
 )
 
 var widgetGVR = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
@@ -117,9 +118,9 @@ func restoreInPlace(t *testing.T, kube kubernetes.Interface, ns, cluster, snapsh
 	ctx := context.Background()
 	logFrom := fileSize(providerLog())
 	start := time.Now()
-	mustKubectl(t, "patch", "tc", cluster, "-n", ns, "--type", "merge", "-p",
+	framework.MustKubectl(t, "patch", "tc", cluster, "-n", ns, "--type", "merge", "-p",
 		fmt.Sprintf(`{"spec":{"restoreFrom":{"name":%q,"confirm":%q}}}`, snapshot, cluster))
-	restored := waitCluster(t, ns, cluster, 4*time.Minute, "restored in place", func(tc *v1alpha1.TenantCluster) bool {
+	restored := framework.WaitCluster(t, ns, cluster, 4*time.Minute, "restored in place", func(tc *v1alpha1.TenantCluster) bool {
 		return tc.Status.Restore != nil && tc.Status.Restore.SnapshotName == snapshot && tc.Status.Restore.Phase != v1alpha1.RestoreRunning && tc.Status.Restore.Phase != ""
 	})
 	if r := restored.Status.Restore; r.Phase != v1alpha1.RestoreSucceeded || !r.InPlace || r.Dropped != 0 {
@@ -177,7 +178,7 @@ func waitSnapshot(t *testing.T, ns, name string, timeout time.Duration) *v1alpha
 	var s *v1alpha1.TenantClusterSnapshot
 	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		var err error
-		s, err = plane.butler.ButlerV1alpha1().TenantClusterSnapshots(ns).Get(ctx, name, metav1.GetOptions{})
+		s, err = framework.Plane.Butler.ButlerV1alpha1().TenantClusterSnapshots(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
@@ -206,17 +207,17 @@ func TestSnapshotCloneAndRestore(t *testing.T) {
 		objects = v
 	}
 	const configMaps = 50
-	ns := namespace(t, "e2e-snap")
-	localCluster(t, ns, "src", pinnedVersion, bootstrap.OSTalos, 1)
-	waitReady(t, ns, "src", 1, 4*time.Minute)
-	srcKubeconfig, _ := mintKubeconfig(t, ns, "src")
+	ns := framework.Namespace(t, "e2e-snap")
+	localCluster(t, ns, "src", framework.PinnedVersion, bootstrap.OSTalos, 1)
+	framework.WaitReady(t, ns, "src", 1, 4*time.Minute)
+	srcKubeconfig, _ := framework.MintKubeconfig(t, ns, "src")
 	kube, dyn, _ := fastClients(t, srcKubeconfig)
 
 	// The tenant's objects: a namespace with ConfigMaps, a Deployment and CRD objects.
-	if out, err := kubectlAs(t, srcKubeconfig, widgetCRD, "apply", "-f", "-"); err != nil {
+	if out, err := framework.KubectlAs(t, srcKubeconfig, widgetCRD, "apply", "-f", "-"); err != nil {
 		t.Fatalf("CRD: %v\n%s", err, out)
 	}
-	if out, err := kubectlAs(t, srcKubeconfig, "", "wait", "--for", "condition=established", "crd/widgets.example.com", "--timeout=60s"); err != nil {
+	if out, err := framework.KubectlAs(t, srcKubeconfig, "", "wait", "--for", "condition=established", "crd/widgets.example.com", "--timeout=60s"); err != nil {
 		t.Fatalf("CRD not established: %v\n%s", err, out)
 	}
 	for _, n := range []string{"app", "load"} {
@@ -224,7 +225,7 @@ func TestSnapshotCloneAndRestore(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if out, err := kubectlAs(t, srcKubeconfig, "", "create", "deployment", "hello", "-n", "app", "--image=registry.k8s.io/pause:3.10"); err != nil {
+	if out, err := framework.KubectlAs(t, srcKubeconfig, "", "create", "deployment", "hello", "-n", "app", "--image=registry.k8s.io/pause:3.10"); err != nil {
 		t.Fatalf("Deployment: %v\n%s", err, out)
 	}
 	// Rights a tenant admin grants before the snapshot and takes back after it (mallory's
@@ -232,7 +233,7 @@ func TestSnapshotCloneAndRestore(t *testing.T) {
 	for _, args := range [][]string{{"create", "clusterrolebinding", "mallory", "--clusterrole=cluster-admin", "--user=mallory"},
 		{"create", "rolebinding", "mallory", "-n", "load", "--clusterrole=admin", "--user=mallory"},
 		{"create", "serviceaccount", "ci", "-n", "load"}} {
-		if out, err := kubectlAs(t, srcKubeconfig, "", args...); err != nil {
+		if out, err := framework.KubectlAs(t, srcKubeconfig, "", args...); err != nil {
 			t.Fatalf("%v: %v\n%s", args, err, out)
 		}
 	}
@@ -273,7 +274,7 @@ func TestSnapshotCloneAndRestore(t *testing.T) {
 	}()
 	time.Sleep(time.Second)
 	taken := time.Now()
-	mustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
+	framework.MustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
 kind: TenantClusterSnapshot
 metadata: {name: src-1, namespace: %s}
 spec: {clusterRef: {name: src}}
@@ -284,11 +285,11 @@ spec: {clusterRef: {name: src}}
 	wg.Wait()
 	t.Logf("snapshot Ready %s after create: revision %d, %d keys, %d bytes, %s", time.Since(taken).Round(100*time.Millisecond),
 		snap.Status.Revision, snap.Status.ObjectCount, snap.Status.Bytes, snap.Status.Location)
-	if snap.Labels[v1alpha1.SnapshotClusterLabel] != "src" || snap.Status.KubernetesVersion != pinnedVersion ||
+	if snap.Labels[v1alpha1.SnapshotClusterLabel] != "src" || snap.Status.KubernetesVersion != framework.PinnedVersion ||
 		!strings.HasPrefix(snap.Status.Checksum, "sha256:") || snap.Status.ObjectCount < int64(objects+configMaps) {
 		t.Fatalf("snapshot: labels %v status %+v", snap.Labels, snap.Status)
 	}
-	if out := mustKubectl(t, "get", "tcs", "-n", ns); !strings.Contains(out, "Ready") || !strings.Contains(out, strconv.FormatInt(snap.Status.Revision, 10)) {
+	if out := framework.MustKubectl(t, "get", "tcs", "-n", ns); !strings.Contains(out, "Ready") || !strings.Contains(out, strconv.FormatInt(snap.Status.Revision, 10)) {
 		t.Errorf("kubectl get tcs:\n%s", out)
 	}
 	var before, after int
@@ -305,13 +306,13 @@ spec: {clusterRef: {name: src}}
 
 	// A clone from the snapshot: a new cluster with the objects, its own CA and its own Node.
 	cloneStart := time.Now()
-	mustApply(t, localClusterManifest(ns, "clone", pinnedVersion, bootstrap.OSTalos, 1)+"  restoreFrom: {name: src-1}\n")
-	clone := waitReady(t, ns, "clone", 1, 5*time.Minute)
+	framework.MustApply(t, framework.LocalClusterManifest(ns, "clone", framework.PinnedVersion, bootstrap.OSTalos, 1)+"  restoreFrom: {name: src-1}\n")
+	clone := framework.WaitReady(t, ns, "clone", 1, 5*time.Minute)
 	t.Logf("clone Ready %s after create; restore %+v", time.Since(cloneStart).Round(100*time.Millisecond), clone.Status.Restore)
 	if r := clone.Status.Restore; r == nil || r.Phase != v1alpha1.RestoreSucceeded || r.InPlace || r.SnapshotUID != string(snap.UID) || r.Dropped == 0 {
 		t.Fatalf("clone status.restore %+v", clone.Status.Restore)
 	}
-	cloneKubeconfig, _ := mintKubeconfig(t, ns, "clone")
+	cloneKubeconfig, _ := framework.MintKubeconfig(t, ns, "clone")
 	ckube, cdyn, _ := fastClients(t, cloneKubeconfig)
 	widgets, err := cdyn.Resource(widgetGVR).Namespace("app").List(ctx, metav1.ListOptions{})
 	if err != nil || len(widgets.Items) != objects {
@@ -348,7 +349,7 @@ spec: {clusterRef: {name: src}}
 	}
 	t.Logf("load: %d ConfigMaps written up to the snapshot's revision (all in the clone), %d after (none)", before, after)
 	// Its own CA: the source's credentials are refused; its Node is its own.
-	if out, err := kubectlAs(t, srcKubeconfig, "", "--server", "https://"+strings.TrimPrefix(clone.Status.ControlPlaneEndpoint, "https://"), "--insecure-skip-tls-verify", "get", "ns"); err == nil {
+	if out, err := framework.KubectlAs(t, srcKubeconfig, "", "--server", "https://"+strings.TrimPrefix(clone.Status.ControlPlaneEndpoint, "https://"), "--insecure-skip-tls-verify", "get", "ns"); err == nil {
 		t.Errorf("the source's kubeconfig is accepted by the clone:\n%s", out)
 	} else {
 		t.Logf("the source's kubeconfig at the clone: %s", strings.TrimSpace(out))
@@ -364,7 +365,7 @@ spec: {clusterRef: {name: src}}
 	}
 
 	// A snapshot whose stored data changed is refused at admission, naming the checksum.
-	mustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
+	framework.MustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
 kind: TenantClusterSnapshot
 metadata: {name: src-2, namespace: %s}
 spec: {clusterRef: {name: src}}
@@ -378,28 +379,28 @@ spec: {clusterRef: {name: src}}
 	if err := os.WriteFile(second.Status.Location, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, err := kubectlAs(t, plane.kubeconfig, localClusterManifest(ns, "bad", pinnedVersion, bootstrap.OSTalos, 0)+"  restoreFrom: {name: src-2}\n", "apply", "-f", "-")
+	out, err := framework.KubectlAs(t, framework.Plane.Kubeconfig, framework.LocalClusterManifest(ns, "bad", framework.PinnedVersion, bootstrap.OSTalos, 0)+"  restoreFrom: {name: src-2}\n", "apply", "-f", "-")
 	if err == nil || !strings.Contains(out, "is invalid") || !strings.Contains(out, "spec.restoreFrom.name") || !strings.Contains(out, "does not match its checksum") {
 		t.Errorf("a restore from a corrupted snapshot: %v\n%s", err, out)
 	} else {
 		t.Logf("a corrupted snapshot: %s", strings.TrimSpace(out))
 	}
-	mustKubectl(t, "delete", "tcs", "src-2", "-n", ns, "--timeout=60s")
+	framework.MustKubectl(t, "delete", "tcs", "src-2", "-n", ns, "--timeout=60s")
 
 	for _, args := range [][]string{{"delete", "clusterrolebinding", "mallory"}, {"delete", "rolebinding", "mallory", "-n", "load"},
 		{"delete", "serviceaccount", "ci", "-n", "load"}} {
-		if out, err := kubectlAs(t, srcKubeconfig, "", args...); err != nil {
+		if out, err := framework.KubectlAs(t, srcKubeconfig, "", args...); err != nil {
 			t.Fatalf("%v: %v\n%s", args, err, out)
 		}
 	}
 	// In place: the source, a second worker added since the snapshot and namespace app deleted,
 	// is rolled back to the snapshot: app is back, and its Nodes are its two Machines' (the
 	// snapshot holds one).
-	mustKubectl(t, "patch", "tc", "src", "-n", ns, "--type", "merge", "-p", `{"spec":{"workers":{"replicas":2}}}`)
-	waitReady(t, ns, "src", 2, 4*time.Minute)
+	framework.MustKubectl(t, "patch", "tc", "src", "-n", ns, "--type", "merge", "-p", `{"spec":{"workers":{"replicas":2}}}`)
+	framework.WaitReady(t, ns, "src", 2, 4*time.Minute)
 	nodesBefore := nodeNames(t, kube)
 	deleteTenantNamespace(t, kube, "app")
-	if out, err := kubectl(t, "patch", "tc", "src", "-n", ns, "--type", "merge", "-p", `{"spec":{"restoreFrom":{"name":"src-1"}}}`); err == nil || !strings.Contains(out, "spec.restoreFrom.confirm") {
+	if out, err := framework.Kubectl(t, "patch", "tc", "src", "-n", ns, "--type", "merge", "-p", `{"spec":{"restoreFrom":{"name":"src-1"}}}`); err == nil || !strings.Contains(out, "spec.restoreFrom.confirm") {
 		t.Errorf("an in-place restore without confirm: %v\n%s", err, out)
 	}
 	restoreInPlace(t, kube, ns, "src", "src-1", configMaps)
@@ -421,7 +422,7 @@ spec: {clusterRef: {name: src}}
 	}
 
 	// Deleting the snapshot deletes its data.
-	mustKubectl(t, "delete", "tcs", "src-1", "-n", ns, "--timeout=60s")
+	framework.MustKubectl(t, "delete", "tcs", "src-1", "-n", ns, "--timeout=60s")
 	if _, err := os.Stat(snap.Status.Location); !os.IsNotExist(err) {
 		t.Errorf("the snapshot's data after its delete: %v", err)
 	}

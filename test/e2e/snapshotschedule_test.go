@@ -15,6 +15,7 @@ import (
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
+	"github.com/butlerdotdev/butler-apiserver/test/e2e/framework"
 )
 
 // TestSnapshotSchedule: a schedule of every minute with keep 1 takes one snapshot per firing,
@@ -22,21 +23,21 @@ import (
 // schedule is a 422 naming its field; deleting the cluster with onClusterDelete: Delete deletes
 // the scheduled snapshots and keeps one created by hand. About two minutes (two firings).
 func TestSnapshotSchedule(t *testing.T) {
-	longestFirst(t, 155*time.Second)
+	framework.LongestFirst(t, 155*time.Second)
 	ctx := context.Background()
-	ns := namespace(t, "e2e-snapsched")
-	bad := localClusterManifest(ns, "bad", pinnedVersion, bootstrap.OSTalos, 0) +
+	ns := framework.Namespace(t, "e2e-snapsched")
+	bad := framework.LocalClusterManifest(ns, "bad", framework.PinnedVersion, bootstrap.OSTalos, 0) +
 		"  snapshots: {schedules: [{name: m, schedule: \"61 * * * *\", keep: 0}]}\n"
-	out, err := kubectlAs(t, plane.kubeconfig, bad, "apply", "-f", "-")
+	out, err := framework.KubectlAs(t, framework.Plane.Kubeconfig, bad, "apply", "-f", "-")
 	if err == nil || !strings.Contains(out, "spec.snapshots.schedules[0].schedule") || !strings.Contains(out, "spec.snapshots.schedules[0].keep") {
 		t.Fatalf("a bad schedule: want a 422 naming spec.snapshots.schedules[0].schedule and .keep, got %v\n%s", err, out)
 	}
 
-	localCluster(t, ns, "sched", pinnedVersion, bootstrap.OSTalos, 0)
-	mustKubectl(t, "patch", "tc", "sched", "-n", ns, "--type=merge", "-p",
+	localCluster(t, ns, "sched", framework.PinnedVersion, bootstrap.OSTalos, 0)
+	framework.MustKubectl(t, "patch", "tc", "sched", "-n", ns, "--type=merge", "-p",
 		`{"spec":{"snapshots":{"schedules":[{"name":"m","schedule":"* * * * *","keep":1}],"onClusterDelete":"Delete"}}}`)
-	tc := waitReady(t, ns, "sched", 0, 4*time.Minute)
-	mustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
+	tc := framework.WaitReady(t, ns, "sched", 0, 4*time.Minute)
+	framework.MustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
 kind: TenantClusterSnapshot
 metadata: {name: by-hand, namespace: %s}
 spec: {clusterRef: {name: sched}}
@@ -50,7 +51,7 @@ spec: {clusterRef: {name: sched}}
 	var left []v1alpha1.TenantClusterSnapshot
 	start := time.Now()
 	err = wait.PollUntilContextTimeout(ctx, time.Second, 4*time.Minute, true, func(ctx context.Context) (bool, error) {
-		list, err := plane.butler.ButlerV1alpha1().TenantClusterSnapshots(ns).List(ctx, metav1.ListOptions{
+		list, err := framework.Plane.Butler.ButlerV1alpha1().TenantClusterSnapshots(ns).List(ctx, metav1.ListOptions{
 			LabelSelector: v1alpha1.SnapshotScheduleLabel + "=m"})
 		if err != nil {
 			return false, nil
@@ -94,7 +95,7 @@ spec: {clusterRef: {name: sched}}
 		}
 	}
 	ann := map[string]string{}
-	if got, err := plane.butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, "sched", metav1.GetOptions{}); err == nil {
+	if got, err := framework.Plane.Butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, "sched", metav1.GetOptions{}); err == nil {
 		ann = got.Annotations
 	}
 	if !strings.Contains(ann[v1alpha1.SnapshotSchedulesAnnotation], `"m":`) {
@@ -102,20 +103,20 @@ spec: {clusterRef: {name: sched}}
 	}
 
 	// onClusterDelete: Delete takes the scheduled snapshots with the cluster, not the one by hand.
-	tcp, err := dynamicClient(t).Resource(tenantCPGVR).Namespace(tc.Status.TenantNamespace).Get(ctx, "sched", metav1.GetOptions{})
+	tcp, err := framework.DynamicClient(t).Resource(framework.TenantCPGVR).Namespace(tc.Status.TenantNamespace).Get(ctx, "sched", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	deleteCluster(t, ns, "sched", string(tcp.GetUID()))
+	framework.DeleteCluster(t, ns, "sched", string(tcp.GetUID()))
 	err = wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
-		list, err := plane.butler.ButlerV1alpha1().TenantClusterSnapshots(ns).List(ctx, metav1.ListOptions{
+		list, err := framework.Plane.Butler.ButlerV1alpha1().TenantClusterSnapshots(ns).List(ctx, metav1.ListOptions{
 			LabelSelector: v1alpha1.SnapshotScheduleLabel + "=m"})
 		return err == nil && len(list.Items) == 0, nil
 	})
 	if err != nil {
 		t.Fatal("the scheduled snapshots outlived their cluster under onClusterDelete: Delete")
 	}
-	if _, err := plane.butler.ButlerV1alpha1().TenantClusterSnapshots(ns).Get(ctx, "by-hand", metav1.GetOptions{}); err != nil {
+	if _, err := framework.Plane.Butler.ButlerV1alpha1().TenantClusterSnapshots(ns).Get(ctx, "by-hand", metav1.GetOptions{}); err != nil {
 		t.Fatalf("the snapshot made by hand went with the cluster: %v", err)
 	}
 }

@@ -2,11 +2,8 @@ package e2e
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -14,42 +11,14 @@ import (
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
-	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component"
 	"github.com/butlerdotdev/butler-apiserver/pkg/lifecycle/component/access"
+	"github.com/butlerdotdev/butler-apiserver/test/e2e/framework"
 )
-
-// mintAs asks the subresource (kubeconfig or viewerkubeconfig) of a TenantCluster as user (by
-// impersonation) and writes the answer's kubeconfig; it returns the file, the identity the
-// answer names and kubectl's output and error.
-func mintAs(t *testing.T, ns, name, subresource, user string) (path, identity, out string, err error) {
-	t.Helper()
-	p := strings.TrimSuffix(kubeconfigPath(ns, name), "kubeconfig") + subresource
-	out, err = kubectl(t, "--as", user, "create", "--raw", p, "-f", requestFile(t, kubeconfigRequest))
-	if err != nil {
-		return "", "", out, err
-	}
-	var answer struct {
-		Status struct {
-			Kubeconfig string
-			User       string
-		}
-	}
-	if err := json.Unmarshal([]byte(out), &answer); err != nil {
-		t.Fatalf("answer: %v\n%s", err, out)
-	}
-	data, _ := base64.StdEncoding.DecodeString(answer.Status.Kubeconfig)
-	path = filepath.Join(t.TempDir(), user+"-"+subresource+".kubeconfig")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path, answer.Status.User, out, nil
-}
 
 // TestTeamKubeconfigs: kubeconfigs of a Team's local cluster are bound to who asked. Each
 // member's certificate says only who they are (butler:<name>); the Team's bindings in the tenant
@@ -60,28 +29,28 @@ func mintAs(t *testing.T, ns, name, subresource, user string) (path, identity, o
 // within seconds while their kubeconfig is still valid.
 func TestTeamKubeconfigs(t *testing.T) {
 	const team, name = "e2e-access", "shared"
-	mustApply(t, teamManifest(team, "", member("alice", "admin"), member("otto", "operator"), member("vera", "viewer")))
-	t.Cleanup(func() { _, _ = kubectl(t, "delete", "team", team, "--wait=false") })
+	framework.MustApply(t, framework.TeamManifest(team, "", framework.TeamMember("alice", "admin"), framework.TeamMember("otto", "operator"), framework.TeamMember("vera", "viewer")))
+	t.Cleanup(func() { _, _ = framework.Kubectl(t, "delete", "team", team, "--wait=false") })
 	poll(t, 2*time.Minute, "the Team's namespace", func() bool {
-		_, err := kubectl(t, "get", "namespace", team)
+		_, err := framework.Kubectl(t, "get", "namespace", team)
 		return err == nil
 	})
-	localCluster(t, team, name, pinnedVersion, bootstrap.OSTalos, 0)
-	waitReady(t, team, name, 0, 3*time.Minute)
+	localCluster(t, team, name, framework.PinnedVersion, bootstrap.OSTalos, 0)
+	framework.WaitReady(t, team, name, 0, 3*time.Minute)
 
 	// Minting: members by their role, outsiders not at all.
-	if _, _, out, err := mintAs(t, team, name, "kubeconfig", "mallory"); err == nil || !strings.Contains(out, "Forbidden") {
+	if _, _, out, err := framework.MintAs(t, team, name, "kubeconfig", "mallory"); err == nil || !strings.Contains(out, "Forbidden") {
 		t.Errorf("mallory (no member) minted a kubeconfig: %v\n%s", err, out)
 	}
-	if _, _, out, err := mintAs(t, team, name, "viewerkubeconfig", "mallory"); err == nil || !strings.Contains(out, "Forbidden") {
+	if _, _, out, err := framework.MintAs(t, team, name, "viewerkubeconfig", "mallory"); err == nil || !strings.Contains(out, "Forbidden") {
 		t.Errorf("mallory (no member) minted a read-only kubeconfig: %v\n%s", err, out)
 	}
-	if _, _, out, err := mintAs(t, team, name, "kubeconfig", "vera"); err == nil || !strings.Contains(out, "Forbidden") {
+	if _, _, out, err := framework.MintAs(t, team, name, "kubeconfig", "vera"); err == nil || !strings.Contains(out, "Forbidden") {
 		t.Errorf("vera (viewer) minted a full kubeconfig: %v\n%s", err, out)
 	}
 	kubeconfigs := map[string]string{}
 	for user, sub := range map[string]string{"vera": "viewerkubeconfig", "otto": "kubeconfig", "alice": "kubeconfig"} {
-		path, identity, out, err := mintAs(t, team, name, sub, user)
+		path, identity, out, err := framework.MintAs(t, team, name, sub, user)
 		if err != nil {
 			t.Fatalf("%s minting %s: %v\n%s", user, sub, err, out)
 		}
@@ -93,7 +62,7 @@ func TestTeamKubeconfigs(t *testing.T) {
 			t.Errorf("%s's identity %q, want %q", user, identity, want)
 		}
 		// whoami in the tenant names the asker.
-		if out, err := kubectlAs(t, path, "", "auth", "whoami"); err != nil || !strings.Contains(out, want) {
+		if out, err := framework.KubectlAs(t, path, "", "auth", "whoami"); err != nil || !strings.Contains(out, want) {
 			t.Errorf("%s: whoami in the tenant: %v\n%s", user, err, out)
 		}
 		kubeconfigs[user] = path
@@ -102,8 +71,8 @@ func TestTeamKubeconfigs(t *testing.T) {
 	// A Pod needs its namespace's default ServiceAccount, which the tenant's
 	// kube-controller-manager makes (admission refuses the Pod until then, as Forbidden too).
 	poll(t, time.Minute, "the tenant's default ServiceAccounts", func() bool {
-		_, err1 := kubectlAs(t, kubeconfigs["alice"], "", "get", "serviceaccount", "default", "-n", "kube-system")
-		_, err2 := kubectlAs(t, kubeconfigs["alice"], "", "get", "serviceaccount", "default", "-n", "default")
+		_, err1 := framework.KubectlAs(t, kubeconfigs["alice"], "", "get", "serviceaccount", "default", "-n", "kube-system")
+		_, err2 := framework.KubectlAs(t, kubeconfigs["alice"], "", "get", "serviceaccount", "default", "-n", "default")
 		return err1 == nil && err2 == nil
 	})
 	pod := func(ns string) string {
@@ -128,7 +97,7 @@ func TestTeamKubeconfigs(t *testing.T) {
 		{"alice", []string{"create", "-f", "-"}, pod("kube-system"), true},
 	}
 	for _, c := range checks {
-		out, err := kubectlAs(t, kubeconfigs[c.user], c.stdin, c.args...)
+		out, err := framework.KubectlAs(t, kubeconfigs[c.user], c.stdin, c.args...)
 		switch {
 		case c.allowed && err != nil:
 			t.Errorf("%s: kubectl %s: want allowed, got %v\n%s", c.user, strings.Join(c.args, " "), err, out)
@@ -143,17 +112,17 @@ func TestTeamKubeconfigs(t *testing.T) {
 	operatorStaysOperator(t, team, name, kubeconfigs["alice"], kubeconfigs["otto"])
 
 	// otto leaves the Team: his kubeconfig, valid for an hour, stops working within seconds.
-	mustApply(t, teamManifest(team, "", member("alice", "admin"), member("vera", "viewer")))
+	framework.MustApply(t, framework.TeamManifest(team, "", framework.TeamMember("alice", "admin"), framework.TeamMember("vera", "viewer")))
 	removed := time.Now()
 	poll(t, time.Minute, "otto's access to end", func() bool {
-		out, err := kubectlAs(t, kubeconfigs["otto"], "", "get", "deployments", "-n", "default")
+		out, err := framework.KubectlAs(t, kubeconfigs["otto"], "", "get", "deployments", "-n", "default")
 		return err != nil && strings.Contains(out, "Forbidden")
 	})
 	t.Logf("otto lost access %s after his removal from the Team", time.Since(removed).Round(100*time.Millisecond))
-	if out, err := kubectlAs(t, kubeconfigs["alice"], "", "get", "deployments", "-n", "default"); err != nil {
+	if out, err := framework.KubectlAs(t, kubeconfigs["alice"], "", "get", "deployments", "-n", "default"); err != nil {
 		t.Errorf("alice after otto's removal: %v\n%s", err, out)
 	}
-	mustKubectl(t, "delete", "tc", name, "-n", team, "--wait=false")
+	framework.MustKubectl(t, "delete", "tc", name, "-n", team, "--wait=false")
 }
 
 // operatorStaysOperator tries, as the Team operator otto, the ways from edit to cluster-admin in
@@ -165,7 +134,7 @@ func TestTeamKubeconfigs(t *testing.T) {
 func operatorStaysOperator(t *testing.T, team, name, alice, otto string) {
 	repo := addonChartRepo(t, map[string][]string{"demo": {"0.1.0"}})
 	addonDefinition(t, team+"-platform", repo, "demo", "defaults: {namespace: platform-addon, createNamespace: true}")
-	mustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
+	framework.MustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
 kind: TenantAddon
 metadata: {name: platform, namespace: %s}
 spec:
@@ -173,7 +142,7 @@ spec:
   addon: %s-platform
 `, team, name, team))
 	// alice's namespace with a cluster-admin service account, marked protected; one of otto's.
-	mustKubectlAs(t, alice, `apiVersion: v1
+	framework.MustKubectlAs(t, alice, `apiVersion: v1
 kind: Namespace
 metadata: {name: guarded, labels: {`+external.ProtectedNamespaceLabel+`: "true"}}
 ---
@@ -194,9 +163,9 @@ subjects: [{kind: ServiceAccount, name: powerful, namespace: guarded}]
 	waitAddon(t, team, "platform", v1alpha1.TenantAddonInstalled, "chart demo 0.1.0", 2*time.Minute)
 	// A new operator moves every operator binding: once walt may edit in workloads, the last
 	// namespace in the order they are applied, the namespaces above have theirs.
-	mustApply(t, teamManifest(team, "", member("alice", "admin"), member("otto", "operator"), member("vera", "viewer"), member("walt", "operator")))
+	framework.MustApply(t, framework.TeamManifest(team, "", framework.TeamMember("alice", "admin"), framework.TeamMember("otto", "operator"), framework.TeamMember("vera", "viewer"), framework.TeamMember("walt", "operator")))
 	poll(t, time.Minute, "the bindings of the new operator", func() bool {
-		out, _ := kubectlAs(t, alice, "", "auth", "can-i", "create", "deployments", "-n", "workloads", "--as", "butler:walt")
+		out, _ := framework.KubectlAs(t, alice, "", "auth", "can-i", "create", "deployments", "-n", "workloads", "--as", "butler:walt")
 		return strings.TrimSpace(out) == "yes"
 	})
 
@@ -212,7 +181,7 @@ subjects: [{kind: ServiceAccount, name: powerful, namespace: guarded}]
 	} {
 		// The answer is the last line: kubectl may print a warning before it (namespaces are not
 		// namespaced).
-		out, _ := kubectlAs(t, otto, "", append([]string{"auth", "can-i"}, q...)...)
+		out, _ := framework.KubectlAs(t, otto, "", append([]string{"auth", "can-i"}, q...)...)
 		if lines := strings.Split(strings.TrimSpace(out), "\n"); strings.TrimSpace(lines[len(lines)-1]) != "no" {
 			t.Errorf("otto (operator): can-i %s: %s, want no", strings.Join(q, " "), strings.TrimSpace(out))
 		}
@@ -227,7 +196,7 @@ subjects: [{kind: ServiceAccount, name: powerful, namespace: guarded}]
 		if args[0] == "create" {
 			stdin = podAs
 		}
-		if out, err := kubectlAs(t, otto, stdin, args...); err == nil || !strings.Contains(out, "Forbidden") {
+		if out, err := framework.KubectlAs(t, otto, stdin, args...); err == nil || !strings.Contains(out, "Forbidden") {
 			t.Errorf("otto (operator) %s: %v\n%s", what, err, out)
 		}
 	}
@@ -235,10 +204,10 @@ subjects: [{kind: ServiceAccount, name: powerful, namespace: guarded}]
 	// controller's is cluster-admin): the tenant enforces Pod Security baseline where operators
 	// are bound.
 	privileged := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"root","namespace":"workloads"},"spec":{"containers":[{"name":"c","image":"pause","securityContext":{"privileged":true},"volumeMounts":[{"name":"host","mountPath":"/host"}]}],"volumes":[{"name":"host","hostPath":{"path":"/"}}]}}`
-	if out, err := kubectlAs(t, otto, privileged, "create", "-f", "-"); err == nil || !strings.Contains(out, "violates PodSecurity") {
+	if out, err := framework.KubectlAs(t, otto, privileged, "create", "-f", "-"); err == nil || !strings.Contains(out, "violates PodSecurity") {
 		t.Errorf("otto (operator) runs a privileged Pod with the node's root mounted in his own namespace: %v\n%s", err, out)
 	}
-	if out, err := kubectlAs(t, otto, "", "create", "deployment", "web", "--image=pause", "-n", "workloads"); err != nil {
+	if out, err := framework.KubectlAs(t, otto, "", "create", "deployment", "web", "--image=pause", "-n", "workloads"); err != nil {
 		t.Errorf("otto (operator) cannot create a Deployment in his own namespace: %v\n%s", err, out)
 	}
 	operatorRulesAreEdits(t, alice)
@@ -260,24 +229,24 @@ func apiServiceStaysTheAPIServers(t *testing.T, team, name, alice, otto string) 
 			t.Errorf("%s: want a 403 naming %s, got %v\n%s", what, policy, err, out)
 		}
 	}
-	out, err := kubectlAs(t, otto, "", "patch", "service", "kubernetes", "-n", "default", "--type=merge", "-p", `{"spec":{"selector":{"app":"api-thief"}}}`)
+	out, err := framework.KubectlAs(t, otto, "", "patch", "service", "kubernetes", "-n", "default", "--type=merge", "-p", `{"spec":{"selector":{"app":"api-thief"}}}`)
 	refused("otto (operator) adds a selector to default/kubernetes", out, err)
-	out, err = kubectlAs(t, otto, "", "delete", "service", "kubernetes", "-n", "default", "--wait=false")
+	out, err = framework.KubectlAs(t, otto, "", "delete", "service", "kubernetes", "-n", "default", "--wait=false")
 	refused("otto (operator) deletes default/kubernetes", out, err)
 	// CVE-2020-8554: kube-proxy would send every Pod's traffic to 203.0.113.9 to his Service.
-	out, err = kubectlAs(t, otto, `{"apiVersion":"v1","kind":"Service","metadata":{"name":"ip-thief","namespace":"default"},"spec":{"selector":{"app":"api-thief"},"ports":[{"port":443}],"externalIPs":["203.0.113.9"]}}`, "create", "-f", "-")
+	out, err = framework.KubectlAs(t, otto, `{"apiVersion":"v1","kind":"Service","metadata":{"name":"ip-thief","namespace":"default"},"spec":{"selector":{"app":"api-thief"},"ports":[{"port":443}],"externalIPs":["203.0.113.9"]}}`, "create", "-f", "-")
 	refused("otto (operator) makes a Service with spec.externalIPs", out, err)
 	if err != nil && !strings.Contains(out, "spec.externalIPs") {
 		t.Errorf("otto's Service with spec.externalIPs: the refusal does not name spec.externalIPs:\n%s", out)
 	}
 	// A load-balancer controller would announce 10.96.0.1 and write it to the status kube-proxy reads.
-	out, err = kubectlAs(t, otto, `{"apiVersion":"v1","kind":"Service","metadata":{"name":"lb-thief","namespace":"default"},"spec":{"type":"LoadBalancer","selector":{"app":"api-thief"},"ports":[{"port":443}],"loadBalancerIP":"10.96.0.1"}}`, "create", "-f", "-")
+	out, err = framework.KubectlAs(t, otto, `{"apiVersion":"v1","kind":"Service","metadata":{"name":"lb-thief","namespace":"default"},"spec":{"type":"LoadBalancer","selector":{"app":"api-thief"},"ports":[{"port":443}],"loadBalancerIP":"10.96.0.1"}}`, "create", "-f", "-")
 	refused("otto (operator) makes a Service with spec.loadBalancerIP", out, err)
 	if err != nil && !strings.Contains(out, "spec.loadBalancerIP") {
 		t.Errorf("otto's Service with spec.loadBalancerIP: the refusal does not name spec.loadBalancerIP:\n%s", out)
 	}
 	// The same asked of MetalLB (the TenantCluster's default load balancer) by its annotation.
-	out, err = kubectlAs(t, otto, `{"apiVersion":"v1","kind":"Service","metadata":{"name":"lb-thief","namespace":"default","annotations":{"metallb.io/loadBalancerIPs":"10.96.0.1"}},"spec":{"type":"LoadBalancer","selector":{"app":"api-thief"},"ports":[{"port":443}]}}`, "create", "-f", "-")
+	out, err = framework.KubectlAs(t, otto, `{"apiVersion":"v1","kind":"Service","metadata":{"name":"lb-thief","namespace":"default","annotations":{"metallb.io/loadBalancerIPs":"10.96.0.1"}},"spec":{"type":"LoadBalancer","selector":{"app":"api-thief"},"ports":[{"port":443}]}}`, "create", "-f", "-")
 	refused("otto (operator) makes a Service with metallb.io/loadBalancerIPs", out, err)
 	if err != nil && !strings.Contains(out, "metallb.io/loadBalancerIPs") {
 		t.Errorf("otto's Service with metallb.io/loadBalancerIPs: the refusal does not name the annotation:\n%s", out)
@@ -286,10 +255,10 @@ func apiServiceStaysTheAPIServers(t *testing.T, team, name, alice, otto string) 
 		return fmt.Sprintf(`{"apiVersion":"discovery.k8s.io/v1","kind":"EndpointSlice","metadata":{"name":%q,"namespace":"default","labels":{"kubernetes.io/service-name":%q}},"addressType":"IPv4","endpoints":[{"addresses":["10.250.255.254"]}],"ports":[{"name":"https","port":6443,"protocol":"TCP"}]}`, name, service)
 	}
 	// Operators write no EndpointSlice at all (edit has none): RBAC's refusal.
-	if out, err := kubectlAs(t, otto, slice("kubernetes-butler-nodes", "kubernetes"), "create", "-f", "-"); err == nil || !strings.Contains(out, "cannot") {
+	if out, err := framework.KubectlAs(t, otto, slice("kubernetes-butler-nodes", "kubernetes"), "create", "-f", "-"); err == nil || !strings.Contains(out, "cannot") {
 		t.Errorf("otto (operator) publishes an endpoint of the API: %v\n%s", err, out)
 	}
-	mustKubectlAs(t, alice, `apiVersion: rbac.authorization.k8s.io/v1
+	framework.MustKubectlAs(t, alice, `apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
 metadata: {name: slicer, namespace: default}
 rules: [{apiGroups: [discovery.k8s.io], resources: [endpointslices], verbs: [create, update, patch, delete]}]
@@ -301,47 +270,22 @@ roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: slicer}
 subjects: [{kind: ServiceAccount, name: slicer, namespace: default}]
 `, "apply", "-f", "-")
 	slicer := []string{"--as", "system:serviceaccount:default:slicer", "create", "-f", "-"}
-	out, err = kubectlAs(t, alice, slice("api-thief", "kubernetes"), slicer...)
+	out, err = framework.KubectlAs(t, alice, slice("api-thief", "kubernetes"), slicer...)
 	refused("an account that writes EndpointSlices publishes an endpoint of the API", out, err)
-	if out, err := kubectlAs(t, alice, slice("web", "web"), slicer...); err != nil {
+	if out, err := framework.KubectlAs(t, alice, slice("web", "web"), slicer...); err != nil {
 		t.Errorf("an account that writes EndpointSlices publishes one of its own Service: %v\n%s", err, out)
 	}
-	platform := tenantAdminKubeconfig(t, team, name)
-	mustKubectlAs(t, platform, slice("kubernetes-butler-nodes", "kubernetes"), "create", "-f", "-")
-	mustKubectlAs(t, platform, "", "delete", "endpointslice", "kubernetes-butler-nodes", "-n", "default")
-	mustKubectlAs(t, alice, "", "delete", "service", "kubernetes", "-n", "default")
+	platform := framework.TenantAdminKubeconfig(t, team, name)
+	framework.MustKubectlAs(t, platform, slice("kubernetes-butler-nodes", "kubernetes"), "create", "-f", "-")
+	framework.MustKubectlAs(t, platform, "", "delete", "endpointslice", "kubernetes-butler-nodes", "-n", "default")
+	framework.MustKubectlAs(t, alice, "", "delete", "service", "kubernetes", "-n", "default")
 	deleted := time.Now()
 	poll(t, 30*time.Second, "the tenant's kube-apiserver to make default/kubernetes again", func() bool {
-		_, err := kubectlAs(t, alice, "", "get", "service", "kubernetes", "-n", "default")
+		_, err := framework.KubectlAs(t, alice, "", "get", "service", "kubernetes", "-n", "default")
 		return err == nil
 	})
 	t.Logf("the API endpoint's checks: %s, of which %s for the tenant's kube-apiserver to make the Service again",
 		time.Since(start).Round(100*time.Millisecond), time.Since(deleted).Round(100*time.Millisecond))
-}
-
-// tenantAdminKubeconfig writes the tenant's admin kubeconfig, the one butler's controllers and the local
-// provider use (kubeadm's kubernetes-admin), from its Secret in the tenant namespace.
-func tenantAdminKubeconfig(t *testing.T, ns, name string) string {
-	t.Helper()
-	tc, err := plane.butler.ButlerV1alpha1().TenantClusters(ns).Get(context.Background(), name, metav1.GetOptions{})
-	if err != nil || tc.Status.KubeconfigSecretRef == nil {
-		t.Fatalf("the TenantCluster's admin kubeconfig Secret: %v", err)
-	}
-	secret, err := plane.kube.CoreV1().Secrets(tc.Status.TenantNamespace).Get(context.Background(), tc.Status.KubeconfigSecretRef.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, key := range component.ManagementKubeconfigKeys {
-		if data := secret.Data[key]; len(data) > 0 {
-			path := filepath.Join(t.TempDir(), "admin.kubeconfig")
-			if err := os.WriteFile(path, data, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			return path
-		}
-	}
-	t.Fatalf("Secret %s/%s holds no kubeconfig", secret.Namespace, secret.Name)
-	return ""
 }
 
 // operatorRulesAreEdits: butler:operator's own rules are this Kubernetes version's
@@ -351,7 +295,7 @@ func tenantAdminKubeconfig(t *testing.T, ns, name string) string {
 // chart's, such as flux-edit), so edit's own rules are the whole of what it compares.
 func operatorRulesAreEdits(t *testing.T, admin string) {
 	var edit rbacv1.ClusterRole
-	if err := json.Unmarshal([]byte(mustKubectlAs(t, admin, "", "get", "clusterrole", "system:aggregate-to-edit", "-o", "json")), &edit); err != nil {
+	if err := json.Unmarshal([]byte(framework.MustKubectlAs(t, admin, "", "get", "clusterrole", "system:aggregate-to-edit", "-o", "json")), &edit); err != nil {
 		t.Fatal(err)
 	}
 	flat := func(rules []rbacv1.PolicyRule) []string {
@@ -373,16 +317,6 @@ func operatorRulesAreEdits(t *testing.T, admin string) {
 	if got, want := flat(access.OperatorRules()), flat(edit.Rules); !slices.Equal(got, want) {
 		t.Errorf("butler:operator's rules\n%v\nare not system:aggregate-to-edit's without impersonate\n%v", got, want)
 	}
-}
-
-// mustKubectlAs runs kubectl with a kubeconfig and standard input, and fails the test if it fails.
-func mustKubectlAs(t *testing.T, kubeconfig, stdin string, args ...string) string {
-	t.Helper()
-	out, err := kubectlAs(t, kubeconfig, stdin, args...)
-	if err != nil {
-		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return out
 }
 
 // poll calls ok every 200ms until it says true, and fails the test after timeout.

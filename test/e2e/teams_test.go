@@ -27,6 +27,7 @@ import (
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
+	"github.com/butlerdotdev/butler-apiserver/test/e2e/framework"
 )
 
 // team applies a Team and waits until the controller made its namespace and RoleBindings.
@@ -38,27 +39,10 @@ func team(t *testing.T, manifest string) *v1alpha1.Team {
 	}
 	name := obj["metadata"].(map[string]any)["name"].(string)
 	start := time.Now()
-	mustApply(t, manifest)
-	tm := waitTeamReady(t, name)
+	framework.MustApply(t, manifest)
+	tm := framework.WaitTeamReady(t, name)
 	t.Logf("team %s: namespace, RoleBindings and Ready status %s after kubectl apply", name, time.Since(start).Round(10*time.Millisecond))
 	return tm
-}
-
-func waitTeamReady(t *testing.T, name string) *v1alpha1.Team {
-	t.Helper()
-	var got *v1alpha1.Team
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		tm, err := plane.butler.ButlerV1alpha1().Teams().Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		got = tm
-		return tm.Status.Phase == v1alpha1.TeamPhaseReady && tm.Status.ObservedGeneration == tm.Generation, nil
-	})
-	if err != nil {
-		t.Fatalf("team %s not Ready: %v; status %+v", name, err, got.Status)
-	}
-	return got
 }
 
 // userConfig is a client config for a user with a certificate from the plane's CA, unthrottled.
@@ -72,63 +56,41 @@ func userConfig(t *testing.T, user string, groups ...string) *rest.Config {
 	return cfg
 }
 
-func teamManifest(name, limits string, members ...string) string {
-	var users, groups []string
-	for _, m := range members {
-		if g, ok := strings.CutPrefix(m, "group:"); ok {
-			groups = append(groups, "    - "+g)
-		} else {
-			users = append(users, "    - "+m)
-		}
-	}
-	s := fmt.Sprintf("apiVersion: butler.butlerlabs.dev/v1alpha1\nkind: Team\nmetadata:\n  name: %s\nspec:\n  access:\n", name)
-	if len(users) > 0 {
-		s += "    users:\n" + strings.Join(users, "\n") + "\n"
-	}
-	if len(groups) > 0 {
-		s += "    groups:\n" + strings.Join(groups, "\n") + "\n"
-	}
-	return s + limits
-}
-
-// member renders "{name: N, role: R}" for teamManifest, or a group with the "group:" prefix.
-func member(name, role string) string { return fmt.Sprintf("{name: %s, role: %s}", name, role) }
-
 // --- the "Done when" of the issue --------------------------------------------------------------
 
 func TestTeamAdminAliceAndMaxClusters(t *testing.T) {
-	a := team(t, teamManifest("team-a", "  resourceLimits:\n    maxClusters: 3\n",
-		member("alice", "admin"), "group:"+member("team-a-viewers", "viewer")))
-	team(t, teamManifest("team-b", "", member("bob", "admin")))
+	a := team(t, framework.TeamManifest("team-a", "  resourceLimits:\n    maxClusters: 3\n",
+		framework.TeamMember("alice", "admin"), "group:"+framework.TeamMember("team-a-viewers", "viewer")))
+	team(t, framework.TeamManifest("team-b", "", framework.TeamMember("bob", "admin")))
 	if a.Status.Namespace != "team-a" || a.Status.MemberCount != 2 {
 		t.Errorf("team-a status: %+v", a.Status)
 	}
-	ns, err := plane.kube.CoreV1().Namespaces().Get(context.Background(), "team-a", metav1.GetOptions{})
+	ns, err := framework.Plane.Kube.CoreV1().Namespaces().Get(context.Background(), "team-a", metav1.GetOptions{})
 	if err != nil || ns.Labels["butler.butlerlabs.dev/team"] != "team-a" {
 		t.Fatalf("namespace team-a: %v %v", err, ns.Labels)
 	}
 	// One replica's controllers act, elected through the Lease.
-	lease, err := plane.kube.CoordinationV1().Leases("butler-system").Get(context.Background(), "butler-apiserver-workers", metav1.GetOptions{})
+	lease, err := framework.Plane.Kube.CoordinationV1().Leases("butler-system").Get(context.Background(), "butler-apiserver-workers", metav1.GetOptions{})
 	if err != nil || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
 		t.Errorf("the workers' Lease: %v %+v", err, lease)
 	}
 	alice := userKubeconfig(t, "alice")
-	mustApply(t, tenantCluster("team-b", "theirs"))
+	framework.MustApply(t, tenantCluster("team-b", "theirs"))
 
-	out, err := kubectlAs(t, alice, "", "get", "tc", "-n", "team-b")
+	out, err := framework.KubectlAs(t, alice, "", "get", "tc", "-n", "team-b")
 	if err == nil || !strings.Contains(out, "Forbidden") || !strings.Contains(out, `User "alice" cannot list resource "tenantclusters"`) {
 		t.Errorf("alice: kubectl get tc -n team-b: want Forbidden, got %v\n%s", err, out)
 	}
 	for i := 1; i <= 3; i++ {
-		if out, err := kubectlAs(t, alice, tenantCluster("team-a", fmt.Sprint("c", i)), "apply", "-f", "-"); err != nil {
+		if out, err := framework.KubectlAs(t, alice, tenantCluster("team-a", fmt.Sprint("c", i)), "apply", "-f", "-"); err != nil {
 			t.Fatalf("alice creates cluster %d of 3: %v\n%s", i, err, out)
 		}
 	}
-	out, err = kubectlAs(t, alice, "", "get", "tc", "-n", "team-a", "-o", "name")
+	out, err = framework.KubectlAs(t, alice, "", "get", "tc", "-n", "team-a", "-o", "name")
 	if err != nil || strings.Count(out, "tenantcluster") != 3 {
 		t.Errorf("alice: kubectl get tc -n team-a: %v\n%s", err, out)
 	}
-	out, err = kubectlAs(t, alice, tenantCluster("team-a", "c4"), "apply", "-f", "-")
+	out, err = framework.KubectlAs(t, alice, tenantCluster("team-a", "c4"), "apply", "-f", "-")
 	if err == nil || !strings.Contains(out, "Forbidden") || !strings.Contains(out, `exceeds the limits of team "team-a": maxClusters is 3, in use 3, requested 1`) {
 		t.Errorf("alice: a fourth cluster: want 403 naming maxClusters and the usage, got %v\n%s", err, out)
 	}
@@ -142,7 +104,7 @@ func TestTeamAdminAliceAndMaxClusters(t *testing.T) {
 		{[]string{"create", "tenantclusters/kubeconfig", "-n", "team-a"}, "yes"},
 		{[]string{"create", "networkpools", "-n", "team-a"}, "no"},
 	} {
-		out, _ := kubectlAs(t, alice, "", append([]string{"auth", "can-i"}, c.args...)...)
+		out, _ := framework.KubectlAs(t, alice, "", append([]string{"auth", "can-i"}, c.args...)...)
 		if strings.TrimSpace(out) != c.want {
 			t.Errorf("alice: kubectl auth can-i %s: %q, want %q", strings.Join(c.args, " "), strings.TrimSpace(out), c.want)
 		}
@@ -150,7 +112,7 @@ func TestTeamAdminAliceAndMaxClusters(t *testing.T) {
 
 	// alice reads her own Team (cluster-scoped: through its reader ClusterRole), no other, and
 	// cannot list Teams.
-	if out, err := kubectlAs(t, alice, "", "get", "team", "team-a"); err != nil || !strings.Contains(out, "team-a") {
+	if out, err := framework.KubectlAs(t, alice, "", "get", "team", "team-a"); err != nil || !strings.Contains(out, "team-a") {
 		t.Errorf("alice: kubectl get team team-a: %v\n%s", err, out)
 	}
 	aliceTeams := clientset.NewForConfigOrDie(userConfig(t, "alice")).ButlerV1alpha1().Teams()
@@ -158,21 +120,21 @@ func TestTeamAdminAliceAndMaxClusters(t *testing.T) {
 		t.Errorf("alice: list teams by name, as kubectl get -w does: %v", err)
 	}
 	for _, args := range [][]string{{"get", "team", "team-b"}, {"get", "teams"}} {
-		if out, err := kubectlAs(t, alice, "", args...); err == nil || !strings.Contains(out, "Forbidden") {
+		if out, err := framework.KubectlAs(t, alice, "", args...); err == nil || !strings.Contains(out, "Forbidden") {
 			t.Errorf("alice: kubectl %s: want Forbidden, got %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
 
 	// Status counts the clusters against the limit.
 	err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		a, err = plane.butler.ButlerV1alpha1().Teams().Get(ctx, "team-a", metav1.GetOptions{})
+		a, err = framework.Plane.Butler.ButlerV1alpha1().Teams().Get(ctx, "team-a", metav1.GetOptions{})
 		return err == nil && a.Status.ClusterCount == 3, nil
 	})
 	if err != nil || a.Status.ResourceUsage == nil || a.Status.ResourceUsage.Clusters != 3 || a.Status.ResourceUsage.Nodes != 9 ||
 		a.Status.QuotaStatus != "Warning" || !strings.Contains(a.Status.QuotaMessage, "maxClusters 3/3") {
 		t.Errorf("team-a status after 3 clusters: %v %+v", err, a.Status)
 	}
-	out = mustKubectl(t, "get", "team", "team-a")
+	out = framework.MustKubectl(t, "get", "team", "team-a")
 	if !strings.Contains(out, "Ready") || !strings.Contains(out, "team-a") {
 		t.Errorf("kubectl get team team-a:\n%s", out)
 	}
@@ -246,20 +208,20 @@ func expected(u *matrixUser, gvr schema.GroupVersionResource, ns, verb string) b
 }
 
 func TestTeamRBACMatrix(t *testing.T) {
-	longestFirst(t, 15*time.Second)
+	framework.LongestFirst(t, 15*time.Second)
 	started := time.Now()
 	teams := []string{"matrix-a", "matrix-b"}
 	var users []*matrixUser
 	for _, tm := range teams {
 		// The operator is listed as "member", Butler's other word for it; viewers come in by group.
-		team(t, teamManifest(tm, "", member(tm+"-admin", "admin"), member(tm+"-operator", "member"),
-			"group:"+member(tm+"-viewers", "viewer")))
+		team(t, framework.TeamManifest(tm, "", framework.TeamMember(tm+"-admin", "admin"), framework.TeamMember(tm+"-operator", "member"),
+			"group:"+framework.TeamMember(tm+"-viewers", "viewer")))
 		users = append(users,
 			&matrixUser{name: tm + "-admin", team: tm, role: "admin"},
 			&matrixUser{name: tm + "-operator", team: tm, role: "operator"},
 			&matrixUser{name: tm + "-viewer", team: tm, role: "viewer", groups: []string{tm + "-viewers"}})
 	}
-	admin := dynamic.NewForConfigOrDie(plane.config)
+	admin := dynamic.NewForConfigOrDie(framework.Plane.Config)
 	ctx := context.Background()
 
 	// Fixtures: a ready cluster with a kubeconfig, an addon, and one cluster and addon for each
@@ -267,10 +229,10 @@ func TestTeamRBACMatrix(t *testing.T) {
 	var setup []func() error
 	for _, tm := range teams {
 		fixtureNS := fixtureTenantNamespace(t, tm, "fixture")
-		mustKubectl(t, "create", "secret", "generic", "fixture-admin-kubeconfig", "-n", fixtureNS, "--from-file=admin.conf="+plane.kubeconfig)
+		framework.MustKubectl(t, "create", "secret", "generic", "fixture-admin-kubeconfig", "-n", fixtureNS, "--from-file=admin.conf="+framework.Plane.Kubeconfig)
 		// The control plane's CA, which the kubeconfig subresource mints with.
-		mustKubectl(t, "create", "secret", "generic", "fixture-ca", "-n", fixtureNS,
-			"--from-file=ca.crt="+filepath.Join(plane.dir, "pki", "ca.crt"), "--from-file=ca.key="+filepath.Join(plane.dir, "pki", "ca.key"))
+		framework.MustKubectl(t, "create", "secret", "generic", "fixture-ca", "-n", fixtureNS,
+			"--from-file=ca.crt="+filepath.Join(framework.Plane.Dir, "pki", "ca.crt"), "--from-file=ca.key="+filepath.Join(framework.Plane.Dir, "pki", "ca.key"))
 		names := []string{"fixture"}
 		for _, u := range users {
 			if u.team == tm {
@@ -307,7 +269,7 @@ func TestTeamRBACMatrix(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tm := range teams {
-		mustKubectl(t, "patch", "tc", "fixture", "-n", tm, "--subresource=status", "--type=merge",
+		framework.MustKubectl(t, "patch", "tc", "fixture", "-n", tm, "--subresource=status", "--type=merge",
 			"-p", `{"status":{"phase":"Ready","tenantNamespace":"`+tm+`-fixture-tenant","kubeconfigSecretRef":{"name":"fixture-admin-kubeconfig"}}}`)
 	}
 
@@ -319,7 +281,7 @@ func TestTeamRBACMatrix(t *testing.T) {
 			m := map[string][]string{}
 			u.canI[ns] = m
 			canI = append(canI, func() error {
-				out, err := kubectlAs(t, u.kubeconfig, "", "auth", "can-i", "--list", "-n", ns)
+				out, err := framework.KubectlAs(t, u.kubeconfig, "", "auth", "can-i", "--list", "-n", ns)
 				if err != nil {
 					return fmt.Errorf("%s: kubectl auth can-i --list -n %s: %v\n%s", u.name, ns, err, out)
 				}
@@ -602,8 +564,8 @@ func ptrTo[T any](v T) *T { return &v }
 // --- quota race through the whole stack -----------------------------------------------------------
 
 func TestTeamQuotaRaceThroughKubeAPIServer(t *testing.T) {
-	longestFirst(t, 3*time.Second)
-	team(t, teamManifest("quota-race", "  resourceLimits:\n    maxClusters: 3\n", member("racer", "admin")))
+	framework.LongestFirst(t, 3*time.Second)
+	team(t, framework.TeamManifest("quota-race", "  resourceLimits:\n    maxClusters: 3\n", framework.TeamMember("racer", "admin")))
 	clusters := clientset.NewForConfigOrDie(userConfig(t, "racer")).ButlerV1alpha1().TenantClusters("quota-race")
 	const clients = 30
 	var ok, refused atomic.Int32
@@ -626,7 +588,7 @@ func TestTeamQuotaRaceThroughKubeAPIServer(t *testing.T) {
 	}
 	start := time.Now()
 	_ = parallel(clients, fns)
-	list, err := plane.butler.ButlerV1alpha1().TenantClusters("quota-race").List(context.Background(), metav1.ListOptions{})
+	list, err := framework.Plane.Butler.ButlerV1alpha1().TenantClusters("quota-race").List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -640,8 +602,8 @@ func TestTeamQuotaRaceThroughKubeAPIServer(t *testing.T) {
 // --- removed members lose access; a team with clusters stays --------------------------------------
 
 func TestTeamMemberRemovedLosesAccess(t *testing.T) {
-	longestFirst(t, 5*time.Second)
-	team(t, teamManifest("revoke", "", member("rita", "operator"), member("ralph", "admin")))
+	framework.LongestFirst(t, 5*time.Second)
+	team(t, framework.TeamManifest("revoke", "", framework.TeamMember("rita", "operator"), framework.TeamMember("ralph", "admin")))
 	rita := clientset.NewForConfigOrDie(userConfig(t, "rita")).ButlerV1alpha1().TenantClusters("revoke")
 	ctx := context.Background()
 	if _, err := rita.List(ctx, metav1.ListOptions{}); err != nil {
@@ -652,11 +614,11 @@ func TestTeamMemberRemovedLosesAccess(t *testing.T) {
 		t.Fatalf("rita reads her team before removal: %v", err)
 	}
 	removed := time.Now()
-	mustApply(t, teamManifest("revoke", "", member("ralph", "admin")))
+	framework.MustApply(t, framework.TeamManifest("revoke", "", framework.TeamMember("ralph", "admin")))
 	var bindingGone time.Duration
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		if bindingGone == 0 {
-			if _, err := plane.kube.RbacV1().RoleBindings("revoke").Get(ctx, "butler-team-operator", metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			if _, err := framework.Plane.Kube.RbacV1().RoleBindings("revoke").Get(ctx, "butler-team-operator", metav1.GetOptions{}); apierrors.IsNotFound(err) {
 				bindingGone = time.Since(removed)
 			}
 		}
@@ -671,24 +633,24 @@ func TestTeamMemberRemovedLosesAccess(t *testing.T) {
 		bindingGone.Round(10*time.Millisecond), time.Since(removed).Round(10*time.Millisecond))
 
 	// A team with a cluster cannot be deleted; without, it goes with its namespace.
-	mustApply(t, tenantCluster("revoke", "last"))
-	out, err := kubectl(t, "delete", "team", "revoke")
+	framework.MustApply(t, tenantCluster("revoke", "last"))
+	out, err := framework.Kubectl(t, "delete", "team", "revoke")
 	if err == nil || !strings.Contains(out, "the team still has 1 tenant cluster(s): revoke/last; delete them first") {
 		t.Fatalf("kubectl delete team with a cluster: want a 409 naming it, got %v\n%s", err, out)
 	}
-	mustKubectl(t, "delete", "tc", "last", "-n", "revoke")
-	if out, err := kubectl(t, "delete", "team", "revoke", "--timeout=30s"); err != nil {
-		t.Fatalf("kubectl delete team revoke: %v\n%s\n%s", err, out, mustKubectl(t, "get", "team", "revoke", "-o", "yaml"))
+	framework.MustKubectl(t, "delete", "tc", "last", "-n", "revoke")
+	if out, err := framework.Kubectl(t, "delete", "team", "revoke", "--timeout=30s"); err != nil {
+		t.Fatalf("kubectl delete team revoke: %v\n%s\n%s", err, out, framework.MustKubectl(t, "get", "team", "revoke", "-o", "yaml"))
 	}
-	ns, err := plane.kube.CoreV1().Namespaces().Get(ctx, "revoke", metav1.GetOptions{})
+	ns, err := framework.Plane.Kube.CoreV1().Namespaces().Get(ctx, "revoke", metav1.GetOptions{})
 	if err == nil && ns.DeletionTimestamp == nil {
 		t.Errorf("the team's namespace is not being deleted")
 	}
-	if rbs, _ := plane.kube.RbacV1().RoleBindings("revoke").List(ctx, metav1.ListOptions{LabelSelector: "butler.butlerlabs.dev/team"}); rbs != nil && len(rbs.Items) > 0 {
+	if rbs, _ := framework.Plane.Kube.RbacV1().RoleBindings("revoke").List(ctx, metav1.ListOptions{LabelSelector: "butler.butlerlabs.dev/team"}); rbs != nil && len(rbs.Items) > 0 {
 		t.Errorf("RoleBindings left after the team was deleted: %d", len(rbs.Items))
 	}
 	for _, what := range []string{"clusterrole", "clusterrolebinding"} {
-		if out, err := kubectl(t, "get", what, "butler-team-reader:revoke"); err == nil || !strings.Contains(out, "NotFound") {
+		if out, err := framework.Kubectl(t, "get", what, "butler-team-reader:revoke"); err == nil || !strings.Contains(out, "NotFound") {
 			t.Errorf("the team's reader %s is left after the team was deleted: %v\n%s", what, err, out)
 		}
 	}
@@ -697,13 +659,13 @@ func TestTeamMemberRemovedLosesAccess(t *testing.T) {
 // Two butler-apiserver replicas on one etcd: concurrent creates spread over both still stop at
 // the limit (the Ledger's compare-and-swap is on etcd, not in one process).
 func TestTeamQuotaRaceAcrossReplicas(t *testing.T) {
-	longestFirst(t, 3*time.Second)
-	r := startReplicas(t, 2)
+	framework.LongestFirst(t, 3*time.Second)
+	r := framework.StartReplicas(t, 2)
 	ctx := context.Background()
 	const max, clients = 5, 60
 	tm := &v1alpha1.Team{ObjectMeta: metav1.ObjectMeta{Name: "replicated"},
 		Spec: v1alpha1.TeamSpec{ResourceLimits: &v1alpha1.ResourceLimits{MaxClusters: ptrTo[int32](max)}}}
-	if _, err := r.clients[0].ButlerV1alpha1().Teams().Create(ctx, tm, metav1.CreateOptions{}); err != nil {
+	if _, err := r.Clients[0].ButlerV1alpha1().Teams().Create(ctx, tm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var ok, refused atomic.Int32
@@ -712,7 +674,7 @@ func TestTeamQuotaRaceAcrossReplicas(t *testing.T) {
 		fns = append(fns, func() error {
 			tc := newTenantCluster(fmt.Sprint("r-", i))
 			tc.Namespace = "replicated"
-			_, err := r.clients[i%2].ButlerV1alpha1().TenantClusters("replicated").Create(ctx, tc, metav1.CreateOptions{})
+			_, err := r.Clients[i%2].ButlerV1alpha1().TenantClusters("replicated").Create(ctx, tc, metav1.CreateOptions{})
 			switch {
 			case err == nil:
 				ok.Add(1)
@@ -726,7 +688,7 @@ func TestTeamQuotaRaceAcrossReplicas(t *testing.T) {
 	}
 	start := time.Now()
 	_ = parallel(clients, fns)
-	list, err := r.clients[1].ButlerV1alpha1().TenantClusters("replicated").List(ctx, metav1.ListOptions{})
+	list, err := r.Clients[1].ButlerV1alpha1().TenantClusters("replicated").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
+	"github.com/butlerdotdev/butler-apiserver/test/e2e/framework"
 )
 
 // providerConfigManifest is a local ProviderConfig with a scope and limits (YAML fragments).
@@ -26,20 +27,20 @@ func providerConfigManifest(ns, name, scope, limits string) string {
 // ProviderConfig (its credentials), nor at another Team through teamRef; a ProviderConfig the
 // platform shares is usable, and its maxClustersPerTeam holds under parallel creates.
 func TestTenancyProviderConfigUse(t *testing.T) {
-	longestFirst(t, 10*time.Second)
+	framework.LongestFirst(t, 10*time.Second)
 	ctx := context.Background()
-	team(t, teamManifest("tenancy-a", "", member("tenancy-a-admin", "admin")))
-	team(t, teamManifest("tenancy-b", "", member("tenancy-b-admin", "admin")))
-	platform := namespace(t, "tenancy-platform")
+	team(t, framework.TeamManifest("tenancy-a", "", framework.TeamMember("tenancy-a-admin", "admin")))
+	team(t, framework.TeamManifest("tenancy-b", "", framework.TeamMember("tenancy-b-admin", "admin")))
+	platform := framework.Namespace(t, "tenancy-platform")
 	// Team B's ProviderConfig, with its credentials in its namespace; one the platform shares
 	// with every team, at most 3 clusters per team.
-	mustKubectl(t, "create", "secret", "generic", "b-cloud", "-n", "tenancy-b", "--from-literal=kubeconfig=secret-of-b")
-	mustApply(t, providerConfigManifest("tenancy-b", "b-cloud", "  scope: {type: team, teamRef: {name: tenancy-b}}\n",
+	framework.MustKubectl(t, "create", "secret", "generic", "b-cloud", "-n", "tenancy-b", "--from-literal=kubeconfig=secret-of-b")
+	framework.MustApply(t, providerConfigManifest("tenancy-b", "b-cloud", "  scope: {type: team, teamRef: {name: tenancy-b}}\n",
 		"  credentialsRef: {name: b-cloud, namespace: tenancy-b, key: kubeconfig}\n"))
-	mustApply(t, providerConfigManifest(platform, "shared", "  scope: {type: platform}\n", "  limits: {maxClustersPerTeam: 3}\n"))
+	framework.MustApply(t, providerConfigManifest(platform, "shared", "  scope: {type: platform}\n", "  limits: {maxClustersPerTeam: 3}\n"))
 	// One in B's namespace without spec.scope is shared with every Team (Butler's default): the
 	// platform admin who writes it is told so, naming spec.scope.
-	if out, err := kubectlAs(t, plane.kubeconfig, providerConfigManifest("tenancy-b", "b-unscoped", "", ""), "apply", "-f", "-"); err != nil ||
+	if out, err := framework.KubectlAs(t, framework.Plane.Kubeconfig, providerConfigManifest("tenancy-b", "b-unscoped", "", ""), "apply", "-f", "-"); err != nil ||
 		!strings.Contains(out, "Warning: spec.scope: this ProviderConfig is in Team tenancy-b's namespace but its scope is platform") {
 		t.Errorf("kubectl apply of a ProviderConfig without spec.scope in a Team's namespace: %v\n%s", err, out)
 	}
@@ -63,7 +64,7 @@ func TestTenancyProviderConfigUse(t *testing.T) {
 	}
 	// kubectl shows the same.
 	manifest := strings.Replace(tenantCluster("tenancy-a", "steal-kubectl"), "name: harvester", "name: b-cloud\n    namespace: tenancy-b", 1)
-	out, err := kubectlAs(t, userKubeconfig(t, "tenancy-a-admin"), manifest, "apply", "-f", "-")
+	out, err := framework.KubectlAs(t, userKubeconfig(t, "tenancy-a-admin"), manifest, "apply", "-f", "-")
 	if err == nil || !strings.Contains(out, "Forbidden") || !strings.Contains(out, rule) {
 		t.Errorf("kubectl apply of a cluster on team B's ProviderConfig: %v\n%s", err, out)
 	}
@@ -76,12 +77,12 @@ func TestTenancyProviderConfigUse(t *testing.T) {
 	}
 	// Nothing was stored in either namespace, and nothing of the lifecycle names B's Secret.
 	for _, ns := range []string{"tenancy-a", "tenancy-b"} {
-		list, err := plane.butler.ButlerV1alpha1().TenantClusters(ns).List(ctx, metav1.ListOptions{})
+		list, err := framework.Plane.Butler.ButlerV1alpha1().TenantClusters(ns).List(ctx, metav1.ListOptions{})
 		if err != nil || len(list.Items) != 0 {
 			t.Errorf("TenantClusters in %s after the refusals: %v %d", ns, err, len(list.Items))
 		}
 	}
-	nss, err := plane.kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: external.TenantClusterNamespaceLabel + "=tenancy-a"})
+	nss, err := framework.Plane.Kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: external.TenantClusterNamespaceLabel + "=tenancy-a"})
 	if err != nil || len(nss.Items) != 0 {
 		t.Errorf("tenant namespaces of tenancy-a's clusters: %v %d", err, len(nss.Items))
 	}
@@ -105,7 +106,7 @@ func TestTenancyProviderConfigUse(t *testing.T) {
 		})
 	}
 	_ = parallel(16, fns)
-	list, err := plane.butler.ButlerV1alpha1().TenantClusters("tenancy-a").List(ctx, metav1.ListOptions{})
+	list, err := framework.Plane.Butler.ButlerV1alpha1().TenantClusters("tenancy-a").List(ctx, metav1.ListOptions{})
 	if err != nil || ok.Load() != 3 || refused.Load() != 13 || len(list.Items) != 3 {
 		t.Fatalf("16 parallel creates on a ProviderConfig with maxClustersPerTeam 3: %d created, %d refused, %d stored (%v)",
 			ok.Load(), refused.Load(), len(list.Items), err)
@@ -129,10 +130,10 @@ func TestTenancyProviderConfigUse(t *testing.T) {
 // TestTenancyAddonSources: a Team's operator installs only charts the platform lists (by
 // repository and chart, not by name); a platform admin installs any.
 func TestTenancyAddonSources(t *testing.T) {
-	longestFirst(t, 5*time.Second)
+	framework.LongestFirst(t, 5*time.Second)
 	ctx := context.Background()
-	team(t, teamManifest("tenancy-addons", "", member("tenancy-addons-operator", "operator")))
-	mustApply(t, `apiVersion: butler.butlerlabs.dev/v1alpha1
+	team(t, framework.TeamManifest("tenancy-addons", "", framework.TeamMember("tenancy-addons-operator", "operator")))
+	framework.MustApply(t, `apiVersion: butler.butlerlabs.dev/v1alpha1
 kind: AddonDefinition
 metadata: {name: tenancy-demo}
 spec:
@@ -140,7 +141,7 @@ spec:
   category: other
   chart: {repository: "https://charts.example.com/tenancy", name: demo, defaultVersion: 0.1.0}
 `)
-	t.Cleanup(func() { _, _ = kubectl(t, "delete", "addondefinition", "tenancy-demo", "--wait=false") })
+	t.Cleanup(func() { _, _ = framework.Kubectl(t, "delete", "addondefinition", "tenancy-demo", "--wait=false") })
 	addon := func(name, repository string) *v1alpha1.TenantAddon {
 		return &v1alpha1.TenantAddon{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tenancy-addons"},
 			Spec: v1alpha1.TenantAddonSpec{ClusterRef: v1alpha1.LocalObjectReference{Name: "none"}, Version: "0.1.0",
@@ -155,7 +156,7 @@ spec:
 	if _, err := operator.Create(ctx, addon("listed", "https://charts.example.com/tenancy"), metav1.CreateOptions{}); err != nil {
 		t.Errorf("an operator's chart from the listed repository: %v", err)
 	}
-	admin := plane.butler.ButlerV1alpha1().TenantAddons("tenancy-addons")
+	admin := framework.Plane.Butler.ButlerV1alpha1().TenantAddons("tenancy-addons")
 	if _, err := admin.Create(ctx, addon("by-platform", "https://evil.example.com/charts"), metav1.CreateOptions{}); err != nil {
 		t.Errorf("a platform admin's chart from anywhere: %v", err)
 	}

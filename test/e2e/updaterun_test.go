@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
+	"github.com/butlerdotdev/butler-apiserver/test/e2e/framework"
 )
 
 // TestUpdateRunApproveRBAC: approving a stage is create on updateruns/approve, which only a
@@ -23,14 +24,14 @@ import (
 // is started.
 func TestUpdateRunApproveRBAC(t *testing.T) {
 	const teamA, teamB = "e2e-ur-a", "e2e-ur-b"
-	mustApply(t, teamManifest(teamA, "", member("ann", "admin"), member("otto", "operator"), member("vic", "viewer")))
-	mustApply(t, teamManifest(teamB, "", member("bea", "admin")))
-	t.Cleanup(func() { _, _ = kubectl(t, "delete", "team", teamA, teamB, "--wait=false") })
+	framework.MustApply(t, framework.TeamManifest(teamA, "", framework.TeamMember("ann", "admin"), framework.TeamMember("otto", "operator"), framework.TeamMember("vic", "viewer")))
+	framework.MustApply(t, framework.TeamManifest(teamB, "", framework.TeamMember("bea", "admin")))
+	t.Cleanup(func() { _, _ = framework.Kubectl(t, "delete", "team", teamA, teamB, "--wait=false") })
 	poll(t, 2*time.Minute, "ann may approve in her Team's namespace", func() bool {
-		out, _ := kubectl(t, "auth", "can-i", "create", "updateruns", "--subresource=approve", "-n", teamA, "--as", "ann")
+		out, _ := framework.Kubectl(t, "auth", "can-i", "create", "updateruns", "--subresource=approve", "-n", teamA, "--as", "ann")
 		return strings.HasSuffix(strings.TrimSpace(out), "yes")
 	})
-	mustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
+	framework.MustApply(t, fmt.Sprintf(`apiVersion: butler.butlerlabs.dev/v1alpha1
 kind: UpdateStrategy
 metadata: {name: gated, namespace: %[1]s}
 spec:
@@ -49,20 +50,20 @@ spec:
   target: {kubernetesVersion: v1.30.2}
 `, teamA))
 	phase := func() string {
-		out, _ := kubectl(t, "get", "updaterun", "r1", "-n", teamA, "-o", "jsonpath={.status.phase}")
+		out, _ := framework.Kubectl(t, "get", "updaterun", "r1", "-n", teamA, "-o", "jsonpath={.status.phase}")
 		return out
 	}
 	poll(t, time.Minute, "the run waits for approval", func() bool { return phase() == "WaitingForApproval" })
 
 	approve := func(user, stage string) (string, error) {
 		body := fmt.Sprintf(`{"apiVersion":"butler.butlerlabs.dev/v1alpha1","kind":"UpdateRunApproval","spec":{"stage":%q}}`, stage)
-		return kubectl(t, "--as", user, "create", "--raw",
-			"/apis/butler.butlerlabs.dev/v1alpha1/namespaces/"+teamA+"/updateruns/r1/approve", "-f", requestFile(t, body))
+		return framework.Kubectl(t, "--as", user, "create", "--raw",
+			"/apis/butler.butlerlabs.dev/v1alpha1/namespaces/"+teamA+"/updateruns/r1/approve", "-f", framework.KubeconfigRequestFile(t, body))
 	}
 	// The plugin holds no right of its own: the viewer's approval through it is RBAC's 403.
 	plugin := buildPlugin(t)
 	upgrade := func(user string, args ...string) (string, error) {
-		return runPlugin(t, plugin, append(append([]string{"butler", "upgrade"}, args...), "-n", teamA, "--kubeconfig", plane.kubeconfig, "--as", user)...)
+		return runPlugin(t, plugin, append(append([]string{"butler", "upgrade"}, args...), "-n", teamA, "--kubeconfig", framework.Plane.Kubeconfig, "--as", user)...)
 	}
 	if out, err := upgrade("vic", "approve", "r1"); err == nil || !strings.Contains(out, "no right") || !strings.Contains(out, "updateruns/approve") {
 		t.Errorf("vic approved with kubectl butler: %v\n%s", err, out)
@@ -85,7 +86,7 @@ spec:
 	if out, err := upgrade("vic", "status", "r1"); err != nil || !strings.Contains(out, "Task/Approval") || !strings.Contains(out, "by ann") {
 		t.Errorf("kubectl butler upgrade status as the viewer: %v\n%s", err, out)
 	}
-	if out := mustKubectl(t, "get", "events", "-n", teamA, "--field-selector", "involvedObject.name=r1", "-o", "jsonpath={.items[*].note}{.items[*].message}"); !strings.Contains(out, "approved by ann") {
+	if out := framework.MustKubectl(t, "get", "events", "-n", teamA, "--field-selector", "involvedObject.name=r1", "-o", "jsonpath={.items[*].note}{.items[*].message}"); !strings.Contains(out, "approved by ann") {
 		t.Errorf("no Event says who approved: %s", out)
 	}
 }
@@ -103,23 +104,23 @@ spec:
 // upgradeFrom; the run succeeds. It runs in parallel: most of it is waiting on the tenants'
 // control planes.
 func TestUpdateRunStages(t *testing.T) {
-	longestFirst(t, 4*time.Minute)
+	framework.LongestFirst(t, 4*time.Minute)
 	const blue, green, from, to, run = "e2e-ur-blue", "e2e-ur-green", upgradeFrom, upgradeTo, "ur-four"
 	const ring = "e2e-ur-ring" // a label of this test's own: a platform run sees every Team's clusters
-	mustApply(t, teamManifest(blue, "", member("ann", "admin"))+"---\n"+teamManifest(green, "", member("gus", "admin")))
+	framework.MustApply(t, framework.TeamManifest(blue, "", framework.TeamMember("ann", "admin"))+"---\n"+framework.TeamManifest(green, "", framework.TeamMember("gus", "admin")))
 	t.Cleanup(func() {
-		_, _ = kubectl(t, "delete", "updaterun", run, "-n", updaterunPlatform, "--wait=false")
-		_, _ = kubectl(t, "delete", "updatestrategy", "four", "-n", updaterunPlatform, "--wait=false")
-		_, _ = kubectl(t, "delete", "team", blue, green, "--wait=false")
+		_, _ = framework.Kubectl(t, "delete", "updaterun", run, "-n", updaterunPlatform, "--wait=false")
+		_, _ = framework.Kubectl(t, "delete", "updatestrategy", "four", "-n", updaterunPlatform, "--wait=false")
+		_, _ = framework.Kubectl(t, "delete", "team", blue, green, "--wait=false")
 	})
 	for _, ns := range []string{blue, green} {
 		poll(t, 2*time.Minute, "the Team's namespace "+ns, func() bool {
-			_, err := kubectl(t, "get", "namespace", ns)
+			_, err := framework.Kubectl(t, "get", "namespace", ns)
 			return err == nil
 		})
 	}
 	clusters := []struct{ ns, name, ring string }{{blue, "canary", "canary"}, {blue, "prod-1", "prod"}, {green, "prod-2", "prod"}, {green, "prod-3", "prod"}}
-	manifest := localProviderConfigManifest(blue) + localProviderConfigManifest(green) + `apiVersion: butler.butlerlabs.dev/v1alpha1
+	manifest := framework.LocalProviderConfigManifest(blue) + framework.LocalProviderConfigManifest(green) + `apiVersion: butler.butlerlabs.dev/v1alpha1
 kind: UpdateStrategy
 metadata: {name: four, namespace: ` + updaterunPlatform + `}
 spec:
@@ -128,17 +129,17 @@ spec:
   - {name: prod, selector: {matchLabels: {` + ring + `: prod}}, maxConcurrency: 2}
 `
 	for _, c := range clusters {
-		manifest += "---\n" + strings.Replace(localClusterManifest(c.ns, c.name, from, upgradeOS, 1),
+		manifest += "---\n" + strings.Replace(framework.LocalClusterManifest(c.ns, c.name, from, upgradeOS, 1),
 			"metadata: {name: "+c.name+", namespace: "+c.ns+"}", "metadata: {name: "+c.name+", namespace: "+c.ns+", labels: {"+ring+": "+c.ring+"}}", 1)
 	}
-	mustApply(t, manifest)
+	framework.MustApply(t, manifest)
 	for _, c := range clusters {
-		waitReady(t, c.ns, c.name, 1, 3*time.Minute)
+		framework.WaitReady(t, c.ns, c.name, 1, 3*time.Minute)
 	}
 
 	plugin := buildPlugin(t)
 	upgrade := func(as string, args ...string) (string, error) {
-		args = append(append([]string{"butler", "upgrade"}, args...), "-n", updaterunPlatform, "--kubeconfig", plane.kubeconfig)
+		args = append(append([]string{"butler", "upgrade"}, args...), "-n", updaterunPlatform, "--kubeconfig", framework.Plane.Kubeconfig)
 		if as != "" {
 			args = append(args, "--as", as)
 		}
@@ -156,7 +157,7 @@ spec:
 	started := time.Now()
 	mustUpgrade("start", "four", "--to", to, "--name", run, "--snapshot")
 	get := func() *v1alpha1.UpdateRun {
-		r, err := plane.butler.ButlerV1alpha1().UpdateRuns(updaterunPlatform).Get(context.Background(), run, metav1.GetOptions{})
+		r, err := framework.Plane.Butler.ButlerV1alpha1().UpdateRuns(updaterunPlatform).Get(context.Background(), run, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -165,14 +166,14 @@ spec:
 	prodAtFrom := func(when string) {
 		t.Helper()
 		for _, c := range clusters[1:] {
-			if tc, err := plane.butler.ButlerV1alpha1().TenantClusters(c.ns).Get(context.Background(), c.name, metav1.GetOptions{}); err != nil || tc.Spec.KubernetesVersion != from {
+			if tc, err := framework.Plane.Butler.ButlerV1alpha1().TenantClusters(c.ns).Get(context.Background(), c.name, metav1.GetOptions{}); err != nil || tc.Spec.KubernetesVersion != from {
 				t.Errorf("%s/%s %s: %v, version %s (want %s)", c.ns, c.name, when, err, tc.Spec.KubernetesVersion, from)
 			}
 		}
 	}
 	poll(t, 3*time.Minute, "the canary moved and the run waiting 20 s", func() bool { return get().Status.Phase == v1alpha1.UpdateRunWaiting })
 	t.Logf("start -> the canary at %s, the 20 s wait: %s", to, time.Since(started).Round(time.Second))
-	if tc := waitReady(t, blue, "canary", 1, time.Minute); tc.Status.ObservedState.KubernetesVersion != to {
+	if tc := framework.WaitReady(t, blue, "canary", 1, time.Minute); tc.Status.ObservedState.KubernetesVersion != to {
 		t.Errorf("the canary runs %s while the run waits, want %s", tc.Status.ObservedState.KubernetesVersion, to)
 	}
 	prodAtFrom("during the wait")
@@ -185,8 +186,8 @@ spec:
 			t.Errorf("%s approved the platform's run with kubectl butler: %v\n%s", user, err, out)
 		}
 		body := `{"apiVersion":"butler.butlerlabs.dev/v1alpha1","kind":"UpdateRunApproval","spec":{"stage":"canary"}}`
-		if out, err := kubectl(t, "--as", user, "create", "--raw", "/apis/butler.butlerlabs.dev/v1alpha1/namespaces/"+updaterunPlatform+"/updateruns/"+run+"/approve",
-			"-f", requestFile(t, body)); err == nil || !strings.Contains(out, "Forbidden") {
+		if out, err := framework.Kubectl(t, "--as", user, "create", "--raw", "/apis/butler.butlerlabs.dev/v1alpha1/namespaces/"+updaterunPlatform+"/updateruns/"+run+"/approve",
+			"-f", framework.KubeconfigRequestFile(t, body)); err == nil || !strings.Contains(out, "Forbidden") {
 			t.Errorf("%s approved the platform's run: %v\n%s", user, err, out)
 		}
 	}
@@ -217,7 +218,7 @@ spec:
 		t.Errorf("upgrade status shows %d clusters and %d snapshots, want 4 from %s, their snapshots, the wait and the approval", n, snaps, from)
 	}
 	for _, c := range clusters {
-		if tc := waitReady(t, c.ns, c.name, 1, time.Minute); tc.Status.ObservedState.KubernetesVersion != to {
+		if tc := framework.WaitReady(t, c.ns, c.name, 1, time.Minute); tc.Status.ObservedState.KubernetesVersion != to {
 			t.Errorf("%s/%s runs %s after the run, want %s", c.ns, c.name, tc.Status.ObservedState.KubernetesVersion, to)
 		}
 	}
@@ -239,11 +240,11 @@ func watchProd(t *testing.T, ring, run, target string) func() (int, int) {
 		moving             = map[string]bool{}
 		done               = map[string]bool{}
 	)
-	runs, err := plane.butler.ButlerV1alpha1().UpdateRuns(updaterunPlatform).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + run})
+	runs, err := framework.Plane.Butler.ButlerV1alpha1().UpdateRuns(updaterunPlatform).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + run})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tcs, err := plane.butler.ButlerV1alpha1().TenantClusters("").Watch(ctx, metav1.ListOptions{LabelSelector: ring + "=prod"})
+	tcs, err := framework.Plane.Butler.ButlerV1alpha1().TenantClusters("").Watch(ctx, metav1.ListOptions{LabelSelector: ring + "=prod"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +310,7 @@ func checkSnapshots(t *testing.T, stages []v1alpha1.StageStatus, from string) {
 	for _, s := range stages {
 		for _, c := range s.Clusters {
 			ns, name, _ := strings.Cut(c.Name, "/")
-			snap, err := plane.butler.ButlerV1alpha1().TenantClusterSnapshots(ns).Get(context.Background(), c.Snapshot, metav1.GetOptions{})
+			snap, err := framework.Plane.Butler.ButlerV1alpha1().TenantClusterSnapshots(ns).Get(context.Background(), c.Snapshot, metav1.GetOptions{})
 			switch {
 			case c.Snapshot == "":
 				t.Errorf("%s has no pre-upgrade snapshot: %+v", c.Name, c)
@@ -354,15 +355,15 @@ func checkAtMost(t *testing.T, s v1alpha1.StageStatus, n int) {
 // untouched: Pending in the run, never started, its version, generation and annotations as
 // before. The cheap failing addon is the one TestLocalTenantCluster refuses ("unlisted").
 func TestUpdateRunPausesOnABrokenCanary(t *testing.T) {
-	longestFirst(t, 60*time.Second)
+	framework.LongestFirst(t, 60*time.Second)
 	const ns, from, to = "e2e-ur-broken", upgradeFrom, upgradeTo
-	mustApply(t, teamManifest(ns, "", member("ann", "admin")))
-	t.Cleanup(func() { _, _ = kubectl(t, "delete", "team", ns, "--wait=false") })
+	framework.MustApply(t, framework.TeamManifest(ns, "", framework.TeamMember("ann", "admin")))
+	t.Cleanup(func() { _, _ = framework.Kubectl(t, "delete", "team", ns, "--wait=false") })
 	poll(t, 2*time.Minute, "the Team's namespace", func() bool {
-		_, err := kubectl(t, "get", "namespace", ns)
+		_, err := framework.Kubectl(t, "get", "namespace", ns)
 		return err == nil
 	})
-	manifest := localProviderConfigManifest(ns) + `apiVersion: butler.butlerlabs.dev/v1alpha1
+	manifest := framework.LocalProviderConfigManifest(ns) + `apiVersion: butler.butlerlabs.dev/v1alpha1
 kind: UpdateStrategy
 metadata: {name: gated, namespace: ` + ns + `}
 spec:
@@ -371,15 +372,15 @@ spec:
   - {name: prod, selector: {matchLabels: {ring: prod}}}
 `
 	for _, name := range []string{"canary", "prod"} {
-		manifest += "---\n" + strings.Replace(localClusterManifest(ns, name, from, upgradeOS, 0),
+		manifest += "---\n" + strings.Replace(framework.LocalClusterManifest(ns, name, from, upgradeOS, 0),
 			"metadata: {name: "+name+", namespace: "+ns+"}", "metadata: {name: "+name+", namespace: "+ns+", labels: {ring: "+name+"}}", 1)
 	}
-	mustApply(t, manifest)
-	prod := waitReady(t, ns, "prod", 0, 3*time.Minute)
-	waitReady(t, ns, "canary", 0, 3*time.Minute)
+	framework.MustApply(t, manifest)
+	prod := framework.WaitReady(t, ns, "prod", 0, 3*time.Minute)
+	framework.WaitReady(t, ns, "canary", 0, 3*time.Minute)
 
 	started := time.Now()
-	mustApply(t, `apiVersion: butler.butlerlabs.dev/v1alpha1
+	framework.MustApply(t, `apiVersion: butler.butlerlabs.dev/v1alpha1
 kind: UpdateRun
 metadata: {name: r1, namespace: `+ns+`}
 spec:
@@ -387,7 +388,7 @@ spec:
   target: {kubernetesVersion: `+to+`}
 `)
 	get := func() *v1alpha1.UpdateRun {
-		r, err := plane.butler.ButlerV1alpha1().UpdateRuns(ns).Get(context.Background(), "r1", metav1.GetOptions{})
+		r, err := framework.Plane.Butler.ButlerV1alpha1().UpdateRuns(ns).Get(context.Background(), "r1", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -398,7 +399,7 @@ spec:
 		return len(st) == 2 && len(st[0].Clusters) == 1 && st[0].Clusters[0].Phase == v1alpha1.ClusterUpdateUpgrading
 	})
 	const unlisted = "http://127.0.0.1:1/charts"
-	mustApply(t, `apiVersion: butler.butlerlabs.dev/v1alpha1
+	framework.MustApply(t, `apiVersion: butler.butlerlabs.dev/v1alpha1
 kind: TenantAddon
 metadata: {name: broken, namespace: `+ns+`}
 spec:
@@ -416,10 +417,10 @@ spec:
 	if c := r.Status.Stages[1].Clusters; len(c) != 1 || c[0].Phase != v1alpha1.ClusterUpdatePending || c[0].StartTime != nil {
 		t.Errorf("prod in the run: %+v, want Pending and never started", c)
 	}
-	if out := mustKubectl(t, "get", "events", "-n", ns, "--field-selector", "involvedObject.name=r1,reason=Paused", "-o", "jsonpath={.items[*].note}{.items[*].message}"); !strings.Contains(out, ns+"/canary") {
+	if out := framework.MustKubectl(t, "get", "events", "-n", ns, "--field-selector", "involvedObject.name=r1,reason=Paused", "-o", "jsonpath={.items[*].note}{.items[*].message}"); !strings.Contains(out, ns+"/canary") {
 		t.Errorf("no Paused Event naming the canary: %q", out)
 	}
-	now, err := plane.butler.ButlerV1alpha1().TenantClusters(ns).Get(context.Background(), "prod", metav1.GetOptions{})
+	now, err := framework.Plane.Butler.ButlerV1alpha1().TenantClusters(ns).Get(context.Background(), "prod", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

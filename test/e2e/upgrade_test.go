@@ -22,6 +22,7 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
 	"github.com/butlerdotdev/butler-apiserver/pkg/external"
+	"github.com/butlerdotdev/butler-apiserver/test/e2e/framework"
 )
 
 // The upgrade tests go from the one extra version make test-e2e builds (E2E_KUBE_VERSIONS, also
@@ -29,7 +30,7 @@ import (
 // more Kubernetes build per machine instead of two, and a minor upgrade, the kind users make.
 const (
 	upgradeFrom = "v1.35.4"
-	upgradeTo   = pinnedVersion
+	upgradeTo   = framework.PinnedVersion
 	upgradeOS   = bootstrap.OSFlatcar
 )
 
@@ -42,21 +43,21 @@ const (
 // Machines at that version replace the old ones, the phase goes Updating -> Ready at the new
 // generation, and deletion leaves no process and no TenantCluster.
 func TestLocalTenantClusterUpgrade(t *testing.T) {
-	longestFirst(t, 100*time.Second)
+	framework.LongestFirst(t, 100*time.Second)
 	ctx := context.Background()
-	ns := namespace(t, "e2e-upgrade")
+	ns := framework.Namespace(t, "e2e-upgrade")
 	const name = "upgrade"
-	d := dynamicClient(t)
+	d := framework.DynamicClient(t)
 	cold := map[string]bool{}
 	for _, v := range []string{upgradeFrom, upgradeTo} {
-		cold[v] = v != pinnedVersion && !builtVersion(v)
+		cold[v] = v != framework.PinnedVersion && !builtVersion(v)
 	}
 	t.Logf("versions to build first: %v", cold)
 
 	created := time.Now()
 	localCluster(t, ns, name, upgradeFrom, upgradeOS, 2)
 
-	tc := waitCluster(t, ns, name, 3*time.Minute, "a tenant namespace", func(tc *v1alpha1.TenantCluster) bool {
+	tc := framework.WaitCluster(t, ns, name, 3*time.Minute, "a tenant namespace", func(tc *v1alpha1.TenantCluster) bool {
 		return tc.Status.TenantNamespace != ""
 	})
 	tenantNS := tc.Status.TenantNamespace
@@ -64,14 +65,14 @@ func TestLocalTenantClusterUpgrade(t *testing.T) {
 		// Not built yet: the TenantControlPlane says it is being built.
 		waitTCPReason(t, d, tenantNS, name, "BuildingKubernetes", 3*time.Minute)
 	}
-	tc = waitReady(t, ns, name, 2, 20*time.Minute)
+	tc = framework.WaitReady(t, ns, name, 2, 20*time.Minute)
 	t.Logf("create -> Ready at %s with 2 %s workers: %s (build of %s cold: %v)", upgradeFrom, upgradeOS,
 		time.Since(created).Round(100*time.Millisecond), upgradeFrom, cold[upgradeFrom])
 	if got := tc.Status.ObservedState.KubernetesVersion; got != upgradeFrom {
 		t.Errorf("observedState.kubernetesVersion %q, want %s", got, upgradeFrom)
 	}
 
-	_, tenant := mintKubeconfig(t, ns, name)
+	_, tenant := framework.MintKubeconfig(t, ns, name)
 	if v := serverVersion(tenant); v != upgradeFrom {
 		t.Fatalf("the tenant's /version says %q, want %s", v, upgradeFrom)
 	}
@@ -85,7 +86,7 @@ func TestLocalTenantClusterUpgrade(t *testing.T) {
 			t.Errorf("Machine %s at %s, want %s", m, v, upgradeFrom)
 		}
 	}
-	tcp, err := d.Resource(tenantCPGVR).Namespace(tenantNS).Get(ctx, name, metav1.GetOptions{})
+	tcp, err := d.Resource(framework.TenantCPGVR).Namespace(tenantNS).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,13 +96,13 @@ func TestLocalTenantClusterUpgrade(t *testing.T) {
 	// tenant's /version, so a MachineDeployment at the new version while the tenant still
 	// answers the old one is an upgrade that moved the workers first.
 	patched := time.Now()
-	mustKubectl(t, "patch", "tc", name, "-n", ns, "--type", "merge", "-p", fmt.Sprintf(`{"spec":{"kubernetesVersion":%q}}`, upgradeTo))
+	framework.MustKubectl(t, "patch", "tc", name, "-n", ns, "--type", "merge", "-p", fmt.Sprintf(`{"spec":{"kubernetesVersion":%q}}`, upgradeTo))
 	var cpAt, mdAt, machineAt, readyAt time.Duration
 	var phases []v1alpha1.TenantClusterPhase
 	var building bool
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 20*time.Minute, true, func(ctx context.Context) (bool, error) {
 		now := time.Since(patched)
-		md, err := d.Resource(machineDeploymentsGVR).Namespace(tenantNS).Get(ctx, name+"-workers", metav1.GetOptions{})
+		md, err := d.Resource(framework.MachineDeploymentsGVR).Namespace(tenantNS).Get(ctx, name+"-workers", metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
@@ -135,13 +136,13 @@ func TestLocalTenantClusterUpgrade(t *testing.T) {
 				t.Logf("t=%s the TenantControlPlane says it is building %s", now.Round(100*time.Millisecond), upgradeTo)
 			}
 		}
-		tc, err := plane.butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, name, metav1.GetOptions{})
+		tc, err := framework.Plane.Butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
 		if len(phases) == 0 || phases[len(phases)-1] != tc.Status.Phase {
 			phases = append(phases, tc.Status.Phase)
-			t.Logf("t=%s phase %s (%s)", now.Round(100*time.Millisecond), tc.Status.Phase, statusOf(tc))
+			t.Logf("t=%s phase %s (%s)", now.Round(100*time.Millisecond), tc.Status.Phase, framework.StatusOf(tc))
 		}
 		done := tc.Status.Phase == v1alpha1.TenantClusterReady && tc.Status.ObservedGeneration == tc.Generation &&
 			meta.IsStatusConditionTrue(tc.Status.Conditions, "Ready") && tc.Status.ObservedState != nil &&
@@ -152,8 +153,8 @@ func TestLocalTenantClusterUpgrade(t *testing.T) {
 		return done, nil
 	})
 	if err != nil {
-		tc, _ := plane.butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, name, metav1.GetOptions{})
-		t.Fatalf("upgrade to %s: %v; phases %v; %s", upgradeTo, err, phases, statusOf(tc))
+		tc, _ := framework.Plane.Butler.ButlerV1alpha1().TenantClusters(ns).Get(ctx, name, metav1.GetOptions{})
+		t.Fatalf("upgrade to %s: %v; phases %v; %s", upgradeTo, err, phases, framework.StatusOf(tc))
 	}
 	t.Logf("upgrade %s -> %s: control plane serving at t=%s, MachineDeployment moved at t=%s, first new Machine at t=%s, Ready at t=%s (build of %s cold: %v)",
 		upgradeFrom, upgradeTo, cpAt.Round(100*time.Millisecond), mdAt.Round(100*time.Millisecond),
@@ -190,11 +191,11 @@ func TestLocalTenantClusterUpgrade(t *testing.T) {
 	}
 	checkJoinedNodes(t, ctx, tenant, name, upgradeTo, 2)
 	// The old version's processes were replaced, not left running beside the new ones.
-	if got := tenantProcesses(t, uid); !maps.Equal(got, oneOfEachComponent) {
+	if got := framework.TenantProcesses(t, uid); !maps.Equal(got, framework.OneOfEachComponent) {
 		t.Errorf("tenant processes after the upgrade %v, want one of each", got)
 	}
 
-	deleteCluster(t, ns, name, uid)
+	framework.DeleteCluster(t, ns, name, uid)
 	if list, err := d.Resource(external.MachineGVR).Namespace(tenantNS).List(ctx, metav1.ListOptions{}); err == nil && len(list.Items) != 0 {
 		t.Errorf("%d Machines left in %s", len(list.Items), tenantNS)
 	}
@@ -226,7 +227,7 @@ func serverVersion(tenant kubernetes.Interface) string {
 
 // tcpAnnotation is the reason the local provider gives on the TenantControlPlane.
 func tcpAnnotation(d dynamic.Interface, ns, name string) string {
-	tcp, err := d.Resource(tenantCPGVR).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
+	tcp, err := d.Resource(framework.TenantCPGVR).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		return ""
 	}
@@ -286,7 +287,7 @@ func checkJoinedNodes(t *testing.T, ctx context.Context, tenant kubernetes.Inter
 			t.Errorf("Node %s: kubelet %q, want %s", node.Name, got, version)
 		}
 	}
-	secrets, err := plane.kube.CoreV1().Secrets("").List(ctx, metav1.ListOptions{LabelSelector: "cluster.x-k8s.io/cluster-name=" + cluster})
+	secrets, err := framework.Plane.Kube.CoreV1().Secrets("").List(ctx, metav1.ListOptions{LabelSelector: "cluster.x-k8s.io/cluster-name=" + cluster})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package e2e
+package framework
 
 import (
 	"os"
@@ -20,9 +20,9 @@ func parallelSlots() int {
 	return 4
 }
 
-// longestFirst is t.Parallel in that order: expect is about how long t takes in the suite's parallel
+// LongestFirst is t.Parallel in that order: expect is about how long t takes in the suite's parallel
 // phase, beside the others (an order, not a bound).
-func longestFirst(t *testing.T, expect time.Duration) {
+func LongestFirst(t *testing.T, expect time.Duration) {
 	t.Helper()
 	order.Parallel(t, expect)
 }
