@@ -158,12 +158,12 @@ kube-versions: ## build the extra Kubernetes versions the e2e tests' tenants run
 	$(BIN)/butler-localprovider build-kube --kube-versions-dir _output/kube-versions $(E2E_KUBE_VERSIONS)
 
 # test-e2e: the standalone binary with kubectl, then the whole management plane (butler-localplane).
-# The parallel tests run BUTLER_E2E_PARALLEL (4) at once, the longest first (test/e2e/order_test.go):
+# The parallel tests run BUTLER_E2E_PARALLEL (4) at once, the longest first (test/e2e/framework/order.go):
 # -parallel 64 opens Go's own gate, which would start them in no set order.
 test-e2e: build kube-versions ## kubectl end-to-end tests on the standalone server and the local plane
 	test/e2e/standalone.sh $(BIN)/butler-apiserver
 	rm -f _output/e2e-durations.txt
-	$(GO) test -vet=off -count=1 -timeout 45m -parallel 64 -skip '^(TestFault|TestSlow|TestS3|TestRealNode|TestGitOpsTenant)' ./test/e2e/...; \
+	$(GO) test -vet=off -count=1 -timeout 45m -parallel 64 -skip '^(TestSlow|TestS3)' ./test/e2e/plane/; \
 	  rc=$$?; cat _output/e2e-durations.txt 2>/dev/null; exit $$rc
 	$(GO) test -vet=off -count=1 -timeout 20m -run '^TestPlaneStartFailsCleanly$$' ./test/starts/
 
@@ -177,7 +177,7 @@ test-e2e: build kube-versions ## kubectl end-to-end tests on the standalone serv
 REALNODE_RUN ?= ^(TestRealNode|TestGitOpsTenant)
 test-realnode: build kube-versions ## real worker nodes on this machine (root)
 	$(realnode-deps)
-	BUTLER_E2E_REALNODE=1 $(GO) test -vet=off -count=1 -timeout 15m -parallel 3 -run '$(REALNODE_RUN)' -v ./test/e2e/...
+	BUTLER_E2E_REALNODE=1 $(GO) test -vet=off -count=1 -timeout 15m -parallel 3 -run '$(REALNODE_RUN)' -v ./test/e2e/nodes/
 
 define realnode-deps
 	hack/install-cluster-deps.sh
@@ -222,7 +222,7 @@ bench-start-cost: build ## tenant starts with this provider vs BENCH_COST_BASELI
 # minutes asleep with no wake, wake latency against the tenant's cold kube-apiserver start and a
 # cold create, as ratios. About 11 minutes; not in make test.
 bench-hibernation: build ## the slow hibernation checks (about 11 min; not in make test)
-	$(GO) test -count=1 -timeout 30m -run '^TestSlowHibernation' -v ./test/e2e/...
+	$(GO) test -count=1 -timeout 30m -run '^TestSlowHibernation' -v ./test/e2e/plane/
 
 # bench-density: BENCH_DENSITY_N local TenantClusters created hibernated with wake on request (each
 # readied without starting; at most BENCH_DENSITY_AWAKE not yet asleep at once), then the
@@ -248,7 +248,7 @@ bench-snapshot: ## a tenant's snapshot and restore against whole-datastore basel
 # cold start of its own kube-apiserver inside it, with the provider's steps (docs/concepts/snapshots.md).
 # About 3 minutes with the plane's start; not part of `make test`.
 bench-restore: build kube-versions ## clone and in-place restore of a 10,000-object tenant, timed
-	SNAPSHOT_E2E_OBJECTS=10000 $(GO) test -count=1 -timeout 20m -run '^TestSnapshotCloneAndRestore$$' -v ./test/e2e/...
+	SNAPSHOT_E2E_OBJECTS=10000 $(GO) test -count=1 -timeout 20m -run '^TestSnapshotCloneAndRestore$$' -v ./test/e2e/plane/
 
 # weed: SeaweedFS's weed (an S3-compatible server) into _output/bin from the pinned module in
 # hack/weed (hack/build-weed.sh); its first build is long (docs/concepts/snapshots.md), later ones seconds.
@@ -259,25 +259,25 @@ weed: ## SeaweedFS's weed (S3 server for test-s3) into _output/bin
 # tenant snapshotted into its bucket and restored in place from it (TestS3*). Not in make test:
 # building weed the first time takes minutes.
 test-s3: build kube-versions weed ## the S3 snapshot store against weed on loopback (not in make test)
-	$(GO) test -count=1 -timeout 20m -run '^TestS3' -v ./test/e2e/...
+	$(GO) test -count=1 -timeout 20m -run '^TestS3' -v ./test/e2e/plane/
 
 # test-faults: the fault battery (docs/development/testing.md): replicas SIGKILLed under allocation load,
 # etcd killed under creates, the workers' leader killed with 20 local clusters provisioning, on a
 # plane of two butler-apiserver replicas. Not part of `make test`; CI runs it after.
 FAULTS_PLANE := BUTLER_APISERVER_REPLICAS=2 RESTART_GRACE=90
 test-faults: build ## the fault battery on a two-replica plane
-	$(FAULTS_PLANE) $(GO) test -vet=off -count=1 -timeout 30m -run '^TestFault' -v ./test/e2e/...
+	$(FAULTS_PLANE) $(GO) test -vet=off -count=1 -timeout 30m -run '^TestFault' -v ./test/e2e/nodes/
 
 # test-realnode-faults: CI's stage for both of the above, one go test on one two-replica plane
 # (one plane start and one build instead of two), R4 with 10 clusters instead of 20 (about 3 of
-# its 6.5 minutes, within CI's budget; make test-faults keeps 20). Go runs faults_test.go's tests before
-# realnode_test.go's: each fault test restarts what it killed, and the last deletes its clusters
-# and checks that nothing of them is left, so the real nodes start on a whole plane. The fault
-# tests are sequential; the three real-node tests are parallel, so Go starts them together
-# (-parallel 3) once the fault tests ended.
+# its 6.5 minutes, within CI's budget; make test-faults keeps 20). The fault tests are the package's
+# sequential tests (test/e2e/nodes), so Go runs them first: each restarts what it killed, and the
+# last deletes its clusters and checks that nothing of them is left, so the real nodes start on a
+# whole plane. The three real-node tests are parallel, so Go starts them together (-parallel 3)
+# once the fault tests ended.
 test-realnode-faults: build kube-versions ## test-realnode and test-faults on one plane (root; CI)
 	$(realnode-deps)
-	BUTLER_E2E_REALNODE=1 R4_CLUSTERS=10 $(FAULTS_PLANE) $(GO) test -vet=off -count=1 -timeout 45m -parallel 3 -run '^(TestFault|TestRealNode|TestGitOpsTenant)' -v ./test/e2e/...
+	BUTLER_E2E_REALNODE=1 R4_CLUSTERS=10 $(FAULTS_PLANE) $(GO) test -vet=off -count=1 -timeout 45m -parallel 3 -run '^(TestFault|TestRealNode|TestGitOpsTenant)' -v ./test/e2e/nodes/
 
 # fuzz: each fuzz target for FUZZTIME (go test -fuzz takes one target at a time); new crashers
 # land in testdata/fuzz of the package. Not part of `make test`; plain `go test` runs the seeds.
@@ -333,7 +333,7 @@ bench-report: build bench-bin ## run the figures of docs/performance.md and rege
 	      done ;; \
 	  P3) rm -f _output/bench/p3-pairs.tsv; \
 	      $(BENCH_LOCK) env P3_PAIRS=$(BENCH_PAIRS) P3_PAIRS_OUT=$(CURDIR)/_output/bench/p3-pairs.tsv \
-	        $(GO) test -count=1 -timeout 20m -run '^$$' -bench AllocationRate -benchtime $$(( $(BENCH_PAIRS) * 1000 ))x ./test/e2e/ && \
+	        $(GO) test -count=1 -timeout 20m -run '^$$' -bench AllocationRate -benchtime $$(( $(BENCH_PAIRS) * 1000 ))x ./test/e2e/plane/ && \
 	      $(BIN)/bench -pairs P3=_output/bench/p3-pairs.tsv -commit $(BENCH_COMMIT) || failed="$$failed P3" ;; \
 	  P7m) rm -f _output/bench/p7m-pairs.tsv; \
 	      $(BENCH_LOCK) env BUTLER_FOOTPRINT_BIN=$(CURDIR)/$(BIN) BUTLER_FOOTPRINT_N=3 BUTLER_FOOTPRINT_PAIRS=$(BENCH_PAIRS) \
@@ -342,7 +342,7 @@ bench-report: build bench-bin ## run the figures of docs/performance.md and rege
 	      $(BIN)/bench -pairs P7m=_output/bench/p7m-pairs.tsv -n 3 -commit $(BENCH_COMMIT) || failed="$$failed P7m" ;; \
 	  P10) rm -f _output/bench/p10-pairs.tsv; \
 	      $(BENCH_LOCK) env WAKE_BENCH=1 WAKE_PAIRS=$(BENCH_PAIRS) WAKE_PAIRS_OUT=$(CURDIR)/_output/bench/p10-pairs.tsv \
-	        $(GO) test -vet=off -count=1 -timeout 30m -run '^TestSlowHibernationWakeFigures$$' -v ./test/e2e/ && \
+	        $(GO) test -vet=off -count=1 -timeout 30m -run '^TestSlowHibernationWakeFigures$$' -v ./test/e2e/plane/ && \
 	      $(BIN)/bench -pairs P10=_output/bench/p10-pairs.tsv -commit $(BENCH_COMMIT) || failed="$$failed P10" ;; \
 	  P11|P11r) [ -n "$$snap" ] && continue; snap=1; rm -f _output/bench/p11-pairs.tsv _output/bench/p11r-pairs.tsv; \
 	      $(BENCH_LOCK) env SNAPSHOT_BENCH=1 SNAPSHOT_BENCH_SIZES=$(BENCH_P11_N) SNAPSHOT_PAIRS=$(BENCH_PAIRS) SNAPSHOT_PAIRS_OUT=$(CURDIR)/_output/bench \
@@ -355,7 +355,7 @@ bench-report: build bench-bin ## run the figures of docs/performance.md and rege
 	  P13|P13m) [ -n "$$realnode" ] && continue; realnode=1; rm -f _output/bench/p13-pairs.tsv _output/bench/p13m-pairs.tsv; \
 	      hack/install-cluster-deps.sh && hack/build-kube.sh kubelet kube-proxy && hack/build-node-images.sh >/dev/null && \
 	      $(BENCH_LOCK) env BUTLER_E2E_REALNODE=1 REALNODE_BENCH=1 REALNODE_PAIRS=$(BENCH_PAIRS) REALNODE_PAIRS_OUT=$(CURDIR)/_output/bench \
-	        $(GO) test -vet=off -count=1 -timeout 30m -run '^TestRealNodeFigures$$' -v ./test/e2e/ && \
+	        $(GO) test -vet=off -count=1 -timeout 30m -run '^TestRealNodeFigures$$' -v ./test/e2e/nodes/ && \
 	      $(BIN)/bench -pairs P13=_output/bench/p13-pairs.tsv,P13m=_output/bench/p13m-pairs.tsv -commit $(BENCH_COMMIT) || failed="$$failed P13" ;; \
 	  *) echo "bench-report: $$fig is not reproduced yet (docs/performance.md says why)" ;; \
 	  esac; \
@@ -390,7 +390,7 @@ bench-bin: ## the benchmark driver into _output/bin
 # bench-ipam: the allocator micro-benchmark, then P3: allocations/s vs ClusterIPs/s through one kube-apiserver, in alternating pairs
 bench-ipam: build ## the allocator micro-benchmark and P3 (allocations/s vs ClusterIPs/s)
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./pkg/ipam/
-	$(GO) test -run '^$$' -bench AllocationRate -benchtime 2000x ./test/e2e/
+	$(GO) test -run '^$$' -bench AllocationRate -benchtime 2000x ./test/e2e/plane/
 
 clean: ## remove _output
 	rm -rf _output

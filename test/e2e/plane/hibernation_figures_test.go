@@ -1,0 +1,83 @@
+package plane
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/butlerdotdev/butler-apiserver/test/e2e/framework"
+)
+
+// TestSlowHibernationWakeFigures measures P10 of docs/performance.md (WAKE_BENCH=1; make
+// bench-report ONLY=P10 runs it and turns its pairs into the figure). One local TenantCluster with
+// wake on request and no workers, asleep; in WAKE_PAIRS (3) pairs whose order alternates:
+//   - the wake: seconds from a user's kubectl (get ns default, the minted kubeconfig) on the
+//     Hibernated cluster until it answers; the cluster is then put to sleep again;
+//   - the cold start: the same kube-apiserver command line the provider ran, on the same
+//     datastore, started by hand while the cluster sleeps, until /readyz answers.
+//
+// The wake does more (kube-controller-manager and kube-scheduler, the hold of the first
+// connection, the lifecycle's steps): the ratio is what all of that costs over the one start a
+// wake cannot avoid.
+func TestSlowHibernationWakeFigures(t *testing.T) {
+	if os.Getenv("WAKE_BENCH") == "" {
+		t.Skip("WAKE_BENCH=1 runs the wake figure (make bench-report ONLY=P10)")
+	}
+	pairs := 3
+	if v, err := strconv.Atoi(os.Getenv("WAKE_PAIRS")); err == nil && v > 0 {
+		pairs = v
+	}
+	ns := framework.Namespace(t, "e2e-wakefig")
+	const name = "wake"
+	applyHibernatingCluster(t, ns, name, 0, "{wakeOnRequest: true}")
+	tc := framework.WaitReady(t, ns, name, 0, 5*time.Minute)
+	kubeconfig, _ := framework.MintKubeconfig(t, ns, name)
+	tcp, err := framework.DynamicClient(t).Resource(framework.TenantCPGVR).Namespace(tc.Status.TenantNamespace).Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tenantDir := filepath.Join(framework.Plane.Dir, "tenants", string(tcp.GetUID()))
+	sleep := func() {
+		framework.MustKubectl(t, "patch", "tc", name, "-n", ns, "--type=merge", "-p", `{"spec":{"hibernation":{"hibernated":true}}}`)
+		framework.WaitCluster(t, ns, name, 3*time.Minute, "Hibernated", framework.Hibernated)
+	}
+	wake := func() time.Duration {
+		start := time.Now()
+		if out, err := framework.KubectlAs(t, kubeconfig, "", "get", "ns", "default"); err != nil {
+			t.Fatalf("kubectl on the hibernated cluster: %v\n%s", err, out)
+		}
+		took := time.Since(start)
+		framework.WaitReady(t, ns, name, 0, 3*time.Minute)
+		return took
+	}
+	var lines []string
+	for k := range pairs {
+		wakeFirst := k%2 == 0
+		var w, c time.Duration
+		for _, first := range []bool{wakeFirst, !wakeFirst} {
+			sleep()
+			if first {
+				w = wake()
+			} else {
+				c = coldAPIServerStart(t, tenantDir)
+			}
+		}
+		lines = append(lines, fmt.Sprintf("%.2f\t%.2f\t%t", w.Seconds(), c.Seconds(), wakeFirst))
+		t.Logf("pair %d (%s first): wake -> answered %.2f s, cold kube-apiserver start -> /readyz %.2f s",
+			k+1, map[bool]string{true: "wake", false: "cold start"}[wakeFirst], w.Seconds(), c.Seconds())
+	}
+	if out := os.Getenv("WAKE_PAIRS_OUT"); out != "" {
+		data := ""
+		for _, l := range lines {
+			data += l + "\n"
+		}
+		if err := os.WriteFile(out, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
