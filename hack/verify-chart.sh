@@ -4,7 +4,7 @@
 # embedded etcd in one Pod; values-production.yaml; external etcd with generated certificates or
 # cert-manager), that wrong values fail with the schema's message, and that artifacts/deploy
 # is the chart's rendering (of values-production.yaml). The rendered manifests are checked
-# against a real kube-apiserver's OpenAPI by test/e2e (TestChartManifestsValidOnKubeAPIServer).
+# against a real kube-apiserver's OpenAPI by test/e2e/plane (TestChartManifestsValidOnKubeAPIServer).
 set -euo pipefail
 # This module is built as the Makefile builds it (static, -trimpath): one compile of each package
 # serves the tests, the binaries and the image.

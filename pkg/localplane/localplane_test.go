@@ -225,7 +225,7 @@ func TestCertificatesKeptAndKubeconfig(t *testing.T) {
 }
 
 // The deploy manifests carry what kubectl apply leaves, so that a later kubectl apply of the
-// same files does not warn (test/e2e's chart test fails on any warning).
+// same files does not warn (test/e2e/plane's chart test fails on any warning).
 func TestLastAppliedIsTheObjectAsRead(t *testing.T) {
 	objs, err := readManifests(writeTemp(t, "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: a, namespace: ns, annotations: {team: blue}}\n"))
 	if err != nil {

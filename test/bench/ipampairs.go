@@ -9,7 +9,7 @@ import (
 
 // Figures measured by a Go test or benchmark that writes its pairs to a file, which -pairs
 // turns into the figure: P3 by BenchmarkAllocationRateVsServiceClusterIPs on the e2e plane
-// (test/e2e), P11 and P11r by TestSnapshotFigures (pkg/snapshot).
+// (test/e2e/plane), P11 and P11r by TestSnapshotFigures (pkg/snapshot).
 
 func p3(pairs int) figure {
 	return figure{
@@ -20,7 +20,7 @@ func p3(pairs int) figure {
 		Baseline: "Services of type ClusterIP created (each allocates one ClusterIP) by 32 concurrent clients through the same " +
 			"kube-apiserver onto the same etcd, in the same namespace and plane, the same number as the allocations",
 		Subject: "allocations/s", Base: "ClusterIPs/s", Unit: "/s", Better: "higher",
-		Command: fmt.Sprintf("make bench-report ONLY=P3 (P3_PAIRS=%d go test -run '^$' -bench AllocationRate -benchtime 3000x ./test/e2e/)", pairs),
+		Command: fmt.Sprintf("make bench-report ONLY=P3 (P3_PAIRS=%d go test -run '^$' -bench AllocationRate -benchtime 3000x ./test/e2e/plane/)", pairs),
 		Notes: []string{"Both sides run on one e2e plane, one after the other in each pair (the pool and the Services accumulate " +
 			"over the pairs, equally on both sides). Before issue 40 the allocations went straight to two standalone " +
 			"butler-apiservers on an empty etcd of their own, the Services through the busy e2e plane, once, in a fixed order."},

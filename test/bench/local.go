@@ -111,7 +111,7 @@ func localProviderConfig(ctx context.Context, butler clientset.Interface, kube k
 	return nil
 }
 
-// localCluster is test/e2e's localCluster: Talos workers at v1.36.3 on the local ProviderConfig.
+// localCluster is test/e2e/plane's localCluster: Talos workers at v1.36.3 on the local ProviderConfig.
 func localCluster(name string, workers int) *v1alpha1.TenantCluster {
 	return &v1alpha1.TenantCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: localNamespace},
 		Spec: v1alpha1.TenantClusterSpec{KubernetesVersion: "v1.36.3",

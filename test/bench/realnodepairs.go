@@ -2,10 +2,10 @@ package main
 
 import "fmt"
 
-// P13 and P13m: real worker nodes beside kwok's, measured by test/e2e's TestRealNodeFigures on
+// P13 and P13m: real worker nodes beside kwok's, measured by test/e2e/nodes' TestRealNodeFigures on
 // the e2e plane, which writes its pairs to a file each.
 
-const realNodeCommand = "make bench-report ONLY=P13 (REALNODE_BENCH=1 REALNODE_PAIRS=%d go test -run '^TestRealNodeFigures$' ./test/e2e/, as root with make test-realnode's dependencies)"
+const realNodeCommand = "make bench-report ONLY=P13 (REALNODE_BENCH=1 REALNODE_PAIRS=%d go test -run '^TestRealNodeFigures$' ./test/e2e/nodes/, as root with make test-realnode's dependencies)"
 
 func p13(pairs int) figure {
 	return figure{

@@ -1,7 +1,7 @@
 package main
 
 // p10 is a hibernated cluster's wake against the cold start of its kube-apiserver
-// (TestSlowHibernationWakeFigures in test/e2e).
+// (TestSlowHibernationWakeFigures in test/e2e/plane).
 func p10(pairs, _ int) figure {
 	return figure{
 		ID:    "P10",
@@ -12,7 +12,7 @@ func p10(pairs, _ int) figure {
 		Baseline: "the same kube-apiserver command line the provider ran, on the same datastore, started by hand while the cluster sleeps; " +
 			"the clock runs from its exec until /readyz answers (the one start a wake cannot avoid)",
 		Subject: "wake", Base: "cold kube-apiserver start", Unit: "s", Better: "lower",
-		Command: "make bench-report ONLY=P10 (WAKE_BENCH=1 go test -run '^TestSlowHibernationWakeFigures$' ./test/e2e/)",
+		Command: "make bench-report ONLY=P10 (WAKE_BENCH=1 go test -run '^TestSlowHibernationWakeFigures$' ./test/e2e/plane/)",
 		Notes: []string{"One cluster on one e2e plane; each side starts from the cluster asleep. The wake's clock includes kubectl's " +
 			"own start and one request, the baseline's only the server's start."},
 	}

@@ -2,7 +2,7 @@
 // slots, and a free slot goes to the waiting test expected to take longest. Go's own gate
 // (-parallel) starts parallel tests in no set order, so a test of six minutes started last keeps
 // the suite running minutes after the others have finished; longest first finishes a batch
-// soonest. The suite runs with Go's gate open wider than its tests (test/e2e: -parallel 64) for
+// soonest. The suite runs with Go's gate open wider than its tests (test/e2e/plane: -parallel 64) for
 // this order to decide; under a narrower one the order is Go's again (never a deadlock: a slot
 // goes to a test that arrived).
 package longestfirst

@@ -125,7 +125,7 @@ func startCost(t *testing.T, p *localplane.Plane, pair int, side, dir string) {
 
 // swapProvider SIGKILLs the plane's butler-localprovider (no tenant is left then), puts binary
 // in its place and starts it again with the same command line, environment and log, recording
-// its pid where the plane stops it by (test/e2e's restart does the same).
+// its pid where the plane stops it by (test/e2e/framework's RestartPlaneProcess does the same).
 func swapProvider(t *testing.T, p *localplane.Plane, binary string) {
 	args, startAgain := localplane.KillForRestart(t, p.Dir, "butler-localprovider")
 	copyFile(t, binary, args[0]+".new")
