@@ -7,9 +7,6 @@
 package main
 
 import (
-	"fmt"
-	"os"
-
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/process"
 	"github.com/butlerdotdev/butler-apiserver/pkg/onenodecluster"
 )
@@ -29,31 +26,4 @@ Environment (all optional):
   RUNC           runc's binary (default runc on PATH)
 `
 
-func main() {
-	if len(os.Args) > 1 {
-		fmt.Fprint(os.Stderr, usage)
-		if os.Args[1] == "-h" || os.Args[1] == "--help" {
-			os.Exit(0)
-		}
-		os.Exit(2)
-	}
-	logf := func(format string, args ...any) { fmt.Fprintf(os.Stderr, "cluster: "+format+"\n", args...) }
-	root, err := os.Getwd()
-	if err != nil {
-		logf("%v", err)
-		os.Exit(1)
-	}
-	o, err := onenodecluster.FromEnv(root, os.Getenv)
-	if err != nil {
-		logf("%v", err)
-		os.Exit(2)
-	}
-	ctx, signalled := process.OnSignal()
-	err = onenodecluster.Run(ctx, o, logf)
-	if s := signalled.Load(); s != 0 {
-		os.Exit(128 + int(s))
-	}
-	if err != nil {
-		os.Exit(1)
-	}
-}
+func main() { process.Main("cluster", usage, onenodecluster.FromEnv, onenodecluster.Run) }

@@ -7,9 +7,6 @@
 package main
 
 import (
-	"fmt"
-	"os"
-
 	"github.com/butlerdotdev/butler-apiserver/pkg/localplane"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/process"
 )
@@ -37,31 +34,4 @@ The local management plane on loopback. Environment (all optional):
                                 (default 300, burst twice that)
 `
 
-func main() {
-	if len(os.Args) > 1 {
-		fmt.Fprint(os.Stderr, usage)
-		if os.Args[1] == "-h" || os.Args[1] == "--help" {
-			os.Exit(0)
-		}
-		os.Exit(2)
-	}
-	logf := func(format string, args ...any) { fmt.Fprintf(os.Stderr, "localplane: "+format+"\n", args...) }
-	root, err := os.Getwd()
-	if err != nil {
-		logf("%v", err)
-		os.Exit(1)
-	}
-	o, err := localplane.FromEnv(root, os.Getenv)
-	if err != nil {
-		logf("%v", err)
-		os.Exit(2)
-	}
-	ctx, signalled := process.OnSignal()
-	err = localplane.Run(ctx, o, logf)
-	if s := signalled.Load(); s != 0 {
-		os.Exit(128 + int(s))
-	}
-	if err != nil {
-		os.Exit(1)
-	}
-}
+func main() { process.Main("localplane", usage, localplane.FromEnv, localplane.Run) }

@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/process"
 	"github.com/butlerdotdev/butler-apiserver/pkg/pki"
 )
 
@@ -30,7 +31,7 @@ type plane struct {
 // that it reads first); ctx's error when ctx ended it.
 func Run(ctx context.Context, o Options, log func(format string, args ...any)) error {
 	pl := &plane{o: o, log: log, ports: newPorts(o.FixedPorts, o.TenantPorts)}
-	pl.procs = &procs{o: o, log: log, ports: pl.ports, children: map[string]*child{}}
+	pl.procs = &procs{Group: process.Group{LogDir: o.logsDir()}, o: o, log: log, ports: pl.ports}
 	lock, err := pl.prepare(ctx)
 	if err != nil {
 		log("%v", err)
@@ -176,7 +177,7 @@ func (pl *plane) startEtcd(ctx context.Context) error {
 	if err := pl.up(ctx, pl.etcd()); err != nil {
 		return err
 	}
-	return pl.waitFor(ctx, "etcd", 30*time.Second, httpOK(pl.url("http", "ETCD_PORT")+"/health"))
+	return pl.procs.WaitFor(ctx, "etcd", 30*time.Second, httpOK(pl.url("http", "ETCD_PORT")+"/health"))
 }
 
 // startKubeAPIServer starts kube-apiserver, writes the kubeconfigs (they name its port, final
@@ -202,7 +203,7 @@ func (pl *plane) startKubeAPIServer(ctx context.Context) error {
 	if pl.kube, err = newKube(pl.o.bootKubeconfig()); err != nil {
 		return err
 	}
-	if err := pl.waitFor(ctx, "kube-apiserver", 120*time.Second, pl.kube.readyz); err != nil {
+	if err := pl.procs.WaitFor(ctx, "kube-apiserver", 120*time.Second, pl.kube.readyz); err != nil {
 		return err
 	}
 	return pl.procs.launch(pl.kubeControllerManager())
@@ -220,7 +221,7 @@ func (pl *plane) installCRDs(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return pl.waitFor(ctx, "the CRDs to be established", 60*time.Second, func(ctx context.Context) bool { return pl.kube.established(ctx, crds) })
+	return pl.procs.WaitFor(ctx, "the CRDs to be established", 60*time.Second, func(ctx context.Context) bool { return pl.kube.established(ctx, crds) })
 }
 
 // startLocalProvider launches the local provider: tenant control planes (a kube-apiserver,
@@ -281,7 +282,7 @@ func (pl *plane) waitServing(ctx context.Context) error {
 		{"a List of tenantclusters through kube-apiserver", 60 * time.Second, pl.kube.listsTenantClusters},
 		{"the Cluster API manager", 120 * time.Second, httpOK(pl.url("http", "CAPI_HEALTH_PORT") + "/readyz")},
 	} {
-		if err := pl.waitFor(ctx, w.what, w.timeout, w.ok); err != nil {
+		if err := pl.procs.WaitFor(ctx, w.what, w.timeout, w.ok); err != nil {
 			return err
 		}
 	}
@@ -320,34 +321,11 @@ Ctrl-C (or SIGTERM) stops everything.
 		butlerAPIService, pl.o.Replicas, pl.url("http", "ETCD_PORT"), pl.o.TenantPorts, pl.port("CAPI_WEBHOOK_PORT"), pl.o.AdminKubeconfig())
 }
 
-// waitFor polls ok until it holds; an error when a process of the plane exits meanwhile (with
-// its log line) or after timeout.
-func (pl *plane) waitFor(ctx context.Context, what string, timeout time.Duration, ok func(context.Context) bool) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		checkCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		done := ok(checkCtx)
-		cancel()
-		if done {
-			return nil
-		}
-		if err := pl.procs.anyExited(" while waiting for " + what); err != nil {
-			return err
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("timed out after %s waiting for %s; logs in %s", timeout, what, pl.o.logsDir())
-		}
-		if err := sleep(ctx, 200*time.Millisecond); err != nil {
-			return err
-		}
-	}
-}
-
 // supervise runs until ctx ends or a process is gone for longer than RestartGrace: one restarted
 // by hand (or by a test) has that long to record its new pid in its pid file.
 func (pl *plane) supervise(ctx context.Context) error {
 	for {
-		for _, name := range pl.procs.order {
+		for _, name := range pl.procs.Names() {
 			if pl.procs.alive(name) {
 				continue
 			}
@@ -355,7 +333,7 @@ func (pl *plane) supervise(ctx context.Context) error {
 				return err
 			}
 			if !pl.procs.alive(name) {
-				return pl.procs.exited(name, "")
+				return pl.procs.ExitedError(name, "")
 			}
 		}
 		if err := sleep(ctx, time.Second); err != nil {
@@ -376,8 +354,9 @@ func (pl *plane) stop() {
 	pl.log("stopping")
 	first := pl.localProvider().name
 	pl.procs.stop(first)
-	for i := len(pl.procs.order) - 1; i >= 0; i-- {
-		if name := pl.procs.order[i]; name != first {
+	names := pl.procs.Names()
+	for i := len(names) - 1; i >= 0; i-- {
+		if name := names[i]; name != first {
 			pl.procs.stop(name)
 		}
 	}

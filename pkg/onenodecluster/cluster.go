@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/localports"
+	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/process"
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/realnode"
 )
 
@@ -38,7 +39,7 @@ type cluster struct {
 // everything and cleans up. It returns the error that ended the cluster (logged before the
 // stop, so that it reads first); ctx's error when ctx ended it.
 func Run(ctx context.Context, o Options, log func(format string, args ...any)) error {
-	c := &cluster{o: o, log: log, procs: &procs{logs: o.logsDir(), log: log, children: map[string]*child{}}}
+	c := &cluster{o: o, log: log, procs: &procs{Group: process.Group{LogDir: o.logsDir()}, log: log}}
 	if err := c.prepare(ctx); err != nil {
 		log("%v", err)
 		return err
@@ -221,13 +222,13 @@ func (c *cluster) startControlPlane(ctx context.Context) error {
 		return err
 	}
 	etcdHealth := fmt.Sprintf("http://127.0.0.1:%d/health", c.ports.etcd)
-	if err := c.procs.waitFor(ctx, "etcd", 30*time.Second, func(ctx context.Context) bool { return httpOK(ctx, etcdHealth) }); err != nil {
+	if err := c.procs.WaitFor(ctx, "etcd", 30*time.Second, func(ctx context.Context) bool { return httpOK(ctx, etcdHealth) }); err != nil {
 		return err
 	}
 	if err := c.procs.start(c.o.kubeAPIServer(c.ports)); err != nil {
 		return err
 	}
-	if err := c.procs.waitFor(ctx, "kube-apiserver", 120*time.Second, c.readyz); err != nil {
+	if err := c.procs.WaitFor(ctx, "kube-apiserver", 120*time.Second, c.readyz); err != nil {
 		return err
 	}
 	for _, comp := range []component{c.o.controllerManager(c.ports), c.o.scheduler(c.ports)} {
@@ -273,7 +274,7 @@ func (c *cluster) startContainerd(ctx context.Context) error {
 	if err := c.procs.start(c.o.containerd()); err != nil {
 		return err
 	}
-	if err := c.procs.waitFor(ctx, "containerd", 30*time.Second, func(ctx context.Context) bool {
+	if err := c.procs.WaitFor(ctx, "containerd", 30*time.Second, func(ctx context.Context) bool {
 		return realnode.Run(ctx, "ctr", "--address", c.o.containerdSock(), "version") == nil
 	}); err != nil {
 		return err
@@ -309,7 +310,7 @@ func (c *cluster) startNode(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := c.procs.waitFor(ctx, "the node to be Ready", 180*time.Second, c.nodeReady); err != nil {
+	if err := c.procs.WaitFor(ctx, "the node to be Ready", 180*time.Second, c.nodeReady); err != nil {
 		return err
 	}
 	c.log("node Ready in %d s", int(time.Since(c.nodeStart).Seconds()))
@@ -357,8 +358,8 @@ Ctrl-C stops everything and cleans up.
 // supervise waits until ctx ends or a process exits.
 func (c *cluster) supervise(ctx context.Context) error {
 	for {
-		if name := c.procs.exited(); name != "" {
-			return fmt.Errorf("%s exited; see %s", name, c.procs.logFile(name))
+		if name := c.procs.Exited(); name != "" {
+			return fmt.Errorf("%s exited; see %s", name, c.procs.LogFile(name))
 		}
 		select {
 		case <-ctx.Done():

@@ -3,6 +3,10 @@
 // restarted with backoff when it exits and stopped on request. They run in their own sessions and
 // are recorded in pid files with a hash of their command line, so a provider that crashed adopts
 // them when it starts again rather than starting a second set.
+//
+// It also has what the commands that run a plane on this machine (butler-localplane,
+// butler-cluster) share: Group, their own processes started once and stopped in order, and
+// Main, the signal handling and exit codes of such a command.
 package process
 
 import (

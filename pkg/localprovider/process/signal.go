@@ -2,6 +2,7 @@ package process
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"sync/atomic"
@@ -23,4 +24,38 @@ func OnSignal() (context.Context, *atomic.Int32) {
 		cancel()
 	}()
 	return ctx, &got
+}
+
+// Main is the whole main of a command configured by its environment alone (butler-localplane,
+// butler-cluster): no arguments (--help prints usage), its options from fromEnv (exit 2 when
+// they are wrong), then run with a log whose lines start with prefix, until it returns or a
+// SIGINT or SIGTERM ends it (exit 128 plus the signal; 1 when run failed).
+func Main[O any](prefix, usage string, fromEnv func(root string, getenv func(string) string) (O, error),
+	run func(context.Context, O, func(format string, args ...any)) error) {
+	if len(os.Args) > 1 {
+		fmt.Fprint(os.Stderr, usage)
+		if os.Args[1] == "-h" || os.Args[1] == "--help" {
+			os.Exit(0)
+		}
+		os.Exit(2)
+	}
+	logf := func(format string, args ...any) { fmt.Fprintf(os.Stderr, prefix+": "+format+"\n", args...) }
+	root, err := os.Getwd()
+	if err != nil {
+		logf("%v", err)
+		os.Exit(1)
+	}
+	o, err := fromEnv(root, os.Getenv)
+	if err != nil {
+		logf("%v", err)
+		os.Exit(2)
+	}
+	ctx, signalled := OnSignal()
+	err = run(ctx, o, logf)
+	if s := signalled.Load(); s != 0 {
+		os.Exit(128 + int(s))
+	}
+	if err != nil {
+		os.Exit(1)
+	}
 }
