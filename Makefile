@@ -157,13 +157,14 @@ kube-versions: ## build the extra Kubernetes versions the e2e tests' tenants run
 	$(GO) build -o $(BIN)/butler-localprovider ./cmd/butler-localprovider
 	$(BIN)/butler-localprovider build-kube --kube-versions-dir _output/kube-versions $(E2E_KUBE_VERSIONS)
 
-# test-e2e: the standalone binary with kubectl, then the whole management plane (butler-localplane).
-# The parallel tests run BUTLER_E2E_PARALLEL (4) at once, the longest first (test/e2e/framework/order.go):
+# test-e2e: the standalone binary with kubectl (test/e2e/standalone, seconds) beside the whole
+# management plane (butler-localplane; test/e2e/plane), in one go test.
+# The plane's parallel tests run BUTLER_E2E_PARALLEL (4) at once, the longest first (test/e2e/framework/order.go):
 # -parallel 64 opens Go's own gate, which would start them in no set order.
 test-e2e: build kube-versions ## kubectl end-to-end tests on the standalone server and the local plane
-	test/e2e/standalone.sh $(BIN)/butler-apiserver
 	rm -f _output/e2e-durations.txt
-	$(GO) test -vet=off -count=1 -timeout 45m -parallel 64 -skip '^(TestSlow|TestS3)' ./test/e2e/plane/; \
+	BUTLER_APISERVER=$(CURDIR)/$(BIN)/butler-apiserver $(GO) test -vet=off -count=1 -timeout 45m -parallel 64 -skip '^(TestSlow|TestS3)' \
+	  ./test/e2e/standalone/ ./test/e2e/plane/; \
 	  rc=$$?; cat _output/e2e-durations.txt 2>/dev/null; exit $$rc
 	$(GO) test -vet=off -count=1 -timeout 20m -run '^TestPlaneStartFailsCleanly$$' ./test/starts/
 

@@ -31,7 +31,7 @@ var Plane struct {
 // Run starts the plane with env added to its processes' environment, runs the tests and stops
 // the plane; a process of it that outlives it fails the run.
 func Run(m *testing.M, env ...string) (code int) {
-	root, err := repoRoot()
+	root, err := RepoRoot()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -85,8 +85,8 @@ func Run(m *testing.M, env ...string) (code int) {
 	return code
 }
 
-// repoRoot is the repository's root: the nearest directory up from the test's with a go.mod.
-func repoRoot() (string, error) {
+// RepoRoot is the repository's root: the nearest directory up from the test's with a go.mod.
+func RepoRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err

@@ -44,7 +44,7 @@ func freePort(t testing.TB) int {
 // StartReplicas starts an etcd and n replicas on it, each with the extra flags.
 func StartReplicas(t testing.TB, n int, flags ...string) *Replicas {
 	t.Helper()
-	root, _ := repoRoot()
+	root, _ := RepoRoot()
 	bin := filepath.Join(root, "_output", "bin")
 	r := &Replicas{Dir: t.TempDir()}
 	client, peer := freePort(t), freePort(t)
