@@ -68,8 +68,9 @@ test-cluster: build ## the chart installed and exercised in the one-node cluster
 	hack/install-cluster-deps.sh
 	hack/test-cluster.sh
 
-# build-steward: the real engine from the source archives in THIRD_PARTY_DIR (required; the
-# script names the upstream repositories and commits when they are missing): Steward's
+# build-steward: the real engine from the source archives in THIRD_PARTY_DIR (once per machine:
+# the script keeps them in the user's cache, and names the upstream repositories and commits
+# when they are missing): Steward's
 # manager, the Cluster API Steward provider and the tenant's kube-apiserver, kube-controller-manager
 # and kube-scheduler (STEWARD_KUBE_VERSIONS), static, as images in _output/images/steward
 build-steward: ## Steward, its Cluster API provider and tenant kube images from THIRD_PARTY_DIR

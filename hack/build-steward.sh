@@ -26,9 +26,12 @@
 # clone copies from: CI's clean clone packed them again, 379 s beside its real-node stage.
 #
 # Environment:
-#   THIRD_PARTY_DIR        (required) the directory holding steward-<commit>.tar.gz and
-#                          cluster-api-control-plane-provider-steward-<commit>.tar.gz; it lies
-#                          outside the repository, so there is no default
+#   THIRD_PARTY_DIR        the directory holding steward-<commit>.tar.gz and
+#                          cluster-api-control-plane-provider-steward-<commit>.tar.gz. The
+#                          archives given are kept in the user's cache
+#                          (XDG_CACHE_HOME/butler-apiserver/third_party), as Go keeps a module it
+#                          fetched; without the variable, the build (CI's clean clone) reads them
+#                          there. The first build on a machine needs it.
 #   STEWARD_KUBE_VERSIONS  tenant versions to make images of (default v1.35.4, the e2e tests' extra version)
 #   STEWARD_UPGRADE_FROM   one more version to make images of (default v1.35.0; empty: none): the
 #                          Steward stage's upgrade starts there (hack/lib/steward.sh); a Kubernetes
@@ -56,9 +59,20 @@ missing() {
 (the Go module proxy serves neither; both are Apache-2.0)"
   exit 1
 }
-[[ -n "${THIRD_PARTY_DIR}" ]] || missing "THIRD_PARTY_DIR is not set"
-for archive in steward cluster-api-control-plane-provider-steward; do
-  compgen -G "${THIRD_PARTY_DIR}/${archive}-*.tar.gz" >/dev/null || missing "no ${THIRD_PARTY_DIR}/${archive}-*.tar.gz"
+PROJECTS="steward cluster-api-control-plane-provider-steward"
+ARCHIVES="${XDG_CACHE_HOME:-${HOME}/.cache}/butler-apiserver/third_party"
+if [[ -n "${THIRD_PARTY_DIR}" ]]; then
+  for project in ${PROJECTS}; do
+    given=$(compgen -G "${THIRD_PARTY_DIR}/${project}-*.tar.gz" | head -n 1) || missing "no ${THIRD_PARTY_DIR}/${project}-*.tar.gz"
+    mkdir -p "${ARCHIVES}"
+    cmp -s "${given}" "${ARCHIVES}/${given##*/}" && continue
+    rm -f "${ARCHIVES}/${project}"-[0-9a-f]*.tar.gz
+    cp "${given}" "${ARCHIVES}/${given##*/}.new" && mv "${ARCHIVES}/${given##*/}.new" "${ARCHIVES}/${given##*/}"
+  done
+fi
+THIRD_PARTY_DIR="${ARCHIVES}"
+for project in ${PROJECTS}; do
+  compgen -G "${THIRD_PARTY_DIR}/${project}-*.tar.gz" >/dev/null || missing "THIRD_PARTY_DIR is not set and the user's cache (${ARCHIVES}) has no ${project}-*.tar.gz"
 done
 mkdir -p "${SRC}" "${IMAGES_DIR}/bin" "${BIN}"
 start=${SECONDS}

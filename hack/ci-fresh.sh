@@ -6,12 +6,15 @@
 # here too.
 # Prints the wall time. Slow: it downloads every module and builds everything, kube-apiserver too.
 #   KEEP=1 keeps the scratch directory; WORK=<dir> puts it there (default: a new temp directory).
+#   THIRD_PARTY_DIR: Steward's source archives (hack/build-steward.sh), which the empty user cache
+#   does not hold: required here.
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 WORK=${WORK:-$(mktemp -d)}
 [[ -n "${KEEP:-}" ]] || trap 'chmod -R u+w "${WORK}" 2>/dev/null; rm -rf "${WORK}"' EXIT
 
+[[ -n "${THIRD_PARTY_DIR:-}" ]] || { echo "ci-fresh: set THIRD_PARTY_DIR (Steward's source archives; see hack/build-steward.sh)" >&2; exit 2; }
 git clone --quiet --no-hardlinks "${ROOT}" "${WORK}/repo"
 mkdir -p "${WORK}/gomodcache" "${WORK}/gocache" "${WORK}/cache"
 
