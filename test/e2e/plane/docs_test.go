@@ -19,26 +19,48 @@ import (
 // nodes, a Deployment, a scale and the delete. A page edited into commands that fail fails here.
 func TestGettingStarted(t *testing.T) {
 	framework.LongestFirst(t, 2*time.Minute) // 117 s in the suite (one CI run), 51 s alone
+	t.Cleanup(func() { _, _ = framework.Kubectl(t, "delete", "namespace", "local-demo", "--wait=false") })
+	runPage(t, filepath.Join("docs", "getting-started.md"), func(cmd, out string) {
+		if strings.Contains(cmd, "get nodes") {
+			if ready := strings.Count(out, " Ready "); ready != 3 {
+				t.Fatalf("the page promises three Ready nodes; %d are", ready)
+			}
+		}
+	})
+}
+
+// TestDocsSnapshots runs docs/concepts/snapshots.md's example as written: a cluster, its
+// snapshot, a clone from it and a restore in place, each waited for by the page's own kubectl
+// wait, then the deletes.
+func TestDocsSnapshots(t *testing.T) {
+	framework.LongestFirst(t, 2*time.Minute)
+	t.Cleanup(func() { _, _ = framework.Kubectl(t, "delete", "namespace", "snapshot-demo", "--wait=false") })
+	runPage(t, filepath.Join("docs", "concepts", "snapshots.md"), nil)
+}
+
+// runPage runs the commands of the page's blocks marked for testing, in a directory where the
+// page's paths are the repository's; check, when set, reads each command's output.
+func runPage(t *testing.T, page string, check func(cmd, out string)) {
+	t.Helper()
 	root, err := filepath.Abs("../../..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	page, err := os.ReadFile(filepath.Join(root, "docs", "getting-started.md"))
+	text, err := os.ReadFile(filepath.Join(root, page))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmds := testedCommands(string(page))
+	cmds := testedCommands(string(text))
 	if len(cmds) == 0 {
-		t.Fatal("docs/getting-started.md has no block marked for testing (```sh test)")
+		t.Fatalf("%s has no block marked for testing (```sh test)", page)
 	}
-	// The page's paths are the repository's; what it writes (demo.kubeconfig) stays here.
+	// What the page writes (demo.kubeconfig) stays in the test's directory.
 	work := t.TempDir()
 	for _, dir := range []string{"artifacts", "test"} {
 		if err := os.Symlink(filepath.Join(root, dir), filepath.Join(work, dir)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	t.Cleanup(func() { _, _ = framework.Kubectl(t, "delete", "namespace", "local-demo", "--wait=false") })
 	for _, cmd := range cmds {
 		if strings.Contains(" "+cmd+" ", " -w ") {
 			// A watch runs until it is interrupted; the page's next line waits for the same end.
@@ -50,10 +72,8 @@ func TestGettingStarted(t *testing.T) {
 		if err != nil {
 			t.Fatalf("the page's command failed: %v", err)
 		}
-		if strings.Contains(cmd, "get nodes") {
-			if ready := strings.Count(out, " Ready "); ready != 3 {
-				t.Fatalf("the page promises three Ready nodes; %d are", ready)
-			}
+		if check != nil {
+			check(cmd, out)
 		}
 	}
 }
