@@ -33,7 +33,7 @@ func TestGettingStarted(t *testing.T) {
 // snapshot, a clone from it and a restore in place, each waited for by the page's own kubectl
 // wait, then the deletes.
 func TestDocsSnapshots(t *testing.T) {
-	framework.LongestFirst(t, 2*time.Minute)
+	framework.LongestFirst(t, 90*time.Second) // 60 s beside TestGettingStarted (one run)
 	t.Cleanup(func() { _, _ = framework.Kubectl(t, "delete", "namespace", "snapshot-demo", "--wait=false") })
 	runPage(t, filepath.Join("docs", "concepts", "snapshots.md"), nil)
 }
