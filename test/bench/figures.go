@@ -84,8 +84,11 @@ func loadFigure(path string, fresh bool, def figure) (*figure, error) {
 	return &f, nil
 }
 
-func (f *figure) save(path string) error {
-	data, err := json.MarshalIndent(f, "", "  ")
+func (f *figure) save(path string) error { return saveJSON(path, f) }
+
+// saveJSON writes v, indented, to path, making its directory.
+func saveJSON(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}

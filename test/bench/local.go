@@ -35,6 +35,10 @@ type localOptions struct {
 	capacityMax, capacityStep, capacityWork int // -capacity: up to this many clusters, this many at a time, with this many workers each
 	stepTimeout, idle                       time.Duration
 	minFreeMiB                              int64
+	// hold keeps the -capacity clusters awake this long once all are Ready, asking each one's
+	// /readyz every minute (P7); the result goes to goals (test/bench/figures/goals/P7.json).
+	hold          time.Duration
+	goals, commit string
 }
 
 const localNamespace = "bench-local"
@@ -78,7 +82,13 @@ func runLocal(ctx context.Context, p *plane, o localOptions, out string) error {
 		b.WriteString(seq)
 	}
 	if o.capacityMax > 0 {
-		b.WriteString(capacity(ctx, butler, p, procs, o))
+		held, err := capacityAndHold(ctx, butler, p, procs, o, &b)
+		if err != nil {
+			return err
+		}
+		if held {
+			logf("wrote %s", filepath.Join(o.goals, "P7.json"))
+		}
 	}
 	fmt.Fprintf(&b, "\nLoad average after %s.\n", loadavg())
 	table := b.String()
@@ -254,10 +264,31 @@ type capacityRow struct {
 	available  int64
 }
 
+// capacityAndHold runs capacity, then the hold (P7) when o asks for one and every cluster is
+// Ready; held says whether the hold's result was saved.
+func capacityAndHold(ctx context.Context, butler clientset.Interface, p *plane, procs map[string]int, o localOptions, b *strings.Builder) (held bool, err error) {
+	table, all := capacity(ctx, butler, p, procs, o)
+	b.WriteString(table)
+	if o.hold <= 0 {
+		return false, nil
+	}
+	if !all {
+		b.WriteString("\nNot held: not every cluster was Ready.\n")
+		return false, nil
+	}
+	g, err := hold(ctx, butler, p, procs, o)
+	if err != nil {
+		return false, err
+	}
+	g.Commit = o.commit
+	b.WriteString(g.markdown())
+	return true, saveJSON(filepath.Join(o.goals, "P7.json"), g)
+}
+
 // capacity creates clusters o.capacityStep at a time until o.capacityMax, a step not Ready
 // within o.stepTimeout, or MemAvailable below o.minFreeMiB; after each step it reads the RSS of
 // every tenant's processes and of the plane's, and their CPU over o.idle with nothing happening.
-func capacity(ctx context.Context, butler clientset.Interface, p *plane, plane map[string]int, o localOptions) string {
+func capacity(ctx context.Context, butler clientset.Interface, p *plane, plane map[string]int, o localOptions) (table string, allReady bool) {
 	var rows []capacityRow
 	limit := fmt.Sprintf("reached -capacity %d", o.capacityMax)
 	total := 0
@@ -335,7 +366,8 @@ func capacity(ctx context.Context, butler clientset.Interface, p *plane, plane m
 			mib(r.available))
 	}
 	fmt.Fprintf(&b, "\nStopped: %s.\n", limit)
-	return b.String()
+	last := len(rows) - 1
+	return b.String(), last >= 0 && rows[last].clusters == o.capacityMax && rows[last].ready == o.capacityMax
 }
 
 // measureCapacity reads the RSS of the tenants' processes and the plane's, and their CPU over idle.

@@ -118,6 +118,7 @@ func main() {
 	flag.IntVar(&o.local.capacityWork, "capacity-workers", 1, "workers of each -capacity cluster")
 	flag.DurationVar(&o.local.stepTimeout, "step-timeout", 5*time.Minute, "how long a -local cluster or a -capacity step may take to be Ready")
 	flag.DurationVar(&o.local.idle, "idle", 20*time.Second, "the window the idle CPU of -capacity is measured over")
+	flag.DurationVar(&o.local.hold, "capacity-hold", 0, "once all -capacity clusters are Ready, hold them awake this long, asking each one's /readyz every minute (P7)")
 	flag.Int64Var(&o.local.minFreeMiB, "min-free-mib", 2048, "-capacity stops once MemAvailable is below this")
 	flag.IntVar(&o.density.n, "density", 0,
 		"if > 0, measure density instead: this many local TenantClusters created hibernated with wake on request, at most -density-awake "+
@@ -172,6 +173,7 @@ func (o *options) complete(root string) error {
 	if o.figures == "" {
 		o.figures = filepath.Join(root, "test", "bench", "figures")
 	}
+	o.local.goals, o.local.commit = filepath.Join(o.figures, "goals"), o.commit
 	if o.updates > o.n {
 		o.updates = o.n
 	}

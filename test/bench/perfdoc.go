@@ -27,10 +27,9 @@ var catalog = []catalogEntry{
 	{"P4", "the TenantCluster controller deleting N clusters' objects, against the same objects deleted without it", "make bench-report ONLY=P9", ""},
 	{"P5", "butler-apiserver's RSS growth loading N, against kube-apiserver's for the CRD copy", "make bench",
 		"not yet in bench-report: RSS, not PSS or cgroup memory; one run"},
-	{"P6", "create -> control plane Ready of a local TenantCluster", "make bench-local, hack/bench-datastore.sh",
-		"not yet in bench-report: no make target runs hack/bench-datastore.sh; no baseline of the same work in the same run"},
-	{"P7", "local TenantClusters held Ready at once, memory and idle CPU each", "make bench-local",
-		"not yet in bench-report: no run of today's code; its table now gives the tenants' PSS with their datastore beside the RSS sum, but no baseline of the same work"},
+	{"P6", "create -> control plane Ready of a local TenantCluster against the cold first start of its kube-apiserver", "make bench-report ONLY=P6", ""},
+	{"P7", "100 local tenant control planes held awake for 10 minutes, /readyz asked of each every minute: memory (PSS, the datastore counted) and idle CPU each; a goal, not a ratio (see Goals)", "make bench-report ONLY=P7",
+		"not yet run: no goals/P7.json"},
 	{"P7m", "an awake local tenant's memory (its processes' PSS and datastore share, 3 awake), the provider's Go settings against Go's defaults", "make bench-report ONLY=P7m", ""},
 	{"P8", "management plane memory per hibernated cluster (1,000)", "make bench-density",
 		"not yet in bench-report: the clusters never ran (created asleep, no workers, no data); bench-density now sums PSS beside VmRSS, not yet run"},
@@ -67,7 +66,7 @@ func expandRan(ran string) string {
 }
 
 // renderReport is docs/performance.md from the figures measured, in the catalog's order.
-func renderReport(figs []*figure, commit, host, ran string, generated time.Time, took time.Duration) string {
+func renderReport(figs []*figure, p7 *holdGoal, commit, host, ran string, generated time.Time, took time.Duration) string {
 	byID := map[string]*figure{}
 	for _, f := range figs {
 		byID[f.ID] = f
@@ -95,6 +94,10 @@ P6-P11 as issue 40 names them; P1p, P4, P7m, P10 and P11r are this document's.
 `, wide*100, commit, host, generated.UTC().Format("2006-01-02 15:04 UTC"), ranLine(ran, took))
 	for _, c := range catalog {
 		f := byID[c.id]
+		if c.id == "P7" && p7 != nil {
+			fmt.Fprintf(&b, "| [P7](#goals) | %s | %s | - |\n", c.measures, p7.verdict())
+			continue
+		}
 		if f == nil || len(f.Runs) == 0 {
 			fmt.Fprintf(&b, "| %s | %s | not measured | 0 |\n", c.id, c.measures)
 			continue
@@ -107,6 +110,7 @@ P6-P11 as issue 40 names them; P1p, P4, P7m, P10 and P11r are this document's.
 		s := summarize(r)
 		fmt.Fprintf(&b, "| [%s](#%s) | %s | **%.2f** (%.2f - %.2f) | %d |\n", c.id, strings.ToLower(c.id), c.measures, s.Median, s.Min, s.Max, s.N)
 	}
+	b.WriteString(goalsSection(byID["P6"], p7))
 	for _, c := range catalog {
 		if f := byID[c.id]; f != nil && len(f.Runs) > 0 {
 			b.WriteString("\n" + f.section())
@@ -114,6 +118,9 @@ P6-P11 as issue 40 names them; P1p, P4, P7m, P10 and P11r are this document's.
 	}
 	b.WriteString("\n## Not yet reproduced\n\nThese figures are not produced by `make bench-report` yet; until they are, no number of theirs is\nquoted as a result. What keeps each out:\n\n| figure | measures | how it was measured | why it is not here |\n|---|---|---|---|\n")
 	for _, c := range catalog {
+		if c.id == "P7" && p7 != nil {
+			continue
+		}
 		if f := byID[c.id]; f == nil || len(f.Runs) == 0 {
 			open := c.open
 			if open == "" {
@@ -208,12 +215,19 @@ func writeReport(dir, path, commit, ran string, took time.Duration) error {
 		}
 		figs = append(figs, f)
 	}
-	return os.WriteFile(path, []byte(renderReport(figs, commit, machine(), ran, time.Now(), took)), 0o644)
+	p7, err := loadGoal(filepath.Join(dir, "goals", "P7.json"))
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(renderReport(figs, p7, commit, machine(), ran, time.Now(), took)), 0o644)
 }
 
 // ranLine says what produced the document: a bench-report that ran figures for a while, or a
 // rendering of figure files measured before (-report-took 0), which ran nothing.
 func ranLine(ran string, took time.Duration) string {
+	if took == 0 && ran == "" {
+		return "rendered from the figure files, measured before (nothing ran while rendering)"
+	}
 	if took == 0 {
 		return fmt.Sprintf("rendered from the figure files of %s, measured before (nothing ran while rendering)", expandRan(ran))
 	}

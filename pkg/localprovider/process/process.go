@@ -184,7 +184,13 @@ func (p *Process) adoptOrStart() (func() error, error) {
 		return nil, err
 	}
 	defer logFile.Close()
-	fmt.Fprintf(logFile, "\n"+startMarker+"%s starting: %s %s\n", time.Now().Format(time.RFC3339), p.spec.Binary, strings.Join(p.spec.Args, " "))
+	// The line is the command as a shell would run it, its Go settings included (env NAME=value),
+	// so a start can be repeated by hand (the P6 and P10 figures' baselines do).
+	command := append([]string{p.spec.Binary}, p.spec.Args...)
+	if len(p.spec.Env) > 0 {
+		command = append(append([]string{"env"}, p.spec.Env...), command...)
+	}
+	fmt.Fprintf(logFile, "\n"+startMarker+"%s starting: %s\n", time.Now().Format(time.RFC3339), strings.Join(command, " "))
 	cmd := exec.Command(p.spec.Binary, p.spec.Args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if len(p.spec.Env) > 0 {

@@ -190,7 +190,7 @@ func providerLines(from int64, marks ...string) string {
 }
 
 // coldAPIServerStart runs the tenant's kube-apiserver by hand, with the command line the
-// provider last started it with (its log's last start line: same binary, flags, datastore and
+// provider last started it with (its log's last start line: same binary, Go settings, flags, datastore and
 // internal port), while the cluster sleeps, and times it from exec to /readyz answering 200
 // (asked every 10 ms); then stops it.
 func coldAPIServerStart(t *testing.T, tenantDir string) time.Duration {
@@ -208,6 +208,14 @@ func coldAPIServerStart(t *testing.T, tenantDir string) time.Duration {
 	fields := strings.Fields(cmdline)
 	if len(fields) == 0 {
 		t.Fatalf("no start line in %s/kube-apiserver.log", tenantDir)
+	}
+	// The provider's start line is "env NAME=value ... binary args" when it sets Go's settings.
+	var env []string
+	if fields[0] == "env" {
+		fields = fields[1:]
+		for len(fields) > 0 && strings.Contains(fields[0], "=") {
+			env, fields = append(env, fields[0]), fields[1:]
+		}
 	}
 	host, port := "127.0.0.1", ""
 	for _, f := range fields[1:] {
@@ -227,6 +235,7 @@ func coldAPIServerStart(t *testing.T, tenantDir string) time.Duration {
 	}
 	defer out.Close()
 	cmd := exec.Command(fields[0], fields[1:]...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{
