@@ -3,13 +3,12 @@ package plane
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
@@ -17,8 +16,6 @@ import (
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
 	"github.com/butlerdotdev/butler-apiserver/test/e2e/framework"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // TestSlowCreateFigures measures P6 of docs/performance.md (CREATE_BENCH=1; make bench-report
@@ -37,13 +34,7 @@ import (
 // is what all of that costs over the one kube-apiserver start a create cannot avoid, and the
 // create's own median is the figure issue 40 sets a goal for (2 s).
 func TestSlowCreateFigures(t *testing.T) {
-	if os.Getenv("CREATE_BENCH") == "" {
-		t.Skip("CREATE_BENCH=1 runs the create figure (make bench-report ONLY=P6)")
-	}
-	pairs := 3
-	if v, err := strconv.Atoi(os.Getenv("CREATE_PAIRS")); err == nil && v > 0 {
-		pairs = v
-	}
+	pairs := figurePairs(t, "CREATE_BENCH", "CREATE_PAIRS", "P6")
 	ns := framework.Namespace(t, "e2e-createfig")
 	framework.MustApply(t, framework.LocalProviderConfigManifest(ns))
 	template := hibernatedTemplate(t, ns, "template")
@@ -63,11 +54,7 @@ func TestSlowCreateFigures(t *testing.T) {
 		t.Logf("pair %d (%s first): create -> ControlPlaneReady %.2f s, cold first kube-apiserver start -> /readyz %.2f s",
 			k+1, map[bool]string{true: "create", false: "cold start"}[createFirst], c.Seconds(), s.Seconds())
 	}
-	if out := os.Getenv("CREATE_PAIRS_OUT"); out != "" {
-		if err := os.WriteFile(out, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writePairs(t, "CREATE_PAIRS_OUT", lines)
 }
 
 // templateCluster is the hibernated cluster whose kube-apiserver command line and datastore

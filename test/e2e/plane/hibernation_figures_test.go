@@ -2,9 +2,7 @@ package plane
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
@@ -25,13 +23,7 @@ import (
 // connection, the lifecycle's steps): the ratio is what all of that costs over the one start a
 // wake cannot avoid.
 func TestSlowHibernationWakeFigures(t *testing.T) {
-	if os.Getenv("WAKE_BENCH") == "" {
-		t.Skip("WAKE_BENCH=1 runs the wake figure (make bench-report ONLY=P10)")
-	}
-	pairs := 3
-	if v, err := strconv.Atoi(os.Getenv("WAKE_PAIRS")); err == nil && v > 0 {
-		pairs = v
-	}
+	pairs := figurePairs(t, "WAKE_BENCH", "WAKE_PAIRS", "P10")
 	ns := framework.Namespace(t, "e2e-wakefig")
 	const name = "wake"
 	applyHibernatingCluster(t, ns, name, 0, "{wakeOnRequest: true}")
@@ -71,13 +63,5 @@ func TestSlowHibernationWakeFigures(t *testing.T) {
 		t.Logf("pair %d (%s first): wake -> answered %.2f s, cold kube-apiserver start -> /readyz %.2f s",
 			k+1, map[bool]string{true: "wake", false: "cold start"}[wakeFirst], w.Seconds(), c.Seconds())
 	}
-	if out := os.Getenv("WAKE_PAIRS_OUT"); out != "" {
-		data := ""
-		for _, l := range lines {
-			data += l + "\n"
-		}
-		if err := os.WriteFile(out, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writePairs(t, "WAKE_PAIRS_OUT", lines)
 }
