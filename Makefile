@@ -345,7 +345,7 @@ bench-report: build bench-bin ## run the figures of docs/performance.md and rege
 	        $(GO) test -vet=off -count=1 -timeout 30m -run '^TestSlowCreateFigures$$' -v ./test/e2e/plane/ && \
 	      $(BIN)/bench -pairs P6=_output/bench/p6-pairs.tsv -commit $(BENCH_COMMIT) || failed="$$failed P6" ;; \
 	  P7) $(BENCH_LOCK) $(BIN)/bench -local 0 -capacity $(BENCH_P7_N) -capacity-step 10 -capacity-workers 0 -capacity-hold 10m \
-	        -idle 60s -min-free-mib 1024 -commit $(BENCH_COMMIT) $(BENCH_ARGS) || failed="$$failed P7" ;; \
+	        -idle 20s -min-free-mib 1024 -commit $(BENCH_COMMIT) $(BENCH_ARGS) || failed="$$failed P7" ;; \
 	  P7m) rm -f _output/bench/p7m-pairs.tsv; \
 	      $(BENCH_LOCK) env BUTLER_FOOTPRINT_BIN=$(CURDIR)/$(BIN) BUTLER_FOOTPRINT_N=3 BUTLER_FOOTPRINT_PAIRS=$(BENCH_PAIRS) \
 	        BUTLER_FOOTPRINT_PAIRS_OUT=$(CURDIR)/_output/bench/p7m-pairs.tsv \
