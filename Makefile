@@ -305,8 +305,8 @@ bench: build bench-bin ## the aggregated API against butler's own CRDs, BENCH_N 
 # the order alternating, one bench process a pair, each wrapped in BENCH_LOCK (on a shared machine
 # BENCH_LOCK="flock /tmp/heavy.lock"). Each figure's runs are kept in test/bench/figures/<ID>.json,
 # committed with the document: ONLY=P9 runs only the figures named and renders the others from
-# their files (their last runs, each with its commit). P1, P1p, P2 and P2b are measured together
-# (any of their names runs all four, BENCH_API_N TenantClusters a side), as are P4 and P9 (the
+# their files (their last runs, each with its commit). P1, P1p, P2, P2b and P5 are measured together
+# (any of their names runs all five, BENCH_API_N TenantClusters a side), as are P4 and P9 (the
 # deletes of the clusters each P9 side wrote, BENCH_P9_N of them), P11 and P11r
 # (BENCH_P11_N keys). P7m runs three local tenants' processes at a time (TestTenantFootprint).
 # P6 times creates of local TenantClusters against their kube-apiserver's cold first start (TestSlowCreateFigures).
@@ -331,7 +331,7 @@ bench-report: build bench-bin ## run the figures of docs/performance.md and rege
 	      for k in $$(seq 0 $$(( $(BENCH_PAIRS) - 1 ))); do \
 	        $(BENCH_LOCK) $(BIN)/bench -lifecycle $(BENCH_P9_N) -lifecycle-pair $$k -commit $(BENCH_COMMIT) $(BENCH_ARGS) || { failed="$$failed P4-P9"; break; }; \
 	      done ;; \
-	  P1|P1p|P2|P2b) [ -n "$$api" ] && continue; api=1; \
+	  P1|P1p|P2|P2b|P5) [ -n "$$api" ] && continue; api=1; \
 	      for k in $$(seq 0 $$(( $(BENCH_PAIRS) - 1 ))); do \
 	        $(BENCH_LOCK) $(BIN)/bench -api-pair $$k -n $(BENCH_API_N) -rounds 10 -watch-rounds 2 -butler-args=--enable-workers=false \
 	          -commit $(BENCH_COMMIT) $(BENCH_ARGS) || { failed="$$failed P1-P2b"; break; }; \

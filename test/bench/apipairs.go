@@ -24,8 +24,9 @@ const (
 	sideCRD = "CRD"
 )
 
-// apiFigureIDs are the figures one API pair adds a run to.
-var apiFigureIDs = []string{"P1", "P1p", "P2", "P2b"}
+// apiFigureIDs are the figures one API pair adds a run to; P5 is added when both of its
+// growths are above zero (a garbage collection can make a small one negative).
+var apiFigureIDs = []string{"P1", "P1p", "P2", "P2b", "P5"}
 
 // apiFigures are the figures' definitions for o's sizes; the runs are added pair by pair.
 func apiFigures(o options) map[string]figure {
@@ -60,6 +61,14 @@ func apiFigures(o options) map[string]figure {
 			Notes: []string{note, "After the pair's measures, one more create per namespace on each side must be refused by its quota (403): " +
 				"the proof that each side's quota counted every create."},
 		},
+		"P5": {
+			ID: "P5", Title: fmt.Sprintf("Memory that %d TenantClusters cost the server that holds them.", o.n),
+			What: fmt.Sprintf("%s; butler-apiserver's PSS (smaps_rollup) after P2's creates and %s of rest, less its PSS before them: "+
+				"the aggregated side's objects in its watch cache, its indexes and its quota Ledger", setup, p5Settle),
+			Baseline: "kube-apiserver's PSS growth over the same window, where the CRD copy's objects live (it also proxies the aggregated " +
+				"side's creates, which leave nothing behind once collected); the shared etcd's growth is left out of both",
+			Subject: "butler-apiserver", Base: "kube-apiserver", Unit: "MiB", Better: "lower", Command: cmd, Notes: []string{note},
+		},
 		"P2b": {
 			ID: "P2b", Title: fmt.Sprintf("%d updates reaching a watcher.", o.updates),
 			What: fmt.Sprintf("%s; %d clients patch a label on %d TenantClusters through kube-apiserver while one watch of all of them "+
@@ -81,6 +90,8 @@ type apiRaw struct {
 	// end, refused the creates past the quota its admission refused; teams and providerConfigs
 	// are each side's, counted at the end.
 	listed, stored, refused, teams, providerConfigs map[string]int
+	// growth is each server's PSS growth over P2's creates (P5), by side.
+	growth map[string]int64
 }
 
 // measured is one figure's run in a pair, with the work each side did.
@@ -126,9 +137,13 @@ func (r apiRaw) values() (map[string]measured, error) {
 		})},
 	}
 	for _, id := range apiFigureIDs {
-		if m := out[id]; m.subject <= 0 || m.baseline <= 0 {
+		if m := out[id]; id != "P5" && (m.subject <= 0 || m.baseline <= 0) {
 			return nil, fmt.Errorf("%s: no measure of a side (%v against %v)", id, m.subject, m.baseline)
 		}
+	}
+	if r.growth[sideAgg] > 0 && r.growth[sideCRD] > 0 {
+		out["P5"] = measured{float64(r.growth[sideAgg]) / (1 << 20), float64(r.growth[sideCRD]) / (1 << 20),
+			perSide(func(s string) map[string]int { return map[string]int{"TenantClusters stored at the end": r.stored[s]} })}
 	}
 	return out, nil
 }
@@ -174,6 +189,10 @@ func runAPIPair(ctx context.Context, o options, root string, k int) error {
 	run.Took = time.Since(run.Started).Seconds()
 	for _, id := range apiFigureIDs {
 		f, m := figs[id], values[id]
+		if m.subject <= 0 {
+			logf("%s pair %d: not measured (a growth at or below zero: %d against %d bytes)", id, k+1, raw.growth[sideAgg], raw.growth[sideCRD])
+			continue
+		}
 		r := run
 		r.Subject, r.Baseline = m.subject, m.baseline
 		f.Runs = append(f.Runs, r)
@@ -216,10 +235,18 @@ func measureAPIPair(ctx context.Context, p *plane, o options, subjectFirst bool,
 	runs := inPairOrder([]sideRun{{name: sideAgg, side: agg, wire: wireJSON}}, []sideRun{{name: sideCRD, side: crd, wire: wireJSON}}, subjectFirst)
 	noCPU := func() map[string]time.Duration { return nil }
 
+	procs, err := p.processes()
+	if err != nil {
+		return apiRaw{}, err
+	}
+	before := serversPSS(procs)
 	logf("P2: creating %d TenantClusters on each side with %d clients", len(timed), o.clients)
 	if raw.createTime, _, err = createBatches(ctx, runs, clients, timed, o.batches, noCPU); err != nil {
 		return apiRaw{}, err
 	}
+	time.Sleep(p5Settle)
+	after := serversPSS(procs)
+	raw.growth = map[string]int64{sideAgg: after[sideAgg] - before[sideAgg], sideCRD: after[sideCRD] - before[sideCRD]}
 	for _, s := range []side{agg, crd} {
 		if raw.listed[s.name], err = countItems(ctx, lister, s.collection("")); err != nil {
 			return apiRaw{}, err
@@ -253,6 +280,21 @@ func measureAPIPair(ctx context.Context, p *plane, o options, subjectFirst bool,
 		}
 	}
 	return raw, nil
+}
+
+// p5Settle is the rest after P2's creates before P5 reads the servers' memory: the requests'
+// garbage is collected by then (both servers run at Go's default GOGC).
+const p5Settle = 10 * time.Second
+
+// serversPSS is the PSS of the server holding each side's objects: butler-apiserver the
+// aggregated side's, kube-apiserver the CRD copy's.
+func serversPSS(procs map[string]int) map[string]int64 {
+	out := map[string]int64{}
+	for s, name := range map[string]string{sideAgg: "butler-apiserver", sideCRD: "kube-apiserver"} {
+		m, _ := residentMemory(procs[name])
+		out[s] = m.pss
+	}
+	return out
 }
 
 // quotaRefusals are what each side's quota says when it refuses a create.

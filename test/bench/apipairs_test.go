@@ -196,3 +196,25 @@ func TestRealNodeFiguresImport(t *testing.T) {
 		}
 	}
 }
+
+// P5 is each server's PSS growth, in MiB; a growth at or below zero leaves P5 out of the pair
+// without failing the pair's other figures.
+func TestAPIPairValuesP5(t *testing.T) {
+	raw := testAPIRaw()
+	raw.growth = map[string]int64{sideAgg: 30 << 20, sideCRD: 60 << 20}
+	values, err := raw.values()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := values["P5"]; m.subject != 30 || m.baseline != 60 {
+		t.Fatalf("P5 = %v against %v MiB, want 30 against 60", m.subject, m.baseline)
+	}
+	raw.growth[sideCRD] = -1 << 20
+	values, err = raw.values()
+	if err != nil {
+		t.Fatalf("a negative growth failed the pair: %v", err)
+	}
+	if _, ok := values["P5"]; ok || values["P2"].subject == 0 {
+		t.Fatalf("P5 should be left out and P2 kept: %+v", values)
+	}
+}

@@ -114,8 +114,8 @@ func TestP3PairsFromTheBenchmark(t *testing.T) {
 func TestRanNamesTheFiguresMeasuredTogether(t *testing.T) {
 	for ran, want := range map[string]string{
 		"P9":           "P4 P9",
-		"P2 P3 P9 P11": "P1 P1p P2 P2b P3 P4 P9 P11 P11r",
-		"P1 P2b P11r":  "P1 P1p P2 P2b P11 P11r",
+		"P2 P3 P9 P11": "P1 P1p P2 P2b P5 P3 P4 P9 P11 P11r",
+		"P1 P2b P11r":  "P1 P1p P2 P2b P5 P11 P11r",
 		"":             "",
 	} {
 		if got := expandRan(ran); got != want {
