@@ -231,6 +231,8 @@ bench-hibernation: build ## the slow hibernation checks (about 11 min; not in ma
 # management plane's RSS and idle CPU per hibernated cluster against before the first, every endpoint
 # held, and BENCH_DENSITY_WAKES woken by kubectl. Writes _output/bench/density-n<N>.md. Long (about
 # 2-3 s per cluster here); not part of `make test`.
+# BENCH_ARGS=-density-ran makes each cluster run once first (one worker, data written, then
+# hibernated): P8 as issue 40 asks for it.
 BENCH_DENSITY_N     ?= 1000
 BENCH_DENSITY_AWAKE ?= 40
 BENCH_DENSITY_WAKES ?= 5

@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,11 +16,15 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	clientset "github.com/butlerdotdev/butler-apiserver/pkg/generated/clientset/versioned"
@@ -35,7 +41,16 @@ type densityOptions struct {
 	hold   time.Duration
 	// late: measure the RSS again this long after the report.
 	late time.Duration
+	// ran: each cluster runs once before it sleeps (ranOnce), as one a team has used.
+	ran bool
 }
+
+// densityData is what -density-ran writes into each cluster before it sleeps: ConfigMaps of
+// random bytes (base64, which no compression flatters).
+const (
+	densityConfigMaps   = 10
+	densityConfigMapLen = 8 << 10
+)
 
 const (
 	densityNamespace = "bench-density"
@@ -114,6 +129,8 @@ type densityRun struct {
 	// wakes are the sample woken by a request, wakeErrors those that failed.
 	wakes      sample
 	wakeErrors int
+	// filled are the -density-ran clusters whose data is written and whose sleep is asked for.
+	filled map[string]bool
 }
 
 // baseline lets the plane settle (its own start, caches filling and leader elections, is not
@@ -146,6 +163,9 @@ func (d *densityRun) createAll(ctx context.Context) error {
 			continue
 		}
 		d.countAsleep(list.Items)
+		if d.o.ran {
+			d.ranOnce(ctx, list.Items)
+		}
 		if err := d.createUpTo(ctx, start); err != nil {
 			return err
 		}
@@ -183,7 +203,7 @@ func (d *densityRun) countAsleep(items []v1alpha1.TenantCluster) {
 func (d *densityRun) createUpTo(ctx context.Context, start time.Time) error {
 	for awake := d.created - d.asleep; awake < d.o.awake && d.created < d.o.n; awake++ {
 		name := fmt.Sprintf("d-%04d", d.created+1)
-		if _, err := d.butler.ButlerV1alpha1().TenantClusters(densityNamespace).Create(ctx, densityCluster(name, d.o.version), metav1.CreateOptions{}); err != nil {
+		if _, err := d.butler.ButlerV1alpha1().TenantClusters(densityNamespace).Create(ctx, densityCluster(name, d.o.version, d.o.ran), metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("creating %s: %w", name, err)
 		}
 		d.createdAt[name] = time.Now()
@@ -275,10 +295,15 @@ func (d *densityRun) write(out string) error {
 // writeSummary writes the heading and the table of the run's figures.
 func (d *densityRun) writeSummary(b *strings.Builder) {
 	fmt.Fprintf(b, "## Density: %d hibernated TenantClusters on one machine\n\n", d.asleep)
-	fmt.Fprintf(b, "%d cores, %s memory; load average before %s, after %s. Each a TenantCluster of Kubernetes %s with no workers, "+
-		"created with `hibernation: {hibernated: true, wakeOnRequest: true}`: readied without starting (its control plane first starts on the first request); "+
+	how := "with no workers, created with `hibernation: {hibernated: true, wakeOnRequest: true}`: readied without starting " +
+		"(its control plane first starts on the first request)"
+	if d.o.ran {
+		how = fmt.Sprintf("that ran once first (-density-ran): created awake with one worker and `wakeOnRequest: true`, "+
+			"%d ConfigMaps of %d KiB of random bytes written into it through a minted kubeconfig once Ready, then hibernated", densityConfigMaps, densityConfigMapLen>>10)
+	}
+	fmt.Fprintf(b, "%d cores, %s memory; load average before %s, after %s. Each a TenantCluster of Kubernetes %s %s; "+
 		"at most %d created and not yet Hibernated at any time.\n\n",
-		runtime.NumCPU(), mib(memTotal()), d.loadBefore, loadavg(), d.o.version, d.o.awake)
+		runtime.NumCPU(), mib(memTotal()), d.loadBefore, loadavg(), d.o.version, how, d.o.awake)
 	b.WriteString("| figure | value |\n|---|---|\n")
 	fmt.Fprintf(b, "| TenantClusters created / Hibernated | %d / %d |\n", d.created, d.asleep)
 	fmt.Fprintf(b, "| most clusters not yet Hibernated at once (with processes, seen) | %d (%d) |\n", d.maxAwake, d.maxProcs)
@@ -410,13 +435,71 @@ func densityCensus(ctx context.Context, p *plane, o densityOptions, out string) 
 	return nil
 }
 
-// densityCluster is a TenantCluster with no workers, created hibernated with wake on request.
-func densityCluster(name, version string) *v1alpha1.TenantCluster {
+// densityCluster is a TenantCluster with wake on request: with no workers and created
+// hibernated, or (ran) with one worker and created awake, to be put to sleep by ranOnce.
+func densityCluster(name, version string, ran bool) *v1alpha1.TenantCluster {
+	workers, hibernated := int32(0), true
+	if ran {
+		workers, hibernated = 1, false
+	}
 	return &v1alpha1.TenantCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: densityNamespace},
 		Spec: v1alpha1.TenantClusterSpec{KubernetesVersion: version,
 			ProviderConfigRef: &v1alpha1.NamespacedObjectReference{Name: "local"},
-			Workers:           v1alpha1.WorkersSpec{Replicas: 0, MachineTemplate: v1alpha1.MachineTemplate{OS: v1alpha1.OSSpec{Type: v1alpha1.OSTalos}}},
-			Hibernation:       &v1alpha1.HibernationSpec{Hibernated: true, WakeOnRequest: true}}}
+			Workers:           v1alpha1.WorkersSpec{Replicas: workers, MachineTemplate: v1alpha1.MachineTemplate{OS: v1alpha1.OSSpec{Type: v1alpha1.OSTalos}}},
+			Hibernation:       &v1alpha1.HibernationSpec{Hibernated: hibernated, WakeOnRequest: true}}}
+}
+
+// ranOnce puts to sleep each cluster that is Ready with its worker: it writes densityData into
+// it through a minted kubeconfig, then asks for hibernation. A cluster that fails is tried again
+// on the next pass.
+func (d *densityRun) ranOnce(ctx context.Context, items []v1alpha1.TenantCluster) {
+	if d.filled == nil {
+		d.filled = map[string]bool{}
+	}
+	for i := range items {
+		tc := &items[i]
+		if d.filled[tc.Name] || !readyWith(tc, 1) {
+			continue
+		}
+		if err := fillCluster(ctx, d.butler, tc.Name); err != nil {
+			logf("density: writing into %s: %v", tc.Name, err)
+			continue
+		}
+		patch := []byte(`{"spec":{"hibernation":{"hibernated":true}}}`)
+		if _, err := d.butler.ButlerV1alpha1().TenantClusters(densityNamespace).Patch(ctx, tc.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			logf("density: hibernating %s: %v", tc.Name, err)
+			continue
+		}
+		d.filled[tc.Name] = true
+	}
+}
+
+// fillCluster writes densityData into the cluster as its admin.
+func fillCluster(ctx context.Context, butler clientset.Interface, name string) error {
+	req, err := butler.ButlerV1alpha1().TenantClusters(densityNamespace).CreateKubeconfig(ctx, name, &v1alpha1.KubeconfigRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	config, err := clientcmd.RESTConfigFromKubeConfig(req.Status.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	tenant, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return err
+	}
+	for i := range densityConfigMaps {
+		raw := make([]byte, densityConfigMapLen*3/4)
+		if _, err := rand.Read(raw); err != nil {
+			return err
+		}
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("density-%d", i)},
+			Data: map[string]string{"data": base64.StdEncoding.EncodeToString(raw)}}
+		if _, err := tenant.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+	return nil
 }
 
 func hibernatedNow(tc *v1alpha1.TenantCluster) bool {

@@ -128,6 +128,7 @@ func main() {
 	flag.StringVar(&o.density.version, "density-version", "v1.35.4", "Kubernetes version of the -density clusters (built under _output/kube-versions; make kube-versions builds v1.35.4)")
 	flag.DurationVar(&o.density.idle, "density-idle", time.Minute, "the window -density's idle CPU is measured over")
 	flag.DurationVar(&o.density.timeout, "density-timeout", 90*time.Minute, "-density stops creating after this long and measures what it has")
+	flag.BoolVar(&o.density.ran, "density-ran", false, "-density clusters run once before they sleep: created awake with one worker, data written into each, then hibernated (P8)")
 	flag.BoolVar(&o.density.census, "density-census", false,
 		"after -density: the management etcd's keys and bytes per resource, and heap and goroutine profiles of kube-apiserver and butler-apiserver, into -out")
 	flag.DurationVar(&o.density.late, "density-late", 0, "after -density's measures: its RSS again this much later")
