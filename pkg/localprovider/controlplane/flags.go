@@ -186,6 +186,15 @@ func tenantEnv(component string) []string {
 	return nil
 }
 
+// tenantNice is the nice value of a tenant's processes: when the machine's CPU is short they
+// yield to the management plane's (kube-apiserver, butler-apiserver, etcd, this provider), as
+// pods of tenants yield to a management cluster's system-critical ones. Every process here runs
+// in a session of its own, which the kernel's autogroup shares the CPU between equally: at 70
+// awake tenants, 210 sessions of theirs left butler-apiserver too little to answer
+// kube-apiserver's discovery in time, and its API went unavailable while ten more started
+// (bench -capacity, P7). The datastore's etcd, which every tenant waits on, keeps 0.
+const tenantNice = 10
+
 // replaceFlag sets the value of the flag prefix ("--name=") in args.
 func replaceFlag(args []string, prefix, value string) []string {
 	for i, a := range args {

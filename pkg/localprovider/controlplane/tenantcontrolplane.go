@@ -110,7 +110,7 @@ func (c *Controller) deleteTCP(ctx context.Context, tcp *unstructured.Unstructur
 }
 
 func (c *Controller) procSpec(component string, bins kubebuild.Binaries, args []string, paths tenantPaths) process.Spec {
-	return process.Spec{Component: component, Binary: bins.Path(component), Args: args, Env: tenantEnv(component),
+	return process.Spec{Component: component, Binary: bins.Path(component), Args: args, Env: tenantEnv(component), Nice: tenantNice,
 		LogFile: paths.log(component), PidFile: paths.pidFile(component), Owner: paths.dir}
 }
 

@@ -46,6 +46,10 @@ type Spec struct {
 	// Env is added to the provider's environment ("NAME=value", later ones winning): the Go
 	// runtime's settings of a tenant's processes (tenantEnv).
 	Env []string
+	// Nice lowers the process's share of the CPU when the machine is saturated (renice): a
+	// tenant's processes yield to the management plane's. It is not part of the Hash: a
+	// running process is not replaced for it.
+	Nice int
 }
 
 // Hash identifies the command line and the environment added to it: a process running another
@@ -201,6 +205,11 @@ func (p *Process) adoptOrStart() (func() error, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		return nil, err
+	}
+	if p.spec.Nice != 0 {
+		if err := Renice(cmd.Process.Pid, p.spec.Nice); err != nil {
+			p.logger.Error(err, "Lowering the process's CPU priority failed; it competes with the management plane", "pid", cmd.Process.Pid)
+		}
 	}
 	if err := writePidRecord(p.spec.PidFile, PidRecord{PID: cmd.Process.Pid, Hash: p.hash}); err != nil {
 		p.logger.Error(err, "Recording the pid failed; a restarted provider will not adopt this process", "pid", cmd.Process.Pid)
