@@ -39,21 +39,9 @@ func TestSlowCreateFigures(t *testing.T) {
 	framework.MustApply(t, framework.LocalProviderConfigManifest(ns))
 	template := hibernatedTemplate(t, ns, "template")
 
-	var lines []string
-	for k := range pairs {
-		createFirst := k%2 == 0
-		var c, s time.Duration
-		for _, first := range []bool{createFirst, !createFirst} {
-			if first {
-				c = timedCreate(t, ns, fmt.Sprintf("create-%d", k+1))
-			} else {
-				s = coldFirstStart(t, template)
-			}
-		}
-		lines = append(lines, fmt.Sprintf("%.2f\t%.2f\t%t", c.Seconds(), s.Seconds(), createFirst))
-		t.Logf("pair %d (%s first): create -> ControlPlaneReady %.2f s, cold first kube-apiserver start -> /readyz %.2f s",
-			k+1, map[bool]string{true: "create", false: "cold start"}[createFirst], c.Seconds(), s.Seconds())
-	}
+	lines := alternatingPairs(t, pairs,
+		figureSide{"create -> ControlPlaneReady", func(k int) time.Duration { return timedCreate(t, ns, fmt.Sprintf("create-%d", k+1)) }},
+		figureSide{"cold first kube-apiserver start -> /readyz", func(int) time.Duration { return coldFirstStart(t, template) }})
 	writePairs(t, "CREATE_PAIRS_OUT", lines)
 }
 

@@ -1,10 +1,12 @@
 package plane
 
 import (
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // figurePairs skips the test unless gate is set (a figure of docs/performance.md is a
@@ -30,4 +32,33 @@ func writePairs(t *testing.T, outEnv string, lines []string) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// figureSide is one side of a figure's pair: what it is called in the log, and one run of it
+// (k counts the pairs from 0), timed.
+type figureSide struct {
+	name string
+	run  func(k int) time.Duration
+}
+
+// alternatingPairs runs pairs of subject and baseline, the subject first in pairs 1, 3, 5..., and
+// gives each pair's line for writePairs.
+func alternatingPairs(t *testing.T, pairs int, subject, baseline figureSide) []string {
+	t.Helper()
+	var lines []string
+	for k := range pairs {
+		subjectFirst := k%2 == 0
+		order := []figureSide{subject, baseline}
+		if !subjectFirst {
+			order = []figureSide{baseline, subject}
+		}
+		took := map[string]time.Duration{}
+		for _, side := range order {
+			took[side.name] = side.run(k)
+		}
+		s, b := took[subject.name], took[baseline.name]
+		lines = append(lines, fmt.Sprintf("%.2f\t%.2f\t%t", s.Seconds(), b.Seconds(), subjectFirst))
+		t.Logf("pair %d (%s first): %s %.2f s, %s %.2f s", k+1, order[0].name, subject.name, s.Seconds(), baseline.name, b.Seconds())
+	}
+	return lines
 }

@@ -1,7 +1,6 @@
 package plane
 
 import (
-	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -47,21 +46,8 @@ func TestSlowHibernationWakeFigures(t *testing.T) {
 		framework.WaitReady(t, ns, name, 0, 3*time.Minute)
 		return took
 	}
-	var lines []string
-	for k := range pairs {
-		wakeFirst := k%2 == 0
-		var w, c time.Duration
-		for _, first := range []bool{wakeFirst, !wakeFirst} {
-			sleep()
-			if first {
-				w = wake()
-			} else {
-				c = coldAPIServerStart(t, tenantDir)
-			}
-		}
-		lines = append(lines, fmt.Sprintf("%.2f\t%.2f\t%t", w.Seconds(), c.Seconds(), wakeFirst))
-		t.Logf("pair %d (%s first): wake -> answered %.2f s, cold kube-apiserver start -> /readyz %.2f s",
-			k+1, map[bool]string{true: "wake", false: "cold start"}[wakeFirst], w.Seconds(), c.Seconds())
-	}
+	lines := alternatingPairs(t, pairs,
+		figureSide{"wake -> answered", func(int) time.Duration { sleep(); return wake() }},
+		figureSide{"cold kube-apiserver start -> /readyz", func(int) time.Duration { sleep(); return coldAPIServerStart(t, tenantDir) }})
 	writePairs(t, "WAKE_PAIRS_OUT", lines)
 }
