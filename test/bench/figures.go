@@ -67,16 +67,12 @@ func loadFigure(path string, fresh bool, def figure) (*figure, error) {
 	if fresh {
 		return &def, nil
 	}
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return &def, nil
-	}
-	if err != nil {
-		return nil, err
-	}
 	var f figure
-	if err := json.Unmarshal(data, &f); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if found, err := readJSON(path, &f); !found || err != nil {
+		if err != nil {
+			return nil, err
+		}
+		return &def, nil
 	}
 	if f.ID != def.ID {
 		return nil, fmt.Errorf("%s holds figure %s, not %s", path, f.ID, def.ID)
@@ -85,6 +81,21 @@ func loadFigure(path string, fresh bool, def figure) (*figure, error) {
 }
 
 func (f *figure) save(path string) error { return saveJSON(path, f) }
+
+// readJSON decodes the file at path into v; found is false when there is no such file.
+func readJSON(path string, v any) (found bool, err error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return true, fmt.Errorf("%s: %w", path, err)
+	}
+	return true, nil
+}
 
 // saveJSON writes v, indented, to path, making its directory.
 func saveJSON(path string, v any) error {

@@ -3,12 +3,8 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"net/http"
-	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -86,10 +82,17 @@ func tenantsCPU(p *plane) time.Duration {
 	tenants, _ := p.tenantProcesses()
 	var sum time.Duration
 	for _, pids := range tenants {
-		for _, pid := range pids {
-			t, _ := cpuTime(pid)
-			sum += t
-		}
+		sum += cpuOf(pids)
+	}
+	return sum
+}
+
+// cpuOf is the CPU time the processes pids have used, those gone counted as none.
+func cpuOf(pids []int) time.Duration {
+	var sum time.Duration
+	for _, pid := range pids {
+		t, _ := cpuTime(pid)
+		sum += t
 	}
 	return sum
 }
@@ -207,16 +210,9 @@ func (g holdGoal) verdict() string {
 
 // loadGoal reads a goal's file; nil when there is none.
 func loadGoal(path string) (*holdGoal, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
 	var g holdGoal
-	if err := json.Unmarshal(data, &g); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if found, err := readJSON(path, &g); !found || err != nil {
+		return nil, err
 	}
 	return &g, nil
 }

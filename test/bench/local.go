@@ -387,10 +387,7 @@ func measureCapacity(p *plane, plane map[string]int, idle time.Duration) capacit
 	cpu := func() map[string]time.Duration {
 		out := map[string]time.Duration{}
 		for name, pids := range g {
-			for _, pid := range pids {
-				t, _ := cpuTime(pid)
-				out[name] += t
-			}
+			out[name] = cpuOf(pids)
 		}
 		return out
 	}
