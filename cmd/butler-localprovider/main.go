@@ -98,6 +98,7 @@ Flags:
 	flags.StringVar(&o.portRange, "port-range", localports.Tenants.String(), "loopback ports for tenant kube-apiservers (min-max); ports inside the kernel's ephemeral range are not used")
 	flags.StringVar(&o.cp.Address, "address", "127.0.0.1", "where tenant kube-apiservers listen and what their endpoints name (make test-cluster gives the one-node cluster's bridge address, which its Pods reach)")
 	flags.IntVar(&o.cp.Workers, "workers", 4, "tenant control planes reconciled at once")
+	flags.IntVar(&o.cp.SpareControlPlanes, "spare-control-planes", 0, "kube-apiservers of the --kube-version kept started ahead, which a new TenantCluster that sets no network, SANs or extra arguments takes instead of starting its own (each costs an idle tenant's memory and CPU; 0: none)")
 	wl := wakeproxy.DefaultLimits
 	flags.IntVar(&o.cp.WakeLimits.MaxWaking, "wake-max-waking", wl.MaxWaking, "clusters waking on request at once at most; a connection past it is closed (0: no bound)")
 	flags.IntVar(&o.cp.WakeLimits.MaxAwake, "wake-max-awake", wl.MaxAwake, "clusters awake because of a request at most (not those a user woke with hibernated: false; 0: no bound)")

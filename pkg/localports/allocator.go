@@ -73,3 +73,15 @@ func (p *Allocator) Release(port int, uid string) {
 		delete(p.taken, port)
 	}
 }
+
+// Transfer gives port, which from holds, to to at once (a spare control plane's port to the
+// tenant that claims it); false if from does not hold it.
+func (p *Allocator) Transfer(port int, from, to string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.taken[port] != from {
+		return false
+	}
+	p.taken[port] = to
+	return true
+}

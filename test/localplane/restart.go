@@ -18,6 +18,14 @@ import (
 // waits RESTART_GRACE seconds for that). A caller may replace args[0] in between.
 func KillForRestart(t testing.TB, dir, name string) (args []string, startAgain func()) {
 	t.Helper()
+	args, startWith := KillForRestartWith(t, dir, name)
+	return args, func() { startWith(args) }
+}
+
+// KillForRestartWith is KillForRestart whose start again runs the command line it is given (the
+// killed one's, changed: another flag, say).
+func KillForRestartWith(t testing.TB, dir, name string) (args []string, startWith func(args []string)) {
+	t.Helper()
 	pidFile := filepath.Join(dir, "run", name+".pid")
 	data, err := os.ReadFile(pidFile)
 	if err != nil {
@@ -41,7 +49,7 @@ func KillForRestart(t testing.TB, dir, name string) (args []string, startAgain f
 	for Alive(pid) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	return args, func() {
+	return args, func(args []string) {
 		t.Helper()
 		log, err := os.OpenFile(filepath.Join(dir, "logs", name+".log"), os.O_APPEND|os.O_WRONLY, 0)
 		if err != nil {

@@ -3,6 +3,8 @@ package controlplane
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -63,6 +65,9 @@ type Options struct {
 	// alone here, and only their machines are this provider's. A TenantCluster's namespace
 	// counts for the objects butler makes for it in its tenant namespace (<tc>-<uid8>).
 	ExternalNamespaces []string
+	// SpareControlPlanes is how many spare control planes to keep started (spare.go): a new
+	// tenant of their shape takes one instead of starting its kube-apiserver. 0: none.
+	SpareControlPlanes int
 }
 
 // external says whether obj's control plane is a real Steward's: its namespace, or the
@@ -98,6 +103,8 @@ type Controller struct {
 	placed map[string]string
 	// setupErr is the last join-setup failure per UID, for the status message.
 	runCtx context.Context
+	// spares are the spare control planes (nil when Options.SpareControlPlanes is 0).
+	spares *sparePool
 }
 
 // New builds the controller over deps' management cluster clients.
@@ -118,6 +125,9 @@ func New(d *controllerkit.Deps, opts Options) (*Controller, error) {
 	if opts.Workers <= 0 {
 		opts.Workers = 4
 	}
+	if opts.SpareControlPlanes < 0 {
+		return nil, fmt.Errorf("spare control planes: %d is less than 0", opts.SpareControlPlanes)
+	}
 	for _, dir := range []string{opts.StateDir, opts.VersionsDir, opts.DataStoresDir} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
@@ -133,6 +143,9 @@ func New(d *controllerkit.Deps, opts Options) (*Controller, error) {
 		wakeGate: wakeproxy.NewGate(opts.WakeLimits),
 		placed:   map[string]string{},
 		stores:   stores{clients: map[string]*storeClient{}},
+	}
+	if opts.SpareControlPlanes > 0 {
+		c.spares = newSparePool(opts.SpareControlPlanes)
 	}
 	c.versions = kubebuild.NewVersions(opts.PinnedVersion, opts.BinDir, opts.VersionsDir, c.versionBuilt)
 	c.tcps = d.DynamicInformers.ForResource(tenantControlPlanes).Informer()
@@ -179,6 +192,10 @@ func (c *Controller) Run(ctx context.Context) {
 		defer wg.Done()
 		if cache.WaitForCacheSync(ctx.Done(), c.tcps.HasSynced, c.dataStores.HasSynced) {
 			c.sweepOrphans(ctx)
+			if c.spares != nil {
+				wg.Add(1)
+				go func() { defer wg.Done(); c.keepSpares(ctx) }()
+			}
 		}
 		c.tcpQueue.Run(ctx, c.opts.Workers, c.tcps.HasSynced, c.dataStores.HasSynced)
 	}()
@@ -205,6 +222,12 @@ func (c *Controller) loadState(ctx context.Context) error {
 		if err != nil {
 			continue
 		}
+		if rec.FromSpare != "" {
+			// A claim recorded the tenant in the spare's directory before linking it.
+			if err := c.linkTenant(rec.UID, e.Name()); err != nil {
+				klog.FromContext(ctx).Error(err, "Linking a tenant to the spare it claimed failed", "uid", rec.UID, "dir", e.Name())
+			}
+		}
 		if !c.ports.Claim(rec.Port, rec.UID) {
 			klog.FromContext(ctx).Info("Two tenants recorded the same port; the second gets another", "port", rec.Port, "uid", rec.UID)
 		}
@@ -216,7 +239,9 @@ func (c *Controller) loadState(ctx context.Context) error {
 }
 
 // sweepOrphans removes the tenants recorded in the state directory whose TenantControlPlane is
-// gone (deleted while the provider was down, with its finalizer removed by hand).
+// gone (deleted while the provider was down, with its finalizer removed by hand), and the spare
+// control planes of the provider's last run: a spare's CA may have gone to a tenant whose claim
+// a crash cut short, so none is used again.
 func (c *Controller) sweepOrphans(ctx context.Context) {
 	live := map[string]bool{}
 	for _, obj := range c.tcps.GetStore().List() {
@@ -224,33 +249,49 @@ func (c *Controller) sweepOrphans(ctx context.Context) {
 			live[string(m.GetUID())] = true
 		}
 	}
+	logger := klog.FromContext(ctx)
 	entries, _ := os.ReadDir(c.opts.StateDir)
 	for _, e := range entries {
-		if !e.IsDir() || live[e.Name()] {
+		dir := filepath.Join(c.opts.StateDir, e.Name())
+		if e.Type()&fs.ModeSymlink != 0 {
+			if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+				_ = os.Remove(dir) // a claimed spare's link whose directory went
+			}
 			continue
 		}
-		paths := tenantPaths{dir: filepath.Join(c.opts.StateDir, e.Name())}
+		if !e.IsDir() {
+			continue
+		}
+		paths := tenantPaths{dir: dir}
 		rec, err := readRecord(paths.dir)
-		if err != nil {
+		if err != nil || live[rec.UID] {
 			continue
 		}
-		klog.FromContext(ctx).Info("Removing a tenant whose TenantControlPlane is gone", "uid", rec.UID, "tenant", rec.Namespace+"/"+rec.Name)
+		if rec.Spare {
+			logger.Info("Removing a spare control plane of the provider's last run", "spare", rec.UID)
+		} else {
+			logger.Info("Removing a tenant whose TenantControlPlane is gone", "uid", rec.UID, "tenant", rec.Namespace+"/"+rec.Name)
+		}
 		if err := c.removeTenant(ctx, rec, paths, nil); err != nil {
 			klog.FromContext(ctx).Error(err, "Removing an orphaned tenant failed", "uid", rec.UID)
 		}
 	}
 }
 
-// stopAll stops every tenant's processes, many at once.
+// stopAll stops every tenant's processes and the spares', many at once.
 func (c *Controller) stopAll(logger klog.Logger) {
 	c.mu.Lock()
 	planes := c.planes
 	c.planes = map[string]*plane{}
 	c.mu.Unlock()
+	spares := c.spares.takeAll()
+	for _, sp := range spares {
+		planes[sp.pl.rec.UID] = sp.pl
+	}
 	if len(planes) == 0 {
 		return
 	}
-	logger.Info("Stopping the tenant control planes", "count", len(planes))
+	logger.Info("Stopping the tenant control planes", "count", len(planes), "spares", len(spares))
 	var wg sync.WaitGroup
 	for _, pl := range planes {
 		wg.Add(1)

@@ -37,14 +37,7 @@ func (c *Controller) ensureCA(ctx context.Context, tcp *unstructured.Unstructure
 		if newCA, err = pki.NewCA(tcp.GetName()); err != nil {
 			return nil, err
 		}
-		secret = &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: tcp.GetNamespace(),
-				Labels:          map[string]string{clusterv1.ClusterNameLabel: clusterNameOf(tcp)},
-				OwnerReferences: []metav1.OwnerReference{ownerReference(tcp)}},
-			Type: corev1.SecretTypeOpaque,
-			Data: map[string][]byte{"ca.crt": newCA.CertPEM, "ca.key": newCA.KeyPEM, "tls.crt": newCA.CertPEM, "tls.key": newCA.KeyPEM},
-		}
-		secret, err = secrets.Create(ctx, secret, external.LocalProvider.CreateOptions())
+		secret, err = c.createCASecret(ctx, tcp, newCA)
 		if apierrors.IsAlreadyExists(err) {
 			secret, err = secrets.Get(ctx, name, metav1.GetOptions{})
 		}
@@ -67,6 +60,18 @@ func (c *Controller) ensureCA(ctx context.Context, tcp *unstructured.Unstructure
 	pl.ca = ca
 	pl.mu.Unlock()
 	return ca, nil
+}
+
+// createCASecret creates Secret <tcp>-ca holding ca; AlreadyExists if the tenant has a CA.
+func (c *Controller) createCASecret(ctx context.Context, tcp *unstructured.Unstructured, ca *pki.KeyPair) (*corev1.Secret, error) {
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: caSecretName(tcp.GetName()), Namespace: tcp.GetNamespace(),
+			Labels:          map[string]string{clusterv1.ClusterNameLabel: clusterNameOf(tcp)},
+			OwnerReferences: []metav1.OwnerReference{ownerReference(tcp)}},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{"ca.crt": ca.CertPEM, "ca.key": ca.KeyPEM, "tls.crt": ca.CertPEM, "tls.key": ca.KeyPEM},
+	}
+	return c.deps.Kube.CoreV1().Secrets(tcp.GetNamespace()).Create(ctx, secret, external.LocalProvider.CreateOptions())
 }
 
 // tenantKubeconfigs are the kubeconfigs of a tenant, as files in its state directory.
@@ -170,11 +175,7 @@ func (c *Controller) ensureCredentials(ctx context.Context, tcp *unstructured.Un
 	if err != nil {
 		return nil, tenantKubeconfigs{}, err
 	}
-	serviceIP, _ := firstServiceIP(spec.ServiceCIDR)
-	certs, _, err := pki.EnsureTenant(pl.paths.pki(), ca, pki.TenantOptions{
-		Name: tcp.GetNamespace() + "/" + tcp.GetName(), ServiceIP: serviceIP,
-		ClusterDomain: spec.ClusterDomain, CertSANs: append(slices.Clone(spec.CertSANs), pl.address()),
-	})
+	certs, _, err := pki.EnsureTenant(pl.paths.pki(), ca, tenantOptions(tcp.GetNamespace()+"/"+tcp.GetName(), spec, pl.address()))
 	if err != nil {
 		return nil, tenantKubeconfigs{}, fmt.Errorf("certificates: %w", err)
 	}
@@ -183,4 +184,12 @@ func (c *Controller) ensureCredentials(ctx context.Context, tcp *unstructured.Un
 		return nil, tenantKubeconfigs{}, err
 	}
 	return certs, kubeconfigs, writeAdmissionConfig(pl.paths)
+}
+
+// tenantOptions are the certificates' options of a tenant of spec (a spare's too): name goes
+// into its front-proxy CA's name only.
+func tenantOptions(name string, spec tenantSpec, address string) pki.TenantOptions {
+	serviceIP, _ := firstServiceIP(spec.ServiceCIDR)
+	return pki.TenantOptions{Name: name, ServiceIP: serviceIP, ClusterDomain: spec.ClusterDomain,
+		CertSANs: append(slices.Clone(spec.CertSANs), address)}
 }

@@ -40,6 +40,11 @@ type tenantRecord struct {
 	DataStorePrefix string `json:"dataStorePrefix,omitempty"`
 	// CredentialsRotated is the last rotation phase done: Prepared/<id> or Completed/<id>.
 	CredentialsRotated string `json:"credentialsRotated,omitempty"`
+	// Spare says this is a spare control plane no tenant has claimed yet (UID is its own name).
+	Spare bool `json:"spare,omitempty"`
+	// FromSpare names the spare a tenant claimed: its directory, and its datastore user and
+	// prefix above, stay the tenant's (its kube-apiserver's command line names them).
+	FromSpare string `json:"fromSpare,omitempty"`
 }
 
 // plane is the running control plane of one tenant: its processes and what is known of them.

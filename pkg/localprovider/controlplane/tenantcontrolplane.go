@@ -3,6 +3,8 @@ package controlplane
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,7 +34,7 @@ func (c *Controller) reconcileTCP(ctx context.Context, key string) error {
 		return nil // not one of ours
 	}
 	uid := string(tcp.GetUID())
-	paths := tenantPaths{dir: filepath.Join(c.opts.StateDir, uid)}
+	paths := c.pathsOf(uid)
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("uid", uid))
 
 	if tcp.GetDeletionTimestamp() != nil {
@@ -82,7 +84,7 @@ type tcpRun struct {
 type tcpStep func(ctx context.Context, r *tcpRun) (done bool, err error)
 
 func (c *Controller) tcpSteps() []tcpStep {
-	return []tcpStep{c.findPlane, c.applyReplicas, c.ensureAPIPort, c.ensureBinaries,
+	return []tcpStep{c.claimSpare, c.findPlane, c.applyReplicas, c.ensureAPIPort, c.ensureBinaries,
 		c.prepareTenant, c.restoreData, c.startProcesses, c.awaitReadiness, c.reportServing}
 }
 
@@ -190,6 +192,12 @@ func (c *Controller) removeTenant(ctx context.Context, rec tenantRecord, paths t
 	if err := os.RemoveAll(paths.dir); err != nil {
 		return err
 	}
+	if link := filepath.Join(c.opts.StateDir, rec.UID); rec.UID != "" && link != paths.dir {
+		// The tenant took a spare: <state>/<uid> is the link to its directory.
+		if err := os.Remove(link); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
 	c.mu.Lock()
 	delete(c.planes, rec.UID)
 	delete(c.placed, rec.UID)
@@ -200,7 +208,11 @@ func (c *Controller) removeTenant(ctx context.Context, rec tenantRecord, paths t
 	if rec.InternalPort != 0 {
 		c.ports.Release(rec.InternalPort, rec.UID)
 	}
-	logger.Info("Removed the tenant control plane", "tenant", rec.Namespace+"/"+rec.Name)
+	if rec.Spare {
+		logger.Info("Removed a spare control plane", "spare", rec.UID)
+	} else {
+		logger.Info("Removed the tenant control plane", "tenant", rec.Namespace+"/"+rec.Name)
+	}
 	return nil
 }
 

@@ -111,17 +111,17 @@ func (c *Controller) readSecretKey(ctx context.Context, namespace, name, key str
 // clusters that name it use it). A placement is reserved at once, so tenants placed together
 // count each other. A DataStore named by spec.dataStore holds the same limit: a tenant not on it yet waits for room
 // (admission refuses the name when it is full; this holds for requests admitted together).
-func (c *Controller) placeTenant(tcp *unstructured.Unstructured, spec tenantSpec, pl *plane) (string, error) {
+func (c *Controller) placeTenant(spec tenantSpec, published string, pl *plane) (string, error) {
 	pl.mu.Lock()
 	placed := pl.rec.DataStore
 	pl.mu.Unlock()
-	if published, _, _ := publishedStorage(tcp); placed == "" {
+	if placed == "" {
 		placed = published
 	}
 	if placed != "" && (spec.DataStore == "" || spec.DataStore == placed) {
 		return placed, nil
 	}
-	uid := string(tcp.GetUID())
+	uid := spec.UID
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	count := map[string]int{}
@@ -200,8 +200,9 @@ func (c *Controller) tenantsPlaced() map[string]string {
 
 // ensureTenantStore places the tenant on a datastore, gives it its etcd user and role there and
 // its client certificate, records all three, and says how its kube-apiserver connects.
-func (c *Controller) ensureTenantStore(ctx context.Context, tcp *unstructured.Unstructured, spec tenantSpec, pl *plane) (etcdConn, error) {
-	name, err := c.placeTenant(tcp, spec, pl)
+// published is the datastore the TenantControlPlane's status names ("" for a spare).
+func (c *Controller) ensureTenantStore(ctx context.Context, spec tenantSpec, published string, pl *plane) (etcdConn, error) {
+	name, err := c.placeTenant(spec, published, pl)
 	if err != nil {
 		return etcdConn{}, err
 	}
@@ -209,11 +210,11 @@ func (c *Controller) ensureTenantStore(ctx context.Context, tcp *unstructured.Un
 	if err != nil {
 		return etcdConn{}, err
 	}
-	tenant := datastore.NewTenant(spec.DataStoreUser, spec.DataStoreSchema)
 	pl.mu.Lock()
 	rec := pl.rec
 	done := pl.storeSetUp == name
 	pl.mu.Unlock()
+	tenant := storeTenant(spec, rec)
 	if !done {
 		if err := datastore.EnsureTenant(ctx, sc.root, tenant); err != nil {
 			return etcdConn{}, fmt.Errorf("DataStore %s: %w", name, err)
@@ -245,6 +246,15 @@ func (c *Controller) ensureTenantStore(ctx context.Context, tcp *unstructured.Un
 		CAFile:   filepath.Join(dir, dataStoreCAFile),
 		CertFile: pki.CertPath(dir, dataStoreClientStem), KeyFile: pki.KeyPath(dir, dataStoreClientStem),
 	}, nil
+}
+
+// storeTenant is the tenant's etcd user and prefix: as its spec says (Steward's defaults), but
+// for a tenant that took a spare, which keeps the spare's (its running kube-apiserver's).
+func storeTenant(spec tenantSpec, rec tenantRecord) datastore.Tenant {
+	if rec.FromSpare != "" && rec.DataStoreUser != "" && rec.DataStorePrefix != "" {
+		return datastore.Tenant{User: rec.DataStoreUser, Prefix: datastore.RootOf(rec.DataStorePrefix)}
+	}
+	return datastore.NewTenant(spec.DataStoreUser, spec.DataStoreSchema)
 }
 
 // etcdPrefix is kube-apiserver's --etcd-prefix for data under prefix.

@@ -73,7 +73,7 @@ func TestPlaceTenantsAtOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			got[i], errs[i] = c.placeTenant(tcps[i], tenantSpec{}, planes[i])
+			got[i], errs[i] = placeTCP(c, tcps[i], "", planes[i])
 			if errs[i] == nil {
 				c.setUpOn(planes[i], tenantRecord{UID: fmt.Sprintf("uid-%d", i), DataStore: got[i]})
 			}
@@ -108,7 +108,7 @@ func TestNamedDataStoreHoldsItsLimit(t *testing.T) {
 		tcps:       storeOf(tcpObject("one", "a"), tcpObject("two", "a")),
 	}
 	place := func(tcp *unstructured.Unstructured, ds string) (string, error) {
-		return c.placeTenant(tcp, tenantSpec{DataStore: ds}, &plane{rec: tenantRecord{UID: string(tcp.GetUID())}})
+		return placeTCP(c, tcp, ds, &plane{rec: tenantRecord{UID: string(tcp.GetUID())}})
 	}
 	if got, err := place(tcpObject("three", ""), "a"); err == nil || !strings.Contains(err.Error(), "DataStore a is full") {
 		t.Errorf("a third tenant naming the full DataStore a: %q, %v", got, err)
@@ -139,7 +139,7 @@ func TestAttackPlacementOnAnotherTeamsDataStore(t *testing.T) {
 		tcps:       storeOf(tcpObject("one", "shared"), tcpObject("two", "everyone")),
 	}
 	place := func(tcp *unstructured.Unstructured, ds string) (string, error) {
-		return c.placeTenant(tcp, tenantSpec{DataStore: ds}, &plane{rec: tenantRecord{UID: string(tcp.GetUID())}})
+		return placeTCP(c, tcp, ds, &plane{rec: tenantRecord{UID: string(tcp.GetUID())}})
 	}
 	for i := range 4 {
 		got, err := place(tcpObject(fmt.Sprint("new-", i), ""), "")
@@ -150,4 +150,10 @@ func TestAttackPlacementOnAnotherTeamsDataStore(t *testing.T) {
 	if got, err := place(tcpObject("named", ""), "team-b-only"); got != "team-b-only" || err != nil {
 		t.Errorf("naming team-b-only (admitted for team-b): %q, %v", got, err)
 	}
+}
+
+// placeTCP places tcp as findPlane's steps do: asking for ds ("" for placement).
+func placeTCP(c *Controller, tcp *unstructured.Unstructured, ds string, pl *plane) (string, error) {
+	published, _, _ := publishedStorage(tcp)
+	return c.placeTenant(tenantSpec{UID: string(tcp.GetUID()), DataStore: ds}, published, pl)
 }

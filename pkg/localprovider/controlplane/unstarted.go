@@ -26,7 +26,8 @@ func (c *Controller) readyUnstarted(ctx context.Context, tcp *unstructured.Unstr
 	if err != nil {
 		return err
 	}
-	if _, err := c.ensureTenantStore(ctx, tcp, spec, pl); err != nil {
+	published, _, _ := publishedStorage(tcp)
+	if _, err := c.ensureTenantStore(ctx, spec, published, pl); err != nil {
 		if serr := c.setTCPStatus(ctx, tcp, tcpState{versionStatus: statusSleeping, replicas: 0, reason: "DataStoreUnavailable", message: err.Error()}); serr != nil {
 			return serr
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -93,6 +94,18 @@ func KillPlaneProcess(t *testing.T, name string) (startAgain func()) {
 	t.Helper()
 	_, startAgain = localplane.KillForRestart(t, Plane.Dir, name)
 	return startAgain
+}
+
+// RestartProviderWith SIGKILLs the plane's butler-localprovider and starts it again with extra
+// flags added (its tenants' processes are adopted); the test's cleanup restarts it as it was.
+func RestartProviderWith(t *testing.T, extra ...string) {
+	t.Helper()
+	args, startWith := localplane.KillForRestartWith(t, Plane.Dir, "butler-localprovider")
+	startWith(append(slices.Clone(args), extra...))
+	t.Cleanup(func() {
+		_, startWith := localplane.KillForRestartWith(t, Plane.Dir, "butler-localprovider")
+		startWith(args)
+	})
 }
 
 // OneOfEachComponent is what TenantProcesses finds for a running local control plane.
