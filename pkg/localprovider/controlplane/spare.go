@@ -165,8 +165,16 @@ func (c *Controller) keepSpares(ctx context.Context) {
 func (c *Controller) spareShape(id string) tenantSpec {
 	return tenantSpec{Name: id, UID: id, Version: normalizeVersion(c.opts.PinnedVersion),
 		ServiceCIDR: v1alpha1.DefaultServiceCIDR, PodCIDR: v1alpha1.DefaultPodCIDR, ClusterDomain: defaultClusterDomain,
-		DataStoreSchema: id, DataStoreUser: id, Replicas: 1}
+		AdmissionPlugins: slices.Clone(defaultAdmissionControllers), DataStoreSchema: id, DataStoreUser: id, Replicas: 1}
 }
+
+// defaultAdmissionControllers is the TenantControlPlane CRD's default of
+// spec.kubernetes.admissionControllers, which a TenantCluster that sets nothing gets
+// (TestDefaultAdmissionControllersAreTheCRDs keeps them equal).
+var defaultAdmissionControllers = []string{"CertificateApproval", "CertificateSigning", "CertificateSubjectRestriction",
+	"DefaultIngressClass", "DefaultStorageClass", "DefaultTolerationSeconds", "LimitRanger", "MutatingAdmissionWebhook",
+	"NamespaceLifecycle", "PersistentVolumeClaimResize", "Priority", "ResourceQuota", "RuntimeClass", "ServiceAccount",
+	"StorageObjectInUseProtection", "TaintNodesByCondition", "ValidatingAdmissionWebhook"}
 
 // spareCAName is a spare's CA's name: its tenant is not known when it is made, so it has
 // kubeadm's.
@@ -252,7 +260,7 @@ func (c *Controller) claimSpare(ctx context.Context, r *tcpRun) (bool, error) {
 		return false, nil // findPlane says why
 	}
 	if why := spareMismatch(r.tcp, spec, c.spareShape("")); why != "" {
-		logger.V(2).Info("Starting cold, not from a spare control plane", "why", why)
+		logger.Info("Starting cold, not from a spare control plane", "why", why)
 		return false, nil
 	}
 	sp := c.spares.take(spec.DataStore)

@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
 
 	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/hibernation"
@@ -15,14 +16,15 @@ import (
 )
 
 // defaultTCP is the TenantControlPlane the local StewardControlPlane makes of a TenantCluster
-// that sets nothing: its Cluster's defaulted networks, and butler's admission configuration
-// flag, which the provider replaces by its own file.
+// that sets nothing: its Cluster's defaulted networks, butler's admission configuration flag
+// (which the provider replaces by its own file), and the CRD's default admission controllers.
 func defaultTCP() *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": tenantControlPlaneAPIVersion, "kind": tenantControlPlaneKind,
 		"metadata": map[string]any{"name": "c1", "namespace": "c1-abcd1234"},
 		"spec": map[string]any{
-			"kubernetes": map[string]any{"version": "v1.36.3", "kubelet": map[string]any{"cgroupfs": "systemd"}},
+			"kubernetes": map[string]any{"version": "v1.36.3", "kubelet": map[string]any{"cgroupfs": "systemd"},
+				"admissionControllers": toAnySlice(defaultAdmissionControllers)},
 			"networkProfile": map[string]any{"serviceCidr": v1alpha1.DefaultServiceCIDR, "podCidr": v1alpha1.DefaultPodCIDR,
 				"clusterDomain": "cluster.local"},
 			"controlPlane": map[string]any{"deployment": map[string]any{"extraArgs": map[string]any{
@@ -71,7 +73,10 @@ func TestSpareMismatch(t *testing.T) {
 		{"certificate SANs", set([]any{"api.example.com"}, "spec", "networkProfile", "certSANs"), false},
 		{"a service address", set("10.0.0.9", "spec", "networkProfile", "address"), false},
 		{"kube-apiserver arguments", set([]any{"--v=4"}, "spec", "controlPlane", "deployment", "extraArgs", "apiServer"), false},
-		{"admission plugins", set([]any{"AlwaysPullImages"}, "spec", "kubernetes", "admissionControllers"), false},
+		{"other admission plugins", set([]any{"AlwaysPullImages"}, "spec", "kubernetes", "admissionControllers"), false},
+		{"no admission plugins", func(u *unstructured.Unstructured) {
+			unstructured.RemoveNestedField(u.Object, "spec", "kubernetes", "admissionControllers")
+		}, false},
 		{"stopped", set(int64(0), "spec", "controlPlane", "deployment", "replicas"), false},
 		{"its own schema", set("mine", "spec", "dataStoreSchema"), false},
 		{"its own etcd user", set("me", "spec", "dataStoreUsername"), false},
@@ -148,5 +153,56 @@ func TestClaimedTenantPaths(t *testing.T) {
 	}
 	if c.newTenant("u1") {
 		t.Error("u1 claimed a spare, yet it is new")
+	}
+}
+
+func toAnySlice(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}
+
+// The spares' admission plugins are those the TenantControlPlane CRD defaults: a TenantCluster
+// that sets nothing gets them, and with others no new cluster would take a spare.
+func TestDefaultAdmissionControllersAreTheCRDs(t *testing.T) {
+	data, err := os.ReadFile("../../../artifacts/crds/steward.butlerlabs.dev_tenantcontrolplanes.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var crd struct {
+		Spec struct {
+			Versions []struct {
+				Schema struct {
+					OpenAPIV3Schema struct {
+						Properties struct {
+							Spec struct {
+								Properties struct {
+									Kubernetes struct {
+										Properties struct {
+											AdmissionControllers struct {
+												Default []string `json:"default"`
+											} `json:"admissionControllers"`
+										} `json:"properties"`
+									} `json:"kubernetes"`
+								} `json:"properties"`
+							} `json:"spec"`
+						} `json:"properties"`
+					} `json:"openAPIV3Schema"`
+				} `json:"schema"`
+			} `json:"versions"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(data, &crd); err != nil {
+		t.Fatal(err)
+	}
+	if len(crd.Spec.Versions) == 0 {
+		t.Fatal("the CRD has no versions")
+	}
+	for _, v := range crd.Spec.Versions {
+		if got := v.Schema.OpenAPIV3Schema.Properties.Spec.Properties.Kubernetes.Properties.AdmissionControllers.Default; !slices.Equal(got, defaultAdmissionControllers) {
+			t.Errorf("the CRD defaults admissionControllers to %v, the spares have %v", got, defaultAdmissionControllers)
+		}
 	}
 }
