@@ -24,7 +24,8 @@ import (
 // TestLocalSpareControlPlane runs the plane's provider with --spare-control-planes=1: a
 // TenantCluster that sets nothing goes Ready on the spare's kube-apiserver, not started again
 // (one start in its log, the same pid), serves kubectl through its admin kubeconfig, and the
-// pool refills with another spare. Deleted, it leaves nothing: the spare's directory, the link
+// pool refills with another spare. A provider restart adopts it as it runs; it hibernates and
+// wakes in the spare's directory. Deleted, it leaves nothing: the spare's directory, the link
 // to it, its process and its datastore prefix are gone. The provider is restarted as it was
 // afterwards, which removes the refilled spare.
 func TestLocalSpareControlPlane(t *testing.T) {
@@ -71,6 +72,27 @@ func TestLocalSpareControlPlane(t *testing.T) {
 	}
 	refill := waitReadySpare(t, state, spare)
 	t.Logf("the pool refilled with %s", refill)
+
+	// A provider restart adopts the claimed tenant's processes where they run (and removes the
+	// spare of its last run); a hibernation stops them and a wake starts them there again.
+	args, startWith := localplane.KillForRestartWith(t, framework.Plane.Dir, "butler-localprovider")
+	startWith(args)
+	waitReadySpare(t, state, refill)
+	if pid := framework.TenantPids(t, spareDir)["kube-apiserver"]; pid != apiPid || apiServerStarts(t, spareDir) != 1 {
+		t.Errorf("after a provider restart the tenant's kube-apiserver is pid %d (was %d), started %d times", pid, apiPid, apiServerStarts(t, spareDir))
+	}
+	if _, err := os.Stat(filepath.Join(state, refill)); !os.IsNotExist(err) {
+		t.Errorf("the last run's spare %s is left after the restart (%v)", refill, err)
+	}
+	framework.MustKubectl(t, "patch", "tc", name, "-n", ns, "--type=merge", "-p", `{"spec":{"hibernation":{"hibernated":true}}}`)
+	framework.WaitCluster(t, ns, name, 3*time.Minute, "Hibernated", framework.Hibernated)
+	framework.MustKubectl(t, "patch", "tc", name, "-n", ns, "--type=merge", "-p", `{"spec":{"hibernation":{"hibernated":false}}}`)
+	framework.WaitReady(t, ns, name, 0, 3*time.Minute)
+	framework.MustKubectlAs(t, kubeconfig, "", "get", "namespaces")
+	if starts := apiServerStarts(t, spareDir); starts != 2 {
+		t.Errorf("the woken tenant's kube-apiserver was started %d times in the spare's directory, want 2", starts)
+	}
+	apiPid = framework.TenantPids(t, spareDir)["kube-apiserver"]
 
 	framework.DeleteCluster(t, ns, name, uid)
 	for _, p := range []string{spareDir, filepath.Join(state, uid)} {
