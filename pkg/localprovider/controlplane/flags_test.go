@@ -60,6 +60,7 @@ func TestAPIServerArgs(t *testing.T) {
 		"kubelet-client-certificate":    "/state/0b6c-uid/pki/apiserver-kubelet-client.crt",
 		"kubelet-certificate-authority": "/state/0b6c-uid/pki/ca.crt",
 		"endpoint-reconciler-type":      "none",
+		"watch-cache":                   "false",
 		"v":                             "4", // extra args are appended
 		"audit-log-maxage":              "3", // with "--" added when missing
 	}
@@ -91,6 +92,15 @@ func TestExtraArgsOverride(t *testing.T) {
 	}
 	if n != 1 {
 		t.Errorf("--authorization-mode given %d times", n)
+	}
+}
+
+// A tenant that outgrows reading from etcd may have its watch cache back through extraArgs.
+func TestWatchCacheBackThroughExtraArgs(t *testing.T) {
+	a := testArgs()
+	a.Spec.APIServerArgs = []string{"--watch-cache=true"}
+	if v, _ := flagValue(apiServerArgs(a), "watch-cache"); v != "true" {
+		t.Errorf("watch-cache = %q, want the extra arg's true", v)
 	}
 }
 
@@ -240,13 +250,18 @@ func TestAPIServerEnforcesPodSecurityBaseline(t *testing.T) {
 }
 
 // Each tenant process the provider starts runs its garbage collector at GOGC=25 (an idle tenant's
-// memory is mostly collector headroom, issue 40); the datastore's etcd at GOGC=50.
+// memory is mostly collector headroom, issue 40), the controller manager on one P; the
+// datastore's etcd at GOGC=50.
 func TestTenantProcessesCollectAtGOGC25(t *testing.T) {
 	paths := tenantPaths{dir: "/state/0b6c-uid"}
-	for _, component := range []string{componentAPIServer, componentControllerManager, componentScheduler} {
+	for component, want := range map[string][]string{
+		componentAPIServer:         {"GOGC=25"},
+		componentControllerManager: {"GOGC=25", "GOMAXPROCS=1"},
+		componentScheduler:         {"GOGC=25"},
+	} {
 		spec := (&Controller{}).procSpec(component, kubebuild.Binaries{}, nil, paths)
-		if !slices.Equal(spec.Env, []string{"GOGC=25"}) {
-			t.Errorf("%s starts with environment %q, want GOGC=25", component, spec.Env)
+		if !slices.Equal(spec.Env, want) {
+			t.Errorf("%s starts with environment %q, want %q", component, spec.Env, want)
 		}
 	}
 	d := &localDataStore{name: "local", dir: "/state/datastores/local"}

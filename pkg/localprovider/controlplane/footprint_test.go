@@ -455,6 +455,7 @@ func startFootprintTenant(t *testing.T, ctx context.Context, bin, dir string, ds
 			spec.Env = strings.Fields(os.Getenv("BUTLER_FOOTPRINT_BASELINE_ENV"))
 		}
 		spec.Env = append(spec.Env, experimentEnv("BUTLER_FOOTPRINT_ENV", "BUTLER_FOOTPRINT_SUBJECT_ENV", baseline)...)
+		spec.Env = append(spec.Env, experimentEnv("BUTLER_FOOTPRINT_ENV_"+envName(spec.Component), "BUTLER_FOOTPRINT_SUBJECT_ENV_"+envName(spec.Component), baseline)...)
 		spec.Args = mergeArgs(spec.Args, experimentArgs(spec.Component, baseline))
 		if os.Getenv("BUTLER_FOOTPRINT_PPROF") != "" && i == 0 && spec.Component != componentAPIServer {
 			// Served on loopback, its profile to anyone, to be profiled: this tenant's figures are
@@ -538,15 +539,19 @@ func holdAnswering(t *testing.T, tenants []*footprintTenant, window, every time.
 // experimentArgs are the flags BUTLER_FOOTPRINT_ARGS_<component> adds to a component's command
 // line in every run (kube_apiserver, kube_controller_manager, kube_scheduler, etcd), and
 // BUTLER_FOOTPRINT_SUBJECT_ARGS_<component> in the subject's runs only: a cut of flags measured
-// against main's.
+// against main's. BUTLER_FOOTPRINT_ENV_<component> and BUTLER_FOOTPRINT_SUBJECT_ENV_<component>
+// do the same for one component's environment.
 func experimentArgs(component string, baseline bool) []string {
-	name := strings.ReplaceAll(component, "-", "_")
+	name := envName(component)
 	args := strings.Fields(os.Getenv("BUTLER_FOOTPRINT_ARGS_" + name))
 	if !baseline {
 		args = append(args, strings.Fields(os.Getenv("BUTLER_FOOTPRINT_SUBJECT_ARGS_"+name))...)
 	}
 	return args
 }
+
+// envName is component as it is spelled in a variable's name: kube_controller_manager.
+func envName(component string) string { return strings.ReplaceAll(component, "-", "_") }
 
 // experimentEnv is the environment the variable all names adds in every run, and subject in the
 // subject's runs only.
