@@ -278,6 +278,12 @@ func (c *Controller) sweepOrphans(ctx context.Context) {
 	}
 }
 
+// shutdownGrace is how long a tenant's process has after SIGTERM when the provider stops: the
+// controllers, then kube-apiserver, each within it, so that all are gone before whoever stops the
+// provider kills it (the local plane gives it 30 s). A killed kube-apiserver loses nothing: what it
+// acknowledged is in etcd. A tenant stopped on its own keeps process.StopGrace.
+const shutdownGrace = 5 * time.Second
+
 // stopAll stops every tenant's processes and the spares', many at once.
 func (c *Controller) stopAll(logger klog.Logger) {
 	c.mu.Lock()
@@ -295,7 +301,7 @@ func (c *Controller) stopAll(logger klog.Logger) {
 	var wg sync.WaitGroup
 	for _, pl := range planes {
 		wg.Add(1)
-		go func() { defer wg.Done(); pl.closeProxy(); pl.stop() }()
+		go func() { defer wg.Done(); pl.closeProxy(); pl.stopWithin(shutdownGrace) }()
 	}
 	wg.Wait()
 	logger.Info("Stopped the tenant control planes")

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/klog/v2"
+
 	"github.com/butlerdotdev/butler-apiserver/pkg/localprovider/process"
 )
 
@@ -27,6 +29,11 @@ func stoppingSpec(dir, component string, extra ...string) process.Spec {
 func runningPlane(t *testing.T, dir string, extra ...string) (*plane, []process.Spec) {
 	specs := []process.Spec{stoppingSpec(dir, componentAPIServer, extra...), stoppingSpec(dir, componentControllerManager, extra...),
 		stoppingSpec(dir, componentScheduler, extra...)}
+	return runningPlaneOf(t, dir, specs), specs
+}
+
+// runningPlaneOf is runningPlane of specs (kube-apiserver's first).
+func runningPlaneOf(t *testing.T, dir string, specs []process.Spec) *plane {
 	pl := &plane{rec: tenantRecord{UID: "uid", Port: 1}, paths: tenantPaths{dir: dir}, notify: func() {}}
 	pl.ensure(context.Background(), "v1.36.3", nil, specs[:1])
 	pl.mu.Lock()
@@ -39,7 +46,7 @@ func runningPlane(t *testing.T, dir string, extra ...string) (*plane, []process.
 	pl.mu.Unlock()
 	pl.ensure(context.Background(), "v1.36.3", nil, specs)
 	waitRunning(t, pl, specs)
-	return pl, specs
+	return pl
 }
 
 // readyFile is the file a stoppingSpec process makes once its trap is set.
@@ -130,4 +137,31 @@ func TestReplacedProcessesStopInStopOrder(t *testing.T) {
 	checkStopOrder(t, events(t, dir))
 	// Replaced, the controllers start again at once, as before.
 	waitRunning(t, pl, specs)
+}
+
+// When the provider stops, every tenant's processes are gone within shutdownGrace a step (the
+// controllers, then kube-apiserver), even those that ignore SIGTERM: well within the 30 s the
+// plane that runs the provider gives it. With the 15 s grace of a single stop, CPU-starved
+// tenants outlived a provider killed after its 30 s (issue 40's run of 80 tenants).
+func TestStopAllKillsWithinTheShutdownGrace(t *testing.T) {
+	dir := t.TempDir()
+	var specs []process.Spec
+	for _, c := range []string{componentAPIServer, componentControllerManager, componentScheduler} {
+		s := stoppingSpec(dir, c)
+		s.Args[1] = `trap '' TERM; touch "$1/ready-$0-$2"; while :; do sleep 0.05; done`
+		specs = append(specs, s)
+	}
+	pl := runningPlaneOf(t, dir, specs)
+	c := &Controller{planes: map[string]*plane{"uid": pl}}
+	start := time.Now()
+	c.stopAll(klog.Background())
+	took := time.Since(start)
+	if took < 2*shutdownGrace || took > 2*shutdownGrace+5*time.Second {
+		t.Errorf("stopAll took %s, want about 2 x %s (both steps killed)", took, shutdownGrace)
+	}
+	for _, s := range specs {
+		if rec, ok := process.ReadPidRecord(s.PidFile); ok && process.Alive(rec.PID, dir) {
+			t.Errorf("%s (pid %d) outlived stopAll", s.Component, rec.PID)
+		}
+	}
 }
