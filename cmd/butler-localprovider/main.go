@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -99,6 +100,7 @@ Flags:
 	flags.StringVar(&o.cp.Address, "address", "127.0.0.1", "where tenant kube-apiservers listen and what their endpoints name (make test-cluster gives the one-node cluster's bridge address, which its Pods reach)")
 	flags.IntVar(&o.cp.Workers, "workers", 4, "tenant control planes reconciled at once")
 	flags.IntVar(&o.cp.SpareControlPlanes, "spare-control-planes", 0, "kube-apiservers of the --kube-version kept started ahead, which a new TenantCluster that sets no network, SANs or extra arguments takes instead of starting its own (each costs an idle tenant's memory and CPU; 0: none)")
+	flags.IntVar(&o.cp.ConcurrentStarts, "concurrent-starts", 0, "tenant kube-apiservers starting at once at most (a start is a few CPU-seconds with deadlines of its own; the others wait their turn); 0: one per CPU of this host")
 	wl := wakeproxy.DefaultLimits
 	flags.IntVar(&o.cp.WakeLimits.MaxWaking, "wake-max-waking", wl.MaxWaking, "clusters waking on request at once at most; a connection past it is closed (0: no bound)")
 	flags.IntVar(&o.cp.WakeLimits.MaxAwake, "wake-max-awake", wl.MaxAwake, "clusters awake because of a request at most (not those a user woke with hibernated: false; 0: no bound)")
@@ -125,6 +127,9 @@ func (o *options) complete() error {
 	}
 	if o.snaps.Dir == "" {
 		o.snaps.Dir = filepath.Join(filepath.Dir(o.cp.StateDir), "snapshots")
+	}
+	if o.cp.ConcurrentStarts == 0 {
+		o.cp.ConcurrentStarts = runtime.NumCPU()
 	}
 	var err error
 	if o.snaps.Dir, err = filepath.Abs(o.snaps.Dir); err != nil {

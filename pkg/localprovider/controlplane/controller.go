@@ -68,6 +68,8 @@ type Options struct {
 	// SpareControlPlanes is how many spare control planes to keep started (spare.go): a new
 	// tenant of their shape takes one instead of starting its kube-apiserver. 0: none.
 	SpareControlPlanes int
+	// ConcurrentStarts bounds the tenant kube-apiservers starting at once (startGate; 0: no bound).
+	ConcurrentStarts int
 }
 
 // external says whether obj's control plane is a real Steward's: its namespace, or the
@@ -105,6 +107,8 @@ type Controller struct {
 	runCtx context.Context
 	// spares are the spare control planes (nil when Options.SpareControlPlanes is 0).
 	spares *sparePool
+	// starts bounds the kube-apiservers starting at once (nil when Options.ConcurrentStarts is 0).
+	starts *startGate
 }
 
 // New builds the controller over deps' management cluster clients.
@@ -146,6 +150,9 @@ func New(d *controllerkit.Deps, opts Options) (*Controller, error) {
 	}
 	if opts.SpareControlPlanes > 0 {
 		c.spares = newSparePool(opts.SpareControlPlanes)
+	}
+	if opts.ConcurrentStarts > 0 {
+		c.starts = newStartGate(opts.ConcurrentStarts)
 	}
 	c.versions = kubebuild.NewVersions(opts.PinnedVersion, opts.BinDir, opts.VersionsDir, c.versionBuilt)
 	c.tcps = d.DynamicInformers.ForResource(tenantControlPlanes).Informer()

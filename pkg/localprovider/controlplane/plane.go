@@ -95,6 +95,8 @@ type plane struct {
 	// bindings exist in it (holdFirstStart); heldCh is closed when released. released: no longer.
 	held, released bool
 	heldCh         chan struct{}
+	// gate bounds the kube-apiservers starting at once on this host (nil: no bound).
+	gate *startGate
 }
 
 // ensure runs specs: a component not running is started, one running another command line is
@@ -127,6 +129,10 @@ func (pl *plane) ensure(ctx context.Context, version string, caPEM []byte, specs
 			// queues the tenant then): started beside it they only wait for it, and take CPU
 			// its start needs, which was most of create -> control plane Ready on two cores.
 			continue
+		}
+		if spec.Component == componentAPIServer && !pl.gate.acquire(pl) {
+			delete(pl.procs, spec.Component) // a replaced one is stopped already
+			continue                         // its turn comes (startGate); the controllers wait for it
 		}
 		pl.procs[spec.Component] = process.Start(ctx, spec, pl.notify)
 		if spec.Component == componentAPIServer {
@@ -254,6 +260,7 @@ func (pl *plane) setReadyLocked(ready bool) {
 	switch {
 	case ready && !pl.ready:
 		close(pl.readyCh)
+		pl.gate.release(pl) // started: the next start may go
 	case !ready && pl.ready:
 		pl.readyCh = make(chan struct{})
 	}
@@ -461,6 +468,7 @@ func (pl *plane) stopWithin(grace time.Duration) {
 		pl.probe = nil
 	}
 	pl.setReadyLocked(false)
+	pl.gate.release(pl)
 	var unsupervised []string
 	for _, name := range pl.components {
 		if procs[name] == nil && name != componentAPIServer {

@@ -168,7 +168,7 @@ func (c *Controller) plane(ctx context.Context, tcp *unstructured.Unstructured, 
 		}
 	}
 	key := tcp.GetNamespace() + "/" + tcp.GetName()
-	pl := &plane{rec: rec, paths: paths, listen: c.opts.Address, notify: func() { c.tcpQueue.Add(key) }}
+	pl := &plane{rec: rec, paths: paths, listen: c.opts.Address, notify: func() { c.tcpQueue.Add(key) }, gate: c.starts}
 	c.planes[uid] = pl
 	klog.FromContext(ctx).V(2).Info("Tenant control plane", "port", rec.Port, "dir", paths.dir)
 	return pl, nil

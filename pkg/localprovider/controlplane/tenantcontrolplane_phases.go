@@ -200,7 +200,18 @@ func (c *Controller) startProcesses(ctx context.Context, r *tcpRun) (bool, error
 	pl.ensure(ctx, spec.Version, r.certs.Trust, specs)
 	// The admin kubeconfig is files already written: published while kube-apiserver starts, not
 	// one more round trip after it serves.
-	return false, c.applyAdminKubeconfig(ctx, r.tcp, pl, r.kubeconfigs)
+	if err := c.applyAdminKubeconfig(ctx, r.tcp, pl, r.kubeconfigs); err != nil {
+		return true, err
+	}
+	if pl.gate.waits(pl) {
+		holding, waiting := pl.gate.counts()
+		msg := fmt.Sprintf("waiting to start: %d kube-apiservers are starting on this host, at most %d at once, and %d wait", holding, pl.gate.size, waiting)
+		if err := c.setTCPStatus(ctx, r.tcp, unavailableState(r.tcp, r.published, pendingStatus(r.tcp, spec.Version), "Starting", msg)); err != nil {
+			return true, err
+		}
+		return true, controllerkit.RequeueAfter(startSlotRetry)
+	}
+	return false, nil
 }
 
 // awaitReadiness waits for kube-apiserver to answer /readyz at the asked version; kubeadm's
