@@ -231,7 +231,7 @@ func goalsSection(p6 *figure, p7 *holdGoal) string {
 			createMet = "yes"
 		}
 	}
-	fmt.Fprintf(&b, "| create -> control plane Ready of a local TenantCluster, median %.0f s or less | %s | %s |\n", goalCreateSec, create, createMet)
+	fmt.Fprintf(&b, "| create -> control plane Ready of a local TenantCluster (with one spare control plane: P6; without, P6c), median %.0f s or less | %s | %s |\n", goalCreateSec, create, createMet)
 	hold, holdMet := "not measured", "no"
 	if p7 != nil {
 		answered := 0

@@ -122,6 +122,7 @@ func p12m(pairs, _ int) figure {
 var pairFigures = map[string]func(pairs, n int) figure{
 	"P3":   func(pairs, _ int) figure { return p3(pairs) },
 	"P6":   p6,
+	"P6c":  p6c,
 	"P10":  p10,
 	"P7m":  p7m,
 	"P11":  p11,
@@ -170,7 +171,7 @@ func importPairs(spec, dir, commit string, n int) error {
 		id, file, ok := strings.Cut(item, "=")
 		def := pairFigures[id]
 		if !ok || def == nil {
-			return fmt.Errorf("-pairs %q: want ID=file with ID one of P3, P6, P7m, P10, P11, P11r, P12, P12m, P13, P13m", item)
+			return fmt.Errorf("-pairs %q: want ID=file with ID one of P3, P6, P6c, P7m, P10, P11, P11r, P12, P12m, P13, P13m", item)
 		}
 		runs, work, err := readPairs(file)
 		if err != nil {

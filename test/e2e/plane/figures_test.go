@@ -3,6 +3,7 @@ package plane
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -45,20 +46,33 @@ type figureSide struct {
 // gives each pair's line for writePairs.
 func alternatingPairs(t *testing.T, pairs int, subject, baseline figureSide) []string {
 	t.Helper()
-	var lines []string
+	return alternatingRuns(t, pairs, baseline, subject)[0]
+}
+
+// alternatingRuns runs, pairs times, each subject and the baseline: the subjects in their order
+// and then the baseline in pairs 1, 3, 5..., the reverse in the others. It gives each subject's
+// lines for writePairs, each against the same pair's baseline.
+func alternatingRuns(t *testing.T, pairs int, baseline figureSide, subjects ...figureSide) [][]string {
+	t.Helper()
+	lines := make([][]string, len(subjects))
 	for k := range pairs {
 		subjectFirst := k%2 == 0
-		order := []figureSide{subject, baseline}
+		order := append(slices.Clone(subjects), baseline)
 		if !subjectFirst {
-			order = []figureSide{baseline, subject}
+			slices.Reverse(order)
 		}
 		took := map[string]time.Duration{}
 		for _, side := range order {
 			took[side.name] = side.run(k)
 		}
-		s, b := took[subject.name], took[baseline.name]
-		lines = append(lines, fmt.Sprintf("%.2f\t%.2f\t%t", s.Seconds(), b.Seconds(), subjectFirst))
-		t.Logf("pair %d (%s first): %s %.2f s, %s %.2f s", k+1, order[0].name, subject.name, s.Seconds(), baseline.name, b.Seconds())
+		b := took[baseline.name]
+		var logged []string
+		for i, subject := range subjects {
+			s := took[subject.name]
+			lines[i] = append(lines[i], fmt.Sprintf("%.2f\t%.2f\t%t", s.Seconds(), b.Seconds(), subjectFirst))
+			logged = append(logged, fmt.Sprintf("%s %.2f s", subject.name, s.Seconds()))
+		}
+		t.Logf("pair %d (%s first): %s, %s %.2f s", k+1, order[0].name, strings.Join(logged, ", "), baseline.name, b.Seconds())
 	}
 	return lines
 }
