@@ -39,12 +39,21 @@ import (
 type spare struct {
 	pl  *plane
 	key atomic.Pointer[string]
+	// start (re)starts its kube-apiserver: again when the start gate gives it its turn, which
+	// notify says on turn while no tenant has claimed it.
+	start func()
+	turn  chan struct{}
 }
 
 func (sp *spare) notify(c *Controller) func() {
 	return func() {
 		if key := sp.key.Load(); key != nil {
 			c.tcpQueue.Add(*key)
+			return
+		}
+		select {
+		case sp.turn <- struct{}{}:
+		default:
 		}
 	}
 }
@@ -141,19 +150,42 @@ func (c *Controller) keepSpares(ctx context.Context) {
 			continue
 		}
 		sp, err := c.startSpare(ctx)
-		wait := spareRetry
-		var ready <-chan struct{}
 		if err != nil {
 			logger.Error(err, "Starting a spare control plane failed; trying again", "after", spareRetry)
-		} else {
-			_, ready = sp.pl.serving()
-			wait = spareStartWait
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(spareRetry):
+			}
+			continue
 		}
+		if !awaitSpare(ctx, sp) {
+			return
+		}
+	}
+}
+
+// awaitSpare waits until the spare's kube-apiserver answers /readyz, or spareStartWait after
+// it started, starting it when the start gate gives it its turn (a spare takes its turn as a
+// tenant does); false once ctx is done.
+func awaitSpare(ctx context.Context, sp *spare) bool {
+	_, ready := sp.pl.serving()
+	deadline := time.Now().Add(spareStartWait)
+	for {
 		select {
 		case <-ctx.Done():
-			return
+			return false
 		case <-ready:
-		case <-time.After(wait):
+			return true
+		case <-sp.turn:
+			sp.start()
+		case <-time.After(startSlotRetry):
+			if sp.pl.gate.waits(sp.pl) {
+				sp.start()
+				deadline = time.Now().Add(spareStartWait)
+			} else if time.Now().After(deadline) {
+				return true
+			}
 		}
 	}
 }
@@ -192,11 +224,11 @@ func (c *Controller) startSpare(ctx context.Context) (*spare, error) {
 	if err != nil {
 		return nil, err
 	}
-	sp := &spare{}
+	sp := &spare{turn: make(chan struct{}, 1)}
 	sp.pl = &plane{rec: tenantRecord{Name: id, UID: id, Port: port, Spare: true},
-		paths: tenantPaths{dir: filepath.Join(c.opts.StateDir, id)}, listen: c.opts.Address, notify: sp.notify(c)}
+		paths: tenantPaths{dir: filepath.Join(c.opts.StateDir, id)}, listen: c.opts.Address, notify: sp.notify(c), gate: c.starts}
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("spare", id))
-	if err := c.prepareSpare(ctx, sp.pl, c.spareShape(id), bins); err != nil {
+	if err := c.prepareSpare(ctx, sp, c.spareShape(id), bins); err != nil {
 		c.discardSpare(ctx, sp.pl)
 		return nil, err
 	}
@@ -208,7 +240,8 @@ func (c *Controller) startSpare(ctx context.Context) (*spare, error) {
 // prepareSpare makes a spare's record, CA, certificates and datastore user and prefix, and
 // starts its kube-apiserver as startProcesses would a tenant's of spec. Its controllers wait
 // for a tenant: the controller manager's command line names the cluster.
-func (c *Controller) prepareSpare(ctx context.Context, pl *plane, spec tenantSpec, bins kubebuild.Binaries) error {
+func (c *Controller) prepareSpare(ctx context.Context, sp *spare, spec tenantSpec, bins kubebuild.Binaries) error {
+	pl := sp.pl
 	if err := writeRecord(pl.paths, pl.rec); err != nil {
 		return err
 	}
@@ -231,7 +264,8 @@ func (c *Controller) prepareSpare(ctx context.Context, pl *plane, spec tenantSpe
 	args := planeArgs{Spec: spec, Paths: pl.paths, Address: pl.address(), Port: pl.apiPort(), Etcd: etcd, Rotating: certs.Rotating()}
 	api := c.procSpec(componentAPIServer, bins, apiServerArgs(args), pl.paths)
 	api.Credentials = credentialsDigest(certs)
-	pl.ensure(ctx, spec.Version, certs.Trust, []process.Spec{api})
+	sp.start = func() { pl.ensure(ctx, spec.Version, certs.Trust, []process.Spec{api}) }
+	sp.start()
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -204,5 +205,43 @@ func TestDefaultAdmissionControllersAreTheCRDs(t *testing.T) {
 		if got := v.Schema.OpenAPIV3Schema.Properties.Spec.Properties.Kubernetes.Properties.AdmissionControllers.Default; !slices.Equal(got, defaultAdmissionControllers) {
 			t.Errorf("the CRD defaults admissionControllers to %v, the spares have %v", got, defaultAdmissionControllers)
 		}
+	}
+}
+
+// A spare takes its turn at the start gate as a tenant does: while the gate is full it waits in
+// line, and it starts when a slot is handed to it (its notify says so on turn, as no tenant's
+// key is there to queue).
+func TestSpareWaitsItsTurnAtTheStartGate(t *testing.T) {
+	gate := newStartGate(1)
+	tenant := &plane{notify: func() {}, gate: gate}
+	if !gate.acquire(tenant) {
+		t.Fatal("the first start did not get the slot")
+	}
+	c := &Controller{}
+	sp := &spare{turn: make(chan struct{}, 1)}
+	sp.pl = &plane{notify: sp.notify(c), gate: gate}
+	starts := 0
+	sp.start = func() {
+		starts++
+		if gate.acquire(sp.pl) { // as ensure does before it starts kube-apiserver
+			sp.pl.mu.Lock()
+			sp.pl.setReadyLocked(true)
+			sp.pl.mu.Unlock()
+		}
+	}
+	sp.start()
+	if !gate.waits(sp.pl) {
+		t.Fatal("the spare does not wait in line while the gate is full")
+	}
+	done := make(chan bool)
+	go func() { done <- awaitSpare(t.Context(), sp) }()
+	gate.release(tenant) // the tenant's kube-apiserver answered /readyz
+	select {
+	case ok := <-done:
+		if !ok || starts != 2 {
+			t.Errorf("awaitSpare: %v after %d starts, want true after 2", ok, starts)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("the spare did not start when the slot was freed")
 	}
 }
