@@ -40,10 +40,8 @@ func TestLocalSpareControlPlane(t *testing.T) {
 	ns := framework.Namespace(t, "e2e-spare")
 	framework.MustApply(t, framework.LocalProviderConfigManifest(ns))
 	const name = "spared"
-	start := time.Now()
 	framework.MustApply(t, framework.LocalClusterManifest(ns, name, framework.PinnedVersion, bootstrap.OSTalos, 0))
 	tc := framework.WaitReady(t, ns, name, 0, 3*time.Minute)
-	t.Logf("create -> Ready through a spare: %s", time.Since(start).Round(10*time.Millisecond))
 	tcp, err := framework.DynamicClient(t).Resource(framework.TenantCPGVR).Namespace(tc.Status.TenantNamespace).Get(t.Context(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
