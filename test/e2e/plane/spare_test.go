@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/butlerdotdev/butler-apiserver/pkg/apis/butler/v1alpha1"
 	"github.com/butlerdotdev/butler-apiserver/pkg/bootstrap"
 	"github.com/butlerdotdev/butler-apiserver/test/e2e/framework"
 	"github.com/butlerdotdev/butler-apiserver/test/localplane"
@@ -25,7 +26,7 @@ import (
 // TenantCluster that sets nothing goes Ready on the spare's kube-apiserver, not started again
 // (one start in its log, the same pid), serves kubectl through its admin kubeconfig, and the
 // pool refills with another spare. A provider restart adopts it as it runs; it hibernates and
-// wakes in the spare's directory. Deleted, it leaves nothing: the spare's directory, the link
+// wakes in the spare's directory, and rotates its CA and service-account key. Deleted, it leaves nothing: the spare's directory, the link
 // to it, its process and its datastore prefix are gone. The provider is restarted as it was
 // afterwards, which removes the refilled spare.
 func TestLocalSpareControlPlane(t *testing.T) {
@@ -90,6 +91,18 @@ func TestLocalSpareControlPlane(t *testing.T) {
 	if starts := apiServerStarts(t, spareDir); starts != 2 {
 		t.Errorf("the woken tenant's kube-apiserver was started %d times in the spare's directory, want 2", starts)
 	}
+	// A rotation of its CA and service-account key, in two phases, as of any tenant's.
+	for _, step := range []struct {
+		operation string
+		phase     v1alpha1.CredentialsRotationPhase
+	}{{"rotate-credentials-start", v1alpha1.RotationPrepared}, {"rotate-credentials-complete", v1alpha1.RotationCompleted}} {
+		framework.MustKubectl(t, "annotate", "tc", name, "-n", ns, "butler.butlerlabs.dev/operation="+step.operation)
+		framework.WaitCluster(t, ns, name, 3*time.Minute, string(step.phase), func(tc *v1alpha1.TenantCluster) bool {
+			r := framework.RotationOfCluster(tc)
+			return r != nil && r.Phase == step.phase && tc.Status.Phase == v1alpha1.TenantClusterReady
+		})
+	}
+	framework.MustKubectlAs(t, framework.TenantAdminKubeconfig(t, ns, name), "", "get", "namespaces")
 	apiPid = framework.TenantPids(t, spareDir)["kube-apiserver"]
 
 	framework.DeleteCluster(t, ns, name, uid)
