@@ -14,8 +14,7 @@ import (
 // time, each has the CPU to finish. A start holds its slot until kube-apiserver answers /readyz,
 // it is stopped, or startSlotMax passes (a tenant that never starts must not keep others out).
 type startGate struct {
-	size int
-	// notify queues a plane's tenant: its turn came.
+	size    int
 	mu      sync.Mutex
 	holders map[*plane]time.Time
 	waiting []*plane
@@ -100,7 +99,7 @@ func (g *startGate) waits(pl *plane) bool {
 	return slices.Contains(g.waiting, pl)
 }
 
-// starting is how many slots are held, and how many wait.
+// counts is how many slots are held, and how many wait.
 func (g *startGate) counts() (holding, waiting int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
