@@ -48,10 +48,10 @@ type Proxy struct {
 
 	mu          sync.Mutex
 	idleTimeout time.Duration
-	open        int       // established client connections open
-	last        time.Time // last byte either way on an established connection, or its open or close
-	idleAsked   bool      // the idle wish was written since the last established connection
-	wakeAsked   time.Time
+	open        int           // established client connections open
+	last        time.Time     // last byte either way on an established connection, or its open or close
+	idleAsked   bool          // the idle wish was written since the last established connection
+	wakeAsked   time.Time     // when the wake under way was asked; zero once it served
 	watching    bool          // a watchWake runs
 	done        chan struct{} // closed (under mu) by close: from then on no slot of the gate is taken
 	wg          sync.WaitGroup
@@ -73,7 +73,8 @@ var (
 )
 
 const (
-	// wakeAskAgain is how long after a wake request another connection asks again.
+	// wakeAskAgain is how long after a wake request another connection asks again, while that
+	// wake has not served.
 	wakeAskAgain = 10 * time.Second
 	// wakeGrace is how long a cluster woken on request stays awake with no connection
 	// established (a ClientHello wakes it; only a completed handshake counts as use).
@@ -333,7 +334,8 @@ func (p *Proxy) watchWake(start time.Time) {
 // one critical section with waitAwake's, so a ClientHello either takes the slots again after this
 // and starts a watcher of its own, or came before and sees its slots freed here (its connection
 // is still held at most wakeHold): never a slot taken with no watcher to free it. grace: the
-// tenant serves, its wakeGrace counts from now.
+// tenant serves, its wakeGrace counts from now, and the wake asked is done: a ClientHello after
+// the next stop asks anew, however soon.
 func (p *Proxy) endWatch(tell func(uid string), grace bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -342,6 +344,7 @@ func (p *Proxy) endWatch(tell func(uid string), grace bool) {
 		tell(p.uid)
 	}
 	if grace {
+		p.wakeAsked = time.Time{}
 		p.graceLocked()
 	}
 }

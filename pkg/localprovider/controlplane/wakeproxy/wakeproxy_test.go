@@ -110,6 +110,35 @@ func TestWakeProxyWakesAndPassesThrough(t *testing.T) {
 	}
 }
 
+// TestWakeProxyWakesAgainRightAfterASleep: a cluster woken by a request, then put to sleep a
+// few seconds later, is woken again by the next ClientHello at once. Asking again is held back
+// for wakeAskAgain only while a wake is under way; once that wake served, the next request while
+// asleep is a new wake (P10 found kubectl held until the hold ran out, then retried).
+func TestWakeProxyWakesAgainRightAfterASleep(t *testing.T) {
+	pl := &backendState{}
+	var n counter
+	target := n.target("a", echoBackend(t), pl.serving)
+	target.Wake = func(context.Context, string) error {
+		n.wakes.Add(1)
+		time.AfterFunc(200*time.Millisecond, func() { pl.setReady() })
+		return nil
+	}
+	p := startTestProxy(t, target, NewGate(Limits{}))
+
+	handshake(t, p.ln.Addr().String()).Close()
+	pl.setAsleep() // hibernated: the stop of a small tenant takes about 2 s, well within wakeAskAgain
+
+	start := time.Now()
+	c := handshake(t, p.ln.Addr().String())
+	defer c.Close()
+	if waited := time.Since(start); waited > 2*time.Second {
+		t.Errorf("the second wake answered after %s: it was not asked for", waited)
+	}
+	if n := n.wakes.Load(); n != 2 {
+		t.Errorf("%d wakes recorded, want 2", n)
+	}
+}
+
 // TestWakeProxyBareConnectsWakeNothing is the attacker's nc -z loop and port scan: connections
 // that close without a byte, or open with something other than a ClientHello, neither wake a
 // sleeping cluster nor keep an awake one from its idle sleep.
@@ -373,6 +402,15 @@ func (b *backendState) serving() (bool, <-chan struct{}) {
 		b.ch = make(chan struct{})
 	}
 	return b.ready, b.ch
+}
+
+// setAsleep makes it stop serving (a hibernation).
+func (b *backendState) setAsleep() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ready {
+		b.ready, b.ch = false, make(chan struct{})
+	}
 }
 
 // setReady makes it serve.
