@@ -152,7 +152,7 @@ func TestPairsWithWorkFromATest(t *testing.T) {
 	if len(f.Runs) != 3 || f.Runs[0].Subject != 1700.5 || !f.Runs[1].SubjectFirst || f.Commit != "abc1234" {
 		t.Errorf("runs %+v", f.Runs)
 	}
-	doc := renderReport([]*figure{f}, nil, "abc1234", "2 CPUs", "P11", time.Now(), time.Minute)
+	doc := renderReport([]*figure{f}, singleRuns{}, "abc1234", "2 CPUs", "P11", time.Now(), time.Minute)
 	for _, want := range []string{
 		"| [P11r](#p11r) | ", "100000 keys against plain writes",
 		"| keys written | 100000 | 100000 |", "(the same in every run)",
@@ -189,7 +189,7 @@ func TestRealNodeFiguresImport(t *testing.T) {
 		}
 		figs = append(figs, f)
 	}
-	doc := renderReport(figs, nil, "abc1234", "2 CPUs", expandRan("P13"), time.Now(), time.Minute)
+	doc := renderReport(figs, singleRuns{}, "abc1234", "2 CPUs", expandRan("P13"), time.Now(), time.Minute)
 	for _, want := range []string{"| [P13](#p13) | ", "| [P13m](#p13m) | ", "| 2 real nodes | 30.50 s |", "| real node | 140.0 MiB |", "**1.52** (1.33 - 1.59)"} {
 		if !strings.Contains(doc, want) {
 			t.Errorf("the report lacks %q:\n%s", want, doc)

@@ -41,6 +41,9 @@ type densityOptions struct {
 	hold   time.Duration
 	// late: measure the RSS again this long after the report.
 	late time.Duration
+	// record: the file P8's run is kept in for the report (bench-report's -density-record);
+	// commit names the code measured.
+	record, commit string
 	// ran: each cluster runs once before it sleeps (ranOnce), as one a team has used.
 	ran bool
 }
@@ -70,7 +73,7 @@ var densityEnv = []string{"TENANT_PORT_RANGE=12000-32000", "BUTLER_LOCALPROVIDER
 // with kubectl.
 func runDensity(ctx context.Context, p *plane, o densityOptions, out string) error {
 	butler, kube, _ := p.unthrottledClients()
-	d := &densityRun{o: o, p: p, butler: butler}
+	d := &densityRun{o: o, p: p, butler: butler, started: time.Now()}
 	if err := localProviderConfig(ctx, butler, kube, densityNamespace); err != nil {
 		return err
 	}
@@ -90,6 +93,12 @@ func runDensity(ctx context.Context, p *plane, o densityOptions, out string) err
 	if err := d.write(out); err != nil {
 		return err
 	}
+	if o.record != "" {
+		if err := saveJSON(o.record, d.figure()); err != nil {
+			return err
+		}
+		logf("density: wrote %s", o.record)
+	}
 	if o.census {
 		if err := densityCensus(ctx, p, o, out); err != nil {
 			return err
@@ -107,13 +116,16 @@ func runDensity(ctx context.Context, p *plane, o densityOptions, out string) err
 
 // densityRun is one -density run: its plane, and what its steps measured.
 type densityRun struct {
-	o      densityOptions
-	p      *plane
-	butler clientset.Interface
-	procs  map[string]int
+	o       densityOptions
+	started time.Time
+	p       *plane
+	butler  clientset.Interface
+	procs   map[string]int
 	// loadBefore and before are the load average and the plane's usage before the first create.
 	loadBefore string
 	before     map[string]usage
+	// pssBefore and pssAfter are the plane's PSS, summed, read over each window (measurePlane).
+	pssBefore, pssAfter []int64
 	// created, asleep and the most awake (and with processes) at once, while creating.
 	created, asleep, maxAwake, maxProcs int
 	lastCreate, allAsleep               time.Duration
@@ -140,7 +152,7 @@ func (d *densityRun) baseline() {
 	time.Sleep(densitySettle)
 	d.loadBefore = loadavg()
 	logf("density: baseline over %s with no cluster", d.o.idle)
-	d.before = measurePlane(d.procs, d.o.idle)
+	d.before, d.pssBefore = measurePlane(d.procs, d.o.idle)
 }
 
 // createAll creates the clusters, at most o.awake not yet asleep, until all are asleep or
@@ -233,7 +245,7 @@ func (d *densityRun) measureAsleep(ctx context.Context) {
 		}
 	}
 	logf("density: %d hibernated; measuring over %s", d.asleep, d.o.idle)
-	d.after = measurePlane(d.procs, d.o.idle)
+	d.after, d.pssAfter = measurePlane(d.procs, d.o.idle)
 	tenants, _ := d.p.tenantProcesses()
 	d.tenants = len(tenants)
 }
@@ -513,21 +525,35 @@ type usage struct {
 	cpu      time.Duration
 }
 
-// measurePlane reads each plane process's CPU time over idle, then its RSS.
-func measurePlane(procs map[string]int, idle time.Duration) map[string]usage {
+// measurePlane reads each plane process's CPU time over idle, then its RSS and PSS; the PSS of
+// all of them, summed, is read planeReads times over idle too (the last read at its end), for
+// the spread of a memory figure taken from one run.
+func measurePlane(procs map[string]int, idle time.Duration) (map[string]usage, []int64) {
 	cpu := map[string]time.Duration{}
 	for name, pid := range procs {
 		cpu[name], _ = cpuTime(pid)
 	}
-	time.Sleep(idle)
+	var reads []int64
+	for range planeReads {
+		time.Sleep(idle / planeReads)
+		var sum int64
+		for _, pid := range procs {
+			m, _ := residentMemory(pid)
+			sum += m.pss
+		}
+		reads = append(reads, sum)
+	}
 	out := map[string]usage{}
 	for name, pid := range procs {
 		t, _ := cpuTime(pid)
 		m, _ := residentMemory(pid)
 		out[name] = usage{rss: m.rss, pss: m.pss, cpu: t - cpu[name]}
 	}
-	return out
+	return out, reads
 }
+
+// planeReads is how many times measurePlane reads the plane's PSS over its window.
+const planeReads = 6
 
 // listeningPorts are the local TCP ports something listens on (/proc/net/tcp and tcp6, state 0A).
 func listeningPorts() (map[int]bool, error) {

@@ -65,14 +65,14 @@ func TestGoalsSectionCreateMedian(t *testing.T) {
 // With a hold on file, P7's row links the Goals section and P7 leaves the not-yet-reproduced list.
 func TestReportRendersTheHold(t *testing.T) {
 	g := heldGoal()
-	doc := renderReport(nil, &g, "abc1234", "2 CPUs", "P7", time.Now(), time.Minute)
+	doc := renderReport(nil, singleRuns{p7: &g}, "abc1234", "2 CPUs", "P7", time.Now(), time.Minute)
 	if !strings.Contains(doc, "| [P7](#goals) |") || !strings.Contains(doc, "goal met: 100 held 10m0s") {
 		t.Fatalf("no P7 row:\n%s", doc)
 	}
 	if _, notYet, _ := strings.Cut(doc, "## Not yet reproduced"); strings.Contains(notYet, "| P7 |") {
 		t.Fatalf("P7 is still listed as not reproduced:\n%s", notYet)
 	}
-	if doc := renderReport(nil, nil, "", "", "", time.Now(), 0); !strings.Contains(doc, "| P7 | 100 local tenant control planes") || !strings.Contains(doc, "not yet held") {
+	if doc := renderReport(nil, singleRuns{}, "", "", "", time.Now(), 0); !strings.Contains(doc, "| P7 | 100 local tenant control planes") || !strings.Contains(doc, "not yet held") {
 		t.Fatalf("without a hold P7 should be listed as not run:\n%s", doc)
 	}
 }

@@ -132,6 +132,7 @@ func main() {
 	flag.BoolVar(&o.density.census, "density-census", false,
 		"after -density: the management etcd's keys and bytes per resource, and heap and goroutine profiles of kube-apiserver and butler-apiserver, into -out")
 	flag.DurationVar(&o.density.late, "density-late", 0, "after -density's measures: its RSS again this much later")
+	flag.StringVar(&o.density.record, "density-record", "", "after -density-ran: keep the run as P8 in this file (bench-report passes <figures>/runs/P8.json)")
 	flag.DurationVar(&o.density.hold, "density-hold", 0, "after -density: keep the plane up this long (with -keep, to look inside)")
 	flag.Parse()
 
@@ -175,6 +176,7 @@ func (o *options) complete(root string) error {
 		o.figures = filepath.Join(root, "test", "bench", "figures")
 	}
 	o.local.goals, o.local.commit = filepath.Join(o.figures, "goals"), o.commit
+	o.density.commit = o.commit
 	if o.updates > o.n {
 		o.updates = o.n
 	}

@@ -31,8 +31,7 @@ var catalog = []catalogEntry{
 	{"P7", "100 local tenant control planes held awake for 10 minutes, /readyz asked of each every minute: memory (PSS, the datastore counted) and idle CPU each; a goal, not a ratio (see Goals)", "make bench-report ONLY=P7",
 		"not yet held: in the three runs of 2026-11-30 (one with tenants at nice 10) the step to 80 clusters, or 70, was not Ready within 5 minutes; the CPU, not the memory, ran out (docs/concepts/local-provider.md)"},
 	{"P7m", "an awake local tenant's memory (its processes' PSS and datastore share, 3 awake), the provider's Go settings against Go's defaults", "make bench-report ONLY=P7m", ""},
-	{"P8", "management plane memory per hibernated cluster (1,000)", "make bench-density BENCH_ARGS=-density-ran",
-		"not yet in bench-report: -density-ran (each cluster awake once with a worker and data, then hibernated; the plane's PSS with the datastore's) is written but has not run: 1,000 clusters that run once take longer than a session here"},
+	{"P8", "management plane memory (PSS, the tenants' datastore counted) per hibernated cluster, 1,000 clusters that each ran once with a worker and data", "make bench-report ONLY=P8", ""},
 	{"P9", "the TenantCluster controller writing N clusters' objects, against the same objects written without butler", "make bench-report ONLY=P9", ""},
 	{"P10", "wake of a hibernated cluster against the cold start of its kube-apiserver", "make bench-report ONLY=P10", ""},
 	{"P11", "a tenant's snapshot against etcd's own snapshot of the whole datastore (incompressible values)", "make bench-report ONLY=P11", ""},
@@ -65,8 +64,15 @@ func expandRan(ran string) string {
 	return strings.Join(out, " ")
 }
 
+// singleRuns are the figures of one run each rather than pairs: P7's hold and P8's density.
+type singleRuns struct {
+	p7 *holdGoal
+	p8 *densityFigure
+}
+
 // renderReport is docs/performance.md from the figures measured, in the catalog's order.
-func renderReport(figs []*figure, p7 *holdGoal, commit, host, ran string, generated time.Time, took time.Duration) string {
+func renderReport(figs []*figure, one singleRuns, commit, host, ran string, generated time.Time, took time.Duration) string {
+	p7 := one.p7
 	byID := map[string]*figure{}
 	for _, f := range figs {
 		byID[f.ID] = f
@@ -98,6 +104,10 @@ P6-P11 as issue 40 names them; P1p, P4, P6c, P7m, P10 and P11r are this document
 			fmt.Fprintf(&b, "| [P7](#goals) | %s | %s | - |\n", c.measures, p7.verdict())
 			continue
 		}
+		if c.id == "P8" && one.p8 != nil {
+			fmt.Fprintf(&b, "| [P8](#p8) | %s | %s | 1 run |\n", c.measures, one.p8.cell())
+			continue
+		}
 		if f == nil || len(f.Runs) == 0 {
 			fmt.Fprintf(&b, "| %s | %s | not measured | 0 |\n", c.id, c.measures)
 			continue
@@ -115,10 +125,13 @@ P6-P11 as issue 40 names them; P1p, P4, P6c, P7m, P10 and P11r are this document
 		if f := byID[c.id]; f != nil && len(f.Runs) > 0 {
 			b.WriteString("\n" + f.section())
 		}
+		if c.id == "P8" && one.p8 != nil {
+			b.WriteString("\n" + one.p8.section())
+		}
 	}
 	b.WriteString("\n## Not yet reproduced\n\nThese figures are not produced by `make bench-report` yet; until they are, no number of theirs is\nquoted as a result. What keeps each out:\n\n| figure | measures | how it was measured | why it is not here |\n|---|---|---|---|\n")
 	for _, c := range catalog {
-		if c.id == "P7" && p7 != nil {
+		if c.id == "P7" && p7 != nil || c.id == "P8" && one.p8 != nil {
 			continue
 		}
 		if f := byID[c.id]; f == nil || len(f.Runs) == 0 {
@@ -215,11 +228,14 @@ func writeReport(dir, path, commit, ran string, took time.Duration) error {
 		}
 		figs = append(figs, f)
 	}
-	p7, err := loadGoal(filepath.Join(dir, "goals", "P7.json"))
-	if err != nil {
+	var one singleRuns
+	if one.p7, err = loadGoal(filepath.Join(dir, "goals", "P7.json")); err != nil {
 		return err
 	}
-	return os.WriteFile(path, []byte(renderReport(figs, p7, commit, machine(), ran, time.Now(), took)), 0o644)
+	if one.p8, err = loadDensity(filepath.Join(dir, "runs", "P8.json")); err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(renderReport(figs, one, commit, machine(), ran, time.Now(), took)), 0o644)
 }
 
 // ranLine says what produced the document: a bench-report that ran figures for a while, or a
