@@ -94,6 +94,18 @@ func (p *sparePool) put(sp *spare) {
 	p.mu.Unlock()
 }
 
+// remove takes sp out of the pool; false if it is not there (claimed meanwhile).
+func (p *sparePool) remove(sp *spare) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	i := slices.Index(p.spares, sp)
+	if i < 0 {
+		return false
+	}
+	p.spares = slices.Delete(p.spares, i, i+1)
+	return true
+}
+
 // takeAll empties the pool (nil for none).
 func (p *sparePool) takeAll() []*spare {
 	if p == nil {
@@ -125,9 +137,11 @@ const (
 	refillAfter = 3 * time.Second
 	// spareRetry is the wait after a spare failed to start (a full datastore, say).
 	spareRetry = 10 * time.Second
-	// spareStartWait bounds the wait for one spare to answer /readyz before the next starts.
-	spareStartWait = time.Minute
 )
+
+// spareStartWait bounds the wait for one spare to answer /readyz before it is discarded and
+// another starts (a variable for tests).
+var spareStartWait = time.Minute
 
 // keepSpares keeps Options.SpareControlPlanes spares until ctx is done. They start one at a
 // time, each once the last answers /readyz: a kube-apiserver's start is CPU the machine's
@@ -159,32 +173,49 @@ func (c *Controller) keepSpares(ctx context.Context) {
 			}
 			continue
 		}
-		if !awaitSpare(ctx, sp) {
+		switch awaitSpare(ctx, sp) {
+		case spareCancelled:
 			return
+		case spareStuck:
+			// A spare that never serves would hold its place in the pool for good, and every
+			// create would start cold; it goes, and another is started.
+			if c.spares.remove(sp) {
+				logger.Info("A spare control plane did not answer /readyz in time; discarding it", "spare", sp.pl.rec.UID, "waited", spareStartWait)
+				c.discardSpare(ctx, sp.pl)
+			}
 		}
 	}
 }
 
-// awaitSpare waits until the spare's kube-apiserver answers /readyz, or spareStartWait after
-// it started, starting it when the start gate gives it its turn (a spare takes its turn as a
-// tenant does); false once ctx is done.
-func awaitSpare(ctx context.Context, sp *spare) bool {
+// spareOutcome is how awaitSpare's wait ended.
+type spareOutcome int
+
+const (
+	spareReady spareOutcome = iota
+	spareStuck
+	spareCancelled
+)
+
+// awaitSpare waits until the spare's kube-apiserver answers /readyz (spareReady), or
+// spareStartWait after it last started (spareStuck), starting it when the start gate gives it
+// its turn (a spare takes its turn as a tenant does); spareCancelled once ctx is done.
+func awaitSpare(ctx context.Context, sp *spare) spareOutcome {
 	_, ready := sp.pl.serving()
 	deadline := time.Now().Add(spareStartWait)
 	for {
 		select {
 		case <-ctx.Done():
-			return false
+			return spareCancelled
 		case <-ready:
-			return true
+			return spareReady
 		case <-sp.turn:
 			sp.start()
-		case <-time.After(startSlotRetry):
+		case <-time.After(min(startSlotRetry, spareStartWait)):
 			if sp.pl.gate.waits(sp.pl) {
 				sp.start()
 				deadline = time.Now().Add(spareStartWait)
 			} else if time.Now().After(deadline) {
-				return true
+				return spareStuck
 			}
 		}
 	}

@@ -234,14 +234,35 @@ func TestSpareWaitsItsTurnAtTheStartGate(t *testing.T) {
 		t.Fatal("the spare does not wait in line while the gate is full")
 	}
 	done := make(chan bool)
-	go func() { done <- awaitSpare(t.Context(), sp) }()
+	go func() { done <- awaitSpare(t.Context(), sp) == spareReady }()
 	gate.release(tenant) // the tenant's kube-apiserver answered /readyz
 	select {
 	case ok := <-done:
 		if !ok || starts != 2 {
-			t.Errorf("awaitSpare: %v after %d starts, want true after 2", ok, starts)
+			t.Errorf("awaitSpare: ready %v after %d starts, want true after 2", ok, starts)
 		}
 	case <-time.After(3 * time.Second):
 		t.Fatal("the spare did not start when the slot was freed")
+	}
+}
+
+// TestStuckSpareLeavesThePool: a spare whose kube-apiserver never answers /readyz is reported
+// stuck once spareStartWait has passed, and leaves the pool (keepSpares then discards it and
+// starts another), unless a tenant claimed it meanwhile.
+func TestStuckSpareLeavesThePool(t *testing.T) {
+	defer func(w time.Duration) { spareStartWait = w }(spareStartWait)
+	spareStartWait = 200 * time.Millisecond
+	sp := &spare{turn: make(chan struct{}, 1), start: func() {}}
+	sp.pl = &plane{notify: func() {}, gate: newStartGate(1)}
+	pool := newSparePool(1)
+	pool.put(sp)
+	if got := awaitSpare(t.Context(), sp); got != spareStuck {
+		t.Fatalf("awaitSpare on a spare that never serves: %v, want spareStuck", got)
+	}
+	if !pool.remove(sp) || !pool.short() {
+		t.Fatal("the stuck spare is still in the pool")
+	}
+	if pool.remove(sp) {
+		t.Error("a spare no longer in the pool was removed again")
 	}
 }
