@@ -308,8 +308,7 @@ func (p *Proxy) watchWake(start time.Time) {
 	defer timeout.Stop()
 	for {
 		serving, ch := p.ready()
-		if serving {
-			p.endWatch(p.gate.woke, true)
+		if serving && p.endWatch(p.gate.woke, true) {
 			return
 		}
 		select {
@@ -317,8 +316,7 @@ func (p *Proxy) watchWake(start time.Time) {
 			p.endWatch(nil, false)
 			return
 		case <-timeout.C:
-			if serving, _ := p.ready(); serving {
-				p.endWatch(p.gate.woke, true)
+			if serving, _ := p.ready(); serving && p.endWatch(p.gate.woke, true) {
 				return
 			}
 			klog.InfoS("Wake-on-request: the control plane did not serve in time; its wake counts no more", "uid", p.uid,
@@ -335,10 +333,15 @@ func (p *Proxy) watchWake(start time.Time) {
 // and starts a watcher of its own, or came before and sees its slots freed here (its connection
 // is still held at most wakeHold): never a slot taken with no watcher to free it. grace: the
 // tenant serves, its wakeGrace counts from now, and the wake asked is done: a ClientHello after
-// the next stop asks anew, however soon.
-func (p *Proxy) endWatch(tell func(uid string), grace bool) {
+// the next stop asks anew, however soon. With grace it serves still, or the watch goes on (false):
+// had it stopped since it was seen serving, a ClientHello may have taken the slots of the next
+// wake meanwhile, and this watch is the one that frees them.
+func (p *Proxy) endWatch(tell func(uid string), grace bool) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if serving, _ := p.ready(); grace && !serving {
+		return false
+	}
 	p.watching = false
 	if tell != nil {
 		tell(p.uid)
@@ -347,6 +350,7 @@ func (p *Proxy) endWatch(tell func(uid string), grace bool) {
 		p.wakeAsked = time.Time{}
 		p.graceLocked()
 	}
+	return true
 }
 
 // graceLocked gives a cluster woken on request wakeGrace to be used: a wake is asked by a mere

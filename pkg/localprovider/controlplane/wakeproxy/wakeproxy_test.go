@@ -139,6 +139,20 @@ func TestWakeProxyWakesAgainRightAfterASleep(t *testing.T) {
 	}
 }
 
+// TestWakeWatchOutlivesAStopRightAfterServing: a watch that saw the tenant serve, which then
+// stopped before the watch ended (a ClientHello may have taken the next wake's slots meanwhile,
+// counting on this watch), neither tells the gate the tenant woke nor stops watching.
+func TestWakeWatchOutlivesAStopRightAfterServing(t *testing.T) {
+	p := &Proxy{uid: "a", gate: NewGate(Limits{}), ready: (&backendState{}).serving, watching: true}
+	told := false
+	if p.endWatch(func(string) { told = true }, true) || told || !p.watching {
+		t.Errorf("the watch of a tenant that no longer serves ended (told the gate: %v)", told)
+	}
+	if !p.endWatch(nil, false) || p.watching {
+		t.Error("a watch ended without grace (closed, or timed out) did not end")
+	}
+}
+
 // TestWakeProxyBareConnectsWakeNothing is the attacker's nc -z loop and port scan: connections
 // that close without a byte, or open with something other than a ClientHello, neither wake a
 // sleeping cluster nor keep an awake one from its idle sleep.
