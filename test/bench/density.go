@@ -58,6 +58,9 @@ const (
 const (
 	densityNamespace = "bench-density"
 	densitySettle    = 30 * time.Second
+	// densityDrain bounds how long -density-ran waits, after -density-timeout, for the clusters
+	// created to run once and sleep.
+	densityDrain = 10 * time.Minute
 )
 
 // densityEnv is what the plane of -density needs of the local plane: two ports per tenant (the
@@ -156,18 +159,25 @@ func (d *densityRun) baseline() {
 }
 
 // createAll creates the clusters, at most o.awake not yet asleep, until all are asleep or
-// o.timeout ends.
+// o.timeout ends. With -density-ran, those created by then still run once and go to sleep
+// (for at most densityDrain more): measured awake, they would count as asleep clusters' cost.
 func (d *densityRun) createAll(ctx context.Context) error {
 	start := time.Now()
 	lastLog := time.Now()
 	d.createdAt = map[string]time.Time{}
+	stopped := false
 	for d.asleep < d.o.n {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		if time.Since(start) > d.o.timeout {
-			logf("density: stopped after %s with %d created, %d hibernated", d.o.timeout, d.created, d.asleep)
-			break
+			if !stopped {
+				logf("density: stopped creating after %s with %d created, %d hibernated", d.o.timeout, d.created, d.asleep)
+				stopped = true
+			}
+			if !d.o.ran || d.asleep >= d.created || time.Since(start) > d.o.timeout+densityDrain {
+				break
+			}
 		}
 		list, err := d.butler.ButlerV1alpha1().TenantClusters(densityNamespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -178,8 +188,10 @@ func (d *densityRun) createAll(ctx context.Context) error {
 		if d.o.ran {
 			d.ranOnce(ctx, list.Items)
 		}
-		if err := d.createUpTo(ctx, start); err != nil {
-			return err
+		if !stopped {
+			if err := d.createUpTo(ctx, start); err != nil {
+				return err
+			}
 		}
 		if time.Since(lastLog) > 15*time.Second || d.asleep == d.o.n {
 			lastLog = time.Now()

@@ -31,7 +31,7 @@ var catalog = []catalogEntry{
 	{"P7", "100 local tenant control planes held awake for 10 minutes, /readyz asked of each every minute: memory (PSS, the datastore counted) and idle CPU each; a goal, not a ratio (see Goals)", "make bench-report ONLY=P7",
 		"not yet held: in the three runs of 2026-11-30 (one with tenants at nice 10) the step to 80 clusters, or 70, was not Ready within 5 minutes; the CPU, not the memory, ran out (docs/concepts/local-provider.md)"},
 	{"P7m", "an awake local tenant's memory (its processes' PSS and datastore share, 3 awake), the provider's Go settings against Go's defaults", "make bench-report ONLY=P7m", ""},
-	{"P8", "management plane memory (PSS, the tenants' datastore counted) per hibernated cluster, 1,000 clusters that each ran once with a worker and data", "make bench-report ONLY=P8", ""},
+	{"P8", "management plane memory (PSS, the tenants' datastore counted) per hibernated cluster, of 1,000 created to run once with a worker and data", "make bench-report ONLY=P8", ""},
 	{"P9", "the TenantCluster controller writing N clusters' objects, against the same objects written without butler", "make bench-report ONLY=P9", ""},
 	{"P10", "wake of a hibernated cluster against the cold start of its kube-apiserver", "make bench-report ONLY=P10", ""},
 	{"P11", "a tenant's snapshot against etcd's own snapshot of the whole datastore (incompressible values)", "make bench-report ONLY=P11", ""},

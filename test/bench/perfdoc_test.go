@@ -32,7 +32,7 @@ func TestReportGivesEveryRunMedianSpreadAndRatio(t *testing.T) {
 		"(the same in every run)",
 		"ran P4 P9 in 17m0s",
 		"| P8 | ", // not measured, and said why
-		"| P8 | management plane memory (PSS, the tenants' datastore counted) per hibernated cluster, 1,000 clusters that each ran once with a worker and data | `make bench-report ONLY=P8` | not run in this report",
+		"| P8 | management plane memory (PSS, the tenants' datastore counted) per hibernated cluster, of 1,000 created to run once with a worker and data | `make bench-report ONLY=P8` | not run in this report",
 	} {
 		if !strings.Contains(doc, want) {
 			t.Errorf("the report lacks %q:\n%s", want, doc)
