@@ -31,6 +31,9 @@ type figure struct {
 	Unit     string `json:"unit"`
 	Better   string `json:"better"` // "lower" or "higher": how to read the ratio
 	Command  string `json:"command"`
+	// NoRatio, when set, says why the sides are given side by side and no ratio is taken (a
+	// baseline below what its measure resolves).
+	NoRatio string `json:"noRatio,omitempty"`
 
 	Runs []pair `json:"runs"`
 	// Work counts the objects each side had made when its clock stopped, by kind: the proof that
@@ -49,6 +52,14 @@ type pair struct {
 	Started           time.Time
 	Took              float64 // seconds, both runs with their planes
 	Load              string  // the load average before the pair
+}
+
+// ratios are the pairs' ratios, or why there are none.
+func (f *figure) ratios() ([]float64, error) {
+	if f.NoRatio != "" {
+		return nil, errors.New(f.NoRatio)
+	}
+	return pairRatios(f.subjects(), f.baselines())
 }
 
 func (f *figure) subjects() []float64  { return f.column(func(p pair) float64 { return p.Subject }) }

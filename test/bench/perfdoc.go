@@ -112,9 +112,9 @@ P6-P11 as issue 40 names them; P1p, P4, P6c, P7m, P10 and P11r are this document
 			fmt.Fprintf(&b, "| %s | %s | not measured | 0 |\n", c.id, c.measures)
 			continue
 		}
-		r, err := pairRatios(f.subjects(), f.baselines())
+		r, err := f.ratios()
 		if err != nil {
-			fmt.Fprintf(&b, "| %s | %s | %v | %d |\n", c.id, c.measures, err, len(f.Runs))
+			fmt.Fprintf(&b, "| [%s](#%s) | %s | %s; no ratio (%v) | %d |\n", c.id, strings.ToLower(c.id), c.measures, f.sides(), err, len(f.Runs))
 			continue
 		}
 		s := summarize(r)
@@ -145,6 +145,15 @@ P6-P11 as issue 40 names them; P1p, P4, P6c, P7m, P10 and P11r are this document
 	return b.String()
 }
 
+// sides is each side's median and spread, for a row with no ratio.
+func (f *figure) sides() string {
+	side := func(name string, xs []float64) string {
+		m := summarize(xs)
+		return fmt.Sprintf("%s **%s** (%s - %s)", name, f.unit(m.Median), f.unit(m.Min), f.unit(m.Max))
+	}
+	return side(f.Subject, f.subjects()) + " against " + side(f.Base, f.baselines())
+}
+
 // section renders one figure: what, how, each side's runs and the pairs' ratios.
 func (f *figure) section() string {
 	var b strings.Builder
@@ -161,7 +170,7 @@ func (f *figure) section() string {
 	}
 	row(f.Subject, f.subjects(), f.unit)
 	row(f.Base, f.baselines(), f.unit)
-	ratios, err := pairRatios(f.subjects(), f.baselines())
+	ratios, err := f.ratios()
 	if err != nil {
 		fmt.Fprintf(&b, "\nNo ratio: %v\n", err)
 		return b.String()
@@ -176,7 +185,12 @@ func (f *figure) section() string {
 		order = append(order, fmt.Sprintf("%d: %s first", i+1, first))
 		loads = append(loads, fmt.Sprintf("%d: %s (%.0f s)", i+1, p.Load, p.Took))
 	}
-	fmt.Fprintf(&b, "\nOrder of the pairs: %s. Load average before each pair (its length): %s.\n", strings.Join(order, "; "), strings.Join(loads, "; "))
+	if f.Runs[0].Took == 0 {
+		// Pairs a test ran and wrote to a file: it records no load or length per pair.
+		fmt.Fprintf(&b, "\nOrder of the pairs: %s. Load average when the test's pairs were read in, after the last: %s.\n", strings.Join(order, "; "), f.Runs[len(f.Runs)-1].Load)
+	} else {
+		fmt.Fprintf(&b, "\nOrder of the pairs: %s. Load average before each pair (its length): %s.\n", strings.Join(order, "; "), strings.Join(loads, "; "))
+	}
 	if len(ratios) < 3 {
 		fmt.Fprintf(&b, "\n**Only %d pair(s) completed; at least 3 are wanted: not yet a figure to quote.**\n", len(ratios))
 	}

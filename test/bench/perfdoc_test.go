@@ -123,3 +123,30 @@ func TestRanNamesTheFiguresMeasuredTogether(t *testing.T) {
 		}
 	}
 }
+
+// TestRowWithoutARatioGivesEachSidesSpread: a figure whose baseline is not above 0 (a kwok
+// node's memory) has no ratio; its row gives each side's median and spread instead.
+func TestRowWithoutARatioGivesEachSidesSpread(t *testing.T) {
+	f := testFigure()
+	f.ID, f.Subject, f.Base = "P13m", "real node", "kwok node"
+	f.Unit = "MiB"
+	for i, x := range [][2]float64{{154.6, 1.2}, {149, -0.1}, {147.1, 0.1}} {
+		f.Runs[i].Subject, f.Runs[i].Baseline = x[0], x[1]
+	}
+	doc := renderReport([]*figure{f}, singleRuns{}, "", "", "", time.Now(), 0)
+	want := "| [P13m](#p13m) | a real worker node's memory (its processes' PSS) against a kwok node's (the provider's growth) | " +
+		"real node **149.0 MiB** (147.1 MiB - 154.6 MiB) against kwok node **0.1 MiB** (-0.1 MiB - 1.2 MiB); no ratio"
+	if !strings.Contains(doc, want) {
+		t.Errorf("the report lacks %q:\n%s", want, doc)
+	}
+	// Every baseline above 0, but below what the measure resolves: still no ratio.
+	f.Runs[1].Baseline = 0.1
+	f.NoRatio = "a kwok node costs less than the provider's PSS resolves"
+	doc = renderReport([]*figure{f}, singleRuns{}, "", "", "", time.Now(), 0)
+	if want := "(-0.1 MiB"; strings.Contains(doc, want) {
+		t.Errorf("the report still renders the old runs")
+	}
+	if want := "no ratio (a kwok node costs less than the provider's PSS resolves)"; !strings.Contains(doc, want) || strings.Contains(doc, "**1490") {
+		t.Errorf("the report lacks %q, or took a ratio:\n%s", want, doc)
+	}
+}

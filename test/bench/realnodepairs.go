@@ -35,10 +35,11 @@ func p13m(pairs int) figure {
 			"either side)",
 		Subject: "real node", Base: "kwok node", Unit: "MiB", Better: "lower",
 		Command: fmt.Sprintf(realNodeCommand, pairs),
+		NoRatio: "a kwok node costs less than the provider's PSS resolves",
 		Notes: []string{"The tenant's control plane processes are the same on both sides and counted by neither. The provider's " +
 			"PSS growth is the Go heap of a busy process read at one moment: a kwok node costs less than it resolves (2 kwok nodes " +
 			"grew it by +2.5, -0.2 and +0.1 MiB in the first report, 2 real nodes by +13.7, +0.7 and +0.3 MiB), so the sides are " +
-			"given side by side and a pair whose kwok side is not above 0 has no ratio. The test's log gives each real node's " +
+			"given side by side, with no ratio. The test's log gives each real node's " +
 			"pod cgroup memory usage beside it (pods only, page cache included)."},
 	}
 }
