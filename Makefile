@@ -317,6 +317,8 @@ bench: build bench-bin ## the aggregated API against butler's own CRDs, BENCH_N 
 # plane's PSS per cluster: one run, about 100 minutes here (the longest figure: 5.5 s a cluster).
 # P13 and P13m are real worker nodes beside kwok's (root, with make test-realnode's dependencies).
 # Figures not yet reproduced are listed in the document with why. Not part of `make test`.
+# Every figure takes about 3 hours on two cores (P8 100 min, P7 26, P9 18, P7m 14, the rest
+# 20), measured figure by figure on 2026-11-30; P12 (real Steward) is asked for by name.
 BENCH_REPORT_FIGURES := P2 P3 P6 P7 P7m P8 P9 P10 P11 P13
 ONLY        ?= $(BENCH_REPORT_FIGURES)
 BENCH_PAIRS ?= 3
