@@ -546,20 +546,19 @@ func measurePlane(procs map[string]int, idle time.Duration) (map[string]usage, [
 		cpu[name], _ = cpuTime(pid)
 	}
 	var reads []int64
-	for range planeReads {
+	out := map[string]usage{}
+	for i := range planeReads {
 		time.Sleep(idle / planeReads)
 		var sum int64
-		for _, pid := range procs {
+		for name, pid := range procs {
 			m, _ := residentMemory(pid)
 			sum += m.pss
+			if i == planeReads-1 { // the window's end: each process's own figures
+				t, _ := cpuTime(pid)
+				out[name] = usage{rss: m.rss, pss: m.pss, cpu: t - cpu[name]}
+			}
 		}
 		reads = append(reads, sum)
-	}
-	out := map[string]usage{}
-	for name, pid := range procs {
-		t, _ := cpuTime(pid)
-		m, _ := residentMemory(pid)
-		out[name] = usage{rss: m.rss, pss: m.pss, cpu: t - cpu[name]}
 	}
 	return out, reads
 }

@@ -55,11 +55,7 @@ func (d *densityRun) figure() densityFigure {
 
 // perCluster is each read with all asleep less the median read before, per cluster, in MiB.
 func (f *densityFigure) perCluster() []float64 {
-	before := make([]float64, len(f.PSSBefore))
-	for i, b := range f.PSSBefore {
-		before[i] = float64(b)
-	}
-	base := median(before)
+	base := float64(medianBytes(f.PSSBefore))
 	out := make([]float64, len(f.PSSAfter))
 	for i, a := range f.PSSAfter {
 		out[i] = (float64(a) - base) / float64(max(f.Clusters, 1)) / (1 << 20)
