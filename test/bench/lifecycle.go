@@ -282,7 +282,7 @@ func (r *lifecycleRun) table() string {
 // floorRows are the floor's figures and butler's against them.
 func (r *lifecycleRun) floorRows() string {
 	fl := r.fl
-	return fmt.Sprintf(`| the floor: the same objects server-side applied straight to kube-apiserver by %d clients in the workers' order (%d requests per cluster), Cluster API, butler and the Steward stand-in running; run first, on the same plane, its clock stopped when its writes return (make bench-report ONLY=P9 compares on fresh planes, both clocks on one watch) | %s |
+	return fmt.Sprintf(`| the floor: the same objects server-side applied straight to kube-apiserver by %d clients in the workers' order, and the access step's requests to each tenant (%d requests per cluster), Cluster API, butler and the Steward stand-in running; run first, on the same plane, its clock stopped when its writes return (make bench-report ONLY=P9 compares on fresh planes, both clocks on one watch) | %s |
 | the floor: delete the same objects -> all gone / their namespaces removed | %s / %s |
 | butler / the floor: written | %.2f |
 | butler / the floor: every TenantCluster gone / the namespaces removed | %.2f |

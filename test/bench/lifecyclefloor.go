@@ -40,9 +40,10 @@ const floorLabel = "bench.butlerlabs.dev/floor-of"
 // floor is what the same writes cost without butler: the objects the controllers write for n
 // clusters (the tenant namespace, butler's Secrets RoleBinding in it, the Cluster, the
 // StewardControlPlane, the AWSCluster and machine template, the BootstrapConfigTemplate and the
-// MachineDeployment), built by the controllers' own builders and server-side applied straight to
-// kube-apiserver in the controller's order (writeFloor) by as many clients as create the
-// TenantClusters, on the same plane (Cluster
+// MachineDeployment; in the tenant, what the access and service-address steps send it), built by
+// the controllers' own builders and server-side applied straight to kube-apiserver in the
+// controller's order (writeFloor) by as many clients as create the TenantClusters, on the same
+// plane (Cluster
 // API's manager, butler's controllers and the Steward stand-in all running, reacting as they do
 // to butler's objects). Then the same objects deleted, waited for until gone and their
 // namespaces removed.
@@ -61,7 +62,7 @@ func runFloor(ctx context.Context, butlerc clientset.Interface, kube kubernetes.
 		return f, err
 	}
 	start := time.Now()
-	sent, err := writeFloor(ctx, kube, dyn, inputs, clients)
+	sent, err := writeFloor(ctx, kube, dyn, tenantFromSecret(kube), inputs, clients)
 	if err != nil {
 		return f, fmt.Errorf("the floor's writes: %w", err)
 	}
@@ -203,11 +204,12 @@ type floorJob struct {
 // writeFloor writes the floor's objects for inputs from clients goroutines in the controller's
 // order: each cluster's namespace, Secrets RoleBinding, Cluster, StewardControlPlane, AWSCluster
 // and machine template, then, once a watch sees its TenantControlPlane Ready (the controller's plan
-// starts the workers step after the control plane step), its BootstrapConfigTemplate and
+// starts the workers step after the control plane step), what the access and service-address
+// steps send its tenant (writeFloorTenant, through tenantOf) and its BootstrapConfigTemplate and
 // MachineDeployment. Written all at once instead, Cluster API's work on every
 // MachineDeployment fell inside the floor's window and outside butler's. It says how many
 // requests it sent.
-func writeFloor(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, inputs []component.Input, clients int) (int, error) {
+func writeFloor(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, tenantOf floorTenantOf, inputs []component.Input, clients int) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Minute)
 	defer cancel()
 	jobs := make(chan floorJob, 2*len(inputs))
@@ -236,11 +238,18 @@ func writeFloor(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Inte
 					return
 				case j = <-jobs:
 				}
-				write := writeFloorControlPlane
+				var n int
+				var err error
 				if j.workers {
-					write = writeFloorWorkers
+					n, err = writeFloorTenant(ctx, tenantOf, inputs[j.i])
+					if err == nil {
+						var m int
+						m, err = writeFloorWorkers(ctx, dyn, inputs[j.i])
+						n += m
+					}
+				} else {
+					n, err = writeFloorControlPlane(ctx, kube, dyn, inputs[j.i])
 				}
-				n, err := write(ctx, kube, dyn, inputs[j.i])
 				sent.Add(int64(n))
 				if err != nil {
 					errs <- err
@@ -338,7 +347,7 @@ func writeFloorControlPlane(ctx context.Context, kube kubernetes.Interface, dyn 
 }
 
 // writeFloorWorkers writes one cluster's BootstrapConfigTemplate and MachineDeployment.
-func writeFloorWorkers(ctx context.Context, _ kubernetes.Interface, dyn dynamic.Interface, in component.Input) (int, error) {
+func writeFloorWorkers(ctx context.Context, dyn dynamic.Interface, in component.Input) (int, error) {
 	bootstrap, err := workers.BootstrapTemplate(in)
 	if err != nil {
 		return 0, err

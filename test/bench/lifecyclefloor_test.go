@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
@@ -32,14 +33,23 @@ import (
 var workersWrites = map[string]int{"Namespace": 1, "RoleBinding": 1, "Cluster": 1, "StewardControlPlane": 1,
 	"AWSCluster": 1, "AWSMachineTemplate": 1, "BootstrapConfigTemplate": 1, "MachineDeployment": 1}
 
+// tenantWrites are what the access step writes in a new tenant for a cluster with no Team, by
+// verb and kind: the API endpoint's policy and its binding, butler's three ClusterRoles, the
+// viewers', node viewers' and platform admins' ClusterRoleBindings applied, the admins' (no
+// subject) deleted, and the operators' RoleBinding in default (no subject) deleted. Ten writes,
+// as many as the bench counted butler sending a tenant per cluster.
+var tenantWrites = map[string]int{"apply:ValidatingAdmissionPolicy": 1, "apply:ValidatingAdmissionPolicyBinding": 1,
+	"apply:ClusterRole": 3, "apply:ClusterRoleBinding": 3, "delete:clusterrolebindings": 1, "delete:rolebindings": 1}
+
 // fakePlane is a fake management cluster for the floor: kube-apiserver's core kinds in kube,
 // every external kind in dyn, where an apply creates or replaces, and a log of the writes.
 type fakePlane struct {
 	kube *kubefake.Clientset
 	dyn  *dynamicfake.FakeDynamicClient
 
-	mu     sync.Mutex
-	writes []string // "Kind namespace/name", in order
+	mu      sync.Mutex
+	writes  []string // "Kind namespace/name", in order
+	tenants int      // tenant clients opened
 }
 
 func newFakePlane(t *testing.T) *fakePlane {
@@ -89,6 +99,38 @@ func newFakePlane(t *testing.T) *fakePlane {
 	return f
 }
 
+// tenantOf opens a fake tenant for a cluster, as fresh as a new tenant (its four namespaces),
+// whose writes go to the plane's log as "tenant:<verb>:<Kind> <cluster namespace>/<name>".
+func (f *fakePlane) tenantOf(_ context.Context, in component.Input) (dynamic.Interface, error) {
+	f.mu.Lock()
+	f.tenants++
+	f.mu.Unlock()
+	var objs []runtime.Object
+	for _, name := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
+		objs = append(objs, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name}}})
+	}
+	tenant := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		tenantNamespaces: "NamespaceList", tenantServices: "ServiceList"}, objs...)
+	tenant.PrependReactor("*", "*", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		switch a := action.(type) {
+		case clienttesting.PatchAction:
+			obj := &unstructured.Unstructured{}
+			if err := obj.UnmarshalJSON(a.GetPatch()); err != nil {
+				return true, nil, err
+			}
+			f.log("tenant:apply:"+obj.GetKind(), in.Namespace, a.GetName())
+			return true, obj, nil
+		case clienttesting.DeleteAction:
+			f.log("tenant:delete:"+a.GetResource().Resource, in.Namespace, a.GetName())
+			return true, nil, apierrors.NewNotFound(a.GetResource().GroupResource(), a.GetName())
+		case clienttesting.GetAction:
+			return true, nil, apierrors.NewNotFound(a.GetResource().GroupResource(), a.GetName())
+		}
+		return false, nil, nil
+	})
+	return tenant, nil
+}
+
 func (f *fakePlane) log(kind, ns, name string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -136,7 +178,7 @@ func TestFloorWritesTheWorkersObjectsInTheirOrder(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { _, err := writeFloor(ctx, f.kube, f.dyn, inputs, 2); done <- err }()
+	go func() { _, err := writeFloor(ctx, f.kube, f.dyn, f.tenantOf, inputs, 2); done <- err }()
 
 	perCluster := func() map[string]map[string]int {
 		out := map[string]map[string]int{}
@@ -181,11 +223,24 @@ func TestFloorWritesTheWorkersObjectsInTheirOrder(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+	if f.tenants != len(inputs) {
+		t.Errorf("%d tenant clients opened for %d clusters, one each as butler's access step does", f.tenants, len(inputs))
+	}
 	for _, in := range inputs {
 		got := perCluster()[in.Namespace]
 		delete(got, "TenantControlPlane(Ready)")
+		inTenant := map[string]int{}
+		for kind, n := range got {
+			if k, ok := strings.CutPrefix(kind, "tenant:"); ok {
+				inTenant[k] = n
+				delete(got, kind)
+			}
+		}
 		if !maps.Equal(got, workersWrites) {
 			t.Errorf("%s: the floor wrote %v, the workers write %v", in.Namespace, got, workersWrites)
+		}
+		if !maps.Equal(inTenant, tenantWrites) {
+			t.Errorf("%s: the floor wrote %v in the tenant, the access step writes %v", in.Namespace, inTenant, tenantWrites)
 		}
 		// Its MachineDeployment after its control plane was Ready.
 		ready := slices.Index(f.written(), fmt.Sprintf("TenantControlPlane(Ready) %s/%s", in.Namespace, in.Cluster.Name))
@@ -202,7 +257,7 @@ func TestFloorStopsWhenAControlPlaneNeverComes(t *testing.T) {
 	f := newFakePlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	if _, err := writeFloor(ctx, f.kube, f.dyn, floorTestInputs(2), 2); err == nil {
+	if _, err := writeFloor(ctx, f.kube, f.dyn, f.tenantOf, floorTestInputs(2), 2); err == nil {
 		t.Fatal("the floor said it was done without its control planes")
 	}
 }

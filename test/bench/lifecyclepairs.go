@@ -37,12 +37,15 @@ func p9(n int) figure {
 		Title: fmt.Sprintf("The TenantCluster controller writing %d clusters' objects, against the same objects written without it.", n),
 		What: fmt.Sprintf("%d TenantClusters (AWS provider, two workers, a CNI addon) created by %d clients; butler's workers write each one's "+
 			"namespace, Secrets RoleBinding, Cluster, StewardControlPlane, AWSCluster and machine template, then, once the bench's Steward "+
-			"stand-in has made its TenantControlPlane Ready, its BootstrapConfigTemplate and MachineDeployment (and a TenantAddon in "+
-			"butler's own API, which the floor has no counterpart of). Clock: from the first create until a watch on MachineDeployments "+
-			"has seen all %d", n, lifecycleClients, n),
+			"stand-in has made its TenantControlPlane Ready, the access step's writes in its tenant (no Team: the API endpoint's policy, "+
+			"butler's ClusterRoles and the bindings, 10 writes through a client of its own) and the service-address step's list, then its "+
+			"BootstrapConfigTemplate and MachineDeployment (and a TenantAddon in butler's own API, which the floor has no counterpart "+
+			"of). Every cluster's tenant is the bench's one real local tenant. Clock: from the first create until a watch on "+
+			"MachineDeployments has seen all %d", n, lifecycleClients, n),
 		Baseline: fmt.Sprintf("the same objects, built by the workers' own builders from the TenantClusters butler would store (dry-run "+
-			"creates, before the clock), server-side applied straight to kube-apiserver by %d clients in the workers' order: each "+
-			"BootstrapConfigTemplate and MachineDeployment only once a watch saw that cluster's TenantControlPlane Ready. Cluster API, "+
+			"creates, before the clock), server-side applied straight to kube-apiserver by %d clients in the workers' order: once a "+
+			"watch saw a cluster's TenantControlPlane Ready, the same requests to its tenant (built by the access step's builders, "+
+			"through a client of its own from the admin kubeconfig Secret), then its BootstrapConfigTemplate and MachineDeployment. Cluster API, "+
 			"butler's workers and the Steward stand-in run as for butler. Clock: from the first write until the same watch has seen "+
 			"all %d MachineDeployments", lifecycleClients, n),
 		Subject: sideButler, Base: sideFloor, Unit: "s", Better: "lower",
@@ -135,7 +138,7 @@ func lifecycleSide(ctx context.Context, p *plane, side string, n int) (sideResul
 		if in, err = floorInputs(ctx, butler, ns, n, func(i int64) *v1alpha1.TenantCluster { return benchCluster(ns, i) }); err != nil {
 			return r, err
 		}
-		write = func() error { _, err := writeFloor(ctx, kube, dyn, in, lifecycleClients); return err }
+		write = func() error { _, err := writeFloor(ctx, kube, dyn, tenantFromSecret(kube), in, lifecycleClients); return err }
 	} else {
 		write = func() error {
 			return inParallel(n, lifecycleClients, func(i int) error {
