@@ -138,7 +138,10 @@ func lifecycleSide(ctx context.Context, p *plane, side string, n int) (sideResul
 		if in, err = floorInputs(ctx, butler, ns, n, func(i int64) *v1alpha1.TenantCluster { return benchCluster(ns, i) }); err != nil {
 			return r, err
 		}
-		write = func() error { _, err := writeFloor(ctx, kube, dyn, tenantFromSecret(kube), in, lifecycleClients); return err }
+		write = func() error {
+			_, err := writeFloor(ctx, kube, dyn, tenantFromSecret(kube), in, lifecycleClients)
+			return err
+		}
 	} else {
 		write = func() error {
 			return inParallel(n, lifecycleClients, func(i int) error {
