@@ -99,7 +99,7 @@ func writeFloorTenant(ctx context.Context, tenantOf floorTenantOf, in component.
 	if err != nil {
 		return sent, err
 	}
-	for _, role := range boundRoles(crbs, rbs) {
+	for _, role := range access.BoundRoles(crbs, rbs) {
 		sent++
 		if _, err := tenant.Resource(tenantRoles).Get(ctx, role, metav1.GetOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return sent, err
@@ -158,18 +158,4 @@ func asUnstructured(obj runtime.Object, gvk schema.GroupVersionKind) (*unstructu
 	delete(u.Object, "status")
 	u.SetGroupVersionKind(gvk)
 	return u, nil
-}
-
-// boundRoles are the roles the bindings refer to, once each, in order: what the access step
-// reads to see they grant something.
-func boundRoles(crbs []*rbacv1.ClusterRoleBinding, rbs []*rbacv1.RoleBinding) []string {
-	var names []string
-	for _, b := range crbs {
-		names = append(names, b.RoleRef.Name)
-	}
-	for _, b := range rbs {
-		names = append(names, b.RoleRef.Name)
-	}
-	slices.Sort(names)
-	return slices.Compact(names)
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -303,15 +302,7 @@ const rolesRecheck = 500 * time.Millisecond
 // creates them empty and its kube-controller-manager fills them in, seconds after kube-apiserver
 // answers (the control plane is Ready before that).
 func emptyRole(ctx context.Context, tenant kubernetes.Interface, crbs []*rbacv1.ClusterRoleBinding, rbs []*rbacv1.RoleBinding) (string, error) {
-	var names []string
-	for _, b := range crbs {
-		names = append(names, b.RoleRef.Name)
-	}
-	for _, b := range rbs {
-		names = append(names, b.RoleRef.Name)
-	}
-	sort.Strings(names)
-	for _, name := range slices.Compact(names) {
+	for _, name := range access.BoundRoles(crbs, rbs) {
 		role, err := tenant.RbacV1().ClusterRoles().Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return name, nil

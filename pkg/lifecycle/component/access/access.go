@@ -246,6 +246,20 @@ func Bindings(team Members, namespaces []Namespace) ([]*rbacv1.ClusterRoleBindin
 	return crbs, rbs
 }
 
+// BoundRoles are the ClusterRoles the bindings refer to, each once, sorted: what the access step
+// reads to see that each grants something.
+func BoundRoles(crbs []*rbacv1.ClusterRoleBinding, rbs []*rbacv1.RoleBinding) []string {
+	var names []string
+	for _, b := range crbs {
+		names = append(names, b.RoleRef.Name)
+	}
+	for _, b := range rbs {
+		names = append(names, b.RoleRef.Name)
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
 // ClusterRoles are butler's roles in the tenant: OperatorRole, which the tenant's
 // kube-controller-manager aggregates (package doc), OperatorRulesRole, edit's rules without
 // impersonate, which it aggregates among others, and NodeViewerRole.
