@@ -114,26 +114,27 @@ func writeFloorTenant(ctx context.Context, tenantOf floorTenantOf, in component.
 // the access step's order, deleting a binding with no subject as it does.
 func applyFloorAccess(ctx context.Context, tenant dynamic.Interface, policy *admissionregistrationv1.ValidatingAdmissionPolicy,
 	binding *admissionregistrationv1.ValidatingAdmissionPolicyBinding, crbs []*rbacv1.ClusterRoleBinding, rbs []*rbacv1.RoleBinding) (int, error) {
+	// deleted: a binding with no subject, which the access step deletes rather than applies.
 	type write struct {
-		gvr      schema.GroupVersionResource
-		kind     string
-		obj      metav1.Object
-		subjects []rbacv1.Subject
+		gvr     schema.GroupVersionResource
+		kind    string
+		obj     metav1.Object
+		deleted bool
 	}
-	writes := []write{{tenantPolicies, "ValidatingAdmissionPolicy", policy, nil}, {tenantPolicyRefs, "ValidatingAdmissionPolicyBinding", binding, nil}}
+	writes := []write{{tenantPolicies, "ValidatingAdmissionPolicy", policy, false}, {tenantPolicyRefs, "ValidatingAdmissionPolicyBinding", binding, false}}
 	for _, r := range access.ClusterRoles() {
-		writes = append(writes, write{tenantRoles, "ClusterRole", r, nil})
+		writes = append(writes, write{tenantRoles, "ClusterRole", r, false})
 	}
 	for _, b := range crbs {
-		writes = append(writes, write{tenantCRBs, "ClusterRoleBinding", b, b.Subjects})
+		writes = append(writes, write{tenantCRBs, "ClusterRoleBinding", b, len(b.Subjects) == 0})
 	}
 	for _, b := range rbs {
-		writes = append(writes, write{tenantRBs, "RoleBinding", b, b.Subjects})
+		writes = append(writes, write{tenantRBs, "RoleBinding", b, len(b.Subjects) == 0})
 	}
 	for i, w := range writes {
 		r := tenant.Resource(w.gvr).Namespace(w.obj.GetNamespace())
 		var err error
-		if w.gvr.Group == rbacv1.GroupName && w.kind != "ClusterRole" && len(w.subjects) == 0 {
+		if w.deleted {
 			err = r.Delete(ctx, w.obj.GetName(), metav1.DeleteOptions{})
 		} else {
 			var u *unstructured.Unstructured
@@ -148,7 +149,8 @@ func applyFloorAccess(ctx context.Context, tenant dynamic.Interface, policy *adm
 	return len(writes), nil
 }
 
-// asUnstructured is obj as gvk, without status (the tenant's kube-apiserver's).
+// asUnstructured is obj as gvk, without status (the tenant's kube-apiserver's). Not
+// component.FromTyped, which keeps only a spec: RBAC objects have rules, roleRef and subjects.
 func asUnstructured(obj runtime.Object, gvk schema.GroupVersionKind) (*unstructured.Unstructured, error) {
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
